@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what the build, the tests and the demo need, with apt-get; quick when all is present.
+set -euo pipefail
+pkgs=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libmetis-dev libopenblas-dev
+      postgresql-15-cron libipc-run-perl make gcc perl)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# The server package's minor version must match the headers we compile against.
+id postgres >/dev/null 2>&1 || { echo "deps: the postgres user is missing" >&2; exit 1; }

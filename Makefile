@@ -1,0 +1,94 @@
+# gnn: graph neural networks inside PostgreSQL.  Single entry point:
+#   make          build gnn.so (and gnn_cuda.so when nvcc exists)
+#   make install  install the extension
+#   make test     deps, build, install, core unit tests, pg_regress, TAP; ends with "N passed, N failed"
+#   make demo     deps, build, install, a throwaway cluster that loads a graph and shows it
+#   make bench    benchmarks (figures quoted in BENCHMARKS.md)
+EXTENSION   = gnn
+MODULE_big  = gnn
+DATA        = $(wildcard sql/gnn--*.sql)
+PG_CONFIG  ?= pg_config
+
+CORE_SRCS   = $(sort $(wildcard src/core/*.c))
+PG_SRCS     = $(sort $(wildcard src/pg/*.c))
+OBJS        = $(PG_SRCS:.c=.o) $(CORE_SRCS:.c=.o)
+
+PG_CPPFLAGS = -I$(CURDIR)/src/core -I$(CURDIR)/src/pg
+PG_CFLAGS   = -std=gnu11 -O2 -fopenmp -Wno-declaration-after-statement
+SHLIB_LINK  = -lopenblas -lmetis -lgomp -lpthread -lm -ldl
+
+# gnn.so never links CUDA; JIT bitcode is off (clang may not match the server's LLVM).
+override with_llvm = no
+
+# The CUDA backend: built whenever nvcc exists, unless USE_CUDA=0.
+NVCC       ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+USE_CUDA   ?= $(if $(NVCC),1,0)
+CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CU_SRCS     = $(sort $(wildcard kernels/*.cu))
+CUDA_SO     = kernels/gnn_cuda.so
+
+ifeq ($(USE_CUDA),1)
+ifneq ($(CU_SRCS),)
+all: $(CUDA_SO)
+install: install-cuda
+endif
+endif
+
+PG_REGRESS_DIR = $(dir $(PGXS))../../src/test/regress
+REGRESS     = $(patsubst sql/%.sql,%,$(filter-out sql/gnn--%,$(sort $(wildcard sql/*.sql))))
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# ---------------------------------------------------------------- CUDA backend
+CU_OBJS = $(CU_SRCS:.cu=.cu.o)
+NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -I$(CURDIR)/src/core -I$(CURDIR)/kernels \
+             -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
+             -gencode arch=compute_90,code=compute_90
+
+kernels/%.cu.o: kernels/%.cu $(wildcard kernels/*.cuh) $(wildcard src/core/*.h)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(CUDA_SO): $(CU_OBJS)
+	$(NVCC) -shared -o $@ $^ -L$(CUDA_HOME)/lib64 -lcudart -lcublas \
+	    -Xlinker -rpath -Xlinker $(CUDA_HOME)/lib64
+
+install-cuda: $(CUDA_SO)
+	$(INSTALL_SHLIB) $(CUDA_SO) '$(DESTDIR)$(pkglibdir)/gnn_cuda.so'
+
+# ---------------------------------------------------------------- core unit tests (no server)
+TEST_CFLAGS = -std=gnu11 -O2 -g -fopenmp -Wall -Wno-unused-function -Isrc/core -Itest/core $(SANITIZE_FLAGS)
+TEST_LIBS   = -lopenblas -lmetis -lgomp -lpthread -lm -ldl
+CORE_TESTS  = $(patsubst test/core/%.c,test/core/bin/%,$(sort $(wildcard test/core/test_*.c)))
+ifeq ($(SANITIZE),1)
+SANITIZE_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer
+endif
+
+test/core/bin/%: test/core/%.c $(CORE_SRCS) $(wildcard src/core/*.h) test/core/check.h
+	@mkdir -p test/core/bin
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(CORE_SRCS) $(TEST_LIBS)
+
+core-tests: $(CORE_TESTS)
+
+# ---------------------------------------------------------------- top-level targets
+.PHONY: deps test demo bench fuzz core-tests install-cuda
+deps:
+	@bash .ci/deps.sh
+
+test: deps
+	$(MAKE) all
+	$(MAKE) install
+	$(MAKE) core-tests
+	bash test/run_all.sh
+
+demo: deps
+	$(MAKE) all
+	$(MAKE) install
+	bash test/demo.sh
+
+bench: deps
+	$(MAKE) all
+	$(MAKE) install
+	bash bench/run.sh
+
+EXTRA_CLEAN = test/core/bin kernels/*.cu.o $(CUDA_SO) results regression.diffs regression.out tmp_check

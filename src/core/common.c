@@ -1,0 +1,100 @@
+/*
+ * common.c: status codes, error buffer, RNG seeding.
+ */
+#include "gnn_core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+gnn_status
+gnn_error_set(gnn_error *err, gnn_status status, const char *fmt,...)
+{
+	if (err)
+	{
+		va_list		ap;
+
+		err->status = status;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return status;
+}
+
+void
+gnn_error_clear(gnn_error *err)
+{
+	if (err)
+	{
+		err->status = GNN_OK;
+		err->row = -1;
+		err->id = 0;
+		err->msg[0] = '\0';
+	}
+}
+
+const char *
+gnn_status_name(gnn_status status)
+{
+	switch (status)
+	{
+		case GNN_OK:
+			return "ok";
+		case GNN_ERR_NOMEM:
+			return "out of memory";
+		case GNN_ERR_INVALID:
+			return "invalid argument";
+		case GNN_ERR_DANGLING:
+			return "dangling edge";
+		case GNN_ERR_DUPLICATE:
+			return "duplicate id";
+		case GNN_ERR_BAD_VALUE:
+			return "bad value";
+		case GNN_ERR_DIMENSION:
+			return "dimension mismatch";
+		case GNN_ERR_EMPTY:
+			return "empty input";
+		case GNN_ERR_LIMIT:
+			return "limit exceeded";
+		case GNN_ERR_CORRUPT:
+			return "corrupt data";
+		case GNN_ERR_BACKEND:
+			return "backend failure";
+		case GNN_ERR_UNSUPPORTED:
+			return "unsupported";
+		case GNN_ERR_CANCELLED:
+			return "cancelled";
+	}
+	return "unknown status";
+}
+
+static uint64_t
+splitmix64(uint64_t *x)
+{
+	uint64_t	z = (*x += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void
+gnn_rng_seed(gnn_rng *rng, uint64_t seed)
+{
+	uint64_t	x = seed;
+
+	for (int i = 0; i < 4; i++)
+		rng->s[i] = splitmix64(&x);
+}
+
+void
+gnn_rng_split(const gnn_rng *parent, uint64_t stream, gnn_rng *child)
+{
+	uint64_t	x = parent->s[0] ^ gnn_rng_rotl(parent->s[1], 13) ^
+		gnn_rng_rotl(parent->s[2], 29) ^ gnn_rng_rotl(parent->s[3], 41) ^
+		(stream * 0xd1342543de82ef95ULL);
+
+	for (int i = 0; i < 4; i++)
+		child->s[i] = splitmix64(&x);
+}

@@ -1,0 +1,124 @@
+/*
+ * gnn_core.h: what every part of the PostgreSQL-free compute core shares:
+ * status codes with a message buffer, a seeded RNG, callbacks.
+ *
+ * The core never includes postgres.h, never calls palloc or ereport and
+ * never longjmps: it returns a gnn_status and fills a gnn_error, and the
+ * glue turns that into ereport after the core has freed what it held.
+ */
+#ifndef GNN_CORE_H
+#define GNN_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+typedef enum gnn_status
+{
+	GNN_OK = 0,
+	GNN_ERR_NOMEM,				/* allocation failed */
+	GNN_ERR_INVALID,			/* invalid argument or state */
+	GNN_ERR_DANGLING,			/* an edge endpoint is not a known node */
+	GNN_ERR_DUPLICATE,			/* duplicate node id */
+	GNN_ERR_BAD_VALUE,			/* NaN / Inf / out-of-range value */
+	GNN_ERR_DIMENSION,			/* sizes that do not agree */
+	GNN_ERR_EMPTY,				/* nothing to work on */
+	GNN_ERR_LIMIT,				/* would exceed a configured limit */
+	GNN_ERR_CORRUPT,			/* a serialised blob failed validation */
+	GNN_ERR_BACKEND,			/* a compute backend (CUDA...) failed */
+	GNN_ERR_UNSUPPORTED,		/* not available on this build / machine */
+	GNN_ERR_CANCELLED			/* should_stop() said stop */
+} gnn_status;
+
+#define GNN_ERRMSG_LEN 512
+
+/* Error details: a message, and where known the offending row and value. */
+typedef struct gnn_error
+{
+	gnn_status	status;
+	int64_t		row;			/* offending input row (0-based), or -1 */
+	int64_t		id;				/* offending id, when there is one */
+	char		msg[GNN_ERRMSG_LEN];
+} gnn_error;
+
+/* Record an error; returns status so callers can `return gnn_error_set(...)`. */
+gnn_status	gnn_error_set(gnn_error *err, gnn_status status, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+void		gnn_error_clear(gnn_error *err);
+const char *gnn_status_name(gnn_status status);
+
+/* ------------------------------------------------------------------ RNG
+ * xoshiro256**: small, fast, good statistics; explicit state, no globals.
+ * gnn_rng_seed expands a 64-bit seed with splitmix64; gnn_rng_split gives an
+ * independent stream (for a thread or a batch) from a parent state.
+ */
+typedef struct gnn_rng
+{
+	uint64_t	s[4];
+} gnn_rng;
+
+void		gnn_rng_seed(gnn_rng *rng, uint64_t seed);
+void		gnn_rng_split(const gnn_rng *parent, uint64_t stream, gnn_rng *child);
+
+static inline uint64_t
+gnn_rng_rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+static inline uint64_t
+gnn_rng_next(gnn_rng *r)
+{
+	uint64_t	result = gnn_rng_rotl(r->s[1] * 5, 7) * 9;
+	uint64_t	t = r->s[1] << 17;
+
+	r->s[2] ^= r->s[0];
+	r->s[3] ^= r->s[1];
+	r->s[1] ^= r->s[2];
+	r->s[0] ^= r->s[3];
+	r->s[2] ^= t;
+	r->s[3] = gnn_rng_rotl(r->s[3], 45);
+	return result;
+}
+
+/* uniform in [0, 1) with 24 bits (float) or 53 bits (double) */
+static inline float
+gnn_rng_float(gnn_rng *r)
+{
+	return (float) (gnn_rng_next(r) >> 40) * (1.0f / 16777216.0f);
+}
+
+static inline double
+gnn_rng_double(gnn_rng *r)
+{
+	return (double) (gnn_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* uniform integer in [0, n), n > 0, without modulo bias (Lemire) */
+static inline uint64_t
+gnn_rng_below(gnn_rng *r, uint64_t n)
+{
+	unsigned __int128 m = (unsigned __int128) gnn_rng_next(r) * n;
+	uint64_t	l = (uint64_t) m;
+
+	if (l < n)
+	{
+		uint64_t	t = (0 - n) % n;
+
+		while (l < t)
+		{
+			m = (unsigned __int128) gnn_rng_next(r) * n;
+			l = (uint64_t) m;
+		}
+	}
+	return (uint64_t) (m >> 64);
+}
+
+/* ------------------------------------------------------------------ callbacks
+ * Long-running core work reports progress and asks whether to stop.  Both may
+ * be NULL.  They are called from the thread that called the core, never from
+ * worker threads.
+ */
+typedef bool (*gnn_should_stop_fn) (void *arg);
+
+#endif							/* GNN_CORE_H */

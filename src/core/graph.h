@@ -1,0 +1,170 @@
+/*
+ * graph.h: the one representation of a graph.
+ *
+ * Loaders collect a COO edge list and optional node data (gnn_graph_input);
+ * gnn_graph_build turns it into CSR arrays held by a builder; gnn_graph_write
+ * lays those arrays out in one contiguous region (a header plus arrays at
+ * offsets, no pointers) that any process can map at any address;
+ * gnn_graph_attach validates a region and gives a pointer view (gnn_graph).
+ *
+ * Node ids are arbitrary int64 values; the internal index of a node is the
+ * rank of its id in ascending order, so ids[] is sorted and lookups are a
+ * binary search (gnn_graph_find).  Edges are src -> dst.  The CSR (indptr,
+ * indices) lists each node's out-neighbours; the reverse CSR (rindptr,
+ * rindices) lists its in-neighbours, the nodes it aggregates messages from.
+ * Within a row, neighbours are sorted and unique (duplicate edges merged,
+ * weights summed); self loops are kept as given.
+ */
+#ifndef GNN_GRAPH_H
+#define GNN_GRAPH_H
+
+#include "gnn_core.h"
+
+#define GNN_GRAPH_MAGIC   0x474e4e47u	/* "GNNG" */
+#define GNN_GRAPH_VERSION 1
+
+enum
+{
+	GNN_SPLIT_NONE = 0,
+	GNN_SPLIT_TRAIN = 1,
+	GNN_SPLIT_VAL = 2,
+	GNN_SPLIT_TEST = 3
+};
+
+enum
+{
+	GNN_FEAT_NONE = 0,
+	GNN_FEAT_DENSE = 1,			/* float[n * dim], row-major */
+	GNN_FEAT_SPARSE = 2			/* CSR: fptr int64[n+1], fidx int32[nnz], fval float[nnz] */
+};
+
+/* What a loader collected.  Arrays are borrowed, not copied or freed. */
+typedef struct gnn_graph_input
+{
+	/* edges, in original ids */
+	int64_t		num_edges;
+	const int64_t *src;
+	const int64_t *dst;
+	const float *weight;		/* NULL: every edge weighs 1 */
+	bool		undirected;		/* add each edge's reverse */
+	bool		skip_dangling;	/* drop edges whose endpoint is not a node */
+
+	/* nodes; node_ids == NULL means: the nodes are the edge endpoints */
+	int64_t		num_nodes;
+	const int64_t *node_ids;
+
+	/* per node row (parallel to node_ids), each optional */
+	int32_t		feat_dim;		/* dense features */
+	const float *feat;			/* num_nodes * feat_dim */
+	const int32_t *labels;		/* -1: no label */
+	const uint8_t *split;		/* GNN_SPLIT_* */
+
+	/* sparse features as (node id, index, value) triples, optional */
+	int64_t		sparse_nnz;
+	const int64_t *sp_node;
+	const int32_t *sp_index;
+	const float *sp_value;
+	int32_t		sparse_dim;		/* 0: max index + 1 */
+
+	int			nthreads;		/* 0: all cores */
+} gnn_graph_input;
+
+/* The region header; all offsets are from the start of the region, 0 = absent. */
+typedef struct gnn_graph_header
+{
+	uint32_t	magic;
+	uint32_t	version;
+	uint64_t	total_bytes;
+	int64_t		num_nodes;
+	int64_t		num_edges;		/* directed arcs after symmetrising and merging */
+	int64_t		feat_nnz;
+	int64_t		n_train;
+	int64_t		n_val;
+	int64_t		n_test;
+	int64_t		n_labelled;
+	int32_t		feat_kind;
+	int32_t		feat_dim;
+	int32_t		num_classes;
+	int32_t		weighted;
+	uint64_t	off_ids;		/* int64[n], ascending */
+	uint64_t	off_indptr;		/* int64[n+1] */
+	uint64_t	off_indices;	/* int32[m] */
+	uint64_t	off_weights;	/* float[m] */
+	uint64_t	off_rindptr;	/* int64[n+1] */
+	uint64_t	off_rindices;	/* int32[m] */
+	uint64_t	off_rweights;	/* float[m] */
+	uint64_t	off_feat;		/* dense float[n*dim] */
+	uint64_t	off_fptr;		/* sparse int64[n+1] */
+	uint64_t	off_fidx;		/* int32[nnz] */
+	uint64_t	off_fval;		/* float[nnz] */
+	uint64_t	off_labels;		/* int32[n], -1 = none */
+	uint64_t	off_split;		/* uint8[n] */
+	uint64_t	checksum;		/* of the header fields above (not the arrays) */
+} gnn_graph_header;
+
+/* A process-local pointer view of a region. */
+typedef struct gnn_graph
+{
+	int64_t		num_nodes;
+	int64_t		num_edges;
+	const int64_t *ids;
+	const int64_t *indptr;
+	const int32_t *indices;
+	const float *weights;		/* NULL when unweighted */
+	const int64_t *rindptr;
+	const int32_t *rindices;
+	const float *rweights;
+	int32_t		feat_kind;
+	int32_t		feat_dim;
+	int64_t		feat_nnz;
+	const float *feat;
+	const int64_t *fptr;
+	const int32_t *fidx;
+	const float *fval;
+	int32_t		num_classes;
+	const int32_t *labels;		/* NULL when unlabelled */
+	const uint8_t *split;		/* NULL when no split */
+	int64_t		n_train;
+	int64_t		n_val;
+	int64_t		n_test;
+} gnn_graph;
+
+typedef struct gnn_graph_builder gnn_graph_builder;
+
+/* Build CSR arrays (malloc'd, owned by the builder) from a loader's input. */
+gnn_status	gnn_graph_build(const gnn_graph_input *in, gnn_graph_builder **out, gnn_error *err);
+/* Exact bytes gnn_graph_write needs. */
+uint64_t	gnn_graph_size(const gnn_graph_builder *b);
+/* Lay the graph out in region (size bytes, at least gnn_graph_size). */
+gnn_status	gnn_graph_write(const gnn_graph_builder *b, void *region, uint64_t size, gnn_error *err);
+void		gnn_graph_builder_free(gnn_graph_builder *b);
+
+/* Validate a region and fill a pointer view of it. */
+gnn_status	gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err);
+/* Header of a region (after attach succeeded). */
+static inline const gnn_graph_header *
+gnn_graph_header_of(const void *region)
+{
+	return (const gnn_graph_header *) region;
+}
+
+/* Internal index of an original id, or -1. */
+int64_t		gnn_graph_find(const gnn_graph *g, int64_t id);
+
+static inline int64_t
+gnn_graph_out_degree(const gnn_graph *g, int64_t v)
+{
+	return g->indptr[v + 1] - g->indptr[v];
+}
+
+static inline int64_t
+gnn_graph_in_degree(const gnn_graph *g, int64_t v)
+{
+	return g->rindptr[v + 1] - g->rindptr[v];
+}
+
+/* Convenience for tools and tests: build straight into a malloc'd region. */
+gnn_status	gnn_graph_build_region(const gnn_graph_input *in, void **region, uint64_t *size,
+								   gnn_graph *g, gnn_error *err);
+
+#endif							/* GNN_GRAPH_H */
