@@ -36,6 +36,8 @@ struct gnn_graph_builder
 	float	   *fval;
 	int32_t    *labels;
 	uint8_t    *split;
+	char	   *class_names;
+	uint64_t	class_names_bytes;
 	int32_t		num_classes;
 	int64_t		n_train,
 				n_val,
@@ -402,6 +404,7 @@ gnn_graph_builder_free(gnn_graph_builder *b)
 	free(b->fval);
 	free(b->labels);
 	free(b->split);
+	free(b->class_names);
 	free(b);
 }
 
@@ -474,7 +477,7 @@ gnn_graph_build(const gnn_graph_input *in, gnn_graph_builder **out, gnn_error *e
 				if (err)
 					err->row = second;
 				FAIL(GNN_ERR_DUPLICATE, "node id %lld appears more than once (rows %lld and %lld)",
-					 (long long) b->ids[i], (long long) first, (long long) second);
+					 (long long) b->ids[i], (long long) first + 1, (long long) second + 1);
 			}
 		b->n = n;
 	}
@@ -714,6 +717,14 @@ gnn_graph_build(const gnn_graph_input *in, gnn_graph_builder **out, gnn_error *e
 		}
 		b->num_classes = maxl + 1;
 	}
+	if (in->class_names && in->class_names_bytes > 0)
+	{
+		b->class_names = malloc(in->class_names_bytes);
+		if (!b->class_names)
+			FAIL(GNN_ERR_NOMEM, "out of memory");
+		memcpy(b->class_names, in->class_names, in->class_names_bytes);
+		b->class_names_bytes = in->class_names_bytes;
+	}
 	if (in->split)
 	{
 		b->split = malloc(b->n ? b->n : 1);
@@ -751,7 +762,7 @@ done:
 
 typedef struct layout
 {
-	uint64_t	off[13];
+	uint64_t	off[14];
 	uint64_t	total;
 } layout;
 
@@ -759,7 +770,7 @@ typedef struct layout
 enum
 {
 	L_IDS, L_INDPTR, L_INDICES, L_WEIGHTS, L_RINDPTR, L_RINDICES, L_RWEIGHTS,
-	L_FEAT, L_FPTR, L_FIDX, L_FVAL, L_LABELS, L_SPLIT, L_COUNT
+	L_FEAT, L_FPTR, L_FIDX, L_FVAL, L_LABELS, L_SPLIT, L_CLASSES, L_COUNT
 };
 
 static void
@@ -782,6 +793,7 @@ compute_layout(const gnn_graph_builder *b, layout *l)
 	sz[L_FVAL] = b->feat_kind == GNN_FEAT_SPARSE ? 4 * (uint64_t) b->feat_nnz : 0;
 	sz[L_LABELS] = b->labels ? 4 * n : 0;
 	sz[L_SPLIT] = b->split ? n : 0;
+	sz[L_CLASSES] = b->class_names_bytes;
 
 	uint64_t	pos = ALIGN64(sizeof(gnn_graph_header));
 
@@ -863,6 +875,8 @@ gnn_graph_write(const gnn_graph_builder *b, void *region, uint64_t size, gnn_err
 	h->off_fval = l.off[L_FVAL];
 	h->off_labels = l.off[L_LABELS];
 	h->off_split = l.off[L_SPLIT];
+	h->off_class_names = l.off[L_CLASSES];
+	h->class_names_bytes = b->class_names_bytes;
 
 	uint64_t	n = b->n,
 				m = b->m;
@@ -881,6 +895,7 @@ gnn_graph_write(const gnn_graph_builder *b, void *region, uint64_t size, gnn_err
 	PUT(h->off_fval, b->fval, 4 * (uint64_t) b->feat_nnz);
 	PUT(h->off_labels, b->labels, 4 * n);
 	PUT(h->off_split, b->split, n);
+	PUT(h->off_class_names, b->class_names, b->class_names_bytes);
 #undef PUT
 	h->checksum = header_checksum(h);
 	return GNN_OK;
@@ -924,7 +939,8 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 		(h->off_fidx && !span_ok(h->off_fidx, 4 * (uint64_t) h->feat_nnz, size)) ||
 		(h->off_fval && !span_ok(h->off_fval, 4 * (uint64_t) h->feat_nnz, size)) ||
 		(h->off_labels && !span_ok(h->off_labels, 4 * n, size)) ||
-		(h->off_split && !span_ok(h->off_split, n, size)))
+		(h->off_split && !span_ok(h->off_split, n, size)) ||
+		(h->off_class_names && !span_ok(h->off_class_names, h->class_names_bytes, size)))
 		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph region arrays fall outside the region");
 
 	g->num_nodes = h->num_nodes;
@@ -946,6 +962,8 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 	g->num_classes = h->num_classes;
 	g->labels = h->off_labels ? (const int32_t *) (base + h->off_labels) : NULL;
 	g->split = h->off_split ? (const uint8_t *) (base + h->off_split) : NULL;
+	g->class_names = h->off_class_names ? base + h->off_class_names : NULL;
+	g->class_names_bytes = h->class_names_bytes;
 	g->n_train = h->n_train;
 	g->n_val = h->n_val;
 	g->n_test = h->n_test;

@@ -66,6 +66,10 @@ typedef struct gnn_graph_input
 	const float *sp_value;
 	int32_t		sparse_dim;		/* 0: max index + 1 */
 
+	/* names of classes 0..C-1 for text labels: C NUL-terminated strings back to back */
+	const char *class_names;
+	uint64_t	class_names_bytes;
+
 	int			nthreads;		/* 0: all cores */
 } gnn_graph_input;
 
@@ -99,6 +103,8 @@ typedef struct gnn_graph_header
 	uint64_t	off_fval;		/* float[nnz] */
 	uint64_t	off_labels;		/* int32[n], -1 = none */
 	uint64_t	off_split;		/* uint8[n] */
+	uint64_t	off_class_names;	/* char[class_names_bytes] */
+	uint64_t	class_names_bytes;
 	uint64_t	checksum;		/* of the header fields above (not the arrays) */
 } gnn_graph_header;
 
@@ -124,6 +130,8 @@ typedef struct gnn_graph
 	int32_t		num_classes;
 	const int32_t *labels;		/* NULL when unlabelled */
 	const uint8_t *split;		/* NULL when no split */
+	const char *class_names;	/* NULL when labels were integers */
+	uint64_t	class_names_bytes;
 	int64_t		n_train;
 	int64_t		n_val;
 	int64_t		n_test;

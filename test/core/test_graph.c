@@ -124,7 +124,7 @@ test_errors(void)
 	in.num_edges = 1;
 	in.node_ids = dup;
 	CHECK(gnn_graph_build(&in, &b, &err) == GNN_ERR_DUPLICATE && err.id == 1 && err.row == 2,
-		  "duplicate node id reported: %s", err.msg);
+		  "duplicate node id reported, rows counted from 1: %s", err.msg);
 	in.node_ids = ids;
 	in.feat_dim = 1;
 	in.feat = feat;

@@ -1,0 +1,41 @@
+-- Cora from ../shared/data (the runner skips this test where the data is missing).
+CREATE EXTENSION IF NOT EXISTS gnn;
+\getenv datadir GNN_DATA_DIR
+\set nodes_file :datadir '/cora/nodes.csv'
+\set edges_file :datadir '/cora/edges.csv'
+\set coo_file :datadir '/cora/features_coo.csv'
+CREATE TABLE cora_nodes (id int PRIMARY KEY, label int, split text);
+CREATE TABLE cora_edges (src int, dst int);
+CREATE TABLE cora_coo (id int, feature int, value real);
+COPY cora_nodes FROM :'nodes_file' WITH (FORMAT csv, HEADER true);
+COPY cora_edges FROM :'edges_file' WITH (FORMAT csv, HEADER true);
+COPY cora_coo FROM :'coo_file' WITH (FORMAT csv, HEADER true);
+-- dense real[] features from the sparse form
+CREATE TABLE cora_feat AS
+  SELECT n.id, n.label, n.split,
+         (SELECT array_agg(coalesce(c.value, 0) ORDER BY f)::real[]
+          FROM generate_series(0, 1432) f LEFT JOIN cora_coo c ON c.id = n.id AND c.feature = f) AS x
+  FROM cora_nodes n;
+
+SELECT nodes, edges, feature_dim, features, classes, train, val, test
+FROM gnn.load_graph('cora', 'cora_edges', nodes => 'cora_feat', features => 'x',
+                    label => 'label', split => 'split', undirected => true);
+SELECT nodes, edges, feature_dim, features
+FROM gnn.load_graph('cora_sparse', 'cora_edges', nodes => 'cora_nodes', sparse_features => 'cora_coo',
+                    label => 'label', split => 'split', undirected => true);
+-- directed: 5429 arcs; the nodes are the endpoints
+SELECT nodes, edges FROM gnn.load_graph('cora_directed', 'cora_edges');
+
+-- every node's degree equals the one SQL computes over the same table
+WITH arcs AS (SELECT src, dst FROM cora_edges UNION SELECT dst, src FROM cora_edges),
+     deg AS (SELECT n.id, count(a.dst) AS d FROM cora_nodes n LEFT JOIN arcs a ON a.src = n.id GROUP BY n.id)
+SELECT count(*) AS nodes_checked,
+       count(*) FILTER (WHERE gnn.degree('cora', id) <> d) AS mismatches
+FROM deg;
+WITH deg AS (SELECT src AS id, count(*) AS d FROM cora_edges GROUP BY src)
+SELECT count(*) FILTER (WHERE gnn.degree('cora_directed', id) <> d) AS directed_mismatches FROM deg;
+-- neighbours agree with the table
+SELECT array_agg(neighbor ORDER BY neighbor) = (SELECT array_agg(x::bigint ORDER BY x) FROM
+        (SELECT dst AS x FROM cora_edges WHERE src = 35 UNION SELECT src FROM cora_edges WHERE dst = 35) s)
+FROM gnn.neighbors('cora', 35);
+SELECT gnn.drop_graph('cora'), gnn.drop_graph('cora_sparse'), gnn.drop_graph('cora_directed');

@@ -1,0 +1,272 @@
+/*
+ * funcs_graph.c: SQL functions for graphs: load, drop, list, inspect.
+ */
+#include "gnn_pg.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+PG_FUNCTION_INFO_V1(gnn_load_graph);
+PG_FUNCTION_INFO_V1(gnn_drop_graph);
+PG_FUNCTION_INFO_V1(gnn_graph_list);
+PG_FUNCTION_INFO_V1(gnn_degree);
+PG_FUNCTION_INFO_V1(gnn_neighbors);
+PG_FUNCTION_INFO_V1(gnn_check_preload);
+PG_FUNCTION_INFO_V1(gnn_memory_used);
+
+static char *
+TextArgOrNull(FunctionCallInfo fcinfo, int i)
+{
+	return PG_ARGISNULL(i) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(i));
+}
+
+static const char *
+FeatKindName(int kind)
+{
+	return kind == GNN_FEAT_DENSE ? "dense" : kind == GNN_FEAT_SPARSE ? "sparse" : "none";
+}
+
+/* one row of gnn.graphs: name, owner, nodes, edges, feature_dim, features, classes,
+ * train, val, test, undirected, bytes, loaded_at */
+#define GRAPH_COLS 13
+static void
+EntryToValues(const GnnGraphEntry *e, Datum *values, bool *nulls)
+{
+	memset(nulls, 0, sizeof(bool) * GRAPH_COLS);
+	values[0] = CStringGetTextDatum(e->name);
+	values[1] = ObjectIdGetDatum(e->owner);
+	values[2] = Int64GetDatum(e->nodes);
+	values[3] = Int64GetDatum(e->edges);
+	values[4] = Int32GetDatum(e->feat_dim);
+	values[5] = CStringGetTextDatum(FeatKindName(e->feat_kind));
+	values[6] = Int32GetDatum(e->classes);
+	values[7] = Int64GetDatum(e->n_train);
+	values[8] = Int64GetDatum(e->n_val);
+	values[9] = Int64GetDatum(e->n_test);
+	values[10] = BoolGetDatum(e->undirected);
+	values[11] = Int64GetDatum((int64) e->bytes);
+	values[12] = TimestampTzGetDatum(e->loaded_at);
+}
+
+Datum
+gnn_check_preload(PG_FUNCTION_ARGS)
+{
+	GnnRequirePreload();
+	PG_RETURN_BOOL(true);
+}
+
+Datum
+gnn_load_graph(PG_FUNCTION_ARGS)
+{
+	GnnLoadArgs a;
+	GnnGraphEntry result;
+	TupleDesc	tupdesc;
+	Datum		values[GRAPH_COLS];
+	bool		nulls[GRAPH_COLS];
+
+	GnnRequirePreload();
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph name must not be NULL")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("edge table must not be NULL"),
+						errhint("Pass edges => 'your_edge_table'.")));
+	memset(&a, 0, sizeof(a));
+	a.name = TextArgOrNull(fcinfo, 0);
+	a.edges = PG_GETARG_OID(1);
+	a.src = TextArgOrNull(fcinfo, 2);
+	a.dst = TextArgOrNull(fcinfo, 3);
+	a.nodes = PG_ARGISNULL(4) ? InvalidOid : PG_GETARG_OID(4);
+	a.id = TextArgOrNull(fcinfo, 5);
+	a.features = TextArgOrNull(fcinfo, 6);
+	a.label = TextArgOrNull(fcinfo, 7);
+	a.split = TextArgOrNull(fcinfo, 8);
+	a.weight = TextArgOrNull(fcinfo, 9);
+	a.undirected = PG_ARGISNULL(10) ? false : PG_GETARG_BOOL(10);
+	a.replace = PG_ARGISNULL(11) ? false : PG_GETARG_BOOL(11);
+	a.sparse = PG_ARGISNULL(12) ? InvalidOid : PG_GETARG_OID(12);
+	a.sparse_id = TextArgOrNull(fcinfo, 13);
+	a.sparse_index = TextArgOrNull(fcinfo, 14);
+	a.sparse_value = TextArgOrNull(fcinfo, 15);
+	a.skip_dangling = PG_ARGISNULL(16) ? false : PG_GETARG_BOOL(16);
+
+	GnnLoadGraph(&a, &result);
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	EntryToValues(&result, values, nulls);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+Datum
+gnn_drop_graph(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph name must not be NULL")));
+	PG_RETURN_BOOL(GnnGraphDrop(TextArgOrNull(fcinfo, 0), PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1)));
+}
+
+/* The graphs of this database the caller may see: its own, or all for a superuser. */
+Datum
+gnn_graph_list(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GnnGraphEntry *copy;
+	int			n = 0;
+
+	GnnRequirePreload();
+	InitMaterializedSRF(fcinfo, 0);
+	copy = palloc(sizeof(GnnGraphEntry) * gnn_shared->max_graphs);
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	for (int i = 0; i < gnn_shared->max_graphs; i++)
+	{
+		GnnGraphEntry *e = &gnn_shared->graphs[i];
+
+		if (e->in_use && e->dbid == MyDatabaseId)
+			copy[n++] = *e;
+	}
+	LWLockRelease(gnn_shared->lock);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[GRAPH_COLS];
+		bool		nulls[GRAPH_COLS];
+
+		if (!GnnIsOwnerOrSuper(copy[i].owner))
+			continue;
+		EntryToValues(&copy[i], values, nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* Total bytes of graph memory in use (registered and reserved), for tests and monitoring. */
+Datum
+gnn_memory_used(PG_FUNCTION_ARGS)
+{
+	uint64		used;
+
+	GnnRequirePreload();
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	used = gnn_shared->graph_bytes;
+	LWLockRelease(gnn_shared->lock);
+	PG_RETURN_INT64((int64) used);
+}
+
+typedef enum
+{
+	DIR_OUT, DIR_IN, DIR_BOTH
+} Direction;
+
+static Direction
+ParseDirection(FunctionCallInfo fcinfo, int i)
+{
+	char	   *d = PG_ARGISNULL(i) ? "out" : text_to_cstring(PG_GETARG_TEXT_PP(i));
+
+	if (strcmp(d, "out") == 0)
+		return DIR_OUT;
+	if (strcmp(d, "in") == 0)
+		return DIR_IN;
+	if (strcmp(d, "both") == 0)
+		return DIR_BOTH;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown direction \"%s\"", d),
+			 errhint("The direction is one of: out, in, both.")));
+	return DIR_OUT;
+}
+
+static int64
+FindNode(GnnGraphRef *ref, int64 id)
+{
+	int64		v = gnn_graph_find(&ref->g, id);
+
+	if (v < 0)
+	{
+		char	   *name = pstrdup(ref->entry.name);
+
+		GnnGraphRelease(ref);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("node %lld is not in graph \"%s\"", (long long) id, name)));
+	}
+	return v;
+}
+
+Datum
+gnn_degree(PG_FUNCTION_ARGS)
+{
+	GnnGraphRef ref;
+	int64		v,
+				deg;
+	Direction	dir;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	dir = ParseDirection(fcinfo, 2);
+	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
+	v = FindNode(&ref, PG_GETARG_INT64(1));
+	deg = dir == DIR_IN ? gnn_graph_in_degree(&ref.g, v) :
+		dir == DIR_OUT ? gnn_graph_out_degree(&ref.g, v) :
+		gnn_graph_in_degree(&ref.g, v) + gnn_graph_out_degree(&ref.g, v);
+	GnnGraphRelease(&ref);
+	PG_RETURN_INT64(deg);
+}
+
+/* neighbors(graph, node, direction) -> (neighbor bigint, weight real) */
+Datum
+gnn_neighbors(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GnnGraphRef ref;
+	int64		v;
+	Direction	dir;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph and node must not be NULL")));
+	dir = ParseDirection(fcinfo, 2);
+	InitMaterializedSRF(fcinfo, 0);
+	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
+	v = FindNode(&ref, PG_GETARG_INT64(1));
+	for (int pass = 0; pass < 2; pass++)
+	{
+		const int64 *ptr;
+		const int32 *idx;
+		const float *w;
+
+		if ((pass == 0 && dir == DIR_IN) || (pass == 1 && dir != DIR_IN))
+		{
+			if (pass == 1 && dir != DIR_BOTH)
+				break;
+			if (pass == 0)
+				continue;
+		}
+		if (pass == 0)
+		{
+			ptr = ref.g.indptr;
+			idx = ref.g.indices;
+			w = ref.g.weights;
+		}
+		else
+		{
+			ptr = ref.g.rindptr;
+			idx = ref.g.rindices;
+			w = ref.g.rweights;
+		}
+		for (int64 p = ptr[v]; p < ptr[v + 1]; p++)
+		{
+			Datum		values[2];
+			bool		nulls[2] = {false, false};
+
+			values[0] = Int64GetDatum(ref.g.ids[idx[p]]);
+			values[1] = Float4GetDatum(w ? w[p] : 1.0f);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	GnnGraphRelease(&ref);
+	return (Datum) 0;
+}

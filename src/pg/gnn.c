@@ -1,0 +1,50 @@
+/*
+ * gnn.c: module entry point.  _PG_init defines the GUCs and delegates
+ * shared-memory setup to shmem.c; it does nothing else.
+ */
+#include "gnn_pg.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+PG_MODULE_MAGIC;
+
+int			gnn_max_graph_memory_mb = 4096;
+int			gnn_max_graphs = 64;
+int			gnn_threads = 0;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	DefineCustomIntVariable("gnn.max_graph_memory",
+							"Shared memory all loaded graphs may use together.",
+							"A load that would exceed it fails before allocating.",
+							&gnn_max_graph_memory_mb,
+							4096, 1, INT_MAX / 2,
+							PGC_SUSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("gnn.threads",
+							"Threads the compute core may use in one process (0: all cores).",
+							NULL,
+							&gnn_threads,
+							0, 0, 1024,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	/* everything below needs shared memory reserved at server start */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	DefineCustomIntVariable("gnn.max_graphs",
+							"How many graphs can be loaded at once.",
+							NULL,
+							&gnn_max_graphs,
+							64, 1, 100000,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	MarkGUCPrefixReserved("gnn");
+	GnnShmemInit();
+}

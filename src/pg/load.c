@@ -1,0 +1,807 @@
+/*
+ * load.c: tables -> COO arrays -> core CSR build -> a DSM segment.
+ *
+ * Plain tables are read with a heap scan under the caller's snapshot, after
+ * checking the caller's SELECT privilege on each column read: as fast as a
+ * sequential scan can be.  Views, partitioned and foreign tables, and tables
+ * with row-level security for the caller are read through SPI with a query
+ * built from quoted identifiers, so the executor applies every rule and
+ * policy.  Either way the caller's own rights decide what is read.
+ */
+#include "gnn_pg.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <float.h>
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+
+#define GNN_SCAN_MAXCOLS 4
+#define GNN_SPI_BATCH 20000
+
+typedef struct GnnScan
+{
+	Oid			relid;
+	const char *relname;		/* qualified, for messages */
+	int			ncols;
+	const char *colnames[GNN_SCAN_MAXCOLS];
+	AttrNumber	attnums[GNN_SCAN_MAXCOLS];
+	Oid			types[GNN_SCAN_MAXCOLS];
+	int64		rowno;			/* rows returned so far */
+	bool		use_spi;
+	/* direct */
+	Relation	rel;
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+	/* spi */
+	Portal		portal;
+	uint64		batch_pos;
+	uint64		batch_n;
+	Datum		values[GNN_SCAN_MAXCOLS];
+	bool		nulls[GNN_SCAN_MAXCOLS];
+} GnnScan;
+
+static const char *
+QualifiedRelName(Oid relid)
+{
+	char	   *rel = get_rel_name(relid);
+
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), rel);
+}
+
+/* Resolve a column and check its type against a list of accepted ones. */
+static void
+ResolveColumn(GnnScan *s, int i, const char *col, const char *role, const Oid *accepted,
+			  const char *accepted_desc)
+{
+	AttrNumber	att;
+	Oid			type;
+	bool		ok = false;
+
+	if (col == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the %s column name must not be NULL", role)));
+	att = get_attnum(s->relid, col);
+	if (att == InvalidAttrNumber || att < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" does not exist in %s", col, s->relname),
+				 errhint("Name the %s column of %s with the corresponding argument of gnn.load_graph().",
+						 role, s->relname)));
+	type = get_atttype(s->relid, att);
+	for (const Oid *a = accepted; *a != InvalidOid; a++)
+		ok |= (type == *a);
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" of %s has type %s, which cannot be a %s column",
+						col, s->relname, format_type_be(type), role),
+				 errhint("A %s column must be %s.", role, accepted_desc)));
+	s->colnames[i] = col;
+	s->attnums[i] = att;
+	s->types[i] = type;
+}
+
+static void
+ScanBegin(GnnScan *s)
+{
+	Relation	rel = relation_open(s->relid, AccessShareLock);
+	char		kind = rel->rd_rel->relkind;
+	bool		ok = pg_class_aclcheck(s->relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
+
+	/* column-level privileges suffice, as for a SELECT of those columns */
+	for (int i = 0; i < s->ncols && !ok; i++)
+		if (pg_attribute_aclcheck(s->relid, s->attnums[i], GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+			aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(kind), RelationGetRelationName(rel));
+
+	s->use_spi = !(kind == RELKIND_RELATION || kind == RELKIND_MATVIEW) ||
+		check_enable_rls(s->relid, InvalidOid, true) == RLS_ENABLED;
+	if (!s->use_spi)
+	{
+		s->rel = rel;
+		s->slot = table_slot_create(rel, NULL);
+		s->scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+		return;
+	}
+	relation_close(rel, AccessShareLock);
+
+	StringInfoData q;
+
+	initStringInfo(&q);
+	appendStringInfoString(&q, "SELECT ");
+	for (int i = 0; i < s->ncols; i++)
+		appendStringInfo(&q, "%s%s", i ? ", " : "", quote_identifier(s->colnames[i]));
+	appendStringInfo(&q, " FROM %s", s->relname);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	s->portal = SPI_cursor_open_with_args(NULL, q.data, 0, NULL, NULL, NULL, true, 0);
+	s->batch_pos = s->batch_n = 0;
+}
+
+/* Next row: fills values/nulls; false at the end. */
+static bool
+ScanNext(GnnScan *s, Datum *values, bool *nulls)
+{
+	if ((s->rowno & 65535) == 0)
+		CHECK_FOR_INTERRUPTS();
+	if (!s->use_spi)
+	{
+		if (!table_scan_getnextslot(s->scan, ForwardScanDirection, s->slot))
+			return false;
+		for (int i = 0; i < s->ncols; i++)
+			values[i] = slot_getattr(s->slot, s->attnums[i], &nulls[i]);
+		s->rowno++;
+		return true;
+	}
+	if (s->batch_pos >= s->batch_n)
+	{
+		if (SPI_tuptable)
+			SPI_freetuptable(SPI_tuptable);
+		SPI_cursor_fetch(s->portal, true, GNN_SPI_BATCH);
+		s->batch_n = SPI_processed;
+		s->batch_pos = 0;
+		if (s->batch_n == 0)
+			return false;
+	}
+	HeapTuple	tup = SPI_tuptable->vals[s->batch_pos++];
+
+	for (int i = 0; i < s->ncols; i++)
+		values[i] = SPI_getbinval(tup, SPI_tuptable->tupdesc, i + 1, &nulls[i]);
+	s->rowno++;
+	return true;
+}
+
+/* "row 17 (ctid (0,17))" for the row just returned */
+static char *
+ScanRowDesc(GnnScan *s)
+{
+	if (!s->use_spi)
+		return psprintf("row %lld (ctid (%u,%u))", (long long) s->rowno,
+						ItemPointerGetBlockNumber(&s->slot->tts_tid),
+						ItemPointerGetOffsetNumber(&s->slot->tts_tid));
+	return psprintf("row %lld", (long long) s->rowno);
+}
+
+static void
+ScanEnd(GnnScan *s)
+{
+	if (!s->use_spi)
+	{
+		table_endscan(s->scan);
+		ExecDropSingleTupleTableSlot(s->slot);
+		relation_close(s->rel, AccessShareLock);
+	}
+	else
+	{
+		SPI_cursor_close(s->portal);
+		SPI_finish();
+	}
+}
+
+static int64
+EstimateRows(Oid relid)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+	float4		t = rel->rd_rel->reltuples;
+
+	relation_close(rel, AccessShareLock);
+	return (t > 0 && t < 1e10) ? (int64) t + 1024 : 1024;
+}
+
+/* ------------------------------------------------------------------ value conversion */
+
+static const Oid int_types[] = {INT2OID, INT4OID, INT8OID, InvalidOid};
+static const Oid num_types[] = {FLOAT4OID, FLOAT8OID, INT2OID, INT4OID, INT8OID, NUMERICOID, InvalidOid};
+static const Oid feat_types[] = {FLOAT4ARRAYOID, FLOAT8ARRAYOID, InvalidOid};
+static const Oid label_types[] = {INT2OID, INT4OID, INT8OID, TEXTOID, VARCHAROID, BPCHAROID, InvalidOid};
+static const Oid text_types[] = {TEXTOID, VARCHAROID, BPCHAROID, InvalidOid};
+
+static int64
+IntDatum(Datum d, Oid type)
+{
+	switch (type)
+	{
+		case INT2OID:
+			return DatumGetInt16(d);
+		case INT4OID:
+			return DatumGetInt32(d);
+		default:
+			return DatumGetInt64(d);
+	}
+}
+
+static double
+NumDatum(Datum d, Oid type)
+{
+	switch (type)
+	{
+		case FLOAT4OID:
+			return DatumGetFloat4(d);
+		case FLOAT8OID:
+			return DatumGetFloat8(d);
+		case NUMERICOID:
+			return DatumGetFloat8(DirectFunctionCall1(numeric_float8, d));
+		default:
+			return (double) IntDatum(d, type);
+	}
+}
+
+static char *
+TextDatum(Datum d, Oid type)
+{
+	Oid			out;
+	bool		varlena;
+
+	getTypeOutputInfo(type, &out, &varlena);
+	return OidOutputFunctionCall(out, d);
+}
+
+static void
+NullError(GnnScan *s, int col)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			 errmsg("column \"%s\" of %s contains a NULL", s->colnames[col], s->relname),
+			 errdetail("The NULL is in %s.", ScanRowDesc(s)),
+			 errhint("Remove the row or fill in the value; gnn.load_graph() cannot use a NULL there.")));
+}
+
+/* ------------------------------------------------------------------ growing arrays */
+
+typedef struct GrowArray
+{
+	char	   *data;
+	Size		elem;
+	int64		n;
+	int64		cap;
+} GrowArray;
+
+static void
+GrowInit(GrowArray *a, Size elem, int64 cap)
+{
+	a->elem = elem;
+	a->n = 0;
+	a->cap = Max(cap, 16);
+	a->data = MemoryContextAllocHuge(CurrentMemoryContext, a->elem * a->cap);
+}
+
+static inline void *
+GrowPush(GrowArray *a)
+{
+	if (a->n == a->cap)
+	{
+		a->cap *= 2;
+		a->data = repalloc_huge(a->data, a->elem * a->cap);
+	}
+	return a->data + a->elem * (a->n++);
+}
+
+/* ------------------------------------------------------------------ class labels */
+
+typedef struct LabelEntry
+{
+	char		key[NAMEDATALEN * 4];
+	int32		index;
+} LabelEntry;
+
+static int
+CompareStrings(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* ------------------------------------------------------------------ the load */
+
+static void
+CheckFloat(GnnScan *s, double v, const char *what, int64 id)
+{
+	if (!isfinite(v))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s of node %lld in %s is %s", what, (long long) id, s->relname,
+						isnan(v) ? "NaN" : "infinite"),
+				 errdetail("The value is in %s.", ScanRowDesc(s)),
+				 errhint("Features and weights must be finite numbers.")));
+}
+
+static void
+ReportCoreError(const GnnLoadArgs *args, const gnn_error *err, const char *edges_name,
+				const char *nodes_name)
+{
+	switch (err->status)
+	{
+		case GNN_ERR_DANGLING:
+			ereport(ERROR,
+					(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+					 errmsg("graph \"%s\": %s", args->name, err->msg),
+					 errdetail("Row %lld of %s refers to node %lld, which %s does not contain.",
+							   (long long) err->row + 1, edges_name, (long long) err->id,
+							   nodes_name ? nodes_name : "the node set"),
+					 errhint("Add the node to %s, or pass skip_dangling => true to leave such edges out.",
+							 nodes_name ? nodes_name : "the node table")));
+			break;
+		case GNN_ERR_DUPLICATE:
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("graph \"%s\": %s in %s", args->name, err->msg, nodes_name),
+					 errhint("Node ids must be unique; a primary key on the id column ensures it.")));
+			break;
+		case GNN_ERR_BAD_VALUE:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("graph \"%s\": %s", args->name, err->msg),
+					 errhint("Values must be finite numbers and feature indices non-negative.")));
+			break;
+		case GNN_ERR_NOMEM:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("graph \"%s\": %s", args->name, err->msg)));
+			break;
+		case GNN_ERR_LIMIT:
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("graph \"%s\": %s", args->name, err->msg)));
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("graph \"%s\": %s", args->name, err->msg)));
+	}
+}
+
+/* Run core code with signals blocked, so that threads it starts never run PostgreSQL's handlers. */
+#define GNN_CORE_CALL(stmt) \
+	do { sigset_t gnn_all_, gnn_old_; sigfillset(&gnn_all_); \
+		 pthread_sigmask(SIG_BLOCK, &gnn_all_, &gnn_old_); stmt; \
+		 pthread_sigmask(SIG_SETMASK, &gnn_old_, NULL); } while (0)
+
+void
+GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
+{
+	MemoryContext ctx = AllocSetContextCreate(CurrentMemoryContext, "gnn load", ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(ctx);
+	gnn_graph_input in;
+	GnnScan		s;
+	Datum		v[GNN_SCAN_MAXCOLS];
+	bool		nl[GNN_SCAN_MAXCOLS];
+	GrowArray	src = {0},
+				dst = {0},
+				w = {0};
+	const char *edges_name = QualifiedRelName(args->edges);
+	const char *nodes_name = OidIsValid(args->nodes) ? QualifiedRelName(args->nodes) : NULL;
+	gnn_graph_builder *b = NULL;
+	gnn_error	err;
+	gnn_status	st;
+
+	GnnCheckGraphName(args->name);
+	if (!args->replace && GnnGraphExists(args->name, NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("graph \"%s\" already exists", args->name),
+				 errhint("Pass replace => true to replace it, or drop it first with gnn.drop_graph().")));
+	if (!OidIsValid(args->nodes) && (args->features || args->label || args->split))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("features, label and split need a node table"),
+				 errhint("Pass nodes => 'your_node_table'.")));
+	memset(&in, 0, sizeof(in));
+	in.undirected = args->undirected;
+	in.skip_dangling = args->skip_dangling;
+	in.nthreads = gnn_threads;
+
+	/* edges */
+	memset(&s, 0, sizeof(s));
+	s.relid = args->edges;
+	s.relname = edges_name;
+	s.ncols = args->weight ? 3 : 2;
+	ResolveColumn(&s, 0, args->src, "source", int_types, "smallint, integer or bigint");
+	ResolveColumn(&s, 1, args->dst, "destination", int_types, "smallint, integer or bigint");
+	if (args->weight)
+		ResolveColumn(&s, 2, args->weight, "weight", num_types, "real, double precision, numeric or an integer type");
+	{
+		int64		est = EstimateRows(args->edges);
+
+		GrowInit(&src, sizeof(int64), est);
+		GrowInit(&dst, sizeof(int64), est);
+		if (args->weight)
+			GrowInit(&w, sizeof(float), est);
+	}
+	ScanBegin(&s);
+	while (ScanNext(&s, v, nl))
+	{
+		if (nl[0])
+			NullError(&s, 0);
+		if (nl[1])
+			NullError(&s, 1);
+		*(int64 *) GrowPush(&src) = IntDatum(v[0], s.types[0]);
+		*(int64 *) GrowPush(&dst) = IntDatum(v[1], s.types[1]);
+		if (args->weight)
+		{
+			double		x;
+
+			if (nl[2])
+				NullError(&s, 2);
+			x = NumDatum(v[2], s.types[2]);
+			CheckFloat(&s, x, "edge weight", IntDatum(v[0], s.types[0]));
+			*(float *) GrowPush(&w) = (float) x;
+		}
+	}
+	ScanEnd(&s);
+	if (src.n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("edge table %s is empty", edges_name),
+				 errhint("A graph needs at least one edge.")));
+	in.num_edges = src.n;
+	in.src = (int64_t *) src.data;
+	in.dst = (int64_t *) dst.data;
+	in.weight = args->weight ? (float *) w.data : NULL;
+
+	/* nodes */
+	if (OidIsValid(args->nodes))
+	{
+		GrowArray	ids = {0},
+					feat = {0},
+					labels = {0},
+					split = {0};
+		int			fcol = -1,
+					lcol = -1,
+					scol = -1;
+		int32		dim = -1;
+		int64		dim_id = 0;
+		HTAB	   *label_map = NULL;
+		bool		text_labels = false;
+		int64		est = EstimateRows(args->nodes);
+
+		memset(&s, 0, sizeof(s));
+		s.relid = args->nodes;
+		s.relname = nodes_name;
+		s.ncols = 1;
+		ResolveColumn(&s, 0, args->id, "node id", int_types, "smallint, integer or bigint");
+		if (args->features)
+			ResolveColumn(&s, fcol = s.ncols++, args->features, "feature", feat_types, "real[] or double precision[]");
+		if (args->label)
+			ResolveColumn(&s, lcol = s.ncols++, args->label, "label", label_types, "an integer or text type");
+		if (args->split)
+			ResolveColumn(&s, scol = s.ncols++, args->split, "split", text_types, "text");
+		text_labels = lcol >= 0 && s.types[lcol] != INT2OID && s.types[lcol] != INT4OID && s.types[lcol] != INT8OID;
+		if (text_labels)
+		{
+			HASHCTL		hc;
+
+			memset(&hc, 0, sizeof(hc));
+			hc.keysize = sizeof(((LabelEntry *) 0)->key);
+			hc.entrysize = sizeof(LabelEntry);
+			hc.hcxt = ctx;
+			label_map = hash_create("gnn labels", 64, &hc, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+		}
+		GrowInit(&ids, sizeof(int64), est);
+		if (lcol >= 0)
+			GrowInit(&labels, sizeof(int32), est);
+		if (scol >= 0)
+			GrowInit(&split, 1, est);
+		ScanBegin(&s);
+		while (ScanNext(&s, v, nl))
+		{
+			int64		id;
+
+			if (nl[0])
+				NullError(&s, 0);
+			id = IntDatum(v[0], s.types[0]);
+			*(int64 *) GrowPush(&ids) = id;
+			if (fcol >= 0)
+			{
+				ArrayType  *arr;
+				int			n;
+
+				if (nl[fcol])
+					ereport(ERROR,
+							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+							 errmsg("node %lld has NULL features in %s", (long long) id, nodes_name),
+							 errdetail("The NULL is in column \"%s\", %s.", s.colnames[fcol], ScanRowDesc(&s)),
+							 errhint("Every node needs a feature array of the same length.")));
+				arr = DatumGetArrayTypeP(v[fcol]);
+				if (ARR_NDIM(arr) > 1)
+					ereport(ERROR,
+							(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+							 errmsg("features of node %lld have %d dimensions; a one-dimensional array is needed",
+									(long long) id, ARR_NDIM(arr)),
+							 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name)));
+				n = ARR_NDIM(arr) == 0 ? 0 : ARR_DIMS(arr)[0];
+				if (ARR_HASNULL(arr) && array_contains_nulls(arr))
+					ereport(ERROR,
+							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+							 errmsg("features of node %lld contain a NULL element", (long long) id),
+							 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name),
+							 errhint("Replace NULL elements with numbers (for example 0).")));
+				if (dim < 0)
+				{
+					if (n == 0)
+						ereport(ERROR,
+								(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+								 errmsg("features of node %lld are an empty array", (long long) id),
+								 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name)));
+					dim = n;
+					dim_id = id;
+					GrowInit(&feat, sizeof(float) * dim, est);
+				}
+				else if (n != dim)
+					ereport(ERROR,
+							(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+							 errmsg("node %lld has %d features but node %lld has %d", (long long) id, n,
+									(long long) dim_id, dim),
+							 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name),
+							 errhint("All feature arrays must have the same length.")));
+				float	   *row = GrowPush(&feat);
+
+				if (s.types[fcol] == FLOAT4ARRAYOID)
+				{
+					const float *x = (const float *) ARR_DATA_PTR(arr);
+
+					for (int j = 0; j < n; j++)
+					{
+						if (!isfinite(x[j]))
+							CheckFloat(&s, x[j], psprintf("feature %d", j), id);
+						row[j] = x[j];
+					}
+				}
+				else
+				{
+					const double *x = (const double *) ARR_DATA_PTR(arr);
+
+					for (int j = 0; j < n; j++)
+					{
+						if (!isfinite(x[j]) || fabs(x[j]) > FLT_MAX)
+							CheckFloat(&s, isfinite(x[j]) ? INFINITY : x[j], psprintf("feature %d", j), id);
+						row[j] = (float) x[j];
+					}
+				}
+				if ((Pointer) arr != DatumGetPointer(v[fcol]))
+					pfree(arr);
+			}
+			if (lcol >= 0)
+			{
+				int32		l = -1;
+
+				if (!nl[lcol] && !text_labels)
+				{
+					int64		x = IntDatum(v[lcol], s.types[lcol]);
+
+					if (x < 0 || x > 1000000)
+						ereport(ERROR,
+								(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+								 errmsg("label %lld of node %lld is out of range", (long long) x, (long long) id),
+								 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name),
+								 errhint("Integer labels are class numbers 0, 1, 2, ...; use NULL for an unlabelled node.")));
+					l = (int32) x;
+				}
+				else if (!nl[lcol])
+				{
+					char	   *t = TextDatum(v[lcol], s.types[lcol]);
+					bool		found;
+					LabelEntry *le;
+
+					if (strlen(t) >= sizeof(le->key))
+						ereport(ERROR,
+								(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
+								 errmsg("label of node %lld is longer than %d bytes", (long long) id,
+										(int) sizeof(le->key) - 1)));
+					le = hash_search(label_map, t, HASH_ENTER, &found);
+					if (!found)
+						le->index = (int32) hash_get_num_entries(label_map) - 1;
+					l = le->index;	/* provisional; remapped to sorted order below */
+				}
+				*(int32 *) GrowPush(&labels) = l;
+			}
+			if (scol >= 0)
+			{
+				uint8		sp = GNN_SPLIT_NONE;
+
+				if (!nl[scol])
+				{
+					char	   *t = TextDatum(v[scol], s.types[scol]);
+
+					if (pg_strcasecmp(t, "train") == 0)
+						sp = GNN_SPLIT_TRAIN;
+					else if (pg_strcasecmp(t, "val") == 0 || pg_strcasecmp(t, "valid") == 0 ||
+							 pg_strcasecmp(t, "validation") == 0)
+						sp = GNN_SPLIT_VAL;
+					else if (pg_strcasecmp(t, "test") == 0)
+						sp = GNN_SPLIT_TEST;
+					else if (t[0] != '\0')
+						ereport(ERROR,
+								(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								 errmsg("split of node %lld is \"%s\"", (long long) id, t),
+								 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name),
+								 errhint("A split is train, val, test, or NULL for none.")));
+				}
+				*(uint8 *) GrowPush(&split) = sp;
+			}
+		}
+		ScanEnd(&s);
+		if (ids.n == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_NO_DATA_FOUND),
+					 errmsg("node table %s is empty", nodes_name),
+					 errhint("Omit nodes => to take the nodes from the edge endpoints.")));
+		in.num_nodes = ids.n;
+		in.node_ids = (int64_t *) ids.data;
+		if (fcol >= 0)
+		{
+			in.feat_dim = dim;
+			in.feat = (float *) feat.data;
+		}
+		if (lcol >= 0)
+			in.labels = (int32_t *) labels.data;
+		if (scol >= 0)
+			in.split = (uint8_t *) split.data;
+		if (text_labels)
+		{
+			/* classes numbered in sorted order of their names, for determinism */
+			int64		nc = hash_get_num_entries(label_map);
+			char	  **names = palloc(sizeof(char *) * Max(nc, 1));
+			int32	   *remap = palloc(sizeof(int32) * Max(nc, 1));
+			HASH_SEQ_STATUS hs;
+			LabelEntry *le;
+			StringInfoData buf;
+
+			hash_seq_init(&hs, label_map);
+			while ((le = hash_seq_search(&hs)) != NULL)
+				names[le->index] = le->key;
+			{
+				char	  **sorted = palloc(sizeof(char *) * Max(nc, 1));
+
+				memcpy(sorted, names, sizeof(char *) * nc);
+				qsort(sorted, nc, sizeof(char *), CompareStrings);
+				initStringInfo(&buf);
+				for (int64 i = 0; i < nc; i++)
+				{
+					le = hash_search(label_map, sorted[i], HASH_FIND, NULL);
+					remap[le->index] = (int32) i;
+					appendBinaryStringInfo(&buf, sorted[i], strlen(sorted[i]) + 1);
+				}
+			}
+			for (int64 i = 0; i < labels.n; i++)
+			{
+				int32	   *l = &((int32 *) labels.data)[i];
+
+				if (*l >= 0)
+					*l = remap[*l];
+			}
+			in.class_names = buf.data;
+			in.class_names_bytes = buf.len;
+		}
+	}
+
+	/* sparse features (node, index, value) */
+	if (OidIsValid(args->sparse))
+	{
+		GrowArray	sn = {0},
+					si = {0},
+					sv = {0};
+		int64		est = EstimateRows(args->sparse);
+
+		if (args->features)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("features and sparse_features cannot both be given"),
+					 errhint("Pick one representation of the node features.")));
+		memset(&s, 0, sizeof(s));
+		s.relid = args->sparse;
+		s.relname = QualifiedRelName(args->sparse);
+		s.ncols = 3;
+		ResolveColumn(&s, 0, args->sparse_id, "sparse feature node id", int_types, "smallint, integer or bigint");
+		ResolveColumn(&s, 1, args->sparse_index, "sparse feature index", int_types, "smallint, integer or bigint");
+		ResolveColumn(&s, 2, args->sparse_value, "sparse feature value", num_types, "a numeric type");
+		GrowInit(&sn, sizeof(int64), est);
+		GrowInit(&si, sizeof(int32), est);
+		GrowInit(&sv, sizeof(float), est);
+		ScanBegin(&s);
+		while (ScanNext(&s, v, nl))
+		{
+			int64		id,
+						idx;
+			double		x;
+
+			for (int c = 0; c < 3; c++)
+				if (nl[c])
+					NullError(&s, c);
+			id = IntDatum(v[0], s.types[0]);
+			idx = IntDatum(v[1], s.types[1]);
+			x = NumDatum(v[2], s.types[2]);
+			if (idx < 0 || idx >= INT32_MAX)
+				ereport(ERROR,
+						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+						 errmsg("feature index %lld of node %lld is out of range", (long long) idx, (long long) id),
+						 errdetail("In %s of %s.", ScanRowDesc(&s), s.relname),
+						 errhint("Feature indices count from 0.")));
+			CheckFloat(&s, x, psprintf("feature %lld", (long long) idx), id);
+			*(int64 *) GrowPush(&sn) = id;
+			*(int32 *) GrowPush(&si) = (int32) idx;
+			*(float *) GrowPush(&sv) = (float) x;
+		}
+		ScanEnd(&s);
+		in.sparse_nnz = sn.n;
+		in.sp_node = (int64_t *) sn.data;
+		in.sp_index = (int32_t *) si.data;
+		in.sp_value = (float *) sv.data;
+	}
+
+	/* build the CSR in local memory (core code, threads, no PostgreSQL calls) */
+	GNN_CORE_CALL(st = gnn_graph_build(&in, &b, &err));
+	if (st != GNN_OK)
+		ReportCoreError(args, &err, edges_name, nodes_name);
+
+	/* the inputs are no longer needed: free them before taking shared memory */
+	MemoryContextSwitchTo(old);
+	{
+		uint64		size = gnn_graph_size(b);
+		uint64		reserved = 0;
+		dsm_segment *seg = NULL;
+		GnnGraphEntry proto;
+		gnn_graph	g;
+
+		PG_TRY();
+		{
+			MemoryContextReset(ctx);
+			reserved = GnnGraphReserve(size, args->name);
+			seg = dsm_create(size, 0);
+			GNN_CORE_CALL(st = gnn_graph_write(b, dsm_segment_address(seg), size, &err));
+			if (st == GNN_OK)
+				st = gnn_graph_attach(dsm_segment_address(seg), size, &g, &err);
+			if (st != GNN_OK)
+				ReportCoreError(args, &err, edges_name, nodes_name);
+			memset(&proto, 0, sizeof(proto));
+			strlcpy(proto.name, args->name, sizeof(proto.name));
+			proto.owner = GetUserId();
+			proto.nodes = g.num_nodes;
+			proto.edges = g.num_edges;
+			proto.feat_dim = g.feat_dim;
+			proto.feat_kind = g.feat_kind;
+			proto.classes = g.num_classes;
+			proto.n_train = g.n_train;
+			proto.n_val = g.n_val;
+			proto.n_test = g.n_test;
+			proto.undirected = args->undirected;
+			proto.loaded_at = GetCurrentTimestamp();
+			GnnGraphRegister(&proto, seg, args->replace, reserved);
+			reserved = 0;		/* now the graph's */
+			dsm_detach(seg);
+			seg = NULL;
+		}
+		PG_CATCH();
+		{
+			gnn_graph_builder_free(b);
+			if (reserved)
+				GnnGraphUnreserve(reserved);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		gnn_graph_builder_free(b);
+		*result = proto;
+		result->bytes = size;
+	}
+	MemoryContextDelete(ctx);
+}

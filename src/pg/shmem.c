@@ -1,0 +1,71 @@
+/*
+ * shmem.c: the fixed shared struct (lock, graph registry) reserved at server
+ * start through shmem_request_hook / shmem_startup_hook (PostgreSQL 15).
+ */
+#include "gnn_pg.h"
+
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+
+GnnShared  *gnn_shared = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static Size
+GnnShmemSize(void)
+{
+	return add_size(offsetof(GnnShared, graphs),
+					mul_size(sizeof(GnnGraphEntry), gnn_max_graphs));
+}
+
+static void
+GnnShmemRequest(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(GnnShmemSize());
+	RequestNamedLWLockTranche("gnn", 1);
+}
+
+static void
+GnnShmemStartup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	gnn_shared = ShmemInitStruct("gnn", GnnShmemSize(), &found);
+	if (!found)
+	{
+		/* graphs lived in DSM segments, which a restart destroyed: start empty */
+		memset(gnn_shared, 0, GnnShmemSize());
+		gnn_shared->lock = &(GetNamedLWLockTranche("gnn"))->lock;
+		gnn_shared->max_graphs = gnn_max_graphs;
+		gnn_shared->next_generation = 1;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+GnnShmemInit(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = GnnShmemRequest;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = GnnShmemStartup;
+}
+
+/* Every SQL entry point calls this first. */
+void
+GnnRequirePreload(void)
+{
+	if (gnn_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("gnn must be loaded via shared_preload_libraries"),
+				 errhint("Add 'gnn' to shared_preload_libraries in postgresql.conf and restart the server.")));
+}

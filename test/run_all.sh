@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Runs every test suite: core unit tests (plain C, no server), pg_regress on a
+# temporary instance, TAP tests with prove.  Ends with "N passed, N failed"
+# summing all suites and exits non-zero on any failure.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$REPO_ROOT"
+
+PASS=0
+FAIL=0
+SKIP=0
+suite() { printf '\n=== %s\n' "$1"; }
+tally() { # name pass fail
+  printf -- '--- %s: %d passed, %d failed\n' "$1" "$2" "$3"
+  PASS=$((PASS + $2)); FAIL=$((FAIL + $3))
+}
+
+# ------------------------------------------------------------------ core unit tests
+suite "core unit tests"
+for t in test/core/bin/test_*; do
+  [ -x "$t" ] || continue
+  out=$("$t" 2>&1); rc=$?
+  echo "$out" | grep -E '^(not )?ok |^# ' | grep -vE '^ok .*' | head -50
+  p=$(echo "$out" | grep -c '^ok ')
+  f=$(echo "$out" | grep -c '^not ok ')
+  s=$(echo "$out" | grep -c '^ok .*# SKIP')
+  SKIP=$((SKIP + s))
+  if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$(basename "$t") exited with status $rc"; echo "$out" | tail -5; fi
+  tally "$(basename "$t")" "$p" "$f"
+done
+
+# ------------------------------------------------------------------ pg_regress
+suite "pg_regress"
+make_workdir WORK
+trap '[ -n "${GNN_KEEP:-}" ] || rm -rf "$WORK"' EXIT
+cp -r sql expected test/regress.conf "$WORK/"
+chown -R postgres:postgres "$WORK"
+TESTS=()
+DATA=$(gnn_data_dir || true)
+for f in sql/*.sql; do
+  n=$(basename "$f" .sql)
+  case "$n" in gnn--*) continue ;; esac
+  if [[ "$n" == data_* ]] && [ -z "$DATA" ]; then
+    echo "# SKIP $n: ../shared/data not found"; SKIP=$((SKIP + 1)); continue
+  fi
+  TESTS+=("$n")
+done
+PORT=$(free_port)
+as_pg "cd '$WORK' && GNN_DATA_DIR='$DATA' PGTZ=UTC '$PG_REGRESS' --temp-instance='$WORK/tmp_instance' \
+  --temp-config='$WORK/regress.conf' --bindir='$PG_BINDIR' --port=$PORT --inputdir=. --outputdir=. \
+  --dbname=contrib_regression ${TESTS[*]}" > "$WORK/regress.log" 2>&1
+rc=$?
+cat "$WORK/regress.log" | grep -E '\.\.\. |tests|failed|passed' | head -100
+p=$(grep -cE '\.\.\. ok' "$WORK/regress.log")
+f=$(grep -cE '\.\.\. FAILED|\.\.\. failed' "$WORK/regress.log")
+if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; tail -20 "$WORK/regress.log"; fi
+if [ -s "$WORK/regression.diffs" ]; then head -150 "$WORK/regression.diffs"; fi
+tally "pg_regress" "$p" "$f"
+
+# ------------------------------------------------------------------ TAP
+suite "TAP (prove)"
+mkdir -p "$WORK/tap"
+cp -r test/t "$WORK/tap/"
+chown -R postgres:postgres "$WORK/tap"
+as_pg "cd '$WORK/tap' && TESTDIR='$WORK/tap' PATH='$PG_BINDIR':\$PATH PG_REGRESS='$PG_REGRESS' \
+  GNN_DATA_DIR='$DATA' GNN_REPO='$REPO_ROOT' prove -v -I '$PG_PERL' t/*.pl" > "$WORK/tap.log" 2>&1
+rc=$?
+grep -E '^(not )?ok |^t/|^Result|^# SKIP|skipped' "$WORK/tap.log" | grep -vE '^ok [0-9]+ - ' | head -60
+p=$(grep -cE '^ok [0-9]+' "$WORK/tap.log")
+f=$(grep -cE '^not ok [0-9]+' "$WORK/tap.log")
+if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+  f=1; tail -40 "$WORK/tap.log"
+  for l in "$WORK"/tap/tmp_check/log/*.log; do [ -f "$l" ] && { echo "== $l"; tail -30 "$l"; }; done
+elif [ "$f" -gt 0 ]; then
+  grep -B2 -A8 '^not ok' "$WORK/tap.log" | head -80
+fi
+tally "TAP" "$p" "$f"
+
+echo
+[ "$SKIP" -gt 0 ] && echo "($SKIP skipped, counted as passed where they are TAP skips)"
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
