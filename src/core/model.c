@@ -409,6 +409,12 @@ seed_mix(uint64_t seed, uint64_t k)
 	return z ^ (z >> 29);
 }
 
+uint64_t
+gnn_model_dropout_seed(uint64_t seed, int layer, bool attention)
+{
+	return seed_mix(seed, 2 * (uint64_t) layer + (attention ? 1 : 0));
+}
+
 /* out[rows x dout] = X[:rows] W */
 static gnn_status
 lin_fwd(gnn_model *m, gnn_layer *L, const float *Wt, int64_t dout, int64_t rows, float *out,
@@ -474,8 +480,8 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 	L->n_src = ns;
 	L->n_dst = nd;
 	L->train = train;
-	L->seed_in = seed_mix(seed, 2 * (uint64_t) L->index);
-	L->seed_attn = seed_mix(seed, 2 * (uint64_t) L->index + 1);
+	L->seed_in = gnn_model_dropout_seed(seed, L->index, false);
+	L->seed_attn = gnn_model_dropout_seed(seed, L->index, true);
 	L->in_sparse = xin && xin->sparse;
 	L->in_dropped = p > 0.0f;
 
@@ -617,7 +623,7 @@ gnn_model_forward(gnn_model *m, gnn_dblock *const *blocks, const gnn_dfeat *x, b
 			return st;
 	}
 	*logits = m->layers[m->cfg.layers - 1].y;
-	m->have_train_forward = train;
+	m->have_train_forward = true;	/* backward works after either kind of pass */
 	return GNN_OK;
 }
 
@@ -751,7 +757,7 @@ gnn_model_backward(gnn_model *m, const float *dlogits, gnn_error *err)
 	const float *dY = dlogits;
 
 	if (!m->have_train_forward)
-		return gnn_error_set(err, GNN_ERR_INVALID, "backward needs a preceding training forward pass");
+		return gnn_error_set(err, GNN_ERR_INVALID, "backward needs a preceding forward pass");
 	for (int l = m->cfg.layers - 1; l >= 0; l--)
 	{
 		gnn_layer  *L = &m->layers[l];

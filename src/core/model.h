@@ -171,8 +171,15 @@ int			gnn_model_find_param(const gnn_model *m, const char *name);
 gnn_status	gnn_model_forward(gnn_model *m, gnn_dblock *const *blocks, const gnn_dfeat *x,
 							  bool train, uint64_t seed, const float **logits,
 							  gnn_error *err);
+/* The dropout seed layer l uses for its input (attention = false) or its
+ * attention coefficients, given the forward seed: element i of the input
+ * (non-zero i for sparse input; e*heads + h for attention) is kept when
+ * gnn_math_dropout_keep(that seed, i, p).  For reference implementations. */
+uint64_t	gnn_model_dropout_seed(uint64_t seed, int layer, bool attention);
+
 /* Backward from dlogits (backend memory); fills every param's g. Needs a
- * preceding forward with train = true. */
+ * preceding forward (normally with train = true; an eval pass gives the
+ * gradient without dropout). */
 gnn_status	gnn_model_backward(gnn_model *m, const float *dlogits, gnn_error *err);
 
 /* Output of layer l of the last forward (l = layers-1: logits; l = layers-2:
