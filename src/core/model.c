@@ -114,8 +114,9 @@ gnn_model_config_check(const gnn_model_config *c, gnn_error *err)
 	if (c->aggr != GNN_AGGR_MEAN && c->aggr != GNN_AGGR_POOL)
 		return gnn_error_set(err, GNN_ERR_INVALID, "unknown aggregator %d (accepted: mean, pool)",
 							 (int) c->aggr);
-	if (c->in_dim < 1 || c->out_dim < 1)
-		return gnn_error_set(err, GNN_ERR_INVALID, "input and output dimensions must be >= 1 (got %d, %d)",
+	if (c->in_dim < 1 || c->out_dim < 1 || c->in_dim > (1 << 26) || c->out_dim > (1 << 20))
+		return gnn_error_set(err, GNN_ERR_INVALID,
+							 "input and output dimensions must be in [1, 2^26] and [1, 2^20] (got %d, %d)",
 							 c->in_dim, c->out_dim);
 	if (c->hidden < 1 || c->hidden > 65536)
 		return gnn_error_set(err, GNN_ERR_INVALID, "hidden must be in [1, 65536], got %d", c->hidden);
@@ -187,26 +188,46 @@ glorot(int64_t fan_in, int64_t fan_out)
 	return sqrt(6.0 / (double) (fan_in + fan_out));
 }
 
-gnn_status
-gnn_model_create(gnn_backend *be, const gnn_model_config *cfg, gnn_rng *rng,
-				 gnn_model **out, gnn_error *err)
+/*
+ * The one place that decides a model's parameters and layer shapes: used by
+ * gnn_model_create (m != NULL: allocate and initialise) and by
+ * gnn_model_config_params (m == NULL: only report names and shapes).
+ */
+typedef struct shape_walk
 {
 	gnn_model  *m;
-	gnn_status	st;
-	int32_t		d_in;
+	gnn_rng    *rng;
+	void		(*fn) (void *arg, const char *name, int64_t rows, int64_t cols);
+	void	   *arg;
+	int64_t		total;
+} shape_walk;
 
-	*out = NULL;
-	if ((st = gnn_model_config_check(cfg, err)) != GNN_OK)
-		return st;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory creating a model");
-	m->be = be;
-	m->cfg = *cfg;
-	d_in = cfg->in_dim;
+static gnn_status
+walk_param(shape_walk *w, int layer, const char *what, int64_t rows, int64_t cols, double a,
+		   bool decay, int *idx, gnn_error *err)
+{
+	w->total += rows * cols;
+	if (w->fn)
+	{
+		char		nm[GNN_PARAM_NAME_LEN];
+
+		snprintf(nm, sizeof(nm), "l%d.%s", layer, what);
+		w->fn(w->arg, nm, rows, cols);
+	}
+	if (!w->m)
+		return GNN_OK;
+	return add_param(w->m, layer, what, rows, cols, a, w->rng, decay, idx, err);
+}
+
+static gnn_status
+walk_model(const gnn_model_config *cfg, shape_walk *w, gnn_layer *layers, gnn_error *err)
+{
+	int32_t		d_in = cfg->in_dim;
+	gnn_status	st = GNN_OK;
+
 	for (int l = 0; l < cfg->layers; l++)
 	{
-		gnn_layer  *L = &m->layers[l];
+		gnn_layer  *L = &layers[l];
 		bool		last = l == cfg->layers - 1;
 		bool		decay = !cfg->decay_first_only || l == 0;
 
@@ -219,7 +240,7 @@ gnn_model_create(gnn_backend *be, const gnn_model_config *cfg, gnn_rng *rng,
 		{
 			case GNN_MODEL_GCN:
 				L->d_out = last ? cfg->out_dim : cfg->hidden;
-				st = add_param(m, l, "weight", d_in, L->d_out, glorot(d_in, L->d_out), rng, decay, &L->p_w, err);
+				st = walk_param(w, l, "weight", d_in, L->d_out, glorot(d_in, L->d_out), decay, &L->p_w, err);
 				break;
 			case GNN_MODEL_SAGE:
 				L->d_out = last ? cfg->out_dim : cfg->hidden;
@@ -227,38 +248,79 @@ gnn_model_create(gnn_backend *be, const gnn_model_config *cfg, gnn_rng *rng,
 				{
 					/* DGL pools in the input width; wide sparse inputs pool in hidden width */
 					L->pool = d_in > 256 ? cfg->hidden : d_in;
-					st = add_param(m, l, "pool", d_in, L->pool, glorot(d_in, L->pool), rng, decay, &L->p_pool, err);
+					st = walk_param(w, l, "pool", d_in, L->pool, glorot(d_in, L->pool), decay, &L->p_pool, err);
 					if (st == GNN_OK)
-						st = add_param(m, l, "pool_bias", 1, L->pool, 0, rng, decay, &L->p_pool_b, err);
+						st = walk_param(w, l, "pool_bias", 1, L->pool, 0, decay, &L->p_pool_b, err);
 					if (st == GNN_OK)
-						st = add_param(m, l, "weight", L->pool, L->d_out, glorot(L->pool, L->d_out), rng, decay, &L->p_w, err);
+						st = walk_param(w, l, "weight", L->pool, L->d_out, glorot(L->pool, L->d_out), decay, &L->p_w, err);
 				}
 				else
-					st = add_param(m, l, "weight", d_in, L->d_out, glorot(d_in, L->d_out), rng, decay, &L->p_w, err);
+					st = walk_param(w, l, "weight", d_in, L->d_out, glorot(d_in, L->d_out), decay, &L->p_w, err);
 				if (st == GNN_OK)
-					st = add_param(m, l, "root", d_in, L->d_out, glorot(d_in, L->d_out), rng, decay, &L->p_root, err);
+					st = walk_param(w, l, "root", d_in, L->d_out, glorot(d_in, L->d_out), decay, &L->p_root, err);
 				break;
 			case GNN_MODEL_GAT:
 				L->heads = last ? cfg->out_heads : cfg->heads;
 				L->f = last ? cfg->out_dim : cfg->hidden;
 				L->concat = !last;
 				L->d_out = L->concat ? L->heads * L->f : L->f;
-				st = add_param(m, l, "weight", d_in, (int64_t) L->heads * L->f,
-							   glorot(d_in, (int64_t) L->heads * L->f), rng, decay, &L->p_w, err);
+				st = walk_param(w, l, "weight", d_in, (int64_t) L->heads * L->f,
+								glorot(d_in, (int64_t) L->heads * L->f), decay, &L->p_w, err);
 				if (st == GNN_OK)
-					st = add_param(m, l, "att_src", L->heads, L->f, glorot(L->heads, L->f), rng, decay, &L->p_att_src, err);
+					st = walk_param(w, l, "att_src", L->heads, L->f, glorot(L->heads, L->f), decay, &L->p_att_src, err);
 				if (st == GNN_OK)
-					st = add_param(m, l, "att_dst", L->heads, L->f, glorot(L->heads, L->f), rng, decay, &L->p_att_dst, err);
+					st = walk_param(w, l, "att_dst", L->heads, L->f, glorot(L->heads, L->f), decay, &L->p_att_dst, err);
 				break;
 		}
 		if (st == GNN_OK)
-			st = add_param(m, l, "bias", 1, L->d_out, 0, rng, decay, &L->p_b, err);
+			st = walk_param(w, l, "bias", 1, L->d_out, 0, decay, &L->p_b, err);
 		if (st != GNN_OK)
-		{
-			gnn_model_free(m);
 			return st;
-		}
 		d_in = L->d_out;
+	}
+	return GNN_OK;
+}
+
+int64_t
+gnn_model_config_params(const gnn_model_config *cfg,
+						void (*fn) (void *arg, const char *name, int64_t rows, int64_t cols),
+						void *arg)
+{
+	shape_walk	w = {NULL, NULL, fn, arg, 0};
+	gnn_layer  *layers;
+	gnn_status	st;
+
+	if (gnn_model_config_check(cfg, NULL) != GNN_OK)
+		return -1;
+	layers = calloc(GNN_MAX_LAYERS, sizeof(gnn_layer));
+	if (!layers)
+		return -1;
+	st = walk_model(cfg, &w, layers, NULL);
+	free(layers);
+	return st == GNN_OK ? w.total : -1;
+}
+
+gnn_status
+gnn_model_create(gnn_backend *be, const gnn_model_config *cfg, gnn_rng *rng,
+				 gnn_model **out, gnn_error *err)
+{
+	gnn_model  *m;
+	gnn_status	st;
+	shape_walk	w = {NULL, rng, NULL, NULL, 0};
+
+	*out = NULL;
+	if ((st = gnn_model_config_check(cfg, err)) != GNN_OK)
+		return st;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory creating a model");
+	m->be = be;
+	m->cfg = *cfg;
+	w.m = m;
+	if ((st = walk_model(cfg, &w, m->layers, err)) != GNN_OK)
+	{
+		gnn_model_free(m);
+		return st;
 	}
 	*out = m;
 	return GNN_OK;

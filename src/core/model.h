@@ -154,6 +154,15 @@ gnn_status	gnn_model_create(gnn_backend *be, const gnn_model_config *cfg, gnn_rn
 							 gnn_model **out, gnn_error *err);
 void		gnn_model_free(gnn_model *m);
 
+/*
+ * The parameters a configuration implies, without allocating: calls fn for
+ * each (name, rows, cols) in creation order and returns the total number of
+ * floats (or -1 if the configuration is invalid).  fn may be NULL.
+ */
+int64_t		gnn_model_config_params(const gnn_model_config *cfg,
+									void (*fn) (void *arg, const char *name, int64_t rows, int64_t cols),
+									void *arg);
+
 const gnn_model_config *gnn_model_config_of(const gnn_model *m);
 gnn_backend *gnn_model_backend(const gnn_model *m);
 int			gnn_model_num_params(const gnn_model *m);
