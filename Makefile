@@ -40,6 +40,9 @@ REGRESS     = $(patsubst sql/%.sql,%,$(filter-out sql/gnn--%,$(sort $(wildcard s
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# every object is rebuilt when any header changes (PGXS tracks no header dependencies)
+$(OBJS): $(wildcard src/core/*.h src/pg/*.h)
+
 # ---------------------------------------------------------------- CUDA backend
 CU_OBJS = $(CU_SRCS:.cu=.cu.o)
 NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -I$(CURDIR)/src/core -I$(CURDIR)/kernels \

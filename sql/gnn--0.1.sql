@@ -70,3 +70,188 @@ AS 'MODULE_PATHNAME', 'gnn_neighbors' LANGUAGE C STABLE;
 
 GRANT USAGE ON SCHEMA gnn TO PUBLIC;
 GRANT SELECT ON gnn.graphs TO PUBLIC;
+
+-- ------------------------------------------------------------------ training jobs
+-- Jobs run in dynamic background workers as the role that started them.  The
+-- worker writes these tables itself, in short transactions, as that role:
+-- row-level security keeps every role to its own rows (a superuser sees all).
+CREATE SEQUENCE gnn.job_id_seq;
+GRANT USAGE ON SEQUENCE gnn.job_id_seq TO PUBLIC;
+
+CREATE TABLE gnn.job_history (
+    id          bigint PRIMARY KEY,
+    graph       text NOT NULL,
+    model_name  text NOT NULL,
+    model       text NOT NULL,
+    task        text NOT NULL,
+    owner       regrole NOT NULL DEFAULT current_user::regrole,
+    state       text NOT NULL CHECK (state IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+    epoch       int,
+    epochs      int,
+    loss        real,
+    train_acc   real,
+    val_acc     real,
+    device      text,
+    params      jsonb,
+    instance    bigint,         -- which server lifetime ran it (see gnn.jobs)
+    started     timestamptz,
+    finished    timestamptz,
+    error       text
+);
+
+CREATE TABLE gnn.training_log (
+    job         bigint NOT NULL,
+    epoch       int NOT NULL,
+    loss        real,
+    train_acc   real,
+    val_acc     real,
+    val_loss    real,
+    test_acc    real,
+    seconds     float8,
+    owner       regrole NOT NULL DEFAULT current_user::regrole,
+    PRIMARY KEY (job, epoch)
+);
+
+CREATE TABLE gnn.models (
+    name        text NOT NULL,
+    version     int NOT NULL,
+    graph       text NOT NULL,
+    model       text NOT NULL,      -- architecture: gcn, graphsage, gat
+    task        text NOT NULL,
+    params      jsonb NOT NULL,     -- architecture and hyper-parameters
+    metrics     jsonb NOT NULL,     -- best val accuracy, test accuracy, epochs run, seconds
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    job         bigint,
+    owner       regrole NOT NULL DEFAULT current_user::regrole,
+    weights     bytea NOT NULL,     -- the serialised model (versioned, checksummed)
+    PRIMARY KEY (name, version)
+);
+
+DO $$
+DECLARE t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['job_history', 'training_log', 'models'] LOOP
+        EXECUTE format('ALTER TABLE gnn.%I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format('CREATE POLICY owner_only ON gnn.%I USING (pg_has_role(owner, ''MEMBER''))
+                        WITH CHECK (pg_has_role(owner, ''MEMBER''))', t);
+        EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON gnn.%I TO PUBLIC', t);
+    END LOOP;
+END $$;
+
+-- models, jobs and logs are data: pg_dump keeps them
+SELECT pg_catalog.pg_extension_config_dump('gnn.models', '');
+SELECT pg_catalog.pg_extension_config_dump('gnn.job_history', '');
+SELECT pg_catalog.pg_extension_config_dump('gnn.training_log', '');
+SELECT pg_catalog.pg_extension_config_dump('gnn.job_id_seq', '');
+
+CREATE FUNCTION gnn._instance() RETURNS bigint
+AS 'MODULE_PATHNAME', 'gnn_instance' LANGUAGE C VOLATILE;
+
+-- live jobs of this server lifetime, from shared memory
+CREATE FUNCTION gnn._live_jobs(
+    OUT id bigint, OUT graph text, OUT model_name text, OUT model text, OUT owner regrole,
+    OUT state text, OUT epoch int, OUT epochs int, OUT loss real, OUT train_acc real,
+    OUT val_acc real, OUT device text, OUT started timestamptz, OUT finished timestamptz,
+    OUT error text, OUT pid int)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'gnn_live_jobs' LANGUAGE C VOLATILE;
+
+-- Every job: live progress from shared memory, history from gnn.job_history.
+-- A job recorded as running that no live worker holds ran when its worker
+-- died or the server restarted: it shows as failed.
+CREATE VIEW gnn.jobs WITH (security_invoker = true) AS
+SELECT coalesce(l.id, h.id) AS id,
+       coalesce(l.graph, h.graph) AS graph,
+       coalesce(l.model_name, h.model_name) AS model_name,
+       coalesce(l.model, h.model) AS model,
+       coalesce(l.owner, h.owner) AS owner,
+       CASE WHEN l.id IS NOT NULL THEN l.state
+            WHEN h.state IN ('queued', 'running') THEN 'failed'
+            ELSE h.state END AS state,
+       coalesce(l.epoch, h.epoch) AS epoch,
+       coalesce(l.epochs, h.epochs) AS epochs,
+       coalesce(l.loss, h.loss) AS loss,
+       coalesce(l.train_acc, h.train_acc) AS train_acc,
+       coalesce(l.val_acc, h.val_acc) AS val_acc,
+       coalesce(l.device, h.device) AS device,
+       coalesce(l.started, h.started) AS started,
+       coalesce(l.finished, h.finished) AS finished,
+       CASE WHEN l.id IS NULL AND h.state IN ('queued', 'running')
+            THEN 'the job''s worker died or the server restarted while the job ran'
+            ELSE coalesce(l.error, h.error) END AS error,
+       l.pid
+FROM gnn.job_history h
+FULL JOIN gnn._live_jobs() l ON l.id = h.id;
+GRANT SELECT ON gnn.jobs TO PUBLIC;
+
+CREATE FUNCTION gnn.train(
+    graph        text,
+    model        text    DEFAULT 'graphsage',
+    task         text    DEFAULT 'node_classification',
+    name         text    DEFAULT NULL,
+    hidden       int     DEFAULT 64,
+    layers       int     DEFAULT 2,
+    epochs       int     DEFAULT 100,
+    lr           float8  DEFAULT 0.01,
+    weight_decay float8  DEFAULT 5e-4,
+    dropout      float8  DEFAULT 0.5,
+    device       text    DEFAULT 'auto',
+    seed         int     DEFAULT NULL,
+    wait         boolean DEFAULT false,
+    options      jsonb   DEFAULT '{}')
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'gnn_train' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION gnn.wait(job bigint, timeout interval DEFAULT NULL)
+RETURNS gnn.jobs
+AS 'MODULE_PATHNAME', 'gnn_wait' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION gnn.cancel(job bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'gnn_cancel' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION gnn.drop_model(name text, version int DEFAULT NULL)
+RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE n int;
+BEGIN
+    IF version IS NULL THEN
+        DELETE FROM gnn.models m WHERE m.name = drop_model.name;
+    ELSE
+        DELETE FROM gnn.models m WHERE m.name = drop_model.name AND m.version = drop_model.version;
+    END IF;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF n = 0 THEN
+        RAISE EXCEPTION 'model "%"% does not exist', name,
+              CASE WHEN version IS NULL THEN '' ELSE ' version ' || version END
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'gnn.models lists the models you own.';
+    END IF;
+    RETURN n;
+END $$;
+
+-- ------------------------------------------------------------------ using models
+CREATE FUNCTION gnn._embedding_rows(model text, layer int DEFAULT NULL, version int DEFAULT NULL)
+RETURNS TABLE (id bigint, embedding real[])
+AS 'MODULE_PATHNAME', 'gnn_embedding_rows' LANGUAGE C STABLE;
+
+-- Every node's embedding (default: the last hidden layer) into a table
+-- (id bigint PRIMARY KEY, embedding real[]) created if missing, its rows
+-- replaced in the caller's transaction; or, with column =>, into a real[]
+-- column of the node table named by into.  Returns the rows written.
+CREATE FUNCTION gnn.embed(model text, "into" text, layer int DEFAULT NULL, "column" text DEFAULT NULL,
+                          id_column text DEFAULT 'id', version int DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'gnn_embed' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION gnn.predict(model text, nodes bigint[] DEFAULT NULL, version int DEFAULT NULL)
+RETURNS TABLE (id bigint, label int, score real, class text)
+AS 'MODULE_PATHNAME', 'gnn_predict' LANGUAGE C STABLE;
+
+CREATE FUNCTION gnn.embedding(model text, node bigint, version int DEFAULT NULL)
+RETURNS real[]
+AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE;
+
+CREATE FUNCTION gnn.similar(model text, node bigint, k int DEFAULT 10, version int DEFAULT NULL)
+RETURNS TABLE (id bigint, score real)
+AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE;

@@ -29,6 +29,17 @@ for t in test/core/bin/test_*; do
   tally "$(basename "$t")" "$p" "$f"
 done
 
+# ------------------------------------------------------------------ README walk = regression test
+suite "README walk"
+walk_sql=$(sed -n '/^-- BEGIN README WALK/,/^-- END README WALK/p' sql/readme_walk.sql | sed '1d;$d')
+walk_md=$(awk '/^## From CREATE EXTENSION to embeddings/{f=1} f&&/^```sql/{g=1;next} g&&/^```/{exit} g' README.md)
+if [ -n "$walk_sql" ] && [ "$walk_sql" = "$walk_md" ]; then
+  tally "README walk matches sql/readme_walk.sql" 1 0
+else
+  diff <(echo "$walk_md") <(echo "$walk_sql") | head -20
+  tally "README walk matches sql/readme_walk.sql" 0 1
+fi
+
 # ------------------------------------------------------------------ pg_regress
 suite "pg_regress"
 make_workdir WORK

@@ -1,11 +1,14 @@
 /*
  * graph.c: COO -> CSR (+ reverse CSR), laid out in one region with offsets.
  *
- * Steps: map original ids to dense indices (a direct table when the ids fill
- * a small range, as serial keys do; otherwise a sorted id array plus an open
- * addressing hash), count degrees, scatter, sort and merge each row (weights
- * of duplicate edges summed), then the same for the transposed graph.  Hot
- * loops run on OpenMP threads; nothing here allocates per edge.
+ * Steps: find the node set (a bitmap over the id range when ids are dense,
+ * as serial keys are; a radix sort otherwise), map original ids to dense
+ * indices (a direct table, or an open-addressing hash), sort the edges by
+ * (source, destination) with two stable parallel counting sorts, merge
+ * duplicates (weights summed), and only then, with the exact size known, ask
+ * for the region and write the CSR, its transpose and the node data straight
+ * into it.  Memory first touched is slow on some machines, so every byte of
+ * output is written once, into the region, and temporaries are few.
  */
 #include "graph.h"
 
@@ -15,35 +18,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-struct gnn_graph_builder
-{
-	int64_t		n;
-	int64_t		m;
-	int64_t    *ids;
-	int64_t    *indptr;
-	int32_t    *indices;
-	float	   *weights;
-	int64_t    *rindptr;
-	int32_t    *rindices;
-	float	   *rweights;
-	int32_t		feat_kind;
-	int32_t		feat_dim;
-	int64_t		feat_nnz;
-	float	   *feat;
-	int64_t    *fptr;
-	int32_t    *fidx;
-	float	   *fval;
-	int32_t    *labels;
-	uint8_t    *split;
-	char	   *class_names;
-	uint64_t	class_names_bytes;
-	int32_t		num_classes;
-	int64_t		n_train,
-				n_val,
-				n_test,
-				n_labelled;
-};
 
 /* ------------------------------------------------------------------ id map */
 
@@ -217,219 +191,283 @@ radix_sort_i64(int64_t *a, int64_t n, gnn_error *err)
 	return GNN_OK;
 }
 
-/* Sort one CSR row by neighbour, carrying weights. */
-static void
-sort_row(int32_t *idx, float *w, int64_t len)
+/* ------------------------------------------------------------------ counting sort */
+
+static int
+nthreads_of(const gnn_graph_input *in)
 {
-	if (len < 2)
-		return;
-	if (len <= 32)
-	{
-		for (int64_t i = 1; i < len; i++)
-		{
-			int32_t		k = idx[i];
-			float		kw = w ? w[i] : 0;
-			int64_t		j = i - 1;
-
-			while (j >= 0 && idx[j] > k)
-			{
-				idx[j + 1] = idx[j];
-				if (w)
-					w[j + 1] = w[j];
-				j--;
-			}
-			idx[j + 1] = k;
-			if (w)
-				w[j + 1] = kw;
-		}
-		return;
-	}
-	/* quicksort, median of three, recursing on the smaller side */
-	while (len > 32)
-	{
-		int64_t		mid = len / 2;
-		int32_t		a = idx[0],
-					b = idx[mid],
-					c = idx[len - 1];
-		int32_t		p = (a < b) ? ((b < c) ? b : (a < c ? c : a)) : ((a < c) ? a : (b < c ? c : b));
-		int64_t		i = 0,
-					j = len - 1;
-
-		while (i <= j)
-		{
-			while (idx[i] < p)
-				i++;
-			while (idx[j] > p)
-				j--;
-			if (i <= j)
-			{
-				int32_t		t = idx[i];
-
-				idx[i] = idx[j];
-				idx[j] = t;
-				if (w)
-				{
-					float		tw = w[i];
-
-					w[i] = w[j];
-					w[j] = tw;
-				}
-				i++;
-				j--;
-			}
-		}
-		if (j + 1 < len - i)
-		{
-			sort_row(idx, w, j + 1);
-			idx += i;
-			if (w)
-				w += i;
-			len -= i;
-		}
-		else
-		{
-			sort_row(idx + i, w ? w + i : NULL, len - i);
-			len = j + 1;
-		}
-	}
-	sort_row(idx, w, len);
+#ifdef _OPENMP
+	return in->nthreads > 0 ? in->nthreads : omp_get_max_threads();
+#else
+	return 1;
+#endif
 }
 
 /*
- * Build a CSR from (row, col, weight) arrays of length m over n rows: count,
- * scatter, sort each row, merge duplicates.  Outputs are malloc'd.
+ * Stable counting sort of m items by key (0..nb-1), in parallel: each thread
+ * counts its contiguous chunk, offsets are laid out bucket-major then
+ * thread-major, and each thread scatters its chunk in order, so equal keys
+ * keep their input order.  Outputs: key_out (optional), pay_out, w_out
+ * (when w), starts[nb+1] (optional).
  */
 static gnn_status
-build_csr(int64_t n, int64_t m, const int32_t *row, const int32_t *col, const float *w,
-		  int64_t **indptr_out, int32_t **indices_out, float **weights_out, int64_t *m_out,
-		  gnn_error *err)
+counting_sort(int64_t m, int64_t nb, const int32_t *key, const int32_t *pay, const float *w,
+			  int32_t *key_out, int32_t *pay_out, float *w_out, int64_t *starts, int T,
+			  gnn_error *err)
 {
-	int64_t    *indptr = calloc(n + 1, sizeof(int64_t));
-	int32_t    *indices = malloc(sizeof(int32_t) * (m ? m : 1));
-	float	   *weights = w ? malloc(sizeof(float) * (m ? m : 1)) : NULL;
-	int64_t    *pos = malloc(sizeof(int64_t) * (n + 1));
+	if (T < 1)
+		T = 1;
+	if (m < 65536)
+		T = 1;
+	int64_t    *off = malloc(sizeof(int64_t) * ((size_t) T * (size_t) nb + 1));
 
-	if (!indptr || !indices || (w && !weights) || !pos)
+	if (!off)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory sorting %lld edges", (long long) m);
+	memset(off, 0, sizeof(int64_t) * (size_t) T * (size_t) nb);
+#pragma omp parallel num_threads(T)
 	{
-		free(indptr);
-		free(indices);
-		free(weights);
-		free(pos);
-		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory building a CSR of %lld edges",
-							 (long long) m);
-	}
-	for (int64_t e = 0; e < m; e++)
-		indptr[row[e] + 1]++;
-	for (int64_t v = 0; v < n; v++)
-		indptr[v + 1] += indptr[v];
-	memcpy(pos, indptr, sizeof(int64_t) * (n + 1));
-	for (int64_t e = 0; e < m; e++)
-	{
-		int64_t		p = pos[row[e]]++;
+#ifdef _OPENMP
+		int			t = omp_get_thread_num();
+		int			nt = omp_get_num_threads();
+#else
+		int			t = 0,
+					nt = 1;
+#endif
+		int64_t		lo = m * t / nt,
+					hi = m * (t + 1) / nt;
+		int64_t    *h = off + (size_t) t * nb;
 
-		indices[p] = col[e];
-		if (w)
-			weights[p] = w[e];
-	}
-	/* sort and merge each row; new row lengths land in pos[] */
-#pragma omp parallel for schedule(dynamic, 4096)
-	for (int64_t v = 0; v < n; v++)
-	{
-		int64_t		b = indptr[v],
-					len = indptr[v + 1] - b;
-		int32_t    *ri = indices + b;
-		float	   *rw = weights ? weights + b : NULL;
-
-		sort_row(ri, rw, len);
-		int64_t		k = 0;
-
-		for (int64_t i = 0; i < len; i++)
+		for (int64_t i = lo; i < hi; i++)
+			h[key[i]]++;
+#pragma omp barrier
+#pragma omp single
 		{
-			if (k > 0 && ri[k - 1] == ri[i])
+			int64_t		run = 0;
+
+			for (int64_t b = 0; b < nb; b++)
 			{
-				if (rw)
-					rw[k - 1] += rw[i];
-				continue;
+				if (starts)
+					starts[b] = run;
+				for (int tt = 0; tt < nt; tt++)
+				{
+					int64_t		c = off[(size_t) tt * nb + b];
+
+					off[(size_t) tt * nb + b] = run;
+					run += c;
+				}
 			}
-			ri[k] = ri[i];
-			if (rw)
-				rw[k] = rw[i];
-			k++;
+			if (starts)
+				starts[nb] = run;
 		}
-		pos[v] = k;
-	}
-	/* compact */
-	int64_t		out = 0;
-
-	for (int64_t v = 0; v < n; v++)
-	{
-		int64_t		b = indptr[v];
-		int64_t		len = pos[v];
-
-		if (out != b)
+		for (int64_t i = lo; i < hi; i++)
 		{
-			memmove(indices + out, indices + b, sizeof(int32_t) * len);
-			if (weights)
-				memmove(weights + out, weights + b, sizeof(float) * len);
+			int64_t		p = h[key[i]]++;
+
+			pay_out[p] = pay[i];
+			if (key_out)
+				key_out[p] = key[i];
+			if (w)
+				w_out[p] = w[i];
 		}
-		indptr[v] = out;
-		out += len;
 	}
-	indptr[n] = out;
-	free(pos);
-	*indptr_out = indptr;
-	*indices_out = indices;
-	*weights_out = weights;
-	*m_out = out;
+	free(off);
 	return GNN_OK;
+}
+
+/* ------------------------------------------------------------------ layout */
+
+#define ALIGN64(x) (((x) + 63) & ~(uint64_t) 63)
+
+enum
+{
+	L_IDS, L_INDPTR, L_INDICES, L_WEIGHTS, L_RINDPTR, L_RINDICES, L_RWEIGHTS,
+	L_FEAT, L_FPTR, L_FIDX, L_FVAL, L_LABELS, L_SPLIT, L_CLASSES, L_COUNT
+};
+
+typedef struct layout
+{
+	uint64_t	off[L_COUNT];
+	uint64_t	total;
+} layout;
+
+/* sizes of each array (0: absent); present[] marks arrays that exist even when empty */
+static void
+compute_layout(const uint64_t *sz, const bool *present, layout *l)
+{
+	uint64_t	pos = ALIGN64(sizeof(gnn_graph_header));
+
+	for (int i = 0; i < L_COUNT; i++)
+	{
+		l->off[i] = (present[i] || sz[i] > 0) ? pos : 0;
+		pos = ALIGN64(pos + sz[i]);
+	}
+	l->total = pos;
+}
+
+static uint64_t
+header_checksum(const gnn_graph_header *h)
+{
+	/* FNV-1a over the header bytes before the checksum field */
+	const unsigned char *p = (const unsigned char *) h;
+	uint64_t	x = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < offsetof(gnn_graph_header, checksum); i++)
+	{
+		x ^= p[i];
+		x *= 0x100000001b3ULL;
+	}
+	return x;
 }
 
 /* ------------------------------------------------------------------ build */
 
-void
-gnn_graph_builder_free(gnn_graph_builder *b)
-{
-	if (!b)
-		return;
-	free(b->ids);
-	free(b->indptr);
-	free(b->indices);
-	free(b->weights);
-	free(b->rindptr);
-	free(b->rindices);
-	free(b->rweights);
-	free(b->feat);
-	free(b->fptr);
-	free(b->fidx);
-	free(b->fval);
-	free(b->labels);
-	free(b->split);
-	free(b->class_names);
-	free(b);
-}
-
 #define FAIL(st, ...) do { status = gnn_error_set(err, (st), __VA_ARGS__); goto done; } while (0)
 
+/* The node set from the edge endpoints: sorted unique ids (malloc'd). */
+static gnn_status
+endpoint_ids(const gnn_graph_input *in, int64_t **ids_out, int64_t *n_out, gnn_error *err)
+{
+	int64_t		m = in->num_edges;
+	int64_t		lo = INT64_MAX,
+				hi = INT64_MIN;
+
+	*ids_out = NULL;
+	*n_out = 0;
+	if (m == 0)
+	{
+		*ids_out = malloc(sizeof(int64_t));
+		return *ids_out ? GNN_OK : gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	}
+#pragma omp parallel for reduction(min:lo) reduction(max:hi) schedule(static)
+	for (int64_t e = 0; e < m; e++)
+	{
+		int64_t		a = in->src[e],
+					b = in->dst[e];
+
+		lo = a < lo ? a : lo;
+		lo = b < lo ? b : lo;
+		hi = a > hi ? a : hi;
+		hi = b > hi ? b : hi;
+	}
+	uint64_t	span = (uint64_t) hi - (uint64_t) lo;
+
+	if (span < (uint64_t) 2 * (uint64_t) m + 1024 && span < ((uint64_t) 1 << 34))
+	{
+		/* dense ids: a presence bitmap over [lo, hi], read out in order */
+		uint64_t	words = span / 64 + 1;
+		uint64_t   *bits = calloc(words, sizeof(uint64_t));
+
+		if (!bits)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for the node set");
+		for (int64_t e = 0; e < m; e++)
+		{
+			uint64_t	a = (uint64_t) in->src[e] - (uint64_t) lo,
+						b = (uint64_t) in->dst[e] - (uint64_t) lo;
+
+			bits[a >> 6] |= (uint64_t) 1 << (a & 63);
+			bits[b >> 6] |= (uint64_t) 1 << (b & 63);
+		}
+		int64_t		n = 0;
+
+		for (uint64_t w = 0; w < words; w++)
+			n += __builtin_popcountll(bits[w]);
+		int64_t    *ids = malloc(sizeof(int64_t) * n);
+
+		if (!ids)
+		{
+			free(bits);
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld node ids", (long long) n);
+		}
+		int64_t		k = 0;
+
+		for (uint64_t w = 0; w < words; w++)
+		{
+			uint64_t	x = bits[w];
+
+			while (x)
+			{
+				int			b = __builtin_ctzll(x);
+
+				ids[k++] = (int64_t) ((uint64_t) lo + w * 64 + (uint64_t) b);
+				x &= x - 1;
+			}
+		}
+		free(bits);
+		*ids_out = ids;
+		*n_out = n;
+		return GNN_OK;
+	}
+	/* sparse ids: sort all endpoints, keep the unique ones */
+	int64_t    *all = malloc(sizeof(int64_t) * (2 * m));
+
+	if (!all)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld endpoints", (long long) (2 * m));
+	memcpy(all, in->src, sizeof(int64_t) * m);
+	memcpy(all + m, in->dst, sizeof(int64_t) * m);
+	gnn_status	st = radix_sort_i64(all, 2 * m, err);
+
+	if (st != GNN_OK)
+	{
+		free(all);
+		return st;
+	}
+	int64_t		k = 0;
+
+	for (int64_t i = 0; i < 2 * m; i++)
+		if (k == 0 || all[k - 1] != all[i])
+			all[k++] = all[i];
+	int64_t    *ids = realloc(all, sizeof(int64_t) * (k ? k : 1));
+
+	if (!ids)
+	{
+		free(all);
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	}
+	*ids_out = ids;
+	*n_out = k;
+	return GNN_OK;
+}
+
 gnn_status
-gnn_graph_build(const gnn_graph_input *in, gnn_graph_builder **out, gnn_error *err)
+gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void *alloc_arg,
+					 void **region_out, uint64_t *size_out, gnn_error *err)
 {
 	gnn_status	status = GNN_OK;
-	gnn_graph_builder *b = NULL;
 	idmap		map;
+	int64_t    *ids = NULL;
+	int64_t		n = 0;
 	int64_t    *rowpos = NULL;	/* node-table row of each internal index */
 	int32_t    *esrc = NULL,
-			   *edst = NULL;
-	float	   *ew = NULL;
-	int64_t		m2 = 0;
+			   *edst = NULL,
+			   *s1 = NULL,
+			   *d1 = NULL,
+			   *indices = NULL,
+			   *sp_row = NULL,
+			   *fidx = NULL;
+	float	   *ew = NULL,
+			   *w1 = NULL,
+			   *weights = NULL,
+			   *fval = NULL;
+	int64_t    *indptr = NULL,
+			   *fptr = NULL;
+	int64_t		m2 = 0,
+				m = 0,
+				feat_nnz = 0;
+	int32_t		feat_dim = 0,
+				feat_kind = GNN_FEAT_NONE,
+				num_classes = 0;
+	int64_t		n_train = 0,
+				n_val = 0,
+				n_test = 0,
+				n_labelled = 0;
+	char	   *region = NULL;
+	int			T = nthreads_of(in);
 
 	memset(&map, 0, sizeof(map));
-	*out = NULL;
+	*region_out = NULL;
+	*size_out = 0;
 	if (err)
 		gnn_error_clear(err);
-#ifdef _OPENMP
-	if (in->nthreads > 0)
-		omp_set_num_threads(in->nthreads);
-#endif
 	if (in->num_edges < 0 || in->num_nodes < 0 || (in->num_edges > 0 && (!in->src || !in->dst)))
 		FAIL(GNN_ERR_INVALID, "invalid graph input");
 	if (in->feat_dim < 0 || (in->feat_dim > 0 && !in->feat))
@@ -439,32 +477,28 @@ gnn_graph_build(const gnn_graph_input *in, gnn_graph_builder **out, gnn_error *e
 	if ((in->feat_dim > 0 || in->labels || in->split) && !in->node_ids)
 		FAIL(GNN_ERR_INVALID, "node data was given without node ids");
 
-	b = calloc(1, sizeof(*b));
-	if (!b)
-		FAIL(GNN_ERR_NOMEM, "out of memory");
-
 	/* 1. the node set, sorted and unique */
 	if (in->node_ids)
 	{
-		int64_t		n = in->num_nodes;
-
-		b->ids = malloc(sizeof(int64_t) * (n ? n : 1));
-		if (!b->ids)
+		n = in->num_nodes;
+		ids = malloc(sizeof(int64_t) * (n ? n : 1));
+		if (!ids)
 			FAIL(GNN_ERR_NOMEM, "out of memory for %lld node ids", (long long) n);
-		memcpy(b->ids, in->node_ids, sizeof(int64_t) * n);
-		if ((status = radix_sort_i64(b->ids, n, err)) != GNN_OK)
+		memcpy(ids, in->node_ids, sizeof(int64_t) * n);
+		bool		sorted = true;
+
+		for (int64_t i = 1; i < n && sorted; i++)
+			sorted = in->node_ids[i - 1] < in->node_ids[i];
+		if (!sorted && (status = radix_sort_i64(ids, n, err)) != GNN_OK)
 			goto done;
 		for (int64_t i = 1; i < n; i++)
-			if (b->ids[i] == b->ids[i - 1])
+			if (ids[i] == ids[i - 1])
 			{
-				if (err)
-					err->id = b->ids[i];
-				/* find the second row holding it, for the message */
 				int64_t		first = -1,
 							second = -1;
 
 				for (int64_t r = 0; r < n; r++)
-					if (in->node_ids[r] == b->ids[i])
+					if (in->node_ids[r] == ids[i])
 					{
 						if (first < 0)
 							first = r;
@@ -475,48 +509,36 @@ gnn_graph_build(const gnn_graph_input *in, gnn_graph_builder **out, gnn_error *e
 						}
 					}
 				if (err)
+				{
+					err->id = ids[i];
 					err->row = second;
+				}
 				FAIL(GNN_ERR_DUPLICATE, "node id %lld appears more than once (rows %lld and %lld)",
-					 (long long) b->ids[i], (long long) first + 1, (long long) second + 1);
+					 (long long) ids[i], (long long) first + 1, (long long) second + 1);
 			}
-		b->n = n;
-	}
-	else
-	{
-		int64_t		m = in->num_edges;
-		int64_t    *all = malloc(sizeof(int64_t) * (2 * m + 1));
-
-		if (!all)
-			FAIL(GNN_ERR_NOMEM, "out of memory for %lld endpoints", (long long) (2 * m));
-		memcpy(all, in->src, sizeof(int64_t) * m);
-		memcpy(all + m, in->dst, sizeof(int64_t) * m);
-		if ((status = radix_sort_i64(all, 2 * m, err)) != GNN_OK)
+		/* rows already in id order (serial keys): the permutation is the identity */
+		if (!sorted && (in->feat_dim > 0 || in->labels || in->split))
 		{
-			free(all);
-			goto done;
+			if ((status = idmap_init(&map, ids, n, err)) != GNN_OK)
+				goto done;
+			rowpos = malloc(sizeof(int64_t) * (n ? n : 1));
+			if (!rowpos)
+				FAIL(GNN_ERR_NOMEM, "out of memory");
+			for (int64_t r = 0; r < n; r++)
+				rowpos[idmap_find(&map, in->node_ids[r])] = r;
 		}
-		int64_t		k = 0;
-
-		for (int64_t i = 0; i < 2 * m; i++)
-			if (k == 0 || all[k - 1] != all[i])
-				all[k++] = all[i];
-		b->ids = realloc(all, sizeof(int64_t) * (k ? k : 1));
-		if (!b->ids)
-		{
-			free(all);
-			FAIL(GNN_ERR_NOMEM, "out of memory");
-		}
-		b->n = k;
 	}
-	if (b->n > INT32_MAX)
-		FAIL(GNN_ERR_LIMIT, "graph has %lld nodes; at most %d are supported", (long long) b->n, INT32_MAX);
-	if ((status = idmap_init(&map, b->ids, b->n, err)) != GNN_OK)
+	else if ((status = endpoint_ids(in, &ids, &n, err)) != GNN_OK)
+		goto done;
+	if (n > INT32_MAX)
+		FAIL(GNN_ERR_LIMIT, "graph has %lld nodes; at most %d are supported", (long long) n, INT32_MAX);
+	if (!map.n && n > 0 && (status = idmap_init(&map, ids, n, err)) != GNN_OK)
 		goto done;
 
 	/* 2. map edge endpoints; symmetrise */
 	{
-		int64_t		m = in->num_edges;
-		int64_t		cap = in->undirected ? 2 * m : m;
+		int64_t		me = in->num_edges;
+		int64_t		cap = in->undirected ? 2 * me : me;
 		int64_t		bad = -1;
 
 		esrc = malloc(sizeof(int32_t) * (cap ? cap : 1));
@@ -526,19 +548,16 @@ gnn_graph_build(const gnn_graph_input *in, gnn_graph_builder **out, gnn_error *e
 		if (!esrc || !edst || (in->weight && !ew))
 			FAIL(GNN_ERR_NOMEM, "out of memory for %lld edges", (long long) cap);
 
-#pragma omp parallel for schedule(static)
-		for (int64_t e = 0; e < m; e++)
+#pragma omp parallel for schedule(static) num_threads(T)
+		for (int64_t e = 0; e < me; e++)
 		{
-			int64_t		s = idmap_find(&map, in->src[e]);
-			int64_t		d = idmap_find(&map, in->dst[e]);
-
-			esrc[e] = (int32_t) s;
-			edst[e] = (int32_t) d;
+			esrc[e] = (int32_t) idmap_find(&map, in->src[e]);
+			edst[e] = (int32_t) idmap_find(&map, in->dst[e]);
 		}
 		/* compact away dangling edges (or report the first one) */
 		int64_t		k = 0;
 
-		for (int64_t e = 0; e < m; e++)
+		for (int64_t e = 0; e < me; e++)
 		{
 			if (esrc[e] < 0 || edst[e] < 0)
 			{
@@ -593,74 +612,122 @@ gnn_graph_build(const gnn_graph_input *in, gnn_graph_builder **out, gnn_error *e
 			m2 = k;
 	}
 
-	/* 3. CSR and reverse CSR */
-	{
-		int64_t		mout = 0,
-					rmout = 0;
-
-		if ((status = build_csr(b->n, m2, esrc, edst, ew, &b->indptr, &b->indices, &b->weights,
-								&mout, err)) != GNN_OK)
-			goto done;
-		if ((status = build_csr(b->n, m2, edst, esrc, ew, &b->rindptr, &b->rindices, &b->rweights,
-								&rmout, err)) != GNN_OK)
-			goto done;
-		b->m = mout;
-		if (rmout != mout)
-			FAIL(GNN_ERR_INVALID, "internal error: CSR has %lld arcs, reverse CSR %lld",
-				 (long long) mout, (long long) rmout);
-	}
-	free(esrc);
-	free(edst);
-	free(ew);
-	esrc = edst = NULL;
+	/* 3. sort by (source, destination): by destination, then stably by source */
+	s1 = malloc(sizeof(int32_t) * (m2 ? m2 : 1));
+	d1 = malloc(sizeof(int32_t) * (m2 ? m2 : 1));
+	if (ew)
+		w1 = malloc(sizeof(float) * (m2 ? m2 : 1));
+	if (!s1 || !d1 || (ew && !w1))
+		FAIL(GNN_ERR_NOMEM, "out of memory sorting %lld edges", (long long) m2);
+	if ((status = counting_sort(m2, n, edst, esrc, ew, d1, s1, w1, NULL, T, err)) != GNN_OK)
+		goto done;
+	/* reuse the first buffers for the rows: esrc becomes the neighbour array */
+	indices = esrc;
+	esrc = NULL;
+	weights = ew;
 	ew = NULL;
+	indptr = malloc(sizeof(int64_t) * (n + 1));
+	if (!indptr)
+		FAIL(GNN_ERR_NOMEM, "out of memory");
+	if ((status = counting_sort(m2, n, s1, d1, w1, NULL, indices, weights, indptr, T, err)) != GNN_OK)
+		goto done;
+	free(s1);
+	free(d1);
+	free(w1);
+	free(edst);
+	s1 = d1 = edst = NULL;
+	w1 = NULL;
 
-	/* 4. node data, reordered from node-table rows to internal order */
-	if (in->node_ids && (in->feat_dim > 0 || in->labels || in->split))
+	/* 4. merge duplicates within each row (rows are sorted), then compact */
 	{
-		rowpos = malloc(sizeof(int64_t) * (b->n ? b->n : 1));
-		if (!rowpos)
+		int64_t    *len = malloc(sizeof(int64_t) * (n ? n : 1));
+
+		if (!len)
 			FAIL(GNN_ERR_NOMEM, "out of memory");
-		for (int64_t r = 0; r < in->num_nodes; r++)
-			rowpos[idmap_find(&map, in->node_ids[r])] = r;
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
+		for (int64_t v = 0; v < n; v++)
+		{
+			int64_t		b = indptr[v],
+						e = indptr[v + 1],
+						k = 0;
+			int32_t    *ri = indices + b;
+			float	   *rw = weights ? weights + b : NULL;
+
+			for (int64_t i = 0; i < e - b; i++)
+			{
+				if (k > 0 && ri[k - 1] == ri[i])
+				{
+					if (rw)
+						rw[k - 1] += rw[i];
+					continue;
+				}
+				ri[k] = ri[i];
+				if (rw)
+					rw[k] = rw[i];
+				k++;
+			}
+			len[v] = k;
+		}
+		int64_t		out = 0;
+
+		for (int64_t v = 0; v < n; v++)
+		{
+			int64_t		b = indptr[v];
+
+			if (out != b)
+			{
+				memmove(indices + out, indices + b, sizeof(int32_t) * len[v]);
+				if (weights)
+					memmove(weights + out, weights + b, sizeof(float) * len[v]);
+			}
+			indptr[v] = out;
+			out += len[v];
+		}
+		indptr[n] = out;
+		m = out;
+		free(len);
 	}
+
+	/* 5. node data: validate now, write later */
 	if (in->feat_dim > 0)
 	{
-		int64_t		d = in->feat_dim;
+		feat_kind = GNN_FEAT_DENSE;
+		feat_dim = in->feat_dim;
+		int64_t		bad = -1;
 
-		b->feat_kind = GNN_FEAT_DENSE;
-		b->feat_dim = (int32_t) d;
-		b->feat = malloc(sizeof(float) * b->n * d + 1);
-		if (!b->feat)
-			FAIL(GNN_ERR_NOMEM, "out of memory for %lld x %lld features", (long long) b->n, (long long) d);
-		for (int64_t v = 0; v < b->n; v++)
+#pragma omp parallel for schedule(static) num_threads(T)
+		for (int64_t r = 0; r < n * (int64_t) feat_dim; r++)
+			if (!isfinite(in->feat[r]))
+			{
+#pragma omp critical
+				if (bad < 0 || r < bad)
+					bad = r;
+			}
+		if (bad >= 0)
 		{
-			const float *srcrow = in->feat + rowpos[v] * d;
+			int64_t		row = bad / feat_dim;
 
-			for (int64_t j = 0; j < d; j++)
-				if (!isfinite(srcrow[j]))
-				{
-					if (err)
-					{
-						err->row = rowpos[v];
-						err->id = b->ids[v];
-					}
-					FAIL(GNN_ERR_BAD_VALUE, "feature %lld of node %lld is %g",
-						 (long long) j, (long long) b->ids[v], (double) srcrow[j]);
-				}
-			memcpy(b->feat + v * d, srcrow, sizeof(float) * d);
+			if (err)
+			{
+				err->row = row;
+				err->id = in->node_ids[row];
+			}
+			FAIL(GNN_ERR_BAD_VALUE, "feature %lld of node %lld is %g",
+				 (long long) (bad % feat_dim), (long long) in->node_ids[row], (double) in->feat[bad]);
 		}
 	}
 	else if (in->sparse_nnz > 0)
 	{
 		int64_t		nnz = in->sparse_nnz;
 		int32_t		dim = in->sparse_dim;
-		int32_t    *rowof = malloc(sizeof(int32_t) * nnz);
-
-		if (!rowof)
-			FAIL(GNN_ERR_NOMEM, "out of memory for %lld sparse features", (long long) nnz);
 		int32_t		maxidx = -1;
 
+		sp_row = malloc(sizeof(int32_t) * nnz);
+		fidx = malloc(sizeof(int32_t) * nnz);
+		fval = malloc(sizeof(float) * nnz);
+		fptr = malloc(sizeof(int64_t) * (n + 1));
+		if (!sp_row || !fidx || !fval || !fptr)
+			FAIL(GNN_ERR_NOMEM, "out of memory for %lld sparse features", (long long) nnz);
 		for (int64_t i = 0; i < nnz; i++)
 		{
 			int64_t		v = idmap_find(&map, in->sp_node[i]);
@@ -679,226 +746,248 @@ gnn_graph_build(const gnn_graph_input *in, gnn_graph_builder **out, gnn_error *e
 					err->row = i;
 					err->id = in->sp_node[i];
 				}
-				free(rowof);
 				FAIL(v < 0 ? GNN_ERR_DANGLING : GNN_ERR_BAD_VALUE,
 					 "sparse feature (%lld, %d, %g) %s",
 					 (long long) in->sp_node[i], in->sp_index[i], (double) in->sp_value[i], why);
 			}
-			rowof[i] = (int32_t) v;
+			sp_row[i] = (int32_t) v;
 			if (in->sp_index[i] > maxidx)
 				maxidx = in->sp_index[i];
 		}
-		if (dim <= 0)
-			dim = maxidx + 1;
-		b->feat_kind = GNN_FEAT_SPARSE;
-		b->feat_dim = dim;
-		status = build_csr(b->n, nnz, rowof, in->sp_index, in->sp_value,
-						   &b->fptr, &b->fidx, &b->fval, &b->feat_nnz, err);
-		free(rowof);
-		if (status != GNN_OK)
-			goto done;
+		feat_dim = dim > 0 ? dim : maxidx + 1;
+		feat_kind = GNN_FEAT_SPARSE;
+		/* rows by node; within a row, by index: sort by index, then stably by row */
+		{
+			int32_t    *ti = malloc(sizeof(int32_t) * nnz);
+			int32_t    *tr = malloc(sizeof(int32_t) * nnz);
+			float	   *tv = malloc(sizeof(float) * nnz);
+
+			if (!ti || !tr || !tv)
+			{
+				free(ti);
+				free(tr);
+				free(tv);
+				FAIL(GNN_ERR_NOMEM, "out of memory for %lld sparse features", (long long) nnz);
+			}
+			status = counting_sort(nnz, feat_dim, in->sp_index, sp_row, in->sp_value, ti, tr, tv, NULL, T, err);
+			if (status == GNN_OK)
+				status = counting_sort(nnz, n, tr, ti, tv, NULL, fidx, fval, fptr, T, err);
+			free(ti);
+			free(tr);
+			free(tv);
+			if (status != GNN_OK)
+				goto done;
+		}
+		/* merge duplicate (node, index) entries: values summed */
+		int64_t		out = 0;
+
+		for (int64_t v = 0; v < n; v++)
+		{
+			int64_t		b = fptr[v],
+						e = fptr[v + 1];
+
+			fptr[v] = out;
+			for (int64_t i = b; i < e; i++)
+			{
+				if (out > fptr[v] && fidx[out - 1] == fidx[i])
+				{
+					fval[out - 1] += fval[i];
+					continue;
+				}
+				fidx[out] = fidx[i];
+				fval[out] = fval[i];
+				out++;
+			}
+		}
+		fptr[n] = out;
+		feat_nnz = out;
 	}
 	if (in->labels)
 	{
-		b->labels = malloc(sizeof(int32_t) * (b->n ? b->n : 1));
-		if (!b->labels)
-			FAIL(GNN_ERR_NOMEM, "out of memory");
 		int32_t		maxl = -1;
 
-		for (int64_t v = 0; v < b->n; v++)
+		for (int64_t r = 0; r < n; r++)
 		{
-			int32_t		l = in->labels[rowpos[v]];
+			int32_t		l = in->labels[r];
 
-			b->labels[v] = l < 0 ? -1 : l;
 			if (l >= 0)
-				b->n_labelled++;
+				n_labelled++;
 			if (l > maxl)
 				maxl = l;
 		}
-		b->num_classes = maxl + 1;
-	}
-	if (in->class_names && in->class_names_bytes > 0)
-	{
-		b->class_names = malloc(in->class_names_bytes);
-		if (!b->class_names)
-			FAIL(GNN_ERR_NOMEM, "out of memory");
-		memcpy(b->class_names, in->class_names, in->class_names_bytes);
-		b->class_names_bytes = in->class_names_bytes;
+		num_classes = maxl + 1;
 	}
 	if (in->split)
-	{
-		b->split = malloc(b->n ? b->n : 1);
-		if (!b->split)
-			FAIL(GNN_ERR_NOMEM, "out of memory");
-		for (int64_t v = 0; v < b->n; v++)
+		for (int64_t r = 0; r < n; r++)
 		{
-			uint8_t		s = in->split[rowpos[v]];
-
-			b->split[v] = s <= GNN_SPLIT_TEST ? s : GNN_SPLIT_NONE;
-			b->n_train += b->split[v] == GNN_SPLIT_TRAIN;
-			b->n_val += b->split[v] == GNN_SPLIT_VAL;
-			b->n_test += b->split[v] == GNN_SPLIT_TEST;
+			n_train += in->split[r] == GNN_SPLIT_TRAIN;
+			n_val += in->split[r] == GNN_SPLIT_VAL;
+			n_test += in->split[r] == GNN_SPLIT_TEST;
 		}
+
+	/* 6. the exact size is known: take the region */
+	{
+		uint64_t	sz[L_COUNT] = {0};
+		bool		present[L_COUNT] = {false};
+		layout		l;
+		uint64_t	un = (uint64_t) n,
+					um = (uint64_t) m;
+
+		sz[L_IDS] = 8 * un;
+		sz[L_INDPTR] = 8 * (un + 1);
+		sz[L_INDICES] = 4 * um;
+		sz[L_WEIGHTS] = weights ? 4 * um : 0;
+		sz[L_RINDPTR] = 8 * (un + 1);
+		sz[L_RINDICES] = 4 * um;
+		sz[L_RWEIGHTS] = weights ? 4 * um : 0;
+		sz[L_FEAT] = feat_kind == GNN_FEAT_DENSE ? 4 * un * (uint64_t) feat_dim : 0;
+		sz[L_FPTR] = feat_kind == GNN_FEAT_SPARSE ? 8 * (un + 1) : 0;
+		sz[L_FIDX] = 4 * (uint64_t) feat_nnz;
+		sz[L_FVAL] = 4 * (uint64_t) feat_nnz;
+		sz[L_LABELS] = in->labels ? 4 * un : 0;
+		sz[L_SPLIT] = in->split ? un : 0;
+		sz[L_CLASSES] = in->class_names ? in->class_names_bytes : 0;
+		present[L_IDS] = present[L_INDPTR] = present[L_INDICES] = true;
+		present[L_RINDPTR] = present[L_RINDICES] = true;
+		present[L_FPTR] = present[L_FIDX] = present[L_FVAL] = feat_kind == GNN_FEAT_SPARSE;
+		compute_layout(sz, present, &l);
+
+		region = alloc(alloc_arg, l.total);
+		if (!region)
+			FAIL(GNN_ERR_LIMIT, "a region of %llu bytes was refused", (unsigned long long) l.total);
+
+		gnn_graph_header *h = (gnn_graph_header *) region;
+
+		memset(h, 0, sizeof(*h));
+		h->magic = GNN_GRAPH_MAGIC;
+		h->version = GNN_GRAPH_VERSION;
+		h->total_bytes = l.total;
+		h->num_nodes = n;
+		h->num_edges = m;
+		h->feat_nnz = feat_nnz;
+		h->n_train = n_train;
+		h->n_val = n_val;
+		h->n_test = n_test;
+		h->n_labelled = n_labelled;
+		h->feat_kind = feat_kind;
+		h->feat_dim = feat_dim;
+		h->num_classes = num_classes;
+		h->weighted = weights != NULL;
+		h->off_ids = l.off[L_IDS];
+		h->off_indptr = l.off[L_INDPTR];
+		h->off_indices = l.off[L_INDICES];
+		h->off_weights = l.off[L_WEIGHTS];
+		h->off_rindptr = l.off[L_RINDPTR];
+		h->off_rindices = l.off[L_RINDICES];
+		h->off_rweights = l.off[L_RWEIGHTS];
+		h->off_feat = l.off[L_FEAT];
+		h->off_fptr = l.off[L_FPTR];
+		h->off_fidx = l.off[L_FIDX];
+		h->off_fval = l.off[L_FVAL];
+		h->off_labels = l.off[L_LABELS];
+		h->off_split = l.off[L_SPLIT];
+		h->off_class_names = l.off[L_CLASSES];
+		h->class_names_bytes = sz[L_CLASSES];
+
+		memcpy(region + h->off_ids, ids, 8 * un);
+		memcpy(region + h->off_indptr, indptr, 8 * (un + 1));
+		memcpy(region + h->off_indices, indices, 4 * um);
+		if (weights)
+			memcpy(region + h->off_weights, weights, 4 * um);
+
+		/* the reverse CSR: the transpose of the merged CSR, rows sorted by construction */
+		int64_t    *rptr = (int64_t *) (region + h->off_rindptr);
+		int32_t    *ridx = (int32_t *) (region + h->off_rindices);
+		float	   *rw = weights ? (float *) (region + h->off_rweights) : NULL;
+
+		memset(rptr, 0, 8 * (un + 1));
+		for (int64_t p = 0; p < m; p++)
+			rptr[indices[p] + 1]++;
+		for (int64_t v = 0; v < n; v++)
+			rptr[v + 1] += rptr[v];
+		{
+			int64_t    *cur = indptr;	/* reuse: the CSR pointers are copied already */
+
+			memcpy(cur, rptr, 8 * (un + 1));
+			for (int64_t v = 0; v < n; v++)
+				for (int64_t p = ((int64_t *) (region + h->off_indptr))[v];
+					 p < ((int64_t *) (region + h->off_indptr))[v + 1]; p++)
+				{
+					int64_t		q = cur[indices[p]]++;
+
+					ridx[q] = (int32_t) v;
+					if (rw)
+						rw[q] = weights[p];
+				}
+		}
+
+		if (feat_kind == GNN_FEAT_DENSE)
+		{
+			float	   *f = (float *) (region + h->off_feat);
+			size_t		row = sizeof(float) * (size_t) feat_dim;
+
+			if (!rowpos)
+				memcpy(f, in->feat, row * un);
+			else
+			{
+#pragma omp parallel for schedule(static) num_threads(T)
+				for (int64_t v = 0; v < n; v++)
+					memcpy(f + v * feat_dim, in->feat + rowpos[v] * feat_dim, row);
+			}
+		}
+		else if (feat_kind == GNN_FEAT_SPARSE)
+		{
+			memcpy(region + h->off_fptr, fptr, 8 * (un + 1));
+			memcpy(region + h->off_fidx, fidx, 4 * (uint64_t) feat_nnz);
+			memcpy(region + h->off_fval, fval, 4 * (uint64_t) feat_nnz);
+		}
+		if (in->labels)
+		{
+			int32_t    *lab = (int32_t *) (region + h->off_labels);
+
+			for (int64_t v = 0; v < n; v++)
+			{
+				int32_t		x = in->labels[rowpos ? rowpos[v] : v];
+
+				lab[v] = x < 0 ? -1 : x;
+			}
+		}
+		if (in->split)
+		{
+			uint8_t    *sp = (uint8_t *) (region + h->off_split);
+
+			for (int64_t v = 0; v < n; v++)
+			{
+				uint8_t		x = in->split[rowpos ? rowpos[v] : v];
+
+				sp[v] = x <= GNN_SPLIT_TEST ? x : GNN_SPLIT_NONE;
+			}
+		}
+		if (sz[L_CLASSES])
+			memcpy(region + h->off_class_names, in->class_names, sz[L_CLASSES]);
+		h->checksum = header_checksum(h);
+		*region_out = region;
+		*size_out = l.total;
 	}
 
 done:
+	free(ids);
 	free(rowpos);
 	free(esrc);
 	free(edst);
 	free(ew);
+	free(s1);
+	free(d1);
+	free(w1);
+	free(indices);
+	free(weights);
+	free(indptr);
+	free(sp_row);
+	free(fptr);
+	free(fidx);
+	free(fval);
 	idmap_free(&map);
-	if (status != GNN_OK)
-	{
-		gnn_graph_builder_free(b);
-		return status;
-	}
-	*out = b;
-	return GNN_OK;
-}
-
-/* ------------------------------------------------------------------ layout */
-
-#define ALIGN64(x) (((x) + 63) & ~(uint64_t) 63)
-
-typedef struct layout
-{
-	uint64_t	off[14];
-	uint64_t	total;
-} layout;
-
-/* order of arrays in the region */
-enum
-{
-	L_IDS, L_INDPTR, L_INDICES, L_WEIGHTS, L_RINDPTR, L_RINDICES, L_RWEIGHTS,
-	L_FEAT, L_FPTR, L_FIDX, L_FVAL, L_LABELS, L_SPLIT, L_CLASSES, L_COUNT
-};
-
-static void
-compute_layout(const gnn_graph_builder *b, layout *l)
-{
-	uint64_t	sz[L_COUNT] = {0};
-	uint64_t	n = b->n,
-				m = b->m;
-
-	sz[L_IDS] = 8 * n;
-	sz[L_INDPTR] = 8 * (n + 1);
-	sz[L_INDICES] = 4 * m;
-	sz[L_WEIGHTS] = b->weights ? 4 * m : 0;
-	sz[L_RINDPTR] = 8 * (n + 1);
-	sz[L_RINDICES] = 4 * m;
-	sz[L_RWEIGHTS] = b->rweights ? 4 * m : 0;
-	sz[L_FEAT] = b->feat_kind == GNN_FEAT_DENSE ? 4 * n * (uint64_t) b->feat_dim : 0;
-	sz[L_FPTR] = b->feat_kind == GNN_FEAT_SPARSE ? 8 * (n + 1) : 0;
-	sz[L_FIDX] = b->feat_kind == GNN_FEAT_SPARSE ? 4 * (uint64_t) b->feat_nnz : 0;
-	sz[L_FVAL] = b->feat_kind == GNN_FEAT_SPARSE ? 4 * (uint64_t) b->feat_nnz : 0;
-	sz[L_LABELS] = b->labels ? 4 * n : 0;
-	sz[L_SPLIT] = b->split ? n : 0;
-	sz[L_CLASSES] = b->class_names_bytes;
-
-	uint64_t	pos = ALIGN64(sizeof(gnn_graph_header));
-
-	for (int i = 0; i < L_COUNT; i++)
-	{
-		/* arrays that exist get an offset even when empty, so "absent" stays 0 */
-		bool		present = sz[i] > 0 ||
-			i == L_IDS || i == L_INDPTR || i == L_INDICES || i == L_RINDPTR || i == L_RINDICES ||
-			(i == L_FPTR && b->feat_kind == GNN_FEAT_SPARSE) ||
-			((i == L_FIDX || i == L_FVAL) && b->feat_kind == GNN_FEAT_SPARSE);
-
-		l->off[i] = present ? pos : 0;
-		pos = ALIGN64(pos + sz[i]);
-	}
-	l->total = pos;
-}
-
-uint64_t
-gnn_graph_size(const gnn_graph_builder *b)
-{
-	layout		l;
-
-	compute_layout(b, &l);
-	return l.total;
-}
-
-static uint64_t
-header_checksum(const gnn_graph_header *h)
-{
-	/* FNV-1a over the header bytes before the checksum field */
-	const unsigned char *p = (const unsigned char *) h;
-	uint64_t	x = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < offsetof(gnn_graph_header, checksum); i++)
-	{
-		x ^= p[i];
-		x *= 0x100000001b3ULL;
-	}
-	return x;
-}
-
-gnn_status
-gnn_graph_write(const gnn_graph_builder *b, void *region, uint64_t size, gnn_error *err)
-{
-	layout		l;
-	char	   *base = region;
-
-	compute_layout(b, &l);
-	if (size < l.total)
-		return gnn_error_set(err, GNN_ERR_INVALID, "region of %llu bytes is smaller than the %llu the graph needs",
-							 (unsigned long long) size, (unsigned long long) l.total);
-	gnn_graph_header *h = region;
-
-	memset(h, 0, sizeof(*h));
-	h->magic = GNN_GRAPH_MAGIC;
-	h->version = GNN_GRAPH_VERSION;
-	h->total_bytes = l.total;
-	h->num_nodes = b->n;
-	h->num_edges = b->m;
-	h->feat_nnz = b->feat_nnz;
-	h->n_train = b->n_train;
-	h->n_val = b->n_val;
-	h->n_test = b->n_test;
-	h->n_labelled = b->n_labelled;
-	h->feat_kind = b->feat_kind;
-	h->feat_dim = b->feat_dim;
-	h->num_classes = b->num_classes;
-	h->weighted = b->weights != NULL;
-	h->off_ids = l.off[L_IDS];
-	h->off_indptr = l.off[L_INDPTR];
-	h->off_indices = l.off[L_INDICES];
-	h->off_weights = l.off[L_WEIGHTS];
-	h->off_rindptr = l.off[L_RINDPTR];
-	h->off_rindices = l.off[L_RINDICES];
-	h->off_rweights = l.off[L_RWEIGHTS];
-	h->off_feat = l.off[L_FEAT];
-	h->off_fptr = l.off[L_FPTR];
-	h->off_fidx = l.off[L_FIDX];
-	h->off_fval = l.off[L_FVAL];
-	h->off_labels = l.off[L_LABELS];
-	h->off_split = l.off[L_SPLIT];
-	h->off_class_names = l.off[L_CLASSES];
-	h->class_names_bytes = b->class_names_bytes;
-
-	uint64_t	n = b->n,
-				m = b->m;
-
-#define PUT(off, ptr, bytes) do { if ((off) && (bytes) > 0) memcpy(base + (off), (ptr), (bytes)); } while (0)
-	PUT(h->off_ids, b->ids, 8 * n);
-	PUT(h->off_indptr, b->indptr, 8 * (n + 1));
-	PUT(h->off_indices, b->indices, 4 * m);
-	PUT(h->off_weights, b->weights, 4 * m);
-	PUT(h->off_rindptr, b->rindptr, 8 * (n + 1));
-	PUT(h->off_rindices, b->rindices, 4 * m);
-	PUT(h->off_rweights, b->rweights, 4 * m);
-	PUT(h->off_feat, b->feat, 4 * n * (uint64_t) b->feat_dim);
-	PUT(h->off_fptr, b->fptr, 8 * (n + 1));
-	PUT(h->off_fidx, b->fidx, 4 * (uint64_t) b->feat_nnz);
-	PUT(h->off_fval, b->fval, 4 * (uint64_t) b->feat_nnz);
-	PUT(h->off_labels, b->labels, 4 * n);
-	PUT(h->off_split, b->split, n);
-	PUT(h->off_class_names, b->class_names, b->class_names_bytes);
-#undef PUT
-	h->checksum = header_checksum(h);
-	return GNN_OK;
+	return status;
 }
 
 /* ------------------------------------------------------------------ attach */
@@ -988,36 +1077,26 @@ gnn_graph_find(const gnn_graph *g, int64_t id)
 	return (lo < g->num_nodes && g->ids[lo] == id) ? lo : -1;
 }
 
+static void *
+malloc_region(void *arg, uint64_t bytes)
+{
+	return aligned_alloc(64, ALIGN64(bytes));
+}
+
 gnn_status
 gnn_graph_build_region(const gnn_graph_input *in, void **region, uint64_t *size,
 					   gnn_graph *g, gnn_error *err)
 {
-	gnn_graph_builder *b = NULL;
-	gnn_status	st = gnn_graph_build(in, &b, err);
+	gnn_status	st = gnn_graph_build_into(in, malloc_region, NULL, region, size, err);
 
-	*region = NULL;
-	*size = 0;
 	if (st != GNN_OK)
 		return st;
-	uint64_t	sz = gnn_graph_size(b);
-	void	   *r = aligned_alloc(64, ALIGN64(sz));
-
-	if (!r)
-	{
-		gnn_graph_builder_free(b);
-		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for a %llu-byte graph",
-							 (unsigned long long) sz);
-	}
-	st = gnn_graph_write(b, r, sz, err);
-	gnn_graph_builder_free(b);
-	if (st == GNN_OK)
-		st = gnn_graph_attach(r, sz, g, err);
+	st = gnn_graph_attach(*region, *size, g, err);
 	if (st != GNN_OK)
 	{
-		free(r);
-		return st;
+		free(*region);
+		*region = NULL;
+		*size = 0;
 	}
-	*region = r;
-	*size = sz;
-	return GNN_OK;
+	return st;
 }

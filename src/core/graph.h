@@ -137,15 +137,22 @@ typedef struct gnn_graph
 	int64_t		n_test;
 } gnn_graph;
 
-typedef struct gnn_graph_builder gnn_graph_builder;
+/*
+ * Region allocation callback: return bytes of writable memory (shared memory,
+ * say), or NULL to refuse (a limit, a failed allocation).  The callback must
+ * not longjmp; on NULL the build stops with GNN_ERR_LIMIT and the caller
+ * reports its own reason.
+ */
+typedef void *(*gnn_region_alloc_fn) (void *arg, uint64_t bytes);
 
-/* Build CSR arrays (malloc'd, owned by the builder) from a loader's input. */
-gnn_status	gnn_graph_build(const gnn_graph_input *in, gnn_graph_builder **out, gnn_error *err);
-/* Exact bytes gnn_graph_write needs. */
-uint64_t	gnn_graph_size(const gnn_graph_builder *b);
-/* Lay the graph out in region (size bytes, at least gnn_graph_size). */
-gnn_status	gnn_graph_write(const gnn_graph_builder *b, void *region, uint64_t size, gnn_error *err);
-void		gnn_graph_builder_free(gnn_graph_builder *b);
+/*
+ * Build the graph described by in and lay it out in a region obtained from
+ * alloc, once the exact size is known (after ids are mapped and duplicate
+ * edges merged, before anything is written).  Every temporary is freed before
+ * returning, also on error.  On success *region / *size describe the region.
+ */
+gnn_status	gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void *alloc_arg,
+								 void **region, uint64_t *size, gnn_error *err);
 
 /* Validate a region and fill a pointer view of it. */
 gnn_status	gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err);

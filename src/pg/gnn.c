@@ -13,6 +13,9 @@ PG_MODULE_MAGIC;
 int			gnn_max_graph_memory_mb = 4096;
 int			gnn_max_graphs = 64;
 int			gnn_threads = 0;
+int			gnn_max_jobs = 4;
+char	   *gnn_cuda_library = NULL;
+int			gnn_fault_backend_calls = -1;
 
 void		_PG_init(void);
 
@@ -32,6 +35,29 @@ _PG_init(void)
 							&gnn_threads,
 							0, 0, 1024,
 							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gnn.max_jobs",
+							"Training jobs that may run at once.",
+							"More are refused with an error; each job uses one background worker.",
+							&gnn_max_jobs,
+							4, 1, GNN_JOB_SLOTS,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("gnn.cuda_library",
+							   "Path of the CUDA backend (gnn_cuda.so); empty: $libdir/gnn_cuda.so.",
+							   NULL,
+							   &gnn_cuda_library,
+							   "",
+							   PGC_SUSET, 0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("gnn.fault_backend_calls",
+							"Fault injection for tests: compute-backend calls after this many fail (-1: off).",
+							"Applies to training jobs started while it is set, on the CPU or the GPU alike, "
+							"so a failing GPU can be simulated on a machine without one.",
+							&gnn_fault_backend_calls,
+							-1, -1, INT_MAX,
+							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 
 	/* everything below needs shared memory reserved at server start */

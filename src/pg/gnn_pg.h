@@ -18,6 +18,11 @@
 extern int	gnn_max_graph_memory_mb;
 extern int	gnn_max_graphs;
 extern int	gnn_threads;
+extern int	gnn_max_jobs;
+extern char *gnn_cuda_library;
+extern int	gnn_fault_backend_calls;
+
+#define GNN_JOB_SLOTS 64
 
 /* one named graph in the registry */
 typedef struct GnnGraphEntry
@@ -41,12 +46,80 @@ typedef struct GnnGraphEntry
 	TimestampTz loaded_at;
 } GnnGraphEntry;
 
+/* ------------------------------------------------------------------ jobs */
+typedef enum GnnJobState
+{
+	GNN_JOB_FREE = 0,
+	GNN_JOB_STARTING,			/* slot taken, worker not yet running */
+	GNN_JOB_RUNNING,
+	GNN_JOB_SUCCEEDED,
+	GNN_JOB_FAILED,
+	GNN_JOB_CANCELLED
+} GnnJobState;
+
+#define GNN_MAX_FANOUTS 8
+
+/* Everything a worker needs to run a job, validated by gnn.train. */
+typedef struct GnnTrainRequest
+{
+	char		graph[NAMEDATALEN];
+	char		model_name[NAMEDATALEN];
+	char		model[16];		/* gcn, graphsage, gat */
+	char		task[32];		/* node_classification */
+	char		device[16];		/* auto, cpu, cuda */
+	char		aggregator[16];
+	char		optimizer[16];
+	char		select[16];
+	int32		hidden;
+	int32		layers;
+	int32		epochs;
+	int32		heads;
+	int32		out_heads;
+	int32		patience;
+	float8		lr;
+	float8		weight_decay;
+	float8		dropout;
+	float8		attn_dropout;
+	int64		seed;
+	bool		row_normalise;
+	int32		nfanouts;
+	int32		fanouts[GNN_MAX_FANOUTS];
+	int32		batch_size;
+	char		sampler[16];
+	int64		fault_after;	/* fault injection: backend calls after this many fail; < 0 off */
+	int32		threads;
+	char		params_json[1024];	/* the same, as jsonb text for the catalog */
+} GnnTrainRequest;
+
+typedef struct GnnJobSlot
+{
+	GnnJobState state;
+	int64		id;
+	Oid			dbid;
+	Oid			owner;
+	int			pid;
+	bool		cancel_requested;
+	int32		epoch;
+	int32		epochs;
+	float4		loss;
+	float4		train_acc;
+	float4		val_acc;
+	char		device[16];
+	char		device_note[256];	/* why the CPU was used under device => auto */
+	TimestampTz started;
+	TimestampTz finished;
+	char		error[512];
+	GnnTrainRequest req;
+} GnnJobSlot;
+
 typedef struct GnnShared
 {
 	LWLock	   *lock;			/* protects everything below */
+	uint64		instance;		/* random per shared-memory lifetime */
 	uint64		graph_bytes;	/* registered + reserved graph memory */
 	uint64		next_generation;
 	int			max_graphs;
+	GnnJobSlot	jobs[GNN_JOB_SLOTS];
 	GnnGraphEntry graphs[FLEXIBLE_ARRAY_MEMBER];
 } GnnShared;
 
@@ -100,5 +173,13 @@ extern void GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result);
 
 /* helpers */
 extern bool GnnIsOwnerOrSuper(Oid owner);
+
+/* jobs.c / worker.c */
+extern const char *GnnJobStateName(GnnJobState s);
+PGDLLEXPORT void GnnWorkerMain(Datum arg);
+
+/* core.c: running the core safely inside a PostgreSQL process */
+extern void GnnCoreThreadsInit(void);
+extern void GnnReportCoreError(const char *what, const gnn_error *err);
 
 #endif							/* GNN_PG_H */

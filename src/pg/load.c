@@ -371,11 +371,47 @@ ReportCoreError(const GnnLoadArgs *args, const gnn_error *err, const char *edges
 	}
 }
 
-/* Run core code with signals blocked, so that threads it starts never run PostgreSQL's handlers. */
-#define GNN_CORE_CALL(stmt) \
-	do { sigset_t gnn_all_, gnn_old_; sigfillset(&gnn_all_); \
-		 pthread_sigmask(SIG_BLOCK, &gnn_all_, &gnn_old_); stmt; \
-		 pthread_sigmask(SIG_SETMASK, &gnn_old_, NULL); } while (0)
+/* What the core's region callback needs, and what it leaves behind. */
+typedef struct RegionRequest
+{
+	const char *name;
+	MemoryContext mcxt;
+	uint64		reserved;
+	dsm_segment *seg;
+	ErrorData  *error;			/* an error raised inside the callback */
+} RegionRequest;
+
+/*
+ * Called by the core with the graph's exact size: reserve it and create the
+ * segment.  Never longjmps: an error is caught, kept, and NULL returned.
+ */
+static void *
+RegionAlloc(void *arg, uint64_t bytes)
+{
+	RegionRequest *rq = arg;
+	MemoryContext cur = CurrentMemoryContext;
+	void	   *addr = NULL;
+
+	PG_TRY();
+	{
+		rq->reserved = GnnGraphReserve(bytes, rq->name);
+		rq->seg = dsm_create(bytes, 0);
+		addr = dsm_segment_address(rq->seg);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(rq->mcxt);
+		rq->error = CopyErrorData();
+		FlushErrorState();
+		MemoryContextSwitchTo(cur);
+		if (rq->reserved)
+			GnnGraphUnreserve(rq->reserved);
+		rq->reserved = 0;
+		addr = NULL;
+	}
+	PG_END_TRY();
+	return addr;
+}
 
 void
 GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
@@ -391,7 +427,6 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				w = {0};
 	const char *edges_name = QualifiedRelName(args->edges);
 	const char *nodes_name = OidIsValid(args->nodes) ? QualifiedRelName(args->nodes) : NULL;
-	gnn_graph_builder *b = NULL;
 	gnn_error	err;
 	gnn_status	st;
 
@@ -749,29 +784,31 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		in.sp_value = (float *) sv.data;
 	}
 
-	/* build the CSR in local memory (core code, threads, no PostgreSQL calls) */
-	GNN_CORE_CALL(st = gnn_graph_build(&in, &b, &err));
-	if (st != GNN_OK)
-		ReportCoreError(args, &err, edges_name, nodes_name);
-
-	/* the inputs are no longer needed: free them before taking shared memory */
-	MemoryContextSwitchTo(old);
+	/*
+	 * Build: the core maps ids, sorts and merges edges, and asks for the region
+	 * only once the exact size is known; RegionAlloc reserves it against
+	 * gnn.max_graph_memory and creates the DSM segment.  Errors there are kept
+	 * and rethrown after the core has returned (nothing longjmps through it).
+	 */
 	{
-		uint64		size = gnn_graph_size(b);
-		uint64		reserved = 0;
-		dsm_segment *seg = NULL;
+		RegionRequest rq;
+		void	   *region = NULL;
+		uint64		size = 0;
 		GnnGraphEntry proto;
 		gnn_graph	g;
 
+		memset(&rq, 0, sizeof(rq));
+		rq.name = args->name;
+		rq.mcxt = ctx;
+		GnnCoreThreadsInit();
+		st = gnn_graph_build_into(&in, RegionAlloc, &rq, &region, &size, &err);
 		PG_TRY();
 		{
-			MemoryContextReset(ctx);
-			reserved = GnnGraphReserve(size, args->name);
-			seg = dsm_create(size, 0);
-			GNN_CORE_CALL(st = gnn_graph_write(b, dsm_segment_address(seg), size, &err));
-			if (st == GNN_OK)
-				st = gnn_graph_attach(dsm_segment_address(seg), size, &g, &err);
+			if (rq.error)
+				ReThrowError(rq.error);
 			if (st != GNN_OK)
+				ReportCoreError(args, &err, edges_name, nodes_name);
+			if (gnn_graph_attach(region, size, &g, &err) != GNN_OK)
 				ReportCoreError(args, &err, edges_name, nodes_name);
 			memset(&proto, 0, sizeof(proto));
 			strlcpy(proto.name, args->name, sizeof(proto.name));
@@ -786,20 +823,19 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			proto.n_test = g.n_test;
 			proto.undirected = args->undirected;
 			proto.loaded_at = GetCurrentTimestamp();
-			GnnGraphRegister(&proto, seg, args->replace, reserved);
-			reserved = 0;		/* now the graph's */
-			dsm_detach(seg);
-			seg = NULL;
+			GnnGraphRegister(&proto, rq.seg, args->replace, rq.reserved);
+			rq.reserved = 0;	/* now the graph's */
+			dsm_detach(rq.seg);
 		}
 		PG_CATCH();
 		{
-			gnn_graph_builder_free(b);
-			if (reserved)
-				GnnGraphUnreserve(reserved);
+			/* an unpinned segment goes with its mapping at abort */
+			if (rq.reserved)
+				GnnGraphUnreserve(rq.reserved);
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
-		gnn_graph_builder_free(b);
+		MemoryContextSwitchTo(old);
 		*result = proto;
 		result->bytes = size;
 	}

@@ -7,6 +7,7 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
+#include "utils/timestamp.h"
 
 GnnShared  *gnn_shared = NULL;
 
@@ -46,6 +47,11 @@ GnnShmemStartup(void)
 		gnn_shared->lock = &(GetNamedLWLockTranche("gnn"))->lock;
 		gnn_shared->max_graphs = gnn_max_graphs;
 		gnn_shared->next_generation = 1;
+		/* a new id for each shared-memory lifetime: jobs of an earlier one are over */
+		gnn_shared->instance = (uint64) GetCurrentTimestamp() ^ ((uint64) MyProcPid << 32);
+		if (!pg_strong_random(&gnn_shared->instance, sizeof(gnn_shared->instance)))
+			gnn_shared->instance ^= (uint64) random();
+		gnn_shared->instance &= INT64_MAX;
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

@@ -107,7 +107,9 @@ test_errors(void)
 	int64_t		dup[] = {1, 2, 1};
 	float		feat[] = {0, 1, NAN};
 	gnn_graph_input in = {0};
-	gnn_graph_builder *b;
+	gnn_graph	g;
+	void	   *r;
+	uint64_t	sz;
 	gnn_error	err;
 
 	in.num_edges = 2;
@@ -115,20 +117,21 @@ test_errors(void)
 	in.dst = dst;
 	in.num_nodes = 3;
 	in.node_ids = ids;
-	CHECK(gnn_graph_build(&in, &b, &err) == GNN_ERR_DANGLING && err.row == 1 && err.id == 77,
+	CHECK(gnn_graph_build_region(&in, &r, &sz, &g, &err) == GNN_ERR_DANGLING && err.row == 1 && err.id == 77,
 		  "dangling edge reported with row and id: %s", err.msg);
 	in.skip_dangling = true;
-	CHECK(gnn_graph_build(&in, &b, &err) == GNN_OK, "dangling edge skipped on request");
-	gnn_graph_builder_free(b);
+	CHECK(gnn_graph_build_region(&in, &r, &sz, &g, &err) == GNN_OK && g.num_edges == 1,
+		  "dangling edge skipped on request");
+	free(r);
 	in.skip_dangling = false;
 	in.num_edges = 1;
 	in.node_ids = dup;
-	CHECK(gnn_graph_build(&in, &b, &err) == GNN_ERR_DUPLICATE && err.id == 1 && err.row == 2,
+	CHECK(gnn_graph_build_region(&in, &r, &sz, &g, &err) == GNN_ERR_DUPLICATE && err.id == 1 && err.row == 2,
 		  "duplicate node id reported, rows counted from 1: %s", err.msg);
 	in.node_ids = ids;
 	in.feat_dim = 1;
 	in.feat = feat;
-	CHECK(gnn_graph_build(&in, &b, &err) == GNN_ERR_BAD_VALUE && err.id == 3,
+	CHECK(gnn_graph_build_region(&in, &r, &sz, &g, &err) == GNN_ERR_BAD_VALUE && err.id == 3,
 		  "NaN feature reported: %s", err.msg);
 }
 
@@ -210,9 +213,95 @@ test_cora(void)
 	free(dst);
 }
 
+/* random graphs against a naive reference: sorted unique rows, merged weights, transpose */
+static void
+test_random_reference(void)
+{
+	gnn_rng		rng;
+	int			ok = 1;
+
+	gnn_rng_seed(&rng, 99);
+	for (int trial = 0; trial < 20 && ok; trial++)
+	{
+		int64_t		n = 1 + gnn_rng_below(&rng, 300);
+		int64_t		m = gnn_rng_below(&rng, 3000) + (trial == 0 ? 200000 : 0);
+		bool		sparse_ids = trial % 2;
+		int64_t    *src = malloc(8 * (m + 1)),
+				   *dst = malloc(8 * (m + 1));
+		float	   *w = malloc(4 * (m + 1));
+		double	   *ref = calloc(n * n, sizeof(double));
+		char	   *has = calloc(n * n, 1);
+		gnn_graph_input in = {0};
+		gnn_graph	g;
+		gnn_error	err;
+		void	   *region;
+		uint64_t	size;
+
+		for (int64_t e = 0; e < m; e++)
+		{
+			int64_t		a = gnn_rng_below(&rng, n),
+						b = gnn_rng_below(&rng, n);
+
+			src[e] = sparse_ids ? a * 1000003 - 7 : a;
+			dst[e] = sparse_ids ? b * 1000003 - 7 : b;
+			w[e] = (float) (1 + gnn_rng_below(&rng, 4));
+			ref[a * n + b] += w[e];
+			has[a * n + b] = 1;
+			if (trial % 4 == 3)
+			{
+				ref[b * n + a] += w[e];
+				has[b * n + a] = 1;
+			}
+		}
+		in.num_edges = m;
+		in.src = src;
+		in.dst = dst;
+		in.weight = w;
+		in.undirected = trial % 4 == 3;
+		if (gnn_graph_build_region(&in, &region, &size, &g, &err) != GNN_OK)
+		{
+			ok = 0;
+			NOTE("trial %d: %s", trial, err.msg);
+			break;
+		}
+		for (int64_t v = 0; v < g.num_nodes && ok; v++)
+		{
+			int64_t		a = sparse_ids ? (g.ids[v] + 7) / 1000003 : g.ids[v];
+			int64_t		cnt = 0;
+
+			for (int64_t u = 0; u < n; u++)
+				cnt += has[a * n + u];
+			ok &= gnn_graph_out_degree(&g, v) == cnt;
+			for (int64_t p = g.indptr[v]; p < g.indptr[v + 1] && ok; p++)
+			{
+				int64_t		b = sparse_ids ? (g.ids[g.indices[p]] + 7) / 1000003 : g.ids[g.indices[p]];
+
+				ok &= has[a * n + b] && fabs(g.weights[p] - ref[a * n + b]) < 1e-3;
+				ok &= p == g.indptr[v] || g.indices[p - 1] < g.indices[p];
+			}
+			cnt = 0;
+			for (int64_t u = 0; u < n; u++)
+				cnt += has[u * n + a];
+			ok &= gnn_graph_in_degree(&g, v) == cnt;
+			for (int64_t p = g.rindptr[v]; p < g.rindptr[v + 1] && ok; p++)
+				ok &= p == g.rindptr[v] || g.rindices[p - 1] < g.rindices[p];
+		}
+		if (!ok)
+			NOTE("trial %d (n=%lld, m=%lld) differs from the reference", trial, (long long) n, (long long) m);
+		free(region);
+		free(src);
+		free(dst);
+		free(w);
+		free(ref);
+		free(has);
+	}
+	CHECK(ok, "20 random graphs (dense and sparse ids, directed and undirected) match a naive reference");
+}
+
 int
 main(void)
 {
+	test_random_reference();
 	test_small_directed();
 	test_undirected_nodes();
 	test_errors();

@@ -1,0 +1,568 @@
+/*
+ * funcs_model.c: using trained models from SQL: embeddings and predictions,
+ * computed in the calling backend on the CPU (GPU work belongs to workers).
+ *
+ * A model row is read as the caller (row-level security: only its owner or
+ * a superuser sees it), deserialised with full validation, and run over the
+ * graph it names as that graph is loaded now: reload the graph and the
+ * inductive models (GraphSAGE, GAT) embed the new nodes too.  The result of
+ * one full inference is cached per backend, keyed by model version and graph
+ * generation, so point lookups (gnn.embedding, gnn.similar) cost O(dim) and
+ * O(n dim) after the first call.
+ */
+#include "gnn_pg.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/regproc.h"
+#include "utils/tuplestore.h"
+#include "utils/varlena.h"
+
+#include "backend.h"
+#include "serialize.h"
+#include "train.h"
+
+PG_FUNCTION_INFO_V1(gnn_embedding_rows);
+PG_FUNCTION_INFO_V1(gnn_embed);
+PG_FUNCTION_INFO_V1(gnn_predict);
+PG_FUNCTION_INFO_V1(gnn_embedding);
+PG_FUNCTION_INFO_V1(gnn_similar);
+
+/* ------------------------------------------------------------------ the cache */
+
+typedef enum
+{
+	OUT_EMBED, OUT_PROBS
+} OutKind;
+
+typedef struct InferCache
+{
+	bool		valid;
+	char		model[NAMEDATALEN];
+	int32		version;
+	OutKind		kind;
+	int32		layer;
+	char		graph[NAMEDATALEN];
+	uint64		generation;
+	Oid			user;			/* the role it was computed for */
+	int64		rows;
+	int32		cols;
+	int64	   *ids;			/* node ids, ascending */
+	float	   *out;			/* rows x cols */
+	float	   *norms;			/* row norms, for cosine similarity */
+	char	   *class_names;	/* C strings back to back, or NULL */
+	int32		nclasses;
+} InferCache;
+
+#define CACHE_ENTRIES 4
+static InferCache cache[CACHE_ENTRIES];
+static int	cache_next = 0;
+
+static void
+CacheFree(InferCache *c)
+{
+	if (c->ids)
+		pfree(c->ids);
+	if (c->out)
+		pfree(c->out);
+	if (c->norms)
+		pfree(c->norms);
+	if (c->class_names)
+		pfree(c->class_names);
+	memset(c, 0, sizeof(*c));
+}
+
+typedef struct ModelRow
+{
+	char		name[NAMEDATALEN];
+	int32		version;
+	char		graph[NAMEDATALEN];
+	bool		row_normalise;
+	bytea	   *weights;
+} ModelRow;
+
+/* The caller's model: latest version unless one is given. */
+static void
+ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
+{
+	Oid			types[2] = {TEXTOID, INT4OID};
+	Datum		values[2];
+	char		nulls[3] = "  ";
+	bool		isnull;
+	HeapTuple	tup;
+	TupleDesc	desc;
+
+	if (strlen(name) >= NAMEDATALEN)
+		ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG), errmsg("model name \"%s\" is too long", name)));
+	values[0] = CStringGetTextDatum(name);
+	values[1] = Int32GetDatum(version);
+	nulls[1] = version > 0 ? ' ' : 'n';
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(with_weights ?
+							  "SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), weights "
+							  "FROM gnn.models WHERE name = $1 AND ($2 IS NULL OR version = $2) "
+							  "ORDER BY version DESC LIMIT 1" :
+							  "SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), NULL::bytea "
+							  "FROM gnn.models WHERE name = $1 AND ($2 IS NULL OR version = $2) "
+							  "ORDER BY version DESC LIMIT 1",
+							  2, types, values, nulls, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read gnn.models");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 version > 0 ? errmsg("model \"%s\" version %d does not exist", name, version) :
+				 errmsg("model \"%s\" does not exist", name),
+				 errhint("gnn.models lists the models you own; gnn.train() makes one.")));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	strlcpy(mr->name, name, sizeof(mr->name));
+	mr->version = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+	strlcpy(mr->graph, TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull)), sizeof(mr->graph));
+	mr->row_normalise = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+	mr->weights = NULL;
+	if (with_weights)
+	{
+		Datum		w = SPI_getbinval(tup, desc, 4, &isnull);
+
+		mr->weights = (bytea *) SPI_datumTransfer(PointerGetDatum(PG_DETOAST_DATUM_COPY(w)), false, -1);
+	}
+	SPI_finish();
+}
+
+/*
+ * Embeddings (layer >= 0, or -1 for the default: the last hidden layer) or
+ * class probabilities of every node, from the cache or computed now.
+ */
+static InferCache *
+Infer(const char *model, int32 version, OutKind kind, int32 layer)
+{
+	ModelRow	mr;
+	GnnGraphRef ref;
+	InferCache *c;
+	gnn_backend *be = NULL;
+	gnn_model  *m = NULL;
+	gnn_error	err;
+	gnn_status	st;
+	int			layers;
+
+	ReadModel(model, version, false, &mr);
+	GnnGraphAcquire(mr.graph, &ref);
+	for (int i = 0; i < CACHE_ENTRIES; i++)
+	{
+		c = &cache[i];
+		if (c->valid && strcmp(c->model, mr.name) == 0 && c->version == mr.version && c->kind == kind &&
+			(kind == OUT_PROBS || c->layer == layer) && strcmp(c->graph, mr.graph) == 0 &&
+			c->generation == ref.entry.generation && c->user == GetUserId())
+		{
+			GnnGraphRelease(&ref);
+			return c;
+		}
+	}
+
+	ReadModel(model, mr.version, true, &mr);
+	c = &cache[cache_next];
+	cache_next = (cache_next + 1) % CACHE_ENTRIES;
+	CacheFree(c);
+
+	GnnCoreThreadsInit();
+	PG_TRY();
+	{
+		int32		cols;
+		int			want;
+
+		if (gnn_backend_cpu_create(gnn_threads, &be, &err) != GNN_OK)
+			GnnReportCoreError("could not create the CPU backend", &err);
+		st = gnn_model_deserialize(be, VARDATA_ANY(mr.weights), VARSIZE_ANY_EXHDR(mr.weights), &m, NULL, &err);
+		if (st != GNN_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("model \"%s\" version %d cannot be read: %s", mr.name, mr.version, err.msg),
+					 errhint("Retrain it with gnn.train().")));
+		layers = gnn_model_config_of(m)->layers;
+		if (gnn_model_config_of(m)->in_dim != ref.g.feat_dim)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("model \"%s\" takes %d features, but graph \"%s\" has %d",
+							mr.name, gnn_model_config_of(m)->in_dim, mr.graph, ref.g.feat_dim),
+					 errhint("Reload the graph with the features the model was trained on.")));
+		if (kind == OUT_PROBS)
+			want = -1;
+		else
+		{
+			want = layer >= 0 ? layer : layers - 2;
+			if (want >= layers - 1 || layer < -1)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("model \"%s\" has %d layers; embedding layers are 0 to %d", mr.name, layers,
+								layers - 2),
+						 errhint("Omit layer to use the last hidden layer.")));
+		}
+		cols = want < 0 ? gnn_model_config_of(m)->out_dim : gnn_model_layer_dim(m, want);
+		c->rows = ref.g.num_nodes;
+		c->cols = cols;
+		c->out = MemoryContextAllocHuge(TopMemoryContext, sizeof(float) * (Size) c->rows * cols);
+		c->ids = MemoryContextAlloc(TopMemoryContext, sizeof(int64) * Max(c->rows, 1));
+		memcpy(c->ids, ref.g.ids, sizeof(int64) * c->rows);
+		st = gnn_model_infer(m, &ref.g, mr.row_normalise, want, kind == OUT_PROBS, c->out, &err);
+		if (st != GNN_OK)
+			GnnReportCoreError(psprintf("inference with model \"%s\" failed", mr.name), &err);
+		c->norms = MemoryContextAlloc(TopMemoryContext, sizeof(float) * Max(c->rows, 1));
+		for (int64 i = 0; i < c->rows; i++)
+		{
+			double		s = 0;
+
+			for (int j = 0; j < cols; j++)
+				s += (double) c->out[i * cols + j] * c->out[i * cols + j];
+			c->norms[i] = (float) sqrt(s);
+		}
+		if (ref.g.class_names)
+		{
+			c->class_names = MemoryContextAlloc(TopMemoryContext, ref.g.class_names_bytes);
+			memcpy(c->class_names, ref.g.class_names, ref.g.class_names_bytes);
+		}
+		c->nclasses = ref.g.num_classes;
+		strlcpy(c->model, mr.name, sizeof(c->model));
+		c->version = mr.version;
+		c->kind = kind;
+		c->layer = layer;
+		strlcpy(c->graph, mr.graph, sizeof(c->graph));
+		c->generation = ref.entry.generation;
+		c->user = GetUserId();
+		c->valid = true;
+	}
+	PG_FINALLY();
+	{
+		if (m)
+			gnn_model_free(m);
+		gnn_backend_destroy(be);
+		GnnGraphRelease(&ref);
+		if (!c->valid)
+			CacheFree(c);
+	}
+	PG_END_TRY();
+	return c;
+}
+
+static int64
+FindRow(InferCache *c, int64 id)
+{
+	int64		lo = 0,
+				hi = c->rows;
+
+	while (lo < hi)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (c->ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (lo < c->rows && c->ids[lo] == id) ? lo : -1;
+}
+
+static ArrayType *
+RowArray(InferCache *c, int64 row)
+{
+	Datum	   *d = palloc(sizeof(Datum) * c->cols);
+
+	for (int j = 0; j < c->cols; j++)
+		d[j] = Float4GetDatum(c->out[row * c->cols + j]);
+	return construct_array(d, c->cols, FLOAT4OID, sizeof(float4), true, TYPALIGN_INT);
+}
+
+static const char *
+ClassName(InferCache *c, int k)
+{
+	const char *p = c->class_names;
+
+	if (!p)
+		return NULL;
+	for (int i = 0; i < k; i++)
+		p += strlen(p) + 1;
+	return p;
+}
+
+static char *
+ModelArg(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("model must not be NULL")));
+	return text_to_cstring(PG_GETARG_TEXT_PP(0));
+}
+
+/* gnn._embedding_rows(model, layer, version) -> (id, embedding): what gnn.embed inserts */
+Datum
+gnn_embedding_rows(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	InferCache *c;
+
+	GnnRequirePreload();
+	c = Infer(ModelArg(fcinfo), PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2), OUT_EMBED,
+			  PG_ARGISNULL(1) ? -1 : PG_GETARG_INT32(1));
+	InitMaterializedSRF(fcinfo, 0);
+	for (int64 i = 0; i < c->rows; i++)
+	{
+		Datum		v[2];
+		bool		n[2] = {false, false};
+
+		v[0] = Int64GetDatum(c->ids[i]);
+		v[1] = PointerGetDatum(RowArray(c, i));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+		pfree(DatumGetPointer(v[1]));
+	}
+	return (Datum) 0;
+}
+
+/*
+ * gnn.embed(model, into, layer, column, id_column, version): write every
+ * node's embedding into a table, in the caller's transaction.
+ */
+Datum
+gnn_embed(PG_FUNCTION_ARGS)
+{
+	char	   *model = ModelArg(fcinfo);
+	char	   *into;
+	char	   *column = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	char	   *idcol = PG_ARGISNULL(4) ? "id" : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	int32		layer = PG_ARGISNULL(2) ? -1 : PG_GETARG_INT32(2);
+	int32		version = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
+	List	   *names;
+	RangeVar   *rv;
+	Oid			relid;
+	char	   *qname;
+	StringInfoData q;
+	Oid			types[3] = {TEXTOID, INT4OID, INT4OID};
+	Datum		values[3];
+	char		nulls[4] = "   ";
+	int64		written;
+
+	GnnRequirePreload();
+	if (PG_ARGISNULL(1))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("into must name a table")));
+	into = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	/* compute first: a bad model or layer fails before anything is written */
+	(void) Infer(model, version, OUT_EMBED, layer);
+
+	names = stringToQualifiedNameList(into);
+	rv = makeRangeVarFromNameList(names);
+	relid = RangeVarGetRelid(rv, NoLock, true);
+	values[0] = CStringGetTextDatum(model);
+	values[1] = Int32GetDatum(layer);
+	nulls[1] = layer >= 0 ? ' ' : 'n';
+	values[2] = Int32GetDatum(version);
+	nulls[2] = version > 0 ? ' ' : 'n';
+	initStringInfo(&q);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (column == NULL)
+	{
+		if (!OidIsValid(relid))
+		{
+			qname = rv->schemaname ? quote_qualified_identifier(rv->schemaname, rv->relname) :
+				(char *) quote_identifier(rv->relname);
+			appendStringInfo(&q, "CREATE TABLE %s (id bigint PRIMARY KEY, embedding real[])", qname);
+			if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
+				elog(ERROR, "could not create %s", qname);
+		}
+		else
+		{
+			/* replace the rows: readers see the old ones until this transaction commits */
+			qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+			appendStringInfo(&q, "DELETE FROM %s", qname);
+			if (SPI_execute(q.data, false, 0) < 0)
+				elog(ERROR, "could not empty %s", qname);
+		}
+		resetStringInfo(&q);
+		appendStringInfo(&q, "INSERT INTO %s (id, embedding) SELECT id, embedding FROM gnn._embedding_rows($1, $2, $3)",
+						 qname);
+	}
+	else
+	{
+		if (!OidIsValid(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("table \"%s\" does not exist", into),
+					 errhint("With column => , into names the node table that gets the column.")));
+		qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+		appendStringInfo(&q, "ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s real[]", qname, quote_identifier(column));
+		if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not add column %s", column);
+		resetStringInfo(&q);
+		appendStringInfo(&q, "UPDATE %s t SET %s = e.embedding FROM gnn._embedding_rows($1, $2, $3) e "
+						 "WHERE t.%s = e.id", qname, quote_identifier(column), quote_identifier(idcol));
+	}
+	if (SPI_execute_with_args(q.data, 3, types, values, nulls, false, 0) < 0)
+		elog(ERROR, "could not write embeddings into %s", qname);
+	written = (int64) SPI_processed;
+	SPI_finish();
+	PG_RETURN_INT64(written);
+}
+
+/* gnn.predict(model, nodes, version) -> (id, label, score, class) */
+Datum
+gnn_predict(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	InferCache *c;
+	int64	   *want = NULL;
+	int			nwant = -1;
+
+	GnnRequirePreload();
+	c = Infer(ModelArg(fcinfo), PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2), OUT_PROBS, -1);
+	if (!PG_ARGISNULL(1))
+	{
+		ArrayType  *a = PG_GETARG_ARRAYTYPE_P(1);
+		Datum	   *d;
+		bool	   *n;
+
+		deconstruct_array(a, INT8OID, 8, true, TYPALIGN_DOUBLE, &d, &n, &nwant);
+		want = palloc(sizeof(int64) * Max(nwant, 1));
+		for (int i = 0; i < nwant; i++)
+		{
+			if (n[i])
+				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("node ids must not be NULL")));
+			want[i] = DatumGetInt64(d[i]);
+		}
+	}
+	InitMaterializedSRF(fcinfo, 0);
+	for (int64 k = 0; k < (nwant >= 0 ? nwant : c->rows); k++)
+	{
+		int64		row = nwant >= 0 ? FindRow(c, want[k]) : k;
+		Datum		v[4];
+		bool		n[4] = {false, false, false, false};
+		int			best = 0;
+		const char *cls;
+
+		if (row < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("node %lld is not in graph \"%s\"", (long long) want[k], c->graph)));
+		for (int j = 1; j < c->cols; j++)
+			if (c->out[row * c->cols + j] > c->out[row * c->cols + best])
+				best = j;
+		cls = ClassName(c, best);
+		v[0] = Int64GetDatum(c->ids[row]);
+		v[1] = Int32GetDatum(best);
+		v[2] = Float4GetDatum(c->out[row * c->cols + best]);
+		v[3] = cls ? CStringGetTextDatum(cls) : (Datum) 0;
+		n[3] = cls == NULL;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+	}
+	return (Datum) 0;
+}
+
+/* gnn.embedding(model, node, version) -> real[] */
+Datum
+gnn_embedding(PG_FUNCTION_ARGS)
+{
+	InferCache *c;
+	int64		row;
+
+	GnnRequirePreload();
+	if (PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	c = Infer(ModelArg(fcinfo), PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2), OUT_EMBED, -1);
+	row = FindRow(c, PG_GETARG_INT64(1));
+	if (row < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("node %lld is not in graph \"%s\"", (long long) PG_GETARG_INT64(1), c->graph)));
+	PG_RETURN_ARRAYTYPE_P(RowArray(c, row));
+}
+
+typedef struct Scored
+{
+	int64		row;
+	float		score;
+} Scored;
+
+static int
+CompareScored(const void *a, const void *b)
+{
+	const Scored *x = a,
+			   *y = b;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* gnn.similar(model, node, k, version) -> (id, score): k nearest by cosine similarity */
+Datum
+gnn_similar(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	InferCache *c;
+	int64		row;
+	int32		k = PG_ARGISNULL(2) ? 10 : PG_GETARG_INT32(2);
+	Scored	   *heap;
+	int			nheap = 0;
+
+	GnnRequirePreload();
+	if (PG_ARGISNULL(1))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("node must not be NULL")));
+	if (k < 1 || k > 100000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be between 1 and 100000 (got %d)", k)));
+	c = Infer(ModelArg(fcinfo), PG_ARGISNULL(3) ? 0 : PG_GETARG_INT32(3), OUT_EMBED, -1);
+	row = FindRow(c, PG_GETARG_INT64(1));
+	if (row < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("node %lld is not in graph \"%s\"", (long long) PG_GETARG_INT64(1), c->graph)));
+	k = (int32) Min((int64) k, c->rows - 1);
+	heap = palloc(sizeof(Scored) * (Max(k, 1) + 1));
+	/* keep the k best in a small sorted buffer: k is small beside n */
+	for (int64 i = 0; i < c->rows; i++)
+	{
+		double		dot = 0;
+		float		s;
+		const float *a = c->out + row * c->cols,
+				   *b = c->out + i * c->cols;
+
+		if (i == row)
+			continue;
+		for (int j = 0; j < c->cols; j++)
+			dot += (double) a[j] * b[j];
+		s = (c->norms[row] > 0 && c->norms[i] > 0) ? (float) (dot / ((double) c->norms[row] * c->norms[i])) : 0;
+		if (nheap < k || s > heap[nheap - 1].score)
+		{
+			int			p = nheap < k ? nheap++ : nheap - 1;
+
+			while (p > 0 && heap[p - 1].score < s)
+			{
+				heap[p] = heap[p - 1];
+				p--;
+			}
+			heap[p].row = i;
+			heap[p].score = s;
+		}
+	}
+	qsort(heap, nheap, sizeof(Scored), CompareScored);
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < nheap; i++)
+	{
+		Datum		v[2];
+		bool		n[2] = {false, false};
+
+		v[0] = Int64GetDatum(c->ids[heap[i].row]);
+		v[1] = Float4GetDatum(heap[i].score);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+	}
+	return (Datum) 0;
+}

@@ -1,0 +1,693 @@
+/*
+ * jobs.c: training jobs.  gnn.train validates a request, takes a job slot in
+ * shared memory, starts a dynamic background worker connected to the same
+ * database as the calling role, and returns the job id; gnn.wait and
+ * wait => true poll the slot; gnn.cancel flags it.  Live progress is read
+ * from the slots (gnn._live_jobs, behind the gnn.jobs view).
+ */
+#include "gnn_pg.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+PG_FUNCTION_INFO_V1(gnn_train);
+PG_FUNCTION_INFO_V1(gnn_wait);
+PG_FUNCTION_INFO_V1(gnn_cancel);
+PG_FUNCTION_INFO_V1(gnn_live_jobs);
+PG_FUNCTION_INFO_V1(gnn_instance);
+
+/* the job this backend is waiting for: cancelled if the wait is interrupted */
+static int64 waiting_for_job = 0;
+static bool exit_callback_registered = false;
+
+const char *
+GnnJobStateName(GnnJobState s)
+{
+	switch (s)
+	{
+		case GNN_JOB_STARTING:
+			return "queued";
+		case GNN_JOB_RUNNING:
+			return "running";
+		case GNN_JOB_SUCCEEDED:
+			return "succeeded";
+		case GNN_JOB_FAILED:
+			return "failed";
+		case GNN_JOB_CANCELLED:
+			return "cancelled";
+		default:
+			return "free";
+	}
+}
+
+static bool
+JobFinal(GnnJobState s)
+{
+	return s == GNN_JOB_SUCCEEDED || s == GNN_JOB_FAILED || s == GNN_JOB_CANCELLED;
+}
+
+/* caller holds the lock */
+static GnnJobSlot *
+FindJob(int64 id)
+{
+	for (int i = 0; i < GNN_JOB_SLOTS; i++)
+	{
+		GnnJobSlot *j = &gnn_shared->jobs[i];
+
+		if (j->state != GNN_JOB_FREE && j->id == id && j->dbid == MyDatabaseId)
+			return j;
+	}
+	return NULL;
+}
+
+static void
+RequestCancel(int64 id)
+{
+	GnnJobSlot *j;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	j = FindJob(id);
+	if (j && !JobFinal(j->state))
+		j->cancel_requested = true;
+	LWLockRelease(gnn_shared->lock);
+}
+
+/* A session that goes away while waiting for a job takes the job with it. */
+static void
+CancelWaitedJobAtExit(int code, Datum arg)
+{
+	if (waiting_for_job != 0 && gnn_shared != NULL)
+		RequestCancel(waiting_for_job);
+	waiting_for_job = 0;
+}
+
+/* ------------------------------------------------------------------ validation */
+
+static void
+SetText(char *dst, size_t len, const char *src, const char *what, const char *const *accepted)
+{
+	bool		ok = accepted == NULL;
+
+	for (const char *const *a = accepted; a && *a; a++)
+		ok |= strcmp(src, *a) == 0;
+	if (!ok)
+	{
+		StringInfoData list;
+
+		initStringInfo(&list);
+		for (const char *const *a = accepted; *a; a++)
+			appendStringInfo(&list, "%s%s", a == accepted ? "" : ", ", *a);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown %s \"%s\"", what, src),
+				 errhint("Accepted values: %s.", list.data)));
+	}
+	if (strlen(src) >= len)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("%s \"%s\" is too long", what, src)));
+	strlcpy(dst, src, len);
+}
+
+static void
+CheckRange(const char *what, double v, double lo, double hi)
+{
+	if (!(v >= lo && v <= hi))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be between %g and %g (got %g)", what, lo, hi, v)));
+}
+
+static const char *const model_names[] = {"gcn", "graphsage", "gat", NULL};
+static const char *const task_names[] = {"node_classification", NULL};
+static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
+static const char *const aggr_names[] = {"mean", "pool", NULL};
+static const char *const optim_names[] = {"adam", "sgd", NULL};
+static const char *const select_names[] = {"loss", "acc", "gat", NULL};
+static const char *const option_names[] = {"heads", "out_heads", "patience", "aggregator",
+	"optimizer", "attn_dropout", "select", "row_normalise", NULL};
+
+static int32
+OptInt(const char *key, const char *val, int32 lo, int32 hi)
+{
+	char	   *end;
+	long		v = strtol(val, &end, 10);
+
+	if (*val == '\0' || *end != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"%s\" must be an integer (got %s)", key, val)));
+	CheckRange(key, v, lo, hi);
+	return (int32) v;
+}
+
+/* options jsonb: every key must be known */
+static void
+ParseOptions(Jsonb *opts, GnnTrainRequest *r)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+	int			depth = 0;
+
+	if (!JB_ROOT_IS_OBJECT(opts))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options must be a JSON object")));
+	it = JsonbIteratorInit(&opts->root);
+	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+	{
+		char	   *val;
+
+		if (tok == WJB_BEGIN_OBJECT || tok == WJB_BEGIN_ARRAY)
+		{
+			depth++;
+			if (depth > 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"%s\" must be a scalar", key ? key : "?")));
+			continue;
+		}
+		if (tok == WJB_END_OBJECT || tok == WJB_END_ARRAY)
+		{
+			depth--;
+			continue;
+		}
+		if (tok == WJB_KEY)
+		{
+			key = pnstrdup(v.val.string.val, v.val.string.len);
+			SetText(NULL, 0, key, "option", option_names);	/* rejects unknown keys */
+			continue;
+		}
+		/* a value */
+		switch (v.type)
+		{
+			case jbvString:
+				val = pnstrdup(v.val.string.val, v.val.string.len);
+				break;
+			case jbvNumeric:
+				val = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
+				break;
+			case jbvBool:
+				val = v.val.boolean ? "true" : "false";
+				break;
+			default:
+				val = "null";
+		}
+		if (strcmp(key, "heads") == 0)
+			r->heads = OptInt(key, val, 1, 64);
+		else if (strcmp(key, "out_heads") == 0)
+			r->out_heads = OptInt(key, val, 1, 64);
+		else if (strcmp(key, "patience") == 0)
+			r->patience = OptInt(key, val, 0, 1000000);
+		else if (strcmp(key, "aggregator") == 0)
+			SetText(r->aggregator, sizeof(r->aggregator), val, "aggregator", aggr_names);
+		else if (strcmp(key, "optimizer") == 0)
+			SetText(r->optimizer, sizeof(r->optimizer), val, "optimizer", optim_names);
+		else if (strcmp(key, "select") == 0)
+			SetText(r->select, sizeof(r->select), val, "selection rule", select_names);
+		else if (strcmp(key, "attn_dropout") == 0)
+		{
+			r->attn_dropout = strtod(val, NULL);
+			CheckRange("attn_dropout", r->attn_dropout, 0, 0.99);
+		}
+		else if (strcmp(key, "row_normalise") == 0)
+		{
+			if (strcmp(val, "true") != 0 && strcmp(val, "false") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"row_normalise\" must be true or false")));
+			r->row_normalise = strcmp(val, "true") == 0;
+		}
+	}
+}
+
+static void
+CheckCanLogin(void)
+{
+	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(GetUserId()));
+	bool		can;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for role %u", GetUserId());
+	can = ((Form_pg_authid) GETSTRUCT(tup))->rolcanlogin;
+	ReleaseSysCache(tup);
+	if (!can)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("role \"%s\" cannot log in, so it cannot run a training job",
+						GetUserNameFromId(GetUserId(), false)),
+				 errdetail("Training runs in a background worker connected as the calling role."),
+				 errhint("Run gnn.train as a role with LOGIN, or ALTER ROLE %s LOGIN.",
+						 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
+}
+
+static int64
+NextJobId(void)
+{
+	int64		id;
+	bool		isnull;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT nextval('gnn.job_id_seq')", false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not allocate a job id");
+	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	/* a job recorded as running that no live worker holds died with its worker */
+	SPI_execute_with_args("UPDATE gnn.job_history SET state = 'failed', finished = coalesce(finished, now()), "
+						  "error = 'the job''s worker died or the server restarted while the job ran' "
+						  "WHERE state IN ('queued', 'running') AND instance IS DISTINCT FROM $1",
+						  1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum((int64) gnn_shared->instance)},
+						  NULL, false, 0);
+	SPI_finish();
+	return id;
+}
+
+/* ------------------------------------------------------------------ waiting */
+
+/* Wait until job id leaves the running states (or timeout_ms passes; < 0: forever). */
+static GnnJobState
+WaitForJob(int64 id, long timeout_ms, bool cancel_on_interrupt)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	GnnJobState st = GNN_JOB_FREE;
+
+	if (!exit_callback_registered)
+	{
+		before_shmem_exit(CancelWaitedJobAtExit, (Datum) 0);
+		exit_callback_registered = true;
+	}
+	if (cancel_on_interrupt)
+		waiting_for_job = id;
+	PG_TRY();
+	{
+		for (;;)
+		{
+			GnnJobSlot *j;
+
+			LWLockAcquire(gnn_shared->lock, LW_SHARED);
+			j = FindJob(id);
+			st = j ? j->state : GNN_JOB_FREE;
+			LWLockRelease(gnn_shared->lock);
+			if (st == GNN_JOB_FREE || JobFinal(st))
+				break;
+			if (timeout_ms >= 0 &&
+				TimestampDifferenceExceeds(start, GetCurrentTimestamp(), (int) Min(timeout_ms, INT_MAX)))
+				break;
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 50,
+							 PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_CATCH();
+	{
+		/* cancelling the waiting statement cancels the job */
+		if (cancel_on_interrupt)
+			RequestCancel(id);
+		waiting_for_job = 0;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	waiting_for_job = 0;
+	return st;
+}
+
+/* The job's row of gnn.jobs, as a datum of the view's row type; raises the job's error. */
+static Datum
+JobRow(int64 id, bool raise_error, FunctionCallInfo fcinfo)
+{
+	Datum		result;
+	bool		isnull;
+	char	   *state;
+	char	   *error;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT j, j.state, j.error FROM gnn.jobs j WHERE j.id = $1", 1,
+							  (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(id)}, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read job %lld", (long long) id);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("job %lld does not exist", (long long) id),
+				 errhint("gnn.jobs lists the jobs you own.")));
+	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	error = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+	if (raise_error && state && strcmp(state, "failed") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 errmsg("training job %lld failed: %s", (long long) id, error ? error : "unknown error")));
+	if (raise_error && state && strcmp(state, "cancelled") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("training job %lld was cancelled", (long long) id)));
+	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	result = SPI_datumTransfer(result, false, -1);	/* out of SPI memory */
+	SPI_finish();
+	return result;
+}
+
+/* ------------------------------------------------------------------ gnn.train */
+
+static char *
+ArgText(FunctionCallInfo fcinfo, int i, const char *dflt)
+{
+	return PG_ARGISNULL(i) ? (char *) dflt : text_to_cstring(PG_GETARG_TEXT_PP(i));
+}
+
+Datum
+gnn_train(PG_FUNCTION_ARGS)
+{
+	GnnTrainRequest r;
+	Oid			owner;
+	int64		id;
+	GnnJobSlot *slot = NULL;
+	int			running = 0;
+	BackgroundWorker w;
+	BackgroundWorkerHandle *handle;
+	pid_t		pid;
+	bool		wait;
+	char		device[16];
+	char		note[256];
+	GnnJobState st;
+
+	GnnRequirePreload();
+	memset(&r, 0, sizeof(r));
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph must not be NULL")));
+	SetText(r.graph, sizeof(r.graph), ArgText(fcinfo, 0, NULL), "graph name", NULL);
+	SetText(r.model, sizeof(r.model), ArgText(fcinfo, 1, "graphsage"), "model", model_names);
+	SetText(r.task, sizeof(r.task), ArgText(fcinfo, 2, "node_classification"), "task", task_names);
+	if (PG_ARGISNULL(3))
+		snprintf(r.model_name, sizeof(r.model_name), "%s_%s", r.graph, r.model);
+	else
+		SetText(r.model_name, sizeof(r.model_name), ArgText(fcinfo, 3, NULL), "model name", NULL);
+	if (r.model_name[0] == '\0')
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("model name must not be empty")));
+	r.hidden = PG_ARGISNULL(4) ? 64 : PG_GETARG_INT32(4);
+	r.layers = PG_ARGISNULL(5) ? 2 : PG_GETARG_INT32(5);
+	r.epochs = PG_ARGISNULL(6) ? 100 : PG_GETARG_INT32(6);
+	r.lr = PG_ARGISNULL(7) ? 0.01 : PG_GETARG_FLOAT8(7);
+	r.weight_decay = PG_ARGISNULL(8) ? 5e-4 : PG_GETARG_FLOAT8(8);
+	r.dropout = PG_ARGISNULL(9) ? 0.5 : PG_GETARG_FLOAT8(9);
+	SetText(r.device, sizeof(r.device), ArgText(fcinfo, 10, "auto"), "device", device_names);
+	if (PG_ARGISNULL(11))
+	{
+		uint32		s;
+
+		if (!pg_strong_random(&s, sizeof(s)))
+			s = (uint32) random();
+		r.seed = s & 0x7fffffff;
+	}
+	else
+		r.seed = PG_GETARG_INT32(11);
+	wait = PG_ARGISNULL(12) ? false : PG_GETARG_BOOL(12);
+	CheckRange("hidden", r.hidden, 1, 65536);
+	CheckRange("layers", r.layers, 1, 8);
+	CheckRange("epochs", r.epochs, 1, 1000000);
+	CheckRange("lr", r.lr, 1e-9, 10);
+	CheckRange("weight_decay", r.weight_decay, 0, 1);
+	CheckRange("dropout", r.dropout, 0, 0.99);
+	/* per-model defaults, then options */
+	strlcpy(r.aggregator, "mean", sizeof(r.aggregator));
+	strlcpy(r.optimizer, "adam", sizeof(r.optimizer));
+	/* empty / -1: the model's published default (the core knows it) */
+	r.select[0] = '\0';
+	r.heads = strcmp(r.model, "gat") == 0 ? 8 : 1;
+	r.out_heads = 1;
+	r.attn_dropout = r.dropout;
+	r.patience = -1;
+	r.row_normalise = true;
+	r.fault_after = gnn_fault_backend_calls;
+	r.threads = gnn_threads;
+	if (!PG_ARGISNULL(13))
+		ParseOptions(PG_GETARG_JSONB_P(13), &r);
+	snprintf(r.params_json, sizeof(r.params_json),
+			 "{\"model\": \"%s\", \"task\": \"%s\", \"hidden\": %d, \"layers\": %d, \"epochs\": %d, "
+			 "\"lr\": %g, \"weight_decay\": %g, \"dropout\": %g, \"device\": \"%s\", \"seed\": %lld, "
+			 "\"heads\": %d, \"out_heads\": %d, \"patience\": %d, \"aggregator\": \"%s\", "
+			 "\"optimizer\": \"%s\", \"attn_dropout\": %g, \"select\": \"%s\", \"row_normalise\": %s}",
+			 r.model, r.task, r.hidden, r.layers, r.epochs, r.lr, r.weight_decay, r.dropout, r.device,
+			 (long long) r.seed, r.heads, r.out_heads, r.patience, r.aggregator, r.optimizer,
+			 r.attn_dropout, r.select[0] ? r.select : "default", r.row_normalise ? "true" : "false");
+
+	/* the graph must exist and be the caller's; the role must be able to log in */
+	if (!GnnGraphExists(r.graph, &owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("graph \"%s\" does not exist", r.graph),
+				 errhint("Load it with gnn.load_graph(); gnn.graphs lists the loaded graphs.")));
+	if (!GnnIsOwnerOrSuper(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for graph \"%s\"", r.graph),
+				 errdetail("Only the role that loaded a graph (or a superuser) may use it.")));
+	CheckCanLogin();
+
+	id = NextJobId();
+
+	/* take a slot */
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < GNN_JOB_SLOTS; i++)
+	{
+		GnnJobSlot *j = &gnn_shared->jobs[i];
+
+		if (j->state == GNN_JOB_STARTING || j->state == GNN_JOB_RUNNING)
+			running++;
+	}
+	if (running >= gnn_max_jobs)
+	{
+		LWLockRelease(gnn_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("%d training jobs are running, the most gnn.max_jobs allows", running),
+				 errhint("Wait for a job to finish (gnn.jobs shows them), cancel one with gnn.cancel(), or raise gnn.max_jobs.")));
+	}
+	/* a free slot, else the longest-finished one whose worker is gone */
+	for (int i = 0; i < GNN_JOB_SLOTS; i++)
+	{
+		GnnJobSlot *j = &gnn_shared->jobs[i];
+
+		if (j->state == GNN_JOB_FREE)
+		{
+			slot = j;
+			break;
+		}
+		if (JobFinal(j->state) && j->pid == 0 && (slot == NULL || j->finished < slot->finished))
+			slot = j;
+	}
+	if (slot == NULL)
+	{
+		LWLockRelease(gnn_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no free job slot"),
+				 errhint("Wait for running jobs to finish.")));
+	}
+	memset(slot, 0, sizeof(*slot));
+	slot->state = GNN_JOB_STARTING;
+	slot->id = id;
+	slot->dbid = MyDatabaseId;
+	slot->owner = GetUserId();
+	slot->epochs = r.epochs;
+	slot->req = r;
+	LWLockRelease(gnn_shared->lock);
+
+	/* start the worker */
+	memset(&w, 0, sizeof(w));
+	w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	w.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	w.bgw_restart_time = BGW_NEVER_RESTART;
+	strlcpy(w.bgw_library_name, "gnn", BGW_MAXLEN);
+	strlcpy(w.bgw_function_name, "GnnWorkerMain", BGW_MAXLEN);
+	snprintf(w.bgw_name, BGW_MAXLEN, "gnn training job %lld", (long long) id);
+	strlcpy(w.bgw_type, "gnn training", BGW_MAXLEN);
+	w.bgw_main_arg = Int32GetDatum((int32) (slot - gnn_shared->jobs));
+	w.bgw_notify_pid = MyProcPid;
+	if (!RegisterDynamicBackgroundWorker(&w, &handle))
+	{
+		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+		memset(slot, 0, sizeof(*slot));
+		LWLockRelease(gnn_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not start a background worker for training job %lld", (long long) id),
+				 errhint("Raise max_worker_processes (each training job uses one worker).")));
+	}
+	if (WaitForBackgroundWorkerStartup(handle, &pid) != BGWH_STARTED)
+	{
+		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+		memset(slot, 0, sizeof(*slot));
+		LWLockRelease(gnn_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("the background worker for training job %lld did not start", (long long) id),
+				 errhint("Check the server log.")));
+	}
+
+	/* wait until the worker has chosen its device (or failed) */
+	for (;;)
+	{
+		LWLockAcquire(gnn_shared->lock, LW_SHARED);
+		st = slot->id == id ? slot->state : GNN_JOB_FAILED;
+		strlcpy(device, slot->device, sizeof(device));
+		strlcpy(note, slot->device_note, sizeof(note));
+		LWLockRelease(gnn_shared->lock);
+		if (st != GNN_JOB_STARTING)
+			break;
+		if (GetBackgroundWorkerPid(handle, &pid) == BGWH_STOPPED)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (note[0] != '\0')
+		ereport(NOTICE,
+				(errmsg("training job %lld runs on the CPU: %s", (long long) id, note)));
+
+	if (wait)
+	{
+		WaitForJob(id, -1, true);
+		(void) JobRow(id, true, fcinfo);
+	}
+	PG_RETURN_INT64(id);
+}
+
+Datum
+gnn_wait(PG_FUNCTION_ARGS)
+{
+	int64		id = PG_GETARG_INT64(0);
+	long		timeout_ms = -1;
+
+	GnnRequirePreload();
+	if (!PG_ARGISNULL(1))
+	{
+		Interval   *iv = PG_GETARG_INTERVAL_P(1);
+		double		secs = iv->time / 1e6 + iv->day * 86400.0 + iv->month * 30.0 * 86400.0;
+
+		timeout_ms = secs <= 0 ? 0 : (long) Min(secs * 1000.0, (double) LONG_MAX);
+	}
+	/* the job must be visible to the caller before we wait for it */
+	(void) JobRow(id, false, fcinfo);
+	WaitForJob(id, timeout_ms, false);
+	PG_RETURN_DATUM(JobRow(id, true, fcinfo));
+}
+
+Datum
+gnn_cancel(PG_FUNCTION_ARGS)
+{
+	int64		id = PG_GETARG_INT64(0);
+	GnnJobSlot *j;
+	bool		found = false,
+				allowed = false,
+				running = false;
+
+	GnnRequirePreload();
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	j = FindJob(id);
+	if (j)
+	{
+		found = true;
+		allowed = GnnIsOwnerOrSuper(j->owner);
+		running = !JobFinal(j->state);
+		if (allowed && running)
+			j->cancel_requested = true;
+	}
+	LWLockRelease(gnn_shared->lock);
+	if (!found || !allowed)
+	{
+		/* finished jobs of earlier server lifetimes are in the table */
+		(void) JobRow(id, false, fcinfo);
+		ereport(NOTICE, (errmsg("training job %lld is not running", (long long) id)));
+		PG_RETURN_BOOL(false);
+	}
+	if (!running)
+	{
+		ereport(NOTICE, (errmsg("training job %lld is not running", (long long) id)));
+		PG_RETURN_BOOL(false);
+	}
+	/* the worker stops between epochs: wait for it, up to a few seconds */
+	WaitForJob(id, 5000, false);
+	PG_RETURN_BOOL(true);
+}
+
+/* ------------------------------------------------------------------ gnn._live_jobs */
+
+Datum
+gnn_live_jobs(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GnnJobSlot *copy = palloc(sizeof(GnnJobSlot) * GNN_JOB_SLOTS);
+	int			n = 0;
+
+	GnnRequirePreload();
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	for (int i = 0; i < GNN_JOB_SLOTS; i++)
+	{
+		GnnJobSlot *j = &gnn_shared->jobs[i];
+
+		if (j->state != GNN_JOB_FREE && j->dbid == MyDatabaseId)
+			copy[n++] = *j;
+	}
+	LWLockRelease(gnn_shared->lock);
+	for (int i = 0; i < n; i++)
+	{
+		GnnJobSlot *j = &copy[i];
+		Datum		v[16];
+		bool		nl[16];
+
+		if (!GnnIsOwnerOrSuper(j->owner))
+			continue;
+		memset(nl, 0, sizeof(nl));
+		v[0] = Int64GetDatum(j->id);
+		v[1] = CStringGetTextDatum(j->req.graph);
+		v[2] = CStringGetTextDatum(j->req.model_name);
+		v[3] = CStringGetTextDatum(j->req.model);
+		v[4] = ObjectIdGetDatum(j->owner);
+		v[5] = CStringGetTextDatum(GnnJobStateName(j->state));
+		v[6] = Int32GetDatum(j->epoch);
+		v[7] = Int32GetDatum(j->epochs);
+		v[8] = Float4GetDatum(j->loss);
+		nl[8] = j->epoch == 0;
+		v[9] = Float4GetDatum(j->train_acc);
+		nl[9] = j->epoch == 0;
+		v[10] = Float4GetDatum(j->val_acc);
+		nl[10] = j->epoch == 0;
+		v[11] = CStringGetTextDatum(j->device);
+		nl[11] = j->device[0] == '\0';
+		v[12] = TimestampTzGetDatum(j->started);
+		nl[12] = j->started == 0;
+		v[13] = TimestampTzGetDatum(j->finished);
+		nl[13] = j->finished == 0;
+		v[14] = CStringGetTextDatum(j->error);
+		nl[14] = j->error[0] == '\0';
+		v[15] = Int32GetDatum(j->pid);
+		nl[15] = j->pid == 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nl);
+	}
+	return (Datum) 0;
+}
+
+Datum
+gnn_instance(PG_FUNCTION_ARGS)
+{
+	GnnRequirePreload();
+	PG_RETURN_INT64((int64) gnn_shared->instance);
+}

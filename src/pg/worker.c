@@ -1,0 +1,528 @@
+/*
+ * worker.c: the background worker that runs one training job.
+ *
+ * It connects to the job's database as the role that started the job (never
+ * as a superuser it was not), maps the graph, runs the core's training loop
+ * with progress and should-stop callbacks, and writes the catalog in short
+ * transactions: the job row at start, per-epoch log rows about once a second,
+ * and the model with the final job row at the end.  Errors, cancellation and
+ * termination all end in a final state recorded in the job's slot, and in
+ * the catalog wherever a transaction can still run.
+ */
+#include "gnn_pg.h"
+
+#include <math.h>
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "backend.h"
+#include "serialize.h"
+#include "train.h"
+
+#define LOG_BATCH 1024
+
+typedef struct WorkerCtx
+{
+	int			slot_index;
+	int64		job;
+	GnnTrainRequest req;
+	gnn_epoch_metrics pending[LOG_BATCH];
+	int			npending;
+	TimestampTz last_flush;
+	bool		failed;			/* a catalog write failed: stop */
+	char		failure[512];
+} WorkerCtx;
+
+static WorkerCtx *wctx = NULL;
+
+static GnnJobSlot *
+MySlot(void)
+{
+	return &gnn_shared->jobs[wctx->slot_index];
+}
+
+/* Set the final state in the slot (lock held briefly; never errors). */
+static void
+SlotFinish(GnnJobState st, const char *error)
+{
+	GnnJobSlot *s = MySlot();
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	if (s->id == wctx->job)
+	{
+		s->state = st;
+		s->finished = GetCurrentTimestamp();
+		if (error)
+			strlcpy(s->error, error, sizeof(s->error));
+	}
+	LWLockRelease(gnn_shared->lock);
+}
+
+/* At exit (also FATAL, e.g. pg_terminate_backend): no job stays running. */
+static void
+WorkerExit(int code, Datum arg)
+{
+	GnnJobSlot *s;
+
+	if (wctx == NULL || gnn_shared == NULL)
+		return;
+	s = MySlot();
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	if (s->id == wctx->job)
+	{
+		if (s->state == GNN_JOB_STARTING || s->state == GNN_JOB_RUNNING)
+		{
+			s->state = GNN_JOB_FAILED;
+			s->finished = GetCurrentTimestamp();
+			strlcpy(s->error, "the training worker was terminated", sizeof(s->error));
+		}
+		s->pid = 0;
+	}
+	LWLockRelease(gnn_shared->lock);
+}
+
+static void
+Exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+
+	if (rc < 0)
+		elog(ERROR, "SPI failed (%d) on: %s", rc, sql);
+}
+
+static void
+BeginXact(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+static void
+EndXact(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+static Datum
+Float4OrNull(float v, char *null)
+{
+	*null = isfinite(v) ? ' ' : 'n';
+	return Float4GetDatum(v);
+}
+
+/* Write buffered epoch rows and the job's progress in one short transaction. */
+static void
+FlushLog(void)
+{
+	if (wctx->npending == 0)
+		return;
+	BeginXact();
+	for (int i = 0; i < wctx->npending; i++)
+	{
+		gnn_epoch_metrics *m = &wctx->pending[i];
+		Oid			t[8] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT8OID};
+		Datum		v[8];
+		char		n[9] = "        ";
+
+		v[0] = Int64GetDatum(wctx->job);
+		v[1] = Int32GetDatum(m->epoch);
+		v[2] = Float4OrNull(m->train_loss, &n[2]);
+		v[3] = Float4OrNull(m->train_acc, &n[3]);
+		v[4] = Float4OrNull(m->val_acc, &n[4]);
+		v[5] = Float4OrNull(m->val_loss, &n[5]);
+		v[6] = Float4OrNull(m->test_acc, &n[6]);
+		v[7] = Float8GetDatum(m->seconds);
+		Exec("INSERT INTO gnn.training_log (job, epoch, loss, train_acc, val_acc, val_loss, test_acc, seconds) "
+			 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (job, epoch) DO NOTHING", 8, t, v, n);
+	}
+	{
+		gnn_epoch_metrics *m = &wctx->pending[wctx->npending - 1];
+		Oid			t[5] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID};
+		Datum		v[5];
+		char		n[6] = "     ";
+
+		v[0] = Int64GetDatum(wctx->job);
+		v[1] = Int32GetDatum(m->epoch);
+		v[2] = Float4OrNull(m->train_loss, &n[2]);
+		v[3] = Float4OrNull(m->train_acc, &n[3]);
+		v[4] = Float4OrNull(m->val_acc, &n[4]);
+		Exec("UPDATE gnn.job_history SET epoch = $2, loss = $3, train_acc = $4, val_acc = $5 WHERE id = $1",
+			 5, t, v, n);
+	}
+	EndXact();
+	wctx->npending = 0;
+	wctx->last_flush = GetCurrentTimestamp();
+}
+
+/* Called by the core after every epoch, on this (the main) thread. */
+static void
+OnProgress(void *arg, const gnn_epoch_metrics *m)
+{
+	GnnJobSlot *s = MySlot();
+	MemoryContext mcxt = CurrentMemoryContext;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	s->epoch = m->epoch;
+	s->loss = m->train_loss;
+	s->train_acc = m->train_acc;
+	s->val_acc = m->val_acc;
+	LWLockRelease(gnn_shared->lock);
+
+	if (wctx->failed)
+		return;
+	wctx->pending[wctx->npending++] = *m;
+	if (wctx->npending < LOG_BATCH &&
+		!TimestampDifferenceExceeds(wctx->last_flush, GetCurrentTimestamp(), 1000))
+		return;
+	/* never let an error unwind through the core: catch it here and stop */
+	PG_TRY();
+	{
+		FlushLog();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *ed;
+
+		MemoryContextSwitchTo(mcxt);
+		ed = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		wctx->failed = true;
+		snprintf(wctx->failure, sizeof(wctx->failure), "could not record progress: %s", ed->message);
+	}
+	PG_END_TRY();
+}
+
+static bool
+ShouldStop(void *arg)
+{
+	return MySlot()->cancel_requested || wctx->failed || ProcDiePending || QueryCancelPending;
+}
+
+static void
+JsonNum(StringInfo b, const char *key, double v, bool last)
+{
+	if (isfinite(v))
+		appendStringInfo(b, "\"%s\": %.6g%s", key, v, last ? "" : ", ");
+	else
+		appendStringInfo(b, "\"%s\": null%s", key, last ? "" : ", ");
+}
+
+static void
+RecordFailure(GnnJobState st, const char *msg)
+{
+	SlotFinish(st, msg);
+	PG_TRY();
+	{
+		Oid			t[3] = {INT8OID, TEXTOID, TEXTOID};
+		Datum		v[3];
+		char		n[4] = "   ";
+
+		v[0] = Int64GetDatum(wctx->job);
+		v[1] = CStringGetTextDatum(GnnJobStateName(st));
+		v[2] = CStringGetTextDatum(msg ? msg : "");
+		n[2] = msg ? ' ' : 'n';
+		BeginXact();
+		Exec("UPDATE gnn.job_history SET state = $2, error = $3, finished = now() WHERE id = $1", 3, t, v, n);
+		EndXact();
+	}
+	PG_CATCH();
+	{
+		/* the slot holds the outcome; the table is reconciled later */
+		EmitErrorReport();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+	}
+	PG_END_TRY();
+}
+
+static void
+RunJob(void)
+{
+	GnnTrainRequest *r = &wctx->req;
+	gnn_backend *be = NULL;
+	gnn_error	err;
+	gnn_status	st;
+	char		note[256] = "";
+	char		devname[16];
+	GnnGraphRef ref;
+	gnn_train_config cfg;
+	gnn_model_kind kind;
+	gnn_model  *model = NULL;
+	gnn_train_result res;
+	void	   *blob = NULL;
+	size_t		bloblen = 0;
+
+	memset(&ref, 0, sizeof(ref));
+	gnn_error_clear(&err);
+
+	/* the job's row */
+	{
+		Oid			t[9] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, INT8OID, TEXTOID};
+		Datum		v[9];
+
+		v[0] = Int64GetDatum(wctx->job);
+		v[1] = CStringGetTextDatum(r->graph);
+		v[2] = CStringGetTextDatum(r->model_name);
+		v[3] = CStringGetTextDatum(r->model);
+		v[4] = CStringGetTextDatum(r->task);
+		v[5] = Int32GetDatum(r->epochs);
+		v[6] = CStringGetTextDatum(r->params_json);
+		v[7] = Int64GetDatum((int64) gnn_shared->instance);
+		v[8] = CStringGetTextDatum(r->device);
+		BeginXact();
+		Exec("INSERT INTO gnn.job_history (id, graph, model_name, model, task, state, epoch, epochs, params, "
+			 "instance, device, started) VALUES ($1, $2, $3, $4, $5, 'running', 0, $6, $7::jsonb, $8, $9, now())",
+			 9, t, v, NULL);
+		EndXact();
+	}
+
+	/* the device: CUDA is initialised here, in the worker, and nowhere else */
+	GnnCoreThreadsInit();
+	if (strcmp(r->device, "cpu") != 0)
+	{
+		const char *so = (gnn_cuda_library && gnn_cuda_library[0]) ? gnn_cuda_library :
+			psprintf("%s/gnn_cuda.so", pkglib_path);
+
+		st = gnn_backend_cuda_load(so, 0, &be, &err);
+		if (st != GNN_OK)
+		{
+			be = NULL;
+			if (strcmp(r->device, "cuda") == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("device => 'cuda' was asked for, but no GPU can be used: %s", err.msg),
+						 errhint("Use device => 'auto' or 'cpu'.")));
+			snprintf(note, sizeof(note), "no usable GPU (%s)", err.msg);
+		}
+	}
+	if (be == NULL)
+	{
+		st = gnn_backend_cpu_create(r->threads, &be, &err);
+		if (st != GNN_OK)
+			GnnReportCoreError("could not create the CPU backend", &err);
+	}
+	if (r->fault_after >= 0)
+		gnn_backend_fail_after(be, r->fault_after);
+	strlcpy(devname, be->name, sizeof(devname));
+	{
+		GnnJobSlot *s = MySlot();
+
+		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+		s->state = GNN_JOB_RUNNING;
+		s->started = GetCurrentTimestamp();
+		strlcpy(s->device, devname, sizeof(s->device));
+		strlcpy(s->device_note, note, sizeof(s->device_note));
+		LWLockRelease(gnn_shared->lock);
+	}
+
+	PG_TRY();
+	{
+		/* the graph, mapped for the whole job */
+		StartTransactionCommand();
+		GnnGraphAcquire(r->graph, &ref);
+		dsm_pin_mapping(ref.seg);
+		CommitTransactionCommand();
+
+		if (!gnn_parse_model_kind(r->model, &kind))
+			elog(ERROR, "unknown model \"%s\"", r->model);
+		gnn_train_config_default(kind, &cfg);
+		cfg.hidden = r->hidden;
+		cfg.layers = r->layers;
+		cfg.epochs = r->epochs;
+		cfg.lr = (float) r->lr;
+		cfg.weight_decay = (float) r->weight_decay;
+		cfg.dropout = (float) r->dropout;
+		cfg.attn_dropout = (float) r->attn_dropout;
+		cfg.heads = r->heads;
+		cfg.out_heads = r->out_heads;
+		if (r->patience >= 0)
+			cfg.patience = r->patience;
+		cfg.seed = (uint64_t) r->seed;
+		cfg.threads = r->threads;
+		cfg.row_normalise = r->row_normalise;
+		cfg.timing = false;
+		if (!gnn_parse_aggr(r->aggregator, &cfg.aggr) || !gnn_parse_optim(r->optimizer, &cfg.optimizer) ||
+			(r->select[0] && !gnn_parse_select(r->select, &cfg.select)))
+			elog(ERROR, "invalid training options");
+		strlcpy(cfg.backend, strncmp(devname, "cuda", 4) == 0 ? "cuda" : "cpu", sizeof(cfg.backend));
+		if (gnn_train_config_check(&cfg, &err) != GNN_OK)
+			GnnReportCoreError("invalid training configuration", &err);
+
+		wctx->last_flush = GetCurrentTimestamp();
+		st = gnn_train_full(&ref.g, &cfg, be, OnProgress, NULL, ShouldStop, NULL, &model, &res, &err);
+
+		if (ProcDiePending)
+			CHECK_FOR_INTERRUPTS();		/* terminated: WorkerExit records it */
+		if (wctx->failed)
+			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s", wctx->failure)));
+		if (st == GNN_ERR_CANCELLED)
+		{
+			gnn_model_free(model);
+			model = NULL;
+			FlushLog();
+			RecordFailure(GNN_JOB_CANCELLED, NULL);
+		}
+		else
+		{
+			StringInfoData metrics;
+
+			if (st != GNN_OK)
+				GnnReportCoreError(psprintf("training failed on %s", devname), &err);
+			FlushLog();
+			{
+				gnn_model_meta meta;
+
+				memset(&meta, 0, sizeof(meta));
+				meta.lr = cfg.lr;
+				meta.weight_decay = cfg.weight_decay;
+				meta.epochs = cfg.epochs;
+				meta.best_epoch = res.best_epoch;
+				meta.optimizer = (uint32_t) cfg.optimizer;
+				meta.seed = cfg.seed;
+				meta.val_acc = res.best.val_acc;
+				meta.test_acc = res.best.test_acc;
+				st = gnn_model_serialize(model, &meta, &blob, &bloblen, &err);
+			}
+			if (st != GNN_OK)
+				GnnReportCoreError("could not serialise the model", &err);
+
+			initStringInfo(&metrics);
+			appendStringInfoChar(&metrics, '{');
+			JsonNum(&metrics, "best_epoch", res.best_epoch, false);
+			JsonNum(&metrics, "epochs_run", res.epochs_run, false);
+			JsonNum(&metrics, "train_acc", res.best.train_acc, false);
+			JsonNum(&metrics, "val_acc", res.best.val_acc, false);
+			JsonNum(&metrics, "val_loss", res.best.val_loss, false);
+			JsonNum(&metrics, "test_acc", res.best.test_acc, false);
+			JsonNum(&metrics, "seconds", res.seconds, false);
+			appendStringInfo(&metrics, "\"stopped_early\": %s, \"device\": \"%s\"}",
+							 res.stopped_early ? "true" : "false", devname);
+
+			/* durable: the model is the point of the job */
+			SetConfigOption("synchronous_commit", "on", PGC_USERSET, PGC_S_SESSION);
+			BeginXact();
+			{
+				Oid			t[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, BYTEAOID};
+				Datum		v[8];
+				bytea	   *b = palloc(VARHDRSZ + bloblen);
+
+				SET_VARSIZE(b, VARHDRSZ + bloblen);
+				memcpy(VARDATA(b), blob, bloblen);
+				v[0] = CStringGetTextDatum(r->model_name);
+				v[1] = CStringGetTextDatum(r->graph);
+				v[2] = CStringGetTextDatum(r->model);
+				v[3] = CStringGetTextDatum(r->task);
+				v[4] = CStringGetTextDatum(r->params_json);
+				v[5] = CStringGetTextDatum(metrics.data);
+				v[6] = Int64GetDatum(wctx->job);
+				v[7] = PointerGetDatum(b);
+				/* versions of one name are numbered one after another, also under concurrent jobs */
+				Exec("SELECT pg_advisory_xact_lock(hashtext('gnn.models:' || $1))", 1, t, v, NULL);
+				Exec("INSERT INTO gnn.models (name, version, graph, model, task, params, metrics, job, weights) "
+					 "SELECT $1, coalesce(max(version), 0) + 1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8 "
+					 "FROM gnn.models WHERE name = $1", 8, t, v, NULL);
+			}
+			{
+				Oid			t[6] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, TEXTOID};
+				Datum		v[6];
+				char		n[7] = "      ";
+
+				v[0] = Int64GetDatum(wctx->job);
+				v[1] = Int32GetDatum(res.epochs_run);
+				v[2] = Float4OrNull(res.best.train_loss, &n[2]);
+				v[3] = Float4OrNull(res.best.train_acc, &n[3]);
+				v[4] = Float4OrNull(res.best.val_acc, &n[4]);
+				v[5] = CStringGetTextDatum(devname);
+				Exec("UPDATE gnn.job_history SET state = 'succeeded', finished = now(), epoch = $2, "
+					 "loss = $3, train_acc = $4, val_acc = $5, device = $6 WHERE id = $1", 6, t, v, n);
+			}
+			EndXact();
+			SlotFinish(GNN_JOB_SUCCEEDED, NULL);
+		}
+	}
+	PG_FINALLY();
+	{
+		free(blob);
+		if (model)
+			gnn_model_free(model);
+		gnn_backend_destroy(be);
+		GnnGraphRelease(&ref);
+	}
+	PG_END_TRY();
+}
+
+void
+GnnWorkerMain(Datum arg)
+{
+	int			idx = DatumGetInt32(arg);
+	GnnJobSlot *s;
+	Oid			dbid,
+				owner;
+	MemoryContext mcxt;
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	mcxt = AllocSetContextCreate(TopMemoryContext, "gnn worker", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(mcxt);
+	wctx = palloc0(sizeof(WorkerCtx));
+	wctx->slot_index = idx;
+	s = &gnn_shared->jobs[idx];
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	wctx->job = s->id;
+	wctx->req = s->req;
+	dbid = s->dbid;
+	owner = s->owner;
+	s->pid = MyProcPid;
+	LWLockRelease(gnn_shared->lock);
+	before_shmem_exit(WorkerExit, (Datum) 0);
+
+	/* as the role that started the job, in its database */
+	BackgroundWorkerInitializeConnectionByOid(dbid, owner, 0);
+	pgstat_report_appname(psprintf("gnn training job %lld", (long long) wctx->job));
+	pgstat_report_activity(STATE_RUNNING,
+						   psprintf("gnn: training job %lld: %s \"%s\" on graph \"%s\", %d epochs",
+									(long long) wctx->job, wctx->req.model, wctx->req.model_name,
+									wctx->req.graph, wctx->req.epochs));
+	/* progress rows need not wait for the disk; the final commit does */
+	SetConfigOption("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION);
+
+	PG_TRY();
+	{
+		RunJob();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *ed;
+
+		MemoryContextSwitchTo(mcxt);
+		ed = CopyErrorData();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+		ereport(LOG,
+				(errmsg("gnn training job %lld failed: %s", (long long) wctx->job, ed->message)));
+		RecordFailure(GNN_JOB_FAILED, ed->message);
+	}
+	PG_END_TRY();
+
+	pgstat_report_activity(STATE_IDLE, NULL);
+	proc_exit(0);
+}
