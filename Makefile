@@ -42,7 +42,7 @@ include $(PGXS)
 
 # ---------------------------------------------------------------- CUDA backend
 CU_OBJS = $(CU_SRCS:.cu=.cu.o)
-NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -I$(CURDIR)/src/core -I$(CURDIR)/kernels \
+NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC,-fvisibility=hidden -I$(CURDIR)/src/core -I$(CURDIR)/kernels \
              -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
              -gencode arch=compute_90,code=compute_90
 
