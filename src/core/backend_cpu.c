@@ -56,7 +56,12 @@ cpu_set_threads(gnn_backend *be, int nthreads)
 	if (nthreads < 0)
 		return gnn_error_set(&be->err, GNN_ERR_INVALID, "thread count must be >= 0, got %d", nthreads);
 	NT(be) = nthreads == 0 ? gnn_cpu_default_threads() : nthreads;
-	openblas_set_num_threads(NT(be));
+	/*
+	 * OpenBLAS's own pthreads would busy-wait against our OpenMP threads on
+	 * the same cores (2x slower on 2 cores); keep it single-threaded and
+	 * split large products into row blocks across OpenMP threads instead.
+	 */
+	openblas_set_num_threads(1);
 	return GNN_OK;
 }
 
@@ -120,10 +125,51 @@ cpu_gemm(gnn_backend *be, bool trans_a, bool trans_b, int64_t m, int64_t n, int6
 				C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
 		return GNN_OK;
 	}
-	cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-				trans_b ? CblasTrans : CblasNoTrans, (int) m, (int) n, (int) k,
-				alpha, A, (int) lda, B, (int) ldb, beta, C, (int) ldc);
+	{
+		/* split C into row (or column) blocks, one cblas call each: no
+		 * reduction is split, so results do not depend on the thread count */
+		int			nt = NT(be);
+		bool		by_rows = m >= 4 * nt;
+		int64_t		len = by_rows ? m : n;
+		int			parts = (double) m * n * k < 2e6 || len < 2 * nt ? 1 : nt;
+
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+		for (int t = 0; t < parts; t++)
+		{
+			int64_t		lo = len * t / parts,
+						hi = len * (t + 1) / parts;
+			const float *a = A,
+					   *b = B;
+			float	   *c = C;
+
+			if (hi <= lo)
+				continue;
+			if (by_rows)
+			{
+				a = trans_a ? A + lo : A + lo * lda;
+				c = C + lo * ldc;
+			}
+			else
+			{
+				b = trans_b ? B + lo * ldb : B + lo;
+				c = C + lo;
+			}
+			cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+						trans_b ? CblasTrans : CblasNoTrans,
+						(int) (by_rows ? hi - lo : m), (int) (by_rows ? n : hi - lo), (int) k,
+						alpha, a, (int) lda, b, (int) ldb, beta, c, (int) ldc);
+		}
+	}
 	return GNN_OK;
+}
+
+/* y += c * x over d floats */
+static inline void
+gnn_row_axpy(float *restrict y, const float *restrict x, float c, int64_t d)
+{
+#pragma omp simd
+	for (int64_t k = 0; k < d; k++)
+		y[k] += c * x[k];
 }
 
 /* y = beta*y, reading y only when beta != 0 */
@@ -152,6 +198,13 @@ gnn_row_coef(const gnn_csr *A, gnn_agg agg, const float *row_scale, int64_t i)
 	return rs;
 }
 
+/*
+ * Sparse row kernels accumulate 16 columns at a time in a local array the
+ * compiler keeps in vector registers, instead of reading and writing the
+ * output row once per entry (the products here are memory bound).
+ */
+#define GNN_CHUNK 16
+
 static gnn_status
 cpu_spmm(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *row_scale,
 		 const float *col_scale, const float *X, int64_t d, float beta, float *Y)
@@ -163,17 +216,33 @@ cpu_spmm(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *row_scale,
 	{
 		float	   *y = Y + i * d;
 		float		rs = gnn_row_coef(A, agg, row_scale, i);
+		int64_t		e0 = A->indptr[i],
+					e1 = A->indptr[i + 1];
 
-		gnn_row_beta(y, d, beta);
-		for (int64_t e = A->indptr[i]; e < A->indptr[i + 1]; e++)
+		for (int64_t k0 = 0; k0 < d; k0 += GNN_CHUNK)
 		{
-			int64_t		j = A->indices[e];
-			float		c = (A->values ? A->values[e] : 1.0f) * rs *
-				(col_scale ? col_scale[j] : 1.0f);
-			const float *x = X + j * d;
+			int64_t		w = d - k0 < GNN_CHUNK ? d - k0 : GNN_CHUNK;
+			float		acc[GNN_CHUNK] = {0};
 
-			for (int64_t k = 0; k < d; k++)
-				y[k] += c * x[k];
+			for (int64_t e = e0; e < e1; e++)
+			{
+				int64_t		j = A->indices[e];
+				float		c = (A->values ? A->values[e] : 1.0f) * rs *
+					(col_scale ? col_scale[j] : 1.0f);
+				const float *x = X + j * d + k0;
+
+				if (w == GNN_CHUNK)
+				{
+#pragma omp simd
+					for (int64_t k = 0; k < GNN_CHUNK; k++)
+						acc[k] += c * x[k];
+				}
+				else
+					for (int64_t k = 0; k < w; k++)
+						acc[k] += c * x[k];
+			}
+			for (int64_t k = 0; k < w; k++)
+				y[k0 + k] = acc[k] + (beta == 0.0f ? 0.0f : beta * y[k0 + k]);
 		}
 	}
 	return GNN_OK;
@@ -192,18 +261,34 @@ cpu_spmm_t(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *row_scal
 	{
 		float	   *y = Y + j * d;
 		float		cs = col_scale ? col_scale[j] : 1.0f;
+		int64_t		t0 = A->t_indptr[j],
+					t1 = A->t_indptr[j + 1];
 
-		gnn_row_beta(y, d, beta);
-		for (int64_t t = A->t_indptr[j]; t < A->t_indptr[j + 1]; t++)
+		for (int64_t k0 = 0; k0 < d; k0 += GNN_CHUNK)
 		{
-			int64_t		i = A->t_indices[t];
-			int64_t		e = A->t_perm[t];
-			float		c = (A->values ? A->values[e] : 1.0f) *
-				gnn_row_coef(A, agg, row_scale, i) * cs;
-			const float *g = G + i * d;
+			int64_t		w = d - k0 < GNN_CHUNK ? d - k0 : GNN_CHUNK;
+			float		acc[GNN_CHUNK] = {0};
 
-			for (int64_t k = 0; k < d; k++)
-				y[k] += c * g[k];
+			for (int64_t t = t0; t < t1; t++)
+			{
+				int64_t		i = A->t_indices[t];
+				int64_t		e = A->t_perm[t];
+				float		c = (A->values ? A->values[e] : 1.0f) *
+					gnn_row_coef(A, agg, row_scale, i) * cs;
+				const float *g = G + i * d + k0;
+
+				if (w == GNN_CHUNK)
+				{
+#pragma omp simd
+					for (int64_t k = 0; k < GNN_CHUNK; k++)
+						acc[k] += c * g[k];
+				}
+				else
+					for (int64_t k = 0; k < w; k++)
+						acc[k] += c * g[k];
+			}
+			for (int64_t k = 0; k < w; k++)
+				y[k0 + k] = acc[k] + (beta == 0.0f ? 0.0f : beta * y[k0 + k]);
 		}
 	}
 	return GNN_OK;
@@ -305,9 +390,11 @@ cpu_dropout_forward(gnn_backend *be, const float *x, float *y, int64_t n, float 
 {
 	if (!(p >= 0.0f && p < 1.0f))
 		return gnn_error_set(&be->err, GNN_ERR_INVALID, "dropout: p must be in [0, 1), got %g", p);
+	float		scale = 1.0f / (1.0f - p);
+
 #pragma omp parallel for num_threads(NT(be)) schedule(static) if (n > 4 * GNN_PAR_MIN)
 	for (int64_t i = 0; i < n; i++)
-		y[i] = gnn_math_dropout(x[i], seed, (uint64_t) i, p);
+		y[i] = gnn_math_dropout(x[i], seed, (uint64_t) i, p, scale);
 	return GNN_OK;
 }
 
@@ -570,10 +657,7 @@ cpu_gat_aggregate(gnn_backend *be, const gnn_csr *A, int64_t heads, int64_t f,
 
 			for (int64_t h = 0; h < heads; h++)
 			{
-				float		a = alpha[e * heads + h];
-
-				for (int64_t k = 0; k < f; k++)
-					y[h * f + k] += a * x[h * f + k];
+				gnn_row_axpy(y + h * f, x + h * f, alpha[e * heads + h], f);
 			}
 		}
 	}
@@ -621,10 +705,7 @@ cpu_gat_aggregate_backward(gnn_backend *be, const gnn_csr *A, int64_t heads, int
 
 			for (int64_t h = 0; h < heads; h++)
 			{
-				float		a = alpha[e * heads + h];
-
-				for (int64_t k = 0; k < f; k++)
-					y[h * f + k] += a * g[h * f + k];
+				gnn_row_axpy(y + h * f, g + h * f, alpha[e * heads + h], f);
 			}
 		}
 	}

@@ -107,15 +107,23 @@ gnn_math_hash64(uint64_t seed, uint64_t i)
 GNN_HD int
 gnn_math_dropout_keep(uint64_t seed, uint64_t i, float p)
 {
-	float		u = (float) (gnn_math_hash64(seed, i) >> 40) * (1.0f / 16777216.0f);
+	/* compare in 24-bit integers: exact, and the same on every backend */
+	uint32_t	u = (uint32_t) (gnn_math_hash64(seed, i) >> 40);
 
-	return u >= p;
+	return u >= (uint32_t) (p * 16777216.0f);
 }
 
+/*
+ * Inverted dropout of one element; scale = 1 / (1 - p) computed once by the
+ * caller.  Written as a select, not a branch: the keep bit is a coin flip,
+ * which a branch predictor cannot learn.
+ */
 GNN_HD float
-gnn_math_dropout(float x, uint64_t seed, uint64_t i, float p)
+gnn_math_dropout(float x, uint64_t seed, uint64_t i, float p, float scale)
 {
-	return gnn_math_dropout_keep(seed, i, p) ? x * (1.0f / (1.0f - p)) : 0.0f;
+	float		s = gnn_math_dropout_keep(seed, i, p) ? scale : 0.0f;
+
+	return x * s;
 }
 
 /* ------------------------------------------------------------------ optimisers */

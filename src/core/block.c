@@ -1,0 +1,327 @@
+/*
+ * block.c: blocks (bipartite CSRs) and input features on a backend.
+ *
+ * Every device CSR carries its transpose, built here on the host with a
+ * counting sort (stable, so each transposed row lists destinations in
+ * ascending order): the backward products walk it gather-style, which keeps
+ * them free of atomics and bit-for-bit repeatable.
+ *
+ * Self-loop policy: graph.c keeps self loops as given and the dataset
+ * loader drops them; GCN and GAT need exactly one self loop per
+ * destination, so gnn_dblock_create adds one to every destination row that
+ * lacks one (PyG's add_remaining_self_loops) in the "loop" CSR, and GraphSAGE
+ * (root weight separate) uses the raw block.
+ */
+#include "model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void
+gnn_block_from_graph(const gnn_graph *g, gnn_block *blk)
+{
+	blk->n_dst = g->num_nodes;
+	blk->n_src = g->num_nodes;
+	blk->nnz = g->num_edges;
+	blk->indptr = g->rindptr;
+	blk->indices = g->rindices;
+	blk->weights = g->rweights;
+}
+
+void
+gnn_dcsr_free(gnn_dcsr *d)
+{
+	if (!d)
+		return;
+	for (int i = 0; i < 6; i++)
+		if (d->be)
+			gnn_backend_free(d->be, d->mem[i]);
+	memset(d, 0, sizeof(*d));
+}
+
+gnn_status
+gnn_dcsr_create(gnn_backend *be, int64_t n_rows, int64_t n_cols, int64_t nnz,
+				const int64_t *indptr, const int32_t *indices, const float *values,
+				gnn_dcsr *out, gnn_error *err)
+{
+	int64_t    *tptr = NULL,
+			   *tperm = NULL,
+			   *fill = NULL;
+	int32_t    *tidx = NULL;
+	gnn_status	st = GNN_OK;
+
+	memset(out, 0, sizeof(*out));
+	out->be = be;
+	if (n_rows < 0 || n_cols < 0 || nnz < 0 || indptr[0] != 0 || indptr[n_rows] != nnz)
+		return gnn_error_set(err, GNN_ERR_INVALID, "inconsistent CSR (%lld x %lld, %lld entries)",
+							 (long long) n_rows, (long long) n_cols, (long long) nnz);
+	tptr = calloc(n_cols + 1, sizeof(int64_t));
+	fill = malloc(sizeof(int64_t) * (n_cols + 1));
+	tidx = malloc(sizeof(int32_t) * (nnz + 1));
+	tperm = malloc(sizeof(int64_t) * (nnz + 1));
+	if (!tptr || !fill || !tidx || !tperm)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory transposing a CSR with %lld entries",
+						   (long long) nnz);
+		goto done;
+	}
+	for (int64_t e = 0; e < nnz; e++)
+	{
+		if (indices[e] < 0 || indices[e] >= n_cols)
+		{
+			st = gnn_error_set(err, GNN_ERR_INVALID, "CSR column %d out of range [0, %lld)",
+							   indices[e], (long long) n_cols);
+			goto done;
+		}
+		tptr[indices[e] + 1]++;
+	}
+	for (int64_t j = 0; j < n_cols; j++)
+		tptr[j + 1] += tptr[j];
+	memcpy(fill, tptr, sizeof(int64_t) * (n_cols + 1));
+	for (int64_t i = 0; i < n_rows; i++)
+		for (int64_t e = indptr[i]; e < indptr[i + 1]; e++)
+		{
+			int64_t		p = fill[indices[e]]++;
+
+			tidx[p] = (int32_t) i;
+			tperm[p] = e;
+		}
+
+	if ((st = gnn_dev_upload(be, indptr, sizeof(int64_t) * (n_rows + 1), &out->mem[0], err)) ||
+		(st = gnn_dev_upload(be, indices, sizeof(int32_t) * nnz, &out->mem[1], err)) ||
+		(values && (st = gnn_dev_upload(be, values, sizeof(float) * nnz, &out->mem[2], err))) ||
+		(st = gnn_dev_upload(be, tptr, sizeof(int64_t) * (n_cols + 1), &out->mem[3], err)) ||
+		(st = gnn_dev_upload(be, tidx, sizeof(int32_t) * nnz, &out->mem[4], err)) ||
+		(st = gnn_dev_upload(be, tperm, sizeof(int64_t) * nnz, &out->mem[5], err)))
+		goto done;
+	out->csr.n_rows = n_rows;
+	out->csr.n_cols = n_cols;
+	out->csr.nnz = nnz;
+	out->csr.indptr = out->mem[0];
+	out->csr.indices = out->mem[1];
+	out->csr.values = out->mem[2];
+	out->csr.t_indptr = out->mem[3];
+	out->csr.t_indices = out->mem[4];
+	out->csr.t_perm = out->mem[5];
+done:
+	free(tptr);
+	free(fill);
+	free(tidx);
+	free(tperm);
+	if (st != GNN_OK)
+		gnn_dcsr_free(out);
+	return st;
+}
+
+void
+gnn_dblock_free(gnn_dblock *b)
+{
+	if (!b)
+		return;
+	gnn_dcsr_free(&b->raw);
+	gnn_dcsr_free(&b->loop);
+}
+
+gnn_status
+gnn_dblock_create(gnn_backend *be, const gnn_block *blk, gnn_dblock *out, gnn_error *err)
+{
+	int64_t		nd = blk->n_dst,
+				ns = blk->n_src;
+	int64_t    *lptr = NULL;
+	int32_t    *lidx = NULL;
+	float	   *lval = NULL;
+	double	   *ddst = NULL,
+			   *dsrc = NULL;
+	gnn_status	st;
+
+	memset(out, 0, sizeof(*out));
+	if (nd < 0 || ns < nd || blk->nnz < 0)
+		return gnn_error_set(err, GNN_ERR_INVALID,
+							 "block needs 0 <= n_dst <= n_src (got %lld destinations, %lld sources)",
+							 (long long) nd, (long long) ns);
+	out->n_dst = nd;
+	out->n_src = ns;
+	st = gnn_dcsr_create(be, nd, ns, blk->nnz, blk->indptr, blk->indices, blk->weights,
+						 &out->raw, err);
+	if (st != GNN_OK)
+		return st;
+
+	/* self-looped copy with symmetric normalisation */
+	lptr = malloc(sizeof(int64_t) * (nd + 1));
+	lidx = malloc(sizeof(int32_t) * (blk->nnz + nd + 1));
+	lval = malloc(sizeof(float) * (blk->nnz + nd + 1));
+	ddst = calloc(nd + 1, sizeof(double));
+	dsrc = calloc(ns + 1, sizeof(double));
+	if (!lptr || !lidx || !lval || !ddst || !dsrc)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory preparing a block");
+		goto done;
+	}
+	lptr[0] = 0;
+	for (int64_t i = 0, k = 0; i < nd; i++)
+	{
+		bool		has_self = false;
+		bool		placed = false;
+
+		for (int64_t e = blk->indptr[i]; e < blk->indptr[i + 1]; e++)
+			if (blk->indices[e] == i)
+				has_self = true;
+		for (int64_t e = blk->indptr[i]; e < blk->indptr[i + 1]; e++)
+		{
+			int32_t		j = blk->indices[e];
+
+			if (!has_self && !placed && j > i)
+			{
+				lidx[k] = (int32_t) i;
+				lval[k++] = 1.0f;
+				placed = true;
+			}
+			lidx[k] = j;
+			lval[k++] = blk->weights ? blk->weights[e] : 1.0f;
+		}
+		if (!has_self && !placed)
+		{
+			lidx[k] = (int32_t) i;
+			lval[k++] = 1.0f;
+		}
+		lptr[i + 1] = k;
+	}
+	for (int64_t i = 0; i < nd; i++)
+		for (int64_t e = lptr[i]; e < lptr[i + 1]; e++)
+		{
+			ddst[i] += lval[e];
+			dsrc[lidx[e]] += lval[e];
+		}
+	for (int64_t i = 0; i < nd; i++)
+		for (int64_t e = lptr[i]; e < lptr[i + 1]; e++)
+		{
+			double		dd = ddst[i],
+						ds = dsrc[lidx[e]];
+
+			lval[e] = (dd > 0 && ds > 0) ? (float) (lval[e] / sqrt(dd * ds)) : 0.0f;
+		}
+	st = gnn_dcsr_create(be, nd, ns, lptr[nd], lptr, lidx, lval, &out->loop, err);
+done:
+	free(lptr);
+	free(lidx);
+	free(lval);
+	free(ddst);
+	free(dsrc);
+	if (st != GNN_OK)
+		gnn_dblock_free(out);
+	return st;
+}
+
+/* ------------------------------------------------------------------ features */
+
+void
+gnn_dfeat_free(gnn_dfeat *f)
+{
+	if (!f)
+		return;
+	gnn_dcsr_free(&f->sp);
+	gnn_tensor_free(&f->dense);
+	memset(f, 0, sizeof(*f));
+}
+
+gnn_status
+gnn_dfeat_dense(gnn_backend *be, const float *host, int64_t rows, int32_t dim,
+				gnn_dfeat *out, gnn_error *err)
+{
+	gnn_status	st;
+
+	memset(out, 0, sizeof(*out));
+	out->rows = rows;
+	out->dim = dim;
+	st = gnn_tensor_alloc(be, rows, dim, &out->dense, err);
+	if (st == GNN_OK)
+		st = gnn_tensor_upload(&out->dense, host, err);
+	if (st != GNN_OK)
+		gnn_dfeat_free(out);
+	return st;
+}
+
+gnn_status
+gnn_dfeat_sparse(gnn_backend *be, int64_t rows, int32_t dim, const int64_t *ptr,
+				 const int32_t *idx, const float *val, gnn_dfeat *out, gnn_error *err)
+{
+	float	   *ones = NULL;
+	gnn_status	st;
+
+	memset(out, 0, sizeof(*out));
+	out->rows = rows;
+	out->dim = dim;
+	out->sparse = true;
+	if (!val)
+	{
+		/* always carry values: dropout on sparse inputs rewrites them */
+		ones = malloc(sizeof(float) * (ptr[rows] + 1));
+		if (!ones)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		for (int64_t e = 0; e < ptr[rows]; e++)
+			ones[e] = 1.0f;
+		val = ones;
+	}
+	st = gnn_dcsr_create(be, rows, dim, ptr[rows], ptr, idx, val, &out->sp, err);
+	free(ones);
+	return st;
+}
+
+gnn_status
+gnn_dfeat_from_graph(gnn_backend *be, const gnn_graph *g, bool row_normalise,
+					 gnn_dfeat *out, gnn_error *err)
+{
+	gnn_status	st;
+	int64_t		n = g->num_nodes;
+
+	memset(out, 0, sizeof(*out));
+	if (g->feat_kind == GNN_FEAT_DENSE)
+	{
+		int64_t		d = g->feat_dim;
+		float	   *x = malloc(sizeof(float) * (n * d + 1));
+
+		if (!x)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for features");
+		memcpy(x, g->feat, sizeof(float) * n * d);
+		if (row_normalise)
+			for (int64_t i = 0; i < n; i++)
+			{
+				double		s = 0;
+
+				for (int64_t k = 0; k < d; k++)
+					s += x[i * d + k];
+				if (s != 0)
+					for (int64_t k = 0; k < d; k++)
+						x[i * d + k] = (float) (x[i * d + k] / s);
+			}
+		st = gnn_dfeat_dense(be, x, n, (int32_t) d, out, err);
+		free(x);
+		return st;
+	}
+	if (g->feat_kind == GNN_FEAT_SPARSE)
+	{
+		int64_t		nnz = g->feat_nnz;
+		float	   *v = malloc(sizeof(float) * (nnz + 1));
+
+		if (!v)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for features");
+		for (int64_t e = 0; e < nnz; e++)
+			v[e] = g->fval ? g->fval[e] : 1.0f;
+		if (row_normalise)
+			for (int64_t i = 0; i < n; i++)
+			{
+				double		s = 0;
+
+				for (int64_t e = g->fptr[i]; e < g->fptr[i + 1]; e++)
+					s += v[e];
+				if (s != 0)
+					for (int64_t e = g->fptr[i]; e < g->fptr[i + 1]; e++)
+						v[e] = (float) (v[e] / s);
+			}
+		st = gnn_dfeat_sparse(be, n, g->feat_dim, g->fptr, g->fidx, v, out, err);
+		free(v);
+		return st;
+	}
+	return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
+}

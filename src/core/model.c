@@ -1,0 +1,833 @@
+/*
+ * model.c: GCN, GraphSAGE (mean / max-pool) and GAT layers with
+ * hand-written forward and backward passes over blocks (see model.h for the
+ * math).  All tensors live on the model's backend; activations are kept in
+ * per-layer growable buffers so minibatch blocks of varying size reuse them.
+ *
+ * Linear transforms come before aggregation (A (X W) rather than (A X) W):
+ * with sparse bag-of-words inputs X W is a sparse-dense product and the
+ * aggregation then runs on hidden-width rows.
+ */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GNN_MAX_PARAMS (GNN_MAX_LAYERS * 8)
+
+enum
+{
+	B_XD, B_Z, B_ZR, B_Q, B_QA, B_M, B_AM, B_AS, B_AD, B_ALPHA, B_ALPHAD, B_O, B_P, B_Y,
+	B_DP, B_DZ, B_DZR, B_DQ, B_DM, B_DX, B_DALPHA, B_DAS, B_DAD, B_DO, B_XVAL,
+	B_COUNT
+};
+
+typedef struct gnn_layer
+{
+	int			index;
+	int32_t		d_in;
+	int32_t		d_out;			/* output width (heads*f when concatenated) */
+	int32_t		heads;
+	int32_t		f;				/* per-head width (GAT) */
+	int32_t		pool;			/* pool width (SAGE pool) */
+	bool		concat;
+	bool		last;
+	gnn_act		act;
+	int			p_w,
+				p_b,
+				p_root,
+				p_pool,
+				p_pool_b,
+				p_att_src,
+				p_att_dst;
+
+	/* state of the last forward */
+	gnn_dblock *blk;
+	int64_t		n_src;
+	int64_t		n_dst;
+	bool		train;
+	bool		in_sparse;
+	bool		in_dropped;
+	gnn_csr		xsp;			/* sparse input (values possibly dropped) */
+	const float *x;				/* dense input after dropout */
+	uint64_t	seed_in;
+	uint64_t	seed_attn;
+	const float *alpha_used;	/* alpha after attention dropout */
+	const float *p_out;			/* pre-activation output */
+	const float *y;				/* output */
+	gnn_buf		buf[B_COUNT];
+} gnn_layer;
+
+struct gnn_model
+{
+	gnn_backend *be;
+	gnn_model_config cfg;
+	int			nparams;
+	gnn_param	params[GNN_MAX_PARAMS];
+	gnn_layer	layers[GNN_MAX_LAYERS];
+	bool		have_train_forward;
+};
+
+/* ------------------------------------------------------------------ config */
+
+const char *
+gnn_model_kind_name(gnn_model_kind kind)
+{
+	switch (kind)
+	{
+		case GNN_MODEL_GCN:
+			return "gcn";
+		case GNN_MODEL_SAGE:
+			return "graphsage";
+		case GNN_MODEL_GAT:
+			return "gat";
+	}
+	return "unknown";
+}
+
+void
+gnn_model_config_default(gnn_model_kind kind, gnn_model_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->kind = kind;
+	cfg->aggr = GNN_AGGR_MEAN;
+	cfg->layers = 2;
+	cfg->hidden = kind == GNN_MODEL_GAT ? 8 : 16;
+	cfg->heads = kind == GNN_MODEL_GAT ? 8 : 1;
+	cfg->out_heads = 1;
+	cfg->dropout = kind == GNN_MODEL_GAT ? 0.6f : 0.5f;
+	cfg->attn_dropout = kind == GNN_MODEL_GAT ? 0.6f : 0.0f;
+	cfg->negative_slope = 0.2f;
+	cfg->act = kind == GNN_MODEL_GAT ? GNN_ACT_ELU : GNN_ACT_RELU;
+	cfg->act_param = 1.0f;
+	cfg->decay_first_only = kind == GNN_MODEL_GCN;
+}
+
+gnn_status
+gnn_model_config_check(const gnn_model_config *c, gnn_error *err)
+{
+	if (c->kind != GNN_MODEL_GCN && c->kind != GNN_MODEL_SAGE && c->kind != GNN_MODEL_GAT)
+		return gnn_error_set(err, GNN_ERR_INVALID, "unknown model kind %d (accepted: gcn, graphsage, gat)",
+							 (int) c->kind);
+	if (c->aggr != GNN_AGGR_MEAN && c->aggr != GNN_AGGR_POOL)
+		return gnn_error_set(err, GNN_ERR_INVALID, "unknown aggregator %d (accepted: mean, pool)",
+							 (int) c->aggr);
+	if (c->in_dim < 1 || c->out_dim < 1 || c->in_dim > (1 << 26) || c->out_dim > (1 << 20))
+		return gnn_error_set(err, GNN_ERR_INVALID,
+							 "input and output dimensions must be in [1, 2^26] and [1, 2^20] (got %d, %d)",
+							 c->in_dim, c->out_dim);
+	if (c->hidden < 1 || c->hidden > 65536)
+		return gnn_error_set(err, GNN_ERR_INVALID, "hidden must be in [1, 65536], got %d", c->hidden);
+	if (c->layers < 1 || c->layers > GNN_MAX_LAYERS)
+		return gnn_error_set(err, GNN_ERR_INVALID, "layers must be in [1, %d], got %d",
+							 GNN_MAX_LAYERS, c->layers);
+	if (c->kind == GNN_MODEL_GAT &&
+		(c->heads < 1 || c->heads > GNN_MAX_HEADS || c->out_heads < 1 || c->out_heads > GNN_MAX_HEADS))
+		return gnn_error_set(err, GNN_ERR_INVALID, "heads and output heads must be in [1, %d], got %d, %d",
+							 GNN_MAX_HEADS, c->heads, c->out_heads);
+	if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
+		return gnn_error_set(err, GNN_ERR_INVALID, "dropout must be in [0, 1), got %g", c->dropout);
+	if (!(c->attn_dropout >= 0.0f && c->attn_dropout < 1.0f))
+		return gnn_error_set(err, GNN_ERR_INVALID, "attention dropout must be in [0, 1), got %g",
+							 c->attn_dropout);
+	if (!(c->negative_slope >= 0.0f && c->negative_slope < 1.0f))
+		return gnn_error_set(err, GNN_ERR_INVALID, "negative slope must be in [0, 1), got %g",
+							 c->negative_slope);
+	if (c->act != GNN_ACT_NONE && c->act != GNN_ACT_RELU && c->act != GNN_ACT_ELU &&
+		c->act != GNN_ACT_LEAKY_RELU)
+		return gnn_error_set(err, GNN_ERR_INVALID, "unknown activation %d (accepted: none, relu, elu, leaky_relu)",
+							 (int) c->act);
+	return GNN_OK;
+}
+
+/* ------------------------------------------------------------------ params */
+
+static gnn_status
+add_param(gnn_model *m, int layer, const char *what, int64_t rows, int64_t cols, double glorot_a,
+		  gnn_rng *rng, bool decay, int *idx, gnn_error *err)
+{
+	gnn_param  *p;
+	gnn_status	st;
+	float	   *host;
+
+	if (m->nparams >= GNN_MAX_PARAMS)
+		return gnn_error_set(err, GNN_ERR_LIMIT, "too many parameters");
+	p = &m->params[m->nparams];
+	snprintf(p->name, sizeof(p->name), "l%d.%s", layer, what);
+	p->decay = decay;
+	if ((st = gnn_tensor_alloc(m->be, rows, cols, &p->w, err)) ||
+		(st = gnn_tensor_alloc(m->be, rows, cols, &p->g, err)) ||
+		(st = gnn_tensor_alloc(m->be, rows, cols, &p->m, err)) ||
+		(st = gnn_tensor_alloc(m->be, rows, cols, &p->v, err)))
+	{
+		m->nparams++;			/* so gnn_model_free releases what was allocated */
+		return st;
+	}
+	m->nparams++;
+	*idx = m->nparams - 1;
+	if (glorot_a > 0)
+	{
+		host = malloc(sizeof(float) * rows * cols + 1);
+		if (!host)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		for (int64_t i = 0; i < rows * cols; i++)
+			host[i] = (float) ((2.0 * gnn_rng_double(rng) - 1.0) * glorot_a);
+		st = gnn_tensor_upload(&p->w, host, err);
+		free(host);
+		if (st != GNN_OK)
+			return st;
+	}
+	return GNN_OK;
+}
+
+static double
+glorot(int64_t fan_in, int64_t fan_out)
+{
+	return sqrt(6.0 / (double) (fan_in + fan_out));
+}
+
+/*
+ * The one place that decides a model's parameters and layer shapes: used by
+ * gnn_model_create (m != NULL: allocate and initialise) and by
+ * gnn_model_config_params (m == NULL: only report names and shapes).
+ */
+typedef struct shape_walk
+{
+	gnn_model  *m;
+	gnn_rng    *rng;
+	void		(*fn) (void *arg, const char *name, int64_t rows, int64_t cols);
+	void	   *arg;
+	int64_t		total;
+} shape_walk;
+
+static gnn_status
+walk_param(shape_walk *w, int layer, const char *what, int64_t rows, int64_t cols, double a,
+		   bool decay, int *idx, gnn_error *err)
+{
+	w->total += rows * cols;
+	if (w->fn)
+	{
+		char		nm[GNN_PARAM_NAME_LEN];
+
+		snprintf(nm, sizeof(nm), "l%d.%s", layer, what);
+		w->fn(w->arg, nm, rows, cols);
+	}
+	if (!w->m)
+		return GNN_OK;
+	return add_param(w->m, layer, what, rows, cols, a, w->rng, decay, idx, err);
+}
+
+static gnn_status
+walk_model(const gnn_model_config *cfg, shape_walk *w, gnn_layer *layers, gnn_error *err)
+{
+	int32_t		d_in = cfg->in_dim;
+	gnn_status	st = GNN_OK;
+
+	for (int l = 0; l < cfg->layers; l++)
+	{
+		gnn_layer  *L = &layers[l];
+		bool		last = l == cfg->layers - 1;
+		bool		decay = !cfg->decay_first_only || l == 0;
+
+		L->index = l;
+		L->last = last;
+		L->d_in = d_in;
+		L->act = last ? GNN_ACT_NONE : cfg->act;
+		L->p_w = L->p_b = L->p_root = L->p_pool = L->p_pool_b = L->p_att_src = L->p_att_dst = -1;
+		switch (cfg->kind)
+		{
+			case GNN_MODEL_GCN:
+				L->d_out = last ? cfg->out_dim : cfg->hidden;
+				st = walk_param(w, l, "weight", d_in, L->d_out, glorot(d_in, L->d_out), decay, &L->p_w, err);
+				break;
+			case GNN_MODEL_SAGE:
+				L->d_out = last ? cfg->out_dim : cfg->hidden;
+				if (cfg->aggr == GNN_AGGR_POOL)
+				{
+					/* DGL pools in the input width; wide sparse inputs pool in hidden width */
+					L->pool = d_in > 256 ? cfg->hidden : d_in;
+					st = walk_param(w, l, "pool", d_in, L->pool, glorot(d_in, L->pool), decay, &L->p_pool, err);
+					if (st == GNN_OK)
+						st = walk_param(w, l, "pool_bias", 1, L->pool, 0, decay, &L->p_pool_b, err);
+					if (st == GNN_OK)
+						st = walk_param(w, l, "weight", L->pool, L->d_out, glorot(L->pool, L->d_out), decay, &L->p_w, err);
+				}
+				else
+					st = walk_param(w, l, "weight", d_in, L->d_out, glorot(d_in, L->d_out), decay, &L->p_w, err);
+				if (st == GNN_OK)
+					st = walk_param(w, l, "root", d_in, L->d_out, glorot(d_in, L->d_out), decay, &L->p_root, err);
+				break;
+			case GNN_MODEL_GAT:
+				L->heads = last ? cfg->out_heads : cfg->heads;
+				L->f = last ? cfg->out_dim : cfg->hidden;
+				L->concat = !last;
+				L->d_out = L->concat ? L->heads * L->f : L->f;
+				st = walk_param(w, l, "weight", d_in, (int64_t) L->heads * L->f,
+								glorot(d_in, (int64_t) L->heads * L->f), decay, &L->p_w, err);
+				if (st == GNN_OK)
+					st = walk_param(w, l, "att_src", L->heads, L->f, glorot(L->heads, L->f), decay, &L->p_att_src, err);
+				if (st == GNN_OK)
+					st = walk_param(w, l, "att_dst", L->heads, L->f, glorot(L->heads, L->f), decay, &L->p_att_dst, err);
+				break;
+		}
+		if (st == GNN_OK)
+			st = walk_param(w, l, "bias", 1, L->d_out, 0, decay, &L->p_b, err);
+		if (st != GNN_OK)
+			return st;
+		d_in = L->d_out;
+	}
+	return GNN_OK;
+}
+
+int64_t
+gnn_model_config_params(const gnn_model_config *cfg,
+						void (*fn) (void *arg, const char *name, int64_t rows, int64_t cols),
+						void *arg)
+{
+	shape_walk	w = {NULL, NULL, fn, arg, 0};
+	gnn_layer  *layers;
+	gnn_status	st;
+
+	if (gnn_model_config_check(cfg, NULL) != GNN_OK)
+		return -1;
+	layers = calloc(GNN_MAX_LAYERS, sizeof(gnn_layer));
+	if (!layers)
+		return -1;
+	st = walk_model(cfg, &w, layers, NULL);
+	free(layers);
+	return st == GNN_OK ? w.total : -1;
+}
+
+gnn_status
+gnn_model_create(gnn_backend *be, const gnn_model_config *cfg, gnn_rng *rng,
+				 gnn_model **out, gnn_error *err)
+{
+	gnn_model  *m;
+	gnn_status	st;
+	shape_walk	w = {NULL, rng, NULL, NULL, 0};
+
+	*out = NULL;
+	if ((st = gnn_model_config_check(cfg, err)) != GNN_OK)
+		return st;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory creating a model");
+	m->be = be;
+	m->cfg = *cfg;
+	w.m = m;
+	if ((st = walk_model(cfg, &w, m->layers, err)) != GNN_OK)
+	{
+		gnn_model_free(m);
+		return st;
+	}
+	*out = m;
+	return GNN_OK;
+}
+
+void
+gnn_model_free(gnn_model *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->nparams; i++)
+	{
+		gnn_tensor_free(&m->params[i].w);
+		gnn_tensor_free(&m->params[i].g);
+		gnn_tensor_free(&m->params[i].m);
+		gnn_tensor_free(&m->params[i].v);
+	}
+	for (int l = 0; l < GNN_MAX_LAYERS; l++)
+		for (int b = 0; b < B_COUNT; b++)
+			gnn_buf_free(m->be, &m->layers[l].buf[b]);
+	free(m);
+}
+
+const gnn_model_config *
+gnn_model_config_of(const gnn_model *m)
+{
+	return &m->cfg;
+}
+
+gnn_backend *
+gnn_model_backend(const gnn_model *m)
+{
+	return m->be;
+}
+
+int
+gnn_model_num_params(const gnn_model *m)
+{
+	return m->nparams;
+}
+
+gnn_param *
+gnn_model_param(gnn_model *m, int i)
+{
+	return i >= 0 && i < m->nparams ? &m->params[i] : NULL;
+}
+
+int
+gnn_model_find_param(const gnn_model *m, const char *name)
+{
+	for (int i = 0; i < m->nparams; i++)
+		if (strcmp(m->params[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+int32_t
+gnn_model_layer_dim(const gnn_model *m, int layer)
+{
+	return layer >= 0 && layer < m->cfg.layers ? m->layers[layer].d_out : 0;
+}
+
+const float *
+gnn_model_layer_output(const gnn_model *m, int layer, int64_t *rows, int32_t *cols)
+{
+	if (layer < 0 || layer >= m->cfg.layers || !m->layers[layer].y)
+		return NULL;
+	if (rows)
+		*rows = m->layers[layer].n_dst;
+	if (cols)
+		*cols = m->layers[layer].d_out;
+	return m->layers[layer].y;
+}
+
+size_t
+gnn_model_weights_count(const gnn_model *m)
+{
+	size_t		n = 0;
+
+	for (int i = 0; i < m->nparams; i++)
+		n += (size_t) gnn_tensor_numel(&m->params[i].w);
+	return n;
+}
+
+gnn_status
+gnn_model_weights_get(gnn_model *m, float *host, gnn_error *err)
+{
+	gnn_status	st;
+
+	for (int i = 0; i < m->nparams; i++)
+	{
+		if ((st = gnn_tensor_download(&m->params[i].w, host, err)) != GNN_OK)
+			return st;
+		host += gnn_tensor_numel(&m->params[i].w);
+	}
+	return GNN_OK;
+}
+
+gnn_status
+gnn_model_weights_set(gnn_model *m, const float *host, gnn_error *err)
+{
+	gnn_status	st;
+
+	for (int i = 0; i < m->nparams; i++)
+	{
+		if ((st = gnn_tensor_upload(&m->params[i].w, host, err)) != GNN_OK)
+			return st;
+		host += gnn_tensor_numel(&m->params[i].w);
+	}
+	return GNN_OK;
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+#define TRY(call) do { gnn_status st_ = (call); if (st_ != GNN_OK) return gnn_backend_error(be, st_, err); } while (0)
+#define TRYE(call) do { gnn_status st_ = (call); if (st_ != GNN_OK) return st_; } while (0)
+
+static inline float *
+lbuf(gnn_layer *L, int which)
+{
+	return (float *) L->buf[which].p;
+}
+
+static gnn_status
+ensure(gnn_model *m, gnn_layer *L, int which, int64_t nfloats, gnn_error *err)
+{
+	return gnn_buf_ensure(m->be, &L->buf[which], sizeof(float) * (size_t) (nfloats > 0 ? nfloats : 1), err);
+}
+
+static const float *
+W(gnn_model *m, int p)
+{
+	return m->params[p].w.data;
+}
+
+static float *
+G(gnn_model *m, int p)
+{
+	return m->params[p].g.data;
+}
+
+static uint64_t
+seed_mix(uint64_t seed, uint64_t k)
+{
+	uint64_t	z = seed ^ (k * 0xd1342543de82ef95ULL + 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ULL;
+	return z ^ (z >> 29);
+}
+
+uint64_t
+gnn_model_dropout_seed(uint64_t seed, int layer, bool attention)
+{
+	return seed_mix(seed, 2 * (uint64_t) layer + (attention ? 1 : 0));
+}
+
+/* out[rows x dout] = X[:rows] W */
+static gnn_status
+lin_fwd(gnn_model *m, gnn_layer *L, const float *Wt, int64_t dout, int64_t rows, float *out,
+		gnn_error *err)
+{
+	gnn_backend *be = m->be;
+
+	if (L->in_sparse)
+	{
+		gnn_csr		c = L->xsp;
+
+		c.n_rows = rows;		/* a row prefix of a CSR is a CSR */
+		TRY(gnn_backend_spmm(be, &c, GNN_AGG_SUM, NULL, NULL, Wt, dout, 0.0f, out));
+	}
+	else
+		TRY(gnn_backend_gemm(be, false, false, rows, dout, L->d_in, 1.0f, L->x, L->d_in,
+							 Wt, dout, 0.0f, out, dout));
+	return GNN_OK;
+}
+
+/* dW[d_in x dout] = X[:rows]^T dOut; sparse inputs need rows == n_src */
+static gnn_status
+lin_bwd_w(gnn_model *m, gnn_layer *L, const float *dOut, int64_t dout, int64_t rows, float *dW,
+		  gnn_error *err)
+{
+	gnn_backend *be = m->be;
+
+	if (L->in_sparse)
+		TRY(gnn_backend_spmm_t(be, &L->xsp, GNN_AGG_SUM, NULL, NULL, dOut, dout, 0.0f, dW));
+	else
+		TRY(gnn_backend_gemm(be, true, false, L->d_in, dout, rows, 1.0f, L->x, L->d_in,
+							 dOut, dout, 0.0f, dW, dout));
+	return GNN_OK;
+}
+
+/* dX[:rows] = beta*dX[:rows] + dOut W^T (dense inputs) */
+static gnn_status
+lin_bwd_x(gnn_model *m, gnn_layer *L, const float *dOut, int64_t dout, int64_t rows,
+		  const float *Wt, float beta, float *dX, gnn_error *err)
+{
+	gnn_backend *be = m->be;
+
+	TRY(gnn_backend_gemm(be, false, true, rows, L->d_in, dout, 1.0f, dOut, dout, Wt, dout,
+						 beta, dX, L->d_in));
+	return GNN_OK;
+}
+
+/* ------------------------------------------------------------------ forward */
+
+static gnn_status
+layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
+			  const float *xprev, bool train, uint64_t seed, gnn_error *err)
+{
+	gnn_backend *be = m->be;
+	const gnn_model_config *cfg = &m->cfg;
+	int64_t		ns = blk->n_src,
+				nd = blk->n_dst,
+				dout = L->d_out;
+	float		p = train ? cfg->dropout : 0.0f;
+	float	   *P;
+
+	L->blk = blk;
+	L->n_src = ns;
+	L->n_dst = nd;
+	L->train = train;
+	L->seed_in = gnn_model_dropout_seed(seed, L->index, false);
+	L->seed_attn = gnn_model_dropout_seed(seed, L->index, true);
+	L->in_sparse = xin && xin->sparse;
+	L->in_dropped = p > 0.0f;
+
+	/* input (with dropout) */
+	if (L->in_sparse)
+	{
+		L->xsp = xin->sp.csr;
+		if (p > 0.0f)
+		{
+			TRYE(ensure(m, L, B_XVAL, L->xsp.nnz, err));
+			TRY(gnn_backend_dropout_forward(be, xin->sp.csr.values, lbuf(L, B_XVAL), L->xsp.nnz,
+											p, L->seed_in));
+			L->xsp.values = lbuf(L, B_XVAL);
+		}
+	}
+	else
+	{
+		const float *x = xin ? xin->dense.data : xprev;
+
+		if (p > 0.0f)
+		{
+			TRYE(ensure(m, L, B_XD, ns * L->d_in, err));
+			TRY(gnn_backend_dropout_forward(be, x, lbuf(L, B_XD), ns * L->d_in, p, L->seed_in));
+			x = lbuf(L, B_XD);
+		}
+		L->x = x;
+	}
+
+	TRYE(ensure(m, L, B_P, nd * dout, err));
+	P = lbuf(L, B_P);
+	switch (cfg->kind)
+	{
+		case GNN_MODEL_GCN:
+			TRYE(ensure(m, L, B_Z, ns * dout, err));
+			TRYE(lin_fwd(m, L, W(m, L->p_w), dout, ns, lbuf(L, B_Z), err));
+			TRY(gnn_backend_spmm(be, &blk->loop.csr, GNN_AGG_SUM, NULL, NULL, lbuf(L, B_Z), dout, 0.0f, P));
+			break;
+		case GNN_MODEL_SAGE:
+			{
+				int64_t		rr = L->in_sparse ? ns : nd;
+
+				if (cfg->aggr == GNN_AGGR_POOL)
+				{
+					int64_t		pw = L->pool;
+
+					TRYE(ensure(m, L, B_Q, ns * pw, err));
+					TRYE(ensure(m, L, B_QA, ns * pw, err));
+					TRYE(ensure(m, L, B_M, nd * pw, err));
+					TRYE(ensure(m, L, B_AM, nd * pw, err));
+					TRYE(lin_fwd(m, L, W(m, L->p_pool), pw, ns, lbuf(L, B_Q), err));
+					TRY(gnn_backend_add_bias(be, lbuf(L, B_Q), W(m, L->p_pool_b), ns, pw));
+					TRY(gnn_backend_act_forward(be, GNN_ACT_RELU, 0.0f, lbuf(L, B_Q), lbuf(L, B_QA), ns * pw));
+					TRY(gnn_backend_max_agg(be, &blk->raw.csr, lbuf(L, B_QA), pw, lbuf(L, B_M),
+											(int32_t *) L->buf[B_AM].p));
+					TRY(gnn_backend_gemm(be, false, false, nd, dout, pw, 1.0f, lbuf(L, B_M), pw,
+										 W(m, L->p_w), dout, 0.0f, P, dout));
+				}
+				else
+				{
+					TRYE(ensure(m, L, B_Z, ns * dout, err));
+					TRYE(lin_fwd(m, L, W(m, L->p_w), dout, ns, lbuf(L, B_Z), err));
+					TRY(gnn_backend_spmm(be, &blk->raw.csr, GNN_AGG_MEAN, NULL, NULL, lbuf(L, B_Z),
+										 dout, 0.0f, P));
+				}
+				TRYE(ensure(m, L, B_ZR, rr * dout, err));
+				TRYE(lin_fwd(m, L, W(m, L->p_root), dout, rr, lbuf(L, B_ZR), err));
+				TRY(gnn_backend_axpby(be, nd * dout, 1.0f, lbuf(L, B_ZR), 1.0f, P));
+				break;
+			}
+		case GNN_MODEL_GAT:
+			{
+				int64_t		H = L->heads,
+							f = L->f,
+							nnz = blk->loop.csr.nnz;
+				float	   *alpha;
+
+				TRYE(ensure(m, L, B_Z, ns * H * f, err));
+				TRYE(ensure(m, L, B_AS, ns * H, err));
+				TRYE(ensure(m, L, B_AD, nd * H, err));
+				TRYE(ensure(m, L, B_ALPHA, nnz * H, err));
+				TRYE(ensure(m, L, B_O, nd * H * f, err));
+				TRYE(lin_fwd(m, L, W(m, L->p_w), H * f, ns, lbuf(L, B_Z), err));
+				TRY(gnn_backend_gat_node_scores(be, lbuf(L, B_Z), ns, H, f, W(m, L->p_att_src), lbuf(L, B_AS)));
+				TRY(gnn_backend_gat_node_scores(be, lbuf(L, B_Z), nd, H, f, W(m, L->p_att_dst), lbuf(L, B_AD)));
+				TRY(gnn_backend_gat_edge_softmax(be, &blk->loop.csr, H, lbuf(L, B_AS), lbuf(L, B_AD),
+												 cfg->negative_slope, lbuf(L, B_ALPHA)));
+				alpha = lbuf(L, B_ALPHA);
+				if (train && cfg->attn_dropout > 0.0f)
+				{
+					TRYE(ensure(m, L, B_ALPHAD, nnz * H, err));
+					TRY(gnn_backend_dropout_forward(be, alpha, lbuf(L, B_ALPHAD), nnz * H,
+													cfg->attn_dropout, L->seed_attn));
+					alpha = lbuf(L, B_ALPHAD);
+				}
+				L->alpha_used = alpha;
+				if (L->concat)
+					TRY(gnn_backend_gat_aggregate(be, &blk->loop.csr, H, f, alpha, lbuf(L, B_Z), P));
+				else
+				{
+					TRY(gnn_backend_gat_aggregate(be, &blk->loop.csr, H, f, alpha, lbuf(L, B_Z), lbuf(L, B_O)));
+					TRY(gnn_backend_head_mean(be, lbuf(L, B_O), nd, H, f, P));
+				}
+				break;
+			}
+	}
+	TRY(gnn_backend_add_bias(be, P, W(m, L->p_b), nd, dout));
+	L->p_out = P;
+	if (L->act != GNN_ACT_NONE)
+	{
+		TRYE(ensure(m, L, B_Y, nd * dout, err));
+		TRY(gnn_backend_act_forward(be, L->act, cfg->act_param, P, lbuf(L, B_Y), nd * dout));
+		L->y = lbuf(L, B_Y);
+	}
+	else
+		L->y = P;
+	return GNN_OK;
+}
+
+gnn_status
+gnn_model_forward(gnn_model *m, gnn_dblock *const *blocks, const gnn_dfeat *x, bool train,
+				  uint64_t seed, const float **logits, gnn_error *err)
+{
+	gnn_status	st;
+
+	m->have_train_forward = false;
+	if (x->dim != m->cfg.in_dim || x->rows != blocks[0]->n_src)
+		return gnn_error_set(err, GNN_ERR_DIMENSION,
+							 "features are %lld x %d, the model wants %lld x %d",
+							 (long long) x->rows, x->dim, (long long) blocks[0]->n_src, m->cfg.in_dim);
+	for (int l = 0; l < m->cfg.layers; l++)
+	{
+		if (l > 0 && blocks[l]->n_src != blocks[l - 1]->n_dst)
+			return gnn_error_set(err, GNN_ERR_DIMENSION,
+								 "block %d has %lld sources but block %d has %lld destinations",
+								 l, (long long) blocks[l]->n_src, l - 1, (long long) blocks[l - 1]->n_dst);
+		st = layer_forward(m, &m->layers[l], blocks[l], l == 0 ? x : NULL,
+						   l == 0 ? NULL : m->layers[l - 1].y, train, seed, err);
+		if (st != GNN_OK)
+			return st;
+	}
+	*logits = m->layers[m->cfg.layers - 1].y;
+	m->have_train_forward = true;	/* backward works after either kind of pass */
+	return GNN_OK;
+}
+
+/* ------------------------------------------------------------------ backward */
+
+/* dY -> gradients of L's parameters and, when want_dx, dX (n_src x d_in) in buf B_DX */
+static gnn_status
+layer_backward(gnn_model *m, gnn_layer *L, const float *dY, bool want_dx, gnn_error *err)
+{
+	gnn_backend *be = m->be;
+	const gnn_model_config *cfg = &m->cfg;
+	gnn_dblock *blk = L->blk;
+	int64_t		ns = L->n_src,
+				nd = L->n_dst,
+				dout = L->d_out,
+				din = L->d_in;
+	const float *dP = dY;
+	float	   *dX = NULL;
+
+	if (want_dx)
+	{
+		TRYE(ensure(m, L, B_DX, ns * din, err));
+		dX = lbuf(L, B_DX);
+	}
+	if (L->act != GNN_ACT_NONE)
+	{
+		TRYE(ensure(m, L, B_DP, nd * dout, err));
+		TRY(gnn_backend_act_backward(be, L->act, cfg->act_param, L->p_out, L->y, dY, lbuf(L, B_DP), nd * dout));
+		dP = lbuf(L, B_DP);
+	}
+	TRY(gnn_backend_bias_grad(be, dP, nd, dout, 0.0f, G(m, L->p_b)));
+
+	switch (cfg->kind)
+	{
+		case GNN_MODEL_GCN:
+			TRYE(ensure(m, L, B_DZ, ns * dout, err));
+			TRY(gnn_backend_spmm_t(be, &blk->loop.csr, GNN_AGG_SUM, NULL, NULL, dP, dout, 0.0f, lbuf(L, B_DZ)));
+			TRYE(lin_bwd_w(m, L, lbuf(L, B_DZ), dout, ns, G(m, L->p_w), err));
+			if (dX)
+				TRYE(lin_bwd_x(m, L, lbuf(L, B_DZ), dout, ns, W(m, L->p_w), 0.0f, dX, err));
+			break;
+		case GNN_MODEL_SAGE:
+			if (cfg->aggr == GNN_AGGR_POOL)
+			{
+				int64_t		pw = L->pool;
+
+				TRYE(ensure(m, L, B_DM, nd * pw, err));
+				TRYE(ensure(m, L, B_DQ, ns * pw, err));
+				TRY(gnn_backend_gemm(be, false, true, nd, pw, dout, 1.0f, dP, dout, W(m, L->p_w), dout,
+									 0.0f, lbuf(L, B_DM), pw));
+				TRY(gnn_backend_gemm(be, true, false, pw, dout, nd, 1.0f, lbuf(L, B_M), pw, dP, dout,
+									 0.0f, G(m, L->p_w), dout));
+				TRY(gnn_backend_max_agg_backward(be, &blk->raw.csr, lbuf(L, B_DM),
+												 (const int32_t *) L->buf[B_AM].p, pw, 0.0f, lbuf(L, B_DQ)));
+				TRY(gnn_backend_act_backward(be, GNN_ACT_RELU, 0.0f, lbuf(L, B_Q), lbuf(L, B_QA),
+											 lbuf(L, B_DQ), lbuf(L, B_DQ), ns * pw));
+				TRY(gnn_backend_bias_grad(be, lbuf(L, B_DQ), ns, pw, 0.0f, G(m, L->p_pool_b)));
+				TRYE(lin_bwd_w(m, L, lbuf(L, B_DQ), pw, ns, G(m, L->p_pool), err));
+				if (dX)
+					TRYE(lin_bwd_x(m, L, lbuf(L, B_DQ), pw, ns, W(m, L->p_pool), 0.0f, dX, err));
+			}
+			else
+			{
+				TRYE(ensure(m, L, B_DZ, ns * dout, err));
+				TRY(gnn_backend_spmm_t(be, &blk->raw.csr, GNN_AGG_MEAN, NULL, NULL, dP, dout, 0.0f,
+									   lbuf(L, B_DZ)));
+				TRYE(lin_bwd_w(m, L, lbuf(L, B_DZ), dout, ns, G(m, L->p_w), err));
+				if (dX)
+					TRYE(lin_bwd_x(m, L, lbuf(L, B_DZ), dout, ns, W(m, L->p_w), 0.0f, dX, err));
+			}
+			/* root term: only the first n_dst rows of X contribute */
+			if (L->in_sparse && nd < ns)
+			{
+				TRYE(ensure(m, L, B_DZR, ns * dout, err));
+				TRY(gnn_backend_memset(be, lbuf(L, B_DZR), 0, sizeof(float) * ns * dout));
+				TRY(gnn_backend_copy_d2d(be, lbuf(L, B_DZR), dP, sizeof(float) * nd * dout));
+				TRYE(lin_bwd_w(m, L, lbuf(L, B_DZR), dout, ns, G(m, L->p_root), err));
+			}
+			else
+				TRYE(lin_bwd_w(m, L, dP, dout, nd, G(m, L->p_root), err));
+			if (dX)
+				TRYE(lin_bwd_x(m, L, dP, dout, nd, W(m, L->p_root), 1.0f, dX, err));
+			break;
+		case GNN_MODEL_GAT:
+			{
+				int64_t		H = L->heads,
+							f = L->f,
+							nnz = blk->loop.csr.nnz;
+				const float *dO = dP;
+				float	   *dalpha;
+
+				if (!L->concat)
+				{
+					TRYE(ensure(m, L, B_DO, nd * H * f, err));
+					TRY(gnn_backend_head_mean_backward(be, dP, nd, H, f, lbuf(L, B_DO)));
+					dO = lbuf(L, B_DO);
+				}
+				TRYE(ensure(m, L, B_DZ, ns * H * f, err));
+				TRYE(ensure(m, L, B_DALPHA, nnz * H, err));
+				TRYE(ensure(m, L, B_DAS, ns * H, err));
+				TRYE(ensure(m, L, B_DAD, nd * H, err));
+				dalpha = lbuf(L, B_DALPHA);
+				TRY(gnn_backend_gat_aggregate_backward(be, &blk->loop.csr, H, f, L->alpha_used, lbuf(L, B_Z),
+													   dO, 0.0f, lbuf(L, B_DZ), dalpha));
+				if (L->train && cfg->attn_dropout > 0.0f)
+					TRY(gnn_backend_dropout_backward(be, dalpha, dalpha, nnz * H, cfg->attn_dropout,
+													 L->seed_attn));
+				TRY(gnn_backend_gat_edge_softmax_backward(be, &blk->loop.csr, H, lbuf(L, B_AS), lbuf(L, B_AD),
+														  cfg->negative_slope, lbuf(L, B_ALPHA), dalpha,
+														  lbuf(L, B_DAS), lbuf(L, B_DAD)));
+				TRY(gnn_backend_gat_node_scores_backward(be, lbuf(L, B_Z), ns, H, f, W(m, L->p_att_src),
+														 lbuf(L, B_DAS), lbuf(L, B_DZ), 0.0f,
+														 G(m, L->p_att_src)));
+				TRY(gnn_backend_gat_node_scores_backward(be, lbuf(L, B_Z), nd, H, f, W(m, L->p_att_dst),
+														 lbuf(L, B_DAD), lbuf(L, B_DZ), 0.0f,
+														 G(m, L->p_att_dst)));
+				TRYE(lin_bwd_w(m, L, lbuf(L, B_DZ), H * f, ns, G(m, L->p_w), err));
+				if (dX)
+					TRYE(lin_bwd_x(m, L, lbuf(L, B_DZ), H * f, ns, W(m, L->p_w), 0.0f, dX, err));
+				break;
+			}
+	}
+	if (dX && L->in_dropped)
+		TRY(gnn_backend_dropout_backward(be, dX, dX, ns * din, cfg->dropout, L->seed_in));
+	return GNN_OK;
+}
+
+gnn_status
+gnn_model_backward(gnn_model *m, const float *dlogits, gnn_error *err)
+{
+	const float *dY = dlogits;
+
+	if (!m->have_train_forward)
+		return gnn_error_set(err, GNN_ERR_INVALID, "backward needs a preceding forward pass");
+	for (int l = m->cfg.layers - 1; l >= 0; l--)
+	{
+		gnn_layer  *L = &m->layers[l];
+		gnn_status	st = layer_backward(m, L, dY, l > 0, err);
+
+		if (st != GNN_OK)
+			return st;
+		dY = lbuf(L, B_DX);
+	}
+	return GNN_OK;
+}

@@ -1,0 +1,206 @@
+/*
+ * model.h: GNN layers (GCN, GraphSAGE mean / max-pool, GAT) with
+ * hand-written forward and backward passes, over generic "blocks".
+ *
+ * A block is a bipartite CSR: n_dst destination rows aggregate from n_src
+ * source columns, and destination i is source i (DGL convention), so layer
+ * l maps an [n_src x d_in] input to an [n_dst x d_out] output.  Full-batch
+ * training is the case n_dst = n_src = all nodes with the graph's in-edges
+ * (graph.h's reverse CSR) as the block; minibatch training passes one
+ * sampled block per layer and reuses the same layers.
+ *
+ * Layer math (X = layer input after dropout, A = block, Â = A with self loops
+ * added where missing and GCN normalisation D_dst^-1/2 (A+I) D_src^-1/2):
+ *   GCN:       Y = act(Â (X W) + b)
+ *   SAGE mean: Y = act(X_dst W_root + mean_A(X W_neigh) + b)
+ *   SAGE pool: Y = act(X_dst W_root + max_A(relu(X W_pool + b_pool)) W_neigh + b)
+ *   GAT:       H = X W; alpha = softmax_row(LeakyReLU(H a_src + H a_dst)) over Â,
+ *              attention dropout on alpha; Y = act(concat_h or mean_h(alpha H) + b)
+ * Dropout is applied to every layer's input (also to sparse input features,
+ * on their non-zeros), as in Kipf & Welling and the GAT paper.
+ */
+#ifndef GNN_MODEL_H
+#define GNN_MODEL_H
+
+#include "tensor.h"
+#include "graph.h"
+
+typedef enum gnn_model_kind
+{
+	GNN_MODEL_GCN = 0,
+	GNN_MODEL_SAGE = 1,
+	GNN_MODEL_GAT = 2
+} gnn_model_kind;
+
+typedef enum gnn_aggr
+{
+	GNN_AGGR_MEAN = 0,
+	GNN_AGGR_POOL = 1
+} gnn_aggr;
+
+#define GNN_MAX_LAYERS 8
+#define GNN_MAX_HEADS 64
+#define GNN_PARAM_NAME_LEN 32
+
+typedef struct gnn_model_config
+{
+	gnn_model_kind kind;
+	gnn_aggr	aggr;			/* GraphSAGE only */
+	int32_t		in_dim;
+	int32_t		hidden;			/* per head for GAT */
+	int32_t		out_dim;		/* classes */
+	int32_t		layers;			/* >= 1 */
+	int32_t		heads;			/* GAT hidden layers (concatenated) */
+	int32_t		out_heads;		/* GAT output layer (averaged) */
+	float		dropout;		/* on every layer's input */
+	float		attn_dropout;	/* GAT, on attention coefficients */
+	float		negative_slope; /* GAT LeakyReLU, 0.2 */
+	gnn_act		act;			/* hidden activation: RELU (GCN/SAGE) or ELU (GAT) */
+	float		act_param;		/* ELU alpha / leaky slope */
+	bool		decay_first_only;	/* weight decay only on layer 0 (Kipf & Welling GCN) */
+} gnn_model_config;
+
+/* Defaults for a kind (K&W / GAT-paper hyper-parameters); in/out dims left 0. */
+void		gnn_model_config_default(gnn_model_kind kind, gnn_model_config *cfg);
+/* Validate; GNN_ERR_INVALID with a message naming the field and accepted values. */
+gnn_status	gnn_model_config_check(const gnn_model_config *cfg, gnn_error *err);
+const char *gnn_model_kind_name(gnn_model_kind kind);
+
+/* One trainable tensor with its gradient and optimiser state. */
+typedef struct gnn_param
+{
+	char		name[GNN_PARAM_NAME_LEN];	/* "l0.weight", ... */
+	gnn_tensor	w;
+	gnn_tensor	g;
+	gnn_tensor	m;				/* Adam first moment / SGD momentum */
+	gnn_tensor	v;				/* Adam second moment */
+	bool		decay;			/* weight decay applies */
+} gnn_param;
+
+/* ------------------------------------------------------------------ blocks */
+
+/* A block on the host (arrays borrowed). */
+typedef struct gnn_block
+{
+	int64_t		n_dst;
+	int64_t		n_src;			/* >= n_dst */
+	int64_t		nnz;
+	const int64_t *indptr;		/* [n_dst + 1] */
+	const int32_t *indices;		/* [nnz] source column, sorted within a row */
+	const float *weights;		/* [nnz] or NULL */
+} gnn_block;
+
+/* The whole graph as one block: in-edges (reverse CSR). */
+void		gnn_block_from_graph(const gnn_graph *g, gnn_block *blk);
+
+/* A device CSR owning its arrays (with transpose). */
+typedef struct gnn_dcsr
+{
+	gnn_csr		csr;
+	gnn_backend *be;
+	void	   *mem[6];
+} gnn_dcsr;
+
+/* Build the transpose on the host and upload both. values may be NULL. */
+gnn_status	gnn_dcsr_create(gnn_backend *be, int64_t n_rows, int64_t n_cols, int64_t nnz,
+							const int64_t *indptr, const int32_t *indices,
+							const float *values, gnn_dcsr *out, gnn_error *err);
+void		gnn_dcsr_free(gnn_dcsr *d);
+
+/* A block prepared on a backend: the raw CSR (SAGE) and the self-looped,
+ * GCN-normalised CSR (GCN values; GAT uses its structure). */
+typedef struct gnn_dblock
+{
+	int64_t		n_dst;
+	int64_t		n_src;
+	gnn_dcsr	raw;
+	gnn_dcsr	loop;
+} gnn_dblock;
+
+gnn_status	gnn_dblock_create(gnn_backend *be, const gnn_block *blk, gnn_dblock *out,
+							  gnn_error *err);
+void		gnn_dblock_free(gnn_dblock *b);
+
+/* Input features on a backend: dense [rows x dim] or sparse CSR. */
+typedef struct gnn_dfeat
+{
+	int64_t		rows;
+	int32_t		dim;
+	bool		sparse;
+	gnn_dcsr	sp;				/* sparse */
+	gnn_tensor	dense;			/* dense */
+} gnn_dfeat;
+
+/*
+ * Upload a graph's features; row_normalise divides each row by its sum
+ * (Kipf & Welling's preprocessing of bag-of-words features; rows summing to
+ * 0 stay 0).  Sparse features stay sparse.
+ */
+gnn_status	gnn_dfeat_from_graph(gnn_backend *be, const gnn_graph *g, bool row_normalise,
+								 gnn_dfeat *out, gnn_error *err);
+gnn_status	gnn_dfeat_dense(gnn_backend *be, const float *host, int64_t rows, int32_t dim,
+							gnn_dfeat *out, gnn_error *err);
+gnn_status	gnn_dfeat_sparse(gnn_backend *be, int64_t rows, int32_t dim, const int64_t *ptr,
+							 const int32_t *idx, const float *val, gnn_dfeat *out,
+							 gnn_error *err);
+void		gnn_dfeat_free(gnn_dfeat *f);
+
+/* ------------------------------------------------------------------ model */
+
+typedef struct gnn_model gnn_model;
+
+/* Create with Glorot-uniform weights drawn from rng, zero biases. */
+gnn_status	gnn_model_create(gnn_backend *be, const gnn_model_config *cfg, gnn_rng *rng,
+							 gnn_model **out, gnn_error *err);
+void		gnn_model_free(gnn_model *m);
+
+/*
+ * The parameters a configuration implies, without allocating: calls fn for
+ * each (name, rows, cols) in creation order and returns the total number of
+ * floats (or -1 if the configuration is invalid).  fn may be NULL.
+ */
+int64_t		gnn_model_config_params(const gnn_model_config *cfg,
+									void (*fn) (void *arg, const char *name, int64_t rows, int64_t cols),
+									void *arg);
+
+const gnn_model_config *gnn_model_config_of(const gnn_model *m);
+gnn_backend *gnn_model_backend(const gnn_model *m);
+int			gnn_model_num_params(const gnn_model *m);
+gnn_param  *gnn_model_param(gnn_model *m, int i);
+/* Index of a parameter by name, or -1. */
+int			gnn_model_find_param(const gnn_model *m, const char *name);
+
+/*
+ * Forward pass.  blocks[l] for layer l (for full batch, the same block
+ * repeated); x has blocks[0]->n_src rows.  train: apply dropout, with masks
+ * derived from seed (so the backward pass reproduces them), and keep what
+ * backward needs.  *logits (backend memory, blocks[L-1]->n_dst x out_dim)
+ * stays valid until the next forward.
+ */
+gnn_status	gnn_model_forward(gnn_model *m, gnn_dblock *const *blocks, const gnn_dfeat *x,
+							  bool train, uint64_t seed, const float **logits,
+							  gnn_error *err);
+/* The dropout seed layer l uses for its input (attention = false) or its
+ * attention coefficients, given the forward seed: element i of the input
+ * (non-zero i for sparse input; e*heads + h for attention) is kept when
+ * gnn_math_dropout_keep(that seed, i, p).  For reference implementations. */
+uint64_t	gnn_model_dropout_seed(uint64_t seed, int layer, bool attention);
+
+/* Backward from dlogits (backend memory); fills every param's g. Needs a
+ * preceding forward (normally with train = true; an eval pass gives the
+ * gradient without dropout). */
+gnn_status	gnn_model_backward(gnn_model *m, const float *dlogits, gnn_error *err);
+
+/* Output of layer l of the last forward (l = layers-1: logits; l = layers-2:
+ * the last hidden layer, i.e. node embeddings), in backend memory. */
+const float *gnn_model_layer_output(const gnn_model *m, int layer, int64_t *rows,
+									int32_t *cols);
+/* Width of layer l's output. */
+int32_t		gnn_model_layer_dim(const gnn_model *m, int layer);
+
+/* Copy all weights to / from host snapshots (for best-on-validation). */
+size_t		gnn_model_weights_count(const gnn_model *m);	/* floats */
+gnn_status	gnn_model_weights_get(gnn_model *m, float *host, gnn_error *err);
+gnn_status	gnn_model_weights_set(gnn_model *m, const float *host, gnn_error *err);
+
+#endif							/* GNN_MODEL_H */

@@ -1,0 +1,483 @@
+/*
+ * train.c: the full-batch training loop, configuration checks, inference.
+ */
+#include "train.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+void
+gnn_train_config_default(gnn_model_kind kind, gnn_train_config *cfg)
+{
+	gnn_model_config mc;
+
+	gnn_model_config_default(kind, &mc);
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->model = kind;
+	cfg->aggr = GNN_AGGR_MEAN;
+	cfg->hidden = mc.hidden;
+	cfg->layers = mc.layers;
+	cfg->heads = mc.heads;
+	cfg->out_heads = mc.out_heads;
+	cfg->dropout = mc.dropout;
+	cfg->attn_dropout = mc.attn_dropout;
+	/* Kipf & Welling: lr 0.01, wd 5e-4; GAT paper (Cora): lr 0.005, wd 5e-4 */
+	cfg->lr = kind == GNN_MODEL_GAT ? 0.005f : 0.01f;
+	cfg->weight_decay = 5e-4f;
+	cfg->epochs = 200;
+	/* GAT trains with patience 100 (paper); K&W's window of 10 stops GCN too soon
+	 * with dropout noise, so GCN/SAGE run all epochs and keep the best */
+	cfg->patience = kind == GNN_MODEL_GAT ? 100 : 0;
+	cfg->optimizer = GNN_OPTIM_ADAM;
+	cfg->select = GNN_SELECT_VAL_LOSS;
+	cfg->seed = 1;
+	cfg->threads = 0;
+	strcpy(cfg->backend, "cpu");
+	cfg->row_normalise = true;
+	cfg->timing = false;
+}
+
+bool
+gnn_parse_model_kind(const char *s, gnn_model_kind *out)
+{
+	if (!s)
+		return false;
+	if (strcmp(s, "gcn") == 0)
+		*out = GNN_MODEL_GCN;
+	else if (strcmp(s, "graphsage") == 0 || strcmp(s, "sage") == 0)
+		*out = GNN_MODEL_SAGE;
+	else if (strcmp(s, "gat") == 0)
+		*out = GNN_MODEL_GAT;
+	else
+		return false;
+	return true;
+}
+
+bool
+gnn_parse_aggr(const char *s, gnn_aggr *out)
+{
+	if (!s)
+		return false;
+	if (strcmp(s, "mean") == 0)
+		*out = GNN_AGGR_MEAN;
+	else if (strcmp(s, "pool") == 0)
+		*out = GNN_AGGR_POOL;
+	else
+		return false;
+	return true;
+}
+
+bool
+gnn_parse_optim(const char *s, gnn_optim_kind *out)
+{
+	if (!s)
+		return false;
+	if (strcmp(s, "adam") == 0)
+		*out = GNN_OPTIM_ADAM;
+	else if (strcmp(s, "sgd") == 0)
+		*out = GNN_OPTIM_SGD;
+	else
+		return false;
+	return true;
+}
+
+bool
+gnn_parse_select(const char *s, gnn_select *out)
+{
+	if (!s)
+		return false;
+	if (strcmp(s, "loss") == 0)
+		*out = GNN_SELECT_VAL_LOSS;
+	else if (strcmp(s, "acc") == 0)
+		*out = GNN_SELECT_VAL_ACC;
+	else if (strcmp(s, "gat") == 0)
+		*out = GNN_SELECT_GAT;
+	else
+		return false;
+	return true;
+}
+
+gnn_status
+gnn_train_config_check(const gnn_train_config *c, gnn_error *err)
+{
+	if (c->model != GNN_MODEL_GCN && c->model != GNN_MODEL_SAGE && c->model != GNN_MODEL_GAT)
+		return gnn_error_set(err, GNN_ERR_INVALID, "unknown model %d (accepted: gcn, graphsage, gat)", (int) c->model);
+	if (c->aggr != GNN_AGGR_MEAN && c->aggr != GNN_AGGR_POOL)
+		return gnn_error_set(err, GNN_ERR_INVALID, "unknown aggregator %d (accepted: mean, pool)", (int) c->aggr);
+	if (c->hidden < 1 || c->hidden > 65536)
+		return gnn_error_set(err, GNN_ERR_INVALID, "hidden must be in [1, 65536], got %d", c->hidden);
+	if (c->layers < 1 || c->layers > GNN_MAX_LAYERS)
+		return gnn_error_set(err, GNN_ERR_INVALID, "layers must be in [1, %d], got %d", GNN_MAX_LAYERS, c->layers);
+	if (c->model == GNN_MODEL_GAT && (c->heads < 1 || c->heads > GNN_MAX_HEADS ||
+									  c->out_heads < 1 || c->out_heads > GNN_MAX_HEADS))
+		return gnn_error_set(err, GNN_ERR_INVALID, "heads and output heads must be in [1, %d], got %d, %d",
+							 GNN_MAX_HEADS, c->heads, c->out_heads);
+	if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
+		return gnn_error_set(err, GNN_ERR_INVALID, "dropout must be in [0, 1), got %g", c->dropout);
+	if (!(c->attn_dropout >= 0.0f && c->attn_dropout < 1.0f))
+		return gnn_error_set(err, GNN_ERR_INVALID, "attention dropout must be in [0, 1), got %g", c->attn_dropout);
+	if (!(c->lr > 0.0f && c->lr <= 10.0f))
+		return gnn_error_set(err, GNN_ERR_INVALID, "learning rate must be in (0, 10], got %g", c->lr);
+	if (!(c->weight_decay >= 0.0f && c->weight_decay <= 1.0f))
+		return gnn_error_set(err, GNN_ERR_INVALID, "weight decay must be in [0, 1], got %g", c->weight_decay);
+	if (c->epochs < 1 || c->epochs > 1000000)
+		return gnn_error_set(err, GNN_ERR_INVALID, "epochs must be in [1, 1000000], got %d", c->epochs);
+	if (c->patience < 0)
+		return gnn_error_set(err, GNN_ERR_INVALID, "patience must be >= 0 (0 = no early stopping), got %d", c->patience);
+	if (c->optimizer != GNN_OPTIM_ADAM && c->optimizer != GNN_OPTIM_SGD)
+		return gnn_error_set(err, GNN_ERR_INVALID, "unknown optimizer %d (accepted: adam, sgd)", (int) c->optimizer);
+	if (c->select != GNN_SELECT_VAL_LOSS && c->select != GNN_SELECT_VAL_ACC && c->select != GNN_SELECT_GAT)
+		return gnn_error_set(err, GNN_ERR_INVALID, "unknown selection rule %d (accepted: loss, acc, gat)", (int) c->select);
+	if (c->threads < 0 || c->threads > 4096)
+		return gnn_error_set(err, GNN_ERR_INVALID, "threads must be in [0, 4096] (0 = all cores), got %d", c->threads);
+	if (strcmp(c->backend, "cpu") != 0 && strcmp(c->backend, "cuda") != 0)
+		return gnn_error_set(err, GNN_ERR_INVALID, "unknown backend \"%.16s\" (accepted: cpu, cuda)", c->backend);
+	return GNN_OK;
+}
+
+gnn_status
+gnn_train_model_config(const gnn_train_config *c, int32_t in_dim, int32_t classes,
+					   gnn_model_config *mc, gnn_error *err)
+{
+	gnn_model_config_default(c->model, mc);
+	mc->aggr = c->aggr;
+	mc->in_dim = in_dim;
+	mc->out_dim = classes;
+	mc->hidden = c->hidden;
+	mc->layers = c->layers;
+	mc->heads = c->heads;
+	mc->out_heads = c->out_heads;
+	mc->dropout = c->dropout;
+	mc->attn_dropout = c->attn_dropout;
+	return gnn_model_config_check(mc, err);
+}
+
+/* split rows and labels on the backend */
+typedef struct train_data
+{
+	gnn_dblock	blk;
+	gnn_dfeat	x;
+	int32_t    *labels;			/* backend memory */
+	int32_t    *rows[4];		/* backend memory, by GNN_SPLIT_* */
+	int64_t		nrows[4];
+	float	   *dlogits;
+} train_data;
+
+static void
+train_data_free(gnn_backend *be, train_data *d)
+{
+	gnn_dblock_free(&d->blk);
+	gnn_dfeat_free(&d->x);
+	gnn_backend_free(be, d->labels);
+	for (int s = 0; s < 4; s++)
+		gnn_backend_free(be, d->rows[s]);
+	gnn_backend_free(be, d->dlogits);
+	memset(d, 0, sizeof(*d));
+}
+
+static gnn_status
+train_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, train_data *d,
+				  gnn_error *err)
+{
+	gnn_block	blk;
+	gnn_status	st;
+	int32_t    *host = NULL;
+	int64_t		n = g->num_nodes;
+
+	memset(d, 0, sizeof(*d));
+	gnn_block_from_graph(g, &blk);
+	if ((st = gnn_dblock_create(be, &blk, &d->blk, err)) != GNN_OK)
+		return st;
+	if ((st = gnn_dfeat_from_graph(be, g, row_normalise, &d->x, err)) != GNN_OK)
+		goto fail;
+	if (g->labels)
+	{
+		if ((st = gnn_dev_upload(be, g->labels, sizeof(int32_t) * n, (void **) &d->labels, err)) != GNN_OK)
+			goto fail;
+	}
+	host = malloc(sizeof(int32_t) * (n + 1));
+	if (!host)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	for (int s = 1; s < 4; s++)
+	{
+		int64_t		k = 0;
+
+		for (int64_t v = 0; g->split && v < n; v++)
+			if (g->split[v] == s)
+				host[k++] = (int32_t) v;
+		d->nrows[s] = k;
+		if ((st = gnn_dev_upload(be, host, sizeof(int32_t) * k, (void **) &d->rows[s], err)) != GNN_OK)
+			goto fail;
+	}
+	free(host);
+	return GNN_OK;
+fail:
+	free(host);
+	train_data_free(be, d);
+	return st;
+}
+
+static gnn_status
+eval_split(gnn_backend *be, train_data *d, const float *logits, int64_t n, int32_t c, int s,
+		   float *loss, float *acc, gnn_error *err)
+{
+	int64_t		correct = 0,
+				counted = 0;
+	gnn_status	st;
+
+	*loss = 0;
+	*acc = 0;
+	if (d->nrows[s] == 0)
+		return GNN_OK;
+	st = gnn_backend_xent(be, logits, n, c, d->labels, d->rows[s], d->nrows[s], NULL, loss,
+						  &correct, &counted);
+	if (st != GNN_OK)
+		return gnn_backend_error(be, st, err);
+	*acc = counted ? (float) correct / (float) counted : 0.0f;
+	return GNN_OK;
+}
+
+gnn_status
+gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_in,
+			   gnn_progress_fn progress, void *progress_arg,
+			   gnn_should_stop_fn should_stop, void *stop_arg,
+			   gnn_model **model_out, gnn_train_result *res, gnn_error *err)
+{
+	gnn_backend *be = be_in;
+	gnn_model  *model = NULL;
+	gnn_model_config mc;
+	gnn_optim	opt;
+	gnn_rng		rng;
+	train_data	d;
+	gnn_status	st;
+	float	   *best_w = NULL;
+	int64_t		n = g->num_nodes;
+	int32_t		c = g->num_classes;
+	int32_t		wait = 0;
+	float		best_loss = INFINITY,
+				best_acc = -1.0f,
+				acc_max = -1.0f,
+				loss_min = INFINITY;
+	gnn_dblock *blocks[GNN_MAX_LAYERS];
+	double		t_start;
+	bool		have_best = false;
+
+	memset(&d, 0, sizeof(d));
+	memset(res, 0, sizeof(*res));
+	if (model_out)
+		*model_out = NULL;
+	if ((st = gnn_train_config_check(cfg, err)) != GNN_OK)
+		return st;
+	if (!g->labels || c < 1)
+		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no labels to train on");
+	if (g->feat_kind == GNN_FEAT_NONE)
+		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
+	if (!g->split || g->n_train == 0)
+		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no training nodes (split = train)");
+	if (model_out && !be_in)
+		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
+	if ((st = gnn_train_model_config(cfg, g->feat_dim, c, &mc, err)) != GNN_OK)
+		return st;
+	if (!be && (st = gnn_backend_create(cfg->backend, cfg->threads, cfg->cuda_so, &be, err)) != GNN_OK)
+		return st;
+
+	gnn_rng_seed(&rng, cfg->seed);
+	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK)
+		goto done;
+	if ((st = train_data_create(be, g, cfg->row_normalise, &d, err)) != GNN_OK)
+		goto done;
+	if ((st = gnn_backend_alloc(be, sizeof(float) * n * c, (void **) &d.dlogits)) != GNN_OK)
+	{
+		st = gnn_backend_error(be, st, err);
+		goto done;
+	}
+	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
+	if (!best_w)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	for (int l = 0; l < GNN_MAX_LAYERS; l++)
+		blocks[l] = &d.blk;
+	gnn_optim_init(&opt, cfg->optimizer, cfg->lr, cfg->weight_decay);
+	gnn_backend_timing_reset(be);
+	gnn_backend_timing_enable(be, cfg->timing);
+
+	t_start = now_s();
+	for (int32_t epoch = 1; epoch <= cfg->epochs; epoch++)
+	{
+		gnn_epoch_metrics em;
+		const float *logits;
+		double		t0 = now_s();
+		bool		improved = false,
+					keep = false;
+
+		if (should_stop && should_stop(stop_arg))
+		{
+			st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
+			break;
+		}
+		memset(&em, 0, sizeof(em));
+		em.epoch = epoch;
+
+		/* train step */
+		if ((st = gnn_model_forward(model, blocks, &d.x, true, gnn_rng_next(&rng), &logits, err)) != GNN_OK)
+			break;
+		st = gnn_backend_xent(be, logits, n, c, d.labels, d.rows[GNN_SPLIT_TRAIN], d.nrows[GNN_SPLIT_TRAIN],
+							  d.dlogits, &em.train_loss, NULL, NULL);
+		if (st != GNN_OK)
+		{
+			st = gnn_backend_error(be, st, err);
+			break;
+		}
+		if ((st = gnn_model_backward(model, d.dlogits, err)) != GNN_OK)
+			break;
+		if ((st = gnn_optim_step(&opt, model, err)) != GNN_OK)
+			break;
+
+		/* evaluation */
+		if ((st = gnn_model_forward(model, blocks, &d.x, false, 0, &logits, err)) != GNN_OK)
+			break;
+		{
+			float		dummy;
+
+			if ((st = eval_split(be, &d, logits, n, c, GNN_SPLIT_TRAIN, &dummy, &em.train_acc, err)) ||
+				(st = eval_split(be, &d, logits, n, c, GNN_SPLIT_VAL, &em.val_loss, &em.val_acc, err)) ||
+				(st = eval_split(be, &d, logits, n, c, GNN_SPLIT_TEST, &em.test_loss, &em.test_acc, err)))
+				break;
+		}
+
+		/* selection and patience */
+		switch (cfg->select)
+		{
+			case GNN_SELECT_VAL_LOSS:
+				improved = keep = em.val_loss < best_loss;
+				break;
+			case GNN_SELECT_VAL_ACC:
+				improved = keep = em.val_acc > best_acc ||
+					(em.val_acc == best_acc && em.val_loss < best_loss);
+				break;
+			case GNN_SELECT_GAT:
+				improved = em.val_acc >= acc_max || em.val_loss <= loss_min;
+				keep = em.val_acc >= acc_max && em.val_loss <= loss_min;
+				if (improved)
+				{
+					acc_max = em.val_acc > acc_max ? em.val_acc : acc_max;
+					loss_min = em.val_loss < loss_min ? em.val_loss : loss_min;
+				}
+				break;
+		}
+		if (!have_best)
+			keep = true;
+		if (keep)
+		{
+			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
+				break;
+			have_best = true;
+			best_loss = em.val_loss;
+			best_acc = em.val_acc;
+			em.best = true;
+			res->best = em;
+			res->best_epoch = epoch;
+		}
+		wait = improved ? 0 : wait + 1;
+		em.seconds = now_s() - t0;
+		if (em.best)
+			res->best.seconds = em.seconds;
+		res->epochs_run = epoch;
+		if (progress)
+			progress(progress_arg, &em);
+		if (cfg->patience > 0 && wait >= cfg->patience)
+		{
+			res->stopped_early = true;
+			break;
+		}
+	}
+	res->seconds = now_s() - t_start;
+	res->agg_s = be->time_s[GNN_CAT_AGG];
+	res->dense_s = be->time_s[GNN_CAT_DENSE];
+	res->other_s = res->seconds - res->agg_s - res->dense_s;
+	gnn_backend_timing_enable(be, false);
+	if (have_best)
+	{
+		gnn_status	st2 = gnn_model_weights_set(model, best_w, st == GNN_OK ? err : NULL);
+
+		if (st == GNN_OK)
+			st = st2;
+	}
+	if (st == GNN_OK && model_out)
+	{
+		*model_out = model;
+		model = NULL;
+	}
+done:
+	free(best_w);
+	train_data_free(be, &d);
+	gnn_model_free(model);
+	if (!be_in)
+		gnn_backend_destroy(be);
+	return st;
+}
+
+gnn_status
+gnn_model_infer(gnn_model *m, const gnn_graph *g, bool row_normalise, int layer, bool softmax,
+				float *host_out, gnn_error *err)
+{
+	gnn_backend *be = gnn_model_backend(m);
+	const gnn_model_config *mc = gnn_model_config_of(m);
+	gnn_block	blk;
+	gnn_dblock	db;
+	gnn_dfeat	x;
+	gnn_dblock *blocks[GNN_MAX_LAYERS];
+	const float *logits,
+			   *out;
+	int64_t		rows;
+	int32_t		cols;
+	gnn_status	st;
+
+	if (layer >= mc->layers)
+		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers)",
+							 layer, mc->layers);
+	gnn_block_from_graph(g, &blk);
+	if ((st = gnn_dblock_create(be, &blk, &db, err)) != GNN_OK)
+		return st;
+	if ((st = gnn_dfeat_from_graph(be, g, row_normalise, &x, err)) != GNN_OK)
+	{
+		gnn_dblock_free(&db);
+		return st;
+	}
+	for (int l = 0; l < GNN_MAX_LAYERS; l++)
+		blocks[l] = &db;
+	st = gnn_model_forward(m, blocks, &x, false, 0, &logits, err);
+	if (st == GNN_OK)
+	{
+		out = gnn_model_layer_output(m, layer < 0 ? mc->layers - 1 : layer, &rows, &cols);
+		if (layer < 0 && softmax)
+		{
+			float	   *lg = (float *) logits;	/* the model's own buffer, rewritten next forward */
+
+			st = gnn_backend_softmax_rows(be, lg, lg, rows, cols);
+			if (st != GNN_OK)
+				st = gnn_backend_error(be, st, err);
+		}
+		if (st == GNN_OK)
+			st = gnn_backend_error(be, gnn_backend_copy_d2h(be, host_out, out, sizeof(float) * rows * cols), err);
+	}
+	gnn_dfeat_free(&x);
+	gnn_dblock_free(&db);
+	return st;
+}

@@ -1,0 +1,115 @@
+/*
+ * train.h: full-batch node classification over a gnn_graph.
+ *
+ * Each epoch: a training forward (dropout on), cross-entropy on the train
+ * nodes, backward, one optimiser step; then an evaluation forward (dropout
+ * off) that gives loss and accuracy on train / val / test.  Early stopping
+ * watches the validation loss with a patience; the weights of the best
+ * epoch by the selection rule are kept on the host and restored at the end,
+ * and the reported test accuracy is the one of that epoch.  With the same
+ * seed, a CPU run is bit-for-bit repeatable (deterministic kernels, dropout
+ * masks from counter hashes).
+ */
+#ifndef GNN_TRAIN_H
+#define GNN_TRAIN_H
+
+#include "optim.h"
+
+/* What makes an epoch "best" (and resets the patience counter). */
+typedef enum gnn_select
+{
+	GNN_SELECT_VAL_LOSS = 0,	/* lowest validation loss */
+	GNN_SELECT_VAL_ACC = 1,		/* highest validation accuracy, ties by lower loss */
+	GNN_SELECT_GAT = 2			/* GAT paper: patience resets when val acc or loss improves;
+								 * weights kept when both do */
+} gnn_select;
+
+typedef struct gnn_train_config
+{
+	gnn_model_kind model;
+	gnn_aggr	aggr;
+	int32_t		hidden;
+	int32_t		layers;
+	int32_t		heads;
+	int32_t		out_heads;
+	float		dropout;
+	float		attn_dropout;
+	float		lr;
+	float		weight_decay;
+	int32_t		epochs;
+	int32_t		patience;		/* 0 = no early stopping */
+	gnn_optim_kind optimizer;
+	gnn_select	select;
+	uint64_t	seed;
+	int32_t		threads;		/* 0 = all cores */
+	char		backend[16];	/* "cpu" or "cuda" */
+	const char *cuda_so;		/* NULL: GNN_CUDA_SO or the loader path */
+	bool		row_normalise;	/* divide feature rows by their sum */
+	bool		timing;			/* keep the per-op-category time breakdown */
+} gnn_train_config;
+
+/* Published hyper-parameters for a kind (K&W for GCN/SAGE, GAT paper for GAT). */
+void		gnn_train_config_default(gnn_model_kind kind, gnn_train_config *cfg);
+/* GNN_ERR_INVALID with a message listing the accepted values. */
+gnn_status	gnn_train_config_check(const gnn_train_config *cfg, gnn_error *err);
+/* The model configuration the training config implies for a graph. */
+gnn_status	gnn_train_model_config(const gnn_train_config *cfg, int32_t in_dim, int32_t classes,
+								   gnn_model_config *mc, gnn_error *err);
+/* Parse names: "gcn"/"graphsage"/"sage"/"gat", "mean"/"pool", "adam"/"sgd",
+ * "loss"/"acc"/"gat"; return false on an unknown name. */
+bool		gnn_parse_model_kind(const char *s, gnn_model_kind *out);
+bool		gnn_parse_aggr(const char *s, gnn_aggr *out);
+bool		gnn_parse_optim(const char *s, gnn_optim_kind *out);
+bool		gnn_parse_select(const char *s, gnn_select *out);
+
+typedef struct gnn_epoch_metrics
+{
+	int32_t		epoch;			/* 1-based */
+	float		train_loss;		/* of the training (dropout) pass */
+	float		train_acc;		/* eval pass */
+	float		val_loss;
+	float		val_acc;
+	float		test_loss;
+	float		test_acc;
+	bool		best;			/* this epoch became the kept one */
+	double		seconds;		/* wall time of the epoch */
+} gnn_epoch_metrics;
+
+typedef void (*gnn_progress_fn) (void *arg, const gnn_epoch_metrics *m);
+
+typedef struct gnn_train_result
+{
+	int32_t		epochs_run;
+	int32_t		best_epoch;
+	gnn_epoch_metrics best;		/* metrics of the kept epoch */
+	bool		stopped_early;
+	double		seconds;		/* whole training loop */
+	double		agg_s;			/* backend time in sparse aggregation */
+	double		dense_s;		/* ... in dense products */
+	double		other_s;		/* everything else (loop total minus the two) */
+} gnn_train_result;
+
+/*
+ * Train on g.  be: a backend to use, or NULL to create one from cfg (and
+ * destroy it at the end).  model_out (optional) receives the trained model
+ * with the best weights restored (owned by the caller, uses be, so the
+ * caller must keep be alive - pass be non-NULL when asking for the model).
+ * Returns GNN_ERR_CANCELLED when should_stop said so (result filled up to
+ * then).
+ */
+gnn_status	gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be,
+						   gnn_progress_fn progress, void *progress_arg,
+						   gnn_should_stop_fn should_stop, void *stop_arg,
+						   gnn_model **model_out, gnn_train_result *res, gnn_error *err);
+
+/*
+ * Inference on all nodes in eval mode: logits (n x classes) or, with
+ * layer >= 0, that layer's output (embeddings; layer = layers-2 is the last
+ * hidden layer).  host_out gets rows x *cols floats (allocated by the
+ * caller: rows = g->num_nodes, cols = gnn_model_layer_dim or classes).
+ * softmax: turn logits into probabilities (ignored for layer outputs).
+ */
+gnn_status	gnn_model_infer(gnn_model *m, const gnn_graph *g, bool row_normalise, int layer,
+							bool softmax, float *host_out, gnn_error *err);
+
+#endif							/* GNN_TRAIN_H */
