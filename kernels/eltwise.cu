@@ -35,10 +35,10 @@ scale_kernel(float *y, int64_t n, float beta)
 }
 
 __global__ void
-dropout_kernel(const float *x, float *y, int64_t n, float p, uint64_t seed)
+dropout_kernel(const float *x, float *y, int64_t n, float p, float scale, uint64_t seed)
 {
 	for (int64_t i = gnn_tid(); i < n; i += gnn_nthreads())
-		y[i] = gnn_math_dropout(x[i], seed, (uint64_t) i, p);
+		y[i] = gnn_math_dropout(x[i], seed, (uint64_t) i, p, scale);
 }
 
 #define ELT_LAUNCH(be, n) \
@@ -98,7 +98,8 @@ cuda_dropout_forward(gnn_backend *be, const float *x, float *y, int64_t n, float
 	if (n <= 0)
 		return GNN_OK;
 	CUDA_ENTER(be);
-	dropout_kernel<<<ELT_LAUNCH(be, n)>>>(x, y, n, p, seed);
+	/* the scale is computed on the host exactly as the CPU backend does */
+	dropout_kernel<<<ELT_LAUNCH(be, n)>>>(x, y, n, p, 1.0f / (1.0f - p), seed);
 	CUDA_CHECK_LAUNCH(be);
 	return GNN_OK;
 }

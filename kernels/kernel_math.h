@@ -17,7 +17,10 @@
  *    entries e = e0 + lane, e0 + lane + g, ...; the kernel combines lanes
  *    with warp shuffles, the host test with a loop.
  *  - Summation over the entries of a row is in ascending entry order per
- *    output element, as in backend_cpu.c, with beta applied first.
+ *    output element, as in backend_cpu.c; where the CPU applies beta
+ *    (spmm: after the sum, y = acc + beta*y; GAT / max backward: before,
+ *    y = beta*y then +=) the bodies do the same, so only FMA contraction
+ *    and expf differ between the two backends.
  */
 #ifndef GNN_KERNEL_MATH_H
 #define GNN_KERNEL_MATH_H
@@ -52,6 +55,23 @@ GNN_HD float
 gnn_k_beta_init(float beta, const float *y)
 {
 	return beta == 0.0f ? 0.0f : beta * *y;
+}
+
+/* y[0..4) = acc + beta*y (spmm's order: sum the entries, then add the old y) */
+GNN_HD void
+gnn_k_beta_store4(float *y, const float *acc, float beta)
+{
+	float		o[4];
+
+	if (beta == 0.0f)
+		GNN_K_STORE4(y, acc);
+	else
+	{
+		GNN_K_LOAD4(y, o);
+		for (int q = 0; q < 4; q++)
+			o[q] = acc[q] + beta * o[q];
+		GNN_K_STORE4(y, o);
+	}
 }
 
 /* spmm's row factor: row_scale[i] (1 if NULL), / deg_i for MEAN */
@@ -105,17 +125,9 @@ gnn_k_spmm_row(const int64_t *indptr, const int32_t *indices, const float *value
 	{
 		for (int64_t k = (int64_t) lane * 4; k < d; k += (int64_t) g * 4)
 		{
-			float		acc[4],
+			float		acc[4] = {0.0f, 0.0f, 0.0f, 0.0f},
 						x[4];
 
-			if (beta == 0.0f)
-				acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-			else
-			{
-				GNN_K_LOAD4(Y + i * d + k, acc);
-				for (int q = 0; q < 4; q++)
-					acc[q] *= beta;
-			}
 			for (int64_t e = e0; e < e1; e++)
 			{
 				int64_t		j = indices[e];
@@ -125,13 +137,13 @@ gnn_k_spmm_row(const int64_t *indptr, const int32_t *indices, const float *value
 				for (int q = 0; q < 4; q++)
 					acc[q] += c * x[q];
 			}
-			GNN_K_STORE4(Y + i * d + k, acc);
+			gnn_k_beta_store4(Y + i * d + k, acc, beta);
 		}
 		return;
 	}
 	for (int64_t k = lane; k < d; k += g)
 	{
-		float		acc = gnn_k_beta_init(beta, Y + i * d + k);
+		float		acc = 0.0f;
 
 		for (int64_t e = e0; e < e1; e++)
 		{
@@ -139,7 +151,7 @@ gnn_k_spmm_row(const int64_t *indptr, const int32_t *indices, const float *value
 
 			acc += gnn_k_entry_coef(values, e, rs, col_scale, j) * X[j * d + k];
 		}
-		Y[i * d + k] = acc;
+		Y[i * d + k] = acc + gnn_k_beta_init(beta, Y + i * d + k);
 	}
 }
 
@@ -159,17 +171,9 @@ gnn_k_spmm_t_row(const int64_t *indptr, const float *values, const int64_t *t_in
 	{
 		for (int64_t k = (int64_t) lane * 4; k < d; k += (int64_t) g * 4)
 		{
-			float		acc[4],
+			float		acc[4] = {0.0f, 0.0f, 0.0f, 0.0f},
 						x[4];
 
-			if (beta == 0.0f)
-				acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-			else
-			{
-				GNN_K_LOAD4(Y + j * d + k, acc);
-				for (int q = 0; q < 4; q++)
-					acc[q] *= beta;
-			}
 			for (int64_t t = t0; t < t1; t++)
 			{
 				int64_t		i = t_indices[t];
@@ -181,13 +185,13 @@ gnn_k_spmm_t_row(const int64_t *indptr, const float *values, const int64_t *t_in
 				for (int q = 0; q < 4; q++)
 					acc[q] += c * x[q];
 			}
-			GNN_K_STORE4(Y + j * d + k, acc);
+			gnn_k_beta_store4(Y + j * d + k, acc, beta);
 		}
 		return;
 	}
 	for (int64_t k = lane; k < d; k += g)
 	{
-		float		acc = gnn_k_beta_init(beta, Y + j * d + k);
+		float		acc = 0.0f;
 
 		for (int64_t t = t0; t < t1; t++)
 		{
@@ -198,7 +202,7 @@ gnn_k_spmm_t_row(const int64_t *indptr, const float *values, const int64_t *t_in
 
 			acc += c * G[i * d + k];
 		}
-		Y[j * d + k] = acc;
+		Y[j * d + k] = acc + gnn_k_beta_init(beta, Y + j * d + k);
 	}
 }
 
