@@ -9,10 +9,8 @@
  */
 #include "cuda_common.cuh"
 
-#define COLSUM_TX 32			/* columns per block */
-#define COLSUM_TY 8				/* row lanes per block */
-#define COLSUM_MIN_CHUNK 256	/* rows per chunk at least */
-#define COLSUM_MAX_CHUNKS 1024
+#define COLSUM_TX GNN_K_COLSUM_TX
+#define COLSUM_TY GNN_K_COLSUM_TY
 
 __global__ void
 add_bias_kernel(float *Y, const float *bias, int64_t rows, int64_t cols)
@@ -81,11 +79,7 @@ gnn_cuda_colsum(gnn_backend *be, const float *X, int64_t rows, int64_t cols, int
 	if (rows <= 0)
 		return gnn_cuda_scale(be, out, cols, beta);
 	CUDA_ENTER(be);
-	nchunks = (rows + COLSUM_MIN_CHUNK - 1) / COLSUM_MIN_CHUNK;
-	if (nchunks > COLSUM_MAX_CHUNKS)
-		nchunks = COLSUM_MAX_CHUNKS;
-	chunk = (rows + nchunks - 1) / nchunks;
-	nchunks = (rows + chunk - 1) / chunk;
+	gnn_k_colsum_chunks(rows, &chunk, &nchunks);
 	st = gnn_cuda_scratch(be, sizeof(double) * (size_t) (nchunks * cols), (void **) &partial);
 	if (st != GNN_OK)
 		return st;

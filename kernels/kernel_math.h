@@ -1,7 +1,7 @@
 /*
  * kernel_math.h: the per-thread bodies of the CUDA kernels, written as
  * GNN_HD functions (ops_math.h) so that they compile both as device code
- * (nvcc) and as plain C.  Each kernel in kernels/*.cu only maps its thread
+ * (nvcc) and as plain C.  Each kernel in kernels/ (.cu files) only maps its thread
  * index to (row, lane) and calls one of these; test/core/test_kernel_math.c
  * runs the very same bodies on the host, emulating the launch geometry
  * (groups of g lanes per row, v floats per lane step, warp reductions as
@@ -241,6 +241,23 @@ gnn_k_scatter_run(const uint32_t *keys, const int32_t *vals, int64_t n,
  * are added in ty order into partial[r*cols + q].  Pass 2 adds the partials
  * in r order.  Fixed partitioning: deterministic.
  */
+#define GNN_K_COLSUM_TX 32		/* columns per block */
+#define GNN_K_COLSUM_TY 8		/* row lanes per block */
+#define GNN_K_COLSUM_MIN_CHUNK 256
+#define GNN_K_COLSUM_MAX_CHUNKS 1024
+
+/* the row partition: nchunks chunks of chunk rows (the last may be short), rows > 0 */
+GNN_HD void
+gnn_k_colsum_chunks(int64_t rows, int64_t *chunk, int64_t *nchunks)
+{
+	int64_t		nc = (rows + GNN_K_COLSUM_MIN_CHUNK - 1) / GNN_K_COLSUM_MIN_CHUNK;
+
+	if (nc > GNN_K_COLSUM_MAX_CHUNKS)
+		nc = GNN_K_COLSUM_MAX_CHUNKS;
+	*chunk = (rows + nc - 1) / nc;
+	*nchunks = (rows + *chunk - 1) / *chunk;
+}
+
 GNN_HD double
 gnn_k_colsum_thread(const float *X, int64_t rows, int64_t cols, int64_t heads,
 					int64_t f, const float *ws, int64_t q, int64_t i0, int64_t i1,
