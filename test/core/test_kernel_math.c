@@ -5,7 +5,7 @@
  * reductions as butterfly folds over the lanes, the column sum's row
  * partition, the sort-then-run scatter - compared with the CPU backend.
  * This checks the GPU backend's index math, bounds and reduction structure
- * on machines without a GPU; test_backend_parity checks the real thing
+ * on machines without a GPU; test_cuda_parity / test_backend_parity check the real thing
  * where one exists.
  */
 #include "check.h"

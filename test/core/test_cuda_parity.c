@@ -1,5 +1,5 @@
 /*
- * test_backend_parity: every backend op on the CPU reference backend and on
+ * test_cuda_parity: every backend op on the CPU reference backend and on
  * the CUDA backend, same random inputs, outputs compared within float
  * tolerances (argmax, dropout masks and counts exactly).
  *
@@ -9,6 +9,13 @@
  * GNN_PARITY_SELFTEST=1 runs the whole comparison CPU against a second CPU
  * instance instead, which checks the harness itself on machines without a
  * GPU.
+ *
+ * Written by the CUDA side alongside core's test_backend_parity: this one
+ * aims at the GPU kernels' edge cases - hub rows far longer than a warp,
+ * bipartite blocks (n_dst < n_src), rows without entries, float4 and scalar
+ * lane paths (d % 4), argmax ties, duplicate scatter targets, zero sizes,
+ * error returns, and the dispatch layer (timing, fault injection) on a
+ * loaded backend.
  */
 #include "check.h"
 #include "backend.h"
