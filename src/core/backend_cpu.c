@@ -392,7 +392,7 @@ cpu_dropout_forward(gnn_backend *be, const float *x, float *y, int64_t n, float 
 		return gnn_error_set(&be->err, GNN_ERR_INVALID, "dropout: p must be in [0, 1), got %g", p);
 	float		scale = 1.0f / (1.0f - p);
 
-#pragma omp parallel for num_threads(NT(be)) schedule(static) if (n > 4 * GNN_PAR_MIN)
+#pragma omp parallel for simd num_threads(NT(be)) schedule(static) if (n > 4 * GNN_PAR_MIN)
 	for (int64_t i = 0; i < n; i++)
 		y[i] = gnn_math_dropout(x[i], seed, (uint64_t) i, p, scale);
 	return GNN_OK;

@@ -89,7 +89,8 @@ gnn_math_act_grad(int act, float param, float x)
 }
 
 /* ------------------------------------------------------------------ dropout
- * A counter-based hash (splitmix64 finaliser of seed and index): element i
+ * A counter-based hash of (seed, index) - seeds are 64-bit splitmix outputs,
+ * hashed down to 32 bits per element: element i
  * is kept when its uniform draw u in [0,1) satisfies u >= p.  Stateless, so
  * forward and backward agree without a stored mask and every backend and
  * thread layout draws the same mask.
@@ -104,11 +105,27 @@ gnn_math_hash64(uint64_t seed, uint64_t i)
 	return z ^ (z >> 31);
 }
 
+GNN_HD uint32_t
+gnn_math_hash32(uint64_t seed, uint64_t i)
+{
+	/* murmur3's 32-bit finaliser over a golden-ratio stride: 32-bit only so
+	 * the CPU loop vectorises (AVX2 has no 64-bit multiply) */
+	uint32_t	x = (uint32_t) i * 0x9e3779b9u + (uint32_t) seed;
+
+	x ^= (uint32_t) (seed >> 32) ^ ((uint32_t) (i >> 32) * 0x85ebca6bu);
+	x ^= x >> 16;
+	x *= 0x85ebca6bu;
+	x ^= x >> 13;
+	x *= 0xc2b2ae35u;
+	x ^= x >> 16;
+	return x;
+}
+
 GNN_HD int
 gnn_math_dropout_keep(uint64_t seed, uint64_t i, float p)
 {
 	/* compare in 24-bit integers: exact, and the same on every backend */
-	uint32_t	u = (uint32_t) (gnn_math_hash64(seed, i) >> 40);
+	uint32_t	u = gnn_math_hash32(seed, i) >> 8;
 
 	return u >= (uint32_t) (p * 16777216.0f);
 }
