@@ -61,11 +61,11 @@ step "build the test programs and the CLI"
 CORE_SRCS=$(ls src/core/*.c)
 CFLAGS="-std=gnu11 -O2 -g -fopenmp -Wall -Wno-unused-function -Isrc/core -Itest/core"
 LIBS="-lopenblas -lmetis -lgomp -lpthread -lm -ldl"
-mkdir -p test/core/bin bench/bin
+mkdir -p test/core/bin
 for t in test_backend_parity test_cuda_parity test_kernel_math; do
 	[ -f test/core/$t.c ] && { cc $CFLAGS -o test/core/bin/$t test/core/$t.c $CORE_SRCS $LIBS > "$OUT/cc_$t.log" 2>&1 || { echo "cc $t failed"; tail -n 5 "$OUT/cc_$t.log"; FAIL=1; }; }
 done
-cc $CFLAGS -Isrc/core -o bench/bin/gnn_train_cli bench/gnn_train_cli.c $CORE_SRCS $LIBS > "$OUT/cc_cli.log" 2>&1 \
+cc $CFLAGS -Isrc/core -o test/core/bin/gnn_train_cli bench/gnn_train_cli.c $CORE_SRCS $LIBS > "$OUT/cc_cli.log" 2>&1 \
 	|| { echo "cc gnn_train_cli failed"; tail -n 5 "$OUT/cc_cli.log"; FAIL=1; }
 
 step "parity: every op, CPU against CUDA"
@@ -87,16 +87,16 @@ DATA=${GNN_DATA_DIR:-}
 for d in shared/data ../shared/data ../../shared/data; do
 	[ -z "$DATA" ] && [ -f "$d/cora/edges.csv" ] && DATA=$d
 done
-if [ -z "$DATA" ] || [ ! -x bench/bin/gnn_train_cli ]; then
+if [ -z "$DATA" ] || [ ! -x test/core/bin/gnn_train_cli ]; then
 	echo "no Cora data (set GNN_DATA_DIR) or no CLI: training skipped"; FAIL=1
 else
 	for model in gcn gat; do
-		run train_${model}_cuda timeout 150 bench/bin/gnn_train_cli --data "$DATA/cora" --model $model \
+		run train_${model}_cuda timeout 150 test/core/bin/gnn_train_cli --data "$DATA/cora" --model $model \
 			--epochs 200 --seeds 3 --backend cuda --cuda-so "$GNN_CUDA_SO"
-		run train_${model}_cpu timeout 150 bench/bin/gnn_train_cli --data "$DATA/cora" --model $model \
+		run train_${model}_cpu timeout 150 test/core/bin/gnn_train_cli --data "$DATA/cora" --model $model \
 			--epochs 200 --seeds 1 --threads "$JOBS" --backend cpu
 	done
-	GNN_CUDA_TF32=1 run train_gcn_cuda_tf32 timeout 60 bench/bin/gnn_train_cli --data "$DATA/cora" \
+	GNN_CUDA_TF32=1 run train_gcn_cuda_tf32 timeout 60 test/core/bin/gnn_train_cli --data "$DATA/cora" \
 		--model gcn --epochs 200 --seeds 1 --backend cuda --cuda-so "$GNN_CUDA_SO"
 	grep -h -E "mean test accuracy|time per epoch" "$OUT"/train_*.log
 fi
