@@ -45,9 +45,12 @@ $(OBJS): $(wildcard src/core/*.h src/pg/*.h)
 
 # ---------------------------------------------------------------- CUDA backend
 CU_OBJS = $(CU_SRCS:.cu=.cu.o)
-NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -I$(CURDIR)/src/core -I$(CURDIR)/kernels \
+NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC,-fvisibility=hidden -I$(CURDIR)/src/core -I$(CURDIR)/kernels \
              -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
              -gencode arch=compute_90,code=compute_90
+
+# sources are never made (stops make deriving X.cu from X.cu.o: "Circular ... dropped")
+$(CU_SRCS): ;
 
 kernels/%.cu.o: kernels/%.cu $(wildcard kernels/*.cuh) $(wildcard src/core/*.h)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# run_gpu_checks.sh: everything the CUDA backend needs checked on a machine
+# with a GPU, in one run of a few minutes:
+#   1. build kernels/gnn_cuda.so (through the Makefile, or with nvcc directly
+#      when PostgreSQL's pg_config is missing there) and the core test programs
+#   2. nvidia-smi, the kernels' register / spill report
+#   3. the parity tests (every op, CPU against CUDA) and the kernel-body test
+#   4. the training CLI on Cora, GCN and GAT, CPU and CUDA, with timings
+# Logs go to $OUT (or test/gpu/out).  Exit status: 0 when every step passed.
+# Run from the repository root:  bash test/gpu/run_gpu_checks.sh
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-test/gpu/out}
+mkdir -p "$OUT"
+JOBS=$(nproc 2>/dev/null || echo 4)
+NVCC=${NVCC:-$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)}
+CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
+FAIL=0
+T0=$(date +%s)
+
+step() { echo; echo "=== $* ($(( $(date +%s) - T0 )) s)"; }
+run() {	# run NAME CMD...: log to $OUT/NAME.log, show its tail
+	local name=$1; shift
+	local t=$(date +%s%N)
+	"$@" > "$OUT/$name.log" 2>&1
+	local rc=$?
+	echo "$name: rc $rc, $(( ($(date +%s%N) - t) / 1000000 )) ms"
+	tail -n 15 "$OUT/$name.log"
+	[ $rc -eq 0 ] || FAIL=1
+	return $rc
+}
+
+step "machine"
+nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1; head -n 15 "$OUT/nvidia-smi.txt"
+"$NVCC" --version | tail -n 2
+
+step "build the CUDA backend"
+build_so_direct() {
+	local flags="-O3 -std=c++17 -Xcompiler -fPIC,-fvisibility=hidden -Isrc/core -Ikernels -gencode arch=compute_90,code=sm_90"
+	ls kernels/*.cu | xargs -P "$JOBS" -I{} "$NVCC" $flags -Xptxas -v -c {} -o {}.o || return 1
+	"$NVCC" -shared -o kernels/gnn_cuda.so kernels/*.cu.o -L"$CUDA_HOME/lib64" -lcudart -lcublas \
+		-Xlinker -rpath -Xlinker "$CUDA_HOME/lib64"
+}
+if command -v pg_config > /dev/null; then
+	# the Makefile's rule (all gencode targets), as CI builds it
+	run build_so make -j"$JOBS" USE_CUDA=1 kernels/gnn_cuda.so NVCC="$NVCC" ||
+		{ echo "make failed, trying nvcc directly"; FAIL=0; run build_so_direct build_so_direct; }
+else
+	run build_so_direct build_so_direct
+fi
+nm -D --defined-only kernels/gnn_cuda.so | grep gnn_backend_cuda_create || FAIL=1
+# registers / spills per kernel (sm_90), one compile of the heaviest files
+for f in spmm gat_softmax xent; do
+	"$NVCC" -O3 -std=c++17 -Isrc/core -Ikernels -gencode arch=compute_90,code=sm_90 -Xptxas -v \
+		-c kernels/$f.cu -o /tmp/gnn_ptxas_$f.o 2>&1 | grep -E "Function properties|registers|spill" \
+		> "$OUT/ptxas_$f.txt"
+done
+grep -h "spill" "$OUT"/ptxas_*.txt | sort | uniq -c | head -n 5
+
+step "build the test programs and the CLI"
+CORE_SRCS=$(ls src/core/*.c)
+CFLAGS="-std=gnu11 -O2 -g -fopenmp -Wall -Wno-unused-function -Isrc/core -Itest/core"
+LIBS="-lopenblas -lmetis -lgomp -lpthread -lm -ldl"
+mkdir -p test/core/bin
+for t in test_backend_parity test_cuda_parity test_kernel_math; do
+	[ -f test/core/$t.c ] && { cc $CFLAGS -o test/core/bin/$t test/core/$t.c $CORE_SRCS $LIBS > "$OUT/cc_$t.log" 2>&1 || { echo "cc $t failed"; tail -n 5 "$OUT/cc_$t.log"; FAIL=1; }; }
+done
+cc $CFLAGS -Isrc/core -o test/core/bin/gnn_train_cli bench/gnn_train_cli.c $CORE_SRCS $LIBS > "$OUT/cc_cli.log" 2>&1 \
+	|| { echo "cc gnn_train_cli failed"; tail -n 5 "$OUT/cc_cli.log"; FAIL=1; }
+
+step "parity: every op, CPU against CUDA"
+export GNN_CUDA_SO=$PWD/kernels/gnn_cuda.so
+for t in test_kernel_math test_cuda_parity test_backend_parity; do
+	[ -x test/core/bin/$t ] || continue
+	run $t timeout 240 test/core/bin/$t
+	grep -E "^not ok|SKIP" "$OUT/$t.log" | head -n 20
+done
+# the same under compute-sanitizer when it works on this machine (memcheck: bounds, misaligned float4)
+if command -v compute-sanitizer > /dev/null && [ -x test/core/bin/test_cuda_parity ]; then
+	run sanitizer_memcheck timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
+		test/core/bin/test_cuda_parity || true
+	grep -E "ERROR SUMMARY|Invalid|misaligned" "$OUT/sanitizer_memcheck.log" | head -n 5
+fi
+
+step "training on Cora: CPU against CUDA"
+DATA=${GNN_DATA_DIR:-}
+for d in shared/data ../shared/data ../../shared/data; do
+	[ -z "$DATA" ] && [ -f "$d/cora/edges.csv" ] && DATA=$d
+done
+if [ -z "$DATA" ] || [ ! -x test/core/bin/gnn_train_cli ]; then
+	echo "no Cora data (set GNN_DATA_DIR) or no CLI: training skipped"; FAIL=1
+else
+	for model in gcn gat; do
+		run train_${model}_cuda timeout 150 test/core/bin/gnn_train_cli --data "$DATA/cora" --model $model \
+			--epochs 200 --seeds 3 --backend cuda --cuda-so "$GNN_CUDA_SO"
+		run train_${model}_cpu timeout 150 test/core/bin/gnn_train_cli --data "$DATA/cora" --model $model \
+			--epochs 200 --seeds 1 --threads "$JOBS" --backend cpu
+	done
+	GNN_CUDA_TF32=1 run train_gcn_cuda_tf32 timeout 60 test/core/bin/gnn_train_cli --data "$DATA/cora" \
+		--model gcn --epochs 200 --seeds 1 --backend cuda --cuda-so "$GNN_CUDA_SO"
+	grep -h -E "mean test accuracy|time per epoch" "$OUT"/train_*.log
+fi
+
+step "done: $([ $FAIL -eq 0 ] && echo ALL PASSED || echo SOME STEPS FAILED)"
+exit $FAIL
