@@ -104,11 +104,13 @@ END $$;
 CREATE TABLE tiny (src int, dst int);
 INSERT INTO tiny VALUES (1, 2), (2, 3);
 SELECT name FROM gnn.load_graph('tiny', 'tiny');
+SET client_min_messages = warning;
 DO $$ BEGIN
   PERFORM gnn.train('tiny', model => 'gcn', epochs => 1, wait => true);
 EXCEPTION WHEN OTHERS THEN
-  RAISE NOTICE 'failed: %', SQLERRM;
+  RAISE WARNING 'failed: %', SQLERRM;
 END $$;
+RESET client_min_messages;
 SELECT state FROM gnn.jobs WHERE graph = 'tiny';
 
 SELECT gnn.drop_graph('pp'), gnn.drop_graph('tiny');

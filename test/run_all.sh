@@ -15,9 +15,12 @@ tally() { # name pass fail
   PASS=$((PASS + $2)); FAIL=$((FAIL + $3))
 }
 
+# GNN_SUITES (for development): a subset of core, walk, regress, tap
+want() { [ -z "${GNN_SUITES:-}" ] || [[ " $GNN_SUITES " == *" $1 "* ]]; }
+
 # ------------------------------------------------------------------ core unit tests
 suite "core unit tests"
-for t in test/core/bin/test_*; do
+want core && for t in test/core/bin/test_*; do
   [ -x "$t" ] || continue
   out=$("$t" 2>&1); rc=$?
   echo "$out" | grep -E '^(not )?ok |^# ' | grep -vE '^ok .*' | head -50
@@ -31,6 +34,7 @@ done
 
 # ------------------------------------------------------------------ README walk = regression test
 suite "README walk"
+if want walk; then
 walk_sql=$(sed -n '/^-- BEGIN README WALK/,/^-- END README WALK/p' sql/readme_walk.sql | sed '1d;$d')
 walk_md=$(awk '/^## From CREATE EXTENSION to embeddings/{f=1} f&&/^```sql/{g=1;next} g&&/^```/{exit} g' README.md)
 if [ -n "$walk_sql" ] && [ "$walk_sql" = "$walk_md" ]; then
@@ -39,15 +43,17 @@ else
   diff <(echo "$walk_md") <(echo "$walk_sql") | head -20
   tally "README walk matches sql/readme_walk.sql" 0 1
 fi
+fi
 
 # ------------------------------------------------------------------ pg_regress
-suite "pg_regress"
+DATA=$(gnn_data_dir || true)
 make_workdir WORK
 trap '[ -n "${GNN_KEEP:-}" ] || rm -rf "$WORK"' EXIT
+suite "pg_regress"
+if want regress; then
 cp -r sql expected test/regress.conf "$WORK/"
 chown -R postgres:postgres "$WORK"
 TESTS=()
-DATA=$(gnn_data_dir || true)
 for f in sql/*.sql; do
   n=$(basename "$f" .sql)
   case "$n" in gnn--*) continue ;; esac
@@ -67,9 +73,11 @@ f=$(grep -cE '\.\.\. FAILED|\.\.\. failed' "$WORK/regress.log")
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; tail -20 "$WORK/regress.log"; fi
 if [ -s "$WORK/regression.diffs" ]; then head -150 "$WORK/regression.diffs"; fi
 tally "pg_regress" "$p" "$f"
+fi
 
 # ------------------------------------------------------------------ TAP
 suite "TAP (prove)"
+if want tap; then
 mkdir -p "$WORK/tap"
 cp -r test/t "$WORK/tap/"
 chown -R postgres:postgres "$WORK/tap"
@@ -86,6 +94,7 @@ elif [ "$f" -gt 0 ]; then
   grep -B2 -A8 '^not ok' "$WORK/tap.log" | head -80
 fi
 tally "TAP" "$p" "$f"
+fi
 
 echo
 [ "$SKIP" -gt 0 ] && echo "($SKIP skipped, counted as passed where they are TAP skips)"

@@ -116,6 +116,8 @@ SetText(char *dst, size_t len, const char *src, const char *what, const char *co
 				 errmsg("unknown %s \"%s\"", what, src),
 				 errhint("Accepted values: %s.", list.data)));
 	}
+	if (dst == NULL)
+		return;					/* only validating */
 	if (strlen(src) >= len)
 		ereport(ERROR,
 				(errcode(ERRCODE_NAME_TOO_LONG),

@@ -239,6 +239,7 @@ RecordFailure(GnnJobState st, const char *msg)
 		v[1] = CStringGetTextDatum(GnnJobStateName(st));
 		v[2] = CStringGetTextDatum(msg ? msg : "");
 		n[2] = msg ? ' ' : 'n';
+		SetConfigOption("synchronous_commit", "on", PGC_USERSET, PGC_S_SESSION);
 		BeginXact();
 		Exec("UPDATE gnn.job_history SET state = $2, error = $3, finished = now() WHERE id = $1", 3, t, v, n);
 		EndXact();
@@ -287,11 +288,14 @@ RunJob(void)
 		v[6] = CStringGetTextDatum(r->params_json);
 		v[7] = Int64GetDatum((int64) gnn_shared->instance);
 		v[8] = CStringGetTextDatum(r->device);
+		/* durable, unlike progress rows: a crash must not lose the job's existence */
+		SetConfigOption("synchronous_commit", "on", PGC_USERSET, PGC_S_SESSION);
 		BeginXact();
 		Exec("INSERT INTO gnn.job_history (id, graph, model_name, model, task, state, epoch, epochs, params, "
 			 "instance, device, started) VALUES ($1, $2, $3, $4, $5, 'running', 0, $6, $7::jsonb, $8, $9, now())",
 			 9, t, v, NULL);
 		EndXact();
+		SetConfigOption("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION);
 	}
 
 	/* the device: CUDA is initialised here, in the worker, and nowhere else */
