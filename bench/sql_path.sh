@@ -88,23 +88,28 @@ SELECT gnn.load_graph('big', 'ee', nodes => 'en', features => 'feat', label => '
 SELECT gnn.train('big', model => 'graphsage', name => 'embm', hidden => 64, epochs => 1, device => 'cpu', wait => true);
 SELECT gnn.embed('embm', 'warm_emb');
 COPY warm_emb TO '$DIR/emb.copy';
+COPY warm_emb TO '$DIR/emb.bin' WITH (FORMAT binary);
 SQL
-emb=(); cp=()
+emb=(); cp=(); cpb=()
 for r in $(seq 1 "$RUNS"); do
   psql_pg -c "'DROP TABLE IF EXISTS t_embed, t_copy'" >/dev/null
   emb+=("$(time_sql "SELECT gnn.embed('embm', 't_embed')")")
   psql_pg -c "'CREATE TABLE t_copy (id bigint PRIMARY KEY, embedding real[])'" >/dev/null
   cp+=("$(time_sql "COPY t_copy FROM '$DIR/emb.copy'")")
+  psql_pg -c "'DROP TABLE t_copy'" -c "'CREATE TABLE t_copy (id bigint PRIMARY KEY, embedding real[])'" >/dev/null
+  cpb+=("$(time_sql "COPY t_copy FROM '$DIR/emb.bin' WITH (FORMAT binary)")")
 done
 e=$(printf '%s\n' "${emb[@]}" | median)
 c=$(printf '%s\n' "${cp[@]}" | median)
+cb=$(printf '%s\n' "${cpb[@]}" | median)
 {
   echo "## gnn.embed vs. COPY: $NODES rows of (id bigint PRIMARY KEY, embedding real[64])"
   echo
   echo "| statement | median ms | rows/s | runs (ms) |"
   echo "|---|---:|---:|---|"
   echo "| \`gnn.embed('embm', 't_embed')\` (creates the table; inference cached) | $e | $(echo "$NODES * 1000 / $e" | bc) | ${emb[*]} |"
-  echo "| \`COPY t_copy FROM file\` into an empty table with the same primary key | $c | $(echo "$NODES * 1000 / $c" | bc) | ${cp[*]} |"
+  echo "| \`COPY t_copy FROM file\` (text) into an empty table with the same primary key | $c | $(echo "$NODES * 1000 / $c" | bc) | ${cp[*]} |"
+  echo "| \`COPY t_copy FROM file WITH (FORMAT binary)\`, same table | $cb | $(echo "$NODES * 1000 / $cb" | bc) | ${cpb[*]} |"
   echo
-  echo "gnn.embed speed as a fraction of COPY: $(echo "scale=2; $c / $e" | bc)"
+  echo "gnn.embed speed as a fraction of COPY: $(echo "scale=2; $c / $e" | bc) (text), $(echo "scale=2; $cb / $e" | bc) (binary)"
 } | tee -a "$REPORT"

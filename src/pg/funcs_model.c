@@ -63,6 +63,7 @@ typedef struct InferCache
 	float	   *norms;			/* row norms, for cosine similarity */
 	char	   *class_names;	/* C strings back to back, or NULL */
 	int32		nclasses;
+	int			refs;			/* streaming SRFs reading it: not to be evicted */
 } InferCache;
 
 #define CACHE_ENTRIES 4
@@ -172,8 +173,19 @@ Infer(const char *model, int32 version, OutKind kind, int32 layer)
 	}
 
 	ReadModel(model, mr.version, true, &mr);
-	c = &cache[cache_next];
-	cache_next = (cache_next + 1) % CACHE_ENTRIES;
+	c = NULL;
+	for (int i = 0; i < CACHE_ENTRIES && c == NULL; i++)
+	{
+		InferCache *cand = &cache[(cache_next + i) % CACHE_ENTRIES];
+
+		if (cand->refs == 0)
+			c = cand;
+	}
+	if (c == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many model results are being read at once in this session")));
+	cache_next = (int) (c - cache + 1) % CACHE_ENTRIES;
 	CacheFree(c);
 
 	GnnCoreThreadsInit();
@@ -273,14 +285,21 @@ FindRow(InferCache *c, int64 id)
 	return (lo < c->rows && c->ids[lo] == id) ? lo : -1;
 }
 
+/* A real[] of one row, built in place (one allocation, one copy). */
 static ArrayType *
 RowArray(InferCache *c, int64 row)
 {
-	Datum	   *d = palloc(sizeof(Datum) * c->cols);
+	Size		bytes = ARR_OVERHEAD_NONULLS(1) + sizeof(float4) * (Size) c->cols;
+	ArrayType  *a = palloc0(bytes);
 
-	for (int j = 0; j < c->cols; j++)
-		d[j] = Float4GetDatum(c->out[row * c->cols + j]);
-	return construct_array(d, c->cols, FLOAT4OID, sizeof(float4), true, TYPALIGN_INT);
+	SET_VARSIZE(a, bytes);
+	a->ndim = 1;
+	a->dataoffset = 0;
+	a->elemtype = FLOAT4OID;
+	ARR_DIMS(a)[0] = c->cols;
+	ARR_LBOUND(a)[0] = 1;
+	memcpy(ARR_DATA_PTR(a), c->out + row * c->cols, sizeof(float4) * (Size) c->cols);
+	return a;
 }
 
 static const char *
@@ -303,28 +322,60 @@ ModelArg(FunctionCallInfo fcinfo)
 	return text_to_cstring(PG_GETARG_TEXT_PP(0));
 }
 
-/* gnn._embedding_rows(model, layer, version) -> (id, embedding): what gnn.embed inserts */
+static void
+UnpinCache(void *arg)
+{
+	((InferCache *) arg)->refs--;
+}
+
+/*
+ * gnn._embedding_rows(model, layer, version) -> (id, embedding): what
+ * gnn.embed inserts.  Streams rows from the pinned cache entry, one per
+ * call, so a large graph never spills a tuplestore; the pin is released when
+ * the call's memory goes, at the end of the scan or on error.
+ */
 Datum
 gnn_embedding_rows(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	FuncCallContext *fctx;
 	InferCache *c;
 
-	GnnRequirePreload();
-	c = Infer(ModelArg(fcinfo), PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2), OUT_EMBED,
-			  PG_ARGISNULL(1) ? -1 : PG_GETARG_INT32(1));
-	InitMaterializedSRF(fcinfo, 0);
-	for (int64 i = 0; i < c->rows; i++)
+	if (SRF_IS_FIRSTCALL())
+	{
+		MemoryContext old;
+		TupleDesc	desc;
+		MemoryContextCallback *cb;
+
+		GnnRequirePreload();
+		fctx = SRF_FIRSTCALL_INIT();
+		c = Infer(ModelArg(fcinfo), PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2), OUT_EMBED,
+				  PG_ARGISNULL(1) ? -1 : PG_GETARG_INT32(1));
+		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
+		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		fctx->tuple_desc = BlessTupleDesc(desc);
+		fctx->user_fctx = c;
+		fctx->max_calls = c->rows;
+		cb = palloc(sizeof(*cb));
+		cb->func = UnpinCache;
+		cb->arg = c;
+		c->refs++;
+		MemoryContextRegisterResetCallback(fctx->multi_call_memory_ctx, cb);
+		MemoryContextSwitchTo(old);
+	}
+	fctx = SRF_PERCALL_SETUP();
+	c = fctx->user_fctx;
+	if (fctx->call_cntr < fctx->max_calls)
 	{
 		Datum		v[2];
 		bool		n[2] = {false, false};
+		int64		i = (int64) fctx->call_cntr;
 
 		v[0] = Int64GetDatum(c->ids[i]);
 		v[1] = PointerGetDatum(RowArray(c, i));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
-		pfree(DatumGetPointer(v[1]));
+		SRF_RETURN_NEXT(fctx, HeapTupleGetDatum(heap_form_tuple(fctx->tuple_desc, v, n)));
 	}
-	return (Datum) 0;
+	SRF_RETURN_DONE(fctx);
 }
 
 /*
