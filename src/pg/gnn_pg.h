@@ -96,6 +96,7 @@ typedef struct GnnJobSlot
 	GnnJobState state;
 	int64		id;
 	Oid			dbid;
+	Oid			extoid;			/* the extension instance: ids restart when it is recreated */
 	Oid			owner;
 	int			pid;
 	bool		cancel_requested;

@@ -9,6 +9,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_authid.h"
+#include "commands/extension.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -60,7 +61,17 @@ JobFinal(GnnJobState s)
 	return s == GNN_JOB_SUCCEEDED || s == GNN_JOB_FAILED || s == GNN_JOB_CANCELLED;
 }
 
-/* caller holds the lock */
+static Oid	cached_extoid = InvalidOid;
+
+/* The OID of this database's gnn extension: job slots belong to one instance of it. */
+static Oid
+ExtOid(void)
+{
+	cached_extoid = get_extension_oid("gnn", true);
+	return cached_extoid;
+}
+
+/* caller holds the lock; uses the extension OID looked up last (ExtOid) */
 static GnnJobSlot *
 FindJob(int64 id)
 {
@@ -68,7 +79,8 @@ FindJob(int64 id)
 	{
 		GnnJobSlot *j = &gnn_shared->jobs[i];
 
-		if (j->state != GNN_JOB_FREE && j->id == id && j->dbid == MyDatabaseId)
+		if (j->state != GNN_JOB_FREE && j->id == id && j->dbid == MyDatabaseId &&
+			j->extoid == cached_extoid)
 			return j;
 	}
 	return NULL;
@@ -79,6 +91,7 @@ RequestCancel(int64 id)
 {
 	GnnJobSlot *j;
 
+	/* no catalog access here: this also runs at process exit */
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	j = FindJob(id);
 	if (j && !JobFinal(j->state))
@@ -264,12 +277,21 @@ NextJobId(void)
 {
 	int64		id;
 	bool		isnull;
+	bool		taken;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("SELECT nextval('gnn.job_id_seq')", false, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not allocate a job id");
-	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	(void) ExtOid();
+	do
+	{
+		if (SPI_execute("SELECT nextval('gnn.job_id_seq')", false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "could not allocate a job id");
+		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		/* a sequence restarted by setval must not hand out the id of a live job */
+		LWLockAcquire(gnn_shared->lock, LW_SHARED);
+		taken = FindJob(id) != NULL;
+		LWLockRelease(gnn_shared->lock);
+	} while (taken);
 	/* a job recorded as running that no live worker holds died with its worker */
 	SPI_execute_with_args("UPDATE gnn.job_history SET state = 'failed', finished = coalesce(finished, now()), "
 						  "error = 'the job''s worker died or the server restarted while the job ran' "
@@ -289,6 +311,7 @@ WaitForJob(int64 id, long timeout_ms, bool cancel_on_interrupt)
 	TimestampTz start = GetCurrentTimestamp();
 	GnnJobState st = GNN_JOB_FREE;
 
+	(void) ExtOid();
 	if (!exit_callback_registered)
 	{
 		before_shmem_exit(CancelWaitedJobAtExit, (Datum) 0);
@@ -506,6 +529,7 @@ gnn_train(PG_FUNCTION_ARGS)
 	slot->state = GNN_JOB_STARTING;
 	slot->id = id;
 	slot->dbid = MyDatabaseId;
+	slot->extoid = cached_extoid;
 	slot->owner = GetUserId();
 	slot->epochs = r.epochs;
 	slot->req = r;
@@ -601,6 +625,7 @@ gnn_cancel(PG_FUNCTION_ARGS)
 				running = false;
 
 	GnnRequirePreload();
+	(void) ExtOid();
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	j = FindJob(id);
 	if (j)
@@ -640,12 +665,13 @@ gnn_live_jobs(PG_FUNCTION_ARGS)
 
 	GnnRequirePreload();
 	InitMaterializedSRF(fcinfo, 0);
+	(void) ExtOid();
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
 	for (int i = 0; i < GNN_JOB_SLOTS; i++)
 	{
 		GnnJobSlot *j = &gnn_shared->jobs[i];
 
-		if (j->state != GNN_JOB_FREE && j->dbid == MyDatabaseId)
+		if (j->state != GNN_JOB_FREE && j->dbid == MyDatabaseId && j->extoid == cached_extoid)
 			copy[n++] = *j;
 	}
 	LWLockRelease(gnn_shared->lock);

@@ -138,6 +138,20 @@ $node->safe_psql('postgres', "SET ROLE nologin; SELECT gnn.load_graph('ng', 'e')
 ($rc, $out, $err) = $node->psql('postgres', "SET ROLE nologin; SELECT gnn.train('ng', model => 'gcn')");
 like($err, qr/role "nologin" cannot log in, so it cannot run a training job/, 'a role without LOGIN is told why');
 
+# ------------------------------------------------------------------ dump and restore
+my $dump = "$PostgreSQL::Test::Utils::tmp_check/gnn.dump";
+$node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('postgres') ], 'pg_dump of a database with models');
+$node->safe_psql('postgres', 'CREATE DATABASE restored');
+$node->command_ok([ 'pg_restore', '-d', $node->connstr('restored'), $dump ], 'pg_restore');
+is($node->safe_psql('restored', 'SELECT count(*), sum(length(weights)) FROM gnn.models'),
+	$node->safe_psql('postgres', 'SELECT count(*), sum(length(weights)) FROM gnn.models'),
+	'models survive dump and restore, weights included');
+is($node->safe_psql('restored', 'SELECT count(*) FROM gnn.job_history'),
+	$node->safe_psql('postgres', 'SELECT count(*) FROM gnn.job_history'), 'and so does the job history');
+$node->safe_psql('restored', $load);
+is($node->safe_psql('restored', "SELECT array_length(gnn.embedding('m1', 1), 1) > 0"), 't',
+	'a restored model works once its graph is loaded');
+
 # ------------------------------------------------------------------ faults
 # a failing backend (fault injection works without a GPU)
 ($rc, $out, $err) = $node->psql('postgres',
