@@ -26,13 +26,13 @@ SELECT * FROM gnn.load_graph('cora', edges => 'cites', nodes => 'papers', label 
                              split => 'split', sparse_features => 'words', undirected => true);
 \timing off
 SQL
-  G=cora; NODE=35
+  G=cora; NODE=35; NODES_TABLE=papers
 else
   echo "== ../shared/data not found: generating a planted-partition graph"
   { echo "CREATE EXTENSION gnn;"; cat "$REPO_ROOT/test/planted_partition.sql";
     echo "SELECT * FROM gnn.load_graph('planted', edges => 'pp_edges', nodes => 'pp_nodes', features => 'feat',
                                    label => 'label', split => 'split', undirected => true);"; } | run_sql
-  G=planted; NODE=7
+  G=planted; NODE=7; NODES_TABLE=pp_nodes
 fi
 
 cat <<SQL | run_sql
@@ -45,5 +45,25 @@ SELECT width_bucket(gnn.degree('$G', n), 0, 20, 4) AS bucket, min(gnn.degree('$G
 FROM (SELECT ids AS n FROM generate_series(0, 99) ids) s GROUP BY 1 ORDER BY 1;
 \echo == neighbours of node $NODE
 SELECT * FROM gnn.neighbors('$G', $NODE) ORDER BY neighbor LIMIT 10;
+SQL
+cat <<SQL | run_sql
+\echo == train a GCN in a background worker (gnn.train ... wait => true)
+\timing on
+SELECT gnn.train('$G', model => 'gcn', name => '${G}_gcn', hidden => 16, epochs => 200, seed => 1, wait => true) AS job;
+\timing off
+SELECT id, model_name, state, epoch || '/' || epochs AS progress, round(loss::numeric, 3) AS loss,
+       round(val_acc::numeric, 3) AS val_acc, device FROM gnn.jobs;
+\echo == the model catalog
+SELECT name, version, model, metrics->>'test_acc' AS test_acc, metrics->>'best_epoch' AS best_epoch,
+       pg_size_pretty(length(weights)::bigint) AS weights FROM gnn.models;
+\echo == predictions scored against the labels by SQL (test split)
+SELECT round(avg((p.label = n.label)::int), 4) AS test_accuracy, count(*) AS test_nodes
+FROM gnn.predict('${G}_gcn') p JOIN $NODES_TABLE n USING (id) WHERE n.split = 'test';
+\echo == embeddings written back into a table, then queried with plain SQL
+SELECT gnn.embed('${G}_gcn', '${G}_embeddings') AS rows_written;
+SELECT id, array_length(embedding, 1) AS dim, embedding[1:4] AS first_values FROM ${G}_embeddings ORDER BY id LIMIT 3;
+\echo == the nodes most similar to node $NODE, and their classes
+SELECT s.id, round(s.score::numeric, 3) AS cosine, n.label FROM gnn.similar('${G}_gcn', $NODE, 5) s
+JOIN $NODES_TABLE n USING (id) ORDER BY s.score DESC;
 SQL
 echo "== demo finished; the throwaway cluster is removed"
