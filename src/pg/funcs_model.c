@@ -158,19 +158,20 @@ Infer(const char *model, int32 version, OutKind kind, int32 layer)
 	gnn_status	st;
 	int			layers;
 
+	uint64		generation;
+
+	/* the model row is read every time: a new version, or a dropped one, shows at once */
 	ReadModel(model, version, false, &mr);
-	GnnGraphAcquire(mr.graph, &ref);
+	generation = GnnGraphGeneration(mr.graph);
 	for (int i = 0; i < CACHE_ENTRIES; i++)
 	{
 		c = &cache[i];
 		if (c->valid && strcmp(c->model, mr.name) == 0 && c->version == mr.version && c->kind == kind &&
 			(kind == OUT_PROBS || c->layer == layer) && strcmp(c->graph, mr.graph) == 0 &&
-			c->generation == ref.entry.generation && c->user == GetUserId())
-		{
-			GnnGraphRelease(&ref);
+			c->generation == generation && c->user == GetUserId())
 			return c;
-		}
 	}
+	GnnGraphAcquire(mr.graph, &ref);
 
 	ReadModel(model, mr.version, true, &mr);
 	c = NULL;

@@ -139,6 +139,7 @@ typedef struct GnnGraphRef
 } GnnGraphRef;
 
 extern void GnnGraphAcquire(const char *name, GnnGraphRef *ref);
+extern uint64 GnnGraphGeneration(const char *name);
 extern void GnnGraphRelease(GnnGraphRef *ref);
 extern void GnnCheckGraphName(const char *name);
 extern uint64 GnnGraphReserve(uint64 bytes, const char *name);
