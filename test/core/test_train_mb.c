@@ -138,6 +138,32 @@ main(void)
 			  res.best.test_acc, st == GNN_OK ? "" : err.msg);
 	}
 
+	/* link prediction: no labels used */
+	{
+		gnn_linkpred_config lc;
+		gnn_linkpred_result lr;
+		const char *names[] = {"gcn", "graphsage"};
+		gnn_model_kind kinds[] = {GNN_MODEL_GCN, GNN_MODEL_SAGE};
+
+		gnn_linkpred_config_default(&lc);
+		for (int m = 0; m < 2; m++)
+		{
+			gnn_status	st;
+
+			gnn_train_config_default(kinds[m], &cfg);
+			cfg.epochs = 100;
+			cfg.hidden = 64;
+			cfg.dropout = 0.0f;
+			cfg.weight_decay = 0.0f;
+			cfg.seed = 1;
+			st = gnn_train_linkpred(&cora.g, &cfg, &lc, NULL, NULL, NULL, NULL, NULL, NULL, &lr, &err);
+			NOTE("  %s: val AUC %.4f, test AUC %.4f, Hits@%d %.4f, best epoch %d, %.2f s", names[m], lr.val_auc,
+				 lr.test_auc, lc.hits_k, lr.test_hits, lr.best_epoch, lr.seconds);
+			CHECK(st == GNN_OK && lr.test_auc >= 0.85, "link prediction (%s) on cora: test AUC %.4f >= 0.85 on %lld held-out edges %s",
+				  names[m], lr.test_auc, (long long) lr.test_edges, st == GNN_OK ? "" : err.msg);
+		}
+	}
+
 	gnn_dataset_free(&cora);
 	return check_done();
 }
