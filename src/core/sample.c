@@ -206,15 +206,6 @@ sort_row(int32_t *idx, float *w, int64_t n)
 	}
 }
 
-static int
-cmp_i32(const void *a, const void *b)
-{
-	int32_t		x = *(const int32_t *) a,
-				y = *(const int32_t *) b;
-
-	return (x > y) - (x < y);
-}
-
 /* thread-local scratch for weighted draws */
 typedef struct scratch
 {
