@@ -19,17 +19,17 @@ DELETE FROM s_edges WHERE src = dst;
 SELECT nodes FROM gnn.load_graph('sg', 's_edges', nodes => 's_nodes', features => 'feat',
                                  label => 'label', split => 'split', undirected => true);
 -- a small exact graph: 1 <- 2, 3, 4, 5; 2 <- 6
-CREATE TABLE tiny (src bigint, dst bigint);
-INSERT INTO tiny VALUES (2, 1), (3, 1), (4, 1), (5, 1), (6, 2);
-SELECT nodes, edges FROM gnn.load_graph('tiny', 'tiny');
+CREATE TABLE s_tiny (src bigint, dst bigint);
+INSERT INTO s_tiny VALUES (2, 1), (3, 1), (4, 1), (5, 1), (6, 2);
+SELECT nodes, edges FROM gnn.load_graph('s_tiny', 's_tiny');
 
 -- fan-out -1 takes every in-neighbour; layer 2 samples from layer 1's sources
-SELECT * FROM gnn.sample_neighbors('tiny', '{1}', '{-1,-1}') ORDER BY layer, dst, src;
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{1}', '{-1,-1}') ORDER BY layer, dst, src;
 -- fan-out 2: two distinct in-neighbours of node 1
 SELECT count(*) AS edges, count(DISTINCT src) AS distinct_src, bool_and(src BETWEEN 2 AND 5) AS real_neighbours
-FROM gnn.sample_neighbors('tiny', '{1}', '{2}', seed => 3);
+FROM gnn.sample_neighbors('s_tiny', '{1}', '{2}', seed => 3);
 -- with replacement: exactly k draws
-SELECT count(*) FROM gnn.sample_neighbors('tiny', '{1}', '{7}', replace => true, seed => 3);
+SELECT count(*) FROM gnn.sample_neighbors('s_tiny', '{1}', '{7}', replace => true, seed => 3);
 
 -- the same seed gives the same rows; every sampled edge is a graph edge
 CREATE TEMP TABLE s1 AS SELECT * FROM gnn.sample_neighbors('sg', '{0,10,20,30}', '{5,3}', seed => 42);
@@ -43,11 +43,11 @@ FROM s1;
 SELECT layer, max(c) <= CASE layer WHEN 1 THEN 5 ELSE 3 END AS within_fanout
 FROM (SELECT layer, dst, count(*) AS c FROM s1 GROUP BY layer, dst) x GROUP BY layer ORDER BY layer;
 
--- random walks: a chain 1 -> 2 -> 3 ends at 3
-CREATE TABLE chain (src bigint, dst bigint);
-INSERT INTO chain VALUES (1, 2), (2, 3);
-SELECT gnn.load_graph('chain', 'chain') IS NOT NULL AS loaded;
-SELECT * FROM gnn.random_walk('chain', '{1,2}', 5) ORDER BY walk, step;
+-- random walks: a s_chain 1 -> 2 -> 3 ends at 3
+CREATE TABLE s_chain (src bigint, dst bigint);
+INSERT INTO s_chain VALUES (1, 2), (2, 3);
+SELECT gnn.load_graph('s_chain', 's_chain') IS NOT NULL AS loaded;
+SELECT * FROM gnn.random_walk('s_chain', '{1,2}', 5) ORDER BY walk, step;
 CREATE TEMP TABLE w1 AS SELECT * FROM gnn.random_walk('sg', '{0,10,20}', 8, p => 0.5, q => 2, seed => 9);
 CREATE TEMP TABLE w2 AS SELECT * FROM gnn.random_walk('sg', '{0,10,20}', 8, p => 0.5, q => 2, seed => 9);
 SELECT count(*) AS steps, NOT EXISTS (SELECT * FROM w1 EXCEPT SELECT * FROM w2) AS same_walks FROM w1;
@@ -57,18 +57,18 @@ FROM w1 a JOIN w1 b ON a.walk = b.walk AND b.step = a.step + 1;
 -- bad input
 \set VERBOSITY default
 SELECT * FROM gnn.sample_neighbors('nope', '{1}', '{2}');
-SELECT * FROM gnn.sample_neighbors('tiny', '{99}', '{2}');
-SELECT * FROM gnn.sample_neighbors('tiny', '{}', '{2}');
-SELECT * FROM gnn.sample_neighbors('tiny', NULL, '{2}');
-SELECT * FROM gnn.sample_neighbors('tiny', '{1,NULL}', '{2}');
-SELECT * FROM gnn.sample_neighbors('tiny', '{1}', '{-2}');
-SELECT * FROM gnn.sample_neighbors('tiny', '{1}', '{0}');
-SELECT * FROM gnn.sample_neighbors('tiny', '{1}', '{1000000000}');
-SELECT * FROM gnn.sample_neighbors('tiny', '{1}', '{1,1,1,1,1,1,1,1,1}');
-SELECT * FROM gnn.random_walk('tiny', '{1}', 0);
-SELECT * FROM gnn.random_walk('tiny', '{1}', 3, p => 0);
-SELECT * FROM gnn.random_walk('tiny', '{1}', 3, q => -1);
-SELECT * FROM gnn.random_walk('tiny', '{7}', 3);
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{99}', '{2}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{}', '{2}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', NULL, '{2}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{1,NULL}', '{2}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{1}', '{-2}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{1}', '{0}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{1}', '{1000000000}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{1}', '{1,1,1,1,1,1,1,1,1}');
+SELECT * FROM gnn.random_walk('s_tiny', '{1}', 0);
+SELECT * FROM gnn.random_walk('s_tiny', '{1}', 3, p => 0);
+SELECT * FROM gnn.random_walk('s_tiny', '{1}', 3, q => -1);
+SELECT * FROM gnn.random_walk('s_tiny', '{7}', 3);
 \set VERBOSITY terse
 
 -- minibatch training on sampled blocks (GraphSAGE, fan-outs per layer)
@@ -100,6 +100,7 @@ SELECT count(*) AS embedded FROM gnn._embedding_rows('lp_gcn');
 SELECT count(*) AS similar FROM gnn.similar('lp_gcn', 0, 5);
 SELECT gnn.train('lp', task => 'link_prediction', options => '{"fanouts": [5, 5]}');
 
-SELECT gnn.drop_graph(g) FROM unnest(ARRAY['sg', 'tiny', 'chain', 'lp']) g;
+SELECT gnn.drop_graph(g) FROM unnest(ARRAY['sg', 's_tiny', 's_chain', 'lp']) g;
 -- leave the catalog as the later tests expect it
 DELETE FROM gnn.models WHERE name IN ('sg_mb', 'sg_ladies', 'lp_gcn');
+DROP TABLE s_nodes, s_edges, s_tiny, s_chain, lp_nodes;
