@@ -255,3 +255,21 @@ AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE;
 CREATE FUNCTION gnn.similar(model text, node bigint, k int DEFAULT 10, version int DEFAULT NULL)
 RETURNS TABLE (id bigint, score real)
 AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE;
+
+-- ---- sampling
+-- Neighbour sampling from seed nodes: fanouts[h] in-neighbours per node at
+-- hop h+1 (-1 = all), uniformly, with or without replacement.  Rows are the
+-- sampled edges src -> dst of each hop (layer 1 = edges into the seeds), in
+-- original ids.  The same seed gives the same rows.
+CREATE FUNCTION gnn.sample_neighbors(graph text, seeds bigint[], fanouts int[],
+                                     replace boolean DEFAULT false, seed int DEFAULT NULL)
+RETURNS TABLE (layer int, src bigint, dst bigint)
+AS 'MODULE_PATHNAME', 'gnn_sample_neighbors' LANGUAGE C VOLATILE;
+
+-- Random walks along out-edges, one per start (walk numbered from 1, step 0 =
+-- the start); p and q bias them as node2vec does (1, 1 = uniform).  A walk
+-- ends early at a node without out-edges.
+CREATE FUNCTION gnn.random_walk(graph text, starts bigint[], length int,
+                                p float8 DEFAULT 1, q float8 DEFAULT 1, seed int DEFAULT NULL)
+RETURNS TABLE (walk int, step int, node bigint)
+AS 'MODULE_PATHNAME', 'gnn_random_walk_sql' LANGUAGE C VOLATILE;

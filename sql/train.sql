@@ -108,7 +108,7 @@ SET client_min_messages = warning;
 DO $$ BEGIN
   PERFORM gnn.train('tiny', model => 'gcn', epochs => 1, wait => true);
 EXCEPTION WHEN OTHERS THEN
-  RAISE WARNING 'failed: %', SQLERRM;
+  RAISE WARNING 'failed: %', regexp_replace(SQLERRM, 'job [0-9]+', 'job N');  -- ids depend on earlier tests
 END $$;
 RESET client_min_messages;
 SELECT state FROM gnn.jobs WHERE graph = 'tiny';

@@ -148,13 +148,14 @@ CheckRange(const char *what, double v, double lo, double hi)
 }
 
 static const char *const model_names[] = {"gcn", "graphsage", "gat", NULL};
-static const char *const task_names[] = {"node_classification", NULL};
+static const char *const task_names[] = {"node_classification", "link_prediction", NULL};
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
 static const char *const aggr_names[] = {"mean", "pool", NULL};
 static const char *const optim_names[] = {"adam", "sgd", NULL};
 static const char *const select_names[] = {"loss", "acc", "gat", NULL};
 static const char *const option_names[] = {"heads", "out_heads", "patience", "aggregator",
-	"optimizer", "attn_dropout", "select", "row_normalise", NULL};
+	"optimizer", "attn_dropout", "select", "row_normalise", "fanouts", "batch_size", "sampler", NULL};
+static const char *const sampler_names[] = {"neighbor", "ladies", NULL};
 
 static int32
 OptInt(const char *key, const char *val, int32 lo, int32 hi)
@@ -179,6 +180,7 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 	JsonbIteratorToken tok;
 	char	   *key = NULL;
 	int			depth = 0;
+	bool		in_fanouts = false;
 
 	if (!JB_ROOT_IS_OBJECT(opts))
 		ereport(ERROR,
@@ -189,6 +191,14 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 	{
 		char	   *val;
 
+		if (tok == WJB_BEGIN_ARRAY && depth == 1 && key && strcmp(key, "fanouts") == 0)
+		{
+			/* the one list-valued option: fan-outs per hop */
+			in_fanouts = true;
+			r->nfanouts = 0;
+			depth++;
+			continue;
+		}
 		if (tok == WJB_BEGIN_OBJECT || tok == WJB_BEGIN_ARRAY)
 		{
 			depth++;
@@ -201,6 +211,12 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 		if (tok == WJB_END_OBJECT || tok == WJB_END_ARRAY)
 		{
 			depth--;
+			if (in_fanouts && r->nfanouts == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"fanouts\" must not be empty"),
+						 errhint("Give one fan-out per layer, e.g. {\"fanouts\": [10, 10]}; -1 takes all neighbours.")));
+			in_fanouts = false;
 			continue;
 		}
 		if (tok == WJB_KEY)
@@ -224,7 +240,31 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 			default:
 				val = "null";
 		}
-		if (strcmp(key, "heads") == 0)
+		if (strcmp(key, "fanouts") == 0)
+		{
+			int32		f;
+
+			if (!in_fanouts)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"fanouts\" must be an array of integers"),
+						 errhint("For example {\"fanouts\": [10, 10]}, one per layer; -1 takes all neighbours.")));
+			if (r->nfanouts >= GNN_MAX_FANOUTS)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("at most %d fan-outs are allowed", GNN_MAX_FANOUTS)));
+			f = OptInt(key, val, -1, 100000);
+			if (f == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("a fan-out must be -1 (all neighbours) or between 1 and 100000 (got 0)")));
+			r->fanouts[r->nfanouts++] = f;
+		}
+		else if (strcmp(key, "batch_size") == 0)
+			r->batch_size = OptInt(key, val, 1, 1000000);
+		else if (strcmp(key, "sampler") == 0)
+			SetText(r->sampler, sizeof(r->sampler), val, "sampler", sampler_names);
+		else if (strcmp(key, "heads") == 0)
 			r->heads = OptInt(key, val, 1, 64);
 		else if (strcmp(key, "out_heads") == 0)
 			r->out_heads = OptInt(key, val, 1, 64);
@@ -249,6 +289,56 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 						 errmsg("option \"row_normalise\" must be true or false")));
 			r->row_normalise = strcmp(val, "true") == 0;
 		}
+	}
+}
+
+/* minibatch options: fan-outs one per layer; batch size and sampler only with fan-outs */
+static void
+CheckSampling(GnnTrainRequest *r)
+{
+	size_t		len;
+
+	if (r->nfanouts == 0)
+	{
+		if (r->batch_size > 0 || r->sampler[0])
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("batch_size and sampler need fanouts"),
+					 errhint("Add {\"fanouts\": [10, 10]} (one per layer) to train on sampled minibatches.")));
+		return;
+	}
+	if (r->nfanouts != r->layers)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%d fan-outs given for a model with %d layers", r->nfanouts, r->layers),
+				 errhint("Give one fan-out per layer.")));
+	if (strcmp(r->task, "link_prediction") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("link prediction trains full-batch; fanouts are not supported with it")));
+	if (r->batch_size == 0)
+		r->batch_size = 512;
+	if (r->sampler[0] == '\0')
+		strlcpy(r->sampler, "neighbor", sizeof(r->sampler));
+	for (int h = 0; h < r->nfanouts; h++)
+		if (strcmp(r->sampler, "ladies") == 0 && r->fanouts[h] < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the ladies sampler needs a layer size >= 1 for every layer (got %d)", r->fanouts[h])));
+	/* record them with the other parameters */
+	len = strlen(r->params_json);
+	if (len > 0 && r->params_json[len - 1] == '}')
+	{
+		char		buf[256];
+		int			o;
+
+		o = snprintf(buf, sizeof(buf), ", \"sampler\": \"%s\", \"batch_size\": %d, \"fanouts\": [",
+					 r->sampler, r->batch_size);
+		for (int h = 0; h < r->nfanouts; h++)
+			o += snprintf(buf + o, sizeof(buf) - o, "%s%d", h ? ", " : "", r->fanouts[h]);
+		snprintf(buf + o, sizeof(buf) - o, "]}");
+		r->params_json[len - 1] = '\0';
+		strlcat(r->params_json, buf, sizeof(r->params_json));
 	}
 }
 
@@ -471,6 +561,7 @@ gnn_train(PG_FUNCTION_ARGS)
 			 r.model, r.task, r.hidden, r.layers, r.epochs, r.lr, r.weight_decay, r.dropout, r.device,
 			 (long long) r.seed, r.heads, r.out_heads, r.patience, r.aggregator, r.optimizer,
 			 r.attn_dropout, r.select[0] ? r.select : "default", r.row_normalise ? "true" : "false");
+	CheckSampling(&r);
 
 	/* the graph must exist and be the caller's; the role must be able to log in */
 	if (!GnnGraphExists(r.graph, &owner))

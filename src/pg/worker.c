@@ -30,6 +30,7 @@
 #include "backend.h"
 #include "serialize.h"
 #include "train.h"
+#include "train_mb.h"
 
 #define LOG_BATCH 1024
 
@@ -254,6 +255,46 @@ RecordFailure(GnnJobState st, const char *msg)
 	PG_END_TRY();
 }
 
+/* minibatch node classification over sampled blocks (options fanouts / batch_size / sampler) */
+static gnn_status
+RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *r, gnn_backend *be,
+			 gnn_model **model, gnn_train_result *res, gnn_minibatch_stats *stats, gnn_error *err)
+{
+	gnn_minibatch_config mbc;
+
+	memset(&mbc, 0, sizeof(mbc));
+	mbc.sampler.kind = strcmp(r->sampler, "ladies") == 0 ? GNN_SAMPLER_LADIES : GNN_SAMPLER_NEIGHBOR;
+	mbc.sampler.nhops = r->nfanouts;
+	/* hop order, as gnn.sample_neighbors: fanouts[0] for the seeds' own neighbours */
+	for (int h = 0; h < r->nfanouts; h++)
+		mbc.sampler.fanouts[h] = r->fanouts[h];
+	mbc.sampler.nthreads = r->threads;
+	mbc.batch_size = r->batch_size;
+	return gnn_train_minibatch(g, cfg, &mbc, be, OnProgress, NULL, ShouldStop, NULL, model, res, stats, err);
+}
+
+/* unsupervised link prediction; the AUCs travel in the accuracy fields of the log */
+static gnn_status
+RunLinkPrediction(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be, gnn_model **model,
+				  gnn_train_result *res, gnn_linkpred_result *lres, gnn_error *err)
+{
+	gnn_linkpred_config lc;
+	gnn_status	st;
+
+	gnn_linkpred_config_default(&lc);
+	st = gnn_train_linkpred(g, cfg, &lc, be, OnProgress, NULL, ShouldStop, NULL, model, lres, err);
+	memset(res, 0, sizeof(*res));
+	res->epochs_run = lres->epochs_run;
+	res->best_epoch = lres->best_epoch;
+	res->best.val_acc = (float) lres->val_auc;
+	res->best.test_acc = (float) lres->test_auc;
+	res->best.train_acc = NAN;
+	res->best.train_loss = NAN;
+	res->best.val_loss = NAN;
+	res->seconds = lres->seconds;
+	return st;
+}
+
 static void
 RunJob(void)
 {
@@ -270,6 +311,9 @@ RunJob(void)
 	gnn_train_result res;
 	void	   *blob = NULL;
 	size_t		bloblen = 0;
+	gnn_linkpred_result lres;
+	gnn_minibatch_stats mstats;
+	bool		linkpred = strcmp(r->task, "link_prediction") == 0;
 
 	memset(&ref, 0, sizeof(ref));
 	gnn_error_clear(&err);
@@ -371,7 +415,14 @@ RunJob(void)
 			GnnReportCoreError("invalid training configuration", &err);
 
 		wctx->last_flush = GetCurrentTimestamp();
-		st = gnn_train_full(&ref.g, &cfg, be, OnProgress, NULL, ShouldStop, NULL, &model, &res, &err);
+		memset(&lres, 0, sizeof(lres));
+		memset(&mstats, 0, sizeof(mstats));
+		if (linkpred)
+			st = RunLinkPrediction(&ref.g, &cfg, be, &model, &res, &lres, &err);
+		else if (r->nfanouts > 0)
+			st = RunMinibatch(&ref.g, &cfg, r, be, &model, &res, &mstats, &err);
+		else
+			st = gnn_train_full(&ref.g, &cfg, be, OnProgress, NULL, ShouldStop, NULL, &model, &res, &err);
 
 		if (ProcDiePending)
 			CHECK_FOR_INTERRUPTS();		/* terminated: WorkerExit records it */
@@ -417,6 +468,21 @@ RunJob(void)
 			JsonNum(&metrics, "val_loss", res.best.val_loss, false);
 			JsonNum(&metrics, "test_acc", res.best.test_acc, false);
 			JsonNum(&metrics, "seconds", res.seconds, false);
+			if (linkpred)
+			{
+				JsonNum(&metrics, "val_auc", lres.val_auc, false);
+				JsonNum(&metrics, "test_auc", lres.test_auc, false);
+				JsonNum(&metrics, "test_hits_at_50", lres.test_hits, false);
+				JsonNum(&metrics, "test_edges", (double) lres.test_edges, false);
+			}
+			if (r->nfanouts > 0)
+			{
+				JsonNum(&metrics, "batches", (double) mstats.batches, false);
+				JsonNum(&metrics, "sampled_edges", (double) mstats.sampled_edges, false);
+				JsonNum(&metrics, "sample_seconds", mstats.sample_s, false);
+				JsonNum(&metrics, "gather_seconds", mstats.gather_s, false);
+				JsonNum(&metrics, "compute_seconds", mstats.compute_s, false);
+			}
 			appendStringInfo(&metrics, "\"stopped_early\": %s, \"device\": \"%s\"}",
 							 res.stopped_early ? "true" : "false", devname);
 

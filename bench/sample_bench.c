@@ -1,0 +1,249 @@
+/*
+ * sample_bench.c: sampler, feature-gather and minibatch-training throughput
+ * on an in-memory R-MAT graph (no database).
+ *
+ *   sample_bench [NODES [UNDIRECTED_EDGES [DIM [BATCHES]]]]
+ *   defaults: 2500000 nodes, 30000000 edges made undirected (~60M arcs), 100-dim features, 20 batches
+ *
+ * Reports: memcpy bandwidth (the baseline), sampled edges per second with
+ * fan-outs {15,10,5} and batch 1024 on 1 and 2 threads, gather bandwidth as a
+ * fraction of memcpy, and a 3-layer GraphSAGE (hidden 256) training step time
+ * split into sampling, gathering and compute, extrapolated to an epoch over
+ * the training nodes (8% of the nodes, as ogbn-products).
+ */
+#include "train_mb.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int64_t
+rmat_id(gnn_rng *r, int scale, int64_t n)
+{
+	for (;;)
+	{
+		int64_t		v = 0;
+
+		for (int b = 0; b < scale; b++)
+		{
+			double		u = gnn_rng_double(r);
+			int			bit = u < 0.57 ? 0 : u < 0.76 ? 1 : u < 0.95 ? 2 : 3;
+
+			v = (v << 1) | (bit & 1);	/* src bit; the caller draws dst separately */
+		}
+		if (v < n)
+			return v;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	int64_t		n = argc > 1 ? atoll(argv[1]) : 2500000;
+	int64_t		m = argc > 2 ? atoll(argv[2]) : 30000000;
+	int			dim = argc > 3 ? atoi(argv[3]) : 100;
+	int			nbatch = argc > 4 ? atoi(argv[4]) : 20;
+	int			scale = 0;
+	gnn_rng		r;
+	gnn_graph_input in = {0};
+	gnn_graph	g;
+	gnn_error	err;
+	void	   *region;
+	uint64_t	size;
+	double		t0,
+				memcpy_gbs = 0;
+
+	while ((1LL << scale) < n)
+		scale++;
+	gnn_rng_seed(&r, 1);
+	{
+		int64_t    *src = malloc(sizeof(int64_t) * m),
+				   *dst = malloc(sizeof(int64_t) * m),
+				   *ids = malloc(sizeof(int64_t) * n);
+		float	   *feat = malloc(sizeof(float) * n * dim);
+		int32_t    *labels = malloc(sizeof(int32_t) * n);
+		uint8_t    *split = malloc(n);
+
+		t0 = now_s();
+		/* R-MAT quadrant per bit: a=0.57 b=0.19 c=0.19 d=0.05 */
+		for (int64_t e = 0; e < m; e++)
+		{
+			int64_t		s,
+						d;
+
+			do
+			{
+				s = d = 0;
+				for (int b = 0; b < scale; b++)
+				{
+					double		u = gnn_rng_double(&r);
+					int			q = u < 0.57 ? 0 : u < 0.76 ? 1 : u < 0.95 ? 2 : 3;
+
+					s = (s << 1) | (q >> 1);
+					d = (d << 1) | (q & 1);
+				}
+			} while (s >= n || d >= n);
+			src[e] = s;
+			dst[e] = d;
+		}
+		(void) rmat_id;
+		for (int64_t i = 0; i < n; i++)
+		{
+			ids[i] = i;
+			labels[i] = (int32_t) gnn_rng_below(&r, 47);
+			split[i] = gnn_rng_double(&r) < 0.08 ? GNN_SPLIT_TRAIN : GNN_SPLIT_TEST;
+		}
+		for (int64_t i = 0; i < n * dim; i++)
+			feat[i] = gnn_rng_float(&r);
+		in.num_edges = m;
+		in.src = src;
+		in.dst = dst;
+		in.undirected = true;
+		in.num_nodes = n;
+		in.node_ids = ids;
+		in.feat_dim = dim;
+		in.feat = feat;
+		in.labels = labels;
+		in.split = split;
+		if (gnn_graph_build_region(&in, &region, &size, &g, &err) != GNN_OK)
+		{
+			fprintf(stderr, "build: %s\n", err.msg);
+			return 1;
+		}
+		free(src);
+		free(dst);
+		free(ids);
+		free(feat);
+		free(labels);
+		free(split);
+		printf("graph: %lld nodes, %lld arcs, %d-dim dense features, region %.2f GB, generated+built in %.1f s\n",
+			   (long long) g.num_nodes, (long long) g.num_edges, dim, size / 1e9, now_s() - t0);
+	}
+
+	/* memcpy baseline: 512 MB, best of 3 */
+	{
+		size_t		bytes = 512u << 20;
+		char	   *a = malloc(bytes),
+				   *b = malloc(bytes);
+
+		memset(a, 1, bytes);
+		memset(b, 2, bytes);
+		for (int k = 0; k < 3; k++)
+		{
+			double		t = now_s(),
+						gbs;
+
+			memcpy(b, a, bytes);
+			gbs = bytes / (now_s() - t) / 1e9;
+			if (gbs > memcpy_gbs)
+				memcpy_gbs = gbs;
+		}
+		printf("memcpy (1 thread, 512 MB, best of 3): %.2f GB/s\n", memcpy_gbs);
+		free(a);
+		free(b);
+	}
+
+	/* sampling and gathering */
+	{
+		gnn_sampler_config sc = {0};
+		int32_t    *seeds = malloc(sizeof(int32_t) * 1024 * nbatch);
+		float	   *buf = NULL;
+		size_t		cap = 0;
+
+		sc.kind = GNN_SAMPLER_NEIGHBOR;
+		sc.nhops = 3;
+		sc.fanouts[0] = 15;
+		sc.fanouts[1] = 10;
+		sc.fanouts[2] = 5;
+		for (int i = 0; i < 1024 * nbatch; i++)
+			seeds[i] = (int32_t) gnn_rng_below(&r, n);
+		for (int nt = 1; nt <= 2; nt++)
+		{
+			gnn_sampler *s;
+			double		ts = 0,
+						tg = 0;
+			int64_t		edges = 0,
+						rows = 0;
+
+			sc.nthreads = nt;
+			gnn_sampler_create(&g, &sc, &s, &err);
+			for (int b = 0; b < nbatch; b++)
+			{
+				gnn_minibatch mb;
+				double		t = now_s();
+
+				gnn_sampler_sample(s, seeds + 1024 * b, 1024, b, &mb, &err);
+				ts += now_s() - t;
+				edges += mb.sampled_edges;
+				rows += mb.n_input;
+				if ((size_t) mb.n_input * dim > cap)
+				{
+					cap = (size_t) mb.n_input * dim;
+					free(buf);
+					buf = malloc(sizeof(float) * cap);
+					memset(buf, 0, sizeof(float) * cap);	/* touch: page faults are not gather time */
+				}
+				t = now_s();
+				gnn_gather_dense(&g, mb.input_nodes, mb.n_input, false, nt, buf, &err);
+				tg += now_s() - t;
+			}
+			printf("threads %d: sampling %.2f M sampled edges/s (%.2f M/s per core; %lld edges, %.1f ms per batch); "
+				   "gather %.2f GB/s = %.0f%% of memcpy (%.0f input nodes per batch, %.1f ms per batch)\n",
+				   nt, edges / ts / 1e6, edges / ts / 1e6 / nt, (long long) edges, ts / nbatch * 1e3,
+				   rows * (double) dim * 4 / tg / 1e9, 100.0 * rows * (double) dim * 4 / tg / 1e9 / memcpy_gbs,
+				   (double) rows / nbatch, tg / nbatch * 1e3);
+			gnn_sampler_free(s);
+		}
+		free(seeds);
+		free(buf);
+	}
+
+	/* training: 3-layer GraphSAGE, hidden 256, batch 1024, fan-outs {15,10,5} */
+	{
+		gnn_train_config cfg;
+		gnn_minibatch_config mbc;
+		gnn_train_result res;
+		gnn_minibatch_stats st;
+		int			tb = nbatch < 10 ? nbatch : 10;
+		double		per,
+					batches_epoch = (double) (g.n_train + 1023) / 1024;
+
+		gnn_train_config_default(GNN_MODEL_SAGE, &cfg);
+		cfg.layers = 3;
+		cfg.hidden = 256;
+		cfg.epochs = 1;
+		cfg.dropout = 0.5f;
+		cfg.row_normalise = false;
+		memset(&mbc, 0, sizeof(mbc));
+		mbc.sampler.nhops = 3;
+		mbc.sampler.fanouts[0] = 15;
+		mbc.sampler.fanouts[1] = 10;
+		mbc.sampler.fanouts[2] = 5;
+		mbc.batch_size = 1024;
+		mbc.max_batches = tb;
+		mbc.skip_eval = true;
+		if (gnn_train_minibatch(&g, &cfg, &mbc, NULL, NULL, NULL, NULL, NULL, NULL, &res, &st, &err) != GNN_OK)
+		{
+			fprintf(stderr, "train: %s\n", err.msg);
+			return 1;
+		}
+		per = (st.sample_s + st.gather_s + st.compute_s) / st.batches;
+		printf("training (2 threads): %lld batches measured, %.3f s per batch: sampling %.0f%%, gathering %.0f%%, compute %.0f%%\n",
+			   (long long) st.batches, per, 100 * st.sample_s / (per * st.batches),
+			   100 * st.gather_s / (per * st.batches), 100 * st.compute_s / (per * st.batches));
+		printf("epoch (%lld training nodes, %.0f batches): %.0f s extrapolated from %lld batches\n",
+			   (long long) g.n_train, batches_epoch, per * batches_epoch, (long long) st.batches);
+	}
+	free(region);
+	return 0;
+}

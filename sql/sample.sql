@@ -1,0 +1,106 @@
+-- Sampling from SQL: neighbour samples and random walks (determinism with a
+-- seed, shape of the output, bad input), minibatch training with sampled
+-- blocks and unsupervised link prediction on a generated graph.
+CREATE EXTENSION IF NOT EXISTS gnn;
+SET client_min_messages = warning;
+SELECT setseed(0.5);
+CREATE TABLE s_nodes AS
+  SELECT id * 10 AS id, (id % 3)::int AS label,
+         CASE WHEN id < 90 THEN 'train' WHEN id < 240 THEN 'val' WHEN id < 450 THEN 'test' END AS split,
+         (SELECT array_agg(CASE WHEN j % 3 = id % 3 THEN 0.5 ELSE 0 END + random()::real ORDER BY j)
+            FROM generate_series(0, 11) j)::real[] AS feat
+  FROM generate_series(0, 449) id;
+CREATE TABLE s_edges AS
+  SELECT s.id AS src,
+         10 * CASE WHEN random() < 0.8 THEN ((random() * 149)::int * 3 + (s.id / 10) % 3) % 450
+                   ELSE (random() * 449)::int END AS dst
+  FROM s_nodes s, generate_series(1, 4) k;
+DELETE FROM s_edges WHERE src = dst;
+SELECT nodes FROM gnn.load_graph('sg', 's_edges', nodes => 's_nodes', features => 'feat',
+                                 label => 'label', split => 'split', undirected => true);
+-- a small exact graph: 1 <- 2, 3, 4, 5; 2 <- 6
+CREATE TABLE s_tiny (src bigint, dst bigint);
+INSERT INTO s_tiny VALUES (2, 1), (3, 1), (4, 1), (5, 1), (6, 2);
+SELECT nodes, edges FROM gnn.load_graph('s_tiny', 's_tiny');
+
+-- fan-out -1 takes every in-neighbour; layer 2 samples from layer 1's sources
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{1}', '{-1,-1}') ORDER BY layer, dst, src;
+-- fan-out 2: two distinct in-neighbours of node 1
+SELECT count(*) AS edges, count(DISTINCT src) AS distinct_src, bool_and(src BETWEEN 2 AND 5) AS real_neighbours
+FROM gnn.sample_neighbors('s_tiny', '{1}', '{2}', seed => 3);
+-- with replacement: exactly k draws
+SELECT count(*) FROM gnn.sample_neighbors('s_tiny', '{1}', '{7}', replace => true, seed => 3);
+
+-- the same seed gives the same rows; every sampled edge is a graph edge
+CREATE TEMP TABLE s1 AS SELECT * FROM gnn.sample_neighbors('sg', '{0,10,20,30}', '{5,3}', seed => 42);
+CREATE TEMP TABLE s2 AS SELECT * FROM gnn.sample_neighbors('sg', '{0,10,20,30}', '{5,3}', seed => 42);
+SELECT (SELECT count(*) FROM s1) > 0 AS sampled,
+       NOT EXISTS (SELECT * FROM s1 EXCEPT ALL SELECT * FROM s2) AND
+       NOT EXISTS (SELECT * FROM s2 EXCEPT ALL SELECT * FROM s1) AS same_rows;
+SELECT bool_and(EXISTS (SELECT 1 FROM gnn.neighbors('sg', s1.dst, 'in') n WHERE n.neighbor = s1.src)) AS real_edges,
+       max(layer) AS layers
+FROM s1;
+SELECT layer, max(c) <= CASE layer WHEN 1 THEN 5 ELSE 3 END AS within_fanout
+FROM (SELECT layer, dst, count(*) AS c FROM s1 GROUP BY layer, dst) x GROUP BY layer ORDER BY layer;
+
+-- random walks: a s_chain 1 -> 2 -> 3 ends at 3
+CREATE TABLE s_chain (src bigint, dst bigint);
+INSERT INTO s_chain VALUES (1, 2), (2, 3);
+SELECT gnn.load_graph('s_chain', 's_chain') IS NOT NULL AS loaded;
+SELECT * FROM gnn.random_walk('s_chain', '{1,2}', 5) ORDER BY walk, step;
+CREATE TEMP TABLE w1 AS SELECT * FROM gnn.random_walk('sg', '{0,10,20}', 8, p => 0.5, q => 2, seed => 9);
+CREATE TEMP TABLE w2 AS SELECT * FROM gnn.random_walk('sg', '{0,10,20}', 8, p => 0.5, q => 2, seed => 9);
+SELECT count(*) AS steps, NOT EXISTS (SELECT * FROM w1 EXCEPT SELECT * FROM w2) AS same_walks FROM w1;
+SELECT bool_and(EXISTS (SELECT 1 FROM gnn.neighbors('sg', a.node) n WHERE n.neighbor = b.node)) AS steps_follow_edges
+FROM w1 a JOIN w1 b ON a.walk = b.walk AND b.step = a.step + 1;
+
+-- bad input
+\set VERBOSITY default
+SELECT * FROM gnn.sample_neighbors('nope', '{1}', '{2}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{99}', '{2}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{}', '{2}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', NULL, '{2}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{1,NULL}', '{2}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{1}', '{-2}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{1}', '{0}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{1}', '{1000000000}');
+SELECT * FROM gnn.sample_neighbors('s_tiny', '{1}', '{1,1,1,1,1,1,1,1,1}');
+SELECT * FROM gnn.random_walk('s_tiny', '{1}', 0);
+SELECT * FROM gnn.random_walk('s_tiny', '{1}', 3, p => 0);
+SELECT * FROM gnn.random_walk('s_tiny', '{1}', 3, q => -1);
+SELECT * FROM gnn.random_walk('s_tiny', '{7}', 3);
+\set VERBOSITY terse
+
+-- minibatch training on sampled blocks (GraphSAGE, fan-outs per layer)
+SELECT gnn.train('sg', model => 'graphsage', name => 'sg_mb', hidden => 16, epochs => 15, seed => 3, wait => true,
+                 options => '{"fanouts": [5, 5], "batch_size": 32}') AS job \gset
+SELECT state, error IS NULL AS no_error FROM gnn.jobs WHERE id = :job;
+SELECT params->'fanouts' AS fanouts, params->>'batch_size' AS batch_size, params->>'sampler' AS sampler,
+       (metrics->>'test_acc')::float8 > 0.6 AS learned, (metrics->>'batches')::int = 15 * 3 AS batches
+FROM gnn.models WHERE name = 'sg_mb';
+SELECT gnn.train('sg', model => 'graphsage', name => 'sg_ladies', hidden => 16, epochs => 10, seed => 3, wait => true,
+                 options => '{"fanouts": [64, 64], "batch_size": 32, "sampler": "ladies"}') IS NOT NULL AS ladies_ran;
+SELECT (metrics->>'test_acc')::float8 > 0.5 AS learned FROM gnn.models WHERE name = 'sg_ladies';
+-- option errors
+SELECT gnn.train('sg', options => '{"fanouts": [5]}');
+SELECT gnn.train('sg', options => '{"fanouts": 5}');
+SELECT gnn.train('sg', options => '{"batch_size": 5}');
+SELECT gnn.train('sg', options => '{"fanouts": [5, 0]}');
+SELECT gnn.train('sg', options => '{"fanouts": [5, 5], "sampler": "bogus"}');
+
+-- link prediction: no labels needed; AUC and Hits@50 on held-out edges
+CREATE TABLE lp_nodes AS SELECT id, feat FROM s_nodes;
+SELECT nodes FROM gnn.load_graph('lp', 's_edges', nodes => 'lp_nodes', features => 'feat', undirected => true);
+SELECT gnn.train('lp', model => 'gcn', task => 'link_prediction', name => 'lp_gcn', hidden => 16, epochs => 60,
+                 dropout => 0, seed => 5, wait => true) IS NOT NULL AS trained;
+SELECT task, (metrics->>'test_auc')::float8 > 0.7 AS good_auc, metrics ? 'test_hits_at_50' AS has_hits,
+       (metrics->>'test_edges')::int > 0 AS held_out
+FROM gnn.models WHERE name = 'lp_gcn';
+SELECT count(*) AS embedded FROM gnn._embedding_rows('lp_gcn');
+SELECT count(*) AS similar FROM gnn.similar('lp_gcn', 0, 5);
+SELECT gnn.train('lp', task => 'link_prediction', options => '{"fanouts": [5, 5]}');
+
+SELECT gnn.drop_graph(g) FROM unnest(ARRAY['sg', 's_tiny', 's_chain', 'lp']) g;
+-- leave the catalog as the later tests expect it
+DELETE FROM gnn.models WHERE name IN ('sg_mb', 'sg_ladies', 'lp_gcn');
+DROP TABLE s_nodes, s_edges, s_tiny, s_chain, lp_nodes;

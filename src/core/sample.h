@@ -1,0 +1,127 @@
+/*
+ * sample.h: samplers over a gnn_graph: node-wise neighbour sampling and
+ * layer-wise importance sampling (LADIES) into blocks, random walks
+ * (uniform and node2vec), and the per-batch feature gather.
+ *
+ * Direction: a node aggregates from its in-neighbours (graph.h's reverse
+ * CSR), so samplers draw in-neighbours; random walks follow out-edges.
+ *
+ * Hops and layers: fanouts[h] is the number of neighbours drawn at hop h+1
+ * from the seeds (PyG's num_neighbors order; -1 = all).  The model consumes
+ * blocks input-first, so gnn_minibatch.blocks[0] is the LAST hop and
+ * blocks[L-1] has the seeds as destinations.
+ *
+ * Reproducibility: every random draw comes from a stream split off the
+ * caller's seed by (hop, chunk of 256 destination rows) or (walk chunk), so
+ * the same seed gives the same sample for ANY thread count.
+ *
+ * Relabelling: each hop's source list starts with its destination list (DGL
+ * convention: destination i is source i), followed by new nodes in order of
+ * first appearance; membership uses a generation-stamped marker array of one
+ * int32 per graph node (no hash map, no clearing between hops/batches).
+ * Node indices are 32-bit (graphs up to 2^31-1 nodes).
+ */
+#ifndef GNN_SAMPLE_H
+#define GNN_SAMPLE_H
+
+#include "model.h"
+
+typedef enum gnn_sampler_kind
+{
+	GNN_SAMPLER_NEIGHBOR = 0,	/* node-wise, per-destination fan-out */
+	GNN_SAMPLER_LADIES = 1		/* layer-wise importance sampling, fanout = nodes per layer */
+} gnn_sampler_kind;
+
+#define GNN_SAMPLE_MAX_FANOUT 100000
+
+typedef struct gnn_sampler_config
+{
+	gnn_sampler_kind kind;
+	int32_t		nhops;
+	int32_t		fanouts[GNN_MAX_LAYERS];	/* hop order; -1 = all (NEIGHBOR only) */
+	bool		replace;		/* NEIGHBOR: draw with replacement */
+	bool		weighted;		/* NEIGHBOR: draw proportionally to edge weight */
+	int32_t		nthreads;		/* 0 = OpenMP default */
+} gnn_sampler_config;
+
+/*
+ * A sampler keeps reusable scratch (marker array, buffers) across batches.
+ * Not thread-safe: one sampler per thread that calls gnn_sampler_sample.
+ */
+typedef struct gnn_sampler gnn_sampler;
+
+/* One sampled batch: owned by the sampler, valid until the next sample call. */
+typedef struct gnn_minibatch
+{
+	int32_t		nhops;
+	gnn_block	blocks[GNN_MAX_LAYERS];	/* input-first: blocks[0] = last hop */
+	/* nodes[h]: graph indices of the nodes after h hops (nodes[0] = seeds,
+	 * deduplicated); nodes[h-1] is a prefix of nodes[h]. */
+	const int32_t *nodes[GNN_MAX_LAYERS + 1];
+	int64_t		n_nodes[GNN_MAX_LAYERS + 1];
+	/* the unique input nodes whose features the batch needs (= nodes[nhops]) */
+	const int32_t *input_nodes;
+	int64_t		n_input;
+	int64_t		sampled_edges;	/* sum of block nnz */
+} gnn_minibatch;
+
+gnn_status	gnn_sampler_config_check(const gnn_sampler_config *cfg, gnn_error *err);
+gnn_status	gnn_sampler_create(const gnn_graph *g, const gnn_sampler_config *cfg,
+							   gnn_sampler **out, gnn_error *err);
+void		gnn_sampler_free(gnn_sampler *s);
+
+/*
+ * Sample the message-flow graph of seeds (graph indices; duplicates are
+ * dropped, the first occurrence kept).  Deterministic in (seed, seeds).
+ * NEIGHBOR blocks carry the graph's edge weights when the graph is weighted
+ * and sampling is uniform (NULL otherwise).  LADIES blocks carry the
+ * importance correction w(v,u) = c_u * Ahat(v,u) / (s * p_u), where Ahat is
+ * the row-normalised adjacency (1/in-degree), p_u the layer distribution and
+ * c_u the times u was drawn in s draws: sum_u w(v,u) x_u is an unbiased
+ * estimate of the mean of v's in-neighbours' x.
+ */
+gnn_status	gnn_sampler_sample(gnn_sampler *s, const int32_t *seeds, int64_t nseeds,
+							   uint64_t seed, gnn_minibatch *mb, gnn_error *err);
+
+/* ------------------------------------------------------------------ walks */
+
+typedef struct gnn_walk_config
+{
+	int32_t		length;			/* steps after the start (walk has length+1 nodes) */
+	double		p;				/* node2vec return parameter (1 = uniform) */
+	double		q;				/* node2vec in-out parameter (1 = uniform) */
+	int32_t		nthreads;
+} gnn_walk_config;
+
+/*
+ * Random walks from starts[0..n) along out-edges.  out receives
+ * n * (length + 1) graph indices, walk-major; a walk that reaches a node
+ * without out-edges ends there and the rest of its row is -1.  With
+ * p = q = 1 every step is uniform over out-neighbours; otherwise node2vec's
+ * second-order bias (1/p back to the previous node, 1 to a neighbour of it,
+ * 1/q further away), drawn by rejection against the largest bias.
+ */
+gnn_status	gnn_random_walk(const gnn_graph *g, const int32_t *starts, int64_t n,
+							const gnn_walk_config *cfg, uint64_t seed, int32_t *out,
+							gnn_error *err);
+
+/* ------------------------------------------------------------------ gather */
+
+/*
+ * Dense: out[i] = features of nodes[i] (rows of g->feat_dim floats), copied
+ * once each in parallel with sequential writes.  row_normalise divides each
+ * row by its sum (as gnn_dfeat_from_graph does for full-batch training).
+ */
+gnn_status	gnn_gather_dense(const gnn_graph *g, const int32_t *nodes, int64_t n,
+							 bool row_normalise, int nthreads, float *out, gnn_error *err);
+
+/* Sparse: a CSR of the nodes' rows (ptr[n+1], idx, val; malloc'd, free with free()). */
+gnn_status	gnn_gather_sparse(const gnn_graph *g, const int32_t *nodes, int64_t n,
+							  bool row_normalise, int nthreads, int64_t **ptr, int32_t **idx,
+							  float **val, gnn_error *err);
+
+/* Features of nodes as a gnn_dfeat on be (dense or sparse as the graph keeps them). */
+gnn_status	gnn_dfeat_gather(gnn_backend *be, const gnn_graph *g, const int32_t *nodes, int64_t n,
+							 bool row_normalise, int nthreads, gnn_dfeat *out, gnn_error *err);
+
+#endif							/* GNN_SAMPLE_H */

@@ -1,0 +1,823 @@
+/*
+ * train_mb.c: minibatch training over sampled blocks; link prediction.
+ */
+#include "train_mb.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+/* the full graph on the backend, for evaluation */
+typedef struct eval_data
+{
+	gnn_dblock	blk;
+	gnn_dfeat	x;
+	int32_t    *labels;
+	int32_t    *rows[4];
+	int64_t		nrows[4];
+} eval_data;
+
+static void
+eval_data_free(gnn_backend *be, eval_data *d)
+{
+	gnn_dblock_free(&d->blk);
+	gnn_dfeat_free(&d->x);
+	gnn_backend_free(be, d->labels);
+	for (int s = 0; s < 4; s++)
+		gnn_backend_free(be, d->rows[s]);
+	memset(d, 0, sizeof(*d));
+}
+
+static gnn_status
+eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, eval_data *d, gnn_error *err)
+{
+	gnn_block	blk;
+	gnn_status	st;
+	int32_t    *host;
+
+	memset(d, 0, sizeof(*d));
+	gnn_block_from_graph(g, &blk);
+	if ((st = gnn_dblock_create(be, &blk, &d->blk, err)) != GNN_OK ||
+		(st = gnn_dfeat_from_graph(be, g, row_normalise, &d->x, err)) != GNN_OK ||
+		(st = gnn_dev_upload(be, g->labels, sizeof(int32_t) * g->num_nodes, (void **) &d->labels, err)) != GNN_OK)
+		goto fail;
+	host = malloc(sizeof(int32_t) * (g->num_nodes + 1));
+	if (!host)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	for (int s = 1; s < 4; s++)
+	{
+		int64_t		k = 0;
+
+		for (int64_t v = 0; v < g->num_nodes; v++)
+			if (g->split[v] == s)
+				host[k++] = (int32_t) v;
+		d->nrows[s] = k;
+		if ((st = gnn_dev_upload(be, host, sizeof(int32_t) * k, (void **) &d->rows[s], err)) != GNN_OK)
+			break;
+	}
+	free(host);
+	if (st == GNN_OK)
+		return GNN_OK;
+fail:
+	eval_data_free(be, d);
+	return st;
+}
+
+static gnn_status
+eval_split(gnn_backend *be, eval_data *d, const float *logits, int64_t n, int32_t c, int s,
+		   float *loss, float *acc, gnn_error *err)
+{
+	int64_t		correct = 0,
+				counted = 0;
+	gnn_status	st;
+
+	*loss = 0;
+	*acc = 0;
+	if (d->nrows[s] == 0)
+		return GNN_OK;
+	st = gnn_backend_xent(be, logits, n, c, d->labels, d->rows[s], d->nrows[s], NULL, loss,
+						  &correct, &counted);
+	if (st != GNN_OK)
+		return gnn_backend_error(be, st, err);
+	*acc = counted ? (float) correct / (float) counted : 0.0f;
+	return GNN_OK;
+}
+
+/*
+ * A block prepared for the model.  LADIES weights are the unbiased estimator
+ * of the neighbour mean, a weighted SUM; GraphSAGE's mean aggregator divides
+ * by the row's entry count, so rows are pre-multiplied by it.
+ */
+static gnn_status
+batch_block(gnn_backend *be, const gnn_block *b, bool mean_compensate, float **wbuf, size_t *wcap,
+			gnn_dblock *out, gnn_error *err)
+{
+	gnn_block	blk = *b;
+
+	if (mean_compensate && b->weights)
+	{
+		if ((size_t) b->nnz + 1 > *wcap)
+		{
+			float	   *p = realloc(*wbuf, sizeof(float) * (b->nnz + 1));
+
+			if (!p)
+				return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+			*wbuf = p;
+			*wcap = b->nnz + 1;
+		}
+		for (int64_t i = 0; i < b->n_dst; i++)
+		{
+			float		deg = (float) (b->indptr[i + 1] - b->indptr[i]);
+
+			for (int64_t e = b->indptr[i]; e < b->indptr[i + 1]; e++)
+				(*wbuf)[e] = b->weights[e] * deg;
+		}
+		blk.weights = *wbuf;
+	}
+	return gnn_dblock_create(be, &blk, out, err);
+}
+
+gnn_status
+gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
+					gnn_backend *be_in, gnn_progress_fn progress, void *progress_arg,
+					gnn_should_stop_fn should_stop, void *stop_arg, gnn_model **model_out,
+					gnn_train_result *res, gnn_minibatch_stats *stats, gnn_error *err)
+{
+	gnn_backend *be = be_in;
+	gnn_model  *model = NULL;
+	gnn_model_config mc;
+	gnn_optim	opt;
+	gnn_rng		rng;
+	gnn_sampler *sampler = NULL;
+	eval_data	d;
+	gnn_status	st;
+	gnn_minibatch_stats stl;
+	float	   *best_w = NULL,
+			   *wbuf = NULL;
+	size_t		wcap = 0;
+	int32_t    *train = NULL,
+			   *hlab = NULL,
+			   *hrows = NULL;
+	gnn_buf		dlab = {0},
+				drows = {0},
+				dlogits = {0};
+	int64_t		ntrain = 0;
+	int32_t		c = g->num_classes,
+				wait = 0;
+	int			L = cfg->layers;
+	float		best_loss = INFINITY,
+				best_acc = -1.0f,
+				acc_max = -1.0f,
+				loss_min = INFINITY;
+	bool		have_best = false,
+				eval_ready = false;
+	bool		compensate;
+	double		t_start;
+
+	memset(&d, 0, sizeof(d));
+	memset(res, 0, sizeof(*res));
+	memset(&stl, 0, sizeof(stl));
+	if (!stats)
+		stats = &stl;
+	memset(stats, 0, sizeof(*stats));
+	if (model_out)
+		*model_out = NULL;
+	if ((st = gnn_train_config_check(cfg, err)) != GNN_OK ||
+		(st = gnn_sampler_config_check(&mbc->sampler, err)) != GNN_OK)
+		return st;
+	if (mbc->sampler.nhops != L)
+		return gnn_error_set(err, GNN_ERR_INVALID, "%d fan-outs given for a model with %d layers (give one per layer)",
+							 mbc->sampler.nhops, L);
+	if (mbc->batch_size < 1)
+		return gnn_error_set(err, GNN_ERR_INVALID, "batch size must be >= 1, got %d", mbc->batch_size);
+	if (!g->labels || c < 1)
+		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no labels to train on");
+	if (g->feat_kind == GNN_FEAT_NONE)
+		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
+	if (!g->split || g->n_train == 0)
+		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no training nodes (split = train)");
+	if (model_out && !be_in)
+		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
+	if ((st = gnn_train_model_config(cfg, g->feat_dim, c, &mc, err)) != GNN_OK)
+		return st;
+	if (!be && (st = gnn_backend_create(cfg->backend, cfg->threads, cfg->cuda_so, &be, err)) != GNN_OK)
+		return st;
+	compensate = mbc->sampler.kind == GNN_SAMPLER_LADIES && cfg->model == GNN_MODEL_SAGE;
+
+	gnn_rng_seed(&rng, cfg->seed);
+	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK ||
+		(st = gnn_sampler_create(g, &mbc->sampler, &sampler, err)) != GNN_OK)
+		goto done;
+	train = malloc(sizeof(int32_t) * (g->n_train + 1));
+	hlab = malloc(sizeof(int32_t) * (mbc->batch_size + 1));
+	hrows = malloc(sizeof(int32_t) * (mbc->batch_size + 1));
+	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
+	if (!train || !hlab || !hrows || !best_w)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		if (g->split[v] == GNN_SPLIT_TRAIN && g->labels[v] >= 0)
+			train[ntrain++] = (int32_t) v;
+	if (ntrain == 0)
+	{
+		st = gnn_error_set(err, GNN_ERR_EMPTY, "no labelled training nodes");
+		goto done;
+	}
+	for (int i = 0; i < mbc->batch_size; i++)
+		hrows[i] = i;
+	if ((st = gnn_buf_ensure(be, &dlab, sizeof(int32_t) * mbc->batch_size, err)) != GNN_OK ||
+		(st = gnn_buf_ensure(be, &drows, sizeof(int32_t) * mbc->batch_size, err)) != GNN_OK ||
+		(st = gnn_buf_ensure(be, &dlogits, sizeof(float) * mbc->batch_size * c, err)) != GNN_OK)
+		goto done;
+	if ((st = gnn_backend_error(be, gnn_backend_copy_h2d(be, drows.p, hrows, sizeof(int32_t) * mbc->batch_size), err)) != GNN_OK)
+		goto done;
+	gnn_optim_init(&opt, cfg->optimizer, cfg->lr, cfg->weight_decay);
+
+	t_start = now_s();
+	for (int32_t epoch = 1; epoch <= cfg->epochs; epoch++)
+	{
+		gnn_epoch_metrics em;
+		double		t0 = now_s(),
+					loss_sum = 0;
+		int64_t		nb = 0;
+		bool		improved = false,
+					keep = false;
+
+		memset(&em, 0, sizeof(em));
+		em.epoch = epoch;
+		/* shuffle the training nodes */
+		for (int64_t i = ntrain - 1; i > 0; i--)
+		{
+			int64_t		j = (int64_t) gnn_rng_below(&rng, (uint64_t) i + 1);
+			int32_t		t = train[i];
+
+			train[i] = train[j];
+			train[j] = t;
+		}
+		for (int64_t b0 = 0; b0 < ntrain; b0 += mbc->batch_size, nb++)
+		{
+			int64_t		bs = ntrain - b0 < mbc->batch_size ? ntrain - b0 : mbc->batch_size;
+			gnn_minibatch mb;
+			gnn_dfeat	x;
+			gnn_dblock	dblk[GNN_MAX_LAYERS];
+			gnn_dblock *blocks[GNN_MAX_LAYERS];
+			const float *logits;
+			float		loss;
+			double		t1;
+			int			made = 0;
+
+			if (mbc->max_batches > 0 && nb >= mbc->max_batches)
+				break;
+			if (should_stop && should_stop(stop_arg))
+			{
+				st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
+				goto out;
+			}
+			t1 = now_s();
+			if ((st = gnn_sampler_sample(sampler, train + b0, bs, gnn_rng_next(&rng), &mb, err)) != GNN_OK)
+				goto out;
+			stats->sample_s += now_s() - t1;
+			t1 = now_s();
+			if ((st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads,
+									   &x, err)) != GNN_OK)
+				goto out;
+			stats->gather_s += now_s() - t1;
+			t1 = now_s();
+			for (int64_t i = 0; i < bs; i++)
+				hlab[i] = g->labels[mb.input_nodes[i]];
+			for (made = 0; made < L; made++)
+			{
+				if ((st = batch_block(be, &mb.blocks[made], compensate, &wbuf, &wcap, &dblk[made], err)) != GNN_OK)
+					break;
+				blocks[made] = &dblk[made];
+			}
+			if (st == GNN_OK)
+				st = gnn_backend_error(be, gnn_backend_copy_h2d(be, dlab.p, hlab, sizeof(int32_t) * bs), err);
+			if (st == GNN_OK)
+				st = gnn_model_forward(model, blocks, &x, true, gnn_rng_next(&rng), &logits, err);
+			if (st == GNN_OK)
+				st = gnn_backend_error(be, gnn_backend_xent(be, logits, bs, c, dlab.p, drows.p, bs, dlogits.p,
+															&loss, NULL, NULL), err);
+			if (st == GNN_OK)
+				st = gnn_model_backward(model, dlogits.p, err);
+			if (st == GNN_OK)
+				st = gnn_optim_step(&opt, model, err);
+			for (int l = 0; l < made; l++)
+				gnn_dblock_free(&dblk[l]);
+			gnn_dfeat_free(&x);
+			if (st != GNN_OK)
+				goto out;
+			stats->compute_s += now_s() - t1;
+			stats->batches++;
+			stats->sampled_edges += mb.sampled_edges;
+			stats->input_nodes += mb.n_input;
+			loss_sum += loss;
+		}
+		em.train_loss = nb ? (float) (loss_sum / nb) : 0;
+
+		/* evaluation with full neighbourhoods */
+		if (!mbc->skip_eval)
+		{
+			const float *logits;
+			gnn_dblock *blocks[GNN_MAX_LAYERS];
+			float		dummy;
+			double		t1 = now_s();
+
+			if (!eval_ready)
+			{
+				if ((st = eval_data_create(be, g, cfg->row_normalise, &d, err)) != GNN_OK)
+					goto out;
+				eval_ready = true;
+			}
+			for (int l = 0; l < GNN_MAX_LAYERS; l++)
+				blocks[l] = &d.blk;
+			if ((st = gnn_model_forward(model, blocks, &d.x, false, 0, &logits, err)) != GNN_OK ||
+				(st = eval_split(be, &d, logits, g->num_nodes, c, GNN_SPLIT_TRAIN, &dummy, &em.train_acc, err)) ||
+				(st = eval_split(be, &d, logits, g->num_nodes, c, GNN_SPLIT_VAL, &em.val_loss, &em.val_acc, err)) ||
+				(st = eval_split(be, &d, logits, g->num_nodes, c, GNN_SPLIT_TEST, &em.test_loss, &em.test_acc, err)))
+				goto out;
+			stats->eval_s += now_s() - t1;
+		}
+
+		switch (cfg->select)
+		{
+			case GNN_SELECT_VAL_LOSS:
+				improved = keep = em.val_loss < best_loss;
+				break;
+			case GNN_SELECT_VAL_ACC:
+				improved = keep = em.val_acc > best_acc ||
+					(em.val_acc == best_acc && em.val_loss < best_loss);
+				break;
+			case GNN_SELECT_GAT:
+				improved = em.val_acc >= acc_max || em.val_loss <= loss_min;
+				keep = em.val_acc >= acc_max && em.val_loss <= loss_min;
+				if (improved)
+				{
+					acc_max = em.val_acc > acc_max ? em.val_acc : acc_max;
+					loss_min = em.val_loss < loss_min ? em.val_loss : loss_min;
+				}
+				break;
+		}
+		if (!have_best || mbc->skip_eval)
+			keep = true;
+		if (keep)
+		{
+			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
+				goto out;
+			have_best = true;
+			best_loss = em.val_loss;
+			best_acc = em.val_acc;
+			em.best = true;
+			res->best = em;
+			res->best_epoch = epoch;
+		}
+		wait = improved ? 0 : wait + 1;
+		em.seconds = now_s() - t0;
+		if (em.best)
+			res->best.seconds = em.seconds;
+		res->epochs_run = epoch;
+		if (progress)
+			progress(progress_arg, &em);
+		if (cfg->patience > 0 && wait >= cfg->patience)
+		{
+			res->stopped_early = true;
+			break;
+		}
+	}
+out:
+	res->seconds = now_s() - t_start;
+	res->other_s = res->seconds;
+	if (have_best)
+	{
+		gnn_status	st2 = gnn_model_weights_set(model, best_w, st == GNN_OK ? err : NULL);
+
+		if (st == GNN_OK)
+			st = st2;
+	}
+	if (st == GNN_OK && model_out)
+	{
+		*model_out = model;
+		model = NULL;
+	}
+done:
+	free(best_w);
+	free(wbuf);
+	free(train);
+	free(hlab);
+	free(hrows);
+	gnn_buf_free(be, &dlab);
+	gnn_buf_free(be, &drows);
+	gnn_buf_free(be, &dlogits);
+	eval_data_free(be, &d);
+	gnn_sampler_free(sampler);
+	gnn_model_free(model);
+	if (!be_in)
+		gnn_backend_destroy(be);
+	return st;
+}
+
+/* ------------------------------------------------------------------ link prediction */
+
+void
+gnn_linkpred_config_default(gnn_linkpred_config *lc)
+{
+	lc->holdout = 0.1;
+	lc->val_fraction = 0.5;
+	lc->negatives = 1;
+	lc->hits_k = 50;
+}
+
+typedef struct pair
+{
+	int32_t		u;
+	int32_t		v;
+} pair;
+
+static inline uint64_t
+pair_key(int64_t n, int32_t u, int32_t v)
+{
+	return (uint64_t) u * (uint64_t) n + (uint64_t) v;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a,
+				y = *(const uint64_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+static bool
+arc_exists(const gnn_graph *g, int32_t u, int32_t v)
+{
+	int64_t		lo = g->indptr[u],
+				hi = g->indptr[u + 1];
+
+	while (lo < hi)
+	{
+		int64_t		mid = (lo + hi) / 2;
+
+		if (g->indices[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < g->indptr[u + 1] && g->indices[lo] == v;
+}
+
+/* uniformly drawn node pairs that are not edges (either direction), no self pairs */
+static void
+draw_negatives(const gnn_graph *g, gnn_rng *r, pair *out, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+	{
+		for (int tries = 0;; tries++)
+		{
+			int32_t		u = (int32_t) gnn_rng_below(r, g->num_nodes),
+						v = (int32_t) gnn_rng_below(r, g->num_nodes);
+
+			if (tries < 100 && (u == v || arc_exists(g, u, v) || arc_exists(g, v, u)))
+				continue;
+			out[i].u = u;
+			out[i].v = v;
+			break;
+		}
+	}
+}
+
+static double
+dot(const float *z, int32_t d, int32_t u, int32_t v)
+{
+	double		s = 0;
+
+	for (int32_t k = 0; k < d; k++)
+		s += (double) z[(int64_t) u * d + k] * z[(int64_t) v * d + k];
+	return s;
+}
+
+typedef struct scored
+{
+	double		s;
+	int			pos;
+} scored;
+
+static int
+cmp_scored(const void *a, const void *b)
+{
+	double		x = ((const scored *) a)->s,
+				y = ((const scored *) b)->s;
+
+	return (x > y) - (x < y);
+}
+
+/* AUC by rank sums (ties averaged); Hits@K as OGB: positives above the K-th best negative */
+static void
+auc_hits(const float *z, int32_t d, const pair *pos, int64_t np, const pair *neg, int64_t nn, int k,
+		 double *auc, double *hits)
+{
+	scored	   *all = malloc(sizeof(scored) * (np + nn + 1));
+	double		rank_sum = 0,
+				kth = -INFINITY;
+	int64_t		above = 0;
+
+	*auc = 0;
+	*hits = 0;
+	if (!all || np == 0 || nn == 0)
+	{
+		free(all);
+		return;
+	}
+	for (int64_t i = 0; i < np; i++)
+		all[i] = (scored) {dot(z, d, pos[i].u, pos[i].v), 1};
+	for (int64_t i = 0; i < nn; i++)
+		all[np + i] = (scored) {dot(z, d, neg[i].u, neg[i].v), 0};
+	qsort(all, np + nn, sizeof(scored), cmp_scored);
+	for (int64_t i = 0; i < np + nn;)
+	{
+		int64_t		j = i,
+					npos = 0;
+
+		while (j < np + nn && all[j].s == all[i].s)
+			npos += all[j++].pos;
+		rank_sum += npos * ((double) (i + 1 + j) / 2.0);
+		i = j;
+	}
+	*auc = (rank_sum - (double) np * (np + 1) / 2.0) / ((double) np * nn);
+	if (nn < k)
+	{
+		*hits = 1.0;
+		free(all);
+		return;
+	}
+	for (int64_t i = np + nn - 1, seen = 0; i >= 0; i--)
+		if (!all[i].pos && ++seen == k)
+		{
+			kth = all[i].s;
+			break;
+		}
+	for (int64_t i = 0; i < np; i++)
+		above += dot(z, d, pos[i].u, pos[i].v) > kth;
+	*hits = (double) above / np;
+	free(all);
+}
+
+gnn_status
+gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_config *lc,
+				   gnn_backend *be_in, gnn_progress_fn progress, void *progress_arg,
+				   gnn_should_stop_fn should_stop, void *stop_arg, gnn_model **model_out,
+				   gnn_linkpred_result *res, gnn_error *err)
+{
+	gnn_backend *be = be_in;
+	gnn_model  *model = NULL;
+	gnn_model_config mc;
+	gnn_optim	opt;
+	gnn_rng		rng;
+	gnn_status	st;
+	gnn_dblock	dblk;
+	gnn_dfeat	x;
+	gnn_block	blk;
+	pair	   *pairs = NULL,
+			   *neg = NULL;
+	uint64_t   *removed = NULL;
+	int64_t    *bptr = NULL;
+	int32_t    *bidx = NULL;
+	float	   *bw = NULL,
+			   *z = NULL,
+			   *dz = NULL,
+			   *best_w = NULL;
+	gnn_buf		ddz = {0};
+	int64_t		n = g->num_nodes,
+				np = 0,
+				nval,
+				ntest,
+				ntrain,
+				nrem = 0;
+	int32_t		d = cfg->hidden;
+	double		best_auc = -1,
+				t_start = now_s();
+	bool		have_best = false;
+	int32_t		wait = 0;
+	gnn_dblock *blocks[GNN_MAX_LAYERS];
+
+	memset(res, 0, sizeof(*res));
+	memset(&dblk, 0, sizeof(dblk));
+	memset(&x, 0, sizeof(x));
+	if (model_out)
+		*model_out = NULL;
+	if ((st = gnn_train_config_check(cfg, err)) != GNN_OK)
+		return st;
+	if (g->feat_kind == GNN_FEAT_NONE)
+		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
+	if (!(lc->holdout > 0 && lc->holdout < 1) || !(lc->val_fraction > 0 && lc->val_fraction < 1) ||
+		lc->negatives < 1 || lc->negatives > 100 || lc->hits_k < 1)
+		return gnn_error_set(err, GNN_ERR_INVALID, "link prediction needs holdout and val_fraction in (0, 1), negatives in [1, 100], hits_k >= 1");
+	if (model_out && !be_in)
+		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
+	if ((st = gnn_train_model_config(cfg, g->feat_dim, d, &mc, err)) != GNN_OK)
+		return st;
+
+	/* unordered pairs: u < v, or u > v without the reverse arc; no self loops */
+	pairs = malloc(sizeof(pair) * (g->num_edges + 1));
+	if (!pairs)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	for (int32_t u = 0; u < n; u++)
+		for (int64_t e = g->indptr[u]; e < g->indptr[u + 1]; e++)
+		{
+			int32_t		v = g->indices[e];
+
+			if (u < v || (u > v && !arc_exists(g, v, u)))
+				pairs[np++] = (pair) {u, v};
+		}
+	gnn_rng_seed(&rng, cfg->seed ^ 0x6c696e6bULL);
+	for (int64_t i = np - 1; i > 0; i--)
+	{
+		int64_t		j = (int64_t) gnn_rng_below(&rng, (uint64_t) i + 1);
+		pair		t = pairs[i];
+
+		pairs[i] = pairs[j];
+		pairs[j] = t;
+	}
+	nval = (int64_t) (np * lc->holdout * lc->val_fraction);
+	ntest = (int64_t) (np * lc->holdout) - nval;
+	ntrain = np - nval - ntest;
+	if (nval < 1 || ntest < 1 || ntrain < 1)
+	{
+		free(pairs);
+		return gnn_error_set(err, GNN_ERR_EMPTY, "too few edges (%lld) to hold some out for link prediction", (long long) np);
+	}
+	res->test_edges = ntest;
+
+	/* the training graph: in-edges minus held-out pairs (both directions) */
+	removed = malloc(sizeof(uint64_t) * 2 * (nval + ntest) + 8);
+	bptr = malloc(sizeof(int64_t) * (n + 1));
+	bidx = malloc(sizeof(int32_t) * (g->num_edges + 1));
+	bw = g->rweights ? malloc(sizeof(float) * (g->num_edges + 1)) : NULL;
+	neg = malloc(sizeof(pair) * (nval + ntest + ntrain * lc->negatives + 1));
+	z = malloc(sizeof(float) * n * d + 4);
+	dz = malloc(sizeof(float) * n * d + 4);
+	if (!removed || !bptr || !bidx || (g->rweights && !bw) || !neg || !z || !dz)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	for (int64_t i = ntrain; i < np; i++)
+	{
+		removed[nrem++] = pair_key(n, pairs[i].u, pairs[i].v);
+		removed[nrem++] = pair_key(n, pairs[i].v, pairs[i].u);
+	}
+	qsort(removed, nrem, sizeof(uint64_t), cmp_u64);
+	bptr[0] = 0;
+	for (int32_t v = 0; v < n; v++)
+	{
+		int64_t		k = bptr[v];
+
+		for (int64_t e = g->rindptr[v]; e < g->rindptr[v + 1]; e++)
+		{
+			uint64_t	key = pair_key(n, g->rindices[e], v);
+
+			if (bsearch(&key, removed, nrem, sizeof(uint64_t), cmp_u64))
+				continue;
+			if (bw)
+				bw[k] = g->rweights[e];
+			bidx[k++] = g->rindices[e];
+		}
+		bptr[v + 1] = k;
+	}
+	blk.n_dst = blk.n_src = n;
+	blk.nnz = bptr[n];
+	blk.indptr = bptr;
+	blk.indices = bidx;
+	blk.weights = bw;
+
+	if (!be && (st = gnn_backend_create(cfg->backend, cfg->threads, cfg->cuda_so, &be, err)) != GNN_OK)
+		goto done;
+	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK ||
+		(st = gnn_dblock_create(be, &blk, &dblk, err)) != GNN_OK ||
+		(st = gnn_dfeat_from_graph(be, g, cfg->row_normalise, &x, err)) != GNN_OK ||
+		(st = gnn_buf_ensure(be, &ddz, sizeof(float) * n * d, err)) != GNN_OK)
+		goto done;
+	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
+	if (!best_w)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	/* fixed evaluation negatives: as many as val / test positives */
+	draw_negatives(g, &rng, neg, nval + ntest);
+	for (int l = 0; l < GNN_MAX_LAYERS; l++)
+		blocks[l] = &dblk;
+	gnn_optim_init(&opt, cfg->optimizer, cfg->lr, cfg->weight_decay);
+
+	for (int32_t epoch = 1; epoch <= cfg->epochs; epoch++)
+	{
+		gnn_epoch_metrics em;
+		const float *out;
+		double		t0 = now_s(),
+					loss = 0,
+					val_auc,
+					val_hits,
+					test_auc,
+					test_hits;
+		pair	   *tneg = neg + nval + ntest;
+		int64_t		ntneg = ntrain * lc->negatives;
+		double		scale = 1.0 / (double) (ntrain + ntneg);
+
+		if (should_stop && should_stop(stop_arg))
+		{
+			st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
+			break;
+		}
+		memset(&em, 0, sizeof(em));
+		em.epoch = epoch;
+		if ((st = gnn_model_forward(model, blocks, &x, true, gnn_rng_next(&rng), &out, err)) != GNN_OK ||
+			(st = gnn_backend_error(be, gnn_backend_copy_d2h(be, z, out, sizeof(float) * n * d), err)) != GNN_OK)
+			break;
+		draw_negatives(g, &rng, tneg, ntneg);
+		memset(dz, 0, sizeof(float) * n * d);
+		for (int64_t i = 0; i < ntrain + ntneg; i++)
+		{
+			bool		positive = i < ntrain;
+			pair		p = positive ? pairs[i] : tneg[i - ntrain];
+			double		s = dot(z, d, p.u, p.v);
+			double		sig = 1.0 / (1.0 + exp(-s));
+			double		gs = (positive ? sig - 1.0 : sig) * scale;
+
+			/* softplus(-s) for positives, softplus(s) for negatives, stably */
+			loss += positive ? (s > 0 ? log1p(exp(-s)) : -s + log1p(exp(s)))
+				: (s > 0 ? s + log1p(exp(-s)) : log1p(exp(s)));
+			for (int32_t k = 0; k < d; k++)
+			{
+				dz[(int64_t) p.u * d + k] += (float) (gs * z[(int64_t) p.v * d + k]);
+				dz[(int64_t) p.v * d + k] += (float) (gs * z[(int64_t) p.u * d + k]);
+			}
+		}
+		em.train_loss = (float) (loss * scale);
+		if ((st = gnn_backend_error(be, gnn_backend_copy_h2d(be, ddz.p, dz, sizeof(float) * n * d), err)) != GNN_OK ||
+			(st = gnn_model_backward(model, ddz.p, err)) != GNN_OK ||
+			(st = gnn_optim_step(&opt, model, err)) != GNN_OK)
+			break;
+
+		/* evaluation */
+		if ((st = gnn_model_forward(model, blocks, &x, false, 0, &out, err)) != GNN_OK ||
+			(st = gnn_backend_error(be, gnn_backend_copy_d2h(be, z, out, sizeof(float) * n * d), err)) != GNN_OK)
+			break;
+		auc_hits(z, d, pairs + ntrain, nval, neg, nval, lc->hits_k, &val_auc, &val_hits);
+		auc_hits(z, d, pairs + ntrain + nval, ntest, neg + nval, ntest, lc->hits_k, &test_auc, &test_hits);
+		/* reported through the epoch metrics: *_acc carry AUCs */
+		em.train_acc = NAN;
+		em.val_acc = (float) val_auc;
+		em.test_acc = (float) test_auc;
+		em.val_loss = NAN;
+		em.test_loss = NAN;
+		if (!have_best || val_auc > best_auc)
+		{
+			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
+				break;
+			have_best = true;
+			best_auc = val_auc;
+			em.best = true;
+			res->best_epoch = epoch;
+			res->val_auc = val_auc;
+			res->test_auc = test_auc;
+			res->test_hits = test_hits;
+			wait = 0;
+		}
+		else
+			wait++;
+		em.seconds = now_s() - t0;
+		res->epochs_run = epoch;
+		if (progress)
+			progress(progress_arg, &em);
+		if (cfg->patience > 0 && wait >= cfg->patience)
+			break;
+	}
+	res->seconds = now_s() - t_start;
+	if (have_best)
+	{
+		gnn_status	st2 = gnn_model_weights_set(model, best_w, st == GNN_OK ? err : NULL);
+
+		if (st == GNN_OK)
+			st = st2;
+	}
+	if (st == GNN_OK && model_out)
+	{
+		*model_out = model;
+		model = NULL;
+	}
+done:
+	free(pairs);
+	free(neg);
+	free(removed);
+	free(bptr);
+	free(bidx);
+	free(bw);
+	free(z);
+	free(dz);
+	free(best_w);
+	if (be)
+	{
+		gnn_buf_free(be, &ddz);
+		gnn_dblock_free(&dblk);
+		gnn_dfeat_free(&x);
+	}
+	gnn_model_free(model);
+	if (!be_in && be)
+		gnn_backend_destroy(be);
+	return st;
+}

@@ -1,0 +1,85 @@
+/*
+ * train_mb.h: minibatch training with sampled blocks (node classification)
+ * and unsupervised link prediction.
+ *
+ * gnn_train_minibatch follows gnn_train_full's conventions (config, progress
+ * and should_stop callbacks, result, best-epoch weights restored) but each
+ * epoch walks the shuffled training nodes in batches: sample blocks
+ * (sample.h), gather the batch's input features once, forward / backward /
+ * step on the batch.  should_stop is polled between minibatches.
+ * Evaluation uses full neighbourhoods over all nodes, computed layer by layer
+ * (the full-graph forward), as DGL and PyG do, so accuracies are comparable
+ * with full-batch training.
+ */
+#ifndef GNN_TRAIN_MB_H
+#define GNN_TRAIN_MB_H
+
+#include "sample.h"
+#include "train.h"
+
+typedef struct gnn_minibatch_config
+{
+	gnn_sampler_config sampler; /* nhops must equal the model's layers */
+	int32_t		batch_size;		/* seed nodes per batch */
+	int32_t		max_batches;	/* per epoch, 0 = all (benchmarks extrapolate) */
+	bool		skip_eval;		/* no evaluation pass (benchmarks) */
+} gnn_minibatch_config;
+
+/* Where the time went (optional output). */
+typedef struct gnn_minibatch_stats
+{
+	int64_t		batches;
+	int64_t		sampled_edges;
+	int64_t		input_nodes;	/* summed over batches */
+	double		sample_s;
+	double		gather_s;		/* feature gather + upload */
+	double		compute_s;		/* block upload, forward, loss, backward, step */
+	double		eval_s;
+} gnn_minibatch_stats;
+
+gnn_status	gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg,
+								const gnn_minibatch_config *mbc, gnn_backend *be,
+								gnn_progress_fn progress, void *progress_arg,
+								gnn_should_stop_fn should_stop, void *stop_arg,
+								gnn_model **model_out, gnn_train_result *res,
+								gnn_minibatch_stats *stats, gnn_error *err);
+
+/* ------------------------------------------------------------------ link prediction */
+
+typedef struct gnn_linkpred_config
+{
+	double		holdout;		/* fraction of undirected edges held out for testing (0.1) */
+	double		val_fraction;	/* of the held-out ones, used for validation (0.5) */
+	int32_t		negatives;		/* negative pairs per positive (1) */
+	int32_t		hits_k;			/* Hits@K (50) */
+} gnn_linkpred_config;
+
+typedef struct gnn_linkpred_result
+{
+	int32_t		epochs_run;
+	int32_t		best_epoch;
+	double		val_auc;
+	double		test_auc;
+	double		test_hits;		/* Hits@K on test positives against test negatives */
+	int64_t		test_edges;
+	double		seconds;
+} gnn_linkpred_result;
+
+void		gnn_linkpred_config_default(gnn_linkpred_config *lc);
+
+/*
+ * Unsupervised link prediction: the model (out_dim = cfg->hidden, the
+ * embedding width) is trained full-batch on the graph with held-out edges
+ * removed, with a binary cross-entropy loss on dot products of embeddings:
+ * positives are training edges, negatives uniformly drawn node pairs.
+ * Selects the epoch with the best validation AUC; reports test AUC and
+ * Hits@K.  Labels are not needed.  The returned model's last layer output is
+ * the embedding (gnn_model_infer with layer = -1, softmax off).
+ */
+gnn_status	gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg,
+							   const gnn_linkpred_config *lc, gnn_backend *be,
+							   gnn_progress_fn progress, void *progress_arg,
+							   gnn_should_stop_fn should_stop, void *stop_arg,
+							   gnn_model **model_out, gnn_linkpred_result *res, gnn_error *err);
+
+#endif							/* GNN_TRAIN_MB_H */

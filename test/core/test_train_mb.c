@@ -1,0 +1,169 @@
+/*
+ * test_train_mb: minibatch GraphSAGE on Cora with sampled blocks (accuracy,
+ * bit-for-bit repeatable curves, cancellation between minibatches), LADIES
+ * training, and unsupervised link prediction (AUC on held-out edges).
+ * Skips when ../shared/data is missing.
+ */
+#include "check.h"
+#include "dataset.h"
+#include "train_mb.h"
+
+#include <math.h>
+
+typedef struct rec
+{
+	int			n;
+	float		loss[1000];
+	int			polls;
+	int			stop_at;
+} rec;
+
+static void
+on_epoch(void *arg, const gnn_epoch_metrics *m)
+{
+	rec		   *r = arg;
+
+	if (r->n < 1000)
+		r->loss[r->n++] = m->train_loss;
+}
+
+static bool
+stop_cb(void *arg)
+{
+	rec		   *r = arg;
+
+	return ++r->polls > r->stop_at;
+}
+
+static void
+sage_config(gnn_train_config *cfg, gnn_minibatch_config *mbc)
+{
+	gnn_train_config_default(GNN_MODEL_SAGE, cfg);
+	cfg->epochs = 30;
+	cfg->hidden = 64;
+	cfg->lr = 0.01f;
+	cfg->select = GNN_SELECT_VAL_ACC;
+	memset(mbc, 0, sizeof(*mbc));
+	mbc->sampler.kind = GNN_SAMPLER_NEIGHBOR;
+	mbc->sampler.nhops = 2;
+	mbc->sampler.fanouts[0] = 10;
+	mbc->sampler.fanouts[1] = 10;
+	mbc->batch_size = 64;
+}
+
+int
+main(void)
+{
+	const char *dir = check_data_dir();
+	char		path[600];
+	gnn_dataset cora;
+	gnn_error	err;
+	gnn_train_config cfg;
+	gnn_minibatch_config mbc;
+	gnn_train_result res;
+	gnn_minibatch_stats stats;
+	int			seeds = getenv("GNN_TEST_SEEDS") ? atoi(getenv("GNN_TEST_SEEDS")) : 3;
+
+	if (!dir)
+	{
+		CHECK_SKIP("../shared/data not found (set GNN_DATA_DIR)", "minibatch and link prediction on cora");
+		return check_done();
+	}
+	snprintf(path, sizeof(path), "%s/cora", dir);
+	if (gnn_dataset_load(path, 0, &cora, &err) != GNN_OK)
+	{
+		CHECK(0, "load cora: %s", err.msg);
+		return check_done();
+	}
+
+	/* accuracy: mean over seeds */
+	{
+		double		s = 0;
+
+		sage_config(&cfg, &mbc);
+		for (int i = 0; i < seeds; i++)
+		{
+			cfg.seed = (uint64_t) i + 1;
+			if (gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, NULL, NULL, NULL, NULL, NULL, &res, &stats, &err) != GNN_OK)
+			{
+				CHECK(0, "minibatch training: %s", err.msg);
+				break;
+			}
+			NOTE("  seed %d: test %.4f (best epoch %d, %.2f s; %lld batches, sample %.2f s, gather %.2f s, compute %.2f s, eval %.2f s)",
+				 i + 1, res.best.test_acc, res.best_epoch, res.seconds, (long long) stats.batches,
+				 stats.sample_s, stats.gather_s, stats.compute_s, stats.eval_s);
+			s += res.best.test_acc;
+		}
+		CHECK(s / seeds >= 0.79, "minibatch GraphSAGE on cora, fan-outs {10,10}, batch 64: mean test accuracy %.4f >= 0.79 (%d seeds)",
+			  s / seeds, seeds);
+	}
+
+	/* identical curves with the same seed, also across thread counts */
+	{
+		rec		   *a = calloc(1, sizeof(rec)),
+				   *b = calloc(1, sizeof(rec));
+
+		sage_config(&cfg, &mbc);
+		cfg.epochs = 5;
+		cfg.threads = 1;
+		mbc.sampler.nthreads = 1;
+		gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, a, NULL, NULL, NULL, &res, NULL, &err);
+		cfg.threads = 1;
+		mbc.sampler.nthreads = 2;
+		gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, b, NULL, NULL, NULL, &res, NULL, &err);
+		CHECK(a->n == 5 && b->n == 5 && memcmp(a->loss, b->loss, sizeof(float) * 5) == 0,
+			  "same seed => identical CPU training curve (sampler on 1 vs 2 threads)");
+		memset(b, 0, sizeof(*b));
+		b->stop_at = 7;
+		CHECK(gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, b, stop_cb, b, NULL, &res, NULL, &err) == GNN_ERR_CANCELLED &&
+			  b->n == 2, "should_stop is polled between minibatches (3 per epoch: stopped in epoch 3)");
+		mbc.sampler.nhops = 3;
+		mbc.sampler.fanouts[2] = 5;
+		CHECK(gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, NULL, NULL, NULL, NULL, NULL, &res, NULL, &err) == GNN_ERR_INVALID,
+			  "fan-out count must match layers: %s", err.msg);
+		free(a);
+		free(b);
+	}
+
+	/* LADIES trains too */
+	{
+		sage_config(&cfg, &mbc);
+		mbc.sampler.kind = GNN_SAMPLER_LADIES;
+		mbc.sampler.fanouts[0] = 512;
+		mbc.sampler.fanouts[1] = 512;
+		cfg.seed = 1;
+		gnn_status	st = gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, NULL, NULL, NULL, NULL, NULL, &res, NULL, &err);
+
+		CHECK(st == GNN_OK && res.best.test_acc >= 0.70, "LADIES (512 nodes per layer) GraphSAGE on cora: test accuracy %.4f >= 0.70 %s",
+			  res.best.test_acc, st == GNN_OK ? "" : err.msg);
+	}
+
+	/* link prediction: no labels used */
+	{
+		gnn_linkpred_config lc;
+		gnn_linkpred_result lr;
+		const char *names[] = {"gcn", "graphsage"};
+		gnn_model_kind kinds[] = {GNN_MODEL_GCN, GNN_MODEL_SAGE};
+
+		gnn_linkpred_config_default(&lc);
+		for (int m = 0; m < 2; m++)
+		{
+			gnn_status	st;
+
+			gnn_train_config_default(kinds[m], &cfg);
+			cfg.epochs = 100;
+			cfg.hidden = 64;
+			cfg.dropout = 0.0f;
+			cfg.weight_decay = 0.0f;
+			cfg.seed = 1;
+			st = gnn_train_linkpred(&cora.g, &cfg, &lc, NULL, NULL, NULL, NULL, NULL, NULL, &lr, &err);
+			NOTE("  %s: val AUC %.4f, test AUC %.4f, Hits@%d %.4f, best epoch %d, %.2f s", names[m], lr.val_auc,
+				 lr.test_auc, lc.hits_k, lr.test_hits, lr.best_epoch, lr.seconds);
+			CHECK(st == GNN_OK && lr.test_auc >= 0.85, "link prediction (%s) on cora: test AUC %.4f >= 0.85 on %lld held-out edges %s",
+				  names[m], lr.test_auc, (long long) lr.test_edges, st == GNN_OK ? "" : err.msg);
+		}
+	}
+
+	gnn_dataset_free(&cora);
+	return check_done();
+}
