@@ -47,6 +47,18 @@ FROM (SELECT ids AS n FROM generate_series(0, 99) ids) s GROUP BY 1 ORDER BY 1;
 SELECT * FROM gnn.neighbors('$G', $NODE) ORDER BY neighbor LIMIT 10;
 SQL
 cat <<SQL | run_sql
+\echo == neighbour sampling (fan-outs 5 then 3 around node $NODE, seeded) and a node2vec walk
+SELECT layer, count(*) AS sampled_edges, count(DISTINCT src) AS sources FROM gnn.sample_neighbors('$G', ARRAY[$NODE]::bigint[], ARRAY[5, 3], seed => 7)
+GROUP BY layer ORDER BY layer;
+SELECT walk, string_agg(node::text, ' -> ' ORDER BY step) AS path
+FROM gnn.random_walk('$G', ARRAY[$NODE]::bigint[], 6, p => 1, q => 0.5, seed => 7) GROUP BY walk;
+\echo == minibatch GraphSAGE on sampled blocks (fan-outs 10, 10; batch 64)
+SELECT gnn.train('$G', model => 'graphsage', name => '${G}_sage', hidden => 64, epochs => 20, seed => 1, wait => true,
+                 options => '{"fanouts": [10, 10], "batch_size": 64}') AS job;
+SELECT name, metrics->>'test_acc' AS test_acc, metrics->>'batches' AS batches FROM gnn.models WHERE name = '${G}_sage';
+SQL
+
+cat <<SQL | run_sql
 \echo == train a GCN in a background worker (gnn.train ... wait => true)
 \timing on
 SELECT gnn.train('$G', model => 'gcn', name => '${G}_gcn', hidden => 16, epochs => 200, seed => 1, wait => true) AS job;
