@@ -76,8 +76,19 @@ test/core/bin/%: test/core/%.c $(CORE_SRCS) $(wildcard src/core/*.h) test/core/c
 
 core-tests: $(CORE_TESTS)
 
+# the same tests built with AddressSanitizer + UndefinedBehaviorSanitizer into a
+# separate directory (make test runs the quick ones: test/run_all.sh suite "asan")
+SAN_FLAGS   = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SAN_TESTS   = $(patsubst test/core/%.c,test/core/bin-san/%,$(filter-out %cuda_parity.c,$(sort $(wildcard test/core/test_*.c))))
+
+test/core/bin-san/%: test/core/%.c $(CORE_SRCS) $(wildcard src/core/*.h) test/core/check.h
+	@mkdir -p test/core/bin-san
+	$(CC) $(filter-out -O2,$(TEST_CFLAGS)) -O1 $(SAN_FLAGS) -o $@ $< $(CORE_SRCS) $(TEST_LIBS)
+
+core-tests-san: $(SAN_TESTS)
+
 # ---------------------------------------------------------------- top-level targets
-.PHONY: deps test demo bench fuzz core-tests install-cuda
+.PHONY: deps test demo bench fuzz core-tests core-tests-san install-cuda
 deps:
 	@bash .ci/deps.sh
 
@@ -85,7 +96,8 @@ test: deps
 	$(MAKE) all
 	$(MAKE) install
 	$(MAKE) core-tests
-	bash test/run_all.sh
+	$(MAKE) core-tests-san
+	$(if $(filter 1,$(SANITIZE)),GNN_SAN_FULL=1) bash test/run_all.sh
 
 demo: deps
 	$(MAKE) all
@@ -97,4 +109,4 @@ bench: deps
 	$(MAKE) install
 	bash bench/run.sh
 
-EXTRA_CLEAN = test/core/bin kernels/*.cu.o $(CUDA_SO) results regression.diffs regression.out tmp_check
+EXTRA_CLEAN = test/core/bin test/core/bin-san test/fuzz/bin kernels/*.cu.o $(CUDA_SO) results regression.diffs regression.out tmp_check
