@@ -112,6 +112,21 @@ fi
 tally "TAP" "$p" "$f"
 fi
 
+# ------------------------------------------------------------------ SQL fuzzer
+# every gnn function (from the catalog) with random/boundary/hostile arguments;
+# GNN_FUZZ_CALLS (default 2000 here; make fuzz runs more)
+suite "SQL fuzzer"
+if want fuzzsql; then
+bash test/fuzz/run_sql.sh "${GNN_FUZZ_CALLS:-2000}" > "$WORK/fuzzsql.log" 2>&1
+rc=$?
+grep -E '^# [0-9]+ s;|^not ok|^# fuzz_sql' "$WORK/fuzzsql.log" | head -20
+p=$(grep -cE '^ok [0-9]+' "$WORK/fuzzsql.log")
+f=$(grep -cE '^not ok [0-9]+' "$WORK/fuzzsql.log")
+if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; tail -30 "$WORK/fuzzsql.log"; fi
+[ "$f" -gt 0 ] && grep -A12 '^not ok' "$WORK/fuzzsql.log" | head -60
+tally "SQL fuzzer" "$p" "$f"
+fi
+
 echo
 [ "$SKIP" -gt 0 ] && echo "($SKIP skipped, counted as passed where they are TAP skips)"
 echo "$PASS passed, $FAIL failed"
