@@ -4,6 +4,7 @@
 #   make test     deps, build, install, core unit tests, pg_regress, TAP; ends with "N passed, N failed"
 #   make demo     deps, build, install, a throwaway cluster that loads a graph and shows it
 #   make bench    benchmarks (figures quoted in BENCHMARKS.md)
+#   make fuzz     libFuzzer targets, the SQL fuzzer at length, all core tests under ASan/UBSan
 EXTENSION   = gnn
 MODULE_big  = gnn
 DATA        = $(wildcard sql/gnn--*.sql)
@@ -103,6 +104,17 @@ demo: deps
 	$(MAKE) all
 	$(MAKE) install
 	bash test/demo.sh
+
+# longer fuzzing: libFuzzer targets (GNN_FUZZ_SECS each), the SQL fuzzer
+# (GNN_FUZZ_CALLS calls), and every core test under ASan + UBSan
+GNN_FUZZ_SECS  ?= 300
+GNN_FUZZ_CALLS ?= 20000
+fuzz: deps
+	$(MAKE) all
+	$(MAKE) install
+	$(MAKE) core-tests-san
+	bash test/fuzz/run.sh $(GNN_FUZZ_SECS)
+	GNN_FUZZ_CALLS=$(GNN_FUZZ_CALLS) GNN_SAN_FULL=1 GNN_SUITES="asan fuzzsql" bash test/run_all.sh
 
 bench: deps
 	$(MAKE) all
