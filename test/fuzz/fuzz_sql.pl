@@ -226,9 +226,35 @@ print $sf $script;
 close($sf);
 my ($out, $err) = ('', '');
 my $t0 = time;
-IPC::Run::run([ 'psql', '-X', '-q', '-d', $node->connstr('postgres') . ' user=fuzz', '-f', "$dir/fuzz.sql" ],
+# a call that ignores statement_timeout (3 s) for 60 s hangs: report it, stop the run
+my $h = IPC::Run::start([ 'psql', '-X', '-q', '-d', $node->connstr('postgres') . ' user=fuzz', '-f', "$dir/fuzz.sql" ],
 	'>', \$out, '2>', \$err);
+my ($hung, $seen_len, $since) = ('', 0, time);
+while ($h->pumpable)
+{
+	$h->pump_nb;
+	if (length($out) != $seen_len) { $seen_len = length($out); $since = time; }
+	elsif (time - $since > 60)
+	{
+		my ($n) = $out =~ /.*^@@ (\d+) /ms;
+		$n //= 0;
+		$hung = $stmts[$n] ? $stmts[$n][1] : '?';
+		$node->psql('postgres', "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'fuzz'");
+		$h->kill_kill;
+		last;
+	}
+	select(undef, undef, undef, 0.05);
+}
+eval { $h->finish; };
 my $secs = time - $t0;
+is($hung, '', 'no call ignored statement_timeout (hung for 60 s)');
+if ($hung ne '')
+{
+	# an uninterruptible backend cannot be stopped cleanly
+	$node->stop('immediate');
+	done_testing();
+	exit 0;
+}
 
 my (%seen, %codes, @internal, %per_func);
 my $last = 0;
