@@ -4,6 +4,7 @@
 #   make test     deps, build, install, core unit tests, pg_regress, TAP; ends with "N passed, N failed"
 #   make demo     deps, build, install, a throwaway cluster that loads a graph and shows it
 #   make bench    benchmarks (figures quoted in BENCHMARKS.md)
+#   make fuzz     libFuzzer targets, the SQL fuzzer at length, all core tests under ASan/UBSan
 EXTENSION   = gnn
 MODULE_big  = gnn
 DATA        = $(wildcard sql/gnn--*.sql)
@@ -76,8 +77,19 @@ test/core/bin/%: test/core/%.c $(CORE_SRCS) $(wildcard src/core/*.h) test/core/c
 
 core-tests: $(CORE_TESTS)
 
+# the same tests built with AddressSanitizer + UndefinedBehaviorSanitizer into a
+# separate directory (make test runs the quick ones: test/run_all.sh suite "asan")
+SAN_FLAGS   = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SAN_TESTS   = $(patsubst test/core/%.c,test/core/bin-san/%,$(filter-out %cuda_parity.c,$(sort $(wildcard test/core/test_*.c))))
+
+test/core/bin-san/%: test/core/%.c $(CORE_SRCS) $(wildcard src/core/*.h) test/core/check.h
+	@mkdir -p test/core/bin-san
+	$(CC) $(filter-out -O2,$(TEST_CFLAGS)) -O1 $(SAN_FLAGS) -o $@ $< $(CORE_SRCS) $(TEST_LIBS)
+
+core-tests-san: $(SAN_TESTS)
+
 # ---------------------------------------------------------------- top-level targets
-.PHONY: deps test demo bench fuzz core-tests install-cuda
+.PHONY: deps test demo bench fuzz core-tests core-tests-san install-cuda
 deps:
 	@bash .ci/deps.sh
 
@@ -85,16 +97,28 @@ test: deps
 	$(MAKE) all
 	$(MAKE) install
 	$(MAKE) core-tests
-	bash test/run_all.sh
+	$(MAKE) core-tests-san
+	$(if $(filter 1,$(SANITIZE)),GNN_SAN_FULL=1) bash test/run_all.sh
 
 demo: deps
 	$(MAKE) all
 	$(MAKE) install
 	bash test/demo.sh
 
+# longer fuzzing: libFuzzer targets (GNN_FUZZ_SECS each), the SQL fuzzer
+# (GNN_FUZZ_CALLS calls), and every core test under ASan + UBSan
+GNN_FUZZ_SECS  ?= 300
+GNN_FUZZ_CALLS ?= 20000
+fuzz: deps
+	$(MAKE) all
+	$(MAKE) install
+	$(MAKE) core-tests-san
+	bash test/fuzz/run.sh $(GNN_FUZZ_SECS)
+	GNN_FUZZ_CALLS=$(GNN_FUZZ_CALLS) GNN_SAN_FULL=1 GNN_SUITES="asan fuzzsql" bash test/run_all.sh
+
 bench: deps
 	$(MAKE) all
 	$(MAKE) install
 	bash bench/run.sh
 
-EXTRA_CLEAN = test/core/bin kernels/*.cu.o $(CUDA_SO) results regression.diffs regression.out tmp_check
+EXTRA_CLEAN = test/core/bin test/core/bin-san test/fuzz/bin kernels/*.cu.o $(CUDA_SO) results regression.diffs regression.out tmp_check

@@ -15,7 +15,7 @@ tally() { # name pass fail
   PASS=$((PASS + $2)); FAIL=$((FAIL + $3))
 }
 
-# GNN_SUITES (for development): a subset of core, walk, regress, tap
+# GNN_SUITES (for development): a subset of core, asan, walk, regress, tap, fuzzsql
 want() { [ -z "${GNN_SUITES:-}" ] || [[ " $GNN_SUITES " == *" $1 "* ]]; }
 
 # ------------------------------------------------------------------ core unit tests
@@ -30,6 +30,22 @@ want core && for t in test/core/bin/test_*; do
   SKIP=$((SKIP + s))
   if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$(basename "$t") exited with status $rc"; echo "$out" | tail -5; fi
   tally "$(basename "$t")" "$p" "$f"
+done
+
+# ------------------------------------------------------------------ core tests under ASan + UBSan
+# test/core/bin-san (make core-tests-san).  test_train takes minutes under the
+# sanitizers: it runs in make fuzz (GNN_SAN_FULL=1), and with SANITIZE=1.
+suite "core unit tests, AddressSanitizer + UndefinedBehaviorSanitizer"
+want asan && for t in test/core/bin-san/test_*; do
+  [ -x "$t" ] || continue
+  case "$(basename "$t")" in test_train) [ -n "${GNN_SAN_FULL:-}" ] || { echo "# $(basename "$t"): make fuzz runs it"; continue; } ;; esac
+  out=$(ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=2 "$t" 2>&1); rc=$?
+  p=$(echo "$out" | grep -c '^ok ')
+  f=$(echo "$out" | grep -c '^not ok ')
+  if echo "$out" | grep -qE 'ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:'; then
+    f=$((f + 1)); echo "$out" | grep -E -A12 'ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:' | head -40
+  elif [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$(basename "$t") exited with status $rc"; echo "$out" | tail -5; fi
+  tally "asan $(basename "$t")" "$p" "$f"
 done
 
 # ------------------------------------------------------------------ README walk = regression test
@@ -94,6 +110,21 @@ elif [ "$f" -gt 0 ]; then
   grep -B2 -A8 '^not ok' "$WORK/tap.log" | head -80
 fi
 tally "TAP" "$p" "$f"
+fi
+
+# ------------------------------------------------------------------ SQL fuzzer
+# every gnn function (from the catalog) with random/boundary/hostile arguments;
+# GNN_FUZZ_CALLS (default 2000 here; make fuzz runs more)
+suite "SQL fuzzer"
+if want fuzzsql; then
+bash test/fuzz/run_sql.sh "${GNN_FUZZ_CALLS:-2000}" > "$WORK/fuzzsql.log" 2>&1
+rc=$?
+grep -E '^# [0-9]+ s;|^not ok|^# fuzz_sql' "$WORK/fuzzsql.log" | head -20
+p=$(grep -cE '^ok [0-9]+' "$WORK/fuzzsql.log")
+f=$(grep -cE '^not ok [0-9]+' "$WORK/fuzzsql.log")
+if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; tail -30 "$WORK/fuzzsql.log"; fi
+[ "$f" -gt 0 ] && grep -A12 '^not ok' "$WORK/fuzzsql.log" | head -60
+tally "SQL fuzzer" "$p" "$f"
 fi
 
 echo

@@ -992,10 +992,16 @@ done:
 
 /* ------------------------------------------------------------------ attach */
 
+/*
+ * count elements of elem bytes at off lie inside the region and are aligned.
+ * Counts are checked by division: a count times its element size can
+ * overflow (a header claiming 2^61 nodes "needs" 0 bytes of ids).
+ */
 static bool
-span_ok(uint64_t off, uint64_t bytes, uint64_t size)
+span_ok(uint64_t off, uint64_t count, uint64_t elem, uint64_t size)
 {
-	return off >= sizeof(gnn_graph_header) && off <= size && bytes <= size - off;
+	return off >= sizeof(gnn_graph_header) && off <= size && off % elem == 0 &&
+		count <= (size - off) / elem;
 }
 
 gnn_status
@@ -1016,20 +1022,22 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 				m = h->num_edges;
 
 	if (h->num_nodes < 0 || h->num_edges < 0 || h->feat_nnz < 0 || h->feat_dim < 0 ||
-		!span_ok(h->off_ids, 8 * n, size) ||
-		!span_ok(h->off_indptr, 8 * (n + 1), size) ||
-		!span_ok(h->off_indices, 4 * m, size) ||
-		!span_ok(h->off_rindptr, 8 * (n + 1), size) ||
-		!span_ok(h->off_rindices, 4 * m, size) ||
-		(h->off_weights && !span_ok(h->off_weights, 4 * m, size)) ||
-		(h->off_rweights && !span_ok(h->off_rweights, 4 * m, size)) ||
-		(h->off_feat && !span_ok(h->off_feat, 4 * n * (uint64_t) h->feat_dim, size)) ||
-		(h->off_fptr && !span_ok(h->off_fptr, 8 * (n + 1), size)) ||
-		(h->off_fidx && !span_ok(h->off_fidx, 4 * (uint64_t) h->feat_nnz, size)) ||
-		(h->off_fval && !span_ok(h->off_fval, 4 * (uint64_t) h->feat_nnz, size)) ||
-		(h->off_labels && !span_ok(h->off_labels, 4 * n, size)) ||
-		(h->off_split && !span_ok(h->off_split, n, size)) ||
-		(h->off_class_names && !span_ok(h->off_class_names, h->class_names_bytes, size)))
+		n >= size || m >= size || (uint64_t) h->feat_nnz >= size ||
+		(h->feat_dim > 0 && n > size / (uint64_t) h->feat_dim) ||
+		!span_ok(h->off_ids, n, 8, size) ||
+		!span_ok(h->off_indptr, n + 1, 8, size) ||
+		!span_ok(h->off_indices, m, 4, size) ||
+		!span_ok(h->off_rindptr, n + 1, 8, size) ||
+		!span_ok(h->off_rindices, m, 4, size) ||
+		(h->off_weights && !span_ok(h->off_weights, m, 4, size)) ||
+		(h->off_rweights && !span_ok(h->off_rweights, m, 4, size)) ||
+		(h->off_feat && !span_ok(h->off_feat, n * (uint64_t) h->feat_dim, 4, size)) ||
+		(h->off_fptr && !span_ok(h->off_fptr, n + 1, 8, size)) ||
+		(h->off_fidx && !span_ok(h->off_fidx, (uint64_t) h->feat_nnz, 4, size)) ||
+		(h->off_fval && !span_ok(h->off_fval, (uint64_t) h->feat_nnz, 4, size)) ||
+		(h->off_labels && !span_ok(h->off_labels, n, 4, size)) ||
+		(h->off_split && !span_ok(h->off_split, n, 1, size)) ||
+		(h->off_class_names && !span_ok(h->off_class_names, h->class_names_bytes, 1, size)))
 		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph region arrays fall outside the region");
 
 	g->num_nodes = h->num_nodes;

@@ -141,6 +141,7 @@ typedef struct GnnGraphRef
 extern void GnnGraphAcquire(const char *name, GnnGraphRef *ref);
 extern uint64 GnnGraphGeneration(const char *name);
 extern void GnnGraphRelease(GnnGraphRef *ref);
+extern void GnnGraphKeepMapping(GnnGraphRef *ref);
 extern void GnnCheckGraphName(const char *name);
 extern uint64 GnnGraphReserve(uint64 bytes, const char *name);
 extern void GnnGraphUnreserve(uint64 bytes);

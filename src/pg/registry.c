@@ -9,13 +9,100 @@
  * keeps its mapping until it releases it, and the segment is freed when the
  * last mapping goes (DSM reference counting), so a replaced graph stays
  * whole for readers that started before the swap.
+ *
+ * One client statement sees one version of a graph: the first use of a graph
+ * in a statement keeps its mapping (owned by the top transaction) until the
+ * statement or the transaction ends, and later uses in the same statement get
+ * that same version, even if another session replaced the graph meanwhile.
+ * Without this, a query calling gnn.degree() or gnn.embedding() once per row
+ * could mix rows of two versions, and STABLE functions would not be stable.
  */
 #include "gnn_pg.h"
 
+#include "access/xact.h"
 #include "miscadmin.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
+#include "utils/resowner.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+
+/* ------------------------------------------------------------------ statement snapshot */
+#define SNAP_MAX 8
+typedef struct SnapGraph
+{
+	dsm_segment *seg;
+	GnnGraphEntry entry;
+} SnapGraph;
+
+static SnapGraph snap[SNAP_MAX];
+static int	nsnap = 0;
+static LocalTransactionId snap_lxid = InvalidLocalTransactionId;
+static TimestampTz snap_stmt = 0;
+static bool snap_callback = false;
+
+static void
+SnapForget(int i, bool detach)
+{
+	if (detach)
+		dsm_detach(snap[i].seg);
+	snap[i] = snap[--nsnap];
+}
+
+static void
+SnapReset(void)
+{
+	while (nsnap > 0)
+		SnapForget(nsnap - 1, true);
+	snap_lxid = InvalidLocalTransactionId;
+}
+
+static void
+SnapXactCallback(XactEvent event, void *arg)
+{
+	/* before the resource owner would complain about the mappings */
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
+		SnapReset();
+}
+
+/* the snapshot entry of graph name for this statement, or -1 */
+static int
+SnapFind(const char *name)
+{
+	if (snap_lxid != MyProc->lxid || snap_stmt != GetCurrentStatementStartTimestamp())
+	{
+		SnapReset();
+		snap_lxid = MyProc->lxid;
+		snap_stmt = GetCurrentStatementStartTimestamp();
+	}
+	for (int i = 0; i < nsnap; i++)
+		if (snap[i].entry.dbid == MyDatabaseId && strcmp(snap[i].entry.name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* this backend replaced or dropped name: its next use sees the new state */
+static void
+SnapInvalidate(const char *name)
+{
+	for (int i = nsnap - 1; i >= 0; i--)
+		if (snap[i].entry.dbid == MyDatabaseId && strcmp(snap[i].entry.name, name) == 0)
+			SnapForget(i, true);
+}
+
+/* The caller keeps ref's mapping beyond the statement (a training worker). */
+void
+GnnGraphKeepMapping(GnnGraphRef *ref)
+{
+	for (int i = 0; i < nsnap; i++)
+		if (snap[i].seg == ref->seg)
+		{
+			SnapForget(i, false);
+			break;
+		}
+	dsm_pin_mapping(ref->seg);
+}
 
 bool
 GnnIsOwnerOrSuper(Oid owner)
@@ -122,10 +209,25 @@ GnnGraphAcquire(const char *name, GnnGraphRef *ref)
 {
 	GnnGraphEntry *e;
 	gnn_error	err;
+	int			i;
 
 	GnnRequirePreload();
 	GnnCheckGraphName(name);
 	memset(ref, 0, sizeof(*ref));
+	if (IsTransactionState() && (i = SnapFind(name)) >= 0)
+	{
+		/* the version this statement already uses */
+		if (!GnnIsOwnerOrSuper(snap[i].entry.owner))
+			CheckOwner(&snap[i].entry, name);
+		ref->entry = snap[i].entry;
+		ref->seg = snap[i].seg;
+		if (gnn_graph_attach(dsm_segment_address(ref->seg), dsm_segment_map_length(ref->seg),
+							 &ref->g, &err) != GNN_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("graph \"%s\" is corrupt in shared memory: %s", name, err.msg)));
+		return;
+	}
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
 	e = FindEntry(name);
 	if (e == NULL)
@@ -143,7 +245,28 @@ GnnGraphAcquire(const char *name, GnnGraphRef *ref)
 	}
 	ref->entry = *e;
 	/* the mapping belongs to the transaction's resource owner: an error detaches it */
-	ref->seg = dsm_attach(e->handle);
+	if (IsTransactionState() && nsnap < SNAP_MAX)
+	{
+		ResourceOwner save = CurrentResourceOwner;
+
+		/* kept for the statement: a subtransaction's abort must not unmap it */
+		CurrentResourceOwner = TopTransactionResourceOwner;
+		ref->seg = dsm_attach(e->handle);
+		CurrentResourceOwner = save;
+		if (ref->seg)
+		{
+			if (!snap_callback)
+			{
+				RegisterXactCallback(SnapXactCallback, NULL);
+				snap_callback = true;
+			}
+			snap[nsnap].seg = ref->seg;
+			snap[nsnap].entry = *e;
+			nsnap++;
+		}
+	}
+	else
+		ref->seg = dsm_attach(e->handle);
 	LWLockRelease(gnn_shared->lock);
 	if (ref->seg == NULL)
 		ereport(ERROR,
@@ -152,6 +275,12 @@ GnnGraphAcquire(const char *name, GnnGraphRef *ref)
 	if (gnn_graph_attach(dsm_segment_address(ref->seg), dsm_segment_map_length(ref->seg),
 						 &ref->g, &err) != GNN_OK)
 	{
+		for (i = 0; i < nsnap; i++)
+			if (snap[i].seg == ref->seg)
+			{
+				SnapForget(i, false);
+				break;
+			}
 		dsm_detach(ref->seg);
 		ref->seg = NULL;
 		ereport(ERROR,
@@ -163,7 +292,12 @@ GnnGraphAcquire(const char *name, GnnGraphRef *ref)
 void
 GnnGraphRelease(GnnGraphRef *ref)
 {
-	if (ref->seg)
+	bool		kept = false;
+
+	for (int i = 0; i < nsnap && ref->seg; i++)
+		kept |= snap[i].seg == ref->seg;
+	/* a mapping kept for the statement goes at its end */
+	if (ref->seg && !kept)
 		dsm_detach(ref->seg);
 	ref->seg = NULL;
 }
@@ -219,6 +353,7 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 	GnnGraphEntry *e;
 	GnnGraphEntry *slot = NULL;
 
+	SnapInvalidate(proto->name);
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	e = FindEntry(proto->name);
 	if (e != NULL)
@@ -282,6 +417,7 @@ GnnGraphDrop(const char *name, bool if_exists)
 
 	GnnRequirePreload();
 	GnnCheckGraphName(name);
+	SnapInvalidate(name);
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	e = FindEntry(name);
 	if (e == NULL)

@@ -386,7 +386,7 @@ RunJob(void)
 		/* the graph, mapped for the whole job */
 		StartTransactionCommand();
 		GnnGraphAcquire(r->graph, &ref);
-		dsm_pin_mapping(ref.seg);
+		GnnGraphKeepMapping(&ref);
 		CommitTransactionCommand();
 
 		if (!gnn_parse_model_kind(r->model, &kind))

@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
-# Build the model-blob fuzzer with libFuzzer + ASan/UBSan and run it.
-#   test/fuzz/run.sh [seconds=60]
-# Seeds the corpus with valid blobs of every architecture (written by
-# test/fuzz/make_seeds.c) so mutations start from deep inside the format.
+# Build the libFuzzer targets with ASan/UBSan and run each one.
+#   test/fuzz/run.sh [seconds per target=60] [target...]
+# Targets: fuzz_model_blob (model blob deserialisation), fuzz_graph_attach
+# (the graph region validator).  Each corpus is seeded with valid inputs
+# (test/fuzz/make_seeds.c, make_graph_seeds.c) so mutations start from deep
+# inside the format.  Exits non-zero when a target finds a crash.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
+shift || true
+targets=${*:-fuzz_model_blob fuzz_graph_attach}
 out=test/fuzz/bin
-mkdir -p "$out" "$out/corpus"
 srcs=$(ls src/core/*.c)
-clang -g -O1 -fopenmp -fsanitize=fuzzer,address,undefined -Isrc/core \
-    -o "$out/fuzz_model_blob" test/fuzz/fuzz_model_blob.c $srcs \
-    -lopenblas -lmetis -lomp -lpthread -lm -ldl 2>/dev/null ||
-clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core \
-    -o "$out/fuzz_model_blob" test/fuzz/fuzz_model_blob.c $srcs \
-    -lopenblas -lmetis -lpthread -lm -ldl
+mkdir -p "$out"
 cc -std=gnu11 -O1 -fopenmp -Isrc/core -o "$out/make_seeds" test/fuzz/make_seeds.c $srcs \
     -lopenblas -lmetis -lgomp -lpthread -lm -ldl
-"$out/make_seeds" "$out/corpus"
+cc -std=gnu11 -O1 -fopenmp -Isrc/core -o "$out/make_graph_seeds" test/fuzz/make_graph_seeds.c $srcs \
+    -lopenblas -lmetis -lgomp -lpthread -lm -ldl
 export OMP_NUM_THREADS=1
-"$out/fuzz_model_blob" -max_total_time="$secs" -max_len=8192 -print_final_stats=1 "$out/corpus"
+for t in $targets; do
+  clang -g -O1 -fopenmp -fsanitize=fuzzer,address,undefined -Isrc/core \
+      -o "$out/$t" "test/fuzz/$t.c" $srcs -lopenblas -lmetis -lomp -lpthread -lm -ldl 2>/dev/null ||
+  clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core \
+      -o "$out/$t" "test/fuzz/$t.c" $srcs -lopenblas -lmetis -lpthread -lm -ldl
+  mkdir -p "$out/corpus-$t"
+  case $t in
+    fuzz_model_blob) "$out/make_seeds" "$out/corpus-$t" ;;
+    fuzz_graph_attach) "$out/make_graph_seeds" "$out/corpus-$t" ;;
+  esac
+  echo "== $t: ${secs}s"
+  (cd "$out" && "./$t" -max_total_time="$secs" -max_len=8192 -print_final_stats=1 "corpus-$t" 2>&1 |
+     grep -E 'stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY|Done|crash-' ) || { echo "$t FAILED"; exit 1; }
+done
