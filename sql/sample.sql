@@ -48,6 +48,8 @@ CREATE TABLE s_chain (src bigint, dst bigint);
 INSERT INTO s_chain VALUES (1, 2), (2, 3);
 SELECT gnn.load_graph('s_chain', 's_chain') IS NOT NULL AS loaded;
 SELECT * FROM gnn.random_walk('s_chain', '{1,2}', 5) ORDER BY walk, step;
+-- extreme p and q finish (rejection sampling falls back to an exact draw)
+SELECT count(*) AS steps FROM gnn.random_walk('sg', '{0,10,20}', 8, p => 1e-300, q => 1e300, seed => 9);
 CREATE TEMP TABLE w1 AS SELECT * FROM gnn.random_walk('sg', '{0,10,20}', 8, p => 0.5, q => 2, seed => 9);
 CREATE TEMP TABLE w2 AS SELECT * FROM gnn.random_walk('sg', '{0,10,20}', 8, p => 0.5, q => 2, seed => 9);
 SELECT count(*) AS steps, NOT EXISTS (SELECT * FROM w1 EXCEPT SELECT * FROM w2) AS same_walks FROM w1;

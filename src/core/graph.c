@@ -1023,7 +1023,7 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 
 	if (h->num_nodes < 0 || h->num_edges < 0 || h->feat_nnz < 0 || h->feat_dim < 0 ||
 		n >= size || m >= size || (uint64_t) h->feat_nnz >= size ||
-		(h->feat_dim > 0 && n > size / (uint64_t) h->feat_dim) ||
+		(h->off_feat && h->feat_dim > 0 && n > size / (uint64_t) h->feat_dim) ||
 		!span_ok(h->off_ids, n, 8, size) ||
 		!span_ok(h->off_indptr, n + 1, 8, size) ||
 		!span_ok(h->off_indices, m, 4, size) ||

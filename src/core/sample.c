@@ -661,6 +661,32 @@ has_out_edge(const gnn_graph *g, int32_t a, int32_t b)
 	return lo < g->indptr[a + 1] - g->indptr[a] && nb[lo] == b;
 }
 
+/* One node2vec step drawn exactly: each neighbour in proportion to its bias. */
+static int32_t
+walk_exact_step(const gnn_graph *g, int64_t b, int64_t deg, int32_t prev, double wp, double wq,
+				gnn_rng *r)
+{
+	double		total = 0,
+				x;
+
+	for (int64_t k = 0; k < deg; k++)
+	{
+		int32_t		u = g->indices[b + k];
+
+		total += u == prev ? wp : has_out_edge(g, prev, u) ? 1.0 : wq;
+	}
+	x = gnn_rng_double(r) * total;
+	for (int64_t k = 0; k < deg; k++)
+	{
+		int32_t		u = g->indices[b + k];
+
+		x -= u == prev ? wp : has_out_edge(g, prev, u) ? 1.0 : wq;
+		if (x < 0)
+			return u;
+	}
+	return g->indices[b + deg - 1];
+}
+
 gnn_status
 gnn_random_walk(const gnn_graph *g, const int32_t *starts, int64_t n, const gnn_walk_config *cfg,
 				uint64_t seed, int32_t *out, gnn_error *err)
@@ -713,15 +739,30 @@ gnn_random_walk(const gnn_graph *g, const int32_t *starts, int64_t n, const gnn_
 				if (!biased || prev < 0)
 					nx = g->indices[b + (int64_t) gnn_rng_below(&r, deg)];
 				else
+				{
+					int			tries = 0;
+
 					for (;;)
 					{
 						double		bias;
 
+						/*
+						 * Rejection sampling is fast when the biases are
+						 * close; with extreme p or q it could loop for
+						 * ever, so after a few misses draw exactly from the
+						 * biased distribution over all neighbours.
+						 */
+						if (++tries > 32)
+						{
+							nx = walk_exact_step(g, b, deg, prev, wp, wq, &r);
+							break;
+						}
 						nx = g->indices[b + (int64_t) gnn_rng_below(&r, deg)];
 						bias = nx == prev ? wp : has_out_edge(g, prev, nx) ? 1.0 : wq;
 						if (gnn_rng_double(&r) * wmax < bias)
 							break;
 					}
+				}
 				w[t] = nx;
 				prev = cur;
 				cur = nx;

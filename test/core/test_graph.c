@@ -157,8 +157,9 @@ test_sparse_and_corruption(void)
 	in.sp_node = spn;
 	in.sp_index = spi;
 	in.sp_value = spv;
+	in.sparse_dim = 100000;		/* wide and sparse: dim x nodes far beyond the region's size */
 	CHECK(gnn_graph_build_region(&in, &region, &size, &g, &err) == GNN_OK, "sparse build: %s", err.msg);
-	CHECK(g.feat_kind == GNN_FEAT_SPARSE && g.feat_dim == 5 && g.feat_nnz == 3, "sparse dims");
+	CHECK(g.feat_kind == GNN_FEAT_SPARSE && g.feat_dim == 100000 && g.feat_nnz == 3, "sparse dims");
 	CHECK(g.fptr[1] - g.fptr[0] == 2 && g.fidx[0] == 0 && g.fidx[1] == 2 && g.fval[1] == 2.0f &&
 		  g.fptr[3] - g.fptr[2] == 1 && g.fval[2] == 1.5f, "sparse rows sorted by index");
 	CHECK(gnn_graph_attach(region, size - 1, &g2, &err) == GNN_ERR_CORRUPT, "short region rejected");
