@@ -255,3 +255,23 @@ AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE;
 CREATE FUNCTION gnn.similar(model text, node bigint, k int DEFAULT 10, version int DEFAULT NULL)
 RETURNS TABLE (id bigint, score real)
 AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE;
+
+-- ---- partitioning
+-- Split a graph's nodes into parts (METIS k-way with balance constraints,
+-- a one-pass streaming partitioner, or random); the assignment is kept with
+-- the graph (Cluster-GCN training uses it) until the next call, a drop or a
+-- replace.  gnn.partition_objective picks METIS's objective (cut, volume),
+-- gnn.max_partition_memory caps METIS's estimated memory.
+CREATE FUNCTION gnn.partition(graph text, parts int, method text DEFAULT 'metis',
+                              balance text[] DEFAULT '{nodes,train}', seed int DEFAULT NULL)
+RETURNS TABLE (node bigint, part int)
+AS 'MODULE_PATHNAME', 'gnn_partition' LANGUAGE C VOLATILE;
+
+-- One row per part and an overall row (part IS NULL).  balance_*: a part's
+-- load over the mean load; overall, max/mean.  cut_fraction: cut arcs over
+-- arcs.  seconds: the partitioning time (overall row).
+CREATE FUNCTION gnn.partition_stats(graph text)
+RETURNS TABLE (part int, nodes bigint, edges bigint, train_nodes bigint, edges_cut bigint,
+               halo_nodes bigint, cut_fraction float8, balance_nodes float8, balance_train float8,
+               balance_edges float8, method text, seconds float8)
+AS 'MODULE_PATHNAME', 'gnn_partition_stats' LANGUAGE C STABLE;

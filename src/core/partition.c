@@ -460,7 +460,7 @@ gnn_part_stats_free(gnn_part_stats *st)
 }
 
 gnn_status
-gnn_partition_stats(const gnn_graph *g, const int32_t *part, int32_t parts, gnn_part_stats *st,
+gnn_part_stats_compute(const gnn_graph *g, const int32_t *part, int32_t parts, gnn_part_stats *st,
 					gnn_error *err)
 {
 	int64_t		n = g->num_nodes;

@@ -95,7 +95,7 @@ typedef struct gnn_part_stats
 	int64_t		halo;			/* sum over parts */
 } gnn_part_stats;
 
-gnn_status	gnn_partition_stats(const gnn_graph *g, const int32_t *part, int32_t parts,
+gnn_status	gnn_part_stats_compute(const gnn_graph *g, const int32_t *part, int32_t parts,
 								gnn_part_stats *st, gnn_error *err);
 void		gnn_part_stats_free(gnn_part_stats *st);
 

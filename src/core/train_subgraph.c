@@ -602,14 +602,28 @@ prepare_cluster(sub_ctx *x, const gnn_subgraph_config *sc, gnn_error *err)
 		(x->nparts / 4 < 1 ? 1 : x->nparts / 4 > 20 ? 20 : x->nparts / 4);
 	if (x->q > x->nparts)
 		x->q = x->nparts;
-	gnn_partition_config_default(&pc);
-	pc.parts = x->nparts;
-	pc.balance = GNN_BAL_NODES;
-	pc.seed = x->rng.s[0];
-	if ((st = gnn_partition_compute(x->g, &pc, part, NULL, err)) != GNN_OK)
+	if (sc->part)
 	{
-		free(part);
-		return st;
+		for (int64_t v = 0; v < x->n; v++)
+			if (sc->part[v] < 0 || sc->part[v] >= x->nparts)
+			{
+				free(part);
+				return gnn_error_set(err, GNN_ERR_INVALID, "the given clustering puts node %lld in part %d, outside [0, %d)",
+									 (long long) v, sc->part[v], x->nparts);
+			}
+		memcpy(part, sc->part, sizeof(int32_t) * x->n);
+	}
+	else
+	{
+		gnn_partition_config_default(&pc);
+		pc.parts = x->nparts;
+		pc.balance = GNN_BAL_NODES;
+		pc.seed = x->rng.s[0];
+		if ((st = gnn_partition_compute(x->g, &pc, part, NULL, err)) != GNN_OK)
+		{
+			free(part);
+			return st;
+		}
 	}
 	x->cstart = calloc(x->nparts + 1, sizeof(int64_t));
 	x->cmembers = malloc(sizeof(int32_t) * (x->n + 1));
@@ -696,6 +710,8 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
 	if (!g->split || g->n_train == 0)
 		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no training nodes (split = train)");
+	if (!saint && sc->part && sc->num_parts < 1)
+		return gnn_error_set(err, GNN_ERR_INVALID, "a given clustering needs num_parts");
 	if (!saint && sc->num_parts > g->num_nodes)
 		return gnn_error_set(err, GNN_ERR_INVALID, "num_parts must be at most the number of nodes (%lld), got %d",
 							 (long long) g->num_nodes, sc->num_parts);

@@ -32,6 +32,7 @@ typedef struct gnn_subgraph_config
 	/* Cluster-GCN */
 	int32_t		num_parts;		/* clusters; 0: max(2, nodes / 50) */
 	int32_t		clusters_per_batch; /* q; 0: max(1, min(20, num_parts / 4)) */
+	const int32_t *part;		/* a precomputed clustering to use (part[v] < num_parts), or NULL */
 	/* GraphSAINT random walk */
 	int32_t		walk_length;	/* 0: 2 */
 	int32_t		roots;			/* walks per subgraph; 0: max(1, training nodes / 2) */

@@ -141,7 +141,9 @@ static const char *const aggr_names[] = {"mean", "pool", NULL};
 static const char *const optim_names[] = {"adam", "sgd", NULL};
 static const char *const select_names[] = {"loss", "acc", "gat", NULL};
 static const char *const option_names[] = {"heads", "out_heads", "patience", "aggregator",
-	"optimizer", "attn_dropout", "select", "row_normalise", NULL};
+	"optimizer", "attn_dropout", "select", "row_normalise",
+	"sampler", "num_parts", "clusters_per_batch", "walk_length", "roots", "presample", "batches", NULL};
+static const char *const sampler_names[] = {"full", "cluster", "saint_rw", NULL};
 
 static int32
 OptInt(const char *key, const char *val, int32 lo, int32 hi)
@@ -228,6 +230,20 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 			r->attn_dropout = strtod(val, NULL);
 			CheckRange("attn_dropout", r->attn_dropout, 0, 0.99);
 		}
+		else if (strcmp(key, "sampler") == 0)
+			SetText(r->sampler, sizeof(r->sampler), val, "sampler", sampler_names);
+		else if (strcmp(key, "num_parts") == 0)
+			r->num_parts = OptInt(key, val, 2, INT_MAX);
+		else if (strcmp(key, "clusters_per_batch") == 0)
+			r->clusters_per_batch = OptInt(key, val, 1, INT_MAX);
+		else if (strcmp(key, "walk_length") == 0)
+			r->walk_length = OptInt(key, val, 1, 100);
+		else if (strcmp(key, "roots") == 0)
+			r->roots = OptInt(key, val, 1, INT_MAX);
+		else if (strcmp(key, "presample") == 0)
+			r->presample = OptInt(key, val, 1, 1000000);
+		else if (strcmp(key, "batches") == 0)
+			r->saint_batches = OptInt(key, val, 1, 1000000);
 		else if (strcmp(key, "row_normalise") == 0)
 		{
 			if (strcmp(val, "true") != 0 && strcmp(val, "false") != 0)
@@ -448,6 +464,12 @@ gnn_train(PG_FUNCTION_ARGS)
 			 r.model, r.task, r.hidden, r.layers, r.epochs, r.lr, r.weight_decay, r.dropout, r.device,
 			 (long long) r.seed, r.heads, r.out_heads, r.patience, r.aggregator, r.optimizer,
 			 r.attn_dropout, r.select[0] ? r.select : "default", r.row_normalise ? "true" : "false");
+	if (strcmp(r.sampler, "cluster") == 0 || strcmp(r.sampler, "saint_rw") == 0)
+		snprintf(r.params_json + strlen(r.params_json) - 1, sizeof(r.params_json) - strlen(r.params_json) + 1,
+				 ", \"sampler\": \"%s\", \"num_parts\": %d, \"clusters_per_batch\": %d, \"walk_length\": %d, "
+				 "\"roots\": %d, \"presample\": %d, \"batches\": %d}",
+				 r.sampler, r.num_parts, r.clusters_per_batch, r.walk_length, r.roots, r.presample,
+				 r.saint_batches);
 
 	/* the graph must exist and be the caller's; the role must be able to log in */
 	if (!GnnGraphExists(r.graph, &owner))

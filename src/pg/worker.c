@@ -371,7 +371,10 @@ RunJob(void)
 			GnnReportCoreError("invalid training configuration", &err);
 
 		wctx->last_flush = GetCurrentTimestamp();
-		st = gnn_train_full(&ref.g, &cfg, be, OnProgress, NULL, ShouldStop, NULL, &model, &res, &err);
+		if (strcmp(r->sampler, "cluster") == 0 || strcmp(r->sampler, "saint_rw") == 0)
+			st = GnnTrainSubgraph(r, &ref, &cfg, be, OnProgress, ShouldStop, &model, &res, &err);
+		else
+			st = gnn_train_full(&ref.g, &cfg, be, OnProgress, NULL, ShouldStop, NULL, &model, &res, &err);
 
 		if (ProcDiePending)
 			CHECK_FOR_INTERRUPTS();		/* terminated: WorkerExit records it */

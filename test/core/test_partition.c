@@ -115,7 +115,7 @@ run(const gnn_graph *g, gnn_part_method method, int parts, uint32_t balance, int
 		NOTE("%s: %s", what, err.msg);
 		return 0;
 	}
-	if (gnn_partition_stats(g, part, parts, st, &err) != GNN_OK)
+	if (gnn_part_stats_compute(g, part, parts, st, &err) != GNN_OK)
 	{
 		NOTE("%s stats: %s", what, err.msg);
 		return 0;
@@ -189,7 +189,7 @@ planted(void)
 		cfg.balance = GNN_BAL_NODES | GNN_BAL_TRAIN | GNN_BAL_EDGES;
 		memset(&s3, 0, sizeof(s3));
 		if (gnn_partition_compute(&g, &cfg, p2, NULL, &err) != GNN_OK ||
-			gnn_partition_stats(&g, p2, B, &s3, &err) != GNN_OK)
+			gnn_part_stats_compute(&g, p2, B, &s3, &err) != GNN_OK)
 			NOTE("volume: %s", err.msg);
 		CHECK(s3.parts == B && s3.balance[2] <= 1.05 && s3.cut_fraction < 0.25,
 			  "volume objective with three constraints (edge balance %.3f, cut %.3f)", s3.balance[2],
