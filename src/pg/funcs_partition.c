@@ -38,7 +38,7 @@ typedef struct GnnPartitionHeader
 	int32		part[FLEXIBLE_ARRAY_MEMBER];
 } GnnPartitionHeader;
 
-static int	gnn_max_partition_memory_mb = 8192;
+static int	gnn_max_partition_memory_kb = 8 * 1024 * 1024;
 static int	gnn_partition_objective = GNN_PART_CUT;
 
 static const struct config_enum_entry objective_options[] = {
@@ -53,9 +53,9 @@ GnnPartitionInit(void)
 	DefineCustomIntVariable("gnn.max_partition_memory",
 							"Memory METIS may use for one gnn.partition() call (estimated before it runs).",
 							"A partitioning whose estimate exceeds it fails; method 'streaming' needs far less.",
-							&gnn_max_partition_memory_mb,
-							8192, 1, INT_MAX / 2,
-							PGC_SUSET, GUC_UNIT_MB,
+							&gnn_max_partition_memory_kb,
+							8 * 1024 * 1024, 64, INT_MAX,
+							PGC_SUSET, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 	DefineCustomEnumVariable("gnn.partition_objective",
 							 "What METIS minimises in gnn.partition(): edge cut or communication volume.",
@@ -141,7 +141,7 @@ gnn_partition(PG_FUNCTION_ARGS)
 	else
 		cfg.seed = (uint64) (uint32) PG_GETARG_INT32(4);
 	cfg.objective = (gnn_part_objective) gnn_partition_objective;
-	cfg.memory_limit = (uint64) gnn_max_partition_memory_mb * 1024 * 1024;
+	cfg.memory_limit = (uint64) gnn_max_partition_memory_kb * 1024;
 
 	InitMaterializedSRF(fcinfo, 0);
 	GnnGraphAcquire(graph, &ref);
@@ -163,8 +163,8 @@ gnn_partition(PG_FUNCTION_ARGS)
 		if (need > cfg.memory_limit)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("METIS would need about %llu MB to partition graph \"%s\", over gnn.max_partition_memory (%d MB)",
-							(unsigned long long) ((need + 1048575) / 1048576), graph, gnn_max_partition_memory_mb),
+					 errmsg("METIS would need about %llu kB to partition graph \"%s\", over gnn.max_partition_memory (%d kB)",
+							(unsigned long long) ((need + 1023) / 1024), graph, gnn_max_partition_memory_kb),
 					 errdetail("The estimate is %llu bytes for %lld nodes and %lld edges.",
 							   (unsigned long long) need, (long long) n, (long long) ref.g.num_edges),
 					 errhint("Use method => 'streaming', or raise gnn.max_partition_memory.")));

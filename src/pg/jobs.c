@@ -233,13 +233,13 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 		else if (strcmp(key, "sampler") == 0)
 			SetText(r->sampler, sizeof(r->sampler), val, "sampler", sampler_names);
 		else if (strcmp(key, "num_parts") == 0)
-			r->num_parts = OptInt(key, val, 2, INT_MAX);
+			r->num_parts = OptInt(key, val, 2, 100000000);
 		else if (strcmp(key, "clusters_per_batch") == 0)
-			r->clusters_per_batch = OptInt(key, val, 1, INT_MAX);
+			r->clusters_per_batch = OptInt(key, val, 1, 100000000);
 		else if (strcmp(key, "walk_length") == 0)
 			r->walk_length = OptInt(key, val, 1, 100);
 		else if (strcmp(key, "roots") == 0)
-			r->roots = OptInt(key, val, 1, INT_MAX);
+			r->roots = OptInt(key, val, 1, 100000000);
 		else if (strcmp(key, "presample") == 0)
 			r->presample = OptInt(key, val, 1, 1000000);
 		else if (strcmp(key, "batches") == 0)
@@ -503,8 +503,17 @@ gnn_train(PG_FUNCTION_ARGS)
 				 errmsg("%d training jobs are running, the most gnn.max_jobs allows", running),
 				 errhint("Wait for a job to finish (gnn.jobs shows them), cancel one with gnn.cancel(), or raise gnn.max_jobs.")));
 	}
-	/* a free slot, else the longest-finished one whose worker is gone */
+	/*
+	 * a finished slot holding this id is stale (the extension was dropped and
+	 * its job sequence restarted): reuse it, or waiting on the new job would
+	 * find the old one; else a free slot, else the longest-finished one whose
+	 * worker is gone
+	 */
 	for (int i = 0; i < GNN_JOB_SLOTS; i++)
+		if (JobFinal(gnn_shared->jobs[i].state) && gnn_shared->jobs[i].id == id &&
+			gnn_shared->jobs[i].dbid == MyDatabaseId && gnn_shared->jobs[i].pid == 0)
+			slot = &gnn_shared->jobs[i];
+	for (int i = 0; i < GNN_JOB_SLOTS && slot == NULL; i++)
 	{
 		GnnJobSlot *j = &gnn_shared->jobs[i];
 
