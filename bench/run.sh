@@ -4,13 +4,14 @@
 #   BENCH="load train sql" bash bench/run.sh   # a subset
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WHAT=${BENCH:-"load train sql sample"}
+WHAT=${BENCH:-"load train sql sample partition"}
 for b in $WHAT; do
   case $b in
     load)  bash bench/load_graph.sh ;;
     train) bash bench/train_cli.sh | tee "bench/results/train_cli-$(date -u +%Y%m%dT%H%M%SZ).txt" ;;
     sql)   bash bench/sql_path.sh ;;
     sample) bash bench/sample_bench.sh ;;
-    *) echo "unknown benchmark $b (load, train, sql, sample)" >&2; exit 2 ;;
+    partition) bash bench/partition_bench.sh ;;
+    *) echo "unknown benchmark $b (load, train, sql, sample, partition)" >&2; exit 2 ;;
   esac
 done

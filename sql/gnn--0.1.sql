@@ -273,3 +273,23 @@ CREATE FUNCTION gnn.random_walk(graph text, starts bigint[], length int,
                                 p float8 DEFAULT 1, q float8 DEFAULT 1, seed int DEFAULT NULL)
 RETURNS TABLE (walk int, step int, node bigint)
 AS 'MODULE_PATHNAME', 'gnn_random_walk_sql' LANGUAGE C VOLATILE;
+
+-- ---- partitioning
+-- Split a graph's nodes into parts (METIS k-way with balance constraints,
+-- a one-pass streaming partitioner, or random); the assignment is kept with
+-- the graph (Cluster-GCN training uses it) until the next call, a drop or a
+-- replace.  gnn.partition_objective picks METIS's objective (cut, volume),
+-- gnn.max_partition_memory caps METIS's estimated memory.
+CREATE FUNCTION gnn.partition(graph text, parts int, method text DEFAULT 'metis',
+                              balance text[] DEFAULT '{nodes,train}', seed int DEFAULT NULL)
+RETURNS TABLE (node bigint, part int)
+AS 'MODULE_PATHNAME', 'gnn_partition' LANGUAGE C VOLATILE;
+
+-- One row per part and an overall row (part IS NULL).  balance_*: a part's
+-- load over the mean load; overall, max/mean.  cut_fraction: cut arcs over
+-- arcs.  seconds: the partitioning time (overall row).
+CREATE FUNCTION gnn.partition_stats(graph text)
+RETURNS TABLE (part int, nodes bigint, edges bigint, train_nodes bigint, edges_cut bigint,
+               halo_nodes bigint, cut_fraction float8, balance_nodes float8, balance_train float8,
+               balance_edges float8, method text, seconds float8)
+AS 'MODULE_PATHNAME', 'gnn_partition_stats' LANGUAGE C STABLE;

@@ -60,6 +60,8 @@ _PG_init(void)
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 
+	GnnPartitionInit();
+
 	/* everything below needs shared memory reserved at server start */
 	if (!process_shared_preload_libraries_in_progress)
 		return;

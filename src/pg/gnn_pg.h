@@ -11,6 +11,7 @@
 #include "utils/timestamp.h"
 
 #include "graph.h"
+#include "train.h"
 
 #define GNN_GRAPH_NAME_LEN NAMEDATALEN
 
@@ -44,6 +45,11 @@ typedef struct GnnGraphEntry
 	int64		n_test;
 	bool		undirected;
 	TimestampTz loaded_at;
+	/* the last gnn.partition() assignment (funcs_partition.c), its own DSM segment */
+	dsm_handle	part_handle;	/* DSM_HANDLE_INVALID: none */
+	uint64		part_bytes;		/* accounted against gnn.max_graph_memory */
+	int32		part_parts;
+	char		part_method[16];
 } GnnGraphEntry;
 
 /* ------------------------------------------------------------------ jobs */
@@ -88,6 +94,13 @@ typedef struct GnnTrainRequest
 	char		sampler[16];
 	int64		fault_after;	/* fault injection: backend calls after this many fail; < 0 off */
 	int32		threads;
+	/* subgraph samplers 'cluster' and 'saint_rw' (0: the core's default) */
+	int32		num_parts;
+	int32		clusters_per_batch;
+	int32		walk_length;
+	int32		roots;
+	int32		presample;
+	int32		saint_batches;
 	char		params_json[1024];	/* the same, as jsonb text for the catalog */
 } GnnTrainRequest;
 
@@ -149,6 +162,11 @@ extern void GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool 
 							 uint64 reserved);
 extern bool GnnGraphDrop(const char *name, bool if_exists);
 extern bool GnnGraphExists(const char *name, Oid *owner);
+/* registry.c, partitions: attach / publish / free a graph's partition segment */
+extern dsm_segment *GnnPartitionAttach(const char *name, uint64 generation);
+extern void GnnPartitionPublish(const char *name, uint64 generation, dsm_segment *seg,
+								uint64 bytes, int32 parts, const char *method);
+extern void GnnPartitionFree(GnnGraphEntry *e);
 
 /* load.c */
 typedef struct GnnLoadArgs
@@ -173,6 +191,13 @@ typedef struct GnnLoadArgs
 } GnnLoadArgs;
 
 extern void GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result);
+
+/* funcs_partition.c */
+extern void GnnPartitionInit(void);
+extern gnn_status GnnTrainSubgraph(const GnnTrainRequest *r, const GnnGraphRef *ref,
+								   const gnn_train_config *cfg, gnn_backend *be,
+								   gnn_progress_fn progress, gnn_should_stop_fn should_stop,
+								   gnn_model **model, gnn_train_result *res, gnn_error *err);
 
 /* helpers */
 extern bool GnnIsOwnerOrSuper(Oid owner);

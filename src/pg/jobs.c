@@ -154,8 +154,9 @@ static const char *const aggr_names[] = {"mean", "pool", NULL};
 static const char *const optim_names[] = {"adam", "sgd", NULL};
 static const char *const select_names[] = {"loss", "acc", "gat", NULL};
 static const char *const option_names[] = {"heads", "out_heads", "patience", "aggregator",
-	"optimizer", "attn_dropout", "select", "row_normalise", "fanouts", "batch_size", "sampler", NULL};
-static const char *const sampler_names[] = {"neighbor", "ladies", NULL};
+	"optimizer", "attn_dropout", "select", "row_normalise", "fanouts", "batch_size", "sampler",
+	"num_parts", "clusters_per_batch", "walk_length", "roots", "presample", "batches", NULL};
+static const char *const sampler_names[] = {"full", "neighbor", "ladies", "cluster", "saint_rw", NULL};
 
 static int32
 OptInt(const char *key, const char *val, int32 lo, int32 hi)
@@ -281,6 +282,18 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 			r->attn_dropout = strtod(val, NULL);
 			CheckRange("attn_dropout", r->attn_dropout, 0, 0.99);
 		}
+		else if (strcmp(key, "num_parts") == 0)
+			r->num_parts = OptInt(key, val, 2, 100000000);
+		else if (strcmp(key, "clusters_per_batch") == 0)
+			r->clusters_per_batch = OptInt(key, val, 1, 100000000);
+		else if (strcmp(key, "walk_length") == 0)
+			r->walk_length = OptInt(key, val, 1, 100);
+		else if (strcmp(key, "roots") == 0)
+			r->roots = OptInt(key, val, 1, 100000000);
+		else if (strcmp(key, "presample") == 0)
+			r->presample = OptInt(key, val, 1, 1000000);
+		else if (strcmp(key, "batches") == 0)
+			r->saint_batches = OptInt(key, val, 1, 1000000);
 		else if (strcmp(key, "row_normalise") == 0)
 		{
 			if (strcmp(val, "true") != 0 && strcmp(val, "false") != 0)
@@ -298,15 +311,22 @@ CheckSampling(GnnTrainRequest *r)
 {
 	size_t		len;
 
+	bool		nodewise = strcmp(r->sampler, "neighbor") == 0 || strcmp(r->sampler, "ladies") == 0;
+
 	if (r->nfanouts == 0)
 	{
-		if (r->batch_size > 0 || r->sampler[0])
+		if (r->batch_size > 0 || nodewise)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("batch_size and sampler need fanouts"),
+					 errmsg("batch_size and the %s sampler need fanouts", nodewise ? r->sampler : "neighbor"),
 					 errhint("Add {\"fanouts\": [10, 10]} (one per layer) to train on sampled minibatches.")));
 		return;
 	}
+	if (r->sampler[0] && !nodewise)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("fanouts apply to the neighbor and ladies samplers, not to \"%s\"", r->sampler),
+				 errhint("Drop fanouts, or use sampler \"neighbor\" or \"ladies\".")));
 	if (r->nfanouts != r->layers)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -562,6 +582,12 @@ gnn_train(PG_FUNCTION_ARGS)
 			 (long long) r.seed, r.heads, r.out_heads, r.patience, r.aggregator, r.optimizer,
 			 r.attn_dropout, r.select[0] ? r.select : "default", r.row_normalise ? "true" : "false");
 	CheckSampling(&r);
+	if (strcmp(r.sampler, "cluster") == 0 || strcmp(r.sampler, "saint_rw") == 0)
+		snprintf(r.params_json + strlen(r.params_json) - 1, sizeof(r.params_json) - strlen(r.params_json) + 1,
+				 ", \"sampler\": \"%s\", \"num_parts\": %d, \"clusters_per_batch\": %d, \"walk_length\": %d, "
+				 "\"roots\": %d, \"presample\": %d, \"batches\": %d}",
+				 r.sampler, r.num_parts, r.clusters_per_batch, r.walk_length, r.roots, r.presample,
+				 r.saint_batches);
 
 	/* the graph must exist and be the caller's; the role must be able to log in */
 	if (!GnnGraphExists(r.graph, &owner))
@@ -595,7 +621,10 @@ gnn_train(PG_FUNCTION_ARGS)
 				 errmsg("%d training jobs are running, the most gnn.max_jobs allows", running),
 				 errhint("Wait for a job to finish (gnn.jobs shows them), cancel one with gnn.cancel(), or raise gnn.max_jobs.")));
 	}
-	/* a free slot, else the longest-finished one whose worker is gone */
+	/*
+	 * a free slot, else the longest-finished one whose worker is gone (ids
+	 * of live slots are never reused: see NextJobId)
+	 */
 	for (int i = 0; i < GNN_JOB_SLOTS; i++)
 	{
 		GnnJobSlot *j = &gnn_shared->jobs[i];

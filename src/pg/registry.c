@@ -398,6 +398,7 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 	dsm_pin_segment(seg);
 	if (slot->in_use)
 	{
+		GnnPartitionFree(slot);
 		gnn_shared->graph_bytes -= Min(slot->bytes, gnn_shared->graph_bytes);
 		dsm_unpin_segment(slot->handle);
 	}
@@ -436,9 +437,76 @@ GnnGraphDrop(const char *name, bool if_exists)
 		LWLockRelease(gnn_shared->lock);
 		CheckOwner(e, name);
 	}
+	GnnPartitionFree(e);
 	gnn_shared->graph_bytes -= Min(e->bytes, gnn_shared->graph_bytes);
 	dsm_unpin_segment(e->handle);
 	memset(e, 0, sizeof(*e));
 	LWLockRelease(gnn_shared->lock);
 	return true;
+}
+
+/* ------------------------------------------------------------------ partitions
+ * A graph's last partition assignment lives in its own pinned DSM segment
+ * whose handle is kept in the graph's entry; it goes with the graph (drop,
+ * replace).  generation ties it to the graph version it was computed on.
+ */
+
+/* caller holds the lock exclusively; unpins and unaccounts e's partition */
+void
+GnnPartitionFree(GnnGraphEntry *e)
+{
+	if (e->part_handle == DSM_HANDLE_INVALID)
+		return;
+	dsm_unpin_segment(e->part_handle);
+	gnn_shared->graph_bytes -= Min(e->part_bytes, gnn_shared->graph_bytes);
+	e->part_handle = DSM_HANDLE_INVALID;
+	e->part_bytes = 0;
+	e->part_parts = 0;
+	e->part_method[0] = '\0';
+}
+
+/* Map the partition of graph name (of this generation), or NULL if none. */
+dsm_segment *
+GnnPartitionAttach(const char *name, uint64 generation)
+{
+	GnnGraphEntry *e;
+	dsm_segment *seg = NULL;
+
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	e = FindEntry(name);
+	if (e && e->generation == generation && e->part_handle != DSM_HANDLE_INVALID)
+		seg = dsm_attach(e->part_handle);
+	LWLockRelease(gnn_shared->lock);
+	return seg;
+}
+
+/*
+ * Keep seg as the partition of graph name, replacing any earlier one; bytes
+ * were reserved by the caller and become the entry's.  Fails (the caller
+ * still owns seg and the reservation) if the graph was dropped or replaced
+ * since generation.
+ */
+void
+GnnPartitionPublish(const char *name, uint64 generation, dsm_segment *seg, uint64 bytes,
+					int32 parts, const char *method)
+{
+	GnnGraphEntry *e;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = FindEntry(name);
+	if (e == NULL || e->generation != generation)
+	{
+		LWLockRelease(gnn_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("graph \"%s\" was dropped or replaced while it was being partitioned", name),
+				 errhint("Run gnn.partition() again.")));
+	}
+	dsm_pin_segment(seg);
+	GnnPartitionFree(e);
+	e->part_handle = dsm_segment_handle(seg);
+	e->part_bytes = bytes;
+	e->part_parts = parts;
+	strlcpy(e->part_method, method, sizeof(e->part_method));
+	LWLockRelease(gnn_shared->lock);
 }

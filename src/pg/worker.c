@@ -421,6 +421,8 @@ RunJob(void)
 			st = RunLinkPrediction(&ref.g, &cfg, be, &model, &res, &lres, &err);
 		else if (r->nfanouts > 0)
 			st = RunMinibatch(&ref.g, &cfg, r, be, &model, &res, &mstats, &err);
+		else if (strcmp(r->sampler, "cluster") == 0 || strcmp(r->sampler, "saint_rw") == 0)
+			st = GnnTrainSubgraph(r, &ref, &cfg, be, OnProgress, ShouldStop, &model, &res, &err);
 		else
 			st = gnn_train_full(&ref.g, &cfg, be, OnProgress, NULL, ShouldStop, NULL, &model, &res, &err);
 
