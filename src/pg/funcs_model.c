@@ -160,18 +160,26 @@ Infer(const char *model, int32 version, OutKind kind, int32 layer)
 
 	uint64		generation;
 
-	/* the model row is read every time: a new version, or a dropped one, shows at once */
+	/*
+	 * The model row is read every time: a new version, or a dropped one,
+	 * shows at once.  The graph is acquired even on a cache hit: that pins the
+	 * version this statement sees, so every call in one statement answers
+	 * from the same version of the graph.
+	 */
 	ReadModel(model, version, false, &mr);
-	generation = GnnGraphGeneration(mr.graph);
+	GnnGraphAcquire(mr.graph, &ref);
+	generation = ref.entry.generation;
 	for (int i = 0; i < CACHE_ENTRIES; i++)
 	{
 		c = &cache[i];
 		if (c->valid && strcmp(c->model, mr.name) == 0 && c->version == mr.version && c->kind == kind &&
 			(kind == OUT_PROBS || c->layer == layer) && strcmp(c->graph, mr.graph) == 0 &&
 			c->generation == generation && c->user == GetUserId())
+		{
+			GnnGraphRelease(&ref);
 			return c;
+		}
 	}
-	GnnGraphAcquire(mr.graph, &ref);
 
 	ReadModel(model, mr.version, true, &mr);
 	c = NULL;

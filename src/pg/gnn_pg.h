@@ -152,7 +152,6 @@ typedef struct GnnGraphRef
 } GnnGraphRef;
 
 extern void GnnGraphAcquire(const char *name, GnnGraphRef *ref);
-extern uint64 GnnGraphGeneration(const char *name);
 extern void GnnGraphRelease(GnnGraphRef *ref);
 extern void GnnGraphKeepMapping(GnnGraphRef *ref);
 extern void GnnCheckGraphName(const char *name);

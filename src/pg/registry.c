@@ -173,37 +173,6 @@ GnnGraphExists(const char *name, Oid *owner)
 	return found;
 }
 
-/*
- * The generation of a loaded graph the caller may use (errors as for
- * GnnGraphAcquire), without mapping it: lets caches check they are current.
- */
-uint64
-GnnGraphGeneration(const char *name)
-{
-	GnnGraphEntry *e;
-	uint64		gen;
-	Oid			owner;
-
-	GnnRequirePreload();
-	GnnCheckGraphName(name);
-	LWLockAcquire(gnn_shared->lock, LW_SHARED);
-	e = FindEntry(name);
-	if (e == NULL)
-	{
-		LWLockRelease(gnn_shared->lock);
-		ReportNoGraph(name);
-	}
-	gen = e->generation;
-	owner = e->owner;
-	LWLockRelease(gnn_shared->lock);
-	if (!GnnIsOwnerOrSuper(owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for graph \"%s\"", name),
-				 errdetail("Only the role that loaded a graph (or a superuser) may use it.")));
-	return gen;
-}
-
 void
 GnnGraphAcquire(const char *name, GnnGraphRef *ref)
 {

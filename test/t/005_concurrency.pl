@@ -98,6 +98,7 @@ if ($sn ne '')
 	for my $t (split /,/, $sn)
 	{
 		push @args, $i == 0 ? "'g'" : $t eq 'bigint[]' ? 'ARRAY[:id]::bigint[]' : $t eq 'integer[]' ? 'ARRAY[3, 2]'
+		  : $t eq 'boolean' ? 'false'
 		  : $t =~ /^(integer|bigint)$/ ? ($i == 1 ? ':id' : '3') : 'DEFAULT';
 		$i++;
 	}
