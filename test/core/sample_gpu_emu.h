@@ -1,0 +1,168 @@
+/*
+ * sample_gpu_emu.h: CPU emulations of the GPU samplers' launch layout
+ * (kernels/sample.cu, walk.cu, gather.cu) built from the same per-element
+ * bodies (kernels/sample_math.h), plus straightforward references.  Used by
+ * test_sample_gpu_math.c (emulation against reference and statistics) and
+ * test_sample_cuda_parity.c / bench/sample_gpu_bench.c (GPU against
+ * emulation).
+ */
+#ifndef GNN_SAMPLE_GPU_EMU_H
+#define GNN_SAMPLE_GPU_EMU_H
+
+#include "../../kernels/sample_math.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EMU_WARP 32
+
+/* ptr[0..nd] as sample_scan_kernel; returns nnz */
+static int64_t
+emu_hop_ptr(const int64_t *rindptr, const int32_t *dst, int64_t nd, int64_t fanout, bool replace,
+			int64_t *ptr)
+{
+	ptr[0] = 0;
+	for (int64_t i = 0; i < nd; i++)
+		ptr[i + 1] = ptr[i] + gnn_s_count(rindptr[dst[i] + 1] - rindptr[dst[i]], fanout, replace);
+	return ptr[nd];
+}
+
+/* sample_hop_kernel, warp per destination, lanes emulated in turn */
+static void
+emu_sample_hop(const int64_t *rindptr, const int32_t *rindices, const float *cumw,
+			   const int32_t *dst, int64_t nd, int32_t hop, int64_t fanout, bool replace,
+			   uint64_t seed, const int64_t *ptr, int32_t *src, int32_t *dst_idx)
+{
+	for (int64_t i = 0; i < nd; i++)
+	{
+		int32_t		v = dst[i];
+		int64_t		b = rindptr[v],
+					deg = rindptr[v + 1] - b,
+					p = ptr[i],
+					c = ptr[i + 1] - p;
+		int32_t    *o = src + p;
+
+		for (int lane = 0; lane < EMU_WARP; lane++)
+		{
+			if (dst_idx)
+				for (int64_t j = lane; j < c; j += EMU_WARP)
+					dst_idx[p + j] = (int32_t) i;
+			if (gnn_s_take_all(deg, fanout, replace))
+				for (int64_t j = lane; j < c; j += EMU_WARP)
+					o[j] = rindices[b + j];
+			else if (replace && cumw)
+				for (int64_t j = lane; j < c; j += EMU_WARP)
+					o[j] = rindices[b + gnn_s_weighted_draw(seed, hop, i, j, cumw + b, deg)];
+			else if (replace)
+				for (int64_t j = lane; j < c; j += EMU_WARP)
+					o[j] = rindices[b + gnn_s_uniform_draw(seed, hop, i, j, deg)];
+		}
+		if (!gnn_s_take_all(deg, fanout, replace) && !replace)
+			for (int64_t s = 0; s < c; s++)
+			{
+				int64_t		t = gnn_s_floyd_candidate(seed, hop, i, s, c, deg);
+				int32_t		u = rindices[b + t];
+				bool		hit = false;
+
+				for (int lane = 0; lane < EMU_WARP; lane++)	/* __any_sync */
+					for (int64_t q = lane; q < s; q += EMU_WARP)
+						hit |= o[q] == u;
+				o[s] = rindices[b + gnn_s_floyd_pick(t, hit, s, c, deg)];
+			}
+	}
+}
+
+/* reference: one destination's draws as row offsets, written plainly */
+static void
+ref_draw_row(int64_t deg, int64_t fanout, bool replace, const float *cum, uint64_t seed,
+			 int32_t hop, int64_t i, int64_t *off)
+{
+	int64_t		c = gnn_s_count(deg, fanout, replace);
+
+	if (fanout < 0 || (!replace && fanout >= deg))
+		for (int64_t j = 0; j < c; j++)
+			off[j] = j;
+	else if (replace)
+		for (int64_t j = 0; j < c; j++)
+		{
+			uint64_t	r = gnn_s_rand(seed, GNN_S_TAG_NEIGHBOR, gnn_s_row_key(hop, i), j, cum ? 2 : 0);
+
+			if (!cum || !(cum[deg - 1] > 0))
+				off[j] = (int64_t) gnn_s_mulhi(r, (uint64_t) deg);
+			else
+			{
+				/* linear search for the first prefix sum above x */
+				float		x = (float) (gnn_s_unit(r) * (double) cum[deg - 1]);
+				int64_t		e = 0;
+
+				while (e < deg - 1 && !(cum[e] > x))
+					e++;
+				off[j] = e;
+			}
+		}
+	else
+	{
+		/* Floyd with a membership array */
+		bool	   *in = calloc(deg, 1);
+
+		for (int64_t s = 0; s < c; s++)
+		{
+			int64_t		jj = deg - c + s;
+			int64_t		t = (int64_t) gnn_s_mulhi(gnn_s_rand(seed, GNN_S_TAG_NEIGHBOR, gnn_s_row_key(hop, i), s, 1),
+												  (uint64_t) (jj + 1));
+
+			off[s] = in[t] ? jj : t;
+			in[off[s]] = true;
+		}
+		free(in);
+	}
+}
+
+/* gather_kernel, warp per row: v as the launch picks; the xor-butterfly sum emulated exactly */
+static void
+emu_gather(const float *feat, int64_t d, const int32_t *nodes, int64_t n, bool norm, int v,
+		   float *out)
+{
+	for (int64_t i = 0; i < n; i++)
+	{
+		double		part[EMU_WARP];
+		float	   *o = out + i * d;
+
+		for (int lane = 0; lane < EMU_WARP; lane++)
+			part[lane] = gnn_s_gather_lane(feat + (int64_t) nodes[i] * d, o, d, lane, EMU_WARP, v);
+		if (norm)
+		{
+			for (int off = EMU_WARP / 2; off > 0; off >>= 1)
+			{
+				double		nx[EMU_WARP];
+
+				for (int lane = 0; lane < EMU_WARP; lane++)
+					nx[lane] = part[lane] + part[lane ^ off];
+				memcpy(part, nx, sizeof(part));
+			}
+			if (part[0] != 0)
+				for (int lane = 0; lane < EMU_WARP; lane++)
+					gnn_s_normalise_lane(o, d, lane, EMU_WARP, part[lane]);
+		}
+	}
+}
+
+/* walk_kernel: a thread per walk */
+static void
+emu_random_walk(const int64_t *indptr, const int32_t *indices, const int32_t *starts, int64_t n,
+				int64_t len, double p, double q, uint64_t seed, int32_t *out)
+{
+	double		wp = 1.0 / p,
+				wq = 1.0 / q,
+				wmax = wp > wq ? wp : wq;
+
+	if (wmax < 1.0)
+		wmax = 1.0;
+	for (int64_t w = 0; w < n; w++)
+		gnn_s_walk(indptr, indices, starts[w], len, p != 1.0 || q != 1.0, wp, wq, wmax, seed, w,
+				   out + w * (len + 1));
+}
+
+#endif							/* GNN_SAMPLE_GPU_EMU_H */
