@@ -9,6 +9,7 @@
 #ifndef GNN_SAMPLE_GPU_EMU_H
 #define GNN_SAMPLE_GPU_EMU_H
 
+#include "graph.h"
 #include "../../kernels/sample_math.h"
 
 #include <stdbool.h>
@@ -163,6 +164,65 @@ emu_random_walk(const int64_t *indptr, const int32_t *indices, const int32_t *st
 	for (int64_t w = 0; w < n; w++)
 		gnn_s_walk(indptr, indices, starts[w], len, p != 1.0 || q != 1.0, wp, wq, wmax, seed, w,
 				   out + w * (len + 1));
+}
+
+/*
+ * An in-memory R-MAT graph (a=0.57, b=c=0.19: skewed in-degrees, hubs far
+ * longer than a warp) of 2^scale nodes and about m edges, weights in
+ * {0..4} when weighted, dense features of fdim (0: none).  *region
+ * (*size bytes) is malloc'd; free() it.
+ */
+static gnn_status
+emu_rmat_graph(int scale, int64_t m, bool weighted, int32_t fdim, void **region, uint64_t *size,
+			   gnn_graph *g, gnn_error *err)
+{
+	int64_t		n = (int64_t) 1 << scale;
+	int64_t    *src = malloc(sizeof(int64_t) * m),
+			   *dst = malloc(sizeof(int64_t) * m),
+			   *ids = malloc(sizeof(int64_t) * n);
+	float	   *w = weighted ? malloc(sizeof(float) * m) : NULL;
+	float	   *feat = fdim > 0 ? malloc(sizeof(float) * n * fdim) : NULL;
+	gnn_graph_input in = {0};
+	gnn_status	st;
+
+	for (int64_t e = 0; e < m; e++)
+	{
+		int64_t		u = 0,
+					v = 0;
+
+		for (int b = 0; b < scale; b++)
+		{
+			double		x = gnn_s_unit(gnn_s_rand(77, 0, e, b, 0));
+			int			qu = x >= 0.76,	/* c + d */
+						qv = (x >= 0.57 && x < 0.76) || x >= 0.95;
+
+			u = (u << 1) | qu;
+			v = (v << 1) | qv;
+		}
+		src[e] = u;
+		dst[e] = v;
+		if (w)
+			w[e] = (float) gnn_s_below(gnn_s_rand(77, 1, e, 0, 0), 5);
+	}
+	for (int64_t i = 0; i < n; i++)
+		ids[i] = i;
+	for (int64_t k = 0; k < n * fdim; k++)
+		feat[k] = (float) gnn_s_below(gnn_s_rand(77, 2, k, 0, 0), 1000) / 100.0f;
+	in.num_edges = m;
+	in.src = src;
+	in.dst = dst;
+	in.weight = w;
+	in.num_nodes = n;
+	in.node_ids = ids;
+	in.feat_dim = fdim;
+	in.feat = feat;
+	st = gnn_graph_build_region(&in, region, size, g, err);
+	free(src);
+	free(dst);
+	free(ids);
+	free(w);
+	free(feat);
+	return st;
 }
 
 #endif							/* GNN_SAMPLE_GPU_EMU_H */
