@@ -6,6 +6,8 @@
 #   2. nvidia-smi, the kernels' register / spill report
 #   3. the parity tests (every op, CPU against CUDA) and the kernel-body test
 #   4. the training CLI on Cora, GCN and GAT, CPU and CUDA, with timings
+#   5. GPU sampling (issue #6): parity of sample / walk / gather kernels with
+#      their CPU emulation, and sampled edges/s on an in-memory R-MAT
 # Logs go to $OUT (or test/gpu/out).  Exit status: 0 when every step passed.
 # Run from the repository root:  bash test/gpu/run_gpu_checks.sh
 set -u
@@ -49,8 +51,10 @@ else
 	run build_so_direct build_so_direct
 fi
 nm -D --defined-only kernels/gnn_cuda.so | grep gnn_backend_cuda_create || FAIL=1
+nm -D --defined-only kernels/gnn_cuda.so | grep -c -E "gnn_cuda_(sample_hop|row_prefix|random_walk|gather|host_register|host_unregister)$" | grep -q 6 \
+	|| { echo "GPU sampling symbols missing from gnn_cuda.so"; FAIL=1; }
 # registers / spills per kernel (sm_90), one compile of the heaviest files
-for f in spmm gat_softmax xent; do
+for f in spmm gat_softmax xent sample walk; do
 	"$NVCC" -O3 -std=c++17 -Isrc/core -Ikernels -gencode arch=compute_90,code=sm_90 -Xptxas -v \
 		-c kernels/$f.cu -o /tmp/gnn_ptxas_$f.o 2>&1 | grep -E "Function properties|registers|spill" \
 		> "$OUT/ptxas_$f.txt"
@@ -62,7 +66,7 @@ CORE_SRCS=$(ls src/core/*.c)
 CFLAGS="-std=gnu11 -O2 -g -fopenmp -Wall -Wno-unused-function -Isrc/core -Itest/core"
 LIBS="-lopenblas -lmetis -lgomp -lpthread -lm -ldl"
 mkdir -p test/core/bin
-for t in test_backend_parity test_cuda_parity test_kernel_math; do
+for t in test_backend_parity test_cuda_parity test_kernel_math test_sample_gpu_math test_sample_cuda_parity; do
 	[ -f test/core/$t.c ] && { cc $CFLAGS -o test/core/bin/$t test/core/$t.c $CORE_SRCS $LIBS > "$OUT/cc_$t.log" 2>&1 || { echo "cc $t failed"; tail -n 5 "$OUT/cc_$t.log"; FAIL=1; }; }
 done
 cc $CFLAGS -Isrc/core -o test/core/bin/gnn_train_cli bench/gnn_train_cli.c $CORE_SRCS $LIBS > "$OUT/cc_cli.log" 2>&1 \
@@ -100,6 +104,25 @@ else
 		--model gcn --epochs 200 --seeds 1 --backend cuda --cuda-so "$GNN_CUDA_SO"
 	grep -h -E "mean test accuracy|time per epoch" "$OUT"/train_*.log
 fi
+
+step "GPU sampling: parity with the CPU emulation, then speed"
+for t in test_sample_gpu_math test_sample_cuda_parity; do
+	[ -x test/core/bin/$t ] || { echo "$t not built"; FAIL=1; continue; }
+	run $t timeout 240 test/core/bin/$t
+	grep -E "^not ok|SKIP" "$OUT/$t.log" | head -n 20
+	# a SKIP here means the GPU was not usable: on this machine that is a failure
+	! grep -q "# SKIP" "$OUT/$t.log" || FAIL=1
+done
+if command -v compute-sanitizer > /dev/null && [ -x test/core/bin/test_sample_cuda_parity ]; then
+	run sanitizer_sample timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
+		test/core/bin/test_sample_cuda_parity || true
+	grep -E "ERROR SUMMARY|Invalid|misaligned" "$OUT/sanitizer_sample.log" | head -n 5
+fi
+mkdir -p bench/bin
+cc -std=gnu11 -O2 -fopenmp -Wall -Wno-unused-function -Isrc/core -Itest/core -o bench/bin/sample_gpu_bench \
+	bench/sample_gpu_bench.c $CORE_SRCS $LIBS > "$OUT/cc_sample_gpu_bench.log" 2>&1 \
+	|| { echo "cc sample_gpu_bench failed"; tail -n 5 "$OUT/cc_sample_gpu_bench.log"; FAIL=1; }
+[ -x bench/bin/sample_gpu_bench ] && run sample_gpu_bench timeout 300 bench/bin/sample_gpu_bench 20 16 50
 
 step "done: $([ $FAIL -eq 0 ] && echo ALL PASSED || echo SOME STEPS FAILED)"
 exit $FAIL
