@@ -95,6 +95,21 @@ gnn_s_below(uint64_t r, int64_t n)
 	return (int64_t) gnn_s_mulhi(r, (uint64_t) n);
 }
 
+/*
+ * a*b rounded once, never contracted into a following add (nvcc fuses
+ * a*b - c into an FMA by default, which would make the GPU's draw differ
+ * from the CPU's in the last bit)
+ */
+GNN_HD double
+gnn_s_dmul(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+	return __dmul_rn(a, b);
+#else
+	return a * b;
+#endif
+}
+
 /* uniform double in [0, 1) */
 GNN_HD double
 gnn_s_unit(uint64_t r)
@@ -176,9 +191,14 @@ gnn_s_weighted_draw(uint64_t seed, int32_t hop, int64_t i, int64_t j, const floa
 	uint64_t	r = gnn_s_rand(seed, GNN_S_TAG_NEIGHBOR, gnn_s_row_key(hop, i), (uint64_t) j, 2);
 	float		total = cum[deg - 1];
 
+	float		x;
+
 	if (!(total > 0.0f))
 		return gnn_s_below(r, deg);
-	return gnn_s_upper_bound(cum, deg, (float) (gnn_s_unit(r) * (double) total));
+	x = (float) gnn_s_dmul(gnn_s_unit(r), (double) total);
+	if (x >= total)				/* rounded up to the total: stay below it (never a zero-weight tail edge) */
+		x = nextafterf(total, 0.0f);
+	return gnn_s_upper_bound(cum, deg, x);
 }
 
 /* inclusive prefix sums of one row's weights, sequential (same bits everywhere) */
@@ -258,7 +278,7 @@ gnn_s_walk_step(const int64_t *indptr, const int32_t *indices, int32_t cur, int3
 
 		for (int64_t k = 0; k < deg; k++)
 			total += gnn_s_n2v_bias(indptr, indices, prev, indices[b + k], wp, wq);
-		x = gnn_s_unit(gnn_s_rand(seed, GNN_S_TAG_WALK, key, 0, 2)) * total;
+		x = gnn_s_dmul(gnn_s_unit(gnn_s_rand(seed, GNN_S_TAG_WALK, key, 0, 2)), total);
 		for (int64_t k = 0; k < deg; k++)
 		{
 			x -= gnn_s_n2v_bias(indptr, indices, prev, indices[b + k], wp, wq);

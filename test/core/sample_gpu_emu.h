@@ -12,6 +12,7 @@
 #include "graph.h"
 #include "../../kernels/sample_math.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -97,6 +98,9 @@ ref_draw_row(int64_t deg, int64_t fanout, bool replace, const float *cum, uint64
 				/* linear search for the first prefix sum above x */
 				float		x = (float) (gnn_s_unit(r) * (double) cum[deg - 1]);
 				int64_t		e = 0;
+
+				if (x >= cum[deg - 1])
+					x = nextafterf(cum[deg - 1], 0.0f);
 
 				while (e < deg - 1 && !(cum[e] > x))
 					e++;
