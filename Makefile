@@ -71,9 +71,17 @@ ifeq ($(SANITIZE),1)
 SANITIZE_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer
 endif
 
-test/core/bin/%: test/core/%.c $(CORE_SRCS) $(wildcard src/core/*.h) test/core/check.h
+# the core is compiled once per flavour, then linked into every test program
+TEST_OBJS   = $(patsubst src/core/%.c,test/core/obj/%.o,$(CORE_SRCS))
+SAN_OBJS    = $(patsubst src/core/%.c,test/core/obj-san/%.o,$(CORE_SRCS))
+
+test/core/obj/%.o: src/core/%.c $(wildcard src/core/*.h)
+	@mkdir -p test/core/obj
+	$(CC) $(TEST_CFLAGS) -c -o $@ $<
+
+test/core/bin/%: test/core/%.c $(TEST_OBJS) $(wildcard test/core/*.h) $(wildcard kernels/*.h)
 	@mkdir -p test/core/bin
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(CORE_SRCS) $(TEST_LIBS)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_OBJS) $(TEST_LIBS)
 
 core-tests: $(CORE_TESTS)
 
@@ -82,9 +90,13 @@ core-tests: $(CORE_TESTS)
 SAN_FLAGS   = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 SAN_TESTS   = $(patsubst test/core/%.c,test/core/bin-san/%,$(filter-out %cuda_parity.c,$(sort $(wildcard test/core/test_*.c))))
 
-test/core/bin-san/%: test/core/%.c $(CORE_SRCS) $(wildcard src/core/*.h) test/core/check.h
+test/core/obj-san/%.o: src/core/%.c $(wildcard src/core/*.h)
+	@mkdir -p test/core/obj-san
+	$(CC) $(filter-out -O2,$(TEST_CFLAGS)) -O1 $(SAN_FLAGS) -c -o $@ $<
+
+test/core/bin-san/%: test/core/%.c $(SAN_OBJS) $(wildcard test/core/*.h) $(wildcard kernels/*.h)
 	@mkdir -p test/core/bin-san
-	$(CC) $(filter-out -O2,$(TEST_CFLAGS)) -O1 $(SAN_FLAGS) -o $@ $< $(CORE_SRCS) $(TEST_LIBS)
+	$(CC) $(filter-out -O2,$(TEST_CFLAGS)) -O1 $(SAN_FLAGS) -o $@ $< $(SAN_OBJS) $(TEST_LIBS)
 
 core-tests-san: $(SAN_TESTS)
 
@@ -121,4 +133,4 @@ bench: deps
 	$(MAKE) install
 	bash bench/run.sh
 
-EXTRA_CLEAN = test/core/bin test/core/bin-san test/fuzz/bin kernels/*.cu.o $(CUDA_SO) results regression.diffs regression.out tmp_check
+EXTRA_CLEAN = test/core/bin test/core/bin-san test/core/obj test/core/obj-san test/fuzz/bin kernels/*.cu.o $(CUDA_SO) results regression.diffs regression.out tmp_check
