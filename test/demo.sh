@@ -52,6 +52,15 @@ SELECT layer, count(*) AS sampled_edges, count(DISTINCT src) AS sources FROM gnn
 GROUP BY layer ORDER BY layer;
 SELECT walk, string_agg(node::text, ' -> ' ORDER BY step) AS path
 FROM gnn.random_walk('$G', ARRAY[$NODE]::bigint[], 6, p => 1, q => 0.5, seed => 7) GROUP BY walk;
+\echo == METIS partitioning into 4 parts, balanced on nodes and training nodes
+SELECT part, count(*) AS nodes FROM gnn.partition('$G', 4, seed => 1) GROUP BY part ORDER BY part;
+SELECT coalesce(part::text, 'all') AS part, nodes, train_nodes, edges_cut, halo_nodes,
+       round(cut_fraction::numeric, 3) AS cut_fraction, round(balance_nodes::numeric, 3) AS balance_nodes
+FROM gnn.partition_stats('$G') ORDER BY part NULLS LAST;
+\echo == Cluster-GCN: training on random unions of METIS clusters
+SELECT gnn.train('$G', model => 'gcn', name => '${G}_cluster', hidden => 64, epochs => 20, seed => 1, wait => true,
+                 options => '{"sampler": "cluster", "num_parts": 40, "clusters_per_batch": 5}') AS job;
+SELECT name, metrics->>'test_acc' AS test_acc FROM gnn.models WHERE name = '${G}_cluster';
 \echo == minibatch GraphSAGE on sampled blocks (fan-outs 10, 10; batch 64)
 SELECT gnn.train('$G', model => 'graphsage', name => '${G}_sage', hidden => 64, epochs => 20, seed => 1, wait => true,
                  options => '{"fanouts": [10, 10], "batch_size": 64}') AS job;
