@@ -2,6 +2,7 @@
  * train.c: the full-batch training loop, configuration checks, inference.
  */
 #include "train.h"
+#include "eval.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -164,93 +165,6 @@ gnn_train_model_config(const gnn_train_config *c, int32_t in_dim, int32_t classe
 }
 
 /* split rows and labels on the backend */
-typedef struct train_data
-{
-	gnn_dblock	blk;
-	gnn_dfeat	x;
-	int32_t    *labels;			/* backend memory */
-	int32_t    *rows[4];		/* backend memory, by GNN_SPLIT_* */
-	int64_t		nrows[4];
-	float	   *dlogits;
-} train_data;
-
-static void
-train_data_free(gnn_backend *be, train_data *d)
-{
-	gnn_dblock_free(&d->blk);
-	gnn_dfeat_free(&d->x);
-	gnn_backend_free(be, d->labels);
-	for (int s = 0; s < 4; s++)
-		gnn_backend_free(be, d->rows[s]);
-	gnn_backend_free(be, d->dlogits);
-	memset(d, 0, sizeof(*d));
-}
-
-static gnn_status
-train_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, train_data *d,
-				  gnn_error *err)
-{
-	gnn_block	blk;
-	gnn_status	st;
-	int32_t    *host = NULL;
-	int64_t		n = g->num_nodes;
-
-	memset(d, 0, sizeof(*d));
-	gnn_block_from_graph(g, &blk);
-	if ((st = gnn_dblock_create(be, &blk, &d->blk, err)) != GNN_OK)
-		return st;
-	if ((st = gnn_dfeat_from_graph(be, g, row_normalise, &d->x, err)) != GNN_OK)
-		goto fail;
-	if (g->labels)
-	{
-		if ((st = gnn_dev_upload(be, g->labels, sizeof(int32_t) * n, (void **) &d->labels, err)) != GNN_OK)
-			goto fail;
-	}
-	host = malloc(sizeof(int32_t) * (n + 1));
-	if (!host)
-	{
-		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
-		goto fail;
-	}
-	for (int s = 1; s < 4; s++)
-	{
-		int64_t		k = 0;
-
-		for (int64_t v = 0; g->split && v < n; v++)
-			if (g->split[v] == s)
-				host[k++] = (int32_t) v;
-		d->nrows[s] = k;
-		if ((st = gnn_dev_upload(be, host, sizeof(int32_t) * k, (void **) &d->rows[s], err)) != GNN_OK)
-			goto fail;
-	}
-	free(host);
-	return GNN_OK;
-fail:
-	free(host);
-	train_data_free(be, d);
-	return st;
-}
-
-static gnn_status
-eval_split(gnn_backend *be, train_data *d, const float *logits, int64_t n, int32_t c, int s,
-		   float *loss, float *acc, gnn_error *err)
-{
-	int64_t		correct = 0,
-				counted = 0;
-	gnn_status	st;
-
-	*loss = 0;
-	*acc = 0;
-	if (d->nrows[s] == 0)
-		return GNN_OK;
-	st = gnn_backend_xent(be, logits, n, c, d->labels, d->rows[s], d->nrows[s], NULL, loss,
-						  &correct, &counted);
-	if (st != GNN_OK)
-		return gnn_backend_error(be, st, err);
-	*acc = counted ? (float) correct / (float) counted : 0.0f;
-	return GNN_OK;
-}
-
 gnn_status
 gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_in,
 			   gnn_progress_fn progress, void *progress_arg,
@@ -262,7 +176,8 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 	gnn_model_config mc;
 	gnn_optim	opt;
 	gnn_rng		rng;
-	train_data	d;
+	gnn_eval_data d;
+	float	   *dlogits = NULL;
 	gnn_status	st;
 	float	   *best_w = NULL;
 	int64_t		n = g->num_nodes;
@@ -298,9 +213,9 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 	gnn_rng_seed(&rng, cfg->seed);
 	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK)
 		goto done;
-	if ((st = train_data_create(be, g, cfg->row_normalise, &d, err)) != GNN_OK)
+	if ((st = gnn_eval_data_create(be, g, cfg->row_normalise, &d, err)) != GNN_OK)
 		goto done;
-	if ((st = gnn_backend_alloc(be, sizeof(float) * n * c, (void **) &d.dlogits)) != GNN_OK)
+	if ((st = gnn_backend_alloc(be, sizeof(float) * n * c, (void **) &dlogits)) != GNN_OK)
 	{
 		st = gnn_backend_error(be, st, err);
 		goto done;
@@ -338,13 +253,13 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		if ((st = gnn_model_forward(model, blocks, &d.x, true, gnn_rng_next(&rng), &logits, err)) != GNN_OK)
 			break;
 		st = gnn_backend_xent(be, logits, n, c, d.labels, d.rows[GNN_SPLIT_TRAIN], d.nrows[GNN_SPLIT_TRAIN],
-							  d.dlogits, &em.train_loss, NULL, NULL);
+							  dlogits, &em.train_loss, NULL, NULL);
 		if (st != GNN_OK)
 		{
 			st = gnn_backend_error(be, st, err);
 			break;
 		}
-		if ((st = gnn_model_backward(model, d.dlogits, err)) != GNN_OK)
+		if ((st = gnn_model_backward(model, dlogits, err)) != GNN_OK)
 			break;
 		if ((st = gnn_optim_step(&opt, model, err)) != GNN_OK)
 			break;
@@ -355,9 +270,9 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		{
 			float		dummy;
 
-			if ((st = eval_split(be, &d, logits, n, c, GNN_SPLIT_TRAIN, &dummy, &em.train_acc, err)) ||
-				(st = eval_split(be, &d, logits, n, c, GNN_SPLIT_VAL, &em.val_loss, &em.val_acc, err)) ||
-				(st = eval_split(be, &d, logits, n, c, GNN_SPLIT_TEST, &em.test_loss, &em.test_acc, err)))
+			if ((st = gnn_eval_split(be, &d, logits, n, c, GNN_SPLIT_TRAIN, &dummy, &em.train_acc, err)) ||
+				(st = gnn_eval_split(be, &d, logits, n, c, GNN_SPLIT_VAL, &em.val_loss, &em.val_acc, err)) ||
+				(st = gnn_eval_split(be, &d, logits, n, c, GNN_SPLIT_TEST, &em.test_loss, &em.test_acc, err)))
 				break;
 		}
 
@@ -426,7 +341,8 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 	}
 done:
 	free(best_w);
-	train_data_free(be, &d);
+	gnn_backend_free(be, dlogits);
+	gnn_eval_data_free(be, &d);
 	gnn_model_free(model);
 	if (!be_in)
 		gnn_backend_destroy(be);

@@ -2,6 +2,7 @@
  * train_mb.c: minibatch training over sampled blocks; link prediction.
  */
 #include "train_mb.h"
+#include "eval.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -18,83 +19,10 @@ now_s(void)
 }
 
 /* the full graph on the backend, for evaluation */
-typedef struct eval_data
-{
-	gnn_dblock	blk;
-	gnn_dfeat	x;
-	int32_t    *labels;
-	int32_t    *rows[4];
-	int64_t		nrows[4];
-} eval_data;
+typedef gnn_eval_data eval_data;
 
-static void
-eval_data_free(gnn_backend *be, eval_data *d)
-{
-	gnn_dblock_free(&d->blk);
-	gnn_dfeat_free(&d->x);
-	gnn_backend_free(be, d->labels);
-	for (int s = 0; s < 4; s++)
-		gnn_backend_free(be, d->rows[s]);
-	memset(d, 0, sizeof(*d));
-}
 
-static gnn_status
-eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, eval_data *d, gnn_error *err)
-{
-	gnn_block	blk;
-	gnn_status	st;
-	int32_t    *host;
 
-	memset(d, 0, sizeof(*d));
-	gnn_block_from_graph(g, &blk);
-	if ((st = gnn_dblock_create(be, &blk, &d->blk, err)) != GNN_OK ||
-		(st = gnn_dfeat_from_graph(be, g, row_normalise, &d->x, err)) != GNN_OK ||
-		(st = gnn_dev_upload(be, g->labels, sizeof(int32_t) * g->num_nodes, (void **) &d->labels, err)) != GNN_OK)
-		goto fail;
-	host = malloc(sizeof(int32_t) * (g->num_nodes + 1));
-	if (!host)
-	{
-		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
-		goto fail;
-	}
-	for (int s = 1; s < 4; s++)
-	{
-		int64_t		k = 0;
-
-		for (int64_t v = 0; v < g->num_nodes; v++)
-			if (g->split[v] == s)
-				host[k++] = (int32_t) v;
-		d->nrows[s] = k;
-		if ((st = gnn_dev_upload(be, host, sizeof(int32_t) * k, (void **) &d->rows[s], err)) != GNN_OK)
-			break;
-	}
-	free(host);
-	if (st == GNN_OK)
-		return GNN_OK;
-fail:
-	eval_data_free(be, d);
-	return st;
-}
-
-static gnn_status
-eval_split(gnn_backend *be, eval_data *d, const float *logits, int64_t n, int32_t c, int s,
-		   float *loss, float *acc, gnn_error *err)
-{
-	int64_t		correct = 0,
-				counted = 0;
-	gnn_status	st;
-
-	*loss = 0;
-	*acc = 0;
-	if (d->nrows[s] == 0)
-		return GNN_OK;
-	st = gnn_backend_xent(be, logits, n, c, d->labels, d->rows[s], d->nrows[s], NULL, loss,
-						  &correct, &counted);
-	if (st != GNN_OK)
-		return gnn_backend_error(be, st, err);
-	*acc = counted ? (float) correct / (float) counted : 0.0f;
-	return GNN_OK;
-}
 
 /*
  * A block prepared for the model.  LADIES weights are the unbiased estimator
@@ -320,16 +248,16 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 
 			if (!eval_ready)
 			{
-				if ((st = eval_data_create(be, g, cfg->row_normalise, &d, err)) != GNN_OK)
+				if ((st = gnn_eval_data_create(be, g, cfg->row_normalise, &d, err)) != GNN_OK)
 					goto out;
 				eval_ready = true;
 			}
 			for (int l = 0; l < GNN_MAX_LAYERS; l++)
 				blocks[l] = &d.blk;
 			if ((st = gnn_model_forward(model, blocks, &d.x, false, 0, &logits, err)) != GNN_OK ||
-				(st = eval_split(be, &d, logits, g->num_nodes, c, GNN_SPLIT_TRAIN, &dummy, &em.train_acc, err)) ||
-				(st = eval_split(be, &d, logits, g->num_nodes, c, GNN_SPLIT_VAL, &em.val_loss, &em.val_acc, err)) ||
-				(st = eval_split(be, &d, logits, g->num_nodes, c, GNN_SPLIT_TEST, &em.test_loss, &em.test_acc, err)))
+				(st = gnn_eval_split(be, &d, logits, g->num_nodes, c, GNN_SPLIT_TRAIN, &dummy, &em.train_acc, err)) ||
+				(st = gnn_eval_split(be, &d, logits, g->num_nodes, c, GNN_SPLIT_VAL, &em.val_loss, &em.val_acc, err)) ||
+				(st = gnn_eval_split(be, &d, logits, g->num_nodes, c, GNN_SPLIT_TEST, &em.test_loss, &em.test_acc, err)))
 				goto out;
 			stats->eval_s += now_s() - t1;
 		}
@@ -403,7 +331,7 @@ done:
 	gnn_buf_free(be, &dlab);
 	gnn_buf_free(be, &drows);
 	gnn_buf_free(be, &dlogits);
-	eval_data_free(be, &d);
+	gnn_eval_data_free(be, &d);
 	gnn_sampler_free(sampler);
 	gnn_model_free(model);
 	if (!be_in)

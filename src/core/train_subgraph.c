@@ -3,6 +3,7 @@
  * over induced subgraphs, reusing the model's blocks, forward and backward.
  */
 #include "train_subgraph.h"
+#include "eval.h"
 #include "partition.h"
 
 #include <math.h>
@@ -491,78 +492,10 @@ done:
 
 /* ------------------------------------------------------------------ full-graph evaluation */
 
-typedef struct eval_data
-{
-	gnn_dblock	blk;
-	gnn_dfeat	x;
-	int32_t    *labels;
-	int32_t    *rows[4];
-	int64_t		nrows[4];
-} eval_data;
+typedef gnn_eval_data eval_data;
 
-static void
-eval_free(gnn_backend *be, eval_data *d)
-{
-	gnn_dblock_free(&d->blk);
-	gnn_dfeat_free(&d->x);
-	gnn_backend_free(be, d->labels);
-	for (int s = 0; s < 4; s++)
-		gnn_backend_free(be, d->rows[s]);
-	memset(d, 0, sizeof(*d));
-}
 
-static gnn_status
-eval_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, eval_data *d, gnn_error *err)
-{
-	gnn_block	blk;
-	gnn_status	st;
-	int32_t    *host = malloc(sizeof(int32_t) * (g->num_nodes + 1));
 
-	memset(d, 0, sizeof(*d));
-	if (!host)
-		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
-	gnn_block_from_graph(g, &blk);
-	if ((st = gnn_dblock_create(be, &blk, &d->blk, err)) != GNN_OK ||
-		(st = gnn_dfeat_from_graph(be, g, row_normalise, &d->x, err)) != GNN_OK ||
-		(st = gnn_dev_upload(be, g->labels, sizeof(int32_t) * g->num_nodes, (void **) &d->labels, err)) != GNN_OK)
-		goto done;
-	for (int s = 1; s < 4; s++)
-	{
-		int64_t		k = 0;
-
-		for (int64_t v = 0; v < g->num_nodes; v++)
-			if (g->split[v] == s)
-				host[k++] = (int32_t) v;
-		d->nrows[s] = k;
-		if ((st = gnn_dev_upload(be, host, sizeof(int32_t) * k, (void **) &d->rows[s], err)) != GNN_OK)
-			goto done;
-	}
-done:
-	free(host);
-	if (st != GNN_OK)
-		eval_free(be, d);
-	return st;
-}
-
-static gnn_status
-eval_split(gnn_backend *be, eval_data *d, const float *logits, int64_t n, int32_t c, int s,
-		   float *loss, float *acc, gnn_error *err)
-{
-	int64_t		correct = 0,
-				counted = 0;
-	gnn_status	st;
-
-	*loss = 0;
-	*acc = 0;
-	if (d->nrows[s] == 0)
-		return GNN_OK;
-	st = gnn_backend_xent(be, logits, n, c, d->labels, d->rows[s], d->nrows[s], NULL, loss,
-						  &correct, &counted);
-	if (st != GNN_OK)
-		return gnn_backend_error(be, st, err);
-	*acc = counted ? (float) correct / (float) counted : 0.0f;
-	return GNN_OK;
-}
 
 static gnn_status
 evaluate(gnn_model *model, eval_data *d, const gnn_graph *g, gnn_epoch_metrics *em, gnn_error *err)
@@ -577,9 +510,9 @@ evaluate(gnn_model *model, eval_data *d, const gnn_graph *g, gnn_epoch_metrics *
 		blocks[l] = &d->blk;
 	if ((st = gnn_model_forward(model, blocks, &d->x, false, 0, &logits, err)) != GNN_OK)
 		return st;
-	if ((st = eval_split(be, d, logits, g->num_nodes, g->num_classes, GNN_SPLIT_TRAIN, &dummy, &em->train_acc, err)) ||
-		(st = eval_split(be, d, logits, g->num_nodes, g->num_classes, GNN_SPLIT_VAL, &em->val_loss, &em->val_acc, err)) ||
-		(st = eval_split(be, d, logits, g->num_nodes, g->num_classes, GNN_SPLIT_TEST, &em->test_loss, &em->test_acc, err)))
+	if ((st = gnn_eval_split(be, d, logits, g->num_nodes, g->num_classes, GNN_SPLIT_TRAIN, &dummy, &em->train_acc, err)) ||
+		(st = gnn_eval_split(be, d, logits, g->num_nodes, g->num_classes, GNN_SPLIT_VAL, &em->val_loss, &em->val_acc, err)) ||
+		(st = gnn_eval_split(be, d, logits, g->num_nodes, g->num_classes, GNN_SPLIT_TEST, &em->test_loss, &em->test_acc, err)))
 		return st;
 	return GNN_OK;
 }
@@ -728,7 +661,7 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 	if ((st = gnn_model_create(be, &mc, &x.rng, &model, err)) != GNN_OK)
 		goto done;
 	st = saint ? prepare_saint(&x, sc, err) : prepare_cluster(&x, sc, err);
-	if (st != GNN_OK || (st = eval_create(be, g, cfg->row_normalise, &ed, err)) != GNN_OK)
+	if (st != GNN_OK || (st = gnn_eval_data_create(be, g, cfg->row_normalise, &ed, err)) != GNN_OK)
 		goto done;
 	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
 	if (!best_w)
@@ -850,7 +783,7 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 	}
 done:
 	free(best_w);
-	eval_free(be, &ed);
+	gnn_eval_data_free(be, &ed);
 	ctx_free(&x);
 	gnn_model_free(model);
 	if (!be_in)
