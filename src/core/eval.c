@@ -4,6 +4,7 @@
  */
 #include "eval.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,4 +82,66 @@ gnn_eval_split(gnn_backend *be, const gnn_eval_data *d, const float *logits, int
 		return gnn_backend_error(be, st, err);
 	*acc = counted ? (float) correct / (float) counted : 0.0f;
 	return GNN_OK;
+}
+
+gnn_status
+gnn_eval_splits(gnn_backend *be, const gnn_eval_data *d, const float *logits, int64_t n, int32_t c,
+				gnn_epoch_metrics *em, gnn_error *err)
+{
+	float		dummy;
+	gnn_status	st;
+
+	if ((st = gnn_eval_split(be, d, logits, n, c, GNN_SPLIT_TRAIN, &dummy, &em->train_acc, err)) != GNN_OK ||
+		(st = gnn_eval_split(be, d, logits, n, c, GNN_SPLIT_VAL, &em->val_loss, &em->val_acc, err)) != GNN_OK)
+		return st;
+	return gnn_eval_split(be, d, logits, n, c, GNN_SPLIT_TEST, &em->test_loss, &em->test_acc, err);
+}
+
+void
+gnn_selector_init(gnn_selector *s, gnn_select rule)
+{
+	memset(s, 0, sizeof(*s));
+	s->rule = rule;
+	s->best_loss = INFINITY;
+	s->best_acc = -1.0f;
+	s->acc_max = -1.0f;
+	s->loss_min = INFINITY;
+}
+
+bool
+gnn_selector_step(gnn_selector *s, const gnn_epoch_metrics *em, bool force)
+{
+	bool		improved = false,
+				keep = false;
+
+	switch (s->rule)
+	{
+		case GNN_SELECT_VAL_LOSS:
+			improved = keep = em->val_loss < s->best_loss;
+			break;
+		case GNN_SELECT_VAL_ACC:
+			improved = keep = em->val_acc > s->best_acc ||
+				(em->val_acc == s->best_acc && em->val_loss < s->best_loss);
+			break;
+		case GNN_SELECT_GAT:
+			/* GAT paper: patience resets when val acc or loss improves; weights kept when both do */
+			improved = em->val_acc >= s->acc_max || em->val_loss <= s->loss_min;
+			keep = em->val_acc >= s->acc_max && em->val_loss <= s->loss_min;
+			if (improved)
+			{
+				s->acc_max = em->val_acc > s->acc_max ? em->val_acc : s->acc_max;
+				s->loss_min = em->val_loss < s->loss_min ? em->val_loss : s->loss_min;
+			}
+			break;
+	}
+	if (!s->have_best || force)
+		keep = true;
+	if (keep)
+	{
+		s->have_best = true;
+		s->best_loss = em->val_loss;
+		s->best_acc = em->val_acc;
+	}
+	s->wait = improved ? 0 : s->wait + 1;
+	return keep;
 }

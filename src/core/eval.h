@@ -6,7 +6,7 @@
 #ifndef GNN_EVAL_H
 #define GNN_EVAL_H
 
-#include "model.h"
+#include "train.h"
 
 typedef struct gnn_eval_data
 {
@@ -23,5 +23,32 @@ void		gnn_eval_data_free(gnn_backend *be, gnn_eval_data *d);
 /* Mean cross-entropy and accuracy over split s (GNN_SPLIT_*); zeros when it is empty. */
 gnn_status	gnn_eval_split(gnn_backend *be, const gnn_eval_data *d, const float *logits, int64_t n,
 						   int32_t c, int s, float *loss, float *acc, gnn_error *err);
+
+/* The three splits' loss and accuracy into em (train loss is left alone). */
+gnn_status	gnn_eval_splits(gnn_backend *be, const gnn_eval_data *d, const float *logits, int64_t n,
+							int32_t c, gnn_epoch_metrics *em, gnn_error *err);
+
+/*
+ * Which epoch's weights to keep, and the patience counter, by a selection
+ * rule (gnn_select): one implementation for every training loop.
+ */
+typedef struct gnn_selector
+{
+	gnn_select	rule;
+	bool		have_best;
+	float		best_loss;
+	float		best_acc;
+	float		acc_max;		/* GAT rule: best val accuracy seen */
+	float		loss_min;		/* GAT rule: lowest val loss seen */
+	int32_t		wait;			/* epochs since the last improvement */
+} gnn_selector;
+
+void		gnn_selector_init(gnn_selector *s, gnn_select rule);
+/*
+ * Judge an epoch: returns whether its weights are to be kept (always the first
+ * epoch, and every epoch with force); updates the best metrics and the
+ * patience counter.
+ */
+bool		gnn_selector_step(gnn_selector *s, const gnn_epoch_metrics *em, bool force);
 
 #endif							/* GNN_EVAL_H */

@@ -182,17 +182,13 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 	float	   *best_w = NULL;
 	int64_t		n = g->num_nodes;
 	int32_t		c = g->num_classes;
-	int32_t		wait = 0;
-	float		best_loss = INFINITY,
-				best_acc = -1.0f,
-				acc_max = -1.0f,
-				loss_min = INFINITY;
+	gnn_selector sel;
 	gnn_dblock *blocks[GNN_MAX_LAYERS];
 	double		t_start;
-	bool		have_best = false;
 
 	memset(&d, 0, sizeof(d));
 	memset(res, 0, sizeof(*res));
+	gnn_selector_init(&sel, cfg->select);
 	if (model_out)
 		*model_out = NULL;
 	if ((st = gnn_train_config_check(cfg, err)) != GNN_OK)
@@ -238,8 +234,6 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		gnn_epoch_metrics em;
 		const float *logits;
 		double		t0 = now_s();
-		bool		improved = false,
-					keep = false;
 
 		if (should_stop && should_stop(stop_arg))
 		{
@@ -267,56 +261,24 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		/* evaluation */
 		if ((st = gnn_model_forward(model, blocks, &d.x, false, 0, &logits, err)) != GNN_OK)
 			break;
-		{
-			float		dummy;
+		if ((st = gnn_eval_splits(be, &d, logits, n, c, &em, err)) != GNN_OK)
+			break;
 
-			if ((st = gnn_eval_split(be, &d, logits, n, c, GNN_SPLIT_TRAIN, &dummy, &em.train_acc, err)) ||
-				(st = gnn_eval_split(be, &d, logits, n, c, GNN_SPLIT_VAL, &em.val_loss, &em.val_acc, err)) ||
-				(st = gnn_eval_split(be, &d, logits, n, c, GNN_SPLIT_TEST, &em.test_loss, &em.test_acc, err)))
-				break;
-		}
-
-		/* selection and patience */
-		switch (cfg->select)
-		{
-			case GNN_SELECT_VAL_LOSS:
-				improved = keep = em.val_loss < best_loss;
-				break;
-			case GNN_SELECT_VAL_ACC:
-				improved = keep = em.val_acc > best_acc ||
-					(em.val_acc == best_acc && em.val_loss < best_loss);
-				break;
-			case GNN_SELECT_GAT:
-				improved = em.val_acc >= acc_max || em.val_loss <= loss_min;
-				keep = em.val_acc >= acc_max && em.val_loss <= loss_min;
-				if (improved)
-				{
-					acc_max = em.val_acc > acc_max ? em.val_acc : acc_max;
-					loss_min = em.val_loss < loss_min ? em.val_loss : loss_min;
-				}
-				break;
-		}
-		if (!have_best)
-			keep = true;
-		if (keep)
+		if (gnn_selector_step(&sel, &em, false))
 		{
 			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
 				break;
-			have_best = true;
-			best_loss = em.val_loss;
-			best_acc = em.val_acc;
 			em.best = true;
 			res->best = em;
 			res->best_epoch = epoch;
 		}
-		wait = improved ? 0 : wait + 1;
 		em.seconds = now_s() - t0;
 		if (em.best)
 			res->best.seconds = em.seconds;
 		res->epochs_run = epoch;
 		if (progress)
 			progress(progress_arg, &em);
-		if (cfg->patience > 0 && wait >= cfg->patience)
+		if (cfg->patience > 0 && sel.wait >= cfg->patience)
 		{
 			res->stopped_early = true;
 			break;
@@ -327,13 +289,9 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 	res->dense_s = be->time_s[GNN_CAT_DENSE];
 	res->other_s = res->seconds - res->agg_s - res->dense_s;
 	gnn_backend_timing_enable(be, false);
-	if (have_best)
-	{
-		gnn_status	st2 = gnn_model_weights_set(model, best_w, st == GNN_OK ? err : NULL);
-
-		if (st == GNN_OK)
-			st = st2;
-	}
+	/* the kept weights matter only to a model that is handed back */
+	if (st == GNN_OK && sel.have_best)
+		st = gnn_model_weights_set(model, best_w, err);
 	if (st == GNN_OK && model_out)
 	{
 		*model_out = model;

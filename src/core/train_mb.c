@@ -83,20 +83,16 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				drows = {0},
 				dlogits = {0};
 	int64_t		ntrain = 0;
-	int32_t		c = g->num_classes,
-				wait = 0;
+	int32_t		c = g->num_classes;
 	int			L = cfg->layers;
-	float		best_loss = INFINITY,
-				best_acc = -1.0f,
-				acc_max = -1.0f,
-				loss_min = INFINITY;
-	bool		have_best = false,
-				eval_ready = false;
+	gnn_selector sel;
+	bool		eval_ready = false;
 	bool		compensate;
 	double		t_start;
 
 	memset(&d, 0, sizeof(d));
 	memset(res, 0, sizeof(*res));
+	gnn_selector_init(&sel, cfg->select);
 	memset(&stl, 0, sizeof(stl));
 	if (!stats)
 		stats = &stl;
@@ -163,8 +159,6 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		double		t0 = now_s(),
 					loss_sum = 0;
 		int64_t		nb = 0;
-		bool		improved = false,
-					keep = false;
 
 		memset(&em, 0, sizeof(em));
 		em.epoch = epoch;
@@ -243,7 +237,6 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		{
 			const float *logits;
 			gnn_dblock *blocks[GNN_MAX_LAYERS];
-			float		dummy;
 			double		t1 = now_s();
 
 			if (!eval_ready)
@@ -255,53 +248,26 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			for (int l = 0; l < GNN_MAX_LAYERS; l++)
 				blocks[l] = &d.blk;
 			if ((st = gnn_model_forward(model, blocks, &d.x, false, 0, &logits, err)) != GNN_OK ||
-				(st = gnn_eval_split(be, &d, logits, g->num_nodes, c, GNN_SPLIT_TRAIN, &dummy, &em.train_acc, err)) ||
-				(st = gnn_eval_split(be, &d, logits, g->num_nodes, c, GNN_SPLIT_VAL, &em.val_loss, &em.val_acc, err)) ||
-				(st = gnn_eval_split(be, &d, logits, g->num_nodes, c, GNN_SPLIT_TEST, &em.test_loss, &em.test_acc, err)))
+				(st = gnn_eval_splits(be, &d, logits, g->num_nodes, c, &em, err)) != GNN_OK)
 				goto out;
 			stats->eval_s += now_s() - t1;
 		}
 
-		switch (cfg->select)
-		{
-			case GNN_SELECT_VAL_LOSS:
-				improved = keep = em.val_loss < best_loss;
-				break;
-			case GNN_SELECT_VAL_ACC:
-				improved = keep = em.val_acc > best_acc ||
-					(em.val_acc == best_acc && em.val_loss < best_loss);
-				break;
-			case GNN_SELECT_GAT:
-				improved = em.val_acc >= acc_max || em.val_loss <= loss_min;
-				keep = em.val_acc >= acc_max && em.val_loss <= loss_min;
-				if (improved)
-				{
-					acc_max = em.val_acc > acc_max ? em.val_acc : acc_max;
-					loss_min = em.val_loss < loss_min ? em.val_loss : loss_min;
-				}
-				break;
-		}
-		if (!have_best || mbc->skip_eval)
-			keep = true;
-		if (keep)
+		if (gnn_selector_step(&sel, &em, mbc->skip_eval))
 		{
 			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
 				goto out;
-			have_best = true;
-			best_loss = em.val_loss;
-			best_acc = em.val_acc;
 			em.best = true;
 			res->best = em;
 			res->best_epoch = epoch;
 		}
-		wait = improved ? 0 : wait + 1;
 		em.seconds = now_s() - t0;
 		if (em.best)
 			res->best.seconds = em.seconds;
 		res->epochs_run = epoch;
 		if (progress)
 			progress(progress_arg, &em);
-		if (cfg->patience > 0 && wait >= cfg->patience)
+		if (cfg->patience > 0 && sel.wait >= cfg->patience)
 		{
 			res->stopped_early = true;
 			break;
@@ -310,13 +276,9 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 out:
 	res->seconds = now_s() - t_start;
 	res->other_s = res->seconds;
-	if (have_best)
-	{
-		gnn_status	st2 = gnn_model_weights_set(model, best_w, st == GNN_OK ? err : NULL);
-
-		if (st == GNN_OK)
-			st = st2;
-	}
+	/* the kept weights matter only to a model that is handed back */
+	if (st == GNN_OK && sel.have_best)
+		st = gnn_model_weights_set(model, best_w, err);
 	if (st == GNN_OK && model_out)
 	{
 		*model_out = model;
@@ -716,6 +678,7 @@ gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_li
 			break;
 	}
 	res->seconds = now_s() - t_start;
+	/* the kept weights matter only to a model that is handed back */
 	if (have_best)
 	{
 		gnn_status	st2 = gnn_model_weights_set(model, best_w, st == GNN_OK ? err : NULL);

@@ -503,18 +503,13 @@ evaluate(gnn_model *model, eval_data *d, const gnn_graph *g, gnn_epoch_metrics *
 	gnn_backend *be = gnn_model_backend(model);
 	gnn_dblock *blocks[GNN_MAX_LAYERS];
 	const float *logits;
-	float		dummy;
 	gnn_status	st;
 
 	for (int l = 0; l < GNN_MAX_LAYERS; l++)
 		blocks[l] = &d->blk;
 	if ((st = gnn_model_forward(model, blocks, &d->x, false, 0, &logits, err)) != GNN_OK)
 		return st;
-	if ((st = gnn_eval_split(be, d, logits, g->num_nodes, g->num_classes, GNN_SPLIT_TRAIN, &dummy, &em->train_acc, err)) ||
-		(st = gnn_eval_split(be, d, logits, g->num_nodes, g->num_classes, GNN_SPLIT_VAL, &em->val_loss, &em->val_acc, err)) ||
-		(st = gnn_eval_split(be, d, logits, g->num_nodes, g->num_classes, GNN_SPLIT_TEST, &em->test_loss, &em->test_acc, err)))
-		return st;
-	return GNN_OK;
+	return gnn_eval_splits(be, d, logits, g->num_nodes, g->num_classes, em, err);
 }
 
 /* ------------------------------------------------------------------ the loop */
@@ -616,15 +611,11 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 	eval_data	ed;
 	gnn_status	st;
 	float	   *best_w = NULL;
-	float		best_loss = INFINITY,
-				best_acc = -1.0f,
-				acc_max = -1.0f,
-				loss_min = INFINITY;
-	int32_t		wait = 0,
-				steps;
-	bool		have_best = false;
+	gnn_selector sel;
+	int32_t		steps;
 	double		t_start;
 
+	gnn_selector_init(&sel, cfg->select);
 	memset(&x, 0, sizeof(x));
 	memset(&ed, 0, sizeof(ed));
 	memset(res, 0, sizeof(*res));
@@ -681,8 +672,6 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 		gnn_epoch_metrics em;
 		double		t0 = now_s(),
 					loss_sum = 0;
-		bool		improved = false,
-					keep = false;
 
 		memset(&em, 0, sizeof(em));
 		em.epoch = epoch;
@@ -718,37 +707,12 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 		if ((st = evaluate(model, &ed, g, &em, err)) != GNN_OK)
 			break;
 
-		switch (cfg->select)
-		{
-			case GNN_SELECT_VAL_LOSS:
-				improved = keep = em.val_loss < best_loss;
-				break;
-			case GNN_SELECT_VAL_ACC:
-				improved = keep = em.val_acc > best_acc ||
-					(em.val_acc == best_acc && em.val_loss < best_loss);
-				break;
-			case GNN_SELECT_GAT:
-				improved = em.val_acc >= acc_max || em.val_loss <= loss_min;
-				keep = em.val_acc >= acc_max && em.val_loss <= loss_min;
-				if (improved)
-				{
-					acc_max = fmaxf(acc_max, em.val_acc);
-					loss_min = fminf(loss_min, em.val_loss);
-				}
-				break;
-		}
-		if (!have_best)
-			keep = true;
-		if (keep)
+		if (gnn_selector_step(&sel, &em, false))
 		{
 			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
 				break;
-			have_best = true;
-			best_loss = em.val_loss;
-			best_acc = em.val_acc;
 			em.best = true;
 		}
-		wait = improved ? 0 : wait + 1;
 		em.seconds = now_s() - t0;
 		if (em.best)
 		{
@@ -758,7 +722,7 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 		res->epochs_run = epoch;
 		if (progress)
 			progress(progress_arg, &em);
-		if (cfg->patience > 0 && wait >= cfg->patience)
+		if (cfg->patience > 0 && sel.wait >= cfg->patience)
 		{
 			res->stopped_early = true;
 			break;
@@ -769,13 +733,9 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 	res->dense_s = be->time_s[GNN_CAT_DENSE];
 	res->other_s = res->seconds - res->agg_s - res->dense_s;
 	gnn_backend_timing_enable(be, false);
-	if (have_best)
-	{
-		gnn_status	st2 = gnn_model_weights_set(model, best_w, st == GNN_OK ? err : NULL);
-
-		if (st == GNN_OK)
-			st = st2;
-	}
+	/* the kept weights matter only to a model that is handed back */
+	if (st == GNN_OK && sel.have_best)
+		st = gnn_model_weights_set(model, best_w, err);
 	if (st == GNN_OK && model_out)
 	{
 		*model_out = model;
