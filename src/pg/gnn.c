@@ -16,6 +16,7 @@ int			gnn_threads = 0;
 int			gnn_max_jobs = 4;
 char	   *gnn_cuda_library = NULL;
 int			gnn_fault_backend_calls = -1;
+int			gnn_max_classes = 10000;
 
 void		_PG_init(void);
 
@@ -43,6 +44,14 @@ _PG_init(void)
 							&gnn_max_jobs,
 							4, 1, GNN_JOB_SLOTS,
 							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("gnn.max_classes",
+							"The most classes a label column may define.",
+							"Integer labels are class numbers: a label of n makes n + 1 classes.  "
+							"A load over it fails and names the row.",
+							&gnn_max_classes,
+							10000, 2, 1000000,
+							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 	DefineCustomStringVariable("gnn.cuda_library",
 							   "Path of the CUDA backend (gnn_cuda.so); empty: $libdir/gnn_cuda.so.",

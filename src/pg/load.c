@@ -46,6 +46,14 @@ typedef struct GnnScan
 	Oid			types[GNN_SCAN_MAXCOLS];
 	int64		rowno;			/* rows returned so far */
 	bool		use_spi;
+	/*
+	 * The caller's context, and one reset before every row: per-row work
+	 * (detoasted arrays, label text) happens there.  SPI calls leave
+	 * CurrentMemoryContext in SPI's procedure context, which SPI_finish
+	 * frees: nothing that outlives the scan may be allocated there.
+	 */
+	MemoryContext callercxt;
+	MemoryContext rowcxt;
 	/* direct */
 	Relation	rel;
 	TableScanDesc scan;
@@ -111,6 +119,9 @@ ScanBegin(GnnScan *s)
 	char		kind = rel->rd_rel->relkind;
 	bool		ok = pg_class_aclcheck(s->relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
 
+	s->callercxt = CurrentMemoryContext;
+	s->rowcxt = AllocSetContextCreate(CurrentMemoryContext, "gnn load row", ALLOCSET_DEFAULT_SIZES);
+
 	/* column-level privileges suffice, as for a SELECT of those columns */
 	for (int i = 0; i < s->ncols && !ok; i++)
 		if (pg_attribute_aclcheck(s->relid, s->attnums[i], GetUserId(), ACL_SELECT) != ACLCHECK_OK)
@@ -138,6 +149,7 @@ ScanBegin(GnnScan *s)
 		elog(ERROR, "SPI_connect failed");
 	s->portal = SPI_cursor_open_with_args(NULL, q.data, 0, NULL, NULL, NULL, true, 0);
 	s->batch_pos = s->batch_n = 0;
+	MemoryContextSwitchTo(s->callercxt);
 }
 
 /* Next row: fills values/nulls; false at the end. */
@@ -146,8 +158,11 @@ ScanNext(GnnScan *s, Datum *values, bool *nulls)
 {
 	if ((s->rowno & 65535) == 0)
 		CHECK_FOR_INTERRUPTS();
+	MemoryContextSwitchTo(s->callercxt);
+	MemoryContextReset(s->rowcxt);
 	if (!s->use_spi)
 	{
+		MemoryContextSwitchTo(s->rowcxt);
 		if (!table_scan_getnextslot(s->scan, ForwardScanDirection, s->slot))
 			return false;
 		for (int i = 0; i < s->ncols; i++)
@@ -163,8 +178,12 @@ ScanNext(GnnScan *s, Datum *values, bool *nulls)
 		s->batch_n = SPI_processed;
 		s->batch_pos = 0;
 		if (s->batch_n == 0)
+		{
+			MemoryContextSwitchTo(s->callercxt);
 			return false;
+		}
 	}
+	MemoryContextSwitchTo(s->rowcxt);
 	HeapTuple	tup = SPI_tuptable->vals[s->batch_pos++];
 
 	for (int i = 0; i < s->ncols; i++)
@@ -187,6 +206,7 @@ ScanRowDesc(GnnScan *s)
 static void
 ScanEnd(GnnScan *s)
 {
+	MemoryContextSwitchTo(s->callercxt);
 	if (!s->use_spi)
 	{
 		table_endscan(s->scan);
@@ -198,6 +218,9 @@ ScanEnd(GnnScan *s)
 		SPI_cursor_close(s->portal);
 		SPI_finish();
 	}
+	MemoryContextSwitchTo(s->callercxt);
+	MemoryContextDelete(s->rowcxt);
+	s->rowcxt = NULL;
 }
 
 static int64
@@ -272,6 +295,7 @@ NullError(GnnScan *s, int col)
 
 typedef struct GrowArray
 {
+	MemoryContext mcxt;			/* where the array lives: never a scan's or SPI's */
 	char	   *data;
 	Size		elem;
 	int64		n;
@@ -279,12 +303,13 @@ typedef struct GrowArray
 } GrowArray;
 
 static void
-GrowInit(GrowArray *a, Size elem, int64 cap)
+GrowInit(GrowArray *a, MemoryContext mcxt, Size elem, int64 cap)
 {
+	a->mcxt = mcxt;
 	a->elem = elem;
 	a->n = 0;
 	a->cap = Max(cap, 16);
-	a->data = MemoryContextAllocHuge(CurrentMemoryContext, a->elem * a->cap);
+	a->data = MemoryContextAllocHuge(mcxt, a->elem * a->cap);
 }
 
 static inline void *
@@ -458,10 +483,10 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 	{
 		int64		est = EstimateRows(args->edges);
 
-		GrowInit(&src, sizeof(int64), est);
-		GrowInit(&dst, sizeof(int64), est);
+		GrowInit(&src, ctx, sizeof(int64), est);
+		GrowInit(&dst, ctx, sizeof(int64), est);
 		if (args->weight)
-			GrowInit(&w, sizeof(float), est);
+			GrowInit(&w, ctx, sizeof(float), est);
 	}
 	ScanBegin(&s);
 	while (ScanNext(&s, v, nl))
@@ -480,15 +505,24 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				NullError(&s, 2);
 			x = NumDatum(v[2], s.types[2]);
 			CheckFloat(&s, x, "edge weight", IntDatum(v[0], s.types[0]));
+			if (x < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("edge %lld -> %lld in %s has a negative weight (%g)",
+								(long long) IntDatum(v[0], s.types[0]), (long long) IntDatum(v[1], s.types[1]),
+								edges_name, x),
+						 errdetail("The weight is in %s, column \"%s\".", ScanRowDesc(&s), s.colnames[2]),
+						 errhint("Edge weights must be zero or positive; a zero-weight edge is kept but never drawn by weighted sampling.")));
 			*(float *) GrowPush(&w) = (float) x;
 		}
 	}
 	ScanEnd(&s);
-	if (src.n == 0)
+	/* a node table may hold nodes without any edge; without one, no edge means no graph */
+	if (src.n == 0 && !OidIsValid(args->nodes))
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("edge table %s is empty", edges_name),
-				 errhint("A graph needs at least one edge.")));
+				 errhint("A graph needs at least one edge, or a node table (nodes => ...) for a graph of isolated nodes.")));
 	in.num_edges = src.n;
 	in.src = (int64_t *) src.data;
 	in.dst = (int64_t *) dst.data;
@@ -508,6 +542,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		int64		dim_id = 0;
 		HTAB	   *label_map = NULL;
 		bool		text_labels = false;
+		int32		max_label = -1;
 		int64		est = EstimateRows(args->nodes);
 
 		memset(&s, 0, sizeof(s));
@@ -532,11 +567,11 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			hc.hcxt = ctx;
 			label_map = hash_create("gnn labels", 64, &hc, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 		}
-		GrowInit(&ids, sizeof(int64), est);
+		GrowInit(&ids, ctx, sizeof(int64), est);
 		if (lcol >= 0)
-			GrowInit(&labels, sizeof(int32), est);
+			GrowInit(&labels, ctx, sizeof(int32), est);
 		if (scol >= 0)
-			GrowInit(&split, 1, est);
+			GrowInit(&split, ctx, 1, est);
 		ScanBegin(&s);
 		while (ScanNext(&s, v, nl))
 		{
@@ -580,7 +615,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 								 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name)));
 					dim = n;
 					dim_id = id;
-					GrowInit(&feat, sizeof(float) * dim, est);
+					GrowInit(&feat, ctx, sizeof(float) * dim, est);
 				}
 				else if (n != dim)
 					ereport(ERROR,
@@ -624,13 +659,23 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				{
 					int64		x = IntDatum(v[lcol], s.types[lcol]);
 
-					if (x < 0 || x > 1000000)
+					if (x < 0)
 						ereport(ERROR,
 								(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-								 errmsg("label %lld of node %lld is out of range", (long long) x, (long long) id),
+								 errmsg("label %lld of node %lld is negative", (long long) x, (long long) id),
 								 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name),
 								 errhint("Integer labels are class numbers 0, 1, 2, ...; use NULL for an unlabelled node.")));
+					if (x >= gnn_max_classes)
+						ereport(ERROR,
+								(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+								 errmsg("label %lld of node %lld would make a model of %lld classes, more than gnn.max_classes (%d)",
+										(long long) x, (long long) id, (long long) x + 1, gnn_max_classes),
+								 errdetail("In %s of %s.  Integer labels are class numbers: a model has one output per number from 0 to the largest label.",
+										   ScanRowDesc(&s), nodes_name),
+								 errhint("Number the classes 0, 1, 2, ... (dense_rank() OVER (ORDER BY label) - 1), use a text label column, or raise gnn.max_classes.")));
 					l = (int32) x;
+					if (l > max_label)
+						max_label = l;
 				}
 				else if (!nl[lcol])
 				{
@@ -645,7 +690,17 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 										(int) sizeof(le->key) - 1)));
 					le = hash_search(label_map, t, HASH_ENTER, &found);
 					if (!found)
+					{
 						le->index = (int32) hash_get_num_entries(label_map) - 1;
+						if (le->index >= gnn_max_classes)
+							ereport(ERROR,
+									(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+									 errmsg("the label column of %s has more than gnn.max_classes (%d) distinct values",
+											nodes_name, gnn_max_classes),
+									 errdetail("\"%s\" (node %lld, %s) is class number %d.", t, (long long) id,
+											   ScanRowDesc(&s), le->index + 1),
+									 errhint("Use a column with fewer classes, or raise gnn.max_classes.")));
+					}
 					l = le->index;	/* provisional; remapped to sorted order below */
 				}
 				*(int32 *) GrowPush(&labels) = l;
@@ -690,6 +745,29 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		}
 		if (lcol >= 0)
 			in.labels = (int32_t *) labels.data;
+		if (lcol >= 0 && !text_labels && max_label >= 16)
+		{
+			/* sparse class numbers cost a model output each: say so */
+			bool	   *seen = palloc0(max_label + 1);
+			int64		used = 0;
+
+			for (int64 i = 0; i < labels.n; i++)
+			{
+				int32		l = ((int32 *) labels.data)[i];
+
+				if (l >= 0 && !seen[l])
+				{
+					seen[l] = true;
+					used++;
+				}
+			}
+			if (used * 2 < (int64) max_label + 1)
+				ereport(NOTICE,
+						(errmsg("graph \"%s\": labels use %lld of the %d class numbers 0 to %d; models will have %d outputs",
+								args->name, (long long) used, max_label + 1, max_label, max_label + 1),
+						 errhint("Number the classes 0, 1, 2, ... (dense_rank() OVER (ORDER BY label) - 1) or use a text label column.")));
+			pfree(seen);
+		}
 		if (scol >= 0)
 			in.split = (uint8_t *) split.data;
 		if (text_labels)
@@ -750,9 +828,9 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		ResolveColumn(&s, 0, args->sparse_id, "sparse feature node id", int_types, "smallint, integer or bigint");
 		ResolveColumn(&s, 1, args->sparse_index, "sparse feature index", int_types, "smallint, integer or bigint");
 		ResolveColumn(&s, 2, args->sparse_value, "sparse feature value", num_types, "a numeric type");
-		GrowInit(&sn, sizeof(int64), est);
-		GrowInit(&si, sizeof(int32), est);
-		GrowInit(&sv, sizeof(float), est);
+		GrowInit(&sn, ctx, sizeof(int64), est);
+		GrowInit(&si, ctx, sizeof(int32), est);
+		GrowInit(&sv, ctx, sizeof(float), est);
 		ScanBegin(&s);
 		while (ScanNext(&s, v, nl))
 		{
@@ -823,6 +901,18 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			proto.n_test = g.n_test;
 			proto.undirected = args->undirected;
 			proto.loaded_at = GetCurrentTimestamp();
+			/* where the nodes came from: gnn.embed refuses to overwrite these columns */
+			proto.nodes_rel = args->nodes;
+			if (OidIsValid(args->nodes))
+			{
+				strlcpy(proto.id_col, args->id, sizeof(proto.id_col));
+				if (args->features)
+					strlcpy(proto.feat_col, args->features, sizeof(proto.feat_col));
+				if (args->label)
+					strlcpy(proto.label_col, args->label, sizeof(proto.label_col));
+				if (args->split)
+					strlcpy(proto.split_col, args->split, sizeof(proto.split_col));
+			}
 			GnnGraphRegister(&proto, rq.seg, args->replace, rq.reserved);
 			rq.reserved = 0;	/* now the graph's */
 			dsm_detach(rq.seg);
