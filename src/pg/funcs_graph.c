@@ -136,7 +136,8 @@ gnn_graph_list(PG_FUNCTION_ARGS)
 		Datum		values[GRAPH_COLS];
 		bool		nulls[GRAPH_COLS];
 
-		if (!GnnIsOwnerOrSuper(copy[i].owner))
+		/* names are per role: a role lists its own graphs; a superuser every role's */
+		if (copy[i].owner != GetUserId() && !superuser())
 			continue;
 		EntryToValues(&copy[i], values, nulls);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

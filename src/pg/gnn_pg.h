@@ -22,6 +22,7 @@ extern int	gnn_threads;
 extern int	gnn_max_jobs;
 extern char *gnn_cuda_library;
 extern int	gnn_fault_backend_calls;
+extern int	gnn_max_classes;
 
 #define GNN_JOB_SLOTS 64
 
@@ -45,6 +46,14 @@ typedef struct GnnGraphEntry
 	int64		n_test;
 	bool		undirected;
 	TimestampTz loaded_at;
+	/* the node table and its columns as loaded (InvalidOid / empty: none) */
+	Oid			nodes_rel;
+	char		id_col[NAMEDATALEN];
+	char		feat_col[NAMEDATALEN];
+	char		label_col[NAMEDATALEN];
+	char		split_col[NAMEDATALEN];
+	/* training workers holding the segment beyond a statement (GnnGraphKeepMapping) */
+	int32		holders;
 	/* the last gnn.partition() assignment (funcs_partition.c), its own DSM segment */
 	dsm_handle	part_handle;	/* DSM_HANDLE_INVALID: none */
 	uint64		part_bytes;		/* accounted against gnn.max_graph_memory */
@@ -112,6 +121,9 @@ typedef struct GnnJobSlot
 	Oid			extoid;			/* the extension instance: ids restart when it is recreated */
 	Oid			owner;
 	int			pid;
+	int			creator_pid;	/* the session that called gnn.train */
+	TimestampTz creator_start;	/* and when that process started (pids are reused) */
+	bool		pending;		/* starts when the creator's transaction commits */
 	bool		cancel_requested;
 	int32		epoch;
 	int32		epochs;
@@ -126,6 +138,17 @@ typedef struct GnnJobSlot
 	GnnTrainRequest req;
 } GnnJobSlot;
 
+/*
+ * A dropped or replaced graph whose segment training workers still map: its
+ * memory stays counted (gnn.memory_used) until the last of them lets go.
+ */
+typedef struct GnnRetiredGraph
+{
+	dsm_handle	handle;			/* DSM_HANDLE_INVALID: free */
+	uint64		bytes;
+	int32		holders;
+} GnnRetiredGraph;
+
 typedef struct GnnShared
 {
 	LWLock	   *lock;			/* protects everything below */
@@ -134,6 +157,7 @@ typedef struct GnnShared
 	uint64		next_generation;
 	int			max_graphs;
 	GnnJobSlot	jobs[GNN_JOB_SLOTS];
+	GnnRetiredGraph retired[GNN_JOB_SLOTS];
 	GnnGraphEntry graphs[FLEXIBLE_ARRAY_MEMBER];
 } GnnShared;
 
@@ -149,6 +173,7 @@ typedef struct GnnGraphRef
 	dsm_segment *seg;
 	gnn_graph	g;
 	GnnGraphEntry entry;		/* a copy taken when attached */
+	bool		kept;			/* GnnGraphKeepMapping: counted in the entry's holders */
 } GnnGraphRef;
 
 extern void GnnGraphAcquire(const char *name, GnnGraphRef *ref);
@@ -200,6 +225,20 @@ extern gnn_status GnnTrainSubgraph(const GnnTrainRequest *r, const GnnGraphRef *
 
 /* helpers */
 extern bool GnnIsOwnerOrSuper(Oid owner);
+
+/* catalog.c: writing gnn.job_history, gnn.training_log, gnn.models */
+typedef struct GnnCatalogWrite
+{
+	Oid			save_user;
+	int			save_sec;
+	int			nestlevel;
+} GnnCatalogWrite;
+
+extern void GnnCatalogBegin(GnnCatalogWrite *w);
+extern void GnnCatalogEnd(GnnCatalogWrite *w);
+extern int	GnnCatalogExec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
+						   long tcount);
+extern void GnnCheckVersion(int32 version);
 
 /* jobs.c / worker.c */
 extern const char *GnnJobStateName(GnnJobState s);

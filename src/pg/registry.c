@@ -21,6 +21,7 @@
 
 #include "access/xact.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/resowner.h"
@@ -77,7 +78,8 @@ SnapFind(const char *name)
 		snap_stmt = GetCurrentStatementStartTimestamp();
 	}
 	for (int i = 0; i < nsnap; i++)
-		if (snap[i].entry.dbid == MyDatabaseId && strcmp(snap[i].entry.name, name) == 0)
+		if (snap[i].entry.dbid == MyDatabaseId && snap[i].entry.owner == GetUserId() &&
+			strcmp(snap[i].entry.name, name) == 0)
 			return i;
 	return -1;
 }
@@ -87,11 +89,90 @@ static void
 SnapInvalidate(const char *name)
 {
 	for (int i = nsnap - 1; i >= 0; i--)
-		if (snap[i].entry.dbid == MyDatabaseId && strcmp(snap[i].entry.name, name) == 0)
+		if (snap[i].entry.dbid == MyDatabaseId && snap[i].entry.owner == GetUserId() &&
+			strcmp(snap[i].entry.name, name) == 0)
 			SnapForget(i, true);
 }
 
-/* The caller keeps ref's mapping beyond the statement (a training worker). */
+/* ------------------------------------------------------------------ long-term holders
+ * A training worker maps its graph for the whole job.  The graph's entry
+ * counts such holders; dropping or replacing a held graph moves its memory to
+ * a retired slot that stays counted against gnn.max_graph_memory (and in
+ * gnn.memory_used) until the last holder releases it.
+ */
+static dsm_handle kept_handle = DSM_HANDLE_INVALID;
+static bool kept_callback = false;
+
+/* caller holds the lock exclusively */
+static void
+HolderRelease(dsm_handle h)
+{
+	for (int i = 0; i < gnn_shared->max_graphs; i++)
+	{
+		GnnGraphEntry *e = &gnn_shared->graphs[i];
+
+		if (e->in_use && e->handle == h && e->holders > 0)
+		{
+			e->holders--;
+			return;
+		}
+	}
+	for (int i = 0; i < GNN_JOB_SLOTS; i++)
+	{
+		GnnRetiredGraph *r = &gnn_shared->retired[i];
+
+		if (r->holders > 0 && r->handle == h)
+		{
+			if (--r->holders == 0)
+			{
+				gnn_shared->graph_bytes -= Min(r->bytes, gnn_shared->graph_bytes);
+				r->handle = DSM_HANDLE_INVALID;
+				r->bytes = 0;
+			}
+			return;
+		}
+	}
+}
+
+/* caller holds the lock exclusively: e's segment leaves the registry */
+static void
+EntryRetire(GnnGraphEntry *e)
+{
+	GnnPartitionFree(e);
+	if (e->holders > 0)
+	{
+		for (int i = 0; i < GNN_JOB_SLOTS; i++)
+		{
+			GnnRetiredGraph *r = &gnn_shared->retired[i];
+
+			if (r->holders == 0)
+			{
+				r->handle = e->handle;
+				r->bytes = e->bytes;
+				r->holders = e->holders;
+				dsm_unpin_segment(e->handle);
+				return;
+			}
+		}
+	}
+	/* no holder (or, impossibly, no free retired slot): its memory is free now */
+	gnn_shared->graph_bytes -= Min(e->bytes, gnn_shared->graph_bytes);
+	dsm_unpin_segment(e->handle);
+}
+
+static void
+KeptAtExit(int code, Datum arg)
+{
+	if (kept_handle != DSM_HANDLE_INVALID && gnn_shared != NULL)
+	{
+		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+		HolderRelease(kept_handle);
+		LWLockRelease(gnn_shared->lock);
+	}
+	kept_handle = DSM_HANDLE_INVALID;
+}
+
+/* The caller keeps ref's mapping beyond the statement (a training worker; one at a time). */
 void
 GnnGraphKeepMapping(GnnGraphRef *ref)
 {
@@ -102,6 +183,27 @@ GnnGraphKeepMapping(GnnGraphRef *ref)
 			break;
 		}
 	dsm_pin_mapping(ref->seg);
+	if (kept_handle != DSM_HANDLE_INVALID)
+		return;					/* already holding one: not counted twice */
+	if (!kept_callback)
+	{
+		before_shmem_exit(KeptAtExit, (Datum) 0);
+		kept_callback = true;
+	}
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < gnn_shared->max_graphs; i++)
+	{
+		GnnGraphEntry *e = &gnn_shared->graphs[i];
+
+		if (e->in_use && e->handle == ref->entry.handle)
+		{
+			e->holders++;
+			kept_handle = e->handle;
+			ref->kept = true;
+			break;
+		}
+	}
+	LWLockRelease(gnn_shared->lock);
 }
 
 bool
@@ -124,15 +226,21 @@ GnnCheckGraphName(const char *name)
 				 errdetail("Graph names are at most %d bytes.", GNN_GRAPH_NAME_LEN - 1)));
 }
 
-/* caller holds the lock */
+/*
+ * caller holds the lock.  Graph names are per role: a name means the current
+ * role's graph of that name (SET ROLE changes whose), so no role can see,
+ * take or squat another's names.
+ */
 static GnnGraphEntry *
 FindEntry(const char *name)
 {
+	Oid			me = GetUserId();
+
 	for (int i = 0; i < gnn_shared->max_graphs; i++)
 	{
 		GnnGraphEntry *e = &gnn_shared->graphs[i];
 
-		if (e->in_use && e->dbid == MyDatabaseId && strcmp(e->name, name) == 0)
+		if (e->in_use && e->dbid == MyDatabaseId && e->owner == me && strcmp(e->name, name) == 0)
 			return e;
 	}
 	return NULL;
@@ -263,6 +371,15 @@ GnnGraphRelease(GnnGraphRef *ref)
 {
 	bool		kept = false;
 
+	if (ref->kept && kept_handle == ref->entry.handle)
+	{
+		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+		HolderRelease(kept_handle);
+		LWLockRelease(gnn_shared->lock);
+		kept_handle = DSM_HANDLE_INVALID;
+	}
+	ref->kept = false;
+
 	for (int i = 0; i < nsnap && ref->seg; i++)
 		kept |= snap[i].seg == ref->seg;
 	/* a mapping kept for the statement goes at its end */
@@ -366,11 +483,7 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 	/* nothing below can fail: pin, then swap */
 	dsm_pin_segment(seg);
 	if (slot->in_use)
-	{
-		GnnPartitionFree(slot);
-		gnn_shared->graph_bytes -= Min(slot->bytes, gnn_shared->graph_bytes);
-		dsm_unpin_segment(slot->handle);
-	}
+		EntryRetire(slot);
 	*slot = *proto;
 	slot->in_use = true;
 	slot->dbid = MyDatabaseId;
@@ -406,9 +519,7 @@ GnnGraphDrop(const char *name, bool if_exists)
 		LWLockRelease(gnn_shared->lock);
 		CheckOwner(e, name);
 	}
-	GnnPartitionFree(e);
-	gnn_shared->graph_bytes -= Min(e->bytes, gnn_shared->graph_bytes);
-	dsm_unpin_segment(e->handle);
+	EntryRetire(e);
 	memset(e, 0, sizeof(*e));
 	LWLockRelease(gnn_shared->lock);
 	return true;

@@ -172,11 +172,13 @@ is(sq("SELECT count(*) FROM gnn.jobs WHERE id = $job AND state = 'running'"), '1
 
 # the last replace loaded version A ($n_repl even) or B: memory is that version's
 sq($load{A});
-is(sq('SELECT gnn.memory_used()'), $mem0, 'graph memory is what one version of g uses');
-# the job still maps the version it started on: its segment lives until the job ends
+# the job still maps the version it started on: its segment lives until the
+# job ends, and its memory stays counted (gnn.memory_used) until then
 ok(dsm_files() == $files0 + 1, 'a replaced graph stays mapped while the job uses it');
+is(sq('SELECT gnn.memory_used()'), 2 * $mem0, 'and its memory counted beside the current version\'s');
 sq("SELECT gnn.cancel($job)");
 is(wait_files($files0), $files0, 'and goes when its last user lets go: DSM segments back to their number');
+is(sq('SELECT gnn.memory_used()'), $mem0, 'graph memory is then what one version of g uses');
 is(sq('SELECT gnn.memory_used() = (SELECT sum(bytes) FROM gnn.graphs)'), 't', 'registry accounting is consistent');
 is(sq("SELECT string_agg(name, ',') FROM gnn.graphs"), 'g', 'no stray graph');
 
