@@ -72,11 +72,16 @@ GRANT USAGE ON SCHEMA gnn TO PUBLIC;
 GRANT SELECT ON gnn.graphs TO PUBLIC;
 
 -- ------------------------------------------------------------------ training jobs
--- Jobs run in dynamic background workers as the role that started them.  The
--- worker writes these tables itself, in short transactions, as that role:
--- row-level security keeps every role to its own rows (a superuser sees all).
+-- Jobs run in dynamic background workers as the role that started them.
+-- These tables are the extension's bookkeeping: every role may read its own
+-- rows (row-level security; a superuser sees all), and nobody writes them
+-- but the extension's C code, which records the calling role as the owner
+-- of each row (gnn.train, its worker, gnn.drop_model).  No role can plant,
+-- alter or delete a row, take another's ids or names, or learn from a key
+-- conflict which exist: ids come from sequences only the extension uses,
+-- and model names and versions are counted per owner.
 CREATE SEQUENCE gnn.job_id_seq;
-GRANT USAGE ON SEQUENCE gnn.job_id_seq TO PUBLIC;
+CREATE SEQUENCE gnn.model_id_seq;
 
 CREATE TABLE gnn.job_history (
     id          bigint PRIMARY KEY,
@@ -84,7 +89,7 @@ CREATE TABLE gnn.job_history (
     model_name  text NOT NULL,
     model       text NOT NULL,
     task        text NOT NULL,
-    owner       regrole NOT NULL DEFAULT current_user::regrole,
+    owner       regrole NOT NULL,
     state       text NOT NULL CHECK (state IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
     epoch       int,
     epochs      int,
@@ -108,10 +113,12 @@ CREATE TABLE gnn.training_log (
     val_loss    real,
     test_acc    real,
     seconds     float8,
-    owner       regrole NOT NULL DEFAULT current_user::regrole,
+    owner       regrole NOT NULL,
     PRIMARY KEY (job, epoch)
 );
 
+-- Model names are per owner: (owner, name, version) identifies a model, and
+-- a name in gnn.predict() & co. means the calling role's model of that name.
 CREATE TABLE gnn.models (
     name        text NOT NULL,
     version     int NOT NULL,
@@ -122,9 +129,11 @@ CREATE TABLE gnn.models (
     metrics     jsonb NOT NULL,     -- best val accuracy, test accuracy, epochs run, seconds
     created_at  timestamptz NOT NULL DEFAULT now(),
     job         bigint,
-    owner       regrole NOT NULL DEFAULT current_user::regrole,
+    owner       regrole NOT NULL,
     weights     bytea NOT NULL,     -- the serialised model (versioned, checksummed)
-    PRIMARY KEY (name, version)
+    classes     text[],             -- class names by class number (text labels), kept with the model
+    id          bigint NOT NULL UNIQUE DEFAULT nextval('gnn.model_id_seq'),  -- never reused
+    PRIMARY KEY (owner, name, version)
 );
 
 DO $$
@@ -132,17 +141,19 @@ DECLARE t text;
 BEGIN
     FOREACH t IN ARRAY ARRAY['job_history', 'training_log', 'models'] LOOP
         EXECUTE format('ALTER TABLE gnn.%I ENABLE ROW LEVEL SECURITY', t);
-        EXECUTE format('CREATE POLICY owner_only ON gnn.%I USING (pg_has_role(owner, ''MEMBER''))
-                        WITH CHECK (pg_has_role(owner, ''MEMBER''))', t);
-        EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON gnn.%I TO PUBLIC', t);
+        EXECUTE format('CREATE POLICY owner_only ON gnn.%I FOR SELECT USING (pg_has_role(owner, ''MEMBER''))', t);
+        EXECUTE format('REVOKE ALL ON gnn.%I FROM PUBLIC', t);
+        EXECUTE format('GRANT SELECT ON gnn.%I TO PUBLIC', t);
     END LOOP;
 END $$;
+REVOKE ALL ON SEQUENCE gnn.job_id_seq, gnn.model_id_seq FROM PUBLIC;
 
 -- models, jobs and logs are data: pg_dump keeps them
 SELECT pg_catalog.pg_extension_config_dump('gnn.models', '');
 SELECT pg_catalog.pg_extension_config_dump('gnn.job_history', '');
 SELECT pg_catalog.pg_extension_config_dump('gnn.training_log', '');
 SELECT pg_catalog.pg_extension_config_dump('gnn.job_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('gnn.model_id_seq', '');
 
 CREATE FUNCTION gnn._instance() RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_instance' LANGUAGE C VOLATILE;
@@ -202,7 +213,10 @@ CREATE FUNCTION gnn.train(
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_train' LANGUAGE C VOLATILE;
 
-CREATE FUNCTION gnn.wait(job bigint, timeout interval DEFAULT NULL)
+-- Waits for a job; interrupting the wait (statement_timeout, pg_cancel_backend,
+-- a terminated session) cancels the job when cancel_on_interrupt is true, and
+-- by default (NULL) when this session started the job.
+CREATE FUNCTION gnn.wait(job bigint, timeout interval DEFAULT NULL, cancel_on_interrupt boolean DEFAULT NULL)
 RETURNS gnn.jobs
 AS 'MODULE_PATHNAME', 'gnn_wait' LANGUAGE C VOLATILE;
 
@@ -210,25 +224,10 @@ CREATE FUNCTION gnn.cancel(job bigint)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'gnn_cancel' LANGUAGE C VOLATILE;
 
+-- Drops the calling role's model (every version, or one); returns how many rows went.
 CREATE FUNCTION gnn.drop_model(name text, version int DEFAULT NULL)
 RETURNS int
-LANGUAGE plpgsql AS $$
-DECLARE n int;
-BEGIN
-    IF version IS NULL THEN
-        DELETE FROM gnn.models m WHERE m.name = drop_model.name;
-    ELSE
-        DELETE FROM gnn.models m WHERE m.name = drop_model.name AND m.version = drop_model.version;
-    END IF;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    IF n = 0 THEN
-        RAISE EXCEPTION 'model "%"% does not exist', name,
-              CASE WHEN version IS NULL THEN '' ELSE ' version ' || version END
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'gnn.models lists the models you own.';
-    END IF;
-    RETURN n;
-END $$;
+AS 'MODULE_PATHNAME', 'gnn_drop_model' LANGUAGE C VOLATILE;
 
 -- ------------------------------------------------------------------ using models
 CREATE FUNCTION gnn._embedding_rows(model text, layer int DEFAULT NULL, version int DEFAULT NULL)

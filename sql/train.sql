@@ -100,7 +100,7 @@ EXCEPTION WHEN OTHERS THEN
   RAISE NOTICE 'failed as expected: %', CASE WHEN SQLERRM LIKE '%device => ''cuda'' was asked for%' OR SQLERRM LIKE '%trained on a GPU%'
                                              THEN 'no GPU' ELSE SQLERRM END;
 END $$;
--- a graph without labels cannot train node classification
+-- a graph without features (or labels) cannot train node classification: gnn.train refuses, no job starts
 CREATE TABLE tiny (src int, dst int);
 INSERT INTO tiny VALUES (1, 2), (2, 3);
 SELECT name FROM gnn.load_graph('tiny', 'tiny');

@@ -51,6 +51,8 @@ typedef struct InferCache
 	bool		valid;
 	char		model[NAMEDATALEN];
 	int32		version;
+	int64		model_id;		/* gnn.models.id: never reused, unlike (name, version) */
+	TransactionId model_xmin;	/* and the row version it was read from */
 	OutKind		kind;
 	int32		layer;
 	char		graph[NAMEDATALEN];
@@ -88,37 +90,51 @@ typedef struct ModelRow
 {
 	char		name[NAMEDATALEN];
 	int32		version;
+	int64		id;
+	TransactionId xmin;
 	char		graph[NAMEDATALEN];
+	char		task[32];
 	bool		row_normalise;
 	bytea	   *weights;
+	char	   *class_names;	/* C strings back to back (TopMemoryContext), or NULL */
+	int32		nclasses;
 } ModelRow;
 
-/* The caller's model: latest version unless one is given. */
+/*
+ * The caller's model: latest version unless one is given (version 0: not
+ * given).  Model names are per owner: the name is looked up among the
+ * calling role's models only (a superuser's too), so no other role can
+ * steer which row it finds.
+ */
 static void
 ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 {
-	Oid			types[2] = {TEXTOID, INT4OID};
-	Datum		values[2];
-	char		nulls[3] = "  ";
+	Oid			types[3] = {TEXTOID, INT4OID, OIDOID};
+	Datum		values[3];
+	char		nulls[4] = "   ";
 	bool		isnull;
 	HeapTuple	tup;
 	TupleDesc	desc;
+	Datum		d;
 
 	if (strlen(name) >= NAMEDATALEN)
 		ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG), errmsg("model name \"%s\" is too long", name)));
 	values[0] = CStringGetTextDatum(name);
 	values[1] = Int32GetDatum(version);
 	nulls[1] = version > 0 ? ' ' : 'n';
+	values[2] = ObjectIdGetDatum(GetUserId());
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute_with_args(with_weights ?
-							  "SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), weights "
-							  "FROM gnn.models WHERE name = $1 AND ($2 IS NULL OR version = $2) "
-							  "ORDER BY version DESC LIMIT 1" :
-							  "SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), NULL::bytea "
-							  "FROM gnn.models WHERE name = $1 AND ($2 IS NULL OR version = $2) "
-							  "ORDER BY version DESC LIMIT 1",
-							  2, types, values, nulls, true, 1) != SPI_OK_SELECT)
+							  "SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), id, "
+							  "xmin::text::bigint, task, classes, weights "
+							  "FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
+							  "AND ($2::int IS NULL OR version = $2::int) ORDER BY version DESC LIMIT 1" :
+							  "SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), id, "
+							  "xmin::text::bigint, task, classes, NULL::bytea "
+							  "FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
+							  "AND ($2::int IS NULL OR version = $2::int) ORDER BY version DESC LIMIT 1",
+							  3, types, values, nulls, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read gnn.models");
 	if (SPI_processed == 0)
 		ereport(ERROR,
@@ -132,14 +148,50 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	mr->version = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
 	strlcpy(mr->graph, TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull)), sizeof(mr->graph));
 	mr->row_normalise = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+	mr->id = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+	mr->xmin = (TransactionId) DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+	strlcpy(mr->task, TextDatumGetCString(SPI_getbinval(tup, desc, 6, &isnull)), sizeof(mr->task));
+	mr->class_names = NULL;
+	mr->nclasses = 0;
+	d = SPI_getbinval(tup, desc, 7, &isnull);
+	if (!isnull)
+	{
+		ArrayType  *a = DatumGetArrayTypeP(d);
+		Datum	   *el;
+		bool	   *nl;
+		int			n;
+		StringInfoData buf;
+
+		deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &el, &nl, &n);
+		initStringInfo(&buf);
+		for (int i = 0; i < n; i++)
+		{
+			char	   *t = nl[i] ? "" : TextDatumGetCString(el[i]);
+
+			appendBinaryStringInfo(&buf, t, strlen(t) + 1);
+		}
+		mr->class_names = MemoryContextAlloc(TopMemoryContext, Max(buf.len, 1));
+		memcpy(mr->class_names, buf.data, buf.len);
+		mr->nclasses = n;
+	}
 	mr->weights = NULL;
 	if (with_weights)
 	{
-		Datum		w = SPI_getbinval(tup, desc, 4, &isnull);
+		Datum		w = SPI_getbinval(tup, desc, 8, &isnull);
 
 		mr->weights = (bytea *) SPI_datumTransfer(PointerGetDatum(PG_DETOAST_DATUM_COPY(w)), false, -1);
 	}
 	SPI_finish();
+}
+
+/* version => : NULL is the latest; anything else is checked */
+static int32
+VersionArg(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		return 0;
+	GnnCheckVersion(PG_GETARG_INT32(argno));
+	return PG_GETARG_INT32(argno);
 }
 
 /*
@@ -167,12 +219,21 @@ Infer(const char *model, int32 version, OutKind kind, int32 layer)
 	 * from the same version of the graph.
 	 */
 	ReadModel(model, version, false, &mr);
+	if (mr.class_names)
+		pfree(mr.class_names);
+	if (kind == OUT_PROBS && strcmp(mr.task, "node_classification") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("model \"%s\" was trained for %s and predicts no classes", mr.name, mr.task),
+				 errhint("Use gnn.embedding(), gnn.similar() or gnn.embed() with a link-prediction model: "
+						 "its embeddings' dot products score links.")));
 	GnnGraphAcquire(mr.graph, &ref);
 	generation = ref.entry.generation;
 	for (int i = 0; i < CACHE_ENTRIES; i++)
 	{
 		c = &cache[i];
-		if (c->valid && strcmp(c->model, mr.name) == 0 && c->version == mr.version && c->kind == kind &&
+		if (c->valid && c->model_id == mr.id && c->model_xmin == mr.xmin &&
+			strcmp(c->model, mr.name) == 0 && c->version == mr.version && c->kind == kind &&
 			(kind == OUT_PROBS || c->layer == layer) && strcmp(c->graph, mr.graph) == 0 &&
 			c->generation == generation && c->user == GetUserId())
 		{
@@ -222,13 +283,24 @@ Infer(const char *model, int32 version, OutKind kind, int32 layer)
 			want = -1;
 		else
 		{
-			want = layer >= 0 ? layer : layers - 2;
-			if (want >= layers - 1 || layer < -1)
+			/*
+			 * Layers are numbered 0 to layers-1; the last is the output layer
+			 * (its raw scores, before softmax).  The default embedding is the
+			 * last hidden layer of a classifier, and the output of a
+			 * link-prediction model (what its training scores with dot
+			 * products) or of a 1-layer model (which has no hidden layer).
+			 */
+			bool		out_default = layers == 1 || strcmp(mr.task, "node_classification") != 0;
+
+			want = layer >= 0 ? layer : (out_default ? layers - 1 : layers - 2);
+			if (want >= layers || layer < -1)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("model \"%s\" has %d layers; embedding layers are 0 to %d", mr.name, layers,
-								layers - 2),
-						 errhint("Omit layer to use the last hidden layer.")));
+						 errmsg("model \"%s\" has %d layer%s; layer must be between 0 and %d", mr.name, layers,
+								layers == 1 ? "" : "s", layers - 1),
+						 errdetail("Layer %d is the output layer (raw scores before softmax); the default is %s.",
+								   layers - 1, out_default ? "the output layer" : "the last hidden layer"),
+						 errhint("Omit layer for the default.")));
 		}
 		cols = want < 0 ? gnn_model_config_of(m)->out_dim : gnn_model_layer_dim(m, want);
 		c->rows = ref.g.num_nodes;
@@ -248,14 +320,14 @@ Infer(const char *model, int32 version, OutKind kind, int32 layer)
 				s += (double) c->out[i * cols + j] * c->out[i * cols + j];
 			c->norms[i] = (float) sqrt(s);
 		}
-		if (ref.g.class_names)
-		{
-			c->class_names = MemoryContextAlloc(TopMemoryContext, ref.g.class_names_bytes);
-			memcpy(c->class_names, ref.g.class_names, ref.g.class_names_bytes);
-		}
-		c->nclasses = ref.g.num_classes;
+		/* the class names the model was trained with, never the graph's current ones */
+		c->class_names = mr.class_names;
+		c->nclasses = mr.nclasses;
+		mr.class_names = NULL;
 		strlcpy(c->model, mr.name, sizeof(c->model));
 		c->version = mr.version;
+		c->model_id = mr.id;
+		c->model_xmin = mr.xmin;
 		c->kind = kind;
 		c->layer = layer;
 		strlcpy(c->graph, mr.graph, sizeof(c->graph));
@@ -265,6 +337,8 @@ Infer(const char *model, int32 version, OutKind kind, int32 layer)
 	}
 	PG_FINALLY();
 	{
+		if (mr.class_names)
+			pfree(mr.class_names);
 		if (m)
 			gnn_model_free(m);
 		gnn_backend_destroy(be);
@@ -316,7 +390,7 @@ ClassName(InferCache *c, int k)
 {
 	const char *p = c->class_names;
 
-	if (!p)
+	if (!p || k < 0 || k >= c->nclasses)
 		return NULL;
 	for (int i = 0; i < k; i++)
 		p += strlen(p) + 1;
@@ -357,7 +431,7 @@ gnn_embedding_rows(PG_FUNCTION_ARGS)
 
 		GnnRequirePreload();
 		fctx = SRF_FIRSTCALL_INIT();
-		c = Infer(ModelArg(fcinfo), PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2), OUT_EMBED,
+		c = Infer(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED,
 				  PG_ARGISNULL(1) ? -1 : PG_GETARG_INT32(1));
 		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
 		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
@@ -388,6 +462,68 @@ gnn_embedding_rows(PG_FUNCTION_ARGS)
 }
 
 /*
+ * What gnn.embed may write: a real[] column (new, or existing of that type)
+ * that is none of the columns the graph was loaded from, or a table of
+ * (id, embedding real[]) rows that is not the graph's node table (its rows
+ * are replaced).  Anything else would destroy data: refused.
+ */
+static void
+CheckEmbedTarget(InferCache *c, Oid relid, const char *into, const char *column, const char *idcol)
+{
+	GnnGraphRef ref;
+	GnnGraphEntry e;
+
+	if (!OidIsValid(relid))
+		return;					/* a new table (or the error for a missing one, below) */
+	GnnGraphAcquire(c->graph, &ref);
+	e = ref.entry;
+	GnnGraphRelease(&ref);
+	if (column != NULL)
+	{
+		AttrNumber	att = get_attnum(relid, column);
+		AttrNumber	idatt = get_attnum(relid, idcol);
+
+		if (relid == e.nodes_rel &&
+			(strcmp(column, e.id_col) == 0 || strcmp(column, e.feat_col) == 0 ||
+			 strcmp(column, e.label_col) == 0 || strcmp(column, e.split_col) == 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("column \"%s\" of %s is one graph \"%s\" was loaded from", column, into, c->graph),
+					 errdetail("gnn.embed() would overwrite the graph's own ids, features, labels or split."),
+					 errhint("Name a new column, e.g. \"column\" => '%s_embedding'.", c->model)));
+		if (att != InvalidAttrNumber && get_atttype(relid, att) != FLOAT4ARRAYOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of %s has type %s; embeddings go into a real[] column",
+							column, into, format_type_be(get_atttype(relid, att))),
+					 errhint("Name a new column (it is added as real[]) or an existing real[] one.")));
+		if (idatt == InvalidAttrNumber || idatt < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" does not exist in %s", idcol, into),
+					 errhint("Pass id_column => naming the node id column of %s.", into)));
+		return;
+	}
+	if (relid == e.nodes_rel)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is the node table of graph \"%s\"; gnn.embed() would replace its rows", into, c->graph),
+				 errhint("Write into a new table, or add a column to this one with \"column\" => 'embedding'.")));
+	{
+		AttrNumber	idatt = get_attnum(relid, "id");
+		AttrNumber	eatt = get_attnum(relid, "embedding");
+
+		if (idatt == InvalidAttrNumber || eatt == InvalidAttrNumber ||
+			get_atttype(relid, eatt) != FLOAT4ARRAYOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("table %s exists but is not an embedding table (id, embedding real[])", into),
+					 errdetail("gnn.embed() replaces the rows of such a table; it leaves other tables alone."),
+					 errhint("Name a new table, or use \"column\" => to add a column to a node table.")));
+	}
+}
+
+/*
  * gnn.embed(model, into, layer, column, id_column, version): write every
  * node's embedding into a table, in the caller's transaction.
  */
@@ -399,7 +535,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 	char	   *column = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
 	char	   *idcol = PG_ARGISNULL(4) ? "id" : text_to_cstring(PG_GETARG_TEXT_PP(4));
 	int32		layer = PG_ARGISNULL(2) ? -1 : PG_GETARG_INT32(2);
-	int32		version = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
+	int32		version = VersionArg(fcinfo, 5);
 	List	   *names;
 	RangeVar   *rv;
 	Oid			relid;
@@ -409,17 +545,19 @@ gnn_embed(PG_FUNCTION_ARGS)
 	Datum		values[3];
 	char		nulls[4] = "   ";
 	int64		written;
+	InferCache *c;
 
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("into must name a table")));
 	into = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	/* compute first: a bad model or layer fails before anything is written */
-	(void) Infer(model, version, OUT_EMBED, layer);
+	c = Infer(model, version, OUT_EMBED, layer);
 
 	names = stringToQualifiedNameList(into);
 	rv = makeRangeVarFromNameList(names);
 	relid = RangeVarGetRelid(rv, NoLock, true);
+	CheckEmbedTarget(c, relid, into, column, idcol);
 	values[0] = CStringGetTextDatum(model);
 	values[1] = Int32GetDatum(layer);
 	nulls[1] = layer >= 0 ? ' ' : 'n';
@@ -482,7 +620,7 @@ gnn_predict(PG_FUNCTION_ARGS)
 	int			nwant = -1;
 
 	GnnRequirePreload();
-	c = Infer(ModelArg(fcinfo), PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2), OUT_PROBS, -1);
+	c = Infer(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1);
 	if (!PG_ARGISNULL(1))
 	{
 		ArrayType  *a = PG_GETARG_ARRAYTYPE_P(1);
@@ -535,7 +673,7 @@ gnn_embedding(PG_FUNCTION_ARGS)
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
 		PG_RETURN_NULL();
-	c = Infer(ModelArg(fcinfo), PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2), OUT_EMBED, -1);
+	c = Infer(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED, -1);
 	row = FindRow(c, PG_GETARG_INT64(1));
 	if (row < 0)
 		ereport(ERROR,
@@ -579,7 +717,7 @@ gnn_similar(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("k must be between 1 and 100000 (got %d)", k)));
-	c = Infer(ModelArg(fcinfo), PG_ARGISNULL(3) ? 0 : PG_GETARG_INT32(3), OUT_EMBED, -1);
+	c = Infer(ModelArg(fcinfo), VersionArg(fcinfo, 3), OUT_EMBED, -1);
 	row = FindRow(c, PG_GETARG_INT64(1));
 	if (row < 0)
 		ereport(ERROR,

@@ -8,6 +8,7 @@
 #include "gnn_pg.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "commands/extension.h"
 #include "catalog/pg_type.h"
@@ -313,6 +314,11 @@ CheckSampling(GnnTrainRequest *r)
 
 	bool		nodewise = strcmp(r->sampler, "neighbor") == 0 || strcmp(r->sampler, "ladies") == 0;
 
+	if (strcmp(r->task, "link_prediction") == 0 && r->sampler[0] && strcmp(r->sampler, "full") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("link prediction trains full-batch; sampler \"%s\" is not supported with it", r->sampler),
+				 errhint("Drop the sampler option for task => 'link_prediction'.")));
 	if (r->nfanouts == 0)
 	{
 		if (r->batch_size > 0 || nodewise)
@@ -394,22 +400,167 @@ NextJobId(void)
 	(void) ExtOid();
 	do
 	{
-		if (SPI_execute("SELECT nextval('gnn.job_id_seq')", false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		/* an id no live job and no recorded job has (whatever the sequence was set to) */
+		GnnCatalogExec("SELECT nextval('gnn.job_id_seq'), EXISTS (SELECT 1 FROM gnn.job_history "
+					   "WHERE id = currval('gnn.job_id_seq'))", 0, NULL, NULL, NULL, 1);
+		if (SPI_processed != 1)
 			elog(ERROR, "could not allocate a job id");
 		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		/* a sequence restarted by setval must not hand out the id of a live job */
+		taken = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 		LWLockAcquire(gnn_shared->lock, LW_SHARED);
-		taken = FindJob(id) != NULL;
+		taken |= FindJob(id) != NULL;
 		LWLockRelease(gnn_shared->lock);
 	} while (taken);
 	/* a job recorded as running that no live worker holds died with its worker */
-	SPI_execute_with_args("UPDATE gnn.job_history SET state = 'failed', finished = coalesce(finished, now()), "
-						  "error = 'the job''s worker died or the server restarted while the job ran' "
-						  "WHERE state IN ('queued', 'running') AND instance IS DISTINCT FROM $1",
-						  1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum((int64) gnn_shared->instance)},
-						  NULL, false, 0);
+	GnnCatalogExec("UPDATE gnn.job_history SET state = 'failed', finished = coalesce(finished, now()), "
+				   "error = 'the job''s worker died or the server restarted while the job ran' "
+				   "WHERE state IN ('queued', 'running') AND instance IS DISTINCT FROM $1",
+				   1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum((int64) gnn_shared->instance)},
+				   NULL, 0);
 	SPI_finish();
 	return id;
+}
+
+/* ------------------------------------------------------------------ starting at commit
+ * A job started with wait => false starts when the calling transaction
+ * commits, as NOTIFY is delivered: a transaction (or savepoint) that rolls
+ * back starts nothing, and a statement that fails half-way (one gnn.train
+ * per row, refused at gnn.max_jobs) leaves no job behind.  Until then the
+ * job holds a slot (it counts against gnn.max_jobs) in state 'queued',
+ * visible to this session only.
+ */
+typedef struct PendingJob
+{
+	int64		id;
+	int			slot;
+	SubTransactionId subxid;
+} PendingJob;
+
+static PendingJob pending[GNN_JOB_SLOTS];
+static int	npending = 0;
+static bool xact_callbacks_registered = false;
+
+/* Register and launch slot's worker; never errors (runs after commit). Returns success. */
+static bool
+LaunchWorker(GnnJobSlot *slot, int64 id, BackgroundWorkerHandle **handle)
+{
+	BackgroundWorker w;
+
+	memset(&w, 0, sizeof(w));
+	w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	w.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	w.bgw_restart_time = BGW_NEVER_RESTART;
+	strlcpy(w.bgw_library_name, "gnn", BGW_MAXLEN);
+	strlcpy(w.bgw_function_name, "GnnWorkerMain", BGW_MAXLEN);
+	snprintf(w.bgw_name, BGW_MAXLEN, "gnn training job %lld", (long long) id);
+	strlcpy(w.bgw_type, "gnn training", BGW_MAXLEN);
+	w.bgw_main_arg = Int32GetDatum((int32) (slot - gnn_shared->jobs));
+	w.bgw_notify_pid = handle ? MyProcPid : 0;
+	return RegisterDynamicBackgroundWorker(&w, handle);
+}
+
+/* the slot of a job that could not start: failed, with the reason */
+static void
+FailSlot(GnnJobSlot *slot, int64 id, const char *why)
+{
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	if (slot->id == id)
+	{
+		slot->pending = false;
+		slot->state = GNN_JOB_FAILED;
+		slot->finished = GetCurrentTimestamp();
+		strlcpy(slot->error, why, sizeof(slot->error));
+	}
+	LWLockRelease(gnn_shared->lock);
+}
+
+static void
+FreePending(int i)
+{
+	GnnJobSlot *slot = &gnn_shared->jobs[pending[i].slot];
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	if (slot->id == pending[i].id && slot->pending)
+		memset(slot, 0, sizeof(*slot));
+	LWLockRelease(gnn_shared->lock);
+	pending[i] = pending[--npending];
+}
+
+static void
+JobsXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			if (npending > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that started training jobs")));
+			break;
+		case XACT_EVENT_COMMIT:
+			for (int i = 0; i < npending; i++)
+			{
+				GnnJobSlot *slot = &gnn_shared->jobs[pending[i].slot];
+
+				LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+				if (slot->id == pending[i].id)
+					slot->pending = false;
+				LWLockRelease(gnn_shared->lock);
+				if (!LaunchWorker(slot, pending[i].id, NULL))
+					FailSlot(slot, pending[i].id,
+							 "could not start a background worker: raise max_worker_processes (each training job uses one)");
+			}
+			npending = 0;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			while (npending > 0)
+				FreePending(npending - 1);
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+JobsSubXactCallback(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		for (int i = npending - 1; i >= 0; i--)
+			if (pending[i].subxid == mySubid)
+				FreePending(i);
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		for (int i = 0; i < npending; i++)
+			if (pending[i].subxid == mySubid)
+				pending[i].subxid = parentSubid;
+	}
+}
+
+static bool
+IsPending(int64 id)
+{
+	for (int i = 0; i < npending; i++)
+		if (pending[i].id == id)
+			return true;
+	return false;
+}
+
+/* Did this session start job id (its creator: this process, this session)? */
+static bool
+StartedHere(int64 id)
+{
+	GnnJobSlot *j;
+	bool		mine;
+
+	(void) ExtOid();
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	j = FindJob(id);
+	mine = j && j->creator_pid == MyProcPid && j->creator_start == MyStartTimestamp;
+	LWLockRelease(gnn_shared->lock);
+	return mine;
 }
 
 /* ------------------------------------------------------------------ waiting */
@@ -498,6 +649,68 @@ JobRow(int64 id, bool raise_error, FunctionCallInfo fcinfo)
 	return result;
 }
 
+/*
+ * What the job will find in its graph, checked now so that gnn.train fails
+ * (or warns) instead of the job: the graph exists, node classification has
+ * labelled training nodes, what a missing split means, and subgraph
+ * options that the graph cannot satisfy.
+ */
+static void
+CheckGraph(GnnTrainRequest *r)
+{
+	GnnGraphRef ref;
+	int64		labelled[4] = {0, 0, 0, 0};
+	const gnn_graph *g;
+
+	GnnGraphAcquire(r->graph, &ref);
+	g = &ref.g;
+	PG_TRY();
+	{
+		if (g->feat_kind == GNN_FEAT_NONE)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("graph \"%s\" has no node features to train on", r->graph),
+					 errhint("Reload it with features => (a real[] column) or sparse_features => .")));
+		if (r->num_parts > 0 && r->num_parts > g->num_nodes)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"num_parts\" is %d, but graph \"%s\" has only %lld nodes",
+							r->num_parts, r->graph, (long long) g->num_nodes),
+					 errhint("Use at most one part per node.")));
+		if (strcmp(r->task, "node_classification") == 0)
+		{
+			if (!g->labels || g->num_classes < 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("graph \"%s\" has no labels: node classification needs them", r->graph),
+						 errhint("Reload it with label => (and split =>), or train with task => 'link_prediction'.")));
+			for (int64 v = 0; v < g->num_nodes; v++)
+				if (g->labels[v] >= 0)
+					labelled[g->split ? g->split[v] : GNN_SPLIT_NONE]++;
+			if (labelled[GNN_SPLIT_TRAIN] == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("graph \"%s\" has no labelled training nodes", r->graph),
+						 errdetail("%lld nodes have split train, %lld nodes have a label; training needs nodes with both.",
+								   (long long) g->n_train,
+								   (long long) (labelled[0] + labelled[1] + labelled[2] + labelled[3])),
+						 errhint("Reload it with split => naming a column that is 'train' for labelled nodes.")));
+			if (labelled[GNN_SPLIT_VAL] == 0)
+				ereport(NOTICE,
+						(errmsg("graph \"%s\" has no labelled validation nodes: val_acc will be NULL, "
+								"the last epoch's weights are kept and training does not stop early", r->graph)));
+			if (labelled[GNN_SPLIT_TEST] == 0)
+				ereport(NOTICE,
+						(errmsg("graph \"%s\" has no labelled test nodes: test_acc will be NULL", r->graph)));
+		}
+	}
+	PG_FINALLY();
+	{
+		GnnGraphRelease(&ref);
+	}
+	PG_END_TRY();
+}
+
 /* ------------------------------------------------------------------ gnn.train */
 
 static char *
@@ -510,11 +723,9 @@ Datum
 gnn_train(PG_FUNCTION_ARGS)
 {
 	GnnTrainRequest r;
-	Oid			owner;
 	int64		id;
 	GnnJobSlot *slot = NULL;
 	int			running = 0;
-	BackgroundWorker w;
 	BackgroundWorkerHandle *handle;
 	pid_t		pid;
 	bool		wait;
@@ -589,18 +800,9 @@ gnn_train(PG_FUNCTION_ARGS)
 				 r.sampler, r.num_parts, r.clusters_per_batch, r.walk_length, r.roots, r.presample,
 				 r.saint_batches);
 
-	/* the graph must exist and be the caller's; the role must be able to log in */
-	if (!GnnGraphExists(r.graph, &owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("graph \"%s\" does not exist", r.graph),
-				 errhint("Load it with gnn.load_graph(); gnn.graphs lists the loaded graphs.")));
-	if (!GnnIsOwnerOrSuper(owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for graph \"%s\"", r.graph),
-				 errdetail("Only the role that loaded a graph (or a superuser) may use it.")));
+	/* the graph must exist (the caller's: names are per role); the role must be able to log in */
 	CheckCanLogin();
+	CheckGraph(&r);
 
 	id = NextJobId();
 
@@ -618,7 +820,8 @@ gnn_train(PG_FUNCTION_ARGS)
 		LWLockRelease(gnn_shared->lock);
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("%d training jobs are running, the most gnn.max_jobs allows", running),
+				 errmsg("%d training jobs are running or queued, the most gnn.max_jobs allows", running),
+				 errdetail("Jobs started in this transaction and not yet committed count too; this transaction starts none of them now."),
 				 errhint("Wait for a job to finish (gnn.jobs shows them), cancel one with gnn.cancel(), or raise gnn.max_jobs.")));
 	}
 	/*
@@ -651,22 +854,31 @@ gnn_train(PG_FUNCTION_ARGS)
 	slot->dbid = MyDatabaseId;
 	slot->extoid = cached_extoid;
 	slot->owner = GetUserId();
+	slot->creator_pid = MyProcPid;
+	slot->creator_start = MyStartTimestamp;
+	slot->pending = !wait;
 	slot->epochs = r.epochs;
 	slot->req = r;
 	LWLockRelease(gnn_shared->lock);
 
-	/* start the worker */
-	memset(&w, 0, sizeof(w));
-	w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	w.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	w.bgw_restart_time = BGW_NEVER_RESTART;
-	strlcpy(w.bgw_library_name, "gnn", BGW_MAXLEN);
-	strlcpy(w.bgw_function_name, "GnnWorkerMain", BGW_MAXLEN);
-	snprintf(w.bgw_name, BGW_MAXLEN, "gnn training job %lld", (long long) id);
-	strlcpy(w.bgw_type, "gnn training", BGW_MAXLEN);
-	w.bgw_main_arg = Int32GetDatum((int32) (slot - gnn_shared->jobs));
-	w.bgw_notify_pid = MyProcPid;
-	if (!RegisterDynamicBackgroundWorker(&w, &handle))
+	if (!wait)
+	{
+		/* started by the commit of this transaction (JobsXactCallback) */
+		if (!xact_callbacks_registered)
+		{
+			RegisterXactCallback(JobsXactCallback, NULL);
+			RegisterSubXactCallback(JobsSubXactCallback, NULL);
+			xact_callbacks_registered = true;
+		}
+		pending[npending].id = id;
+		pending[npending].slot = (int) (slot - gnn_shared->jobs);
+		pending[npending].subxid = GetCurrentSubTransactionId();
+		npending++;
+		PG_RETURN_INT64(id);
+	}
+
+	/* wait => true: the job starts now and is waited for; its outcome stays whatever this transaction does */
+	if (!LaunchWorker(slot, id, &handle))
 	{
 		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 		memset(slot, 0, sizeof(*slot));
@@ -707,19 +919,36 @@ gnn_train(PG_FUNCTION_ARGS)
 		ereport(NOTICE,
 				(errmsg("training job %lld runs on the CPU: %s", (long long) id, note)));
 
-	if (wait)
-	{
-		WaitForJob(id, -1, true);
-		(void) JobRow(id, true, fcinfo);
-	}
+	WaitForJob(id, -1, true);
+	(void) JobRow(id, true, fcinfo);
 	PG_RETURN_INT64(id);
 }
 
+static int64
+JobArg(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("job must not be NULL"),
+				 errhint("Pass the id gnn.train() returned; gnn.jobs lists them.")));
+	return PG_GETARG_INT64(0);
+}
+
+/*
+ * gnn.wait(job, timeout, cancel_on_interrupt): wait for a job to end.  When
+ * the wait is interrupted (statement_timeout, pg_cancel_backend, the session
+ * terminated), the job is cancelled if cancel_on_interrupt says so; by
+ * default (NULL) when this session started the job, and not for a job
+ * started elsewhere (a scheduled job watched from another session).  The
+ * timeout argument ending the wait never cancels anything.
+ */
 Datum
 gnn_wait(PG_FUNCTION_ARGS)
 {
-	int64		id = PG_GETARG_INT64(0);
+	int64		id = JobArg(fcinfo);
 	long		timeout_ms = -1;
+	bool		cancel;
 
 	GnnRequirePreload();
 	if (!PG_ARGISNULL(1))
@@ -731,18 +960,25 @@ gnn_wait(PG_FUNCTION_ARGS)
 	}
 	/* the job must be visible to the caller before we wait for it */
 	(void) JobRow(id, false, fcinfo);
-	WaitForJob(id, timeout_ms, false);
+	if (IsPending(id))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("training job %lld starts when this transaction commits", (long long) id),
+				 errhint("COMMIT first, then wait for it; or start it with wait => true.")));
+	cancel = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? PG_GETARG_BOOL(2) : StartedHere(id);
+	WaitForJob(id, timeout_ms, cancel);
 	PG_RETURN_DATUM(JobRow(id, true, fcinfo));
 }
 
 Datum
 gnn_cancel(PG_FUNCTION_ARGS)
 {
-	int64		id = PG_GETARG_INT64(0);
+	int64		id = JobArg(fcinfo);
 	GnnJobSlot *j;
 	bool		found = false,
 				allowed = false,
-				running = false;
+				running = false,
+				queued = false;
 
 	GnnRequirePreload();
 	(void) ExtOid();
@@ -751,8 +987,9 @@ gnn_cancel(PG_FUNCTION_ARGS)
 	if (j)
 	{
 		found = true;
-		allowed = GnnIsOwnerOrSuper(j->owner);
+		allowed = GnnIsOwnerOrSuper(j->owner) && (!j->pending || j->creator_pid == MyProcPid);
 		running = !JobFinal(j->state);
+		queued = j->pending;
 		if (allowed && running)
 			j->cancel_requested = true;
 	}
@@ -769,6 +1006,9 @@ gnn_cancel(PG_FUNCTION_ARGS)
 		ereport(NOTICE, (errmsg("training job %lld is not running", (long long) id)));
 		PG_RETURN_BOOL(false);
 	}
+	/* a job waiting for this transaction's commit stops as soon as it starts */
+	if (queued)
+		PG_RETURN_BOOL(true);
 	/* the worker stops between epochs: wait for it, up to a few seconds */
 	WaitForJob(id, 5000, false);
 	PG_RETURN_BOOL(true);
@@ -791,7 +1031,8 @@ gnn_live_jobs(PG_FUNCTION_ARGS)
 	{
 		GnnJobSlot *j = &gnn_shared->jobs[i];
 
-		if (j->state != GNN_JOB_FREE && j->dbid == MyDatabaseId && j->extoid == cached_extoid)
+		if (j->state != GNN_JOB_FREE && j->dbid == MyDatabaseId && j->extoid == cached_extoid &&
+			(!j->pending || j->creator_pid == MyProcPid))
 			copy[n++] = *j;
 	}
 	LWLockRelease(gnn_shared->lock);

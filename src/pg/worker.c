@@ -21,6 +21,7 @@
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "tcop/tcopprot.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -38,6 +39,7 @@ typedef struct WorkerCtx
 {
 	int			slot_index;
 	int64		job;
+	Oid			owner;			/* the role that started the job: owner of every row written */
 	GnnTrainRequest req;
 	gnn_epoch_metrics pending[LOG_BATCH];
 	int			npending;
@@ -94,13 +96,30 @@ WorkerExit(int code, Datum arg)
 	LWLockRelease(gnn_shared->lock);
 }
 
+/* every statement of the worker writes the extension's own tables (catalog.c) */
 static void
 Exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls)
 {
-	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+	(void) GnnCatalogExec(sql, nargs, types, values, nulls, 0);
+}
 
-	if (rc < 0)
-		elog(ERROR, "SPI failed (%d) on: %s", rc, sql);
+/* The class names of g (text labels) as a text[], or NULL when its labels are numbers. */
+static Datum
+ClassNamesArray(const gnn_graph *g, bool *isnull)
+{
+	Datum	   *d;
+	const char *p = g->class_names;
+
+	*isnull = p == NULL || g->num_classes < 1;
+	if (*isnull)
+		return (Datum) 0;
+	d = palloc(sizeof(Datum) * g->num_classes);
+	for (int i = 0; i < g->num_classes; i++)
+	{
+		d[i] = CStringGetTextDatum(p);
+		p += strlen(p) + 1;
+	}
+	return PointerGetDatum(construct_array(d, g->num_classes, TEXTOID, -1, false, TYPALIGN_INT));
 }
 
 static void
@@ -138,9 +157,9 @@ FlushLog(void)
 	for (int i = 0; i < wctx->npending; i++)
 	{
 		gnn_epoch_metrics *m = &wctx->pending[i];
-		Oid			t[8] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT8OID};
-		Datum		v[8];
-		char		n[9] = "        ";
+		Oid			t[9] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT8OID, OIDOID};
+		Datum		v[9];
+		char		n[10] = "         ";
 
 		v[0] = Int64GetDatum(wctx->job);
 		v[1] = Int32GetDatum(m->epoch);
@@ -150,8 +169,9 @@ FlushLog(void)
 		v[5] = Float4OrNull(m->val_loss, &n[5]);
 		v[6] = Float4OrNull(m->test_acc, &n[6]);
 		v[7] = Float8GetDatum(m->seconds);
-		Exec("INSERT INTO gnn.training_log (job, epoch, loss, train_acc, val_acc, val_loss, test_acc, seconds) "
-			 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (job, epoch) DO NOTHING", 8, t, v, n);
+		v[8] = ObjectIdGetDatum(wctx->owner);
+		Exec("INSERT INTO gnn.training_log (job, epoch, loss, train_acc, val_acc, val_loss, test_acc, seconds, owner) "
+			 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::oid::regrole) ON CONFLICT (job, epoch) DO NOTHING", 9, t, v, n);
 	}
 	{
 		gnn_epoch_metrics *m = &wctx->pending[wctx->npending - 1];
@@ -320,8 +340,8 @@ RunJob(void)
 
 	/* the job's row */
 	{
-		Oid			t[9] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, INT8OID, TEXTOID};
-		Datum		v[9];
+		Oid			t[10] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, INT8OID, TEXTOID, OIDOID};
+		Datum		v[10];
 
 		v[0] = Int64GetDatum(wctx->job);
 		v[1] = CStringGetTextDatum(r->graph);
@@ -332,12 +352,13 @@ RunJob(void)
 		v[6] = CStringGetTextDatum(r->params_json);
 		v[7] = Int64GetDatum((int64) gnn_shared->instance);
 		v[8] = CStringGetTextDatum(r->device);
+		v[9] = ObjectIdGetDatum(wctx->owner);
 		/* durable, unlike progress rows: a crash must not lose the job's existence */
 		SetConfigOption("synchronous_commit", "on", PGC_USERSET, PGC_S_SESSION);
 		BeginXact();
 		Exec("INSERT INTO gnn.job_history (id, graph, model_name, model, task, state, epoch, epochs, params, "
-			 "instance, device, started) VALUES ($1, $2, $3, $4, $5, 'running', 0, $6, $7::jsonb, $8, $9, now())",
-			 9, t, v, NULL);
+			 "instance, device, started, owner) VALUES ($1, $2, $3, $4, $5, 'running', 0, $6, $7::jsonb, $8, $9, now(), "
+			 "$10::oid::regrole)", 10, t, v, NULL);
 		EndXact();
 		SetConfigOption("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION);
 	}
@@ -492,8 +513,11 @@ RunJob(void)
 			SetConfigOption("synchronous_commit", "on", PGC_USERSET, PGC_S_SESSION);
 			BeginXact();
 			{
-				Oid			t[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, BYTEAOID};
-				Datum		v[8];
+				Oid			t[10] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, BYTEAOID, OIDOID,
+				TEXTARRAYOID};
+				Datum		v[10];
+				char		n[11] = "          ";
+				bool		nonames;
 				bytea	   *b = palloc(VARHDRSZ + bloblen);
 
 				SET_VARSIZE(b, VARHDRSZ + bloblen);
@@ -506,11 +530,20 @@ RunJob(void)
 				v[5] = CStringGetTextDatum(metrics.data);
 				v[6] = Int64GetDatum(wctx->job);
 				v[7] = PointerGetDatum(b);
-				/* versions of one name are numbered one after another, also under concurrent jobs */
-				Exec("SELECT pg_advisory_xact_lock(hashtext('gnn.models:' || $1))", 1, t, v, NULL);
-				Exec("INSERT INTO gnn.models (name, version, graph, model, task, params, metrics, job, weights) "
-					 "SELECT $1, coalesce(max(version), 0) + 1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8 "
-					 "FROM gnn.models WHERE name = $1", 8, t, v, NULL);
+				v[8] = ObjectIdGetDatum(wctx->owner);
+				/* the names of the classes the model was trained on: predictions are read with them */
+				v[9] = ClassNamesArray(&ref.g, &nonames);
+				n[9] = nonames ? 'n' : ' ';
+				/*
+				 * versions of one name are numbered one after another, per
+				 * owner (over all of the owner's rows, whoever can see them),
+				 * also under concurrent jobs
+				 */
+				Exec("SELECT pg_advisory_xact_lock(hashtext('gnn.models:' || $9::oid::text || ':' || $1))",
+					 10, t, v, n);
+				Exec("INSERT INTO gnn.models (name, version, graph, model, task, params, metrics, job, weights, owner, classes) "
+					 "SELECT $1, coalesce(max(version), 0) + 1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::oid::regrole, $10 "
+					 "FROM gnn.models WHERE name = $1 AND owner = $9::oid::regrole", 10, t, v, n);
 			}
 			{
 				Oid			t[6] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, TEXTOID};
@@ -563,6 +596,7 @@ GnnWorkerMain(Datum arg)
 	wctx->req = s->req;
 	dbid = s->dbid;
 	owner = s->owner;
+	wctx->owner = owner;
 	s->pid = MyProcPid;
 	LWLockRelease(gnn_shared->lock);
 	before_shmem_exit(WorkerExit, (Datum) 0);

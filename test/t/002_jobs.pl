@@ -90,7 +90,7 @@ my @jobs;
 push @jobs, $node->safe_psql('postgres',
 	"SELECT gnn.train('g', model => 'gcn', name => 'c$_', epochs => 1000000, seed => $_)") for 1 .. 3;
 ($rc, $out, $err) = $node->psql('postgres', "SELECT gnn.train('g', model => 'gcn', name => 'c4', epochs => 5)");
-like($err, qr/3 training jobs are running, the most gnn.max_jobs allows/, 'gnn.max_jobs refuses more jobs');
+like($err, qr/3 training jobs are running or queued, the most gnn.max_jobs allows/, 'gnn.max_jobs refuses more jobs');
 is(wait_for("SELECT count(*) FROM gnn.jobs WHERE state = 'running'", '3'), '3', 'three jobs run at once');
 $node->safe_psql('postgres', "SELECT gnn.cancel($_)") for @jobs;
 is($node->safe_psql('postgres', "SELECT string_agg(DISTINCT state, ',') FROM gnn.jobs WHERE id IN (" . join(',', @jobs) . ")"),
@@ -109,6 +109,44 @@ $node->safe_psql('postgres',
 is(wait_for("SELECT state FROM gnn.jobs WHERE id = $wid", 'cancelled'), 'cancelled',
 	'pg_cancel_backend of the waiting session cancels the job');
 eval { $bg->quit; };   # psql may have exited on the cancelled statement already
+
+# gnn.wait: interrupting it cancels a job this session started, not one started elsewhere
+($rc, $out, $err) = $node->psql('postgres', qq{
+	SELECT gnn.train('g', model => 'gcn', name => 'timed_out', epochs => 1000000, seed => 1) AS j \\gset
+	SET statement_timeout = '2s';
+	SELECT * FROM gnn.wait(:j);
+});
+like($err, qr/statement timeout/, 'statement_timeout interrupts gnn.wait');
+my $tj = $node->safe_psql('postgres', "SELECT id FROM gnn.jobs WHERE model_name = 'timed_out'");
+is(wait_for("SELECT state FROM gnn.jobs WHERE id = $tj", 'cancelled'), 'cancelled',
+	'and cancels the job the session started');
+for my $how ('pg_cancel_backend', 'pg_terminate_backend')
+{
+	my $w = $node->background_psql('postgres');
+	$w->query_until(qr/started/, qq{
+		SELECT gnn.train('g', model => 'gcn', name => 'w_$how', epochs => 1000000, seed => 1) AS j \\gset
+		\\echo started
+		SELECT * FROM gnn.wait(:j);
+	});
+	my $id = $node->safe_psql('postgres', "SELECT id FROM gnn.jobs WHERE model_name = 'w_$how'");
+	is(wait_for("SELECT state FROM gnn.jobs WHERE id = $id", 'running'), 'running', "$how: the job runs");
+	wait_for("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%gnn.wait(%' AND backend_type = 'client backend' AND pid <> pg_backend_pid()", '1');
+	$node->safe_psql('postgres',
+		"SELECT $how(pid) FROM pg_stat_activity WHERE query LIKE '%gnn.wait(%' AND pid <> pg_backend_pid() AND backend_type = 'client backend'");
+	is(wait_for("SELECT state FROM gnn.jobs WHERE id = $id", 'cancelled'), 'cancelled',
+		"$how of the session waiting in gnn.wait cancels its job");
+	eval { $w->quit; };
+}
+# a job started elsewhere (say by pg_cron) goes on when a watcher's wait is interrupted
+my $other = $node->safe_psql('postgres', "SELECT gnn.train('g', model => 'gcn', name => 'watched', epochs => 1000000, seed => 1)");
+wait_for("SELECT state FROM gnn.jobs WHERE id = $other", 'running');
+($rc, $out, $err) = $node->psql('postgres', "SET statement_timeout = '1s'; SELECT * FROM gnn.wait($other)");
+like($err, qr/statement timeout/, 'a watcher\'s gnn.wait times out');
+usleep(500_000);
+is(job_state($other), 'running', 'and the job it watched, started by another session, runs on');
+($rc, $out, $err) = $node->psql('postgres', "SET statement_timeout = '1s'; SELECT * FROM gnn.wait($other, cancel_on_interrupt => true)");
+is(wait_for("SELECT state FROM gnn.jobs WHERE id = $other", 'cancelled'), 'cancelled',
+	'unless it asked for cancel_on_interrupt => true');
 
 # ------------------------------------------------------------------ roles
 $node->safe_psql('postgres', "SET ROLE alice; SELECT gnn.load_graph('ag', 'e', nodes => 'n', features => 'feat', label => 'label', split => 'split')");
@@ -129,7 +167,7 @@ like($err, qr/model "alice_model" does not exist/, 'bob cannot use alice\'s mode
 ($rc, $out, $err) = $node->psql('postgres', "SET ROLE bob; SELECT gnn.drop_model('alice_model')");
 like($err, qr/model "alice_model" does not exist/, 'bob cannot drop alice\'s model');
 ($rc, $out, $err) = $node->psql('postgres', "SET ROLE bob; SELECT gnn.train('ag', model => 'gcn')");
-like($err, qr/permission denied for graph "ag"/, 'bob cannot train on alice\'s graph');
+like($err, qr/graph "ag" does not exist/, 'bob cannot train on alice\'s graph (names are per role)');
 ($rc, $out, $err) = $node->psql('postgres', "SET ROLE bob; SELECT gnn.cancel($aj)");
 like($err, qr/job $aj does not exist/, 'bob cannot cancel alice\'s job');
 is($node->safe_psql('postgres', "SET ROLE alice; SELECT array_length(gnn.embedding('alice_model', 1), 1) > 0"), 't',
