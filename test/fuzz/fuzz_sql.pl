@@ -24,6 +24,8 @@ my $seed = ($ENV{GNN_FUZZ_SEED} // "") ne "" ? $ENV{GNN_FUZZ_SEED} : time;
 srand($seed);
 note("fuzz_sql: $calls calls, seed $seed (GNN_FUZZ_SEED=$seed replays it)");
 
+# freed memory reused shows as garbage, not as the old bytes (what hid SPI's use-after-free)
+$ENV{MALLOC_PERTURB_} = '165';
 my $node = PostgreSQL::Test::Cluster->new('fuzz');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
@@ -56,10 +58,41 @@ sq(q{
 	CREATE TABLE "Odd ""T"";x" ("Src" int, "d;st" int, "I d" int, "f'eat" real[]);
 	INSERT INTO "Odd ""T"";x" SELECT src, dst, src, NULL FROM fe;
 	CREATE VIEW fv AS SELECT src, dst FROM fe WHERE src % 2 = 0;
+	-- input shapes: node tables read through the executor, TOASTed and NULL-heavy data
+	CREATE VIEW fnv AS SELECT id, label, tlabel, split, feat FROM fn;
+	CREATE VIEW fnc AS SELECT (id + 0)::bigint AS id, (label * 1)::bigint AS label, upper(tlabel) AS tlabel,
+		lower(split) AS split, feat::float8[] AS feat FROM fn;
+	CREATE TABLE fnp (id int, label int, tlabel text, split text, feat real[]) PARTITION BY RANGE (id);
+	CREATE TABLE fnp0 PARTITION OF fnp FOR VALUES FROM (0) TO (100);
+	CREATE TABLE fnp1 PARTITION OF fnp FOR VALUES FROM (100) TO (200);
+	INSERT INTO fnp SELECT id, label, tlabel, split, feat FROM fn;
+	CREATE MATERIALIZED VIEW fnm AS SELECT * FROM fn;
+	CREATE TABLE fnr AS SELECT * FROM fn;
+	ALTER TABLE fnr ENABLE ROW LEVEL SECURITY;
+	ALTER TABLE fnr FORCE ROW LEVEL SECURITY;
+	CREATE POLICY half ON fnr USING (id % 2 = 0);
+	CREATE TABLE fnt AS SELECT id, CASE WHEN id % 3 = 0 THEN NULL ELSE label END AS label,
+		CASE WHEN id % 4 = 0 THEN NULL ELSE tlabel END AS tlabel, CASE WHEN id % 2 = 0 THEN split END AS split,
+		(SELECT array_agg(random()::real) FROM generate_series(1, 800) j WHERE id >= 0) AS feat
+	FROM fn;
 	SELECT gnn.load_graph('fg', 'fe', nodes => 'fn', features => 'feat', label => 'label', split => 'split');
 	SELECT gnn.train('fg', model => 'gcn', name => 'fm', hidden => 8, epochs => 3, seed => 1, wait => true);
 });
 sq(q{SET ROLE other; CREATE TABLE other_e AS SELECT 1 AS src, 2 AS dst; SELECT gnn.load_graph('og', 'other_e')});
+# foreign tables over a loopback server, where postgres_fdw is installed
+if (sq(q{SELECT count(*) FROM pg_available_extensions WHERE name = 'postgres_fdw'}) eq '1')
+{
+	my ($host, $port) = ($node->host, $node->port);
+	sq(qq{
+		CREATE EXTENSION postgres_fdw;
+		CREATE SERVER loop FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres');
+		CREATE USER MAPPING FOR fuzz SERVER loop OPTIONS (user 'fuzz', password_required 'false');
+		GRANT USAGE ON FOREIGN SERVER loop TO fuzz;
+		SET ROLE fuzz;
+		CREATE FOREIGN TABLE fnf (id int, label int, tlabel text, split text, feat real[]) SERVER loop OPTIONS (table_name 'fn');
+		CREATE FOREIGN TABLE fef (src int, dst int, w float8) SERVER loop OPTIONS (table_name 'fe');
+	});
+}
 
 my $pm_start = sq('SELECT pg_postmaster_start_time()');
 open(my $pidf, '<', $node->data_dir . '/postmaster.pid') or die;
@@ -114,7 +147,7 @@ my %by_name = (
 	job => [ 1, 2, 3, 0, -1, '9223372036854775807' ],
 	starts => [ "ARRAY[0,1,2]::bigint[]", "ARRAY[]::bigint[]", "ARRAY[NULL]::bigint[]", "ARRAY[-5]::bigint[]",
 		"ARRAY(SELECT generate_series(0, 999))::bigint[]" ],
-	'nodes:regclass' => [ "'fn'", "'fe'", "'fsparse'" ],
+	'nodes:regclass' => [ "'fn'", "'fe'", "'fsparse'", "'fnv'", "'fnc'", "'fnp'", "'fnm'", "'fnr'", "'fnt'", "'fnf'" ],
 	'nodes:bigint[]' => [ "ARRAY[0,1,2]::bigint[]", "ARRAY[]::bigint[]", "ARRAY[NULL]::bigint[]",
 		"ARRAY(SELECT generate_series(0, 999))::bigint[]", "'{{1,2},{3,4}}'::bigint[]", "ARRAY[-1]::bigint[]" ],
 	'train.model' => [ "'gcn'", "'graphsage'", "'gat'", "'nope'", "'GCN'" ],
@@ -127,7 +160,7 @@ my %by_name = (
 	p => [ 1, 0, -1, "'NaN'", "'Infinity'", '1e-300' ],
 	q => [ 1, 0, -1, "'NaN'", "'Infinity'", '1e300' ],
 	seed => [ 1, 0, -1, 2147483647 ],
-	edges => [ "'fe'", "'fv'", q{'"Odd ""T"";x"'}, "'other_e'" ],
+	edges => [ "'fe'", "'fv'", q{'"Odd ""T"";x"'}, "'other_e'", "'fnp'", "'fef'" ],
 	sparse_features => [ "'fsparse'", "'fn'" ],
 	options => [ "'{}'", "'[]'", "'null'", q{'"x"'}, q{'{"heads": 2}'}, q{'{"heads": 1000}'}, q{'{"nope": 1}'},
 		q{'{"heads": {"a": 1}}'}, q{'{"patience": -5}'}, q{'{"aggregator": "pool"}'}, q{'{"attn_dropout": "NaN"}'},
