@@ -46,7 +46,10 @@ CREATE FUNCTION gnn.load_graph(
 RETURNS gnn.graph_info
 AS 'MODULE_PATHNAME', 'gnn_load_graph' LANGUAGE C VOLATILE;
 
-CREATE FUNCTION gnn.drop_graph(name text, if_exists boolean DEFAULT false)
+-- Graph names are per role: name is the calling role's graph.  A superuser
+-- (or a member of the owner) frees another role's graph with owner =>, also
+-- one left by a dropped role (owner => its OID, as gnn.graphs shows it).
+CREATE FUNCTION gnn.drop_graph(name text, if_exists boolean DEFAULT false, owner regrole DEFAULT NULL)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'gnn_drop_graph' LANGUAGE C VOLATILE;
 

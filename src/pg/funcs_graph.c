@@ -108,7 +108,8 @@ gnn_drop_graph(PG_FUNCTION_ARGS)
 {
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph name must not be NULL")));
-	PG_RETURN_BOOL(GnnGraphDrop(TextArgOrNull(fcinfo, 0), PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1)));
+	PG_RETURN_BOOL(GnnGraphDrop(TextArgOrNull(fcinfo, 0), PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1),
+								PG_NARGS() > 2 && !PG_ARGISNULL(2) ? PG_GETARG_OID(2) : InvalidOid));
 }
 
 /* The graphs of this database the caller may see: its own, or all for a superuser. */

@@ -184,7 +184,7 @@ extern uint64 GnnGraphReserve(uint64 bytes, const char *name);
 extern void GnnGraphUnreserve(uint64 bytes);
 extern void GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace,
 							 uint64 reserved);
-extern bool GnnGraphDrop(const char *name, bool if_exists);
+extern bool GnnGraphDrop(const char *name, bool if_exists, Oid owner);
 extern bool GnnGraphExists(const char *name, Oid *owner);
 /* registry.c, partitions: attach / publish / free a graph's partition segment */
 extern dsm_segment *GnnPartitionAttach(const char *name, uint64 generation);

@@ -232,10 +232,8 @@ GnnCheckGraphName(const char *name)
  * take or squat another's names.
  */
 static GnnGraphEntry *
-FindEntry(const char *name)
+FindEntryOf(const char *name, Oid me)
 {
-	Oid			me = GetUserId();
-
 	for (int i = 0; i < gnn_shared->max_graphs; i++)
 	{
 		GnnGraphEntry *e = &gnn_shared->graphs[i];
@@ -244,6 +242,12 @@ FindEntry(const char *name)
 			return e;
 	}
 	return NULL;
+}
+
+static GnnGraphEntry *
+FindEntry(const char *name)
+{
+	return FindEntryOf(name, GetUserId());
 }
 
 static void
@@ -493,16 +497,28 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 	LWLockRelease(gnn_shared->lock);
 }
 
+/*
+ * Drop the current role's graph name, or with owner another role's: a
+ * superuser's (or a member of owner's) way to free the graphs of a role,
+ * also of one that was dropped (owner => its OID).
+ */
 bool
-GnnGraphDrop(const char *name, bool if_exists)
+GnnGraphDrop(const char *name, bool if_exists, Oid owner)
 {
 	GnnGraphEntry *e;
 
 	GnnRequirePreload();
 	GnnCheckGraphName(name);
+	if (!OidIsValid(owner))
+		owner = GetUserId();
+	if (owner != GetUserId() && !superuser() && !has_privs_of_role(GetUserId(), owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to drop another role's graphs"),
+				 errhint("Only a superuser or a member of the owning role may pass owner =>.")));
 	SnapInvalidate(name);
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-	e = FindEntry(name);
+	e = FindEntryOf(name, owner);
 	if (e == NULL)
 	{
 		LWLockRelease(gnn_shared->lock);

@@ -184,5 +184,18 @@ as_ok('alice', q{SELECT gnn.drop_graph('g')});
 is(as_ok('alice', "SELECT gnn.cancel($long)"), 't', 'alice cancels the job');
 is(wait_for('SELECT gnn.memory_used()', '0'), '0', 'when the job ends, the memory is free');
 
+# another role's graph: dropped only by a superuser (or a member) with owner =>, also when its role is gone
+as_ok('alice', q{SELECT gnn.load_graph('ag', 'e')});
+($rc, $out, $err) = as('bob', q{SELECT gnn.drop_graph('ag', owner => 'alice')});
+like($err, qr/permission denied to drop another role's graphs/, 'bob cannot drop alice\'s graph with owner =>');
+is(sq(q{SELECT gnn.drop_graph('ag', owner => 'alice')}), 't', 'a superuser can');
+sq(q{CREATE ROLE carol LOGIN; GRANT SELECT ON e TO carol});
+as_ok('carol', q{SELECT gnn.load_graph('cg', 'e')});
+sq(q{REVOKE SELECT ON e FROM carol; DROP ROLE carol});
+my $orphan = sq(q{SELECT owner::oid FROM gnn.graphs WHERE name = 'cg'});
+ok($orphan > 0, "a dropped role's graph is listed with its owner's OID ($orphan)");
+is(sq(qq{SELECT gnn.drop_graph('cg', owner => $orphan)}), 't', 'and a superuser frees it with owner => that OID');
+is(sq('SELECT gnn.memory_used()'), '0', 'nothing is left');
+
 $node->stop;
 done_testing();
