@@ -86,5 +86,22 @@ SELECT id, array_length(embedding, 1) AS dim, embedding[1:4] AS first_values FRO
 \echo == the nodes most similar to node $NODE, and their classes
 SELECT s.id, round(s.score::numeric, 3) AS cosine, n.label FROM gnn.similar('${G}_gcn', $NODE, 5) s
 JOIN $NODES_TABLE n USING (id) ORDER BY s.score DESC;
+\echo == a job starts when its transaction commits: rolled back, nothing runs
+BEGIN;
+SELECT gnn.train('$G', model => 'gcn', name => 'never', epochs => 5) > 0 AS queued;
+SELECT model_name, state FROM gnn.jobs WHERE model_name = 'never';
+ROLLBACK;
+SELECT count(*) AS jobs_named_never FROM gnn.jobs WHERE model_name = 'never';
+\echo == names are per role: another role has its own '$G', and cannot reach ours
+CREATE ROLE demo_other LOGIN;
+GRANT SELECT ON $NODES_TABLE TO demo_other;
+SET ROLE demo_other;
+DO \$\$ BEGIN PERFORM gnn.degree('$G', $NODE);
+EXCEPTION WHEN undefined_object THEN RAISE NOTICE 'demo_other asks for $G: %', SQLERRM; END \$\$;
+SELECT name, nodes FROM gnn.load_graph('$G', '$NODES_TABLE', src => 'id', dst => 'id');
+SELECT name, owner, nodes, edges FROM gnn.graphs;
+SELECT gnn.drop_graph('$G');
+RESET ROLE;
+SELECT name, owner, nodes, edges FROM gnn.graphs;
 SQL
 echo "== demo finished; the throwaway cluster is removed"
