@@ -20,11 +20,30 @@ typedef struct gnn_eval_data
 gnn_status	gnn_eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise,
 								 gnn_eval_data *d, gnn_error *err);
 void		gnn_eval_data_free(gnn_backend *be, gnn_eval_data *d);
-/* Mean cross-entropy and accuracy over split s (GNN_SPLIT_*); zeros when it is empty. */
+/*
+ * The nodes a split is measured on are its labelled nodes (split s and
+ * label >= 0): rows[s] lists them, and gnn_split_labelled counts them on
+ * the host.
+ */
+int64_t		gnn_split_labelled(const gnn_graph *g, int s);
+
+/*
+ * What every node-classification loop needs from the graph: labels, node
+ * features and at least one labelled training node.  GNN_ERR_EMPTY with a
+ * message naming what is missing.
+ */
+gnn_status	gnn_train_graph_check(const gnn_graph *g, gnn_error *err);
+
+/*
+ * Mean cross-entropy and accuracy over split s (GNN_SPLIT_*).  A split with
+ * no labelled node gives NAN for both: there is nothing to measure, and 0
+ * would read as a result.  A non-empty split's accuracy is never NAN (its
+ * loss can be, when the model diverged).
+ */
 gnn_status	gnn_eval_split(gnn_backend *be, const gnn_eval_data *d, const float *logits, int64_t n,
 						   int32_t c, int s, float *loss, float *acc, gnn_error *err);
 
-/* The three splits' loss and accuracy into em (train loss is left alone). */
+/* The three splits' loss and accuracy into em (train loss is left alone); NAN for empty splits. */
 gnn_status	gnn_eval_splits(gnn_backend *be, const gnn_eval_data *d, const float *logits, int64_t n,
 							int32_t c, gnn_epoch_metrics *em, gnn_error *err);
 

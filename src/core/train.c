@@ -193,12 +193,8 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		*model_out = NULL;
 	if ((st = gnn_train_config_check(cfg, err)) != GNN_OK)
 		return st;
-	if (!g->labels || c < 1)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no labels to train on");
-	if (g->feat_kind == GNN_FEAT_NONE)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
-	if (!g->split || g->n_train == 0)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no training nodes (split = train)");
+	if ((st = gnn_train_graph_check(g, err)) != GNN_OK)
+		return st;
 	if (model_out && !be_in)
 		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
 	if ((st = gnn_train_model_config(cfg, g->feat_dim, c, &mc, err)) != GNN_OK)

@@ -6,9 +6,10 @@
  * off) that gives loss and accuracy on train / val / test.  Early stopping
  * watches the validation loss with a patience; the weights of the best
  * epoch by the selection rule are kept on the host and restored at the end,
- * and the reported test accuracy is the one of that epoch.  With the same
- * seed, a CPU run is bit-for-bit repeatable (deterministic kernels, dropout
- * masks from counter hashes).
+ * and the reported test accuracy is the one of that epoch.  A split is
+ * measured on its labelled nodes; a split without any has NAN loss and
+ * accuracy.  With the same seed, a CPU run is bit-for-bit repeatable
+ * (deterministic kernels, dropout masks from counter hashes).
  */
 #ifndef GNN_TRAIN_H
 #define GNN_TRAIN_H
@@ -62,6 +63,7 @@ bool		gnn_parse_aggr(const char *s, gnn_aggr *out);
 bool		gnn_parse_optim(const char *s, gnn_optim_kind *out);
 bool		gnn_parse_select(const char *s, gnn_select *out);
 
+/* Accuracies and evaluation losses are NAN for a split without labelled nodes. */
 typedef struct gnn_epoch_metrics
 {
 	int32_t		epoch;			/* 1-based */
@@ -95,7 +97,8 @@ typedef struct gnn_train_result
  * with the best weights restored (owned by the caller, uses be, so the
  * caller must keep be alive - pass be non-NULL when asking for the model).
  * Returns GNN_ERR_CANCELLED when should_stop said so (result filled up to
- * then).
+ * then), GNN_ERR_EMPTY when the graph has no labels, no features or no
+ * labelled training node.
  */
 gnn_status	gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be,
 						   gnn_progress_fn progress, void *progress_arg,

@@ -628,12 +628,8 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 		return gnn_error_set(err, GNN_ERR_INVALID, "subgraph sampler settings must be >= 0 (0 = default)");
 	if (sc->walk_length > 100)
 		return gnn_error_set(err, GNN_ERR_INVALID, "walk_length must be at most 100, got %d", sc->walk_length);
-	if (!g->labels || g->num_classes < 1)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no labels to train on");
-	if (g->feat_kind == GNN_FEAT_NONE)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
-	if (!g->split || g->n_train == 0)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no training nodes (split = train)");
+	if ((st = gnn_train_graph_check(g, err)) != GNN_OK)
+		return st;
 	if (!saint && sc->part && sc->num_parts < 1)
 		return gnn_error_set(err, GNN_ERR_INVALID, "a given clustering needs num_parts");
 	if (!saint && sc->num_parts > g->num_nodes)

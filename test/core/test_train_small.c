@@ -1,0 +1,287 @@
+/*
+ * test_train_small: the training loops on small synthetic graphs, for the
+ * cases real datasets do not have: splits without labelled nodes (NAN
+ * metrics, the selection rule without validation nodes, no labelled
+ * training node), graphs without edges, and which layer inference returns.
+ * Needs no data; runs in seconds, also under the sanitizers.
+ */
+#include "check.h"
+#include "eval.h"
+#include "train.h"
+#include "train_mb.h"
+#include "train_subgraph.h"
+
+#include <math.h>
+
+enum
+{
+	N = 48,						/* nodes */
+	F = 4						/* features */
+};
+
+typedef struct tgraph
+{
+	void	   *region;
+	gnn_graph	g;
+} tgraph;
+
+/* two classes by parity; of every 8 nodes 4 train, 2 val, 2 test (each split has both classes) */
+static void
+default_data(int32_t *labels, uint8_t *split)
+{
+	for (int i = 0; i < N; i++)
+	{
+		labels[i] = i % 2;
+		split[i] = i % 8 < 4 ? GNN_SPLIT_TRAIN : i % 8 < 6 ? GNN_SPLIT_VAL : GNN_SPLIT_TEST;
+	}
+}
+
+/* features that show the class, with some noise; with edges, a ring within each class */
+static bool
+make_graph(bool edges, const int32_t *labels, const uint8_t *split, tgraph *t)
+{
+	int64_t		ids[N],
+				src[N],
+				dst[N];
+	float		feat[N * F];
+	gnn_graph_input in = {0};
+	uint64_t	size;
+	gnn_error	err;
+
+	for (int i = 0; i < N; i++)
+	{
+		ids[i] = 100 + i;
+		src[i] = 100 + i;
+		dst[i] = 100 + (i + 2) % N;
+		feat[i * F + 0] = i % 2 == 0 ? 1.0f : 0.2f;
+		feat[i * F + 1] = i % 2 == 1 ? 1.0f : 0.2f;
+		feat[i * F + 2] = 0.1f * (float) (i % 5);
+		feat[i * F + 3] = 0.5f;
+	}
+	in.num_edges = edges ? N : 0;
+	in.src = edges ? src : NULL;
+	in.dst = edges ? dst : NULL;
+	in.undirected = true;
+	in.num_nodes = N;
+	in.node_ids = ids;
+	in.feat_dim = F;
+	in.feat = feat;
+	in.labels = labels;
+	in.split = split;
+	if (gnn_graph_build_region(&in, &t->region, &size, &t->g, &err) != GNN_OK)
+	{
+		CHECK(0, "build the test graph: %s", err.msg);
+		return false;
+	}
+	return true;
+}
+
+static void
+small_config(gnn_model_kind kind, gnn_train_config *cfg)
+{
+	gnn_train_config_default(kind, cfg);
+	cfg->epochs = 10;
+	cfg->hidden = 8;
+	cfg->heads = 2;
+	cfg->threads = 1;
+	cfg->patience = 2;
+}
+
+/* ------------------------------------------------------------------ the loops */
+
+typedef enum loop_kind
+{
+	FULL, MINIBATCH, CLUSTER, SAINT, NLOOPS
+} loop_kind;
+
+static const char *const loop_name[] = {"full-batch", "minibatch", "cluster-gcn", "graphsaint"};
+
+typedef struct rec
+{
+	int			epochs;
+	int			kept;			/* epochs marked best */
+	gnn_epoch_metrics last;
+} rec;
+
+static void
+on_epoch(void *arg, const gnn_epoch_metrics *m)
+{
+	rec		   *r = arg;
+
+	r->epochs++;
+	r->kept += m->best;
+	r->last = *m;
+}
+
+static gnn_status
+train_loop(loop_kind k, const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be,
+		   gnn_model **model, rec *r, gnn_train_result *res, gnn_error *err)
+{
+	gnn_minibatch_config mbc;
+	gnn_subgraph_config sc;
+
+	memset(r, 0, sizeof(*r));
+	memset(&mbc, 0, sizeof(mbc));
+	gnn_subgraph_config_default(&sc);
+	switch (k)
+	{
+		case FULL:
+			return gnn_train_full(g, cfg, be, on_epoch, r, NULL, NULL, model, res, err);
+		case MINIBATCH:
+			mbc.sampler.kind = GNN_SAMPLER_NEIGHBOR;
+			mbc.sampler.nhops = cfg->layers;
+			for (int h = 0; h < cfg->layers; h++)
+				mbc.sampler.fanouts[h] = 5;
+			mbc.sampler.nthreads = 1;
+			mbc.batch_size = 8;
+			return gnn_train_minibatch(g, cfg, &mbc, be, on_epoch, r, NULL, NULL, model, res, NULL, err);
+		case CLUSTER:
+			sc.num_parts = 4;
+			return gnn_train_cluster(g, cfg, &sc, be, on_epoch, r, NULL, NULL, model, res, err);
+		case SAINT:
+			return gnn_train_saint(g, cfg, &sc, be, on_epoch, r, NULL, NULL, model, res, err);
+		default:
+			return GNN_ERR_INVALID;
+	}
+}
+
+/* ------------------------------------------------------------------ tests */
+
+/* rows[s] lists the labelled nodes of split s; an empty split measures NAN */
+static void
+test_eval_rows(void)
+{
+	int32_t		labels[N];
+	uint8_t		split[N];
+	tgraph		t;
+	gnn_backend *be = NULL;
+	gnn_eval_data d;
+	gnn_error	err;
+	float		logits[N * 2],
+			   *dlogits = NULL,
+				loss,
+				acc;
+	int32_t		rows[N];
+	gnn_epoch_metrics em;
+	bool		ok = true;
+
+	default_data(labels, split);
+	labels[0] = labels[1] = -1; /* two training nodes without a label */
+	labels[4] = -1;				/* and a validation node */
+	for (int i = 0; i < N; i++)
+		if (split[i] == GNN_SPLIT_TEST)
+			split[i] = GNN_SPLIT_NONE;
+	if (!make_graph(true, labels, split, &t))
+		return;
+	if (gnn_backend_create("cpu", 1, NULL, &be, &err) != GNN_OK ||
+		gnn_eval_data_create(be, &t.g, true, &d, &err) != GNN_OK)
+	{
+		CHECK(0, "eval data: %s", err.msg);
+		free(t.region);
+		return;
+	}
+	CHECK(d.nrows[GNN_SPLIT_TRAIN] == N / 2 - 2 && d.nrows[GNN_SPLIT_VAL] == N / 4 - 1 &&
+		  d.nrows[GNN_SPLIT_TEST] == 0,
+		  "eval rows hold the labelled nodes of each split (%lld train, %lld val, %lld test)",
+		  (long long) d.nrows[GNN_SPLIT_TRAIN], (long long) d.nrows[GNN_SPLIT_VAL],
+		  (long long) d.nrows[GNN_SPLIT_TEST]);
+	CHECK(gnn_split_labelled(&t.g, GNN_SPLIT_TRAIN) == N / 2 - 2 && gnn_split_labelled(&t.g, GNN_SPLIT_TEST) == 0,
+		  "gnn_split_labelled counts them");
+	gnn_backend_copy_d2h(be, rows, d.rows[GNN_SPLIT_TRAIN], sizeof(int32_t) * d.nrows[GNN_SPLIT_TRAIN]);
+	for (int64_t r = 0; r < d.nrows[GNN_SPLIT_TRAIN]; r++)
+		ok &= t.g.split[rows[r]] == GNN_SPLIT_TRAIN && t.g.labels[rows[r]] >= 0;
+	CHECK(ok, "no unlabelled node among the training rows");
+
+	/* logits that predict every node right */
+	for (int i = 0; i < N; i++)
+	{
+		logits[i * 2 + 0] = t.g.labels[i] == 0 ? 2.0f : 0.0f;
+		logits[i * 2 + 1] = t.g.labels[i] == 1 ? 2.0f : 0.0f;
+	}
+	gnn_dev_upload(be, logits, sizeof(logits), (void **) &dlogits, &err);
+	ok = gnn_eval_split(be, &d, dlogits, N, 2, GNN_SPLIT_TEST, &loss, &acc, &err) == GNN_OK;
+	CHECK(ok && isnan(loss) && isnan(acc), "an empty split gives NAN loss and accuracy (got %g, %g)", loss, acc);
+	memset(&em, 0, sizeof(em));
+	ok = gnn_eval_splits(be, &d, dlogits, N, 2, &em, &err) == GNN_OK;
+	CHECK(ok && em.train_acc == 1.0f && em.val_acc == 1.0f && isfinite(em.val_loss) && isnan(em.test_acc) &&
+		  isnan(em.test_loss),
+		  "splits: train and val measured on labelled nodes (acc %g, %g), test NAN", em.train_acc, em.val_acc);
+	gnn_backend_free(be, dlogits);
+	gnn_eval_data_free(be, &d);
+	gnn_backend_destroy(be);
+	free(t.region);
+}
+
+/* training nodes that all lack a label: every loop refuses, none "trains" with loss 0 */
+static void
+test_no_labelled_train(void)
+{
+	int32_t		labels[N];
+	uint8_t		split[N];
+	tgraph		t;
+
+	default_data(labels, split);
+	for (int i = 0; i < N; i++)
+		if (split[i] == GNN_SPLIT_TRAIN)
+			labels[i] = -1;
+	if (!make_graph(true, labels, split, &t))
+		return;
+	CHECK(t.g.n_train == N / 2 && t.g.num_classes == 2, "the graph has %lld training nodes, none labelled",
+		  (long long) t.g.n_train);
+	for (int k = 0; k < NLOOPS; k++)
+	{
+		gnn_train_config cfg;
+		gnn_train_result res;
+		gnn_error	err;
+		rec			r;
+		gnn_status	st;
+
+		small_config(GNN_MODEL_GCN, &cfg);
+		memset(&err, 0, sizeof(err));
+		st = train_loop((loop_kind) k, &t.g, &cfg, NULL, NULL, &r, &res, &err);
+		CHECK(st == GNN_ERR_EMPTY && strstr(err.msg, "no labelled training nodes") && r.epochs == 0,
+			  "%s: no labelled training node is EMPTY: %s", loop_name[k], err.msg);
+	}
+	free(t.region);
+}
+
+/* no test nodes: NAN test metrics, selection by validation as usual */
+static void
+test_no_test(void)
+{
+	int32_t		labels[N];
+	uint8_t		split[N];
+	tgraph		t;
+
+	default_data(labels, split);
+	for (int i = 0; i < N; i++)
+		if (split[i] == GNN_SPLIT_TEST)
+			labels[i] = -1;		/* test nodes without a label are no test nodes */
+	if (!make_graph(true, labels, split, &t))
+		return;
+	for (int k = 0; k < NLOOPS; k++)
+	{
+		gnn_train_config cfg;
+		gnn_train_result res;
+		gnn_error	err;
+		rec			r;
+		gnn_status	st;
+
+		small_config(GNN_MODEL_GCN, &cfg);
+		st = train_loop((loop_kind) k, &t.g, &cfg, NULL, NULL, &r, &res, &err);
+		CHECK(st == GNN_OK && isnan(res.best.test_acc) && isnan(res.best.test_loss) &&
+			  isfinite(res.best.val_acc) && isfinite(res.best.val_loss) && isfinite(res.best.train_acc),
+			  "%s, no labelled test node: test metrics NAN (%g, %g), val and train measured: %s", loop_name[k],
+			  res.best.test_acc, res.best.test_loss, st == GNN_OK ? "" : err.msg);
+	}
+	free(t.region);
+}
+
+int
+main(void)
+{
+	test_eval_rows();
+	test_no_labelled_train();
+	test_no_test();
+	return check_done();
+}
