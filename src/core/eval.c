@@ -138,32 +138,36 @@ gnn_selector_init(gnn_selector *s, gnn_select rule)
 }
 
 bool
-gnn_selector_step(gnn_selector *s, const gnn_epoch_metrics *em, bool force)
+gnn_selector_step(gnn_selector *s, const gnn_epoch_metrics *em)
 {
 	bool		improved = false,
 				keep = false;
 
-	switch (s->rule)
-	{
-		case GNN_SELECT_VAL_LOSS:
-			improved = keep = em->val_loss < s->best_loss;
-			break;
-		case GNN_SELECT_VAL_ACC:
-			improved = keep = em->val_acc > s->best_acc ||
-				(em->val_acc == s->best_acc && em->val_loss < s->best_loss);
-			break;
-		case GNN_SELECT_GAT:
-			/* GAT paper: patience resets when val acc or loss improves; weights kept when both do */
-			improved = em->val_acc >= s->acc_max || em->val_loss <= s->loss_min;
-			keep = em->val_acc >= s->acc_max && em->val_loss <= s->loss_min;
-			if (improved)
-			{
-				s->acc_max = em->val_acc > s->acc_max ? em->val_acc : s->acc_max;
-				s->loss_min = em->val_loss < s->loss_min ? em->val_loss : s->loss_min;
-			}
-			break;
-	}
-	if (!s->have_best || force)
+	/* accuracy is NAN only for an empty split: no validation to select by */
+	if (isnan(em->val_acc))
+		improved = keep = true;
+	else
+		switch (s->rule)
+		{
+			case GNN_SELECT_VAL_LOSS:
+				improved = keep = em->val_loss < s->best_loss;
+				break;
+			case GNN_SELECT_VAL_ACC:
+				improved = keep = em->val_acc > s->best_acc ||
+					(em->val_acc == s->best_acc && em->val_loss < s->best_loss);
+				break;
+			case GNN_SELECT_GAT:
+				/* GAT paper: patience resets when val acc or loss improves; weights kept when both do */
+				improved = em->val_acc >= s->acc_max || em->val_loss <= s->loss_min;
+				keep = em->val_acc >= s->acc_max && em->val_loss <= s->loss_min;
+				if (improved)
+				{
+					s->acc_max = em->val_acc > s->acc_max ? em->val_acc : s->acc_max;
+					s->loss_min = em->val_loss < s->loss_min ? em->val_loss : s->loss_min;
+				}
+				break;
+		}
+	if (!s->have_best)
 		keep = true;
 	if (keep)
 	{

@@ -50,6 +50,13 @@ gnn_status	gnn_eval_splits(gnn_backend *be, const gnn_eval_data *d, const float 
 /*
  * Which epoch's weights to keep, and the patience counter, by a selection
  * rule (gnn_select): one implementation for every training loop.
+ *
+ * Without validation nodes (val_acc NAN: the split is empty, or the loop did
+ * not evaluate) there is nothing to select by: every epoch is kept, so the
+ * final weights are the last epoch's, and every epoch counts as an
+ * improvement, so patience never stops training.  The kept metrics then
+ * carry NAN validation loss and accuracy.  A NAN validation loss with a
+ * real accuracy (a diverged model) is no improvement under any rule.
  */
 typedef struct gnn_selector
 {
@@ -64,10 +71,9 @@ typedef struct gnn_selector
 
 void		gnn_selector_init(gnn_selector *s, gnn_select rule);
 /*
- * Judge an epoch: returns whether its weights are to be kept (always the first
- * epoch, and every epoch with force); updates the best metrics and the
- * patience counter.
+ * Judge an epoch: returns whether its weights are to be kept (always the
+ * first epoch); updates the best metrics and the patience counter (wait).
  */
-bool		gnn_selector_step(gnn_selector *s, const gnn_epoch_metrics *em, bool force);
+bool		gnn_selector_step(gnn_selector *s, const gnn_epoch_metrics *em);
 
 #endif							/* GNN_EVAL_H */

@@ -260,7 +260,7 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		if ((st = gnn_eval_splits(be, &d, logits, n, c, &em, err)) != GNN_OK)
 			break;
 
-		if (gnn_selector_step(&sel, &em, false))
+		if (gnn_selector_step(&sel, &em))
 		{
 			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
 				break;

@@ -8,8 +8,10 @@
  * epoch by the selection rule are kept on the host and restored at the end,
  * and the reported test accuracy is the one of that epoch.  A split is
  * measured on its labelled nodes; a split without any has NAN loss and
- * accuracy.  With the same seed, a CPU run is bit-for-bit repeatable
- * (deterministic kernels, dropout masks from counter hashes).
+ * accuracy, and without validation nodes every epoch is kept and patience
+ * never stops training (eval.h, gnn_selector).  With the same seed, a CPU
+ * run is bit-for-bit repeatable (deterministic kernels, dropout masks from
+ * counter hashes).
  */
 #ifndef GNN_TRAIN_H
 #define GNN_TRAIN_H

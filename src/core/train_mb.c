@@ -223,7 +223,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		}
 		em.train_loss = nb ? (float) (loss_sum / nb) : 0;
 
-		/* evaluation with full neighbourhoods */
+		/* evaluation with full neighbourhoods; skipped, the metrics are unknown */
+		em.train_acc = em.val_loss = em.val_acc = em.test_loss = em.test_acc = NAN;
 		if (!mbc->skip_eval)
 		{
 			const float *logits;
@@ -244,7 +245,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			stats->eval_s += now_s() - t1;
 		}
 
-		if (gnn_selector_step(&sel, &em, mbc->skip_eval))
+		if (gnn_selector_step(&sel, &em))
 		{
 			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
 				goto out;

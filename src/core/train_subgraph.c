@@ -703,7 +703,7 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 		if ((st = evaluate(model, &ed, g, &em, err)) != GNN_OK)
 			break;
 
-		if (gnn_selector_step(&sel, &em, false))
+		if (gnn_selector_step(&sel, &em))
 		{
 			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
 				break;

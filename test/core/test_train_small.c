@@ -245,6 +245,129 @@ test_no_labelled_train(void)
 	free(t.region);
 }
 
+/* the selection rule without validation metrics */
+static void
+test_selector(void)
+{
+	for (int rule = GNN_SELECT_VAL_LOSS; rule <= GNN_SELECT_GAT; rule++)
+	{
+		gnn_selector s;
+		gnn_epoch_metrics em;
+		bool		all = true;
+
+		gnn_selector_init(&s, (gnn_select) rule);
+		memset(&em, 0, sizeof(em));
+		em.val_loss = em.val_acc = NAN;
+		for (int e = 1; e <= 20; e++)
+		{
+			em.epoch = e;
+			em.train_loss = 1.0f / e;
+			all &= gnn_selector_step(&s, &em) && s.wait == 0;
+		}
+		CHECK(all, "rule %d without validation: every epoch kept, patience never runs down", rule);
+	}
+	{
+		gnn_selector s;
+		gnn_epoch_metrics em;
+		bool		first,
+					second;
+
+		/* a diverged model: NAN loss, real accuracy; that is no improvement */
+		gnn_selector_init(&s, GNN_SELECT_VAL_LOSS);
+		memset(&em, 0, sizeof(em));
+		em.val_loss = 0.5f;
+		em.val_acc = 0.8f;
+		first = gnn_selector_step(&s, &em);
+		em.val_loss = NAN;
+		em.val_acc = 0.5f;
+		second = gnn_selector_step(&s, &em);
+		CHECK(first && !second && s.wait == 1 && s.best_loss == 0.5f,
+			  "a NAN validation loss with a measured accuracy is not kept and counts against patience");
+	}
+}
+
+/* cross-entropy over the labelled nodes of split s from host logits */
+static double
+host_loss(const gnn_graph *g, const float *z, int c, int s)
+{
+	double		sum = 0;
+	int			k = 0;
+
+	for (int64_t v = 0; v < g->num_nodes; v++)
+	{
+		double		m = -INFINITY,
+					e = 0;
+
+		if (g->split[v] != s || g->labels[v] < 0)
+			continue;
+		for (int j = 0; j < c; j++)
+			m = fmax(m, z[v * c + j]);
+		for (int j = 0; j < c; j++)
+			e += exp(z[v * c + j] - m);
+		sum += m + log(e) - z[v * c + g->labels[v]];
+		k++;
+	}
+	return k ? sum / k : NAN;
+}
+
+/* no validation nodes: the last epoch's weights, no early stop, NAN val metrics */
+static void
+test_no_val(void)
+{
+	int32_t		labels[N];
+	uint8_t		split[N];
+	tgraph		t;
+
+	default_data(labels, split);
+	for (int i = 0; i < N; i++)
+		if (split[i] == GNN_SPLIT_VAL)
+			split[i] = GNN_SPLIT_NONE;
+	if (!make_graph(true, labels, split, &t))
+		return;
+	for (int k = 0; k < NLOOPS; k++)
+		for (int rule = GNN_SELECT_VAL_LOSS; rule <= GNN_SELECT_GAT; rule++)
+		{
+			gnn_train_config cfg;
+			gnn_train_result res;
+			gnn_error	err;
+			gnn_backend *be = NULL;
+			gnn_model  *m = NULL;
+			rec			r;
+			gnn_status	st;
+
+			if (k != FULL && rule != GNN_SELECT_VAL_LOSS)
+				continue;		/* one rule is enough for the other loops */
+			small_config(rule == GNN_SELECT_GAT ? GNN_MODEL_GAT : GNN_MODEL_GCN, &cfg);
+			cfg.select = (gnn_select) rule;
+			cfg.patience = 2;
+			cfg.epochs = 8;
+			gnn_backend_create("cpu", 1, NULL, &be, &err);
+			st = train_loop((loop_kind) k, &t.g, &cfg, be, &m, &r, &res, &err);
+			CHECK(st == GNN_OK && res.epochs_run == 8 && !res.stopped_early && r.epochs == 8,
+				  "%s, rule %d, no validation nodes: patience 2 does not stop training (%d of 8 epochs): %s",
+				  loop_name[k], rule, res.epochs_run, st == GNN_OK ? "" : err.msg);
+			CHECK(st == GNN_OK && res.best_epoch == 8 && r.kept == 8 && isnan(res.best.val_acc) &&
+				  isnan(res.best.val_loss) && isfinite(res.best.test_acc) && isfinite(res.best.test_loss),
+				  "%s, rule %d: every epoch kept (%d), the last is the result (best epoch %d), val metrics NAN",
+				  loop_name[k], rule, r.kept, res.best_epoch);
+			if (st == GNN_OK && m)
+			{
+				float		z[N * 2];
+				double		l;
+
+				/* the returned weights are the last epoch's: same test loss */
+				st = gnn_model_infer(m, &t.g, cfg.row_normalise, -1, false, z, &err);
+				l = host_loss(&t.g, z, 2, GNN_SPLIT_TEST);
+				CHECK(st == GNN_OK && fabs(l - r.last.test_loss) < 1e-4 * fmax(1.0, fabs(l)),
+					  "%s, rule %d: the returned model is the last epoch's (test loss %.6f, epoch 8 %.6f)",
+					  loop_name[k], rule, l, r.last.test_loss);
+			}
+			gnn_model_free(m);
+			gnn_backend_destroy(be);
+		}
+	free(t.region);
+}
+
 /* no test nodes: NAN test metrics, selection by validation as usual */
 static void
 test_no_test(void)
@@ -282,6 +405,8 @@ main(void)
 {
 	test_eval_rows();
 	test_no_labelled_train();
+	test_selector();
+	test_no_val();
 	test_no_test();
 	return check_done();
 }
