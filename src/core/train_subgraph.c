@@ -585,8 +585,9 @@ prepare_saint(sub_ctx *x, const gnn_subgraph_config *sc, gnn_error *err)
 	x->train_nodes = malloc(sizeof(int32_t) * (x->n + 1));
 	if (!x->train_nodes)
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	/* roots, and the loss normalisation's count: the nodes with a loss */
 	for (int64_t v = 0; v < x->n; v++)
-		if (x->g->split[v] == GNN_SPLIT_TRAIN)
+		if (x->g->split[v] == GNN_SPLIT_TRAIN && x->g->labels[v] >= 0)
 			x->train_nodes[x->n_train++] = (int32_t) v;
 	x->walk_length = sc->walk_length > 0 ? sc->walk_length : 2;
 	x->roots = sc->roots > 0 ? sc->roots : (int32_t) (x->n_train / 2 > 1 ? x->n_train / 2 : 1);

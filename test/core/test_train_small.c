@@ -400,6 +400,53 @@ test_no_test(void)
 	free(t.region);
 }
 
+static void
+on_epoch_loss(void *arg, const gnn_epoch_metrics *m)
+{
+	if (m->epoch == 1)
+		*(float *) arg = m->train_loss;
+}
+
+/*
+ * GraphSAINT walks from the labelled training nodes: with 2 labelled among
+ * 48 training nodes and one root per step, every step has a loss (about
+ * ln 2 for an untrained 2-class model); rooted at any training node, most
+ * steps would have none and the epoch's mean loss would be near 0.
+ */
+static void
+test_saint_roots(void)
+{
+	int32_t		labels[N];
+	uint8_t		split[N];
+	tgraph		t;
+	gnn_train_config cfg;
+	gnn_subgraph_config sc;
+	gnn_train_result res;
+	gnn_error	err;
+	float		loss = -1;
+	gnn_status	st;
+
+	default_data(labels, split);
+	for (int i = 0; i < N; i++)
+	{
+		split[i] = i < 4 ? GNN_SPLIT_VAL : GNN_SPLIT_TRAIN;
+		labels[i] = i < 4 || i == 10 || i == 21 ? i % 2 : -1;
+	}
+	if (!make_graph(true, labels, split, &t))
+		return;
+	small_config(GNN_MODEL_GCN, &cfg);
+	cfg.epochs = 1;
+	gnn_subgraph_config_default(&sc);
+	sc.roots = 1;
+	sc.walk_length = 1;
+	sc.batches = 40;
+	st = gnn_train_saint(&t.g, &cfg, &sc, NULL, on_epoch_loss, &loss, NULL, NULL, NULL, &res, &err);
+	CHECK(st == GNN_OK && loss > 0.3f,
+		  "graphsaint roots are labelled training nodes: every step has a loss (epoch mean %.3f): %s", loss,
+		  st == GNN_OK ? "" : err.msg);
+	free(t.region);
+}
+
 int
 main(void)
 {
@@ -408,5 +455,6 @@ main(void)
 	test_selector();
 	test_no_val();
 	test_no_test();
+	test_saint_roots();
 	return check_done();
 }
