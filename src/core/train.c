@@ -319,8 +319,8 @@ gnn_model_infer(gnn_model *m, const gnn_graph *g, bool row_normalise, int layer,
 	int32_t		cols;
 	gnn_status	st;
 
-	if (layer >= mc->layers)
-		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers)",
+	if (layer < -1 || layer >= mc->layers)
+		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers; -1 is the output)",
 							 layer, mc->layers);
 	gnn_block_from_graph(g, &blk);
 	if ((st = gnn_dblock_create(be, &blk, &db, err)) != GNN_OK)

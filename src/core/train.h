@@ -108,11 +108,14 @@ gnn_status	gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_b
 						   gnn_model **model_out, gnn_train_result *res, gnn_error *err);
 
 /*
- * Inference on all nodes in eval mode: logits (n x classes) or, with
- * layer >= 0, that layer's output (embeddings; layer = layers-2 is the last
- * hidden layer).  host_out gets rows x *cols floats (allocated by the
- * caller: rows = g->num_nodes, cols = gnn_model_layer_dim or classes).
- * softmax: turn logits into probabilities (ignored for layer outputs).
+ * Inference on all nodes in eval mode: with layer = -1 the logits
+ * (n x classes), or with softmax the class probabilities; with layer >= 0
+ * that layer's output (embeddings; layer = layers-2 is the last hidden
+ * layer; layer = layers-1 is the output layer's raw scores, the logits, so
+ * a 1-layer model's layer 0 equals layer -1 without softmax).  Any other
+ * layer is GNN_ERR_INVALID.  host_out gets rows x cols floats (allocated by
+ * the caller: rows = g->num_nodes, cols = gnn_model_layer_dim or classes).
+ * softmax applies to layer -1 only.
  */
 gnn_status	gnn_model_infer(gnn_model *m, const gnn_graph *g, bool row_normalise, int layer,
 							bool softmax, float *host_out, gnn_error *err);

@@ -541,6 +541,73 @@ test_edgeless(void)
 	free(t.region);
 }
 
+/* layer = layers-1 is the output layer's raw scores; a 1-layer model's layer 0 is its output */
+static void
+test_infer_layers(void)
+{
+	int32_t		labels[N];
+	uint8_t		split[N];
+	tgraph		t;
+
+	default_data(labels, split);
+	if (!make_graph(true, labels, split, &t))
+		return;
+	for (int layers = 1; layers <= 2; layers++)
+	{
+		gnn_train_config cfg;
+		gnn_train_result res;
+		gnn_error	err;
+		gnn_backend *be = NULL;
+		gnn_model  *m = NULL;
+		rec			r;
+		float		raw[N * 2],
+					last[N * 2],
+					prob[N * 2];
+		double		worst = 0;
+		gnn_status	st;
+
+		small_config(GNN_MODEL_GCN, &cfg);
+		cfg.layers = layers;
+		cfg.epochs = 5;
+		gnn_backend_create("cpu", 1, NULL, &be, &err);
+		if (train_loop(FULL, &t.g, &cfg, be, &m, &r, &res, &err) != GNN_OK)
+		{
+			CHECK(0, "train a %d-layer gcn: %s", layers, err.msg);
+			gnn_backend_destroy(be);
+			continue;
+		}
+		CHECK(gnn_model_layer_dim(m, layers - 1) == 2, "%d-layer gcn: the last layer is %d wide (the classes)",
+			  layers, gnn_model_layer_dim(m, layers - 1));
+		memset(last, 0xff, sizeof(last));
+		st = gnn_model_infer(m, &t.g, true, -1, false, raw, &err);
+		if (st == GNN_OK)
+			st = gnn_model_infer(m, &t.g, true, layers - 1, false, last, &err);
+		CHECK(st == GNN_OK && memcmp(raw, last, sizeof(raw)) == 0,
+			  "%d-layer gcn: layer %d = layer -1 without softmax (the logits): %s", layers, layers - 1,
+			  st == GNN_OK ? "" : err.msg);
+		st = gnn_model_infer(m, &t.g, true, layers - 1, true, last, &err);
+		CHECK(st == GNN_OK && memcmp(raw, last, sizeof(raw)) == 0,
+			  "%d-layer gcn: softmax does not apply to a layer output", layers);
+		st = gnn_model_infer(m, &t.g, true, -1, true, prob, &err);
+		for (int v = 0; v < N; v++)
+		{
+			double		mx = fmax(raw[v * 2], raw[v * 2 + 1]),
+						e0 = exp(raw[v * 2] - mx),
+						e1 = exp(raw[v * 2 + 1] - mx);
+
+			worst = fmax(worst, fabs(prob[v * 2] - e0 / (e0 + e1)));
+		}
+		CHECK(st == GNN_OK && worst < 1e-6, "%d-layer gcn: layer -1 with softmax = softmax of the logits (%.2g)",
+			  layers, worst);
+		CHECK(gnn_model_infer(m, &t.g, true, layers, false, raw, &err) == GNN_ERR_INVALID &&
+			  gnn_model_infer(m, &t.g, true, -2, false, raw, &err) == GNN_ERR_INVALID,
+			  "%d-layer gcn: layers %d and -2 do not exist: %s", layers, layers, err.msg);
+		gnn_model_free(m);
+		gnn_backend_destroy(be);
+	}
+	free(t.region);
+}
+
 int
 main(void)
 {
@@ -551,5 +618,6 @@ main(void)
 	test_no_test();
 	test_saint_roots();
 	test_edgeless();
+	test_infer_layers();
 	return check_done();
 }
