@@ -16,19 +16,23 @@
 
 #define SCAN_THREADS 1024
 
+/* weighted (cumw): only edges that carry weight are drawn (sample_math.h) */
 __device__ __forceinline__ int64_t
-hop_count(const int64_t *rindptr, const int32_t *dst, int64_t i, int64_t fanout, bool replace)
+hop_count(const int64_t *rindptr, const float *cumw, const int32_t *dst, int64_t i, int64_t fanout,
+		  bool replace)
 {
 	int32_t		v = dst[i];
+	int64_t		b = rindptr[v],
+				deg = rindptr[v + 1] - b;
 
-	return gnn_s_count(rindptr[v + 1] - rindptr[v], fanout, replace);
+	return cumw ? gnn_s_weighted_count(cumw + b, deg, fanout) : gnn_s_count(deg, fanout, replace);
 }
 
 /* ptr[0..nd] = exclusive scan of counts; one block of SCAN_THREADS */
 __global__ void
 __launch_bounds__(SCAN_THREADS)
-sample_scan_kernel(const int64_t *rindptr, const int32_t *dst, int64_t nd, int64_t fanout,
-				   bool replace, int64_t *ptr)
+sample_scan_kernel(const int64_t *rindptr, const float *cumw, const int32_t *dst, int64_t nd,
+				   int64_t fanout, bool replace, int64_t *ptr)
 {
 	__shared__ int64_t part[SCAN_THREADS];
 	int			t = threadIdx.x;
@@ -38,7 +42,7 @@ sample_scan_kernel(const int64_t *rindptr, const int32_t *dst, int64_t nd, int64
 				s = 0;
 
 	for (int64_t i = lo; i < hi; i++)
-		s += hop_count(rindptr, dst, i, fanout, replace);
+		s += hop_count(rindptr, cumw, dst, i, fanout, replace);
 	part[t] = s;
 	__syncthreads();
 	for (int o = 1; o < SCAN_THREADS; o <<= 1)
@@ -54,7 +58,7 @@ sample_scan_kernel(const int64_t *rindptr, const int32_t *dst, int64_t nd, int64
 		ptr[0] = 0;
 	for (int64_t i = lo; i < hi; i++)
 	{
-		s += hop_count(rindptr, dst, i, fanout, replace);
+		s += hop_count(rindptr, cumw, dst, i, fanout, replace);
 		ptr[i + 1] = s;
 	}
 }
@@ -80,7 +84,23 @@ sample_hop_kernel(const int64_t *rindptr, const int32_t *rindices, const float *
 		if (dst_idx)
 			for (int64_t j = lane; j < c; j += 32)
 				dst_idx[p + j] = (int32_t) i;
-		if (gnn_s_take_all(deg, fanout, replace))
+		if (cumw && fanout < 0)
+		{
+			/* the edges that carry weight, in order: a ballot compacts each 32 */
+			int64_t		k = 0;
+
+			for (int64_t e0 = 0; e0 < deg; e0 += 32)
+			{
+				int64_t		e = e0 + lane;
+				bool		take = e < deg && gnn_s_weight_carried(cumw + b, e);
+				unsigned	m = __ballot_sync(0xffffffffu, take);
+
+				if (take)
+					o[k + __popc(m & ((1u << lane) - 1))] = rindices[b + e];
+				k += __popc(m);
+			}
+		}
+		else if (gnn_s_take_all(deg, fanout, replace))
 			for (int64_t j = lane; j < c; j += 32)
 				o[j] = rindices[b + j];
 		else if (replace && cumw)
@@ -137,7 +157,7 @@ gnn_cuda_sample_hop(gnn_backend *be, const int64_t *rindptr, const int32_t *rind
 		CUDA_CHECK(be, cudaMemsetAsync(ptr, 0, sizeof(int64_t), st));
 		return GNN_OK;
 	}
-	sample_scan_kernel<<<1, SCAN_THREADS, 0, st>>>(rindptr, dst, nd, fanout, replace, ptr);
+	sample_scan_kernel<<<1, SCAN_THREADS, 0, st>>>(rindptr, cumw, dst, nd, fanout, replace, ptr);
 	CUDA_CHECK_LAUNCH(be);
 	CUDA_CHECK(be, cudaMemcpyAsync(ctx->host_small, ptr + nd, sizeof(int64_t), cudaMemcpyDeviceToHost, st));
 	CUDA_CHECK(be, cudaStreamSynchronize(st));

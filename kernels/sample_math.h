@@ -29,6 +29,11 @@
  *    does it with a ballot over the k picks so far);
  *  - weighted with replacement: binary search of u * total in the row's
  *    inclusive prefix sums of weights (gnn_s_row_prefix, built once).
+ *    An edge of weight 0 (or negative: counted as 0) is never drawn: its
+ *    prefix sum equals the one before it, so the search never stops on it,
+ *    and a row of total weight 0 gets no draws (gnn_s_weighted_count), as
+ *    if the node had no in-neighbours.  Weighted with fanout < 0 takes the
+ *    row's edges that carry weight, in order (gnn_s_weight_carried).
  *  Weighted without replacement is not done on the GPU.
  */
 #ifndef GNN_SAMPLE_MATH_H
@@ -181,9 +186,37 @@ gnn_s_upper_bound(const float *cum, int64_t deg, float x)
 	return lo;
 }
 
+/* does edge e of a row carry weight (its inclusive prefix sum rises)? */
+GNN_HD bool
+gnn_s_weight_carried(const float *cum, int64_t e)
+{
+	return cum[e] > (e > 0 ? cum[e - 1] : 0.0f);
+}
+
+/*
+ * edges drawn for a destination of in-degree deg with weighted draws (cum =
+ * the row's inclusive prefix sums): only edges that carry weight count, so a
+ * row of total weight 0 has none
+ */
+GNN_HD int64_t
+gnn_s_weighted_count(const float *cum, int64_t deg, int64_t fanout)
+{
+	int64_t		n = 0;
+
+	if (deg == 0 || !(cum[deg - 1] > 0.0f))
+		return 0;
+	if (fanout >= 0)
+		return fanout;
+	for (int64_t e = 0; e < deg; e++)
+		n += gnn_s_weight_carried(cum, e);
+	return n;
+}
+
 /*
  * weighted with replacement: row offset of draw j, cum = the row's
- * inclusive prefix sums of weights (a row of zero total weight: uniform)
+ * inclusive prefix sums of weights; the row's total must be > 0
+ * (gnn_s_weighted_count gives no draws otherwise).  The offset is always of
+ * an edge that carries weight.
  */
 GNN_HD int64_t
 gnn_s_weighted_draw(uint64_t seed, int32_t hop, int64_t i, int64_t j, const float *cum, int64_t deg)
@@ -194,7 +227,7 @@ gnn_s_weighted_draw(uint64_t seed, int32_t hop, int64_t i, int64_t j, const floa
 	float		x;
 
 	if (!(total > 0.0f))
-		return gnn_s_below(r, deg);
+		return 0;				/* not reached: such a row has no draws */
 	x = (float) gnn_s_dmul(gnn_s_unit(r), (double) total);
 	if (x >= total)				/* rounded up to the total: stay below it (never a zero-weight tail edge) */
 		x = nextafterf(total, 0.0f);

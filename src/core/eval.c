@@ -19,6 +19,30 @@ gnn_eval_data_free(gnn_backend *be, gnn_eval_data *d)
 	memset(d, 0, sizeof(*d));
 }
 
+int64_t
+gnn_split_labelled(const gnn_graph *g, int s)
+{
+	int64_t		k = 0;
+
+	for (int64_t v = 0; g->split && g->labels && v < g->num_nodes; v++)
+		k += g->split[v] == s && g->labels[v] >= 0;
+	return k;
+}
+
+gnn_status
+gnn_train_graph_check(const gnn_graph *g, gnn_error *err)
+{
+	if (!g->labels)
+		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no labels to train on");
+	if (g->feat_kind == GNN_FEAT_NONE)
+		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
+	/* n_train counts unlabelled training nodes too, which give no loss */
+	if (g->num_classes < 1 || gnn_split_labelled(g, GNN_SPLIT_TRAIN) == 0)
+		return gnn_error_set(err, GNN_ERR_EMPTY,
+							 "the graph has no labelled training nodes (split = train with a label)");
+	return GNN_OK;
+}
+
 gnn_status
 gnn_eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, gnn_eval_data *d,
 					 gnn_error *err)
@@ -49,8 +73,9 @@ gnn_eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, gn
 	{
 		int64_t		k = 0;
 
-		for (int64_t v = 0; g->split && v < n; v++)
-			if (g->split[v] == s)
+		/* an unlabelled node of a split is in no split for evaluation */
+		for (int64_t v = 0; g->split && g->labels && v < n; v++)
+			if (g->split[v] == s && g->labels[v] >= 0)
 				host[k++] = (int32_t) v;
 		d->nrows[s] = k;
 		if ((st = gnn_dev_upload(be, host, sizeof(int32_t) * k, (void **) &d->rows[s], err)) != GNN_OK)
@@ -72,15 +97,19 @@ gnn_eval_split(gnn_backend *be, const gnn_eval_data *d, const float *logits, int
 				counted = 0;
 	gnn_status	st;
 
-	*loss = 0;
-	*acc = 0;
+	/* no node to measure on: unknown, not 0 (which reads as a real result) */
+	*loss = NAN;
+	*acc = NAN;
 	if (d->nrows[s] == 0)
 		return GNN_OK;
 	st = gnn_backend_xent(be, logits, n, c, d->labels, d->rows[s], d->nrows[s], NULL, loss,
 						  &correct, &counted);
 	if (st != GNN_OK)
 		return gnn_backend_error(be, st, err);
-	*acc = counted ? (float) correct / (float) counted : 0.0f;
+	if (counted == 0)
+		*loss = NAN;
+	else
+		*acc = (float) correct / (float) counted;
 	return GNN_OK;
 }
 
@@ -109,32 +138,36 @@ gnn_selector_init(gnn_selector *s, gnn_select rule)
 }
 
 bool
-gnn_selector_step(gnn_selector *s, const gnn_epoch_metrics *em, bool force)
+gnn_selector_step(gnn_selector *s, const gnn_epoch_metrics *em)
 {
 	bool		improved = false,
 				keep = false;
 
-	switch (s->rule)
-	{
-		case GNN_SELECT_VAL_LOSS:
-			improved = keep = em->val_loss < s->best_loss;
-			break;
-		case GNN_SELECT_VAL_ACC:
-			improved = keep = em->val_acc > s->best_acc ||
-				(em->val_acc == s->best_acc && em->val_loss < s->best_loss);
-			break;
-		case GNN_SELECT_GAT:
-			/* GAT paper: patience resets when val acc or loss improves; weights kept when both do */
-			improved = em->val_acc >= s->acc_max || em->val_loss <= s->loss_min;
-			keep = em->val_acc >= s->acc_max && em->val_loss <= s->loss_min;
-			if (improved)
-			{
-				s->acc_max = em->val_acc > s->acc_max ? em->val_acc : s->acc_max;
-				s->loss_min = em->val_loss < s->loss_min ? em->val_loss : s->loss_min;
-			}
-			break;
-	}
-	if (!s->have_best || force)
+	/* accuracy is NAN only for an empty split: no validation to select by */
+	if (isnan(em->val_acc))
+		improved = keep = true;
+	else
+		switch (s->rule)
+		{
+			case GNN_SELECT_VAL_LOSS:
+				improved = keep = em->val_loss < s->best_loss;
+				break;
+			case GNN_SELECT_VAL_ACC:
+				improved = keep = em->val_acc > s->best_acc ||
+					(em->val_acc == s->best_acc && em->val_loss < s->best_loss);
+				break;
+			case GNN_SELECT_GAT:
+				/* GAT paper: patience resets when val acc or loss improves; weights kept when both do */
+				improved = em->val_acc >= s->acc_max || em->val_loss <= s->loss_min;
+				keep = em->val_acc >= s->acc_max && em->val_loss <= s->loss_min;
+				if (improved)
+				{
+					s->acc_max = em->val_acc > s->acc_max ? em->val_acc : s->acc_max;
+					s->loss_min = em->val_loss < s->loss_min ? em->val_loss : s->loss_min;
+				}
+				break;
+		}
+	if (!s->have_best)
 		keep = true;
 	if (keep)
 	{

@@ -20,17 +20,43 @@ typedef struct gnn_eval_data
 gnn_status	gnn_eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise,
 								 gnn_eval_data *d, gnn_error *err);
 void		gnn_eval_data_free(gnn_backend *be, gnn_eval_data *d);
-/* Mean cross-entropy and accuracy over split s (GNN_SPLIT_*); zeros when it is empty. */
+/*
+ * The nodes a split is measured on are its labelled nodes (split s and
+ * label >= 0): rows[s] lists them, and gnn_split_labelled counts them on
+ * the host.
+ */
+int64_t		gnn_split_labelled(const gnn_graph *g, int s);
+
+/*
+ * What every node-classification loop needs from the graph: labels, node
+ * features and at least one labelled training node.  GNN_ERR_EMPTY with a
+ * message naming what is missing.
+ */
+gnn_status	gnn_train_graph_check(const gnn_graph *g, gnn_error *err);
+
+/*
+ * Mean cross-entropy and accuracy over split s (GNN_SPLIT_*).  A split with
+ * no labelled node gives NAN for both: there is nothing to measure, and 0
+ * would read as a result.  A non-empty split's accuracy is never NAN (its
+ * loss can be, when the model diverged).
+ */
 gnn_status	gnn_eval_split(gnn_backend *be, const gnn_eval_data *d, const float *logits, int64_t n,
 						   int32_t c, int s, float *loss, float *acc, gnn_error *err);
 
-/* The three splits' loss and accuracy into em (train loss is left alone). */
+/* The three splits' loss and accuracy into em (train loss is left alone); NAN for empty splits. */
 gnn_status	gnn_eval_splits(gnn_backend *be, const gnn_eval_data *d, const float *logits, int64_t n,
 							int32_t c, gnn_epoch_metrics *em, gnn_error *err);
 
 /*
  * Which epoch's weights to keep, and the patience counter, by a selection
  * rule (gnn_select): one implementation for every training loop.
+ *
+ * Without validation nodes (val_acc NAN: the split is empty, or the loop did
+ * not evaluate) there is nothing to select by: every epoch is kept, so the
+ * final weights are the last epoch's, and every epoch counts as an
+ * improvement, so patience never stops training.  The kept metrics then
+ * carry NAN validation loss and accuracy.  A NAN validation loss with a
+ * real accuracy (a diverged model) is no improvement under any rule.
  */
 typedef struct gnn_selector
 {
@@ -45,10 +71,9 @@ typedef struct gnn_selector
 
 void		gnn_selector_init(gnn_selector *s, gnn_select rule);
 /*
- * Judge an epoch: returns whether its weights are to be kept (always the first
- * epoch, and every epoch with force); updates the best metrics and the
- * patience counter.
+ * Judge an epoch: returns whether its weights are to be kept (always the
+ * first epoch); updates the best metrics and the patience counter (wait).
  */
-bool		gnn_selector_step(gnn_selector *s, const gnn_epoch_metrics *em, bool force);
+bool		gnn_selector_step(gnn_selector *s, const gnn_epoch_metrics *em);
 
 #endif							/* GNN_EVAL_H */

@@ -530,6 +530,9 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 	}
 	else if ((status = endpoint_ids(in, &ids, &n, err)) != GNN_OK)
 		goto done;
+	/* nodes without edges make a graph (every node isolated); no nodes do not */
+	if (n == 0)
+		FAIL(GNN_ERR_EMPTY, "the graph has no nodes (no node rows and no edges)");
 	if (n > INT32_MAX)
 		FAIL(GNN_ERR_LIMIT, "graph has %lld nodes; at most %d are supported", (long long) n, INT32_MAX);
 	if (!map.n && n > 0 && (status = idmap_init(&map, ids, n, err)) != GNN_OK)

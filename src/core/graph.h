@@ -150,6 +150,8 @@ typedef void *(*gnn_region_alloc_fn) (void *arg, uint64_t bytes);
  * alloc, once the exact size is known (after ids are mapped and duplicate
  * edges merged, before anything is written).  Every temporary is freed before
  * returning, also on error.  On success *region / *size describe the region.
+ * A graph needs nodes, not edges: a node list without edges gives a graph of
+ * isolated nodes; no node at all is GNN_ERR_EMPTY.
  */
 gnn_status	gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void *alloc_arg,
 								 void **region, uint64_t *size, gnn_error *err);

@@ -229,8 +229,124 @@ scratch_ensure(scratch *sc, size_t n)
 }
 
 /*
+ * Weighted draws treat an edge of weight 0 (or negative, or NaN: the loader
+ * refuses those) as absent: it is never drawn, and a row without a positive
+ * weight has nothing to draw.
+ */
+static inline bool
+weight_positive(float w)
+{
+	return w > 0;
+}
+
+/* edges a weighted draw can pick in a row */
+static int64_t
+positive_count(const float *w, int64_t deg)
+{
+	int64_t		n = 0;
+
+	for (int64_t j = 0; j < deg; j++)
+		n += weight_positive(w[j]);
+	return n;
+}
+
+/* draws for a destination with avail candidate edges (deg, or positive_count when weighted) */
+static inline int64_t
+row_count(int64_t avail, int64_t k, bool replace)
+{
+	return k < 0 ? avail : replace ? (avail > 0 ? k : 0) : (k < avail ? k : avail);
+}
+
+/*
+ * Draw cnt = row_count(positive_count(w, deg), k, replace) neighbours of one
+ * row in proportion to w into out (global ids); ow as draw_row.
+ */
+static bool
+draw_row_weighted(gnn_rng *r, const int32_t *nb, const float *w, int64_t deg, int64_t k,
+				  int64_t cnt, bool replace, scratch *sc, int32_t *out, float *ow)
+{
+	int64_t		m = 0;
+
+	if (!scratch_ensure(sc, (size_t) deg))
+		return false;
+	/* the candidates: positive-weight edges, in row order */
+	for (int64_t j = 0; j < deg; j++)
+		if (weight_positive(w[j]))
+			sc->i[m++] = (int32_t) j;
+	if (k < 0 || (!replace && k >= m))
+	{
+		for (int64_t t = 0; t < cnt; t++)
+		{
+			out[t] = nb[sc->i[t]];
+			if (ow)
+				ow[t] = w[sc->i[t]];
+		}
+		return true;
+	}
+	if (replace)
+	{
+		double		tot = 0;
+
+		for (int64_t j = 0; j < m; j++)
+			sc->d[j] = (tot += w[sc->i[j]]);
+		for (int64_t t = 0; t < cnt; t++)
+		{
+			int64_t		lo = 0,
+						hi = m - 1;
+			double		u = gnn_rng_double(r) * tot;
+
+			/* first candidate whose prefix sum exceeds u (the last if u rounded up to tot) */
+			while (lo < hi)
+			{
+				int64_t		mid = (lo + hi) / 2;
+
+				if (sc->d[mid] > u)
+					hi = mid;
+				else
+					lo = mid + 1;
+			}
+			out[t] = nb[sc->i[lo]];
+			if (ow)
+				ow[t] = w[sc->i[lo]];
+		}
+		return true;
+	}
+	/* Efraimidis-Spirakis: the cnt largest keys log(u)/w among the candidates */
+	for (int64_t j = 0; j < m; j++)
+	{
+		double		u = gnn_rng_double(r);
+
+		sc->d[j] = log(u > 0 ? u : 1e-300) / w[sc->i[j]];
+	}
+	/* partial selection sort: cnt is small against m */
+	for (int64_t t = 0; t < cnt; t++)
+	{
+		int64_t		best = t;
+
+		for (int64_t j = t + 1; j < m; j++)
+			if (sc->d[j] > sc->d[best])
+				best = j;
+		{
+			double		td = sc->d[t];
+			int32_t		ti = sc->i[t];
+
+			sc->d[t] = sc->d[best];
+			sc->i[t] = sc->i[best];
+			sc->d[best] = td;
+			sc->i[best] = ti;
+		}
+		out[t] = nb[sc->i[t]];
+		if (ow)
+			ow[t] = w[sc->i[t]];
+	}
+	return true;
+}
+
+/*
  * Draw cnt neighbours of one row (in-neighbour list nb[0..deg), weights w or
- * NULL) into out (global ids), ow (edge weights, may be NULL).
+ * NULL) into out (global ids), ow (edge weights, may be NULL).  cnt is
+ * row_count of the row's candidates: deg, or when weighted its
+ * positive-weight edges.
  */
 static bool
 draw_row(gnn_rng *r, const int32_t *nb, const float *w, int64_t deg, int64_t k, int64_t cnt,
@@ -238,72 +354,13 @@ draw_row(gnn_rng *r, const int32_t *nb, const float *w, int64_t deg, int64_t k, 
 {
 	if (cnt == 0)
 		return true;
+	if (weighted && w)
+		return draw_row_weighted(r, nb, w, deg, k, cnt, replace, sc, out, ow);
 	if (k < 0 || (!replace && k >= deg))
 	{
 		memcpy(out, nb, sizeof(int32_t) * deg);
 		if (ow)
 			memcpy(ow, w, sizeof(float) * deg);
-		return true;
-	}
-	if (weighted && w)
-	{
-		if (!scratch_ensure(sc, (size_t) deg))
-			return false;
-		if (replace)
-		{
-			double		tot = 0;
-
-			for (int64_t j = 0; j < deg; j++)
-				sc->d[j] = (tot += (w[j] > 0 ? w[j] : 0));
-			for (int64_t t = 0; t < cnt; t++)
-			{
-				int64_t		lo = 0,
-							hi = deg - 1;
-				double		u = gnn_rng_double(r) * tot;
-
-				if (tot <= 0)
-					lo = (int64_t) gnn_rng_below(r, deg);
-				else
-					while (lo < hi)
-					{
-						int64_t		mid = (lo + hi) / 2;
-
-						if (sc->d[mid] > u)
-							hi = mid;
-						else
-							lo = mid + 1;
-					}
-				out[t] = nb[lo];
-			}
-			return true;
-		}
-		/* Efraimidis-Spirakis: the cnt largest keys log(u)/w */
-		for (int64_t j = 0; j < deg; j++)
-		{
-			double		u = gnn_rng_double(r);
-
-			sc->d[j] = w[j] > 0 ? log(u > 0 ? u : 1e-300) / w[j] : -INFINITY;
-			sc->i[j] = (int32_t) j;
-		}
-		/* partial selection sort: cnt is small against deg */
-		for (int64_t t = 0; t < cnt; t++)
-		{
-			int64_t		best = t;
-
-			for (int64_t j = t + 1; j < deg; j++)
-				if (sc->d[j] > sc->d[best])
-					best = j;
-			{
-				double		td = sc->d[t];
-				int32_t		ti = sc->i[t];
-
-				sc->d[t] = sc->d[best];
-				sc->i[t] = sc->i[best];
-				sc->d[best] = td;
-				sc->i[best] = ti;
-			}
-			out[t] = nb[sc->i[t]];
-		}
 		return true;
 	}
 	if (replace)
@@ -385,10 +442,10 @@ hop_neighbor(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 	for (int64_t i = 0; i < nd; i++)
 	{
 		int32_t		v = dst[i];
-		int64_t		deg = g->rindptr[v + 1] - g->rindptr[v];
-		int64_t		c = k < 0 ? deg : replace ? (deg > 0 ? k : 0) : (k < deg ? k : deg);
+		int64_t		b = g->rindptr[v],
+					deg = g->rindptr[v + 1] - b;
 
-		ptr[i + 1] = ptr[i] + c;
+		ptr[i + 1] = ptr[i] + row_count(weighted ? positive_count(g->rweights + b, deg) : deg, k, replace);
 	}
 	nnz = ptr[nd];
 	if (nnz > INT32_MAX)

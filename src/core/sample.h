@@ -40,7 +40,10 @@ typedef struct gnn_sampler_config
 	int32_t		nhops;
 	int32_t		fanouts[GNN_MAX_LAYERS];	/* hop order; -1 = all (NEIGHBOR only) */
 	bool		replace;		/* NEIGHBOR: draw with replacement */
-	bool		weighted;		/* NEIGHBOR: draw proportionally to edge weight */
+	bool		weighted;		/* NEIGHBOR: draw proportionally to edge weight;
+								 * edges of weight <= 0 are never drawn (a node
+								 * whose in-edges all weigh 0 has no neighbours),
+								 * also not by fanout -1 */
 	int32_t		nthreads;		/* 0 = OpenMP default */
 } gnn_sampler_config;
 

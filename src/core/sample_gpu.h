@@ -36,7 +36,9 @@
  * indices).  fanout < 0: every in-neighbour.  cumw: NULL for uniform, else
  * the per-row inclusive prefix sums of in-edge weights (row_prefix) for
  * weighted sampling, which needs replace (weighted without replacement:
- * GNN_ERR_UNSUPPORTED).  Output: ptr[0..nd] (device int64; row i's draws
+ * GNN_ERR_UNSUPPORTED); an edge of weight <= 0 is never drawn, a row of
+ * total weight 0 gets no draws and fanout < 0 takes the edges with weight,
+ * as the CPU sampler does.  Output: ptr[0..nd] (device int64; row i's draws
  * are src[ptr[i] .. ptr[i+1])), src (sampled graph nodes, in draw order),
  * dst_idx (optional, may be NULL: i for each draw, i.e. the COO row),
  * *nnz (host) = ptr[nd].  When *nnz > cap nothing is written to src /

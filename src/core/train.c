@@ -193,12 +193,8 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		*model_out = NULL;
 	if ((st = gnn_train_config_check(cfg, err)) != GNN_OK)
 		return st;
-	if (!g->labels || c < 1)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no labels to train on");
-	if (g->feat_kind == GNN_FEAT_NONE)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
-	if (!g->split || g->n_train == 0)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no training nodes (split = train)");
+	if ((st = gnn_train_graph_check(g, err)) != GNN_OK)
+		return st;
 	if (model_out && !be_in)
 		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
 	if ((st = gnn_train_model_config(cfg, g->feat_dim, c, &mc, err)) != GNN_OK)
@@ -264,7 +260,7 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		if ((st = gnn_eval_splits(be, &d, logits, n, c, &em, err)) != GNN_OK)
 			break;
 
-		if (gnn_selector_step(&sel, &em, false))
+		if (gnn_selector_step(&sel, &em))
 		{
 			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
 				break;
@@ -323,8 +319,8 @@ gnn_model_infer(gnn_model *m, const gnn_graph *g, bool row_normalise, int layer,
 	int32_t		cols;
 	gnn_status	st;
 
-	if (layer >= mc->layers)
-		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers)",
+	if (layer < -1 || layer >= mc->layers)
+		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers; -1 is the output)",
 							 layer, mc->layers);
 	gnn_block_from_graph(g, &blk);
 	if ((st = gnn_dblock_create(be, &blk, &db, err)) != GNN_OK)

@@ -6,9 +6,12 @@
  * off) that gives loss and accuracy on train / val / test.  Early stopping
  * watches the validation loss with a patience; the weights of the best
  * epoch by the selection rule are kept on the host and restored at the end,
- * and the reported test accuracy is the one of that epoch.  With the same
- * seed, a CPU run is bit-for-bit repeatable (deterministic kernels, dropout
- * masks from counter hashes).
+ * and the reported test accuracy is the one of that epoch.  A split is
+ * measured on its labelled nodes; a split without any has NAN loss and
+ * accuracy, and without validation nodes every epoch is kept and patience
+ * never stops training (eval.h, gnn_selector).  With the same seed, a CPU
+ * run is bit-for-bit repeatable (deterministic kernels, dropout masks from
+ * counter hashes).
  */
 #ifndef GNN_TRAIN_H
 #define GNN_TRAIN_H
@@ -62,6 +65,7 @@ bool		gnn_parse_aggr(const char *s, gnn_aggr *out);
 bool		gnn_parse_optim(const char *s, gnn_optim_kind *out);
 bool		gnn_parse_select(const char *s, gnn_select *out);
 
+/* Accuracies and evaluation losses are NAN for a split without labelled nodes. */
 typedef struct gnn_epoch_metrics
 {
 	int32_t		epoch;			/* 1-based */
@@ -95,7 +99,8 @@ typedef struct gnn_train_result
  * with the best weights restored (owned by the caller, uses be, so the
  * caller must keep be alive - pass be non-NULL when asking for the model).
  * Returns GNN_ERR_CANCELLED when should_stop said so (result filled up to
- * then).
+ * then), GNN_ERR_EMPTY when the graph has no labels, no features or no
+ * labelled training node.
  */
 gnn_status	gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be,
 						   gnn_progress_fn progress, void *progress_arg,
@@ -103,11 +108,14 @@ gnn_status	gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_b
 						   gnn_model **model_out, gnn_train_result *res, gnn_error *err);
 
 /*
- * Inference on all nodes in eval mode: logits (n x classes) or, with
- * layer >= 0, that layer's output (embeddings; layer = layers-2 is the last
- * hidden layer).  host_out gets rows x *cols floats (allocated by the
- * caller: rows = g->num_nodes, cols = gnn_model_layer_dim or classes).
- * softmax: turn logits into probabilities (ignored for layer outputs).
+ * Inference on all nodes in eval mode: with layer = -1 the logits
+ * (n x classes), or with softmax the class probabilities; with layer >= 0
+ * that layer's output (embeddings; layer = layers-2 is the last hidden
+ * layer; layer = layers-1 is the output layer's raw scores, the logits, so
+ * a 1-layer model's layer 0 equals layer -1 without softmax).  Any other
+ * layer is GNN_ERR_INVALID.  host_out gets rows x cols floats (allocated by
+ * the caller: rows = g->num_nodes, cols = gnn_model_layer_dim or classes).
+ * softmax applies to layer -1 only.
  */
 gnn_status	gnn_model_infer(gnn_model *m, const gnn_graph *g, bool row_normalise, int layer,
 							bool softmax, float *host_out, gnn_error *err);

@@ -107,12 +107,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 							 mbc->sampler.nhops, L);
 	if (mbc->batch_size < 1)
 		return gnn_error_set(err, GNN_ERR_INVALID, "batch size must be >= 1, got %d", mbc->batch_size);
-	if (!g->labels || c < 1)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no labels to train on");
-	if (g->feat_kind == GNN_FEAT_NONE)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
-	if (!g->split || g->n_train == 0)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no training nodes (split = train)");
+	if ((st = gnn_train_graph_check(g, err)) != GNN_OK)
+		return st;
 	if (model_out && !be_in)
 		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
 	if ((st = gnn_train_model_config(cfg, g->feat_dim, c, &mc, err)) != GNN_OK)
@@ -137,11 +133,6 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	for (int64_t v = 0; v < g->num_nodes; v++)
 		if (g->split[v] == GNN_SPLIT_TRAIN && g->labels[v] >= 0)
 			train[ntrain++] = (int32_t) v;
-	if (ntrain == 0)
-	{
-		st = gnn_error_set(err, GNN_ERR_EMPTY, "no labelled training nodes");
-		goto done;
-	}
 	for (int i = 0; i < mbc->batch_size; i++)
 		hrows[i] = i;
 	if ((st = gnn_buf_ensure(be, &dlab, sizeof(int32_t) * mbc->batch_size, err)) != GNN_OK ||
@@ -232,7 +223,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		}
 		em.train_loss = nb ? (float) (loss_sum / nb) : 0;
 
-		/* evaluation with full neighbourhoods */
+		/* evaluation with full neighbourhoods; skipped, the metrics are unknown */
+		em.train_acc = em.val_loss = em.val_acc = em.test_loss = em.test_acc = NAN;
 		if (!mbc->skip_eval)
 		{
 			const float *logits;
@@ -253,7 +245,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			stats->eval_s += now_s() - t1;
 		}
 
-		if (gnn_selector_step(&sel, &em, mbc->skip_eval))
+		if (gnn_selector_step(&sel, &em))
 		{
 			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
 				goto out;

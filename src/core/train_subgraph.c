@@ -585,8 +585,9 @@ prepare_saint(sub_ctx *x, const gnn_subgraph_config *sc, gnn_error *err)
 	x->train_nodes = malloc(sizeof(int32_t) * (x->n + 1));
 	if (!x->train_nodes)
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	/* roots, and the loss normalisation's count: the nodes with a loss */
 	for (int64_t v = 0; v < x->n; v++)
-		if (x->g->split[v] == GNN_SPLIT_TRAIN)
+		if (x->g->split[v] == GNN_SPLIT_TRAIN && x->g->labels[v] >= 0)
 			x->train_nodes[x->n_train++] = (int32_t) v;
 	x->walk_length = sc->walk_length > 0 ? sc->walk_length : 2;
 	x->roots = sc->roots > 0 ? sc->roots : (int32_t) (x->n_train / 2 > 1 ? x->n_train / 2 : 1);
@@ -628,12 +629,8 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 		return gnn_error_set(err, GNN_ERR_INVALID, "subgraph sampler settings must be >= 0 (0 = default)");
 	if (sc->walk_length > 100)
 		return gnn_error_set(err, GNN_ERR_INVALID, "walk_length must be at most 100, got %d", sc->walk_length);
-	if (!g->labels || g->num_classes < 1)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no labels to train on");
-	if (g->feat_kind == GNN_FEAT_NONE)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
-	if (!g->split || g->n_train == 0)
-		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no training nodes (split = train)");
+	if ((st = gnn_train_graph_check(g, err)) != GNN_OK)
+		return st;
 	if (!saint && sc->part && sc->num_parts < 1)
 		return gnn_error_set(err, GNN_ERR_INVALID, "a given clustering needs num_parts");
 	if (!saint && sc->num_parts > g->num_nodes)
@@ -707,7 +704,7 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 		if ((st = evaluate(model, &ed, g, &em, err)) != GNN_OK)
 			break;
 
-		if (gnn_selector_step(&sel, &em, false))
+		if (gnn_selector_step(&sel, &em))
 		{
 			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
 				break;

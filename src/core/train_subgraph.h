@@ -7,8 +7,9 @@
  *    chosen clusters restored), loss on its training nodes.  An epoch visits
  *    every cluster once.
  *  - GraphSAINT random-walk sampler (Zeng et al., ICLR 2020): roots are drawn
- *    from the training nodes, each walks walk_length steps over out-arcs, and
- *    the step trains on the subgraph induced by the visited nodes.  A
+ *    from the labelled training nodes (the ones with a loss), each walks
+ *    walk_length steps over out-arcs, and the step trains on the subgraph
+ *    induced by the visited nodes.  A
  *    pre-sampling pass of presample subgraphs counts how often each node (C_v)
  *    and arc (C_uv) is drawn; the loss of node v is weighted by 1/lambda_v
  *    (lambda_v = C_v / presample) and each arc u -> v carries the full-graph

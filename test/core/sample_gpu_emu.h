@@ -20,14 +20,20 @@
 
 #define EMU_WARP 32
 
-/* ptr[0..nd] as sample_scan_kernel; returns nnz */
+/* ptr[0..nd] as sample_scan_kernel (cumw: weighted, NULL: uniform); returns nnz */
 static int64_t
-emu_hop_ptr(const int64_t *rindptr, const int32_t *dst, int64_t nd, int64_t fanout, bool replace,
-			int64_t *ptr)
+emu_hop_ptr(const int64_t *rindptr, const float *cumw, const int32_t *dst, int64_t nd,
+			int64_t fanout, bool replace, int64_t *ptr)
 {
 	ptr[0] = 0;
 	for (int64_t i = 0; i < nd; i++)
-		ptr[i + 1] = ptr[i] + gnn_s_count(rindptr[dst[i] + 1] - rindptr[dst[i]], fanout, replace);
+	{
+		int64_t		b = rindptr[dst[i]],
+					deg = rindptr[dst[i] + 1] - b;
+
+		ptr[i + 1] = ptr[i] + (cumw ? gnn_s_weighted_count(cumw + b, deg, fanout)
+							   : gnn_s_count(deg, fanout, replace));
+	}
 	return ptr[nd];
 }
 
@@ -51,6 +57,8 @@ emu_sample_hop(const int64_t *rindptr, const int32_t *rindices, const float *cum
 			if (dst_idx)
 				for (int64_t j = lane; j < c; j += EMU_WARP)
 					dst_idx[p + j] = (int32_t) i;
+			if (cumw && fanout < 0)
+				continue;		/* the ballot compaction below */
 			if (gnn_s_take_all(deg, fanout, replace))
 				for (int64_t j = lane; j < c; j += EMU_WARP)
 					o[j] = rindices[b + j];
@@ -61,7 +69,25 @@ emu_sample_hop(const int64_t *rindptr, const int32_t *rindices, const float *cum
 				for (int64_t j = lane; j < c; j += EMU_WARP)
 					o[j] = rindices[b + gnn_s_uniform_draw(seed, hop, i, j, deg)];
 		}
-		if (!gnn_s_take_all(deg, fanout, replace) && !replace)
+		if (cumw && fanout < 0)
+		{
+			/* a ballot per 32 edges: a lane's slot is the takers below it */
+			int64_t		k = 0;
+
+			for (int64_t e0 = 0; e0 < deg; e0 += EMU_WARP)
+			{
+				bool		take[EMU_WARP];
+				int			below = 0;
+
+				for (int lane = 0; lane < EMU_WARP; lane++)
+					take[lane] = e0 + lane < deg && gnn_s_weight_carried(cumw + b, e0 + lane);
+				for (int lane = 0; lane < EMU_WARP; lane++)
+					if (take[lane])
+						o[k + below++] = rindices[b + e0 + lane];
+				k += below;
+			}
+		}
+		else if (!gnn_s_take_all(deg, fanout, replace) && !replace)
 			for (int64_t s = 0; s < c; s++)
 			{
 				int64_t		t = gnn_s_floyd_candidate(seed, hop, i, s, c, deg);
@@ -76,13 +102,28 @@ emu_sample_hop(const int64_t *rindptr, const int32_t *rindices, const float *cum
 	}
 }
 
-/* reference: one destination's draws as row offsets, written plainly */
-static void
+/*
+ * reference: one destination's draws as row offsets, written plainly; with
+ * cum (weighted), edges whose weight adds nothing to the prefix sums are not
+ * candidates; returns the number of draws
+ */
+static int64_t
 ref_draw_row(int64_t deg, int64_t fanout, bool replace, const float *cum, uint64_t seed,
 			 int32_t hop, int64_t i, int64_t *off)
 {
 	int64_t		c = gnn_s_count(deg, fanout, replace);
 
+	if (cum)
+	{
+		int64_t		n = 0;
+
+		for (int64_t e = 0; e < deg; e++)
+			if (cum[e] > (e > 0 ? cum[e - 1] : 0.0f))
+				off[n++] = e;
+		c = n == 0 ? 0 : fanout < 0 ? n : fanout;
+		if (fanout < 0 || c == 0)
+			return c;
+	}
 	if (fanout < 0 || (!replace && fanout >= deg))
 		for (int64_t j = 0; j < c; j++)
 			off[j] = j;
@@ -91,7 +132,7 @@ ref_draw_row(int64_t deg, int64_t fanout, bool replace, const float *cum, uint64
 		{
 			uint64_t	r = gnn_s_rand(seed, GNN_S_TAG_NEIGHBOR, gnn_s_row_key(hop, i), j, cum ? 2 : 0);
 
-			if (!cum || !(cum[deg - 1] > 0))
+			if (!cum)
 				off[j] = (int64_t) gnn_s_mulhi(r, (uint64_t) deg);
 			else
 			{
@@ -123,6 +164,7 @@ ref_draw_row(int64_t deg, int64_t fanout, bool replace, const float *cum, uint64
 		}
 		free(in);
 	}
+	return c;
 }
 
 /* gather_kernel, warp per row: v as the launch picks; the xor-butterfly sum emulated exactly */

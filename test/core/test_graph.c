@@ -135,6 +135,57 @@ test_errors(void)
 		  "NaN feature reported: %s", err.msg);
 }
 
+/* a node list without edges: every node isolated, a valid region; no nodes: EMPTY */
+static void
+test_edgeless(void)
+{
+	int64_t		ids[] = {30, 10, 20};
+	float		feat[] = {3, 3, 1, 1, 2, 2};
+	int32_t		labels[] = {1, 0, -1};
+	uint8_t		split[] = {GNN_SPLIT_TRAIN, GNN_SPLIT_VAL, GNN_SPLIT_TEST};
+	gnn_graph_input in = {0};
+	gnn_graph	g,
+				g2;
+	void	   *r = NULL;
+	uint64_t	sz;
+	gnn_error	err;
+	bool		ok;
+
+	in.num_nodes = 3;
+	in.node_ids = ids;
+	in.feat_dim = 2;
+	in.feat = feat;
+	in.labels = labels;
+	in.split = split;
+	if (!CHECK(gnn_graph_build_region(&in, &r, &sz, &g, &err) == GNN_OK, "nodes without edges build: %s",
+			   err.msg))
+		return;
+	ok = g.num_nodes == 3 && g.num_edges == 0 && g.ids[0] == 10 && g.ids[2] == 30;
+	for (int v = 0; v <= 3; v++)
+		ok &= g.indptr[v] == 0 && g.rindptr[v] == 0;
+	CHECK(ok, "three isolated nodes, empty CSR and reverse CSR");
+	CHECK(g.feat[0] == 1 && g.feat[4] == 3 && g.labels[0] == 0 && g.labels[1] == -1 && g.labels[2] == 1 &&
+		  g.num_classes == 2 && g.n_train == 1 && g.n_val == 1 && g.n_test == 1,
+		  "node data of an edgeless graph in id order");
+	CHECK(gnn_graph_attach(r, sz, &g2, &err) == GNN_OK && g2.num_edges == 0 && g2.num_nodes == 3,
+		  "the region validator accepts an edgeless graph: %s", err.msg);
+	free(r);
+	/* weights given for no edges */
+	in.weight = feat;
+	CHECK(gnn_graph_build_region(&in, &r, &sz, &g, &err) == GNN_OK && g.num_edges == 0, "edgeless, weighted: %s",
+		  err.msg);
+	free(r);
+	r = NULL;
+
+	memset(&in, 0, sizeof(in));
+	CHECK(gnn_graph_build_region(&in, &r, &sz, &g, &err) == GNN_ERR_EMPTY && !r && strstr(err.msg, "no nodes"),
+		  "no nodes and no edges: EMPTY: %s", err.msg);
+	in.node_ids = ids;
+	CHECK(gnn_graph_build_region(&in, &r, &sz, &g, &err) == GNN_ERR_EMPTY && !r,
+		  "an empty node list and no edges: EMPTY: %s", err.msg);
+	free(r);
+}
+
 static void
 test_sparse_and_corruption(void)
 {
@@ -306,6 +357,7 @@ main(void)
 	test_small_directed();
 	test_undirected_nodes();
 	test_errors();
+	test_edgeless();
 	test_sparse_and_corruption();
 	test_cora();
 	return check_done();

@@ -152,6 +152,89 @@ test_star(void)
 	free(region);
 }
 
+/*
+ * Weighted sampling never draws an edge of weight 0: node 0's in-edges from
+ * 1..4 weigh {0, 1, 0, 3}, node 5's {-2, 1, 0, 3} (negative counts as 0),
+ * node 6's from 1..3 all weigh 0 (no neighbours for weighted sampling).
+ */
+static void
+test_zero_weights(void)
+{
+	enum
+	{
+		T = 20000
+	};
+	int64_t		src[] = {1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3};
+	int64_t		dst[] = {0, 0, 0, 0, 5, 5, 5, 5, 6, 6, 6};
+	float		w[] = {0, 1, 0, 3, -2, 1, 0, 3, 0, 0, 0};
+	void	   *region;
+	gnn_graph	g;
+	gnn_error	err;
+	struct
+	{
+		int			k;
+		bool		replace;
+		int			per;		/* draws per sample */
+	}			cases[] = {{3, true, 3}, {1, false, 1}, {2, false, 2}, {3, false, 2}, {-1, false, 2}, {-1, true, 2}};
+
+	if (build(11, src, dst, w, 7, false, &region, &g) != GNN_OK)
+	{
+		CHECK(0, "zero-weight graph");
+		return;
+	}
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		for (int32_t node = 0; node <= 6; node += 5)
+		{
+			gnn_sampler_config cfg = {0};
+			gnn_sampler *s;
+			double		obs[5] = {0},
+						tot = 0;
+			bool		never = true,
+						sizes = true;
+			int32_t		empty = 6;
+			gnn_minibatch mb;
+
+			cfg.nhops = 1;
+			cfg.fanouts[0] = cases[c].k;
+			cfg.replace = cases[c].replace;
+			cfg.weighted = true;
+			cfg.nthreads = 1;
+			if (gnn_sampler_create(&g, &cfg, &s, &err) != GNN_OK)
+			{
+				CHECK(0, "create: %s", err.msg);
+				continue;
+			}
+			for (int t = 0; t < T; t++)
+			{
+				const gnn_block *b;
+
+				gnn_sampler_sample(s, &node, 1, 77 + t, &mb, &err);
+				b = &mb.blocks[0];
+				sizes &= b->nnz == cases[c].per;
+				for (int64_t e = 0; e < b->nnz; e++)
+				{
+					int32_t		u = mb.input_nodes[b->indices[e]];
+
+					never &= u == 2 || u == 4;
+					obs[u]++;
+					tot++;
+				}
+			}
+			CHECK(never && sizes, "weighted, fanout %d, %s, node %d: %d draws a sample, never a zero-weight edge",
+				  cases[c].k, cases[c].replace ? "with replacement" : "without replacement", node, cases[c].per);
+			/* the weight-3 edge: 3/4 of the draws, or in every sample when both are taken */
+			if (cases[c].per < 2 || (cases[c].replace && cases[c].k > 0))
+				CHECK(fabs(obs[4] / tot - 0.75) < 0.015, "  ... the weight-3 edge drawn %.4f of the time (want 0.75)",
+					  obs[4] / tot);
+			gnn_sampler_sample(s, &empty, 1, 5, &mb, &err);
+			CHECK(mb.blocks[0].nnz == 0 && mb.n_input == 1,
+				  "  ... a node whose in-edges all weigh 0 has no neighbours (%lld drawn)",
+				  (long long) mb.blocks[0].nnz);
+			gnn_sampler_free(s);
+		}
+	free(region);
+}
+
 /* inclusion probability k/d with the one-pass path (k > 64) */
 static void
 test_large_fanout(void)
@@ -649,6 +732,7 @@ int
 main(void)
 {
 	test_star();
+	test_zero_weights();
 	test_large_fanout();
 	test_blocks();
 	test_ladies_unbiased();

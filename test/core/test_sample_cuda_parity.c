@@ -65,7 +65,7 @@ check_sampling(const gnn_graph *g, const dgraph *dg, const float *cum_host, cons
 		bool		rep;
 		bool		wt;
 	}			modes[] = {{10, true, false}, {10, false, false}, {25, false, false},
-	{300, false, false}, {-1, false, false}, {15, true, true}};
+	{300, false, false}, {-1, false, false}, {15, true, true}, {-1, true, true}};
 	int32_t    *d_dst = dev_copy(dsts, sizeof(int32_t) * nd);
 	int64_t    *d_ptr = NULL;
 
@@ -74,7 +74,7 @@ check_sampling(const gnn_graph *g, const dgraph *dg, const float *cum_host, cons
 	{
 		int64_t    *ptr = malloc(sizeof(int64_t) * (nd + 1)),
 				   *gptr = malloc(sizeof(int64_t) * (nd + 1));
-		int64_t		nnz = emu_hop_ptr(g->rindptr, dsts, nd, modes[m].k, modes[m].rep, ptr),
+		int64_t		nnz = emu_hop_ptr(g->rindptr, modes[m].wt ? cum_host : NULL, dsts, nd, modes[m].k, modes[m].rep, ptr),
 					gnnz = -1;
 		int32_t    *src = malloc(sizeof(int32_t) * (nnz + 1)),
 				   *didx = malloc(sizeof(int32_t) * (nnz + 1)),

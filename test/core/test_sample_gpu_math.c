@@ -133,7 +133,7 @@ test_neighbor_stats(void)
 		dsts[i] = 0;
 
 	/* uniform with replacement, k = 5 */
-	nnz = emu_hop_ptr(g.rindptr, dsts, T, 5, true, ptr);
+	nnz = emu_hop_ptr(g.rindptr, NULL, dsts, T, 5, true, ptr);
 	CHECK(nnz == 5LL * T, "count with replacement = fanout");
 	emu_sample_hop(g.rindptr, g.rindices, NULL, dsts, T, 0, 5, true, 42, ptr, out, didx);
 	memset(obs, 0, sizeof(obs));
@@ -149,7 +149,7 @@ test_neighbor_stats(void)
 	CHECK(ok, "COO destination index of every draw");
 
 	/* without replacement, k = 5: no repeats, inclusion probability k/d */
-	nnz = emu_hop_ptr(g.rindptr, dsts, T, 5, false, ptr);
+	nnz = emu_hop_ptr(g.rindptr, NULL, dsts, T, 5, false, ptr);
 	emu_sample_hop(g.rindptr, g.rindices, NULL, dsts, T, 1, 5, false, 42, ptr, out, NULL);
 	memset(obs, 0, sizeof(obs));
 	ok = true;
@@ -166,7 +166,7 @@ test_neighbor_stats(void)
 	CHECK(chi2(obs, ex, D) < 50, "without replacement: inclusion ~ k/d (chi2 %.1f)", chi2(obs, ex, D));
 
 	/* k = d - 1 and k = d without replacement */
-	nnz = emu_hop_ptr(g.rindptr, dsts, 100, D - 1, false, ptr);
+	nnz = emu_hop_ptr(g.rindptr, NULL, dsts, 100, D - 1, false, ptr);
 	emu_sample_hop(g.rindptr, g.rindices, NULL, dsts, 100, 0, D - 1, false, 7, ptr, out, NULL);
 	ok = nnz == 100 * (D - 1);
 	for (int i = 0; i < 100 && ok; i++)
@@ -179,7 +179,7 @@ test_neighbor_stats(void)
 	CHECK(ok, "k = d-1 without replacement: d-1 distinct neighbours");
 	for (int k = -1; k <= D + 3; k += D + 1)
 	{
-		nnz = emu_hop_ptr(g.rindptr, dsts, 3, k, false, ptr);
+		nnz = emu_hop_ptr(g.rindptr, NULL, dsts, 3, k, false, ptr);
 		emu_sample_hop(g.rindptr, g.rindices, NULL, dsts, 3, 0, k, false, 7, ptr, out, NULL);
 		ok = nnz == 3 * D;
 		for (int64_t e = 0; e < nnz && ok; e++)
@@ -188,7 +188,7 @@ test_neighbor_stats(void)
 	}
 
 	/* weighted with replacement: p(i) = w_i / sum w */
-	nnz = emu_hop_ptr(g.rindptr, dsts, T, 5, true, ptr);
+	nnz = emu_hop_ptr(g.rindptr, cum, dsts, T, 5, true, ptr);
 	emu_sample_hop(g.rindptr, g.rindices, cum, dsts, T, 0, 5, true, 99, ptr, out, NULL);
 	memset(obs, 0, sizeof(obs));
 	for (int64_t e = 0; e < nnz; e++)
@@ -213,6 +213,75 @@ test_neighbor_stats(void)
 	free(ptr);
 	free(out);
 	free(didx);
+	free(region);
+}
+
+/*
+ * Weighted draws never take an edge of weight 0 (or negative), wherever it
+ * sits in the row: node 0's in-edges from 1..4 weigh {0, 1, 0, 3}, node 5's
+ * from 1..4 weigh {-2, 1, 0, 3} (negative counts as 0), node 6's all weigh 0.
+ */
+static void
+test_zero_weights(void)
+{
+	enum
+	{
+		T = 40000, K = 3
+	};
+	int64_t		src[] = {1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3};
+	int64_t		dst[] = {0, 0, 0, 0, 5, 5, 5, 5, 6, 6, 6};
+	float		w[] = {0, 1, 0, 3, -2, 1, 0, 3, 0, 0, 0};
+	void	   *region = NULL;
+	gnn_graph	g;
+	float		cum[11];
+	int32_t    *dsts = malloc(sizeof(int32_t) * T);
+	int64_t    *ptr = malloc(sizeof(int64_t) * (T + 1));
+	int32_t    *out = malloc(sizeof(int32_t) * T * K);
+	int64_t		nnz;
+
+	if (build(11, src, dst, w, 7, 0, NULL, &region, &g) != GNN_OK)
+	{
+		CHECK(0, "build the zero-weight graph");
+		return;
+	}
+	for (int64_t v = 0; v < g.num_nodes; v++)
+		gnn_s_row_prefix(g.rweights + g.rindptr[v], g.rindptr[v + 1] - g.rindptr[v], cum + g.rindptr[v]);
+	for (int r = 0; r < 2; r++)
+	{
+		int32_t		node = r == 0 ? 0 : 5;
+		double		obs[5] = {0};
+		bool		never = true;
+
+		for (int i = 0; i < T; i++)
+			dsts[i] = node;
+		nnz = emu_hop_ptr(g.rindptr, cum, dsts, T, K, true, ptr);
+		emu_sample_hop(g.rindptr, g.rindices, cum, dsts, T, 0, K, true, 11, ptr, out, NULL);
+		for (int64_t e = 0; e < nnz; e++)
+		{
+			obs[out[e]]++;
+			never &= out[e] == 2 || out[e] == 4;
+		}
+		CHECK(nnz == (int64_t) T * K && never, "node %d, weights {%g, 1, 0, 3}: %lld draws, none of a zero-weight edge",
+			  node, r == 0 ? 0.0 : -2.0, (long long) nnz);
+		CHECK(fabs(obs[4] / nnz - 0.75) < 0.01, "node %d: the weight-3 edge drawn %.4f of the time (want 0.75)",
+			  node, obs[4] / nnz);
+	}
+	/* fanout -1: the edges that carry weight, in order */
+	dsts[0] = 0;
+	dsts[1] = 5;
+	dsts[2] = 6;
+	nnz = emu_hop_ptr(g.rindptr, cum, dsts, 3, -1, true, ptr);
+	emu_sample_hop(g.rindptr, g.rindices, cum, dsts, 3, 0, -1, true, 11, ptr, out, NULL);
+	CHECK(nnz == 4 && ptr[1] == 2 && ptr[2] == 4 && out[0] == 2 && out[1] == 4 && out[2] == 2 && out[3] == 4,
+		  "weighted fanout -1 takes only the edges with weight (%lld taken)", (long long) nnz);
+	/* all weights 0: no neighbours */
+	dsts[0] = 6;
+	CHECK(gnn_s_weighted_count(cum + g.rindptr[6], 3, 5) == 0 && gnn_s_weighted_count(cum + g.rindptr[6], 3, -1) == 0 &&
+		  emu_hop_ptr(g.rindptr, cum, dsts, 1, 5, true, ptr) == 0,
+		  "a node whose in-edges all weigh 0 gets no weighted draws");
+	free(dsts);
+	free(ptr);
+	free(out);
 	free(region);
 }
 
@@ -261,11 +330,11 @@ test_emulation_vs_reference(void)
 			bool		rep;
 			bool		wt;
 		}			modes[] = {{10, true, false}, {10, false, false}, {40, false, false},
-		{500, false, false}, {-1, false, false}, {7, true, true}, {33, true, true}};
+		{500, false, false}, {-1, false, false}, {7, true, true}, {33, true, true}, {-1, true, true}};
 
 		for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
 		{
-			int64_t		nnz = emu_hop_ptr(g.rindptr, dsts, ND, modes[m].k, modes[m].rep, ptr);
+			int64_t		nnz = emu_hop_ptr(g.rindptr, modes[m].wt ? cum : NULL, dsts, ND, modes[m].k, modes[m].rep, ptr);
 			int32_t    *out = malloc(sizeof(int32_t) * (nnz + 1));
 			int64_t    *off = malloc(sizeof(int64_t) * (g.num_edges + 1));
 			bool		ok = true;
@@ -277,10 +346,12 @@ test_emulation_vs_reference(void)
 				int64_t		b = g.rindptr[dsts[i]];
 				int64_t		deg = g.rindptr[dsts[i] + 1] - b;
 
-				ref_draw_row(deg, modes[m].k, modes[m].rep, modes[m].wt ? cum + b : NULL, 5, 2, i, off);
+				ok = ref_draw_row(deg, modes[m].k, modes[m].rep, modes[m].wt ? cum + b : NULL, 5, 2, i, off) ==
+					ptr[i + 1] - ptr[i];
+				/* weighted: never an edge of weight 0, even in a row of total 0 */
 				for (int64_t j = 0; j < ptr[i + 1] - ptr[i] && ok; j++)
 					ok = out[ptr[i] + j] == g.rindices[b + off[j]] &&
-						(!modes[m].wt || cum[b + deg - 1] == 0 || g.rweights[b + off[j]] > 0);
+						(!modes[m].wt || g.rweights[b + off[j]] > 0);
 			}
 			CHECK(ok, "warp-layout emulation = reference: fanout %lld, %s, %s (%lld draws)",
 				  (long long) modes[m].k, modes[m].rep ? "with replacement" : "without",
@@ -442,6 +513,7 @@ main(void)
 {
 	test_rng();
 	test_neighbor_stats();
+	test_zero_weights();
 	test_emulation_vs_reference();
 	test_walk();
 	test_gather();
