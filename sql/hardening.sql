@@ -185,6 +185,9 @@ SELECT count(*) AS draws, count(*) FILTER (WHERE src IN (2, 4)) AS zero_weight_d
 FROM generate_series(1, 200) s, gnn.sample_neighbors('wz', ARRAY[0], ARRAY[2], seed => s);
 SELECT count(*) FILTER (WHERE src IN (2, 4)) AS zero_weight_drawn
 FROM generate_series(1, 200) s, gnn.sample_neighbors('wz', ARRAY[0], ARRAY[5], replace => true, seed => s);
+-- and the others in proportion to weight (1 : 3 : 1), as documented (weights were ignored)
+SELECT abs(avg((src = 3)::int) - 0.6) < 0.05 AS proportional
+FROM generate_series(1, 200) s, gnn.sample_neighbors('wz', ARRAY[0], ARRAY[5], replace => true, seed => s);
 INSERT INTO we VALUES (6, 0, -0.5);
 SELECT gnn.load_graph('wneg', 'we', weight => 'w');
 SELECT gnn.drop_graph('wz');

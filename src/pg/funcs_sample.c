@@ -147,6 +147,8 @@ gnn_sample_neighbors(PG_FUNCTION_ARGS)
 		cfg.fanouts[h] = (int32) fan[h];
 	}
 	cfg.replace = PG_ARGISNULL(3) ? false : PG_GETARG_BOOL(3);
+	/* as documented: a weighted graph's draws are proportional to weight (zero: never drawn) */
+	cfg.weighted = true;
 	cfg.nthreads = gnn_threads;
 	seed = SeedArg(fcinfo, 4);
 

@@ -7,6 +7,8 @@
  */
 #include "gnn_pg.h"
 
+#include <math.h>
+
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
@@ -1053,12 +1055,13 @@ gnn_live_jobs(PG_FUNCTION_ARGS)
 		v[5] = CStringGetTextDatum(GnnJobStateName(j->state));
 		v[6] = Int32GetDatum(j->epoch);
 		v[7] = Int32GetDatum(j->epochs);
+		/* NaN: not measured (no labelled nodes in that split), shown as NULL as in the tables */
 		v[8] = Float4GetDatum(j->loss);
-		nl[8] = j->epoch == 0;
+		nl[8] = j->epoch == 0 || isnan(j->loss);
 		v[9] = Float4GetDatum(j->train_acc);
-		nl[9] = j->epoch == 0;
+		nl[9] = j->epoch == 0 || isnan(j->train_acc);
 		v[10] = Float4GetDatum(j->val_acc);
-		nl[10] = j->epoch == 0;
+		nl[10] = j->epoch == 0 || isnan(j->val_acc);
 		v[11] = CStringGetTextDatum(j->device);
 		nl[11] = j->device[0] == '\0';
 		v[12] = TimestampTzGetDatum(j->started);

@@ -289,6 +289,7 @@ RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequ
 	for (int h = 0; h < r->nfanouts; h++)
 		mbc.sampler.fanouts[h] = r->fanouts[h];
 	mbc.sampler.nthreads = r->threads;
+	mbc.sampler.weighted = true;	/* as gnn.sample_neighbors: by weight where the graph has weights */
 	mbc.batch_size = r->batch_size;
 	return gnn_train_minibatch(g, cfg, &mbc, be, OnProgress, NULL, ShouldStop, NULL, model, res, stats, err);
 }
