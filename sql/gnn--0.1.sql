@@ -295,3 +295,23 @@ RETURNS TABLE (part int, nodes bigint, edges bigint, train_nodes bigint, edges_c
                halo_nodes bigint, cut_fraction float8, balance_nodes float8, balance_train float8,
                balance_edges float8, method text, seconds float8)
 AS 'MODULE_PATHNAME', 'gnn_partition_stats' LANGUAGE C STABLE;
+
+-- ---- shared inference results
+-- Full-graph results (embeddings of a layer, class probabilities) computed
+-- once per model row and graph version and shared by every session of the
+-- model's owner; gnn.max_cache_memory bounds them (least recently used go).
+CREATE FUNCTION gnn._cache_entries(
+    OUT model text, OUT version int, OUT owner regrole, OUT graph text, OUT graph_version bigint,
+    OUT kind text, OUT layer int, OUT nodes bigint, OUT dim int, OUT bytes bigint, OUT hits bigint,
+    OUT state text, OUT created timestamptz, OUT seconds float8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'gnn_cache_entries' LANGUAGE C VOLATILE;
+
+-- What is cached: the caller's models' results (every role's for a superuser).
+CREATE VIEW gnn.cache WITH (security_invoker = true) AS SELECT * FROM gnn._cache_entries();
+GRANT SELECT ON gnn.cache TO PUBLIC;
+
+-- Empties the shared results of the caller's model (a version, or all); returns how many went.
+CREATE FUNCTION gnn.cache_drop(model text, version int DEFAULT NULL)
+RETURNS int
+AS 'MODULE_PATHNAME', 'gnn_cache_drop' LANGUAGE C VOLATILE;

@@ -122,6 +122,9 @@ gnn_drop_model(PG_FUNCTION_ARGS)
 				   "AND ($2::int IS NULL OR version = $2::int)", 3, types, values, nulls, 0);
 	n = (int) SPI_processed;
 	SPI_finish();
+	/* its shared results go with it (a retrain under the name starts from nothing) */
+	if (n > 0)
+		(void) GnnCacheDrop(name, version);
 	if (n == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),

@@ -2,13 +2,18 @@
  * funcs_model.c: using trained models from SQL: embeddings and predictions,
  * computed in the calling backend on the CPU (GPU work belongs to workers).
  *
- * A model row is read as the caller (row-level security: only its owner or
- * a superuser sees it), deserialised with full validation, and run over the
- * graph it names as that graph is loaded now: reload the graph and the
- * inductive models (GraphSAGE, GAT) embed the new nodes too.  The result of
- * one full inference is cached per backend, keyed by model version and graph
- * generation, so point lookups (gnn.embedding, gnn.similar) cost O(dim) and
- * O(n dim) after the first call.
+ * A model row is read as the caller (its own models only: names are per
+ * role), deserialised with full validation (kept for the session, keyed by
+ * the row's id and xmin), and run over the graph it names as that graph is
+ * loaded now: reload the graph and the inductive models (GraphSAGE, GAT)
+ * embed the new nodes too.
+ *
+ * Full-graph results are shared by every session (cache.c): computed once per
+ * model row and graph version, by the training worker when the job ends or
+ * by the first caller.  A few nodes (gnn.embedding, gnn.predict with nodes)
+ * missing from the cache are computed exactly on their own neighbourhood
+ * instead, in milliseconds, unless that neighbourhood is a large part of the
+ * graph: then the full pass runs once and is shared.
  */
 #include "gnn_pg.h"
 
@@ -31,6 +36,8 @@
 
 #include "backend.h"
 #include "serialize.h"
+#include "infer.h"
+#include "topk.h"
 #include "train.h"
 
 PG_FUNCTION_INFO_V1(gnn_embedding_rows);
@@ -38,53 +45,15 @@ PG_FUNCTION_INFO_V1(gnn_embed);
 PG_FUNCTION_INFO_V1(gnn_predict);
 PG_FUNCTION_INFO_V1(gnn_embedding);
 PG_FUNCTION_INFO_V1(gnn_similar);
-
-/* ------------------------------------------------------------------ the cache */
+PG_FUNCTION_INFO_V1(gnn_cache_drop);
 
 typedef enum
 {
-	OUT_EMBED, OUT_PROBS
+	OUT_EMBED = GNN_RESULT_EMBED,
+	OUT_PROBS = GNN_RESULT_PROBS
 } OutKind;
 
-typedef struct InferCache
-{
-	bool		valid;
-	char		model[NAMEDATALEN];
-	int32		version;
-	int64		model_id;		/* gnn.models.id: never reused, unlike (name, version) */
-	TransactionId model_xmin;	/* and the row version it was read from */
-	OutKind		kind;
-	int32		layer;
-	char		graph[NAMEDATALEN];
-	uint64		generation;
-	Oid			user;			/* the role it was computed for */
-	int64		rows;
-	int32		cols;
-	int64	   *ids;			/* node ids, ascending */
-	float	   *out;			/* rows x cols */
-	float	   *norms;			/* row norms, for cosine similarity */
-	char	   *class_names;	/* C strings back to back, or NULL */
-	int32		nclasses;
-	int			refs;			/* streaming SRFs reading it: not to be evicted */
-} InferCache;
-
-#define CACHE_ENTRIES 4
-static InferCache cache[CACHE_ENTRIES];
-static int	cache_next = 0;
-
-static void
-CacheFree(InferCache *c)
-{
-	if (c->ids)
-		pfree(c->ids);
-	if (c->out)
-		pfree(c->out);
-	if (c->norms)
-		pfree(c->norms);
-	if (c->class_names)
-		pfree(c->class_names);
-	memset(c, 0, sizeof(*c));
-}
+/* ------------------------------------------------------------------ model rows */
 
 typedef struct ModelRow
 {
@@ -94,9 +63,10 @@ typedef struct ModelRow
 	TransactionId xmin;
 	char		graph[NAMEDATALEN];
 	char		task[32];
+	int32		layers;
 	bool		row_normalise;
 	bytea	   *weights;
-	char	   *class_names;	/* C strings back to back (TopMemoryContext), or NULL */
+	char	   *class_names;	/* C strings back to back (caller's memory), or NULL */
 	int32		nclasses;
 } ModelRow;
 
@@ -116,6 +86,7 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	HeapTuple	tup;
 	TupleDesc	desc;
 	Datum		d;
+	MemoryContext callercxt = CurrentMemoryContext;
 
 	if (strlen(name) >= NAMEDATALEN)
 		ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG), errmsg("model name \"%s\" is too long", name)));
@@ -127,11 +98,11 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute_with_args(with_weights ?
 							  "SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), id, "
-							  "xmin::text::bigint, task, classes, weights "
+							  "xmin::text::bigint, task, classes, (params->>'layers')::int, weights "
 							  "FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
 							  "AND ($2::int IS NULL OR version = $2::int) ORDER BY version DESC LIMIT 1" :
 							  "SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), id, "
-							  "xmin::text::bigint, task, classes, NULL::bytea "
+							  "xmin::text::bigint, task, classes, (params->>'layers')::int, NULL::bytea "
 							  "FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
 							  "AND ($2::int IS NULL OR version = $2::int) ORDER BY version DESC LIMIT 1",
 							  3, types, values, nulls, true, 1) != SPI_OK_SELECT)
@@ -151,6 +122,9 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	mr->id = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 	mr->xmin = (TransactionId) DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
 	strlcpy(mr->task, TextDatumGetCString(SPI_getbinval(tup, desc, 6, &isnull)), sizeof(mr->task));
+	mr->layers = DatumGetInt32(SPI_getbinval(tup, desc, 8, &isnull));
+	if (isnull)
+		mr->layers = 0;			/* unknown until the weights are read */
 	mr->class_names = NULL;
 	mr->nclasses = 0;
 	d = SPI_getbinval(tup, desc, 7, &isnull);
@@ -170,14 +144,14 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 
 			appendBinaryStringInfo(&buf, t, strlen(t) + 1);
 		}
-		mr->class_names = MemoryContextAlloc(TopMemoryContext, Max(buf.len, 1));
+		mr->class_names = MemoryContextAlloc(callercxt, Max(buf.len, 1));
 		memcpy(mr->class_names, buf.data, buf.len);
 		mr->nclasses = n;
 	}
 	mr->weights = NULL;
 	if (with_weights)
 	{
-		Datum		w = SPI_getbinval(tup, desc, 8, &isnull);
+		Datum		w = SPI_getbinval(tup, desc, 9, &isnull);
 
 		mr->weights = (bytea *) SPI_datumTransfer(PointerGetDatum(PG_DETOAST_DATUM_COPY(w)), false, -1);
 	}
@@ -195,202 +169,258 @@ VersionArg(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
- * Embeddings (layer >= 0, or -1 for the default: the last hidden layer) or
- * class probabilities of every node, from the cache or computed now.
+ * The deserialised model, kept for the session: the last one used (keyed by
+ * its row's id and xmin, so a retrained or replaced row is read again).
+ * Point lookups then cost no weight reading.
  */
-static InferCache *
-Infer(const char *model, int32 version, OutKind kind, int32 layer)
+static struct
+{
+	int64		id;
+	TransactionId xmin;
+	gnn_backend *be;
+	gnn_model  *m;
+}			session_model;
+
+static gnn_model *
+LoadModel(ModelRow *mr)
+{
+	gnn_error	err;
+	gnn_status	st;
+	ModelRow	full;
+
+	if (session_model.m && session_model.id == mr->id && session_model.xmin == mr->xmin)
+		return session_model.m;
+	if (session_model.m)
+		gnn_model_free(session_model.m);
+	session_model.m = NULL;
+	GnnCoreThreadsInit();
+	if (session_model.be == NULL &&
+		gnn_backend_cpu_create(gnn_threads, &session_model.be, &err) != GNN_OK)
+		GnnReportCoreError("could not create the CPU backend", &err);
+	ReadModel(mr->name, mr->version, true, &full);
+	if (full.id != mr->id)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("model \"%s\" version %d changed while it was read", mr->name, mr->version)));
+	st = gnn_model_deserialize(session_model.be, VARDATA_ANY(full.weights), VARSIZE_ANY_EXHDR(full.weights),
+							   &session_model.m, NULL, &err);
+	pfree(full.weights);
+	if (st != GNN_OK)
+	{
+		session_model.m = NULL;
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("model \"%s\" version %d cannot be read: %s", mr->name, mr->version, err.msg),
+				 errhint("Retrain it with gnn.train().")));
+	}
+	session_model.id = mr->id;
+	session_model.xmin = mr->xmin;
+	return session_model.m;
+}
+
+/*
+ * Which layer an embedding is.  Layers are numbered 0 to layers-1; the last
+ * is the output layer (its raw scores, before softmax).  The default is the
+ * last hidden layer of a classifier, and the output of a link-prediction
+ * model (what its training scores with dot products) or of a 1-layer model
+ * (which has no hidden layer).  Probabilities: -1 (the output, softmaxed).
+ */
+static int32
+ResolveLayer(const ModelRow *mr, int layers, OutKind kind, int32 layer)
+{
+	bool		out_default;
+	int32		want;
+
+	if (kind == OUT_PROBS)
+		return -1;
+	out_default = layers == 1 || strcmp(mr->task, "node_classification") != 0;
+	want = layer >= 0 ? layer : (out_default ? layers - 1 : layers - 2);
+	if (want >= layers || layer < -1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model \"%s\" has %d layer%s; layer must be between 0 and %d", mr->name, layers,
+						layers == 1 ? "" : "s", layers - 1),
+				 errdetail("Layer %d is the output layer (raw scores before softmax); the default is %s.",
+						   layers - 1, out_default ? "the output layer" : "the last hidden layer"),
+				 errhint("Omit layer for the default.")));
+	return want;
+}
+
+/* ------------------------------------------------------------------ inference */
+
+/* What one call works with: the model row, the graph version of the statement, the layer. */
+typedef struct InferCtx
 {
 	ModelRow	mr;
 	GnnGraphRef ref;
-	InferCache *c;
-	gnn_backend *be = NULL;
-	gnn_model  *m = NULL;
-	gnn_error	err;
-	gnn_status	st;
-	int			layers;
+	gnn_model  *m;
+	OutKind		kind;
+	int32		want;			/* layer, or -1 for probabilities */
+	int32		cols;
+	GnnCacheKey key;
+} InferCtx;
 
-	uint64		generation;
+static void
+InferBegin(const char *model, int32 version, OutKind kind, int32 layer, InferCtx *x)
+{
+	const gnn_model_config *mc;
 
-	/*
-	 * The model row is read every time: a new version, or a dropped one,
-	 * shows at once.  The graph is acquired even on a cache hit: that pins the
-	 * version this statement sees, so every call in one statement answers
-	 * from the same version of the graph.
-	 */
-	ReadModel(model, version, false, &mr);
-	if (mr.class_names)
-		pfree(mr.class_names);
-	if (kind == OUT_PROBS && strcmp(mr.task, "node_classification") != 0)
+	memset(x, 0, sizeof(*x));
+	x->kind = kind;
+	ReadModel(model, version, false, &x->mr);
+	if (kind == OUT_PROBS && strcmp(x->mr.task, "node_classification") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("model \"%s\" was trained for %s and predicts no classes", mr.name, mr.task),
+				 errmsg("model \"%s\" was trained for %s and predicts no classes", x->mr.name, x->mr.task),
 				 errhint("Use gnn.embedding(), gnn.similar() or gnn.embed() with a link-prediction model: "
 						 "its embeddings' dot products score links.")));
-	GnnGraphAcquire(mr.graph, &ref);
-	generation = ref.entry.generation;
-	for (int i = 0; i < CACHE_ENTRIES; i++)
-	{
-		c = &cache[i];
-		if (c->valid && c->model_id == mr.id && c->model_xmin == mr.xmin &&
-			strcmp(c->model, mr.name) == 0 && c->version == mr.version && c->kind == kind &&
-			(kind == OUT_PROBS || c->layer == layer) && strcmp(c->graph, mr.graph) == 0 &&
-			c->generation == generation && c->user == GetUserId())
-		{
-			GnnGraphRelease(&ref);
-			return c;
-		}
-	}
-
-	ReadModel(model, mr.version, true, &mr);
-	c = NULL;
-	for (int i = 0; i < CACHE_ENTRIES && c == NULL; i++)
-	{
-		InferCache *cand = &cache[(cache_next + i) % CACHE_ENTRIES];
-
-		if (cand->refs == 0)
-			c = cand;
-	}
-	if (c == NULL)
+	/* the graph version this statement sees (pinned for the statement by the registry) */
+	GnnGraphAcquire(x->mr.graph, &x->ref);
+	x->m = LoadModel(&x->mr);
+	mc = gnn_model_config_of(x->m);
+	if (mc->in_dim != x->ref.g.feat_dim)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("too many model results are being read at once in this session")));
-	cache_next = (int) (c - cache + 1) % CACHE_ENTRIES;
-	CacheFree(c);
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("model \"%s\" takes %d features, but graph \"%s\" has %d",
+						x->mr.name, mc->in_dim, x->mr.graph, x->ref.g.feat_dim),
+				 errhint("Reload the graph with the features the model was trained on.")));
+	x->want = ResolveLayer(&x->mr, mc->layers, kind, layer);
+	x->cols = x->want < 0 ? mc->out_dim : gnn_model_layer_dim(x->m, x->want);
+	x->key.dbid = MyDatabaseId;
+	x->key.owner = GetUserId();
+	x->key.model_id = x->mr.id;
+	x->key.model_xmin = x->mr.xmin;
+	x->key.generation = x->ref.entry.generation;
+	x->key.kind = kind;
+	x->key.layer = x->want;
+}
 
+static void
+ComputeFull(void *arg, GnnResult *res)
+{
+	InferCtx   *x = arg;
+	gnn_error	err;
+
+	memcpy((int64 *) res->ids, x->ref.g.ids, sizeof(int64) * res->rows);
 	GnnCoreThreadsInit();
-	PG_TRY();
-	{
-		int32		cols;
-		int			want;
+	if (gnn_model_infer(x->m, &x->ref.g, x->mr.row_normalise, x->want, x->kind == OUT_PROBS,
+						(float *) res->out, &err) != GNN_OK)
+		GnnReportCoreError(psprintf("inference with model \"%s\" failed", x->mr.name), &err);
+}
 
-		if (gnn_backend_cpu_create(gnn_threads, &be, &err) != GNN_OK)
-			GnnReportCoreError("could not create the CPU backend", &err);
-		st = gnn_model_deserialize(be, VARDATA_ANY(mr.weights), VARSIZE_ANY_EXHDR(mr.weights), &m, NULL, &err);
-		if (st != GNN_OK)
+/*
+ * Every node's row: the shared result of this model row and graph version,
+ * computed (once, whoever asks first) if it is not cached.
+ */
+static void
+InferFull(InferCtx *x, GnnResult *res)
+{
+	bool		hit;
+
+	GnnCacheGet(&x->key, x->mr.name, x->mr.version, x->mr.graph, x->ref.g.num_nodes, x->cols,
+				ComputeFull, x, res, &hit);
+}
+
+static void
+InferEnd(InferCtx *x)
+{
+	GnnGraphRelease(&x->ref);
+}
+
+/*
+ * Rows of a few nodes (ids[0..n)) into out (n x cols): from the shared
+ * result when it is there; else computed exactly on the nodes'
+ * neighbourhood (every neighbour, no sampling: equal to the full pass) when
+ * that neighbourhood is small beside the graph; else the full pass, shared.
+ */
+static void
+InferFew(InferCtx *x, const int64 *ids, int n, float *out)
+{
+	GnnResult	res;
+	int64	   *idx = palloc(sizeof(int64) * Max(n, 1));
+	gnn_error	err;
+	gnn_status	st;
+	int64		touched = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		idx[i] = gnn_graph_find(&x->ref.g, ids[i]);
+		if (idx[i] < 0)
 			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("model \"%s\" version %d cannot be read: %s", mr.name, mr.version, err.msg),
-					 errhint("Retrain it with gnn.train().")));
-		layers = gnn_model_config_of(m)->layers;
-		if (gnn_model_config_of(m)->in_dim != ref.g.feat_dim)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("model \"%s\" takes %d features, but graph \"%s\" has %d",
-							mr.name, gnn_model_config_of(m)->in_dim, mr.graph, ref.g.feat_dim),
-					 errhint("Reload the graph with the features the model was trained on.")));
-		if (kind == OUT_PROBS)
-			want = -1;
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("node %lld is not in graph \"%s\"", (long long) ids[i], x->mr.graph)));
+	}
+	if (!GnnCacheLookup(&x->key, &res))
+	{
+		/*
+		 * Past gnn.khop_max_fraction of the graph's nodes (a tenth) the
+		 * neighbourhood costs about as much as the full pass, which is then
+		 * computed once for everyone.
+		 */
+		int64		max_nodes = Max((int64) (x->ref.g.num_nodes * gnn_khop_max_fraction), 1);
+
+		GnnCoreThreadsInit();
+		if (gnn_khop_max_fraction <= 0)
+			st = GNN_ERR_LIMIT;		/* always the full pass */
 		else
+			st = gnn_model_infer_nodes(x->m, &x->ref.g, x->mr.row_normalise, x->want, x->kind == OUT_PROBS,
+									   idx, n, max_nodes, out, &touched, &err);
+		if (st == GNN_OK)
 		{
-			/*
-			 * Layers are numbered 0 to layers-1; the last is the output layer
-			 * (its raw scores, before softmax).  The default embedding is the
-			 * last hidden layer of a classifier, and the output of a
-			 * link-prediction model (what its training scores with dot
-			 * products) or of a 1-layer model (which has no hidden layer).
-			 */
-			bool		out_default = layers == 1 || strcmp(mr.task, "node_classification") != 0;
-
-			want = layer >= 0 ? layer : (out_default ? layers - 1 : layers - 2);
-			if (want >= layers || layer < -1)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("model \"%s\" has %d layer%s; layer must be between 0 and %d", mr.name, layers,
-								layers == 1 ? "" : "s", layers - 1),
-						 errdetail("Layer %d is the output layer (raw scores before softmax); the default is %s.",
-								   layers - 1, out_default ? "the output layer" : "the last hidden layer"),
-						 errhint("Omit layer for the default.")));
+			pfree(idx);
+			return;
 		}
-		cols = want < 0 ? gnn_model_config_of(m)->out_dim : gnn_model_layer_dim(m, want);
-		c->rows = ref.g.num_nodes;
-		c->cols = cols;
-		c->out = MemoryContextAllocHuge(TopMemoryContext, sizeof(float) * (Size) c->rows * cols);
-		c->ids = MemoryContextAlloc(TopMemoryContext, sizeof(int64) * Max(c->rows, 1));
-		memcpy(c->ids, ref.g.ids, sizeof(int64) * c->rows);
-		st = gnn_model_infer(m, &ref.g, mr.row_normalise, want, kind == OUT_PROBS, c->out, &err);
-		if (st != GNN_OK)
-			GnnReportCoreError(psprintf("inference with model \"%s\" failed", mr.name), &err);
-		c->norms = MemoryContextAlloc(TopMemoryContext, sizeof(float) * Max(c->rows, 1));
-		for (int64 i = 0; i < c->rows; i++)
-		{
-			double		s = 0;
-
-			for (int j = 0; j < cols; j++)
-				s += (double) c->out[i * cols + j] * c->out[i * cols + j];
-			c->norms[i] = (float) sqrt(s);
-		}
-		/* the class names the model was trained with, never the graph's current ones */
-		c->class_names = mr.class_names;
-		c->nclasses = mr.nclasses;
-		mr.class_names = NULL;
-		strlcpy(c->model, mr.name, sizeof(c->model));
-		c->version = mr.version;
-		c->model_id = mr.id;
-		c->model_xmin = mr.xmin;
-		c->kind = kind;
-		c->layer = layer;
-		strlcpy(c->graph, mr.graph, sizeof(c->graph));
-		c->generation = ref.entry.generation;
-		c->user = GetUserId();
-		c->valid = true;
+		if (st != GNN_ERR_LIMIT)
+			GnnReportCoreError(psprintf("inference with model \"%s\" failed", x->mr.name), &err);
+		InferFull(x, &res);
 	}
-	PG_FINALLY();
-	{
-		if (mr.class_names)
-			pfree(mr.class_names);
-		if (m)
-			gnn_model_free(m);
-		gnn_backend_destroy(be);
-		GnnGraphRelease(&ref);
-		if (!c->valid)
-			CacheFree(c);
-	}
-	PG_END_TRY();
-	return c;
+	for (int i = 0; i < n; i++)
+		memcpy(out + (Size) i * x->cols, res.out + idx[i] * x->cols, sizeof(float) * x->cols);
+	pfree(idx);
 }
 
 static int64
-FindRow(InferCache *c, int64 id)
+FindRow(const GnnResult *r, int64 id)
 {
 	int64		lo = 0,
-				hi = c->rows;
+				hi = r->rows;
 
 	while (lo < hi)
 	{
 		int64		mid = lo + (hi - lo) / 2;
 
-		if (c->ids[mid] < id)
+		if (r->ids[mid] < id)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return (lo < c->rows && c->ids[lo] == id) ? lo : -1;
+	return (lo < r->rows && r->ids[lo] == id) ? lo : -1;
 }
 
 /* A real[] of one row, built in place (one allocation, one copy). */
 static ArrayType *
-RowArray(InferCache *c, int64 row)
+RowArray(const float *row, int32 cols)
 {
-	Size		bytes = ARR_OVERHEAD_NONULLS(1) + sizeof(float4) * (Size) c->cols;
+	Size		bytes = ARR_OVERHEAD_NONULLS(1) + sizeof(float4) * (Size) cols;
 	ArrayType  *a = palloc0(bytes);
 
 	SET_VARSIZE(a, bytes);
 	a->ndim = 1;
 	a->dataoffset = 0;
 	a->elemtype = FLOAT4OID;
-	ARR_DIMS(a)[0] = c->cols;
+	ARR_DIMS(a)[0] = cols;
 	ARR_LBOUND(a)[0] = 1;
-	memcpy(ARR_DATA_PTR(a), c->out + row * c->cols, sizeof(float4) * (Size) c->cols);
+	memcpy(ARR_DATA_PTR(a), row, sizeof(float4) * (Size) cols);
 	return a;
 }
 
+/* the name of class k as the model learnt it (text labels), or NULL */
 static const char *
-ClassName(InferCache *c, int k)
+ClassName(const ModelRow *mr, int k)
 {
-	const char *p = c->class_names;
+	const char *p = mr->class_names;
 
-	if (!p || k < 0 || k >= c->nclasses)
+	if (!p || k < 0 || k >= mr->nclasses)
 		return NULL;
 	for (int i = 0; i < k; i++)
 		p += strlen(p) + 1;
@@ -405,57 +435,51 @@ ModelArg(FunctionCallInfo fcinfo)
 	return text_to_cstring(PG_GETARG_TEXT_PP(0));
 }
 
-static void
-UnpinCache(void *arg)
-{
-	((InferCache *) arg)->refs--;
-}
-
 /*
  * gnn._embedding_rows(model, layer, version) -> (id, embedding): what
- * gnn.embed inserts.  Streams rows from the pinned cache entry, one per
- * call, so a large graph never spills a tuplestore; the pin is released when
- * the call's memory goes, at the end of the scan or on error.
+ * gnn.embed inserts.  Streams rows from the shared result, one per call, so
+ * a large graph never spills a tuplestore; the result stays mapped until the
+ * transaction ends.
  */
 Datum
 gnn_embedding_rows(PG_FUNCTION_ARGS)
 {
 	FuncCallContext *fctx;
-	InferCache *c;
+	GnnResult  *r;
 
 	if (SRF_IS_FIRSTCALL())
 	{
 		MemoryContext old;
 		TupleDesc	desc;
-		MemoryContextCallback *cb;
+		InferCtx	x;
 
 		GnnRequirePreload();
 		fctx = SRF_FIRSTCALL_INIT();
-		c = Infer(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED,
-				  PG_ARGISNULL(1) ? -1 : PG_GETARG_INT32(1));
+		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
+		r = palloc(sizeof(GnnResult));
+		MemoryContextSwitchTo(old);
+		InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED,
+				   PG_ARGISNULL(1) ? -1 : PG_GETARG_INT32(1), &x);
+		InferFull(&x, r);
+		InferEnd(&x);
 		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
 		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 			elog(ERROR, "return type must be a row type");
 		fctx->tuple_desc = BlessTupleDesc(desc);
-		fctx->user_fctx = c;
-		fctx->max_calls = c->rows;
-		cb = palloc(sizeof(*cb));
-		cb->func = UnpinCache;
-		cb->arg = c;
-		c->refs++;
-		MemoryContextRegisterResetCallback(fctx->multi_call_memory_ctx, cb);
+		fctx->user_fctx = r;
+		fctx->max_calls = r->rows;
 		MemoryContextSwitchTo(old);
 	}
 	fctx = SRF_PERCALL_SETUP();
-	c = fctx->user_fctx;
+	r = fctx->user_fctx;
 	if (fctx->call_cntr < fctx->max_calls)
 	{
 		Datum		v[2];
 		bool		n[2] = {false, false};
 		int64		i = (int64) fctx->call_cntr;
 
-		v[0] = Int64GetDatum(c->ids[i]);
-		v[1] = PointerGetDatum(RowArray(c, i));
+		v[0] = Int64GetDatum(r->ids[i]);
+		v[1] = PointerGetDatum(RowArray(r->out + i * r->cols, r->cols));
 		SRF_RETURN_NEXT(fctx, HeapTupleGetDatum(heap_form_tuple(fctx->tuple_desc, v, n)));
 	}
 	SRF_RETURN_DONE(fctx);
@@ -468,7 +492,7 @@ gnn_embedding_rows(PG_FUNCTION_ARGS)
  * are replaced).  Anything else would destroy data: refused.
  */
 static void
-CheckEmbedTarget(InferCache *c, Oid relid, const char *into, const char *column, const char *idcol)
+CheckEmbedTarget(const ModelRow *c, Oid relid, const char *into, const char *column, const char *idcol)
 {
 	GnnGraphRef ref;
 	GnnGraphEntry e;
@@ -490,7 +514,7 @@ CheckEmbedTarget(InferCache *c, Oid relid, const char *into, const char *column,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("column \"%s\" of %s is one graph \"%s\" was loaded from", column, into, c->graph),
 					 errdetail("gnn.embed() would overwrite the graph's own ids, features, labels or split."),
-					 errhint("Name a new column, e.g. \"column\" => '%s_embedding'.", c->model)));
+					 errhint("Name a new column, e.g. \"column\" => '%s_embedding'.", c->name)));
 		if (att != InvalidAttrNumber && get_atttype(relid, att) != FLOAT4ARRAYOID)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -545,19 +569,27 @@ gnn_embed(PG_FUNCTION_ARGS)
 	Datum		values[3];
 	char		nulls[4] = "   ";
 	int64		written;
-	InferCache *c;
+	ModelRow	c;
 
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("into must name a table")));
 	into = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	/* compute first: a bad model or layer fails before anything is written */
-	c = Infer(model, version, OUT_EMBED, layer);
+	/* compute first (or find it shared): a bad model or layer fails before anything is written */
+	{
+		InferCtx	x;
+		GnnResult	r;
+
+		InferBegin(model, version, OUT_EMBED, layer, &x);
+		InferFull(&x, &r);
+		InferEnd(&x);
+		c = x.mr;
+	}
 
 	names = stringToQualifiedNameList(into);
 	rv = makeRangeVarFromNameList(names);
 	relid = RangeVarGetRelid(rv, NoLock, true);
-	CheckEmbedTarget(c, relid, into, column, idcol);
+	CheckEmbedTarget(&c, relid, into, column, idcol);
 	values[0] = CStringGetTextDatum(model);
 	values[1] = Int32GetDatum(layer);
 	nulls[1] = layer >= 0 ? ' ' : 'n';
@@ -610,17 +642,30 @@ gnn_embed(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(written);
 }
 
+/* the most probable class of a row of probabilities */
+static int
+ArgMax(const float *p, int32 cols)
+{
+	int			best = 0;
+
+	for (int j = 1; j < cols; j++)
+		if (p[j] > p[best])
+			best = j;
+	return best;
+}
+
 /* gnn.predict(model, nodes, version) -> (id, label, score, class) */
 Datum
 gnn_predict(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	InferCache *c;
+	InferCtx	x;
 	int64	   *want = NULL;
 	int			nwant = -1;
+	GnnResult	r;
+	float	   *few = NULL;
 
 	GnnRequirePreload();
-	c = Infer(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1);
 	if (!PG_ARGISNULL(1))
 	{
 		ArrayType  *a = PG_GETARG_ARRAYTYPE_P(1);
@@ -636,30 +681,32 @@ gnn_predict(PG_FUNCTION_ARGS)
 			want[i] = DatumGetInt64(d[i]);
 		}
 	}
-	InitMaterializedSRF(fcinfo, 0);
-	for (int64 k = 0; k < (nwant >= 0 ? nwant : c->rows); k++)
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1, &x);
+	if (nwant >= 0)
 	{
-		int64		row = nwant >= 0 ? FindRow(c, want[k]) : k;
+		few = palloc(sizeof(float) * (Size) Max(nwant, 1) * x.cols);
+		if (nwant > 0)
+			InferFew(&x, want, nwant, few);
+	}
+	else
+		InferFull(&x, &r);
+	InitMaterializedSRF(fcinfo, 0);
+	for (int64 k = 0; k < (nwant >= 0 ? nwant : r.rows); k++)
+	{
+		const float *p = nwant >= 0 ? few + k * x.cols : r.out + k * x.cols;
 		Datum		v[4];
 		bool		n[4] = {false, false, false, false};
-		int			best = 0;
-		const char *cls;
+		int			best = ArgMax(p, x.cols);
+		const char *cls = ClassName(&x.mr, best);
 
-		if (row < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("node %lld is not in graph \"%s\"", (long long) want[k], c->graph)));
-		for (int j = 1; j < c->cols; j++)
-			if (c->out[row * c->cols + j] > c->out[row * c->cols + best])
-				best = j;
-		cls = ClassName(c, best);
-		v[0] = Int64GetDatum(c->ids[row]);
+		v[0] = Int64GetDatum(nwant >= 0 ? want[k] : r.ids[k]);
 		v[1] = Int32GetDatum(best);
-		v[2] = Float4GetDatum(c->out[row * c->cols + best]);
+		v[2] = Float4GetDatum(p[best]);
 		v[3] = cls ? CStringGetTextDatum(cls) : (Datum) 0;
 		n[3] = cls == NULL;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
 	}
+	InferEnd(&x);
 	return (Datum) 0;
 }
 
@@ -667,48 +714,36 @@ gnn_predict(PG_FUNCTION_ARGS)
 Datum
 gnn_embedding(PG_FUNCTION_ARGS)
 {
-	InferCache *c;
-	int64		row;
+	InferCtx	x;
+	int64		node;
+	float	   *row;
 
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
 		PG_RETURN_NULL();
-	c = Infer(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED, -1);
-	row = FindRow(c, PG_GETARG_INT64(1));
-	if (row < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("node %lld is not in graph \"%s\"", (long long) PG_GETARG_INT64(1), c->graph)));
-	PG_RETURN_ARRAYTYPE_P(RowArray(c, row));
+	node = PG_GETARG_INT64(1);
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED, -1, &x);
+	row = palloc(sizeof(float) * x.cols);
+	InferFew(&x, &node, 1, row);
+	InferEnd(&x);
+	PG_RETURN_ARRAYTYPE_P(RowArray(row, x.cols));
 }
 
-typedef struct Scored
-{
-	int64		row;
-	float		score;
-} Scored;
-
-static int
-CompareScored(const void *a, const void *b)
-{
-	const Scored *x = a,
-			   *y = b;
-
-	if (x->score != y->score)
-		return x->score > y->score ? -1 : 1;
-	return x->row < y->row ? -1 : x->row > y->row;
-}
-
-/* gnn.similar(model, node, k, version) -> (id, score): k nearest by cosine similarity */
+/*
+ * gnn.similar(model, node, k, version) -> (id, score): the k nearest by
+ * cosine similarity over the shared embeddings, one multi-threaded pass.
+ */
 Datum
 gnn_similar(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	InferCache *c;
+	InferCtx	x;
+	GnnResult	r;
 	int64		row;
 	int32		k = PG_ARGISNULL(2) ? 10 : PG_GETARG_INT32(2);
-	Scored	   *heap;
-	int			nheap = 0;
+	int64	   *idx;
+	float	   *score;
+	int64		got;
 
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
@@ -717,50 +752,35 @@ gnn_similar(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("k must be between 1 and 100000 (got %d)", k)));
-	c = Infer(ModelArg(fcinfo), VersionArg(fcinfo, 3), OUT_EMBED, -1);
-	row = FindRow(c, PG_GETARG_INT64(1));
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 3), OUT_EMBED, -1, &x);
+	InferFull(&x, &r);
+	row = FindRow(&r, PG_GETARG_INT64(1));
 	if (row < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("node %lld is not in graph \"%s\"", (long long) PG_GETARG_INT64(1), c->graph)));
-	k = (int32) Min((int64) k, c->rows - 1);
-	heap = palloc(sizeof(Scored) * (Max(k, 1) + 1));
-	/* keep the k best in a small sorted buffer: k is small beside n */
-	for (int64 i = 0; i < c->rows; i++)
-	{
-		double		dot = 0;
-		float		s;
-		const float *a = c->out + row * c->cols,
-				   *b = c->out + i * c->cols;
-
-		if (i == row)
-			continue;
-		for (int j = 0; j < c->cols; j++)
-			dot += (double) a[j] * b[j];
-		s = (c->norms[row] > 0 && c->norms[i] > 0) ? (float) (dot / ((double) c->norms[row] * c->norms[i])) : 0;
-		if (nheap < k || s > heap[nheap - 1].score)
-		{
-			int			p = nheap < k ? nheap++ : nheap - 1;
-
-			while (p > 0 && heap[p - 1].score < s)
-			{
-				heap[p] = heap[p - 1];
-				p--;
-			}
-			heap[p].row = i;
-			heap[p].score = s;
-		}
-	}
-	qsort(heap, nheap, sizeof(Scored), CompareScored);
+				 errmsg("node %lld is not in graph \"%s\"", (long long) PG_GETARG_INT64(1), x.mr.graph)));
+	idx = palloc(sizeof(int64) * k);
+	score = palloc(sizeof(float) * k);
+	GnnCoreThreadsInit();
+	got = gnn_topk_cosine(r.out, r.norms, r.rows, r.cols, row, k, gnn_threads, idx, score);
 	InitMaterializedSRF(fcinfo, 0);
-	for (int i = 0; i < nheap; i++)
+	for (int64 i = 0; i < got; i++)
 	{
 		Datum		v[2];
 		bool		n[2] = {false, false};
 
-		v[0] = Int64GetDatum(c->ids[heap[i].row]);
-		v[1] = Float4GetDatum(heap[i].score);
+		v[0] = Int64GetDatum(r.ids[idx[i]]);
+		v[1] = Float4GetDatum(score[i]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
 	}
+	InferEnd(&x);
 	return (Datum) 0;
+}
+
+/* gnn.cache_drop(model, version): empties the shared results of the caller's model */
+Datum
+gnn_cache_drop(PG_FUNCTION_ARGS)
+{
+	GnnRequirePreload();
+	PG_RETURN_INT32(GnnCacheDrop(ModelArg(fcinfo), VersionArg(fcinfo, 1)));
 }

@@ -17,6 +17,8 @@ int			gnn_max_jobs = 4;
 char	   *gnn_cuda_library = NULL;
 int			gnn_fault_backend_calls = -1;
 int			gnn_max_classes = 10000;
+int			gnn_max_cache_memory_mb = 1024;
+double		gnn_khop_max_fraction = 0.1;
 
 void		_PG_init(void);
 
@@ -45,6 +47,23 @@ _PG_init(void)
 							4, 1, GNN_JOB_SLOTS,
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("gnn.max_cache_memory",
+							"Shared memory that cached inference results may use together.",
+							"Full-graph results (embeddings, class probabilities) are shared by every session; "
+							"the least recently used are evicted to stay under this.",
+							&gnn_max_cache_memory_mb,
+							1024, 0, INT_MAX / 2,
+							PGC_SIGHUP, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomRealVariable("gnn.khop_max_fraction",
+							 "Largest neighbourhood, as a fraction of the graph's nodes, that a few-node inference computes on its own.",
+							 "gnn.embedding and gnn.predict of a few nodes missing from the shared results compute exactly "
+							 "on their neighbourhood when it has at most this fraction of the nodes; beyond it the full "
+							 "pass runs once and is shared.  0: always the full pass.",
+							 &gnn_khop_max_fraction,
+							 0.1, 0.0, 1.0,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	DefineCustomIntVariable("gnn.max_classes",
 							"The most classes a label column may define.",
 							"Integer labels are class numbers: a label of n makes n + 1 classes.  "

@@ -6,6 +6,7 @@
 
 #include "postgres.h"
 
+#include "storage/condition_variable.h"
 #include "storage/dsm.h"
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
@@ -23,6 +24,8 @@ extern int	gnn_max_jobs;
 extern char *gnn_cuda_library;
 extern int	gnn_fault_backend_calls;
 extern int	gnn_max_classes;
+extern int	gnn_max_cache_memory_mb;
+extern double gnn_khop_max_fraction;
 
 #define GNN_JOB_SLOTS 64
 
@@ -149,6 +152,76 @@ typedef struct GnnRetiredGraph
 	int32		holders;
 } GnnRetiredGraph;
 
+/* ------------------------------------------------------------------ shared inference results (cache.c) */
+#define GNN_CACHE_SLOTS 128
+
+typedef enum GnnResultKind
+{
+	GNN_RESULT_EMBED = 0,
+	GNN_RESULT_PROBS = 1
+} GnnResultKind;
+
+typedef enum GnnCacheState
+{
+	GNN_CACHE_FREE = 0,
+	GNN_CACHE_COMPUTING,
+	GNN_CACHE_READY
+} GnnCacheState;
+
+typedef struct GnnCacheKey
+{
+	Oid			dbid;
+	Oid			owner;			/* the model's owner: only sessions of that role reach it */
+	int64		model_id;		/* gnn.models.id */
+	uint32		model_xmin;		/* the model row's version */
+	uint64		generation;		/* the graph's version */
+	int32		kind;			/* GnnResultKind */
+	int32		layer;			/* resolved layer (embeddings) */
+} GnnCacheKey;
+
+typedef struct GnnCacheEntry
+{
+	GnnCacheState state;
+	GnnCacheKey key;
+	char		model[NAMEDATALEN];
+	int32		version;
+	char		graph[NAMEDATALEN];
+	dsm_handle	handle;			/* READY: the pinned segment */
+	uint64		bytes;
+	int64		rows;
+	int32		cols;
+	int64		hits;
+	uint64		last_used;		/* cache_clock at the last use, for LRU */
+	uint64		serial;			/* unique per entry ever made */
+	TimestampTz created;
+	double		seconds;		/* time to compute it */
+	int			computing_pid;
+} GnnCacheEntry;
+
+/* A result (every node's row of one layer), mapped: valid until the transaction ends. */
+typedef struct GnnResult
+{
+	int64		rows;
+	int32		cols;
+	const int64 *ids;			/* node ids, ascending (the graph's order) */
+	const float *out;			/* rows x cols */
+	const float *norms;			/* row norms */
+	Size		bytes;			/* the segment's size */
+} GnnResult;
+
+typedef void (*GnnComputeFn) (void *arg, GnnResult *res);	/* fills res->ids and res->out */
+
+extern void GnnCacheInitProcess(void);
+extern void GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char *graph,
+						int64 rows, int32 cols, GnnComputeFn compute, void *arg, GnnResult *res, bool *hit);
+extern dsm_segment *GnnResultCreate(int64 rows, int32 cols, GnnResult *res);
+extern void GnnResultFinish(GnnResult *res);
+extern void GnnCachePublish(const GnnCacheKey *key, const char *model, int32 version, const char *graph,
+							dsm_segment *seg, GnnResult *res, double seconds);
+extern bool GnnCacheLookup(const GnnCacheKey *key, GnnResult *res);
+extern int	GnnCacheDrop(const char *model, int32 version);
+extern void GnnCachePurgeGraph(const char *graph, uint64 live_generation);
+
 typedef struct GnnShared
 {
 	LWLock	   *lock;			/* protects everything below */
@@ -158,6 +231,12 @@ typedef struct GnnShared
 	int			max_graphs;
 	GnnJobSlot	jobs[GNN_JOB_SLOTS];
 	GnnRetiredGraph retired[GNN_JOB_SLOTS];
+	/* shared inference results */
+	uint64		cache_bytes;
+	uint64		cache_clock;
+	uint64		cache_serial;
+	ConditionVariable cache_cv;
+	GnnCacheEntry cache[GNN_CACHE_SLOTS];
 	GnnGraphEntry graphs[FLEXIBLE_ARRAY_MEMBER];
 } GnnShared;
 

@@ -494,7 +494,13 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 	slot->handle = dsm_segment_handle(seg);
 	slot->bytes = reserved;
 	slot->generation = gnn_shared->next_generation++;
-	LWLockRelease(gnn_shared->lock);
+	{
+		uint64		live = slot->generation;
+
+		LWLockRelease(gnn_shared->lock);
+		/* results computed on the graph it replaced can never be asked for again */
+		GnnCachePurgeGraph(proto->name, live);
+	}
 }
 
 /*
@@ -538,6 +544,8 @@ GnnGraphDrop(const char *name, bool if_exists, Oid owner)
 	EntryRetire(e);
 	memset(e, 0, sizeof(*e));
 	LWLockRelease(gnn_shared->lock);
+	if (owner == GetUserId())
+		GnnCachePurgeGraph(name, 0);
 	return true;
 }
 

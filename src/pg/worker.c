@@ -316,6 +316,72 @@ RunLinkPrediction(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *
 	return st;
 }
 
+/*
+ * The shared results applications ask for first (the default embedding;
+ * class probabilities for a classifier), computed while the model is still
+ * in the worker, to be published once its row is committed (cache.c).
+ */
+typedef struct Precomputed
+{
+	dsm_segment *seg[2];
+	GnnResult	res[2];
+	int32		layer[2];
+	int32		kind[2];
+	int			n;
+	double		seconds;
+} Precomputed;
+
+static void
+Precompute(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, bool linkpred, Precomputed *pc)
+{
+	const gnn_model_config *mc = gnn_model_config_of(model);
+	TimestampTz t0 = GetCurrentTimestamp();
+	MemoryContext mcxt = CurrentMemoryContext;
+
+	memset(pc, 0, sizeof(*pc));
+	pc->kind[0] = GNN_RESULT_EMBED;
+	pc->layer[0] = (linkpred || mc->layers == 1) ? mc->layers - 1 : mc->layers - 2;
+	pc->n = 1;
+	if (!linkpred)
+	{
+		pc->kind[1] = GNN_RESULT_PROBS;
+		pc->layer[1] = -1;
+		pc->n = 2;
+	}
+	PG_TRY();
+	{
+		for (int i = 0; i < pc->n; i++)
+		{
+			gnn_error	err;
+			int32		cols = pc->layer[i] < 0 ? mc->out_dim : gnn_model_layer_dim(model, pc->layer[i]);
+
+			pc->seg[i] = GnnResultCreate(g->num_nodes, cols, &pc->res[i]);
+			memcpy((int64 *) pc->res[i].ids, g->ids, sizeof(int64) * g->num_nodes);
+			if (gnn_model_infer(model, g, cfg->row_normalise, pc->layer[i], pc->kind[i] == GNN_RESULT_PROBS,
+								(float *) pc->res[i].out, &err) != GNN_OK)
+				GnnReportCoreError("inference after training failed", &err);
+			GnnResultFinish(&pc->res[i]);
+		}
+	}
+	PG_CATCH();
+	{
+		ErrorData  *ed;
+
+		/* the job succeeded; its results will be computed by their first caller instead */
+		MemoryContextSwitchTo(mcxt);
+		ed = CopyErrorData();
+		FlushErrorState();
+		ereport(WARNING,
+				(errmsg("gnn training job %lld: results not precomputed: %s", (long long) wctx->job, ed->message)));
+		for (int i = 0; i < 2; i++)
+			if (pc->seg[i])
+				dsm_detach(pc->seg[i]);
+		memset(pc, 0, sizeof(*pc));
+	}
+	PG_END_TRY();
+	pc->seconds = (double) (GetCurrentTimestamp() - t0) / 1e6;
+}
+
 static void
 RunJob(void)
 {
@@ -335,8 +401,13 @@ RunJob(void)
 	gnn_linkpred_result lres;
 	gnn_minibatch_stats mstats;
 	bool		linkpred = strcmp(r->task, "link_prediction") == 0;
+	Precomputed pre;
+	int64		row_id = 0;
+	uint32		row_xmin = 0;
+	int32		row_version = 0;
 
 	memset(&ref, 0, sizeof(ref));
+	memset(&pre, 0, sizeof(pre));
 	gnn_error_clear(&err);
 
 	/* the job's row */
@@ -483,6 +554,9 @@ RunJob(void)
 			if (st != GNN_OK)
 				GnnReportCoreError("could not serialise the model", &err);
 
+			/* the full-graph results, shared once the model row is committed */
+			Precompute(model, &ref.g, &cfg, linkpred, &pre);
+
 			initStringInfo(&metrics);
 			appendStringInfoChar(&metrics, '{');
 			JsonNum(&metrics, "best_epoch", res.best_epoch, false);
@@ -507,6 +581,8 @@ RunJob(void)
 				JsonNum(&metrics, "gather_seconds", mstats.gather_s, false);
 				JsonNum(&metrics, "compute_seconds", mstats.compute_s, false);
 			}
+			if (pre.n > 0)
+				JsonNum(&metrics, "inference_seconds", pre.seconds, false);
 			appendStringInfo(&metrics, "\"stopped_early\": %s, \"device\": \"%s\"}",
 							 res.stopped_early ? "true" : "false", devname);
 
@@ -544,7 +620,16 @@ RunJob(void)
 					 10, t, v, n);
 				Exec("INSERT INTO gnn.models (name, version, graph, model, task, params, metrics, job, weights, owner, classes) "
 					 "SELECT $1, coalesce(max(version), 0) + 1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::oid::regrole, $10 "
-					 "FROM gnn.models WHERE name = $1 AND owner = $9::oid::regrole", 10, t, v, n);
+					 "FROM gnn.models WHERE name = $1 AND owner = $9::oid::regrole "
+					 "RETURNING id, xmin::text::bigint, version", 10, t, v, n);
+				if (SPI_processed == 1)
+				{
+					bool		isnull;
+
+					row_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+					row_xmin = (uint32) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+					row_version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+				}
 			}
 			{
 				Oid			t[6] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, TEXTOID};
@@ -561,11 +646,31 @@ RunJob(void)
 					 "loss = $3, train_acc = $4, val_acc = $5, device = $6 WHERE id = $1", 6, t, v, n);
 			}
 			EndXact();
+			/* committed: its results are now the model row's, for every session */
+			for (int i = 0; i < pre.n; i++)
+			{
+				GnnCacheKey key;
+
+				memset(&key, 0, sizeof(key));
+				key.dbid = MyDatabaseId;
+				key.owner = wctx->owner;
+				key.model_id = row_id;
+				key.model_xmin = row_xmin;
+				key.generation = ref.entry.generation;
+				key.kind = pre.kind[i];
+				key.layer = pre.layer[i];
+				GnnCachePublish(&key, r->model_name, row_version, r->graph, pre.seg[i], &pre.res[i],
+								pre.seconds / pre.n);
+				pre.seg[i] = NULL;
+			}
 			SlotFinish(GNN_JOB_SUCCEEDED, NULL);
 		}
 	}
 	PG_FINALLY();
 	{
+		for (int i = 0; i < pre.n; i++)
+			if (pre.seg[i])
+				dsm_detach(pre.seg[i]);
 		free(blob);
 		if (model)
 			gnn_model_free(model);

@@ -1,0 +1,107 @@
+# Serving from many sessions: 32 sessions asking for the embeddings of one
+# uncached model start one computation and all get the same answer; memory
+# (gnn.cache and the DSM segments) returns to where it was after
+# gnn.cache_drop; a new session answers from the shared result; a graph
+# replaced by another session is never answered from stale results; another
+# role can neither read a cached result nor learn that it exists.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('serve');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'gnn'
+max_worker_processes = 16
+max_connections = 60
+dynamic_shared_memory_type = mmap
+gnn.threads = 1
+});
+$node->start;
+sub sq { return $node->safe_psql('postgres', $_[0]); }
+my $dshm = $node->data_dir . '/pg_dynshmem';
+sub dsm_files { opendir(my $d, $dshm) or return -1; my $n = grep { /^mmap\./ } readdir($d); closedir($d); return $n; }
+
+# a graph big enough that its full pass takes a noticeable time on one thread
+sq(q{
+	CREATE EXTENSION gnn;
+	CREATE ROLE alice LOGIN;
+	CREATE ROLE bob LOGIN;
+	SELECT setseed(0.5);
+	CREATE TABLE n AS SELECT id, (id % 3)::int AS label,
+		CASE WHEN id % 10 < 6 THEN 'train' WHEN id % 10 < 8 THEN 'val' ELSE 'test' END AS split,
+		(SELECT array_agg(random()::real + (j % 3 = id % 3)::int) FROM generate_series(0, 31) j WHERE id >= 0) AS feat
+	FROM generate_series(0, 19999) id;
+	CREATE TABLE e AS SELECT s.id AS src, ((random() * 6665)::int * 3 + s.id % 3) % 20000 AS dst
+	FROM n s, generate_series(1, 8) k;
+	GRANT SELECT ON n, e TO alice, bob;
+	GRANT CREATE ON SCHEMA public TO alice, bob;
+	SET ROLE alice;
+	SELECT gnn.load_graph('g', 'e', nodes => 'n', features => 'feat', label => 'label', split => 'split', undirected => true);
+	SELECT gnn.train('g', model => 'graphsage', name => 'm', hidden => 64, epochs => 2, seed => 1, wait => true);
+});
+is(sq(q{SET ROLE alice; SELECT count(*) FROM gnn.cache WHERE model = 'm' AND state = 'ready'}), '2',
+	'the training worker shared the embeddings and the probabilities');
+my $files0 = dsm_files();
+my $bytes = sq(q{SET ROLE alice; SELECT sum(bytes) FROM gnn.cache});
+ok($bytes > 20000 * 64 * 4, "they take $bytes bytes");
+
+# ------------------------------------------------------------------ roles
+is(sq(q{SET ROLE bob; SELECT count(*) FROM gnn.cache}), '0', 'bob does not see alice\'s cached results');
+my ($rc, $out, $err) = $node->psql('postgres', q{SET ROLE bob; SELECT * FROM gnn.similar('m', 1, 3)});
+like($err, qr/model "m" does not exist/, 'bob cannot read them through a function');
+is(sq(q{SET ROLE bob; SELECT gnn.cache_drop('m')}), '0', 'bob\'s gnn.cache_drop(\'m\') drops nothing of alice\'s');
+is(sq(q{SET ROLE alice; SELECT count(*) FROM gnn.cache}), '2', 'alice\'s results are still there');
+is(sq(q{SELECT count(*) FROM gnn.cache}), '2', 'a superuser sees every role\'s');
+
+# ------------------------------------------------------------------ a new session answers from them
+is(sq(q{SET ROLE alice; SELECT count(*) FROM gnn.similar('m', 5, 10)}), '10', 'gnn.similar from a new session');
+is(sq(q{SET ROLE alice; SELECT hits FROM gnn.cache WHERE kind = 'embedding'}), '1', 'a hit on the shared embeddings');
+
+# ------------------------------------------------------------------ 32 sessions, one computation
+is(sq(q{SET ROLE alice; SELECT gnn.cache_drop('m')}), '2', 'gnn.cache_drop empties both results');
+is(sq(q{SELECT count(*) FROM gnn.cache}), '0', 'nothing is cached');
+is(dsm_files(), $files0 - 2, 'their two segments are gone');
+my $dir = $node->basedir;
+open(my $f, '>', "$dir/sim.sql") or die;
+print $f "SET ROLE alice;\nSELECT 'answer', md5(string_agg(id || ':' || round(score::numeric, 6), ',' ORDER BY score DESC, id)) FROM gnn.similar('m', 42, 20);\n";
+close($f);
+my @h;
+for my $i (1 .. 32)
+{
+	my ($o, $e) = ('', '');
+	push @h, [ IPC::Run::start([ 'psql', '-X', '-At', '-h', $node->host, '-p', $node->port, '-d', 'postgres', '-f', "$dir/sim.sql" ],
+			'>', \$o, '2>', \$e), \$o, \$e ];
+}
+my %answers;
+for my $x (@h)
+{
+	$x->[0]->finish;
+	my ($a) = ${ $x->[1] } =~ /answer\|(\w+)/;
+	$answers{ $a // 'error: ' . ${ $x->[2] } }++;
+}
+is(scalar(keys %answers), 1, '32 concurrent sessions all got the same answer') or diag(join(', ', keys %answers));
+ok((keys %answers)[0] =~ /^[0-9a-f]{32}$/, 'and it is an answer');
+is(sq(q{SELECT count(*) || ' ' || sum(hits) FROM gnn.cache}), '1 31',
+	'one computation: one entry, and the 31 other sessions waited for it and hit it');
+
+# ------------------------------------------------------------------ memory back after gnn.cache_drop
+is(sq(q{SET ROLE alice; SELECT gnn.cache_drop('m')}), '1', 'dropped again');
+is(dsm_files(), $files0 - 2, 'the DSM segments are back to their number');
+is(sq(q{SELECT coalesce(sum(bytes), 0) FROM gnn.cache}), '0', 'gnn.cache counts nothing');
+
+# ------------------------------------------------------------------ another session replaces the graph
+sq(q{SET ROLE alice; SELECT gnn.embedding('m', 3)});     # a few nodes: k-hop, nothing shared
+is(sq(q{SELECT count(*) FROM gnn.cache}), '0', 'a few-node answer is computed on its neighbourhood, not shared');
+my $before = sq(q{SET ROLE alice; SELECT gnn.similar('m', 3, 1)});
+sq(q{UPDATE n SET feat = (SELECT array_agg(-x) FROM unnest(feat) x)});
+sq(q{SET ROLE alice; SELECT gnn.load_graph('g', 'e', nodes => 'n', features => 'feat', label => 'label', split => 'split', undirected => true, replace => true)});
+is(sq(q{SELECT count(*) FROM gnn.cache}), '0', 'the replace dropped the results of the replaced graph');
+isnt(sq(q{SET ROLE alice; SELECT gnn.similar('m', 3, 1)}), $before, 'a session after the replace answers from the new graph');
+is(sq(q{SELECT count(DISTINCT graph_version) FROM gnn.cache}), '1', 'from results of the new graph only');
+
+$node->stop;
+done_testing();
