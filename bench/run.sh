@@ -4,7 +4,7 @@
 #   BENCH="load train sql" bash bench/run.sh   # a subset
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WHAT=${BENCH:-"load train sql sample partition"}
+WHAT=${BENCH:-"load train sql sample partition topk"}
 for b in $WHAT; do
   case $b in
     load)  bash bench/load_graph.sh ;;
@@ -12,6 +12,7 @@ for b in $WHAT; do
     sql)   bash bench/sql_path.sh ;;
     sample) bash bench/sample_bench.sh ;;
     partition) bash bench/partition_bench.sh ;;
-    *) echo "unknown benchmark $b (load, train, sql, sample, partition)" >&2; exit 2 ;;
+    topk) bash bench/topk_bench.sh ;;
+    *) echo "unknown benchmark $b (load, train, sql, sample, partition, topk)" >&2; exit 2 ;;
   esac
 done

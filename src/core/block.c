@@ -11,6 +11,13 @@
  * destination, so gnn_dblock_create adds one to every destination row that
  * lacks one (PyG's add_remaining_self_loops) in the "loop" CSR, and GraphSAGE
  * (root weight separate) uses the raw block.
+ *
+ * GCN normalisation: by default the degrees are the block's own row and
+ * column sums after adding the self loops, which is the whole graph's
+ * normalisation when the block is the whole graph.  A block cut out of a
+ * graph (a k-hop neighbourhood) passes the graph's degrees instead
+ * (gnn_dblock_create_normed, gnn_graph_gcn_degree): a source's column sum
+ * in the block misses its edges to nodes outside it.
  */
 #include "model.h"
 
@@ -27,6 +34,51 @@ gnn_block_from_graph(const gnn_graph *g, gnn_block *blk)
 	blk->indptr = g->rindptr;
 	blk->indices = g->rindices;
 	blk->weights = g->rweights;
+}
+
+/*
+ * Sum a sorted neighbour list's weights with the self loop added where v has
+ * none, in list order: the order in which gnn_dblock_create sums the whole
+ * graph's block, row by row (in-edges) or down a column (out-edges), so the
+ * double comes out bit for bit the same.
+ */
+double
+gnn_graph_gcn_degree(const gnn_graph *g, int64_t v, bool in)
+{
+	const int64_t *ptr = in ? g->rindptr : g->indptr;
+	const int32_t *nb = (in ? g->rindices : g->indices) + ptr[v];
+	const float *w = in ? g->rweights : g->weights;
+	int64_t		deg = ptr[v + 1] - ptr[v],
+				lo = 0,
+				hi = deg;
+	double		s = 0;
+	bool		placed = false;
+
+	/* lo = first neighbour >= v */
+	while (lo < hi)
+	{
+		int64_t		mid = (lo + hi) / 2;
+
+		if (nb[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!w)						/* sums of ones are exact */
+		return (double) deg + ((lo < deg && nb[lo] == v) ? 0.0 : 1.0);
+	w += ptr[v];
+	for (int64_t k = 0; k < deg; k++)
+	{
+		if (!placed && k == lo && nb[k] != v)
+		{
+			s += 1.0f;
+			placed = true;
+		}
+		s += w[k];
+	}
+	if (!placed && !(lo < deg && nb[lo] == v))
+		s += 1.0f;
+	return s;
 }
 
 void
@@ -126,6 +178,13 @@ gnn_dblock_free(gnn_dblock *b)
 gnn_status
 gnn_dblock_create(gnn_backend *be, const gnn_block *blk, gnn_dblock *out, gnn_error *err)
 {
+	return gnn_dblock_create_normed(be, blk, NULL, NULL, out, err);
+}
+
+gnn_status
+gnn_dblock_create_normed(gnn_backend *be, const gnn_block *blk, const double *deg_dst,
+						 const double *deg_src, gnn_dblock *out, gnn_error *err)
+{
 	int64_t		nd = blk->n_dst,
 				ns = blk->n_src;
 	int64_t    *lptr = NULL;
@@ -196,8 +255,8 @@ gnn_dblock_create(gnn_backend *be, const gnn_block *blk, gnn_dblock *out, gnn_er
 	for (int64_t i = 0; i < nd; i++)
 		for (int64_t e = lptr[i]; e < lptr[i + 1]; e++)
 		{
-			double		dd = ddst[i],
-						ds = dsrc[lidx[e]];
+			double		dd = deg_dst ? deg_dst[i] : ddst[i],
+						ds = deg_src ? deg_src[lidx[e]] : dsrc[lidx[e]];
 
 			lval[e] = (dd > 0 && ds > 0) ? (float) (lval[e] / sqrt(dd * ds)) : 0.0f;
 		}

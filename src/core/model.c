@@ -662,18 +662,18 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 	return GNN_OK;
 }
 
-gnn_status
-gnn_model_forward(gnn_model *m, gnn_dblock *const *blocks, const gnn_dfeat *x, bool train,
-				  uint64_t seed, const float **logits, gnn_error *err)
+/* layers 0..nlayers-1; the model's own checks on the block chain */
+static gnn_status
+forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers, const gnn_dfeat *x,
+			   bool train, uint64_t seed, gnn_error *err)
 {
 	gnn_status	st;
 
-	m->have_train_forward = false;
 	if (x->dim != m->cfg.in_dim || x->rows != blocks[0]->n_src)
 		return gnn_error_set(err, GNN_ERR_DIMENSION,
 							 "features are %lld x %d, the model wants %lld x %d",
 							 (long long) x->rows, x->dim, (long long) blocks[0]->n_src, m->cfg.in_dim);
-	for (int l = 0; l < m->cfg.layers; l++)
+	for (int l = 0; l < nlayers; l++)
 	{
 		if (l > 0 && blocks[l]->n_src != blocks[l - 1]->n_dst)
 			return gnn_error_set(err, GNN_ERR_DIMENSION,
@@ -684,8 +684,36 @@ gnn_model_forward(gnn_model *m, gnn_dblock *const *blocks, const gnn_dfeat *x, b
 		if (st != GNN_OK)
 			return st;
 	}
+	return GNN_OK;
+}
+
+gnn_status
+gnn_model_forward(gnn_model *m, gnn_dblock *const *blocks, const gnn_dfeat *x, bool train,
+				  uint64_t seed, const float **logits, gnn_error *err)
+{
+	gnn_status	st;
+
+	m->have_train_forward = false;
+	if ((st = forward_layers(m, blocks, m->cfg.layers, x, train, seed, err)) != GNN_OK)
+		return st;
 	*logits = m->layers[m->cfg.layers - 1].y;
 	m->have_train_forward = true;	/* backward works after either kind of pass */
+	return GNN_OK;
+}
+
+gnn_status
+gnn_model_forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers, const gnn_dfeat *x,
+						 const float **out, gnn_error *err)
+{
+	gnn_status	st;
+
+	m->have_train_forward = false;
+	if (nlayers < 1 || nlayers > m->cfg.layers)
+		return gnn_error_set(err, GNN_ERR_INVALID, "cannot run %d layers of a model with %d",
+							 nlayers, m->cfg.layers);
+	if ((st = forward_layers(m, blocks, nlayers, x, false, 0, err)) != GNN_OK)
+		return st;
+	*out = m->layers[nlayers - 1].y;
 	return GNN_OK;
 }
 

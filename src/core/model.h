@@ -119,6 +119,28 @@ typedef struct gnn_dblock
 
 gnn_status	gnn_dblock_create(gnn_backend *be, const gnn_block *blk, gnn_dblock *out,
 							  gnn_error *err);
+
+/*
+ * As gnn_dblock_create, but GCN's normalisation D_dst^-1/2 (A+I) D_src^-1/2
+ * takes its degrees from deg_dst[n_dst] and deg_src[n_src] (either may be
+ * NULL: the block's own row / column sums).  A block cut out of a graph
+ * passes the graph's degrees (gnn_graph_gcn_degree) so that its values are
+ * the whole graph's: in the block, a source's column sum misses its edges to
+ * nodes outside it.
+ */
+gnn_status	gnn_dblock_create_normed(gnn_backend *be, const gnn_block *blk,
+									 const double *deg_dst, const double *deg_src,
+									 gnn_dblock *out, gnn_error *err);
+
+/*
+ * Node v's degree in g's adjacency with self loops added where missing
+ * (weight 1): in = true the sum of its in-edge weights (its row in the
+ * whole-graph block), false of its out-edge weights (its column).  Summed in
+ * the order gnn_dblock_create sums the whole graph, so a block normalised
+ * with these degrees has bit for bit the whole graph's values.  O(log degree)
+ * unweighted, O(degree) weighted.
+ */
+double		gnn_graph_gcn_degree(const gnn_graph *g, int64_t v, bool in);
 void		gnn_dblock_free(gnn_dblock *b);
 
 /* Input features on a backend: dense [rows x dim] or sparse CSR. */
@@ -180,6 +202,15 @@ int			gnn_model_find_param(const gnn_model *m, const char *name);
 gnn_status	gnn_model_forward(gnn_model *m, gnn_dblock *const *blocks, const gnn_dfeat *x,
 							  bool train, uint64_t seed, const float **logits,
 							  gnn_error *err);
+/*
+ * An evaluation forward (no dropout) of layers 0..nlayers-1 only, for a
+ * caller that wants an inner layer's output without running the layers
+ * above it: blocks[l] for l < nlayers.  *out (backend memory,
+ * blocks[nlayers-1]->n_dst x gnn_model_layer_dim(nlayers-1)) stays valid
+ * until the next forward.  Backward is refused after it.
+ */
+gnn_status	gnn_model_forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers,
+									 const gnn_dfeat *x, const float **out, gnn_error *err);
 /* The dropout seed layer l uses for its input (attention = false) or its
  * attention coefficients, given the forward seed: element i of the input
  * (non-zero i for sparse input; e*heads + h for attention) is kept when

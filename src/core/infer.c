@@ -1,0 +1,414 @@
+/*
+ * infer.c: exact inference for a few nodes on their k-hop in-neighbourhood.
+ *
+ * The neighbourhood is grown breadth-first from the (deduplicated) query
+ * nodes: node i's row lists all its in-neighbours, numbered in order of
+ * first appearance, so the nodes within h hops are a prefix [0, start[h])
+ * and one CSR serves every layer: layer l's block is its prefix of
+ * start[K-1-l] rows over start[K-l] sources (DGL's convention, destination i
+ * is source i, as the samplers build).  Global ids map to local ones through
+ * an open-addressing hash that grows with the neighbourhood, so a call costs
+ * what the neighbourhood costs, however large the graph.
+ */
+#include "infer.h"
+#include "sample.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ node map */
+
+typedef struct slot
+{
+	int32_t		key;			/* graph index, -1 = empty */
+	int32_t		val;			/* local index */
+} slot;
+
+typedef struct nodemap
+{
+	slot	   *s;
+	int			bits;
+	int64_t		used;
+} nodemap;
+
+static inline uint32_t
+map_hash(int32_t key, int bits)
+{
+	return ((uint32_t) key * 0x9e3779b1u) >> (32 - bits);
+}
+
+static bool
+map_init(nodemap *m, int bits)
+{
+	m->bits = bits;
+	m->used = 0;
+	m->s = malloc(sizeof(slot) << bits);
+	if (!m->s)
+		return false;
+	memset(m->s, 0xff, sizeof(slot) << bits);
+	return true;
+}
+
+/* double the table (kept at most half full) */
+static bool
+map_grow(nodemap *m)
+{
+	nodemap		b;
+	uint32_t	mask;
+
+	if (!map_init(&b, m->bits + 1))
+		return false;
+	mask = (1u << b.bits) - 1;
+	for (int64_t i = 0; i < ((int64_t) 1 << m->bits); i++)
+		if (m->s[i].key >= 0)
+		{
+			uint32_t	h = map_hash(m->s[i].key, b.bits);
+
+			while (b.s[h].key >= 0)
+				h = (h + 1) & mask;
+			b.s[h] = m->s[i];
+		}
+	b.used = m->used;
+	free(m->s);
+	*m = b;
+	return true;
+}
+
+/* ------------------------------------------------------------------ k-hop */
+
+typedef struct khop
+{
+	const gnn_graph *g;
+	nodemap		map;
+	int32_t    *nodes;			/* local -> graph index */
+	int64_t		n,
+				cap_nodes;
+	int64_t    *ptr;			/* rows of nodes [0, start[K-1]) */
+	int64_t		cap_ptr;
+	int32_t    *idx;			/* local source ids, ascending within a row */
+	float	   *w;				/* edge weights when the graph has them */
+	int64_t		nnz,
+				cap_e,
+				cap_w;
+	uint64_t   *scratch;		/* one row, packed for sorting */
+	int64_t		cap_scratch;
+	int64_t		start[GNN_MAX_LAYERS + 1];
+} khop;
+
+static bool
+grow(void **p, int64_t *cap, int64_t need, size_t elem)
+{
+	int64_t		c = *cap ? *cap : 256;
+	void	   *q;
+
+	if (need <= *cap)
+		return true;
+	while (c < need)
+		c *= 2;
+	q = realloc(*p, elem * (size_t) c);
+	if (!q)
+		return false;
+	*p = q;
+	*cap = c;
+	return true;
+}
+
+static void
+khop_free(khop *k)
+{
+	free(k->map.s);
+	free(k->nodes);
+	free(k->ptr);
+	free(k->idx);
+	free(k->w);
+	free(k->scratch);
+}
+
+/* local id of graph node u, numbering it next when new; -1 when out of memory */
+static int32_t
+khop_local(khop *k, int32_t u)
+{
+	uint32_t	mask = (1u << k->map.bits) - 1,
+				h = map_hash(u, k->map.bits);
+
+	for (;; h = (h + 1) & mask)
+	{
+		if (k->map.s[h].key == u)
+			return k->map.s[h].val;
+		if (k->map.s[h].key < 0)
+			break;
+	}
+	if (!grow((void **) &k->nodes, &k->cap_nodes, k->n + 1, sizeof(int32_t)))
+		return -1;
+	k->map.s[h].key = u;
+	k->map.s[h].val = (int32_t) k->n;
+	k->nodes[k->n] = u;
+	if (++k->map.used * 2 > ((int64_t) 1 << k->map.bits) && !map_grow(&k->map))
+		return -1;
+	return (int32_t) k->n++;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a,
+				y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Sort a row by local id.  The nodes the row discovered (ids >= first_new)
+ * got ids above every earlier one, in the order listed, so they already
+ * come last and in order; only the others need sorting, which keeps a hub's
+ * row (mostly new nodes) cheap.
+ */
+static void
+sort_row(khop *k, int32_t *ix, float *w, int64_t len, int32_t first_new)
+{
+	uint64_t   *s = k->scratch;
+	int64_t		nold = 0,
+				tail = len;
+	bool		sorted = true;
+
+	for (int64_t e = 1; e < len && sorted; e++)
+		sorted = ix[e - 1] < ix[e];
+	if (sorted)
+		return;
+	for (int64_t e = 0; e < len; e++)
+	{
+		uint64_t	bits = 0;
+
+		if (w)
+			memcpy(&bits, &w[e], sizeof(float));
+		if (ix[e] < first_new)
+			s[nold++] = ((uint64_t) ix[e] << 32) | bits;
+	}
+	for (int64_t e = len - 1; e >= 0; e--)
+		if (ix[e] >= first_new)
+		{
+			uint64_t	bits = 0;
+
+			if (w)
+				memcpy(&bits, &w[e], sizeof(float));
+			s[--tail] = ((uint64_t) ix[e] << 32) | bits;
+		}
+	if (nold <= 32)
+		for (int64_t i = 1; i < nold; i++)
+		{
+			uint64_t	v = s[i];
+			int64_t		j = i;
+
+			for (; j > 0 && s[j - 1] > v; j--)
+				s[j] = s[j - 1];
+			s[j] = v;
+		}
+	else
+		qsort(s, nold, sizeof(uint64_t), cmp_u64);
+	for (int64_t e = 0; e < len; e++)
+	{
+		ix[e] = (int32_t) (s[e] >> 32);
+		if (w)
+		{
+			uint32_t	bits = (uint32_t) s[e];
+
+			memcpy(&w[e], &bits, sizeof(float));
+		}
+	}
+}
+
+static gnn_status
+khop_limit(khop *k, int hops, int64_t max_nodes, gnn_error *err)
+{
+	return gnn_error_set(err, GNN_ERR_LIMIT,
+						 "the %d-hop neighbourhood of the %lld given nodes has more than %lld nodes",
+						 hops, (long long) k->start[0], (long long) max_nodes);
+}
+
+/*
+ * The neighbourhood of idx[0..n) over hops hops; seed_local[i] = local id of
+ * idx[i].  GNN_ERR_LIMIT as soon as it grows past max_nodes (> 0).
+ */
+static gnn_status
+khop_build(khop *k, const int64_t *idx, int64_t n, int hops, int64_t max_nodes,
+		   int32_t *seed_local, gnn_error *err)
+{
+	const gnn_graph *g = k->g;
+	int			bits = 10;
+	int64_t		row = 0;
+
+	while (bits < 30 && ((int64_t) 1 << bits) < 4 * n)
+		bits++;
+	if (!map_init(&k->map, bits))
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	for (int64_t i = 0; i < n; i++)
+	{
+		if (idx[i] < 0 || idx[i] >= g->num_nodes)
+			return gnn_error_set(err, GNN_ERR_INVALID, "node index %lld out of range [0, %lld)",
+								 (long long) idx[i], (long long) g->num_nodes);
+		if ((seed_local[i] = khop_local(k, (int32_t) idx[i])) < 0)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	}
+	k->start[0] = k->n;
+	if (max_nodes > 0 && k->n > max_nodes)
+		return khop_limit(k, hops, max_nodes, err);
+	if (!grow((void **) &k->ptr, &k->cap_ptr, 1, sizeof(int64_t)))
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	k->ptr[0] = 0;
+	for (int h = 0; h < hops; h++)
+	{
+		int64_t		end = k->n;
+
+		if (!grow((void **) &k->ptr, &k->cap_ptr, end + 1, sizeof(int64_t)))
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		for (; row < end; row++)
+		{
+			int32_t		v = k->nodes[row];
+			int64_t		b = g->rindptr[v],
+						deg = g->rindptr[v + 1] - b;
+			int32_t		first_new = (int32_t) k->n;
+			int32_t    *ix;
+			float	   *w = NULL;
+
+			if (!grow((void **) &k->idx, &k->cap_e, k->nnz + deg, sizeof(int32_t)) ||
+				!grow((void **) &k->scratch, &k->cap_scratch, deg, sizeof(uint64_t)) ||
+				(g->rweights && !grow((void **) &k->w, &k->cap_w, k->nnz + deg, sizeof(float))))
+				return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+			ix = k->idx + k->nnz;
+			for (int64_t e = 0; e < deg; e++)
+			{
+				if (e + 8 < deg)
+					__builtin_prefetch(&k->map.s[map_hash(g->rindices[b + e + 8], k->map.bits)]);
+				if ((ix[e] = khop_local(k, g->rindices[b + e])) < 0)
+					return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+				if (max_nodes > 0 && k->n > max_nodes)
+					return khop_limit(k, hops, max_nodes, err);
+			}
+			if (g->rweights)
+			{
+				w = k->w + k->nnz;
+				memcpy(w, g->rweights + b, sizeof(float) * deg);
+			}
+			sort_row(k, ix, w, deg, first_new);
+			k->nnz += deg;
+			k->ptr[row + 1] = k->nnz;
+		}
+		k->start[h + 1] = k->n;
+	}
+	return GNN_OK;
+}
+
+/* ------------------------------------------------------------------ inference */
+
+/*
+ * GCN degrees of the graph for the block's nodes: in-degrees of the nodes
+ * that have rows, out-degrees of all (gnn_dblock_create_normed).
+ */
+static gnn_status
+khop_degrees(const khop *k, int hops, double **dd, double **ds, gnn_error *err)
+{
+	int64_t		nr = k->start[hops - 1],
+				nn = k->start[hops];
+
+	*dd = malloc(sizeof(double) * (nr + 1));
+	*ds = malloc(sizeof(double) * (nn + 1));
+	if (!*dd || !*ds)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	for (int64_t i = 0; i < nr; i++)
+		(*dd)[i] = gnn_graph_gcn_degree(k->g, k->nodes[i], true);
+	for (int64_t i = 0; i < nn; i++)
+		(*ds)[i] = gnn_graph_gcn_degree(k->g, k->nodes[i], false);
+	return GNN_OK;
+}
+
+gnn_status
+gnn_model_infer_nodes(gnn_model *m, const gnn_graph *g, bool row_normalise, int layer,
+					  bool softmax, const int64_t *idx, int64_t n, int64_t max_nodes,
+					  float *host_out, int64_t *touched, gnn_error *err)
+{
+	gnn_backend *be = gnn_model_backend(m);
+	const gnn_model_config *mc = gnn_model_config_of(m);
+	int			hops = layer < 0 ? mc->layers : layer + 1;
+	khop		k;
+	gnn_dblock	db[GNN_MAX_LAYERS];
+	gnn_dblock *blocks[GNN_MAX_LAYERS];
+	gnn_dfeat	x;
+	int			made = 0;
+	int32_t    *seed_local = NULL;
+	double	   *dd = NULL,
+			   *ds = NULL;
+	float	   *rows = NULL;
+	const float *out;
+	int32_t		cols;
+	gnn_status	st;
+
+	memset(&k, 0, sizeof(k));
+	memset(&x, 0, sizeof(x));
+	if (touched)
+		*touched = 0;
+	if (layer < -1 || layer >= mc->layers)
+		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers; -1 is the output)",
+							 layer, mc->layers);
+	if (n < 0)
+		return gnn_error_set(err, GNN_ERR_INVALID, "node count must be >= 0, got %lld", (long long) n);
+	if (n == 0)
+		return GNN_OK;
+	if (g->num_nodes > INT32_MAX - 1)
+		return gnn_error_set(err, GNN_ERR_LIMIT, "inference on nodes uses 32-bit node indices; the graph has %lld nodes",
+							 (long long) g->num_nodes);
+	k.g = g;
+	seed_local = malloc(sizeof(int32_t) * n);
+	if (!seed_local)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	st = khop_build(&k, idx, n, hops, max_nodes, seed_local, err);
+	if (touched)
+		*touched = k.n;
+	if (st != GNN_OK)
+		goto done;
+
+	if (mc->kind == GNN_MODEL_GCN && (st = khop_degrees(&k, hops, &dd, &ds, err)) != GNN_OK)
+		goto done;
+	for (made = 0; made < hops; made++)
+	{
+		int			h = hops - 1 - made;
+		gnn_block	blk;
+
+		blk.n_dst = k.start[h];
+		blk.n_src = k.start[h + 1];
+		blk.nnz = k.ptr[k.start[h]];
+		blk.indptr = k.ptr;
+		blk.indices = k.idx;
+		blk.weights = g->rweights ? k.w : NULL;
+		if ((st = gnn_dblock_create_normed(be, &blk, dd, ds, &db[made], err)) != GNN_OK)
+			goto done;
+		blocks[made] = &db[made];
+	}
+	if ((st = gnn_dfeat_gather(be, g, k.nodes, k.start[hops], row_normalise, 0, &x, err)) != GNN_OK ||
+		(st = gnn_model_forward_layers(m, blocks, hops, &x, &out, err)) != GNN_OK)
+		goto done;
+	cols = gnn_model_layer_dim(m, hops - 1);
+	if (layer < 0 && softmax &&
+		(st = gnn_backend_error(be, gnn_backend_softmax_rows(be, out, (float *) out, k.start[0], cols), err)) != GNN_OK)
+		goto done;				/* the model's own buffer, rewritten next forward */
+	rows = malloc(sizeof(float) * k.start[0] * cols);
+	if (!rows)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	if ((st = gnn_backend_error(be, gnn_backend_copy_d2h(be, rows, out, sizeof(float) * k.start[0] * cols),
+								err)) != GNN_OK)
+		goto done;
+	for (int64_t i = 0; i < n; i++)
+		memcpy(host_out + i * cols, rows + (int64_t) seed_local[i] * cols, sizeof(float) * cols);
+done:
+	while (made > 0)
+		gnn_dblock_free(&db[--made]);
+	gnn_dfeat_free(&x);
+	khop_free(&k);
+	free(seed_local);
+	free(dd);
+	free(ds);
+	free(rows);
+	return st;
+}

@@ -1,0 +1,187 @@
+/*
+ * topk.c: parallel top-k by cosine similarity.
+ *
+ * Each thread scores a contiguous range of rows and keeps its k best in a
+ * min-heap whose root is the worst kept candidate, so a row that does not
+ * beat the root costs one comparison; the threads' heaps (at most
+ * threads * k candidates) are merged by one small sort.  The order is
+ * total (score, then lower index first), so the result does not depend on
+ * how the rows were split.
+ */
+#include "topk.h"
+
+#include <math.h>
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+typedef struct cand
+{
+	float		s;
+	int64_t		i;
+} cand;
+
+static inline float
+cos_score(const float *a, const float *b, int32_t dim, float na, float nb)
+{
+	float		acc[8] = {0};
+	int32_t		k = 0;
+
+	if (na == 0.0f || nb == 0.0f)
+		return 0.0f;
+	for (; k + 8 <= dim; k += 8)
+		for (int j = 0; j < 8; j++)
+			acc[j] += a[k + j] * b[k + j];
+	for (int j = 0; k < dim; k++, j++)
+		acc[j] += a[k] * b[k];
+	return (((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) /
+		(na * nb);
+}
+
+float
+gnn_cosine(const float *a, const float *b, int32_t dim, float na, float nb)
+{
+	return cos_score(a, b, dim, na, nb);
+}
+
+/* a ranks before b: higher score (NaN lowest), then lower index */
+static inline bool
+better(const cand *a, const cand *b)
+{
+	float		x = isnan(a->s) ? -INFINITY : a->s,
+				y = isnan(b->s) ? -INFINITY : b->s;
+
+	return x > y || (x == y && a->i < b->i);
+}
+
+/* restore the heap (worst at the root) below position p */
+static void
+sift_down(cand *h, int64_t n, int64_t p)
+{
+	cand		v = h[p];
+
+	for (;;)
+	{
+		int64_t		c = 2 * p + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && better(&h[c], &h[c + 1]))
+			c++;				/* the worse child */
+		if (!better(&v, &h[c]))
+			break;
+		h[p] = h[c];
+		p = c;
+	}
+	h[p] = v;
+}
+
+static void
+sift_up(cand *h, int64_t p)
+{
+	cand		v = h[p];
+
+	while (p > 0)
+	{
+		int64_t		up = (p - 1) / 2;
+
+		if (!better(&h[up], &v))
+			break;
+		h[p] = h[up];
+		p = up;
+	}
+	h[p] = v;
+}
+
+static int
+cmp_rank(const void *a, const void *b)
+{
+	return better(a, b) ? -1 : better(b, a) ? 1 : 0;
+}
+
+int64_t
+gnn_topk_cosine(const float *emb, const float *norms, int64_t n, int32_t dim, int64_t q,
+				int32_t k, int nthreads, int64_t *out_idx, float *out_score)
+{
+	const float *eq;
+	float		nq;
+	int64_t		kk,
+				total = 0;
+	int			nt = 1;
+	cand	   *heaps;
+	int64_t    *counts;
+
+	if (n < 1 || dim < 1 || q < 0 || q >= n || k < 0)
+		return -1;
+	kk = k < n - 1 ? k : n - 1;
+	if (kk == 0)
+		return 0;
+#ifdef _OPENMP
+	nt = nthreads > 0 ? nthreads : omp_get_max_threads();
+#endif
+	if (n * (int64_t) dim < (1 << 14))
+		nt = 1;					/* not worth a team */
+	heaps = malloc(sizeof(cand) * kk * nt);
+	counts = calloc(nt, sizeof(int64_t));
+	if (!heaps || !counts)
+	{
+		free(heaps);
+		free(counts);
+		return -1;
+	}
+	eq = emb + q * dim;
+	nq = norms[q];
+
+#pragma omp parallel num_threads(nt) if (nt > 1)
+	{
+		int			t = 0,
+					T = 1;
+		cand	   *h;
+		int64_t		m = 0,
+					lo,
+					hi;
+
+#ifdef _OPENMP
+		t = omp_get_thread_num();
+		T = omp_get_num_threads();
+#endif
+		h = heaps + t * kk;
+		lo = n * t / T;
+		hi = n * (t + 1) / T;
+		for (int64_t i = lo; i < hi; i++)
+		{
+			cand		c;
+
+			if (i == q)
+				continue;
+			c.s = cos_score(eq, emb + i * dim, dim, nq, norms[i]);
+			c.i = i;
+			if (m < kk)
+			{
+				h[m] = c;
+				sift_up(h, m++);
+			}
+			else if (better(&c, &h[0]))
+			{
+				h[0] = c;
+				sift_down(h, kk, 0);
+			}
+		}
+		counts[t] = m;
+	}
+
+	/* merge: compact the heaps and sort the few candidates */
+	for (int t = 0; t < nt; t++)
+		for (int64_t j = 0; j < counts[t]; j++)
+			heaps[total++] = heaps[t * kk + j];
+	qsort(heaps, total, sizeof(cand), cmp_rank);
+	for (int64_t j = 0; j < kk; j++)
+	{
+		out_idx[j] = heaps[j].i;
+		out_score[j] = heaps[j].s;
+	}
+	free(heaps);
+	free(counts);
+	return kk;
+}
