@@ -102,3 +102,5 @@ SELECT gnn.cache_drop('sv_sage', version => 0);
 SELECT gnn.cache_drop('no_such_model') AS none;
 SELECT gnn.drop_graph('sv');
 SELECT count(*) AS entries_after_drop FROM gnn.cache;
+SELECT gnn.drop_model(name) FROM (SELECT DISTINCT name FROM gnn.models WHERE name LIKE 'sv\_%') m ORDER BY name;
+SELECT count(*) AS entries_left FROM gnn.cache;
