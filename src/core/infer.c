@@ -56,8 +56,8 @@ map_grow(nodemap *m)
 	nodemap		b;
 	uint32_t	mask;
 
-	if (!map_init(&b, m->bits + 1))
-		return false;
+	if (m->bits >= 31 || !map_init(&b, m->bits + 1))
+		return false;			/* 2^30 nodes: far past any sensible max_nodes */
 	mask = (1u << b.bits) - 1;
 	for (int64_t i = 0; i < ((int64_t) 1 << m->bits); i++)
 		if (m->s[i].key >= 0)
@@ -261,8 +261,8 @@ khop_build(khop *k, const int64_t *idx, int64_t n, int hops, int64_t max_nodes,
 	int			bits = 10;
 	int64_t		row = 0;
 
-	while (bits < 30 && ((int64_t) 1 << bits) < 4 * n)
-		bits++;
+	while (bits < 20 && ((int64_t) 1 << bits) < 4 * n)
+		bits++;					/* the table grows with the neighbourhood */
 	if (!map_init(&k->map, bits))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 	for (int64_t i = 0; i < n; i++)
