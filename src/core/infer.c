@@ -294,9 +294,10 @@ khop_build(khop *k, const int64_t *idx, int64_t n, int hops, int64_t max_nodes,
 			int32_t    *ix;
 			float	   *w = NULL;
 
-			if (!grow((void **) &k->idx, &k->cap_e, k->nnz + deg, sizeof(int32_t)) ||
-				!grow((void **) &k->scratch, &k->cap_scratch, 2 * deg, sizeof(uint64_t)) ||
-				(g->rweights && !grow((void **) &k->w, &k->cap_w, k->nnz + deg, sizeof(float))))
+			/* + 1: the arrays exist even when no row has an entry */
+			if (!grow((void **) &k->idx, &k->cap_e, k->nnz + deg + 1, sizeof(int32_t)) ||
+				!grow((void **) &k->scratch, &k->cap_scratch, 2 * deg + 1, sizeof(uint64_t)) ||
+				(g->rweights && !grow((void **) &k->w, &k->cap_w, k->nnz + deg + 1, sizeof(float))))
 				return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 			ix = k->idx + k->nnz;
 			for (int64_t e = 0; e < deg; e++)
