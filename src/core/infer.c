@@ -56,8 +56,8 @@ map_grow(nodemap *m)
 	nodemap		b;
 	uint32_t	mask;
 
-	if (!map_init(&b, m->bits + 1))
-		return false;
+	if (m->bits >= 31 || !map_init(&b, m->bits + 1))
+		return false;			/* 2^30 nodes: far past any sensible max_nodes */
 	mask = (1u << b.bits) - 1;
 	for (int64_t i = 0; i < ((int64_t) 1 << m->bits); i++)
 		if (m->s[i].key >= 0)
@@ -90,7 +90,7 @@ typedef struct khop
 	int64_t		nnz,
 				cap_e,
 				cap_w;
-	uint64_t   *scratch;		/* one row, packed for sorting */
+	uint64_t   *scratch;		/* one row packed for sorting, twice */
 	int64_t		cap_scratch;
 	int64_t		start[GNN_MAX_LAYERS + 1];
 } khop;
@@ -148,20 +148,64 @@ khop_local(khop *k, int32_t u)
 	return (int32_t) k->n++;
 }
 
-static int
-cmp_u64(const void *a, const void *b)
+/*
+ * Sort packed (local id << 32 | weight bits) entries by id: insertion sort
+ * for a few, else LSD radix sort on the id's bytes below idbits bits (one
+ * to four passes of 256 buckets; tmp has room for n).
+ */
+static void
+sort_packed(uint64_t *a, uint64_t *tmp, int64_t n, int idbits)
 {
-	uint64_t	x = *(const uint64_t *) a,
-				y = *(const uint64_t *) b;
+	uint64_t   *src = a,
+			   *dst = tmp;
 
-	return x < y ? -1 : x > y;
+	if (n <= 32)
+	{
+		for (int64_t i = 1; i < n; i++)
+		{
+			uint64_t	v = a[i];
+			int64_t		j = i;
+
+			for (; j > 0 && a[j - 1] > v; j--)
+				a[j] = a[j - 1];
+			a[j] = v;
+		}
+		return;
+	}
+	for (int shift = 32; shift < 32 + idbits; shift += 8)
+	{
+		int64_t		cnt[257] = {0};
+		uint64_t   *t;
+
+		for (int64_t i = 0; i < n; i++)
+			cnt[((src[i] >> shift) & 255) + 1]++;
+		for (int b = 0; b < 256; b++)
+			cnt[b + 1] += cnt[b];
+		for (int64_t i = 0; i < n; i++)
+			dst[cnt[(src[i] >> shift) & 255]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, sizeof(uint64_t) * n);
+}
+
+static inline uint64_t
+pack(int32_t id, const float *w)
+{
+	uint32_t	bits = 0;
+
+	if (w)
+		memcpy(&bits, w, sizeof(float));
+	return ((uint64_t) id << 32) | bits;
 }
 
 /*
  * Sort a row by local id.  The nodes the row discovered (ids >= first_new)
  * got ids above every earlier one, in the order listed, so they already
  * come last and in order; only the others need sorting, which keeps a hub's
- * row (mostly new nodes) cheap.
+ * row (mostly new nodes) cheap.  k->scratch holds 2 * len.
  */
 static void
 sort_row(khop *k, int32_t *ix, float *w, int64_t len, int32_t first_new)
@@ -169,6 +213,7 @@ sort_row(khop *k, int32_t *ix, float *w, int64_t len, int32_t first_new)
 	uint64_t   *s = k->scratch;
 	int64_t		nold = 0,
 				tail = len;
+	int			idbits = 1;
 	bool		sorted = true;
 
 	for (int64_t e = 1; e < len && sorted; e++)
@@ -176,35 +221,14 @@ sort_row(khop *k, int32_t *ix, float *w, int64_t len, int32_t first_new)
 	if (sorted)
 		return;
 	for (int64_t e = 0; e < len; e++)
-	{
-		uint64_t	bits = 0;
-
-		if (w)
-			memcpy(&bits, &w[e], sizeof(float));
 		if (ix[e] < first_new)
-			s[nold++] = ((uint64_t) ix[e] << 32) | bits;
-	}
+			s[nold++] = pack(ix[e], w ? w + e : NULL);
 	for (int64_t e = len - 1; e >= 0; e--)
 		if (ix[e] >= first_new)
-		{
-			uint64_t	bits = 0;
-
-			if (w)
-				memcpy(&bits, &w[e], sizeof(float));
-			s[--tail] = ((uint64_t) ix[e] << 32) | bits;
-		}
-	if (nold <= 32)
-		for (int64_t i = 1; i < nold; i++)
-		{
-			uint64_t	v = s[i];
-			int64_t		j = i;
-
-			for (; j > 0 && s[j - 1] > v; j--)
-				s[j] = s[j - 1];
-			s[j] = v;
-		}
-	else
-		qsort(s, nold, sizeof(uint64_t), cmp_u64);
+			s[--tail] = pack(ix[e], w ? w + e : NULL);
+	while (idbits < 31 && ((int64_t) 1 << idbits) < first_new)
+		idbits++;
+	sort_packed(s, s + len, nold, idbits);
 	for (int64_t e = 0; e < len; e++)
 	{
 		ix[e] = (int32_t) (s[e] >> 32);
@@ -237,8 +261,8 @@ khop_build(khop *k, const int64_t *idx, int64_t n, int hops, int64_t max_nodes,
 	int			bits = 10;
 	int64_t		row = 0;
 
-	while (bits < 30 && ((int64_t) 1 << bits) < 4 * n)
-		bits++;
+	while (bits < 20 && ((int64_t) 1 << bits) < 4 * n)
+		bits++;					/* the table grows with the neighbourhood */
 	if (!map_init(&k->map, bits))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 	for (int64_t i = 0; i < n; i++)
@@ -270,9 +294,10 @@ khop_build(khop *k, const int64_t *idx, int64_t n, int hops, int64_t max_nodes,
 			int32_t    *ix;
 			float	   *w = NULL;
 
-			if (!grow((void **) &k->idx, &k->cap_e, k->nnz + deg, sizeof(int32_t)) ||
-				!grow((void **) &k->scratch, &k->cap_scratch, deg, sizeof(uint64_t)) ||
-				(g->rweights && !grow((void **) &k->w, &k->cap_w, k->nnz + deg, sizeof(float))))
+			/* + 1: the arrays exist even when no row has an entry */
+			if (!grow((void **) &k->idx, &k->cap_e, k->nnz + deg + 1, sizeof(int32_t)) ||
+				!grow((void **) &k->scratch, &k->cap_scratch, 2 * deg + 1, sizeof(uint64_t)) ||
+				(g->rweights && !grow((void **) &k->w, &k->cap_w, k->nnz + deg + 1, sizeof(float))))
 				return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 			ix = k->idx + k->nnz;
 			for (int64_t e = 0; e < deg; e++)

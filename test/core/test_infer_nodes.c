@@ -368,9 +368,11 @@ test_rows(const tgraph *t)
 				continue;
 			for (int rn = 0; rn <= 1; rn++)
 			{
-				/* one query of a single ordinary node, one of the awkward ones */
+				/* a single ordinary node, an isolated one twice (no edge at all), the awkward ones */
 				q[0] = 17;
 				compare_rows(t, m, models[mi].name, rn, q, 1);
+				q[0] = q[1] = t->isolated;
+				compare_rows(t, m, models[mi].name, rn, q, 2);
 				compare_rows(t, m, models[mi].name, rn, q, query_nodes(t, q, 6));
 			}
 			gnn_model_free(m);
