@@ -72,7 +72,7 @@ psql_pg -c "\"SELECT 'training ' || round((metrics->>'seconds')::numeric, 1) || 
 psql_pg -c "\"SELECT 'shared results: ' || string_agg(kind || ' ' || nodes || ' x ' || dim || ' (' || pg_size_pretty(bytes) || ')', ', ') FROM gnn.cache\"" | sed 's/^/- /' | tee -a "$REPORT"
 
 # nodes to ask about: a deterministic sample over all degrees
-NODES=$(psql_pg -c "\"SELECT string_agg(id::text, ' ') FROM (SELECT id FROM nodes ORDER BY hashint4(id * 7) LIMIT $CALLS) x\"")
+NODES=$(psql_pg -c "\"SELECT string_agg(id::text, ' ') FROM (SELECT id FROM nodes WHERE id < $(( (1 << SCALE) - 10 )) ORDER BY hashint4(id * 7) LIMIT $CALLS) x\"")
 timed() { # SQL -> ms of its last statement (psql \timing)
   su postgres -s /bin/bash -c "'$PG_BINDIR/psql' -X -q -h '$DIR' -p $PORT -d postgres -v ON_ERROR_STOP=1" <<SQL | grep -E '^Time:' | tail -1 | awk '{print $2}'
 \\timing on
@@ -86,7 +86,7 @@ run_calls() { # label kind(embedding|predict)
     if [ "$2" = embedding ]; then
       timed "SELECT array_length(gnn.embedding('b', $n), 1);" >> "$out"
     else
-      timed "SELECT count(*) FROM gnn.predict('b', (SELECT array_agg(id) FROM (SELECT id FROM nodes WHERE id >= $n ORDER BY id LIMIT 10) x));" >> "$out"
+      timed "SELECT count(*) FROM gnn.predict('b', ARRAY[$(seq -s, "$n" $((n + 9)))]::bigint[]);" >> "$out"
     fi
   done
   echo "| $1 | $(stats < "$out") |" | tee -a "$REPORT"
@@ -110,7 +110,7 @@ run_calls "gnn.predict of 10 nodes, shared results" predict
 # gnn.similar from new sessions: pgbench, a connection per call
 cat > "$DIR/similar.sql" <<SQL
 \\set id random(0, $(( (1 << SCALE) - 1 )))
-SELECT count(*) FROM gnn.similar('b', (SELECT id FROM nodes WHERE id >= :id ORDER BY id LIMIT 1), 10);
+SELECT count(*) FROM gnn.similar('b', :id, 10);
 SQL
 chown postgres "$DIR/similar.sql"
 per=$(( SIMILAR / CLIENTS ))

@@ -31,7 +31,24 @@ SELECT (metrics->>'inference_seconds')::float8 >= 0 AS inference_time_reported F
 SELECT array_length(gnn.embedding('sv_gcn', 7), 1) AS dim;
 SELECT count(*) FROM gnn.predict('sv_gcn', ARRAY[1, 2, 3]);
 SELECT kind, hits FROM gnn.cache ORDER BY kind;         -- served from the shared results
+CREATE TABLE from_worker AS
+  SELECT id, gnn.embedding('sv_gcn', id) AS e, (SELECT score FROM gnn.predict('sv_gcn', ARRAY[id])) AS p
+  FROM generate_series(0, 399, 7) id;
 SELECT gnn.cache_drop('sv_gcn') AS dropped;
+-- what the worker shared (one forward pass for both) equals what a session computes on its own
+SELECT bool_and((SELECT max(abs(a - b)) FROM unnest(w.e, gnn.embedding('sv_gcn', w.id)) u(a, b)) < 1e-5
+                AND abs(w.p - (SELECT score FROM gnn.predict('sv_gcn', ARRAY[w.id]))) < 1e-5) AS worker_results_equal
+FROM from_worker w;
+SELECT gnn.cache_drop('sv_gcn') >= 0 AS dropped_again;
+SELECT gnn.train('sv', model => 'gcn', name => 'sv_one', layers => 1, epochs => 3, seed => 1, device => 'cpu',
+                 wait => true) > 0 AS trained;
+CREATE TABLE one_worker AS SELECT id, gnn.embedding('sv_one', id) AS e FROM generate_series(0, 399, 7) id;
+SELECT gnn.cache_drop('sv_one') AS dropped;
+SELECT bool_and((SELECT max(abs(a - b)) FROM unnest(w.e, gnn.embedding('sv_one', w.id)) u(a, b)) < 1e-5)
+       AS one_layer_embedding_is_raw_scores,
+       bool_and((SELECT abs(sum(a) - 1) > 1e-3 FROM unnest(w.e) a)) AS not_probabilities
+FROM one_worker w;
+SELECT gnn.cache_drop('sv_one') >= 0 AS dropped_again;
 SELECT count(*) AS entries FROM gnn.cache;
 
 -- exact k-hop inference: a few nodes computed on their own neighbourhood

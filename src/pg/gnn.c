@@ -18,7 +18,7 @@ char	   *gnn_cuda_library = NULL;
 int			gnn_fault_backend_calls = -1;
 int			gnn_max_classes = 10000;
 int			gnn_max_cache_memory_mb = 1024;
-double		gnn_khop_max_fraction = 0.1;
+double		gnn_khop_max_fraction = 0.5;
 
 void		_PG_init(void);
 
@@ -61,7 +61,7 @@ _PG_init(void)
 							 "on their neighbourhood when it has at most this fraction of the nodes; beyond it the full "
 							 "pass runs once and is shared.  0: always the full pass.",
 							 &gnn_khop_max_fraction,
-							 0.1, 0.0, 1.0,
+							 0.5, 0.0, 1.0,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("gnn.max_classes",

@@ -350,16 +350,41 @@ Precompute(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, bo
 	}
 	PG_TRY();
 	{
-		for (int i = 0; i < pc->n; i++)
+		/*
+		 * One forward pass gives both: run it for the last result, then copy
+		 * the embedding layer the same pass left in the model.
+		 */
+		for (int i = pc->n - 1; i >= 0; i--)
 		{
 			gnn_error	err;
 			int32		cols = pc->layer[i] < 0 ? mc->out_dim : gnn_model_layer_dim(model, pc->layer[i]);
 
 			pc->seg[i] = GnnResultCreate(g->num_nodes, cols, &pc->res[i]);
 			memcpy((int64 *) pc->res[i].ids, g->ids, sizeof(int64) * g->num_nodes);
-			if (gnn_model_infer(model, g, cfg->row_normalise, pc->layer[i], pc->kind[i] == GNN_RESULT_PROBS,
-								(float *) pc->res[i].out, &err) != GNN_OK)
-				GnnReportCoreError("inference after training failed", &err);
+			/* the output layer's own buffer was softmaxed in place: a 1-layer model's embedding needs its own pass */
+			if (i == pc->n - 1 || pc->layer[i] == mc->layers - 1)
+			{
+				if (gnn_model_infer(model, g, cfg->row_normalise, pc->layer[i], pc->kind[i] == GNN_RESULT_PROBS,
+									(float *) pc->res[i].out, &err) != GNN_OK)
+					GnnReportCoreError("inference after training failed", &err);
+			}
+			else
+			{
+				int64		rows;
+				int32		c;
+				const float *dev = gnn_model_layer_output(model, pc->layer[i], &rows, &c);
+				gnn_status	st;
+
+				if (dev == NULL || rows != g->num_nodes || c != cols)
+					elog(ERROR, "the forward pass kept no output of layer %d", pc->layer[i]);
+				st = gnn_backend_copy_d2h(gnn_model_backend(model), (float *) pc->res[i].out, dev,
+										  sizeof(float) * (size_t) rows * c);
+				if (st != GNN_OK)
+				{
+					(void) gnn_backend_error(gnn_model_backend(model), st, &err);
+					GnnReportCoreError("copying the embeddings failed", &err);
+				}
+			}
 			GnnResultFinish(&pc->res[i]);
 		}
 	}
