@@ -41,6 +41,12 @@ REGRESS     = $(patsubst sql/%.sql,%,$(filter-out sql/gnn--%,$(sort $(wildcard s
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# The core is PostgreSQL-free and tested (test/core, with UBSan's overflow
+# checks) as plain C: build it into gnn.so the same way.  PostgreSQL's
+# -fwrapv keeps GCC from vectorising loops with signed counters (the top-k
+# scan ran 3.5x slower in gnn.so than in its tests).
+$(CORE_SRCS:.c=.o): override CFLAGS += -fno-wrapv
+
 # every object is rebuilt when any header changes (PGXS tracks no header dependencies)
 $(OBJS): $(wildcard src/core/*.h src/pg/*.h)
 

@@ -103,7 +103,7 @@ run_calls "gnn.predict of 10 nodes, nothing cached (exact k-hop)" predict
 [ "$(psql_pg -c "'SELECT count(*) FROM gnn.cache'")" = 0 ] || echo "(some calls filled the shared results: their neighbourhood was over gnn.khop_max_fraction)" | tee -a "$REPORT"
 FULL=$(timed "SELECT count(*) FROM gnn.similar('b', 1, 10);")
 echo "| baseline: one full-graph pass (first gnn.similar with nothing cached; what every new session paid before) | $FULL ms |" | tee -a "$REPORT"
-psql_pg -c "\"SELECT count(*) FROM gnn.predict('b', ARRAY[1])\"" >/dev/null
+psql_pg -c "\"SELECT count(*) FROM gnn.predict('b')\"" >/dev/null    # shares the probabilities too
 run_calls "gnn.embedding of 1 node, shared results" embedding
 run_calls "gnn.predict of 10 nodes, shared results" predict
 
@@ -114,10 +114,17 @@ SELECT count(*) FROM gnn.similar('b', :id, 10);
 SQL
 chown postgres "$DIR/similar.sql"
 per=$(( SIMILAR / CLIENTS ))
-su postgres -s /bin/bash -c "cd '$DIR' && '$PG_BINDIR/pgbench' -n -C -c $CLIENTS -j 2 -t $per -l --log-prefix=sim -f similar.sql -h '$DIR' -p $PORT postgres" > "$DIR/pgbench.out" 2>&1
-cat "$DIR"/sim.* | awk '{print $3 / 1000}' > "$DIR/lat.similar"
-SORTED=$(sort -n "$DIR/lat.similar" | awk '{a[NR]=$1} END {printf "p50 %.1f ms, p99 %.1f ms, max %.1f ms (n=%d)", a[int((NR+1)/2)], a[int(NR*0.99+0.999)], a[NR], NR}')
-echo "| gnn.similar(model, node, 10), shared embeddings, $CLIENTS concurrent sessions (pgbench -C: connection included) | $SORTED |" | tee -a "$REPORT"
-grep -E 'failed|aborted' "$DIR/pgbench.out" | sed 's/^/    /' | tee -a "$REPORT" || true
+similar_run() { # label pgbench-flags
+  rm -f "$DIR"/sim.*
+  su postgres -s /bin/bash -c "cd '$DIR' && '$PG_BINDIR/pgbench' -n $2 -c $CLIENTS -j 2 -t $per -l --log-prefix=sim -f similar.sql -h '$DIR' -p $PORT postgres" > "$DIR/pgbench.out" 2>&1
+  cat "$DIR"/sim.* | awk '{print $3 / 1000}' > "$DIR/lat.similar"
+  SORTED=$(sort -n "$DIR/lat.similar" | awk '{a[NR]=$1} END {printf "p50 %.1f ms, p99 %.1f ms, max %.1f ms (n=%d)", a[int((NR+1)/2)], a[int(NR*0.99+0.999)], a[NR], NR}')
+  echo "| gnn.similar(model, node, 10), shared embeddings, $1 | $SORTED |" | tee -a "$REPORT"
+  grep -E 'failed' "$DIR/pgbench.out" | sed 's/^/    /' | tee -a "$REPORT" || true
+}
+similar_run "$CLIENTS new sessions at once, $per calls each (pgbench)" ""
+sed -i '1i SET gnn.threads = 1;' "$DIR/similar.sql"
+similar_run "$CLIENTS new sessions at once, $per calls each, gnn.threads = 1 in them (pgbench)" ""
+similar_run "$CLIENTS concurrent clients, a new connection per call (pgbench -C, connection time included)" "-C"
 psql_pg -c "\"SELECT 'cache: ' || string_agg(kind || ' hits ' || hits, ', ') FROM gnn.cache\"" | sed 's/^/- /' | tee -a "$REPORT"
 echo "- total $(( $(date +%s) - t0 )) s; load average at the end $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$REPORT"

@@ -26,14 +26,22 @@ static inline float
 cos_score(const float *a, const float *b, int32_t dim, float na, float nb)
 {
 	float		acc[8] = {0};
-	int32_t		k = 0;
+	size_t		n8 = (size_t) (dim / 8);
+	size_t		k;
 
 	if (na == 0.0f || nb == 0.0f)
 		return 0.0f;
-	for (; k + 8 <= dim; k += 8)
+
+	/*
+	 * An unsigned count known before the loop: PostgreSQL builds with
+	 * -fwrapv, under which "k + 8 <= dim" with a signed k may wrap, and GCC
+	 * then kept the sums in memory (4x slower in gnn.so than in a plain build).
+	 */
+	for (size_t t = 0; t < n8; t++)
 		for (int j = 0; j < 8; j++)
-			acc[j] += a[k + j] * b[k + j];
-	for (int j = 0; k < dim; k++, j++)
+			acc[j] += a[8 * t + j] * b[8 * t + j];
+	k = 8 * n8;
+	for (int j = 0; k < (size_t) dim; k++, j++)
 		acc[j] += a[k] * b[k];
 	return (((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) /
 		(na * nb);

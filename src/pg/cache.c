@@ -19,13 +19,15 @@
  * names are per role), and gnn.cache lists only the caller's own entries
  * (every role's for a superuser).
  *
- * A session maps the segments it reads until its transaction ends (a table
- * of mappings reset at commit or abort); an entry evicted meanwhile lives on
- * for its readers (DSM reference counting).
+ * A session keeps the segments it reads mapped across transactions (see
+ * CmapSweep); an entry evicted meanwhile lives on for the sessions that map
+ * it (DSM reference counting) until each ends a transaction.
  */
 #include "gnn_pg.h"
 
 #include <math.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "access/xact.h"
 #include "fmgr.h"
@@ -53,7 +55,15 @@ typedef struct CacheHeader
 	Size		norms_off;
 } CacheHeader;
 
-/* ------------------------------------------------------------------ this transaction's mappings */
+/* ------------------------------------------------------------------ this session's mappings
+ * A session keeps the shared results it has read mapped across its
+ * transactions: mapping a 500 MB result costs tens of milliseconds of page
+ * faults, which repeated calls should not pay again.  At the end of every
+ * transaction the mappings of entries that are no longer in the cache
+ * (evicted, dropped, replaced) are let go, so their memory is freed once the
+ * sessions that read them end a transaction.  Results computed for one
+ * transaction only (serial 0) go at its end.
+ */
 #define CMAP_MAX 16
 typedef struct CacheMap
 {
@@ -67,10 +77,38 @@ static bool xact_cb = false;
 static bool exit_cb = false;
 
 static void
-CmapReset(void)
+CmapForget(int i)
 {
-	while (ncmap > 0)
-		dsm_detach(cmap[--ncmap].seg);
+	dsm_detach(cmap[i].seg);
+	cmap[i] = cmap[--ncmap];
+}
+
+/* at a transaction's end: keep what is still cached, let go of the rest */
+static void
+CmapSweep(void)
+{
+	bool		live[CMAP_MAX];
+
+	if (ncmap == 0 || gnn_shared == NULL)
+		return;
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	for (int i = 0; i < ncmap; i++)
+	{
+		live[i] = false;
+		for (int j = 0; j < GNN_CACHE_SLOTS && cmap[i].serial != 0; j++)
+			if (gnn_shared->cache[j].state == GNN_CACHE_READY && gnn_shared->cache[j].serial == cmap[i].serial)
+			{
+				live[i] = true;
+				break;
+			}
+	}
+	LWLockRelease(gnn_shared->lock);
+	for (int i = ncmap - 1; i >= 0; i--)
+		if (!live[i])
+		{
+			live[i] = live[ncmap - 1];
+			CmapForget(i);
+		}
 }
 
 static void
@@ -78,10 +116,10 @@ CacheXactCallback(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE ||
 		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
-		CmapReset();
+		CmapSweep();
 }
 
-/* keep seg mapped until the transaction ends */
+/* keep seg mapped (it must have been attached or created without a resource owner) */
 static void
 CmapAdd(uint64 serial, dsm_segment *seg)
 {
@@ -92,10 +130,23 @@ CmapAdd(uint64 serial, dsm_segment *seg)
 	}
 	if (ncmap == CMAP_MAX)
 	{
-		/* the oldest mapping goes (its result is no longer pointed to: see GnnResult's lifetime) */
-		dsm_detach(cmap[0].seg);
-		memmove(&cmap[0], &cmap[1], sizeof(CacheMap) * (CMAP_MAX - 1));
-		ncmap--;
+		/*
+		 * let go of a shared one (the oldest): this transaction may still
+		 * point into a private one, and into shared ones it read; those are
+		 * the last CMAP_MAX - 1 it used
+		 */
+		for (int i = 0; i < ncmap; i++)
+			if (cmap[i].serial != 0)
+			{
+				dsm_detach(cmap[i].seg);
+				memmove(&cmap[i], &cmap[i + 1], sizeof(CacheMap) * (ncmap - i - 1));
+				ncmap--;
+				break;
+			}
+		if (ncmap == CMAP_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("too many inference results are in use in this transaction")));
 	}
 	cmap[ncmap].serial = serial;
 	cmap[ncmap].seg = seg;
@@ -111,14 +162,14 @@ CmapFind(uint64 serial)
 	return NULL;
 }
 
-/* attach under the top transaction's resource owner: an aborted subtransaction must not unmap it */
+/* attach for the session (no resource owner: CmapSweep detaches it) */
 static dsm_segment *
-AttachForXact(dsm_handle h)
+AttachForSession(dsm_handle h)
 {
 	ResourceOwner save = CurrentResourceOwner;
 	dsm_segment *seg;
 
-	CurrentResourceOwner = TopTransactionResourceOwner;
+	CurrentResourceOwner = NULL;
 	seg = dsm_attach(h);
 	CurrentResourceOwner = save;
 	return seg;
@@ -137,6 +188,7 @@ ResultFromSegment(dsm_segment *seg, GnnResult *res)
 	res->ids = (int64 *) (base + h->ids_off);
 	res->out = (float *) (base + h->out_off);
 	res->norms = (float *) (base + h->norms_off);
+	res->fresh = false;
 }
 
 /* ------------------------------------------------------------------ shared entries */
@@ -290,6 +342,25 @@ GnnResultCreate(int64 rows, int32 cols, GnnResult *res)
 	return seg;
 }
 
+/*
+ * Map in every page of a result's rows and norms at once before a full scan
+ * (gnn.similar): a session's first scan of a 500 MB result otherwise takes
+ * one page fault per 4 kB, which cost more than the scan itself.  Where the
+ * kernel cannot (before Linux 5.14), the scan faults them in as before.
+ */
+void
+GnnResultPrefault(const GnnResult *res)
+{
+#ifdef MADV_POPULATE_READ
+	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
+	uintptr_t	start = (uintptr_t) res->out & ~(page - 1);
+	uintptr_t	end = (uintptr_t) (res->norms + res->rows);
+
+	if (page > 0 && end > start)
+		(void) madvise((void *) start, end - start, MADV_POPULATE_READ);
+#endif
+}
+
 /* row norms, for cosine similarity; after out is filled */
 void
 GnnResultFinish(GnnResult *res)
@@ -374,7 +445,7 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 	dsm_handle	handle = DSM_HANDLE_INVALID;
 	bool		claimed = false;
 	bool		shared = true;
-	dsm_segment *seg;
+	dsm_segment *volatile seg = NULL;
 	CacheHeader h;
 	Size		bytes = SegmentSize(rows, cols, &h);
 	TimestampTz t0;
@@ -431,18 +502,22 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 
 	if (handle != DSM_HANDLE_INVALID)
 	{
+		bool		fresh = false;
+
 		*hit = true;
 		seg = CmapFind(serial);
 		if (seg == NULL)
 		{
-			seg = AttachForXact(handle);
+			seg = AttachForSession(handle);
 			if (seg == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("could not map the cached result of model \"%s\"", model)));
 			CmapAdd(serial, seg);
+			fresh = true;
 		}
 		ResultFromSegment(seg, res);
+		res->fresh = fresh;
 		return;
 	}
 
@@ -452,7 +527,7 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 	{
 		ResourceOwner save = CurrentResourceOwner;
 
-		CurrentResourceOwner = TopTransactionResourceOwner;
+		CurrentResourceOwner = NULL;	/* kept for the session once shared: see CmapSweep */
 		seg = dsm_create(bytes, 0);
 		CurrentResourceOwner = save;
 		h.magic = CACHE_MAGIC;
@@ -466,6 +541,8 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 	}
 	PG_CATCH();
 	{
+		if (seg)
+			dsm_detach(seg);	/* unpinned: it goes */
 		if (claimed)
 		{
 			LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
@@ -526,10 +603,13 @@ GnnCacheLookup(const GnnCacheKey *key, GnnResult *res)
 	seg = CmapFind(serial);
 	if (seg == NULL)
 	{
-		seg = AttachForXact(handle);
+		seg = AttachForSession(handle);
 		if (seg == NULL)
 			return false;		/* evicted and gone meanwhile */
 		CmapAdd(serial, seg);
+		ResultFromSegment(seg, res);
+		res->fresh = true;
+		return true;
 	}
 	ResultFromSegment(seg, res);
 	return true;

@@ -762,6 +762,8 @@ gnn_similar(PG_FUNCTION_ARGS)
 				 errmsg("node %lld is not in graph \"%s\"", (long long) PG_GETARG_INT64(1), x.mr.graph)));
 	idx = palloc(sizeof(int64) * k);
 	score = palloc(sizeof(float) * k);
+	if (r.fresh)
+		GnnResultPrefault(&r);	/* a first scan in this session: map its pages in one go */
 	GnnCoreThreadsInit();
 	got = gnn_topk_cosine(r.out, r.norms, r.rows, r.cols, row, k, gnn_threads, idx, score);
 	InitMaterializedSRF(fcinfo, 0);

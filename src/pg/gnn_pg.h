@@ -207,6 +207,7 @@ typedef struct GnnResult
 	const float *out;			/* rows x cols */
 	const float *norms;			/* row norms */
 	Size		bytes;			/* the segment's size */
+	bool		fresh;			/* mapped by this call (its pages not yet touched here) */
 } GnnResult;
 
 typedef void (*GnnComputeFn) (void *arg, GnnResult *res);	/* fills res->ids and res->out */
@@ -216,6 +217,7 @@ extern void GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version
 						int64 rows, int32 cols, GnnComputeFn compute, void *arg, GnnResult *res, bool *hit);
 extern dsm_segment *GnnResultCreate(int64 rows, int32 cols, GnnResult *res);
 extern void GnnResultFinish(GnnResult *res);
+extern void GnnResultPrefault(const GnnResult *res);
 extern void GnnCachePublish(const GnnCacheKey *key, const char *model, int32 version, const char *graph,
 							dsm_segment *seg, GnnResult *res, double seconds);
 extern bool GnnCacheLookup(const GnnCacheKey *key, GnnResult *res);
