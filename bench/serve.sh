@@ -125,6 +125,6 @@ similar_run() { # label pgbench-flags
 similar_run "$CLIENTS new sessions at once, $per calls each (pgbench)" ""
 sed -i '1i SET gnn.threads = 1;' "$DIR/similar.sql"
 similar_run "$CLIENTS new sessions at once, $per calls each, gnn.threads = 1 in them (pgbench)" ""
-similar_run "$CLIENTS concurrent clients, a new connection per call (pgbench -C, connection time included)" "-C"
+similar_run "$CLIENTS concurrent clients, a new connection per call, gnn.threads = 1 (pgbench -C, connection time included)" "-C"
 psql_pg -c "\"SELECT 'cache: ' || string_agg(kind || ' hits ' || hits, ', ') FROM gnn.cache\"" | sed 's/^/- /' | tee -a "$REPORT"
 echo "- total $(( $(date +%s) - t0 )) s; load average at the end $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$REPORT"

@@ -86,6 +86,14 @@ SELECT id, array_length(embedding, 1) AS dim, embedding[1:4] AS first_values FRO
 \echo == the nodes most similar to node $NODE, and their classes
 SELECT s.id, round(s.score::numeric, 3) AS cosine, n.label FROM gnn.similar('${G}_gcn', $NODE, 5) s
 JOIN $NODES_TABLE n USING (id) ORDER BY s.score DESC;
+\echo == serving: the training worker shared the results; every session reads them (gnn.cache)
+SELECT model, kind, layer, nodes, dim, pg_size_pretty(bytes) AS size, hits FROM gnn.cache WHERE model = '${G}_gcn' ORDER BY kind;
+\echo == with nothing cached, a few nodes are computed exactly on their neighbourhood, in milliseconds
+SELECT gnn.cache_drop('${G}_gcn') AS results_dropped;
+\timing on
+SELECT id, label, round(score::numeric, 3) AS probability FROM gnn.predict('${G}_gcn', ARRAY[$NODE, $NODE + 1]::bigint[]);
+\timing off
+SELECT count(*) AS cached_results FROM gnn.cache WHERE model = '${G}_gcn';
 \echo == a job starts when its transaction commits: rolled back, nothing runs
 BEGIN;
 SELECT gnn.train('$G', model => 'gcn', name => 'never', epochs => 5) > 0 AS queued;
