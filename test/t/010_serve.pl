@@ -24,6 +24,13 @@ $node->start;
 sub sq { return $node->safe_psql('postgres', $_[0]); }
 my $dshm = $node->data_dir . '/pg_dynshmem';
 sub dsm_files { opendir(my $d, $dshm) or return -1; my $n = grep { /^mmap\./ } readdir($d); closedir($d); return $n; }
+# the segments the registry and the cache account for: the graph's, and one per cached result
+sub wait_dsm
+{
+	my $want = sq(q{SELECT count(*) FROM gnn.graphs}) + sq(q{SELECT count(*) FROM gnn.cache}) + $ENV{GNN_DSM_BASE};
+	for (1 .. 50) { last if dsm_files() == $want; usleep(100_000); }
+	return $want;
+}
 
 # a graph big enough that its full pass takes a noticeable time on one thread
 sq(q{
@@ -46,6 +53,7 @@ sq(q{
 is(sq(q{SET ROLE alice; SELECT count(*) FROM gnn.cache WHERE model = 'm' AND state = 'ready'}), '2',
 	'the training worker shared the embeddings and the probabilities');
 my $files0 = dsm_files();
+$ENV{GNN_DSM_BASE} = $files0 - sq(q{SELECT count(*) FROM gnn.graphs}) - sq(q{SELECT count(*) FROM gnn.cache});
 my $bytes = sq(q{SET ROLE alice; SELECT sum(bytes) FROM gnn.cache});
 ok($bytes > 20000 * 64 * 4, "they take $bytes bytes");
 
@@ -107,6 +115,21 @@ is(sq(q{SET ROLE alice; SELECT gnn.cache_drop('m') >= 0; CREATE TEMP TABLE k AS 
 	SELECT (SELECT max(abs(a - b)) FROM unnest(k.e, f.embedding) u(a, b)) < 1e-5 FROM k, gnn._embedding_rows('m') f WHERE f.id = 3}),
 	"t\nt", 'and its few-node answer (k-hop) equals the new full result');
 is(sq(q{SELECT count(DISTINCT graph_version) FROM gnn.cache}), '1', 'from results of the new graph only');
+
+# ------------------------------------------------------------------ the budget: least recently used go first
+sq(q{ALTER SYSTEM SET gnn.max_cache_memory = '8MB'; SELECT pg_reload_conf()});
+sq(q{SET ROLE alice; SELECT gnn.cache_drop('m')});
+sq(q{SET ROLE alice; SELECT count(*) FROM gnn.similar('m', 1, 3)});          # m's embeddings: 5.4 MB
+usleep(100_000);
+sq(q{SET ROLE alice; SELECT gnn.train('g', model => 'gcn', name => 'm2', hidden => 48, epochs => 1, seed => 1, wait => true)});
+is(sq(q{SELECT string_agg(model || ' ' || kind, ', ' ORDER BY model, kind) FROM gnn.cache}),
+	'm2 embedding, m2 probabilities', 'a new model\'s results evict the least recently used under gnn.max_cache_memory');
+ok(sq(q{SELECT sum(bytes) <= 8 * 1024 * 1024 FROM gnn.cache}) eq 't', 'the cache stays within its budget');
+sq(q{SET ROLE alice; SELECT gnn.train('g', model => 'gcn', name => 'big', hidden => 128, epochs => 1, seed => 1, wait => true)});
+is(sq(q{SELECT count(*) FROM gnn.cache WHERE model = 'big' AND kind = 'embedding'}), '0',
+	'a result larger than the budget is not shared');
+is(sq(q{SET ROLE alice; SELECT count(*) FROM gnn.similar('big', 1, 3)}), '3', 'but still answers (computed for the transaction)');
+is(dsm_files(), wait_dsm(), 'and leaves no segment behind');
 
 $node->stop;
 done_testing();
