@@ -429,6 +429,36 @@ GnnCacheInitProcess(void)
 	}
 }
 
+/* caller holds the lock exclusively: count a hit on a ready entry and say where it is */
+static void
+TakeHit(GnnCacheEntry *e, uint64 *serial, dsm_handle *handle)
+{
+	e->hits++;
+	e->last_used = ++gnn_shared->cache_clock;
+	*serial = e->serial;
+	*handle = e->handle;
+}
+
+/* res from a ready entry's segment, mapped for the session; false if it is gone */
+static bool
+MapReady(uint64 serial, dsm_handle handle, GnnResult *res)
+{
+	dsm_segment *seg = CmapFind(serial);
+	bool		fresh = false;
+
+	if (seg == NULL)
+	{
+		seg = AttachForSession(handle);
+		if (seg == NULL)
+			return false;		/* evicted and unmapped everywhere meanwhile */
+		CmapAdd(serial, seg);
+		fresh = true;
+	}
+	ResultFromSegment(seg, res);
+	res->fresh = fresh;
+	return true;
+}
+
 /*
  * The result for key: from the cache (a hit), else computed by compute()
  * into a new segment (which the caller's rows x cols describe) and shared;
@@ -459,10 +489,7 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 		e = FindKey(key);
 		if (e && e->state == GNN_CACHE_READY)
 		{
-			e->hits++;
-			e->last_used = ++gnn_shared->cache_clock;
-			serial = e->serial;
-			handle = e->handle;
+			TakeHit(e, &serial, &handle);
 			LWLockRelease(gnn_shared->lock);
 			break;
 		}
@@ -502,22 +529,12 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 
 	if (handle != DSM_HANDLE_INVALID)
 	{
-		bool		fresh = false;
-
 		*hit = true;
-		seg = CmapFind(serial);
-		if (seg == NULL)
-		{
-			seg = AttachForSession(handle);
-			if (seg == NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("could not map the cached result of model \"%s\"", model)));
-			CmapAdd(serial, seg);
-			fresh = true;
-		}
-		ResultFromSegment(seg, res);
-		res->fresh = fresh;
+		if (!MapReady(serial, handle, res))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("could not map the cached result of model \"%s\"", model),
+					 errhint("It was evicted as it was found; run the statement again.")));
 		return;
 	}
 
@@ -586,33 +603,13 @@ GnnCacheLookup(const GnnCacheKey *key, GnnResult *res)
 	GnnCacheEntry *e;
 	uint64		serial = 0;
 	dsm_handle	handle = DSM_HANDLE_INVALID;
-	dsm_segment *seg;
 
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	e = FindKey(key);
 	if (e && e->state == GNN_CACHE_READY)
-	{
-		e->hits++;
-		e->last_used = ++gnn_shared->cache_clock;
-		serial = e->serial;
-		handle = e->handle;
-	}
+		TakeHit(e, &serial, &handle);
 	LWLockRelease(gnn_shared->lock);
-	if (handle == DSM_HANDLE_INVALID)
-		return false;
-	seg = CmapFind(serial);
-	if (seg == NULL)
-	{
-		seg = AttachForSession(handle);
-		if (seg == NULL)
-			return false;		/* evicted and gone meanwhile */
-		CmapAdd(serial, seg);
-		ResultFromSegment(seg, res);
-		res->fresh = true;
-		return true;
-	}
-	ResultFromSegment(seg, res);
-	return true;
+	return handle != DSM_HANDLE_INVALID && MapReady(serial, handle, res);
 }
 
 /*
