@@ -28,4 +28,18 @@ float		gnn_cosine(const float *a, const float *b, int32_t dim, float na, float n
 int64_t		gnn_topk_cosine(const float *emb, const float *norms, int64_t n, int32_t dim, int64_t q,
 							int32_t k, int nthreads, int64_t *out_idx, float *out_score);
 
+/* bf16 copies of n floats (round to nearest): half the bytes for gnn_topk_cosine_bf16 to scan */
+void		gnn_to_bf16(const float *x, int64_t n, uint16_t *out);
+
+/*
+ * gnn_topk_cosine's exact answer (same rows, same scores, same order), found
+ * by scanning emb16 (emb as bf16) and re-scoring the few best candidates in
+ * float: half the memory traffic.  The bf16 cosine is within 2^-8 of the
+ * exact one; where that margin cannot separate the k-th best from the rows
+ * left out, it scans emb exactly instead.
+ */
+int64_t		gnn_topk_cosine_bf16(const float *emb, const uint16_t *emb16, const float *norms, int64_t n,
+								 int32_t dim, int64_t q, int32_t k, int nthreads, int64_t *out_idx,
+								 float *out_score);
+
 #endif							/* GNN_TOPK_H */

@@ -41,6 +41,8 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "topk.h"
+
 PG_FUNCTION_INFO_V1(gnn_cache_entries);
 
 #define CACHE_MAGIC 0x474e4e43u	/* "GNNC" */
@@ -53,6 +55,7 @@ typedef struct CacheHeader
 	Size		ids_off;
 	Size		out_off;
 	Size		norms_off;
+	Size		emb16_off;		/* embeddings: a bf16 copy for gnn.similar's scan; 0: none */
 } CacheHeader;
 
 /* ------------------------------------------------------------------ this session's mappings
@@ -188,6 +191,7 @@ ResultFromSegment(dsm_segment *seg, GnnResult *res)
 	res->ids = (int64 *) (base + h->ids_off);
 	res->out = (float *) (base + h->out_off);
 	res->norms = (float *) (base + h->norms_off);
+	res->emb16 = h->emb16_off ? (uint16 *) (base + h->emb16_off) : NULL;
 	res->fresh = false;
 }
 
@@ -302,7 +306,7 @@ CacheAtExit(int code, Datum arg)
 }
 
 static Size
-SegmentSize(int64 rows, int32 cols, CacheHeader *h)
+SegmentSize(int64 rows, int32 cols, bool with16, CacheHeader *h)
 {
 	Size		off = MAXALIGN(sizeof(CacheHeader));
 
@@ -312,6 +316,12 @@ SegmentSize(int64 rows, int32 cols, CacheHeader *h)
 	off += MAXALIGN(sizeof(float) * (Size) Max(rows, 1) * (Size) Max(cols, 1));
 	h->norms_off = off;
 	off += MAXALIGN(sizeof(float) * (Size) Max(rows, 1));
+	h->emb16_off = 0;
+	if (with16)
+	{
+		h->emb16_off = off;
+		off += MAXALIGN(sizeof(uint16) * (Size) Max(rows, 1) * (Size) Max(cols, 1));
+	}
 	return off;
 }
 
@@ -322,10 +332,10 @@ SegmentSize(int64 rows, int32 cols, CacheHeader *h)
  * ids and out are for the caller to fill, then GnnResultFinish.
  */
 dsm_segment *
-GnnResultCreate(int64 rows, int32 cols, GnnResult *res)
+GnnResultCreate(int64 rows, int32 cols, bool with16, GnnResult *res)
 {
 	CacheHeader h;
-	Size		bytes = SegmentSize(rows, cols, &h);
+	Size		bytes = SegmentSize(rows, cols, with16, &h);
 	dsm_segment *seg;
 	ResourceOwner save = CurrentResourceOwner;
 
@@ -353,19 +363,24 @@ GnnResultPrefault(const GnnResult *res)
 {
 #ifdef MADV_POPULATE_READ
 	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
-	uintptr_t	start = (uintptr_t) res->out & ~(page - 1);
-	uintptr_t	end = (uintptr_t) (res->norms + res->rows);
+	/* what the scan reads: the norms and the bf16 copy, or the rows */
+	uintptr_t	start = (uintptr_t) (res->emb16 ? (const void *) res->norms : (const void *) res->out) & ~(page - 1);
+	uintptr_t	end = res->emb16 ? (uintptr_t) (res->emb16 + res->rows * (int64) res->cols) :
+		(uintptr_t) (res->norms + res->rows);
 
 	if (page > 0 && end > start)
 		(void) madvise((void *) start, end - start, MADV_POPULATE_READ);
 #endif
 }
 
-/* row norms, for cosine similarity; after out is filled */
+/* row norms (and the bf16 copy) for cosine similarity; after out is filled */
 void
 GnnResultFinish(GnnResult *res)
 {
 	float	   *norms = (float *) res->norms;
+
+	if (res->emb16)
+		gnn_to_bf16(res->out, res->rows * (int64) res->cols, (uint16 *) res->emb16);
 
 	for (int64 i = 0; i < res->rows; i++)
 	{
@@ -477,7 +492,7 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 	bool		shared = true;
 	dsm_segment *volatile seg = NULL;
 	CacheHeader h;
-	Size		bytes = SegmentSize(rows, cols, &h);
+	Size		bytes = SegmentSize(rows, cols, key->kind == GNN_RESULT_EMBED, &h);
 	TimestampTz t0;
 
 	GnnCacheInitProcess();

@@ -765,7 +765,8 @@ gnn_similar(PG_FUNCTION_ARGS)
 	if (r.fresh)
 		GnnResultPrefault(&r);	/* a first scan in this session: map its pages in one go */
 	GnnCoreThreadsInit();
-	got = gnn_topk_cosine(r.out, r.norms, r.rows, r.cols, row, k, gnn_threads, idx, score);
+	got = r.emb16 ? gnn_topk_cosine_bf16(r.out, r.emb16, r.norms, r.rows, r.cols, row, k, gnn_threads, idx, score) :
+		gnn_topk_cosine(r.out, r.norms, r.rows, r.cols, row, k, gnn_threads, idx, score);
 	InitMaterializedSRF(fcinfo, 0);
 	for (int64 i = 0; i < got; i++)
 	{

@@ -206,6 +206,7 @@ typedef struct GnnResult
 	const int64 *ids;			/* node ids, ascending (the graph's order) */
 	const float *out;			/* rows x cols */
 	const float *norms;			/* row norms */
+	const uint16 *emb16;		/* embeddings: the rows in bf16 (gnn.similar's scan), or NULL */
 	Size		bytes;			/* the segment's size */
 	bool		fresh;			/* mapped by this call (its pages not yet touched here) */
 } GnnResult;
@@ -215,7 +216,7 @@ typedef void (*GnnComputeFn) (void *arg, GnnResult *res);	/* fills res->ids and 
 extern void GnnCacheInitProcess(void);
 extern void GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char *graph,
 						int64 rows, int32 cols, GnnComputeFn compute, void *arg, GnnResult *res, bool *hit);
-extern dsm_segment *GnnResultCreate(int64 rows, int32 cols, GnnResult *res);
+extern dsm_segment *GnnResultCreate(int64 rows, int32 cols, bool with16, GnnResult *res);
 extern void GnnResultFinish(GnnResult *res);
 extern void GnnResultPrefault(const GnnResult *res);
 extern void GnnCachePublish(const GnnCacheKey *key, const char *model, int32 version, const char *graph,

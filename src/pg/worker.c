@@ -359,7 +359,7 @@ Precompute(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, bo
 			gnn_error	err;
 			int32		cols = pc->layer[i] < 0 ? mc->out_dim : gnn_model_layer_dim(model, pc->layer[i]);
 
-			pc->seg[i] = GnnResultCreate(g->num_nodes, cols, &pc->res[i]);
+			pc->seg[i] = GnnResultCreate(g->num_nodes, cols, pc->kind[i] == GNN_RESULT_EMBED, &pc->res[i]);
 			memcpy((int64 *) pc->res[i].ids, g->ids, sizeof(int64) * g->num_nodes);
 			/* the output layer's own buffer was softmaxed in place: a 1-layer model's embedding needs its own pass */
 			if (i == pc->n - 1 || pc->layer[i] == mc->layers - 1)

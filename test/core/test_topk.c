@@ -96,6 +96,29 @@ one_case(const float *e, const float *norms, int64_t n, int32_t dim, int64_t q, 
 	if (!ok)
 		NOTE("n %lld dim %d q %lld k %d threads %d: got %lld (want %lld)%s", (long long) n, dim,
 			 (long long) q, k, nt, (long long) got, (long long) want, got == want ? ", rows differ" : "");
+	/* the bf16 scan with exact re-scoring gives the very same answer */
+	{
+		uint16_t   *e16 = malloc(sizeof(uint16_t) * n * dim + 2);
+		int64_t    *idx2 = malloc(sizeof(int64_t) * (want + 1));
+		float	   *sc2 = malloc(sizeof(float) * (want + 1));
+		int64_t		got2;
+		bool		ok2;
+
+		gnn_to_bf16(e, n * dim, e16);
+		got2 = gnn_topk_cosine_bf16(e, e16, norms, n, dim, q, k, nt, idx2, sc2);
+		ok2 = got2 == want;
+		for (int64_t j = 0; ok2 && j < want; j++)
+			ok2 = idx2[j] == all[j].i && same_float(sc2[j], all[j].s);
+		if (!ok2)
+			NOTE("bf16: n %lld dim %d q %lld k %d threads %d: got %lld (want %lld): first row %lld %.9g, want %lld %.9g",
+				 (long long) n, dim, (long long) q, k, nt, (long long) got2, (long long) want,
+				 (long long) (got2 > 0 ? idx2[0] : -1), got2 > 0 ? sc2[0] : 0.0,
+				 (long long) (want > 0 ? all[0].i : -1), want > 0 ? all[0].s : 0.0);
+		ok &= ok2;
+		free(e16);
+		free(idx2);
+		free(sc2);
+	}
 	free(idx);
 	free(sc);
 	free(all);
