@@ -133,6 +133,17 @@ gnn_status	gnn_dblock_create_normed(gnn_backend *be, const gnn_block *blk,
 									 gnn_dblock *out, gnn_error *err);
 
 /*
+ * A block for forward passes only (inference): no transposes, so backward
+ * products on it fail, and only the CSR that `kind` reads (raw for
+ * GraphSAGE, self-looped and normalised as gnn_dblock_create_normed for GCN
+ * and GAT), with the same values.  On the CPU backend the raw CSR borrows
+ * blk's arrays, which must then outlive the block.
+ */
+gnn_status	gnn_dblock_create_forward(gnn_backend *be, const gnn_block *blk, gnn_model_kind kind,
+									  const double *deg_dst, const double *deg_src,
+									  gnn_dblock *out, gnn_error *err);
+
+/*
  * Node v's degree in g's adjacency with self loops added where missing
  * (weight 1): in = true the sum of its in-edge weights (its row in the
  * whole-graph block), false of its out-edge weights (its column).  Summed in
