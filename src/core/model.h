@@ -218,7 +218,10 @@ gnn_status	gnn_model_forward(gnn_model *m, gnn_dblock *const *blocks, const gnn_
  * caller that wants an inner layer's output without running the layers
  * above it: blocks[l] for l < nlayers.  *out (backend memory,
  * blocks[nlayers-1]->n_dst x gnn_model_layer_dim(nlayers-1)) stays valid
- * until the next forward.  Backward is refused after it.
+ * until the next forward.  Backward is refused after it.  GCN and
+ * GraphSAGE-mean layers may aggregate their inputs before transforming them
+ * where that is cheaper (few destinations, many sources), so the values
+ * equal gnn_model_forward's up to float summation order.
  */
 gnn_status	gnn_model_forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers,
 									 const gnn_dfeat *x, const float **out, gnn_error *err);
