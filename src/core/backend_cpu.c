@@ -205,13 +205,30 @@ gnn_row_coef(const gnn_csr *A, gnn_agg agg, const float *row_scale, int64_t i)
  */
 #define GNN_CHUNK 16
 
+/*
+ * Forward products take up to 64 columns per pass over a row's entries: a
+ * neighbour row is then read in a few adjacent cache lines rather than once
+ * per 16-column pass, which pays on long rows (hubs); each output element
+ * still sums its entries in order, so the result is the same bit for bit.
+ */
+#define GNN_CHUNK_WIDE 64
+
+/* rows per dynamic chunk: small enough that a few long rows spread over threads */
+static inline int64_t
+row_chunk(int64_t rows, int nt)
+{
+	int64_t		c = rows / (16 * (int64_t) nt);
+
+	return c < 1 ? 1 : c > 64 ? 64 : c;
+}
+
 static gnn_status
 cpu_spmm(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *row_scale,
 		 const float *col_scale, const float *X, int64_t d, float beta, float *Y)
 {
 	int64_t		nr = A->n_rows;
 
-#pragma omp parallel for num_threads(NT(be)) schedule(dynamic, 64) if (A->nnz * d > GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT(be)) schedule(dynamic, row_chunk(nr, NT(be))) if (A->nnz * d > GNN_PAR_MIN)
 	for (int64_t i = 0; i < nr; i++)
 	{
 		float	   *y = Y + i * d;
@@ -219,10 +236,10 @@ cpu_spmm(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *row_scale,
 		int64_t		e0 = A->indptr[i],
 					e1 = A->indptr[i + 1];
 
-		for (int64_t k0 = 0; k0 < d; k0 += GNN_CHUNK)
+		for (int64_t k0 = 0; k0 < d; k0 += GNN_CHUNK_WIDE)
 		{
-			int64_t		w = d - k0 < GNN_CHUNK ? d - k0 : GNN_CHUNK;
-			float		acc[GNN_CHUNK] = {0};
+			int64_t		w = d - k0 < GNN_CHUNK_WIDE ? d - k0 : GNN_CHUNK_WIDE;
+			float		acc[GNN_CHUNK_WIDE] = {0};
 
 			for (int64_t e = e0; e < e1; e++)
 			{
@@ -231,15 +248,20 @@ cpu_spmm(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *row_scale,
 					(col_scale ? col_scale[j] : 1.0f);
 				const float *x = X + j * d + k0;
 
-				if (w == GNN_CHUNK)
+				if (e + 4 < e1)
+					__builtin_prefetch(X + A->indices[e + 4] * d + k0);
+				if (w == GNN_CHUNK_WIDE)
 				{
 #pragma omp simd
-					for (int64_t k = 0; k < GNN_CHUNK; k++)
+					for (int64_t k = 0; k < GNN_CHUNK_WIDE; k++)
 						acc[k] += c * x[k];
 				}
 				else
+				{
+#pragma omp simd
 					for (int64_t k = 0; k < w; k++)
 						acc[k] += c * x[k];
+				}
 			}
 			for (int64_t k = 0; k < w; k++)
 				y[k0 + k] = acc[k] + (beta == 0.0f ? 0.0f : beta * y[k0 + k]);

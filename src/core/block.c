@@ -4,7 +4,9 @@
  * Every device CSR carries its transpose, built here on the host with a
  * counting sort (stable, so each transposed row lists destinations in
  * ascending order): the backward products walk it gather-style, which keeps
- * them free of atomics and bit-for-bit repeatable.
+ * them free of atomics and bit-for-bit repeatable.  Inference blocks
+ * (gnn_dblock_create_forward) skip the transposes and the CSR their model
+ * does not read.
  *
  * Self-loop policy: graph.c keeps self loops as given and the dataset
  * loader drops them; GCN and GAT need exactly one self loop per
@@ -92,10 +94,15 @@ gnn_dcsr_free(gnn_dcsr *d)
 	memset(d, 0, sizeof(*d));
 }
 
-gnn_status
-gnn_dcsr_create(gnn_backend *be, int64_t n_rows, int64_t n_cols, int64_t nnz,
-				const int64_t *indptr, const int32_t *indices, const float *values,
-				gnn_dcsr *out, gnn_error *err)
+/*
+ * The CSR on the backend; with_t adds the transpose.  borrow (CPU backend
+ * only, where host memory is device memory) points the CSR at the caller's
+ * arrays instead of copying them: they must outlive it.
+ */
+static gnn_status
+dcsr_make(gnn_backend *be, int64_t n_rows, int64_t n_cols, int64_t nnz, const int64_t *indptr,
+		  const int32_t *indices, const float *values, bool with_t, bool borrow, gnn_dcsr *out,
+		  gnn_error *err)
 {
 	int64_t    *tptr = NULL,
 			   *tperm = NULL,
@@ -108,6 +115,30 @@ gnn_dcsr_create(gnn_backend *be, int64_t n_rows, int64_t n_cols, int64_t nnz,
 	if (n_rows < 0 || n_cols < 0 || nnz < 0 || indptr[0] != 0 || indptr[n_rows] != nnz)
 		return gnn_error_set(err, GNN_ERR_INVALID, "inconsistent CSR (%lld x %lld, %lld entries)",
 							 (long long) n_rows, (long long) n_cols, (long long) nnz);
+	for (int64_t e = 0; e < nnz; e++)
+		if (indices[e] < 0 || indices[e] >= n_cols)
+			return gnn_error_set(err, GNN_ERR_INVALID, "CSR column %d out of range [0, %lld)",
+								 indices[e], (long long) n_cols);
+	out->csr.n_rows = n_rows;
+	out->csr.n_cols = n_cols;
+	out->csr.nnz = nnz;
+	if (borrow)
+	{
+		out->csr.indptr = indptr;
+		out->csr.indices = indices;
+		out->csr.values = values;
+		return GNN_OK;
+	}
+	if ((st = gnn_dev_upload(be, indptr, sizeof(int64_t) * (n_rows + 1), &out->mem[0], err)) ||
+		(st = gnn_dev_upload(be, indices, sizeof(int32_t) * nnz, &out->mem[1], err)) ||
+		(values && (st = gnn_dev_upload(be, values, sizeof(float) * nnz, &out->mem[2], err))))
+		goto done;
+	out->csr.indptr = out->mem[0];
+	out->csr.indices = out->mem[1];
+	out->csr.values = out->mem[2];
+	if (!with_t)
+		return GNN_OK;
+
 	tptr = calloc(n_cols + 1, sizeof(int64_t));
 	fill = malloc(sizeof(int64_t) * (n_cols + 1));
 	tidx = malloc(sizeof(int32_t) * (nnz + 1));
@@ -119,15 +150,7 @@ gnn_dcsr_create(gnn_backend *be, int64_t n_rows, int64_t n_cols, int64_t nnz,
 		goto done;
 	}
 	for (int64_t e = 0; e < nnz; e++)
-	{
-		if (indices[e] < 0 || indices[e] >= n_cols)
-		{
-			st = gnn_error_set(err, GNN_ERR_INVALID, "CSR column %d out of range [0, %lld)",
-							   indices[e], (long long) n_cols);
-			goto done;
-		}
 		tptr[indices[e] + 1]++;
-	}
 	for (int64_t j = 0; j < n_cols; j++)
 		tptr[j + 1] += tptr[j];
 	memcpy(fill, tptr, sizeof(int64_t) * (n_cols + 1));
@@ -139,20 +162,10 @@ gnn_dcsr_create(gnn_backend *be, int64_t n_rows, int64_t n_cols, int64_t nnz,
 			tidx[p] = (int32_t) i;
 			tperm[p] = e;
 		}
-
-	if ((st = gnn_dev_upload(be, indptr, sizeof(int64_t) * (n_rows + 1), &out->mem[0], err)) ||
-		(st = gnn_dev_upload(be, indices, sizeof(int32_t) * nnz, &out->mem[1], err)) ||
-		(values && (st = gnn_dev_upload(be, values, sizeof(float) * nnz, &out->mem[2], err))) ||
-		(st = gnn_dev_upload(be, tptr, sizeof(int64_t) * (n_cols + 1), &out->mem[3], err)) ||
+	if ((st = gnn_dev_upload(be, tptr, sizeof(int64_t) * (n_cols + 1), &out->mem[3], err)) ||
 		(st = gnn_dev_upload(be, tidx, sizeof(int32_t) * nnz, &out->mem[4], err)) ||
 		(st = gnn_dev_upload(be, tperm, sizeof(int64_t) * nnz, &out->mem[5], err)))
 		goto done;
-	out->csr.n_rows = n_rows;
-	out->csr.n_cols = n_cols;
-	out->csr.nnz = nnz;
-	out->csr.indptr = out->mem[0];
-	out->csr.indices = out->mem[1];
-	out->csr.values = out->mem[2];
 	out->csr.t_indptr = out->mem[3];
 	out->csr.t_indices = out->mem[4];
 	out->csr.t_perm = out->mem[5];
@@ -164,6 +177,14 @@ done:
 	if (st != GNN_OK)
 		gnn_dcsr_free(out);
 	return st;
+}
+
+gnn_status
+gnn_dcsr_create(gnn_backend *be, int64_t n_rows, int64_t n_cols, int64_t nnz,
+				const int64_t *indptr, const int32_t *indices, const float *values,
+				gnn_dcsr *out, gnn_error *err)
+{
+	return dcsr_make(be, n_rows, n_cols, nnz, indptr, indices, values, true, false, out, err);
 }
 
 void
@@ -181,41 +202,34 @@ gnn_dblock_create(gnn_backend *be, const gnn_block *blk, gnn_dblock *out, gnn_er
 	return gnn_dblock_create_normed(be, blk, NULL, NULL, out, err);
 }
 
-gnn_status
-gnn_dblock_create_normed(gnn_backend *be, const gnn_block *blk, const double *deg_dst,
-						 const double *deg_src, gnn_dblock *out, gnn_error *err)
+/*
+ * The self-looped CSR with symmetric normalisation (degrees from deg_dst /
+ * deg_src, or the block's own sums where NULL), as three malloc'd arrays.
+ */
+static gnn_status
+loop_csr(const gnn_block *blk, const double *deg_dst, const double *deg_src, int64_t **lptr_out,
+		 int32_t **lidx_out, float **lval_out, gnn_error *err)
 {
 	int64_t		nd = blk->n_dst,
 				ns = blk->n_src;
-	int64_t    *lptr = NULL;
-	int32_t    *lidx = NULL;
-	float	   *lval = NULL;
+	int64_t    *lptr = malloc(sizeof(int64_t) * (nd + 1));
+	int32_t    *lidx = malloc(sizeof(int32_t) * (blk->nnz + nd + 1));
+	float	   *lval = malloc(sizeof(float) * (blk->nnz + nd + 1));
 	double	   *ddst = NULL,
 			   *dsrc = NULL;
-	gnn_status	st;
 
-	memset(out, 0, sizeof(*out));
-	if (nd < 0 || ns < nd || blk->nnz < 0)
-		return gnn_error_set(err, GNN_ERR_INVALID,
-							 "block needs 0 <= n_dst <= n_src (got %lld destinations, %lld sources)",
-							 (long long) nd, (long long) ns);
-	out->n_dst = nd;
-	out->n_src = ns;
-	st = gnn_dcsr_create(be, nd, ns, blk->nnz, blk->indptr, blk->indices, blk->weights,
-						 &out->raw, err);
-	if (st != GNN_OK)
-		return st;
-
-	/* self-looped copy with symmetric normalisation */
-	lptr = malloc(sizeof(int64_t) * (nd + 1));
-	lidx = malloc(sizeof(int32_t) * (blk->nnz + nd + 1));
-	lval = malloc(sizeof(float) * (blk->nnz + nd + 1));
-	ddst = calloc(nd + 1, sizeof(double));
-	dsrc = calloc(ns + 1, sizeof(double));
-	if (!lptr || !lidx || !lval || !ddst || !dsrc)
+	*lptr_out = lptr;
+	*lidx_out = lidx;
+	*lval_out = lval;
+	if (!deg_dst)
+		ddst = calloc(nd + 1, sizeof(double));
+	if (!deg_src)
+		dsrc = calloc(ns + 1, sizeof(double));
+	if (!lptr || !lidx || !lval || (!deg_dst && !ddst) || (!deg_src && !dsrc))
 	{
-		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory preparing a block");
-		goto done;
+		free(ddst);
+		free(dsrc);
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory preparing a block");
 	}
 	lptr[0] = 0;
 	for (int64_t i = 0, k = 0; i < nd; i++)
@@ -246,12 +260,15 @@ gnn_dblock_create_normed(gnn_backend *be, const gnn_block *blk, const double *de
 		}
 		lptr[i + 1] = k;
 	}
-	for (int64_t i = 0; i < nd; i++)
-		for (int64_t e = lptr[i]; e < lptr[i + 1]; e++)
-		{
-			ddst[i] += lval[e];
-			dsrc[lidx[e]] += lval[e];
-		}
+	if (ddst || dsrc)
+		for (int64_t i = 0; i < nd; i++)
+			for (int64_t e = lptr[i]; e < lptr[i + 1]; e++)
+			{
+				if (ddst)
+					ddst[i] += lval[e];
+				if (dsrc)
+					dsrc[lidx[e]] += lval[e];
+			}
 	for (int64_t i = 0; i < nd; i++)
 		for (int64_t e = lptr[i]; e < lptr[i + 1]; e++)
 		{
@@ -260,16 +277,60 @@ gnn_dblock_create_normed(gnn_backend *be, const gnn_block *blk, const double *de
 
 			lval[e] = (dd > 0 && ds > 0) ? (float) (lval[e] / sqrt(dd * ds)) : 0.0f;
 		}
-	st = gnn_dcsr_create(be, nd, ns, lptr[nd], lptr, lidx, lval, &out->loop, err);
-done:
+	free(ddst);
+	free(dsrc);
+	return GNN_OK;
+}
+
+static gnn_status
+dblock_make(gnn_backend *be, const gnn_block *blk, const double *deg_dst, const double *deg_src,
+			bool with_t, bool want_raw, bool want_loop, gnn_dblock *out, gnn_error *err)
+{
+	int64_t		nd = blk->n_dst,
+				ns = blk->n_src;
+	int64_t    *lptr = NULL;
+	int32_t    *lidx = NULL;
+	float	   *lval = NULL;
+	bool		borrow = !with_t && be->ops == gnn_backend_cpu();	/* host memory */
+	gnn_status	st = GNN_OK;
+
+	memset(out, 0, sizeof(*out));
+	if (nd < 0 || ns < nd || blk->nnz < 0)
+		return gnn_error_set(err, GNN_ERR_INVALID,
+							 "block needs 0 <= n_dst <= n_src (got %lld destinations, %lld sources)",
+							 (long long) nd, (long long) ns);
+	out->n_dst = nd;
+	out->n_src = ns;
+	if (want_raw &&
+		(st = dcsr_make(be, nd, ns, blk->nnz, blk->indptr, blk->indices, blk->weights, with_t,
+						borrow, &out->raw, err)) != GNN_OK)
+		return st;
+	if (want_loop &&
+		(st = loop_csr(blk, deg_dst, deg_src, &lptr, &lidx, &lval, err)) == GNN_OK)
+		st = dcsr_make(be, nd, ns, lptr[nd], lptr, lidx, lval, with_t, false, &out->loop, err);
 	free(lptr);
 	free(lidx);
 	free(lval);
-	free(ddst);
-	free(dsrc);
 	if (st != GNN_OK)
 		gnn_dblock_free(out);
 	return st;
+}
+
+gnn_status
+gnn_dblock_create_normed(gnn_backend *be, const gnn_block *blk, const double *deg_dst,
+						 const double *deg_src, gnn_dblock *out, gnn_error *err)
+{
+	return dblock_make(be, blk, deg_dst, deg_src, true, true, true, out, err);
+}
+
+gnn_status
+gnn_dblock_create_forward(gnn_backend *be, const gnn_block *blk, gnn_model_kind kind,
+						  const double *deg_dst, const double *deg_src, gnn_dblock *out,
+						  gnn_error *err)
+{
+	bool		sage = kind == GNN_MODEL_SAGE;
+
+	return dblock_make(be, blk, deg_dst, deg_src, false, sage, !sage, out, err);
 }
 
 /* ------------------------------------------------------------------ features */

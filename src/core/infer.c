@@ -327,7 +327,7 @@ khop_build(khop *k, const int64_t *idx, int64_t n, int hops, int64_t max_nodes,
 
 /*
  * GCN degrees of the graph for the block's nodes: in-degrees of the nodes
- * that have rows, out-degrees of all (gnn_dblock_create_normed).
+ * that have rows, out-degrees of all (gnn_dblock_create_normed's convention).
  */
 static gnn_status
 khop_degrees(const khop *k, int hops, double **dd, double **ds, gnn_error *err)
@@ -404,7 +404,7 @@ gnn_model_infer_nodes(gnn_model *m, const gnn_graph *g, bool row_normalise, int 
 		blk.indptr = k.ptr;
 		blk.indices = k.idx;
 		blk.weights = g->rweights ? k.w : NULL;
-		if ((st = gnn_dblock_create_normed(be, &blk, dd, ds, &db[made], err)) != GNN_OK)
+		if ((st = gnn_dblock_create_forward(be, &blk, mc->kind, dd, ds, &db[made], err)) != GNN_OK)
 			goto done;
 		blocks[made] = &db[made];
 	}

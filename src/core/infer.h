@@ -8,7 +8,7 @@
  * blocks, as minibatch training does, and runs the model's first l+1 layers
  * on them.  Aggregations see each destination's whole in-neighbourhood
  * (GraphSAGE's mean and max, GAT's attention softmax) and GCN's blocks take
- * the graph's degrees (gnn_dblock_create_normed), so every row equals the
+ * the graph's degrees (as gnn_dblock_create_normed), so every row equals the
  * full-graph row up to float summation order.
  */
 #ifndef GNN_INFER_H

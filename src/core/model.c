@@ -6,7 +6,9 @@
  *
  * Linear transforms come before aggregation (A (X W) rather than (A X) W):
  * with sparse bag-of-words inputs X W is a sparse-dense product and the
- * aggregation then runs on hidden-width rows.
+ * aggregation then runs on hidden-width rows.  Inference on a few nodes'
+ * neighbourhoods (gnn_model_forward_layers) may reverse that where it is
+ * cheaper: see aggregate_first.
  */
 #include "model.h"
 
@@ -20,7 +22,7 @@
 enum
 {
 	B_XD, B_Z, B_ZR, B_Q, B_QA, B_M, B_AM, B_AS, B_AD, B_ALPHA, B_ALPHAD, B_O, B_P, B_Y,
-	B_DP, B_DZ, B_DZR, B_DQ, B_DM, B_DX, B_DALPHA, B_DAS, B_DAD, B_DO, B_XVAL,
+	B_DP, B_DZ, B_DZR, B_DQ, B_DM, B_DX, B_DALPHA, B_DAS, B_DAD, B_DO, B_XVAL, B_AX,
 	B_COUNT
 };
 
@@ -526,9 +528,51 @@ lin_bwd_x(gnn_model *m, gnn_layer *L, const float *dOut, int64_t dout, int64_t r
 
 /* ------------------------------------------------------------------ forward */
 
+/*
+ * Aggregate-first for a GCN or GraphSAGE-mean layer on dense inputs:
+ * (A X) W on A's n_dst rows, instead of A (X W) on all n_src, which is the
+ * same up to float summation order and cheaper when a few destinations
+ * have many sources (a hub's neighbours feeding one row) or when the layer
+ * widens.  Forward only: backward reads X W.
+ */
+static bool
+aggregate_first(const gnn_model *m, const gnn_layer *L, const gnn_dblock *blk)
+{
+	const gnn_csr *A = m->cfg.kind == GNN_MODEL_GCN ? &blk->loop.csr : &blk->raw.csr;
+	double		din = L->d_in,
+				dout = L->d_out,
+				nnz = (double) A->nnz;
+
+	if (L->in_sparse || m->cfg.kind == GNN_MODEL_GAT ||
+		(m->cfg.kind == GNN_MODEL_SAGE && m->cfg.aggr != GNN_AGGR_MEAN))
+		return false;
+	return nnz * din + blk->n_dst * din * dout < nnz * dout + blk->n_src * din * dout;
+}
+
+/* P = aggregate(X) W (+ X[:n_dst] W_root for GraphSAGE): see aggregate_first */
+static gnn_status
+layer_forward_aggregate_first(gnn_model *m, gnn_layer *L, gnn_dblock *blk, float *P, gnn_error *err)
+{
+	gnn_backend *be = m->be;
+	bool		gcn = m->cfg.kind == GNN_MODEL_GCN;
+	int64_t		nd = blk->n_dst,
+				din = L->d_in,
+				dout = L->d_out;
+
+	TRYE(ensure(m, L, B_AX, nd * din, err));
+	TRY(gnn_backend_spmm(be, gcn ? &blk->loop.csr : &blk->raw.csr, gcn ? GNN_AGG_SUM : GNN_AGG_MEAN,
+						 NULL, NULL, L->x, din, 0.0f, lbuf(L, B_AX)));
+	TRY(gnn_backend_gemm(be, false, false, nd, dout, din, 1.0f, lbuf(L, B_AX), din,
+						 W(m, L->p_w), dout, 0.0f, P, dout));
+	if (!gcn)
+		TRY(gnn_backend_gemm(be, false, false, nd, dout, din, 1.0f, L->x, din,
+							 W(m, L->p_root), dout, 1.0f, P, dout));
+	return GNN_OK;
+}
+
 static gnn_status
 layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
-			  const float *xprev, bool train, uint64_t seed, gnn_error *err)
+			  const float *xprev, bool train, bool reorder, uint64_t seed, gnn_error *err)
 {
 	gnn_backend *be = m->be;
 	const gnn_model_config *cfg = &m->cfg;
@@ -574,81 +618,84 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 
 	TRYE(ensure(m, L, B_P, nd * dout, err));
 	P = lbuf(L, B_P);
-	switch (cfg->kind)
-	{
-		case GNN_MODEL_GCN:
-			TRYE(ensure(m, L, B_Z, ns * dout, err));
-			TRYE(lin_fwd(m, L, W(m, L->p_w), dout, ns, lbuf(L, B_Z), err));
-			TRY(gnn_backend_spmm(be, &blk->loop.csr, GNN_AGG_SUM, NULL, NULL, lbuf(L, B_Z), dout, 0.0f, P));
-			break;
-		case GNN_MODEL_SAGE:
-			{
-				int64_t		rr = L->in_sparse ? ns : nd;
-
-				if (cfg->aggr == GNN_AGGR_POOL)
-				{
-					int64_t		pw = L->pool;
-
-					TRYE(ensure(m, L, B_Q, ns * pw, err));
-					TRYE(ensure(m, L, B_QA, ns * pw, err));
-					TRYE(ensure(m, L, B_M, nd * pw, err));
-					TRYE(ensure(m, L, B_AM, nd * pw, err));
-					TRYE(lin_fwd(m, L, W(m, L->p_pool), pw, ns, lbuf(L, B_Q), err));
-					TRY(gnn_backend_add_bias(be, lbuf(L, B_Q), W(m, L->p_pool_b), ns, pw));
-					TRY(gnn_backend_act_forward(be, GNN_ACT_RELU, 0.0f, lbuf(L, B_Q), lbuf(L, B_QA), ns * pw));
-					TRY(gnn_backend_max_agg(be, &blk->raw.csr, lbuf(L, B_QA), pw, lbuf(L, B_M),
-											(int32_t *) L->buf[B_AM].p));
-					TRY(gnn_backend_gemm(be, false, false, nd, dout, pw, 1.0f, lbuf(L, B_M), pw,
-										 W(m, L->p_w), dout, 0.0f, P, dout));
-				}
-				else
-				{
-					TRYE(ensure(m, L, B_Z, ns * dout, err));
-					TRYE(lin_fwd(m, L, W(m, L->p_w), dout, ns, lbuf(L, B_Z), err));
-					TRY(gnn_backend_spmm(be, &blk->raw.csr, GNN_AGG_MEAN, NULL, NULL, lbuf(L, B_Z),
-										 dout, 0.0f, P));
-				}
-				TRYE(ensure(m, L, B_ZR, rr * dout, err));
-				TRYE(lin_fwd(m, L, W(m, L->p_root), dout, rr, lbuf(L, B_ZR), err));
-				TRY(gnn_backend_axpby(be, nd * dout, 1.0f, lbuf(L, B_ZR), 1.0f, P));
+	if (reorder && !train && aggregate_first(m, L, blk))
+		TRYE(layer_forward_aggregate_first(m, L, blk, P, err));
+	else
+		switch (cfg->kind)
+		{
+			case GNN_MODEL_GCN:
+				TRYE(ensure(m, L, B_Z, ns * dout, err));
+				TRYE(lin_fwd(m, L, W(m, L->p_w), dout, ns, lbuf(L, B_Z), err));
+				TRY(gnn_backend_spmm(be, &blk->loop.csr, GNN_AGG_SUM, NULL, NULL, lbuf(L, B_Z), dout, 0.0f, P));
 				break;
-			}
-		case GNN_MODEL_GAT:
-			{
-				int64_t		H = L->heads,
-							f = L->f,
-							nnz = blk->loop.csr.nnz;
-				float	   *alpha;
+			case GNN_MODEL_SAGE:
+				{
+					int64_t		rr = L->in_sparse ? ns : nd;
 
-				TRYE(ensure(m, L, B_Z, ns * H * f, err));
-				TRYE(ensure(m, L, B_AS, ns * H, err));
-				TRYE(ensure(m, L, B_AD, nd * H, err));
-				TRYE(ensure(m, L, B_ALPHA, nnz * H, err));
-				TRYE(ensure(m, L, B_O, nd * H * f, err));
-				TRYE(lin_fwd(m, L, W(m, L->p_w), H * f, ns, lbuf(L, B_Z), err));
-				TRY(gnn_backend_gat_node_scores(be, lbuf(L, B_Z), ns, H, f, W(m, L->p_att_src), lbuf(L, B_AS)));
-				TRY(gnn_backend_gat_node_scores(be, lbuf(L, B_Z), nd, H, f, W(m, L->p_att_dst), lbuf(L, B_AD)));
-				TRY(gnn_backend_gat_edge_softmax(be, &blk->loop.csr, H, lbuf(L, B_AS), lbuf(L, B_AD),
-												 cfg->negative_slope, lbuf(L, B_ALPHA)));
-				alpha = lbuf(L, B_ALPHA);
-				if (train && cfg->attn_dropout > 0.0f)
-				{
-					TRYE(ensure(m, L, B_ALPHAD, nnz * H, err));
-					TRY(gnn_backend_dropout_forward(be, alpha, lbuf(L, B_ALPHAD), nnz * H,
-													cfg->attn_dropout, L->seed_attn));
-					alpha = lbuf(L, B_ALPHAD);
+					if (cfg->aggr == GNN_AGGR_POOL)
+					{
+						int64_t		pw = L->pool;
+
+						TRYE(ensure(m, L, B_Q, ns * pw, err));
+						TRYE(ensure(m, L, B_QA, ns * pw, err));
+						TRYE(ensure(m, L, B_M, nd * pw, err));
+						TRYE(ensure(m, L, B_AM, nd * pw, err));
+						TRYE(lin_fwd(m, L, W(m, L->p_pool), pw, ns, lbuf(L, B_Q), err));
+						TRY(gnn_backend_add_bias(be, lbuf(L, B_Q), W(m, L->p_pool_b), ns, pw));
+						TRY(gnn_backend_act_forward(be, GNN_ACT_RELU, 0.0f, lbuf(L, B_Q), lbuf(L, B_QA), ns * pw));
+						TRY(gnn_backend_max_agg(be, &blk->raw.csr, lbuf(L, B_QA), pw, lbuf(L, B_M),
+												(int32_t *) L->buf[B_AM].p));
+						TRY(gnn_backend_gemm(be, false, false, nd, dout, pw, 1.0f, lbuf(L, B_M), pw,
+											 W(m, L->p_w), dout, 0.0f, P, dout));
+					}
+					else
+					{
+						TRYE(ensure(m, L, B_Z, ns * dout, err));
+						TRYE(lin_fwd(m, L, W(m, L->p_w), dout, ns, lbuf(L, B_Z), err));
+						TRY(gnn_backend_spmm(be, &blk->raw.csr, GNN_AGG_MEAN, NULL, NULL, lbuf(L, B_Z),
+											 dout, 0.0f, P));
+					}
+					TRYE(ensure(m, L, B_ZR, rr * dout, err));
+					TRYE(lin_fwd(m, L, W(m, L->p_root), dout, rr, lbuf(L, B_ZR), err));
+					TRY(gnn_backend_axpby(be, nd * dout, 1.0f, lbuf(L, B_ZR), 1.0f, P));
+					break;
 				}
-				L->alpha_used = alpha;
-				if (L->concat)
-					TRY(gnn_backend_gat_aggregate(be, &blk->loop.csr, H, f, alpha, lbuf(L, B_Z), P));
-				else
+			case GNN_MODEL_GAT:
 				{
-					TRY(gnn_backend_gat_aggregate(be, &blk->loop.csr, H, f, alpha, lbuf(L, B_Z), lbuf(L, B_O)));
-					TRY(gnn_backend_head_mean(be, lbuf(L, B_O), nd, H, f, P));
+					int64_t		H = L->heads,
+								f = L->f,
+								nnz = blk->loop.csr.nnz;
+					float	   *alpha;
+
+					TRYE(ensure(m, L, B_Z, ns * H * f, err));
+					TRYE(ensure(m, L, B_AS, ns * H, err));
+					TRYE(ensure(m, L, B_AD, nd * H, err));
+					TRYE(ensure(m, L, B_ALPHA, nnz * H, err));
+					TRYE(ensure(m, L, B_O, nd * H * f, err));
+					TRYE(lin_fwd(m, L, W(m, L->p_w), H * f, ns, lbuf(L, B_Z), err));
+					TRY(gnn_backend_gat_node_scores(be, lbuf(L, B_Z), ns, H, f, W(m, L->p_att_src), lbuf(L, B_AS)));
+					TRY(gnn_backend_gat_node_scores(be, lbuf(L, B_Z), nd, H, f, W(m, L->p_att_dst), lbuf(L, B_AD)));
+					TRY(gnn_backend_gat_edge_softmax(be, &blk->loop.csr, H, lbuf(L, B_AS), lbuf(L, B_AD),
+													 cfg->negative_slope, lbuf(L, B_ALPHA)));
+					alpha = lbuf(L, B_ALPHA);
+					if (train && cfg->attn_dropout > 0.0f)
+					{
+						TRYE(ensure(m, L, B_ALPHAD, nnz * H, err));
+						TRY(gnn_backend_dropout_forward(be, alpha, lbuf(L, B_ALPHAD), nnz * H,
+														cfg->attn_dropout, L->seed_attn));
+						alpha = lbuf(L, B_ALPHAD);
+					}
+					L->alpha_used = alpha;
+					if (L->concat)
+						TRY(gnn_backend_gat_aggregate(be, &blk->loop.csr, H, f, alpha, lbuf(L, B_Z), P));
+					else
+					{
+						TRY(gnn_backend_gat_aggregate(be, &blk->loop.csr, H, f, alpha, lbuf(L, B_Z), lbuf(L, B_O)));
+						TRY(gnn_backend_head_mean(be, lbuf(L, B_O), nd, H, f, P));
+					}
+					break;
 				}
-				break;
-			}
-	}
+		}
 	TRY(gnn_backend_add_bias(be, P, W(m, L->p_b), nd, dout));
 	L->p_out = P;
 	if (L->act != GNN_ACT_NONE)
@@ -665,7 +712,7 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 /* layers 0..nlayers-1; the model's own checks on the block chain */
 static gnn_status
 forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers, const gnn_dfeat *x,
-			   bool train, uint64_t seed, gnn_error *err)
+			   bool train, bool reorder, uint64_t seed, gnn_error *err)
 {
 	gnn_status	st;
 
@@ -680,7 +727,7 @@ forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers, const gnn_d
 								 "block %d has %lld sources but block %d has %lld destinations",
 								 l, (long long) blocks[l]->n_src, l - 1, (long long) blocks[l - 1]->n_dst);
 		st = layer_forward(m, &m->layers[l], blocks[l], l == 0 ? x : NULL,
-						   l == 0 ? NULL : m->layers[l - 1].y, train, seed, err);
+						   l == 0 ? NULL : m->layers[l - 1].y, train, reorder, seed, err);
 		if (st != GNN_OK)
 			return st;
 	}
@@ -694,7 +741,7 @@ gnn_model_forward(gnn_model *m, gnn_dblock *const *blocks, const gnn_dfeat *x, b
 	gnn_status	st;
 
 	m->have_train_forward = false;
-	if ((st = forward_layers(m, blocks, m->cfg.layers, x, train, seed, err)) != GNN_OK)
+	if ((st = forward_layers(m, blocks, m->cfg.layers, x, train, false, seed, err)) != GNN_OK)
 		return st;
 	*logits = m->layers[m->cfg.layers - 1].y;
 	m->have_train_forward = true;	/* backward works after either kind of pass */
@@ -711,7 +758,7 @@ gnn_model_forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers, c
 	if (nlayers < 1 || nlayers > m->cfg.layers)
 		return gnn_error_set(err, GNN_ERR_INVALID, "cannot run %d layers of a model with %d",
 							 nlayers, m->cfg.layers);
-	if ((st = forward_layers(m, blocks, nlayers, x, false, 0, err)) != GNN_OK)
+	if ((st = forward_layers(m, blocks, nlayers, x, false, true, 0, err)) != GNN_OK)
 		return st;
 	*out = m->layers[nlayers - 1].y;
 	return GNN_OK;

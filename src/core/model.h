@@ -133,6 +133,17 @@ gnn_status	gnn_dblock_create_normed(gnn_backend *be, const gnn_block *blk,
 									 gnn_dblock *out, gnn_error *err);
 
 /*
+ * A block for forward passes only (inference): no transposes, so backward
+ * products on it fail, and only the CSR that `kind` reads (raw for
+ * GraphSAGE, self-looped and normalised as gnn_dblock_create_normed for GCN
+ * and GAT), with the same values.  On the CPU backend the raw CSR borrows
+ * blk's arrays, which must then outlive the block.
+ */
+gnn_status	gnn_dblock_create_forward(gnn_backend *be, const gnn_block *blk, gnn_model_kind kind,
+									  const double *deg_dst, const double *deg_src,
+									  gnn_dblock *out, gnn_error *err);
+
+/*
  * Node v's degree in g's adjacency with self loops added where missing
  * (weight 1): in = true the sum of its in-edge weights (its row in the
  * whole-graph block), false of its out-edge weights (its column).  Summed in
@@ -207,7 +218,10 @@ gnn_status	gnn_model_forward(gnn_model *m, gnn_dblock *const *blocks, const gnn_
  * caller that wants an inner layer's output without running the layers
  * above it: blocks[l] for l < nlayers.  *out (backend memory,
  * blocks[nlayers-1]->n_dst x gnn_model_layer_dim(nlayers-1)) stays valid
- * until the next forward.  Backward is refused after it.
+ * until the next forward.  Backward is refused after it.  GCN and
+ * GraphSAGE-mean layers may aggregate their inputs before transforming them
+ * where that is cheaper (few destinations, many sources), so the values
+ * equal gnn_model_forward's up to float summation order.
  */
 gnn_status	gnn_model_forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers,
 									 const gnn_dfeat *x, const float **out, gnn_error *err);

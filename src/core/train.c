@@ -323,7 +323,8 @@ gnn_model_infer(gnn_model *m, const gnn_graph *g, bool row_normalise, int layer,
 		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers; -1 is the output)",
 							 layer, mc->layers);
 	gnn_block_from_graph(g, &blk);
-	if ((st = gnn_dblock_create(be, &blk, &db, err)) != GNN_OK)
+	/* forward only: no transposes (a third of the pass on a large graph) */
+	if ((st = gnn_dblock_create_forward(be, &blk, mc->kind, NULL, NULL, &db, err)) != GNN_OK)
 		return st;
 	if ((st = gnn_dfeat_from_graph(be, g, row_normalise, &x, err)) != GNN_OK)
 	{
