@@ -765,8 +765,27 @@ gnn_similar(PG_FUNCTION_ARGS)
 	if (r.fresh)
 		GnnResultPrefault(&r);	/* a first scan in this session: map its pages in one go */
 	GnnCoreThreadsInit();
-	got = r.emb16 ? gnn_topk_cosine_bf16(r.out, r.emb16, r.norms, r.rows, r.cols, row, k, gnn_threads, idx, score) :
-		gnn_topk_cosine(r.out, r.norms, r.rows, r.cols, row, k, gnn_threads, idx, score);
+	{
+		/*
+		 * A scan is bound by memory bandwidth: when other sessions scan at
+		 * the same time, extra threads only oversubscribe the cores (and
+		 * OpenMP's waiting burns what is left), so a scan runs on one thread
+		 * then, on gnn.threads when it is alone.
+		 */
+		uint32		others = pg_atomic_fetch_add_u32(&gnn_shared->active_scans, 1);
+		int			nt = others > 0 ? 1 : gnn_threads;
+
+		PG_TRY();
+		{
+			got = r.emb16 ? gnn_topk_cosine_bf16(r.out, r.emb16, r.norms, r.rows, r.cols, row, k, nt, idx, score) :
+				gnn_topk_cosine(r.out, r.norms, r.rows, r.cols, row, k, nt, idx, score);
+		}
+		PG_FINALLY();
+		{
+			pg_atomic_fetch_sub_u32(&gnn_shared->active_scans, 1);
+		}
+		PG_END_TRY();
+	}
 	InitMaterializedSRF(fcinfo, 0);
 	for (int64 i = 0; i < got; i++)
 	{

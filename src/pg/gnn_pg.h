@@ -6,6 +6,7 @@
 
 #include "postgres.h"
 
+#include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/dsm.h"
 #include "storage/lwlock.h"
@@ -238,6 +239,7 @@ typedef struct GnnShared
 	uint64		cache_bytes;
 	uint64		cache_clock;
 	uint64		cache_serial;
+	pg_atomic_uint32 active_scans;	/* gnn.similar scans running now (their thread count) */
 	ConditionVariable cache_cv;
 	GnnCacheEntry cache[GNN_CACHE_SLOTS];
 	GnnGraphEntry graphs[FLEXIBLE_ARRAY_MEMBER];
