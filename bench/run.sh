@@ -4,7 +4,7 @@
 #   BENCH="load train sql" bash bench/run.sh   # a subset
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WHAT=${BENCH:-"load train sql sample partition topk infer"}
+WHAT=${BENCH:-"load train sql sample partition topk infer serve"}
 for b in $WHAT; do
   case $b in
     load)  bash bench/load_graph.sh ;;
@@ -14,6 +14,7 @@ for b in $WHAT; do
     partition) bash bench/partition_bench.sh ;;
     topk) bash bench/topk_bench.sh ;;
     infer) bash bench/infer_nodes_bench.sh ;;
-    *) echo "unknown benchmark $b (load, train, sql, sample, partition, topk, infer)" >&2; exit 2 ;;
+    serve) bash bench/serve.sh ;;
+    *) echo "unknown benchmark $b (load, train, sql, sample, partition, topk, infer, serve)" >&2; exit 2 ;;
   esac
 done
