@@ -168,6 +168,22 @@ SELECT gnn.train('h', model => 'gcn', name => 'committed', hidden => 4, epochs =
 COMMIT;
 SELECT state, model_name FROM gnn.wait(:job);
 SELECT count(*) AS rolled_back_models FROM gnn.models WHERE name = 'rolled_back';
+-- a released savepoint keeps its job; a job cancelled before the commit stops as it starts
+BEGIN;
+SAVEPOINT s;
+SELECT gnn.train('h', model => 'gcn', name => 'released', hidden => 4, epochs => 3, seed => 1,
+                 device => 'cpu') AS released \gset
+RELEASE SAVEPOINT s;
+SELECT gnn.train('h', model => 'gcn', name => 'cancelled_early', epochs => 1000000, device => 'cpu') AS early \gset
+SELECT gnn.cancel(:early) AS cancel_requested;
+COMMIT;
+SELECT state FROM gnn.wait(:released);
+DO $$ BEGIN
+  PERFORM gnn.wait((SELECT max(id) FROM gnn.jobs WHERE model_name = 'cancelled_early'));
+EXCEPTION WHEN query_canceled THEN
+  RAISE NOTICE 'wait: %', regexp_replace(SQLERRM, 'job [0-9]+', 'job N');
+END $$;
+SELECT state FROM gnn.jobs WHERE model_name = 'cancelled_early';
 
 -- 13: argument validation
 SELECT * FROM gnn.predict('c', ARRAY[1], version => 0);
