@@ -285,6 +285,21 @@ GnnGraphExists(const char *name, Oid *owner)
 	return found;
 }
 
+/* The current version of the caller's graph name, or 0 when there is none. */
+uint64
+GnnGraphGeneration(const char *name)
+{
+	GnnGraphEntry *e;
+	uint64		gen = 0;
+
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	e = FindEntry(name);
+	if (e)
+		gen = e->generation;
+	LWLockRelease(gnn_shared->lock);
+	return gen;
+}
+
 void
 GnnGraphAcquire(const char *name, GnnGraphRef *ref)
 {

@@ -671,7 +671,18 @@ RunJob(void)
 					 "loss = $3, train_acc = $4, val_acc = $5, device = $6 WHERE id = $1", 6, t, v, n);
 			}
 			EndXact();
-			/* committed: its results are now the model row's, for every session */
+			/*
+			 * committed: its results are now the model row's, for every
+			 * session; unless the graph was replaced or dropped meanwhile (its
+			 * results were purged then, and these could never be asked for)
+			 */
+			if (GnnGraphGeneration(r->graph) != ref.entry.generation)
+			{
+				for (int i = 0; i < pre.n; i++)
+					if (pre.seg[i])
+						dsm_detach(pre.seg[i]);
+				pre.n = 0;
+			}
 			for (int i = 0; i < pre.n; i++)
 			{
 				GnnCacheKey key;

@@ -116,6 +116,13 @@ is(sq(q{SET ROLE alice; SELECT gnn.cache_drop('m') >= 0; CREATE TEMP TABLE k AS 
 	"t\nt", 'and its few-node answer (k-hop) equals the new full result');
 is(sq(q{SELECT count(DISTINCT graph_version) FROM gnn.cache}), '1', 'from results of the new graph only');
 
+# a job whose graph is replaced while it trains shares nothing (its results could never be asked for)
+my $jr = sq(q{SET ROLE alice; SELECT gnn.train('g', model => 'gcn', name => 'stale', hidden => 16, epochs => 150, seed => 1)});
+for (1 .. 300) { last if sq("SELECT state FROM gnn.jobs WHERE id = $jr") eq 'running'; usleep(50_000); }
+sq(q{SET ROLE alice; SELECT gnn.load_graph('g', 'e', nodes => 'n', features => 'feat', label => 'label', split => 'split', undirected => true, replace => true)});
+is(sq(qq{SET ROLE alice; SELECT state FROM gnn.wait($jr)}), 'succeeded', 'a job trains on while its graph is replaced');
+is(sq(q{SELECT count(*) FROM gnn.cache WHERE model = 'stale'}), '0', 'and shares no result of the replaced graph');
+
 # ------------------------------------------------------------------ the budget: least recently used go first
 sq(q{ALTER SYSTEM SET gnn.max_cache_memory = '8MB'; SELECT pg_reload_conf()});
 sq(q{SET ROLE alice; SELECT gnn.cache_drop('m')});
