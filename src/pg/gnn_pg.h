@@ -269,7 +269,7 @@ extern void GnnGraphUnreserve(uint64 bytes);
 extern void GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace,
 							 uint64 reserved);
 extern bool GnnGraphDrop(const char *name, bool if_exists, Oid owner);
-extern bool GnnGraphExists(const char *name, Oid *owner);
+extern bool GnnGraphExists(const char *name);
 extern uint64 GnnGraphGeneration(const char *name);
 /* registry.c, partitions: attach / publish / free a graph's partition segment */
 extern dsm_segment *GnnPartitionAttach(const char *name, uint64 generation);

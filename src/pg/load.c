@@ -456,7 +456,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 	gnn_status	st;
 
 	GnnCheckGraphName(args->name);
-	if (!args->replace && GnnGraphExists(args->name, NULL))
+	if (!args->replace && GnnGraphExists(args->name))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("graph \"%s\" already exists", args->name),

@@ -259,28 +259,15 @@ ReportNoGraph(const char *name)
 			 errhint("Load it with gnn.load_graph(); gnn.graphs lists the loaded graphs.")));
 }
 
-static void
-CheckOwner(const GnnGraphEntry *e, const char *name)
-{
-	if (!GnnIsOwnerOrSuper(e->owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for graph \"%s\"", name),
-				 errdetail("Only the role that loaded a graph (or a superuser) may use it.")));
-}
-
+/* Whether the caller has a graph of this name. */
 bool
-GnnGraphExists(const char *name, Oid *owner)
+GnnGraphExists(const char *name)
 {
-	GnnGraphEntry *e;
 	bool		found;
 
 	GnnRequirePreload();
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
-	e = FindEntry(name);
-	found = e != NULL;
-	if (found && owner)
-		*owner = e->owner;
+	found = FindEntry(name) != NULL;
 	LWLockRelease(gnn_shared->lock);
 	return found;
 }
@@ -312,9 +299,7 @@ GnnGraphAcquire(const char *name, GnnGraphRef *ref)
 	memset(ref, 0, sizeof(*ref));
 	if (IsTransactionState() && (i = SnapFind(name)) >= 0)
 	{
-		/* the version this statement already uses */
-		if (!GnnIsOwnerOrSuper(snap[i].entry.owner))
-			CheckOwner(&snap[i].entry, name);
+		/* the version this statement already uses (the caller's: SnapFind matches the owner) */
 		ref->entry = snap[i].entry;
 		ref->seg = snap[i].seg;
 		if (gnn_graph_attach(dsm_segment_address(ref->seg), dsm_segment_map_length(ref->seg),
@@ -331,15 +316,7 @@ GnnGraphAcquire(const char *name, GnnGraphRef *ref)
 		LWLockRelease(gnn_shared->lock);
 		ReportNoGraph(name);
 	}
-	if (!GnnIsOwnerOrSuper(e->owner))
-	{
-		LWLockRelease(gnn_shared->lock);
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for graph \"%s\"", name),
-				 errdetail("Only the role that loaded a graph (or a superuser) may use it.")));
-	}
-	ref->entry = *e;
+	ref->entry = *e;			/* the caller's own graph: FindEntry matches the owner */
 	/* the mapping belongs to the transaction's resource owner: an error detaches it */
 	if (IsTransactionState() && nsnap < SNAP_MAX)
 	{
@@ -471,15 +448,7 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 					 errmsg("graph \"%s\" already exists", proto->name),
 					 errhint("Pass replace => true to replace it, or drop it first with gnn.drop_graph().")));
 		}
-		if (!GnnIsOwnerOrSuper(e->owner))
-		{
-			LWLockRelease(gnn_shared->lock);
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("permission denied to replace graph \"%s\"", proto->name),
-					 errdetail("Only the role that loaded a graph (or a superuser) may replace it.")));
-		}
-		slot = e;
+		slot = e;				/* the caller's own: FindEntry matches the owner */
 	}
 	else
 	{
@@ -550,11 +519,6 @@ GnnGraphDrop(const char *name, bool if_exists, Oid owner)
 			return false;
 		}
 		ReportNoGraph(name);
-	}
-	if (!GnnIsOwnerOrSuper(e->owner))
-	{
-		LWLockRelease(gnn_shared->lock);
-		CheckOwner(e, name);
 	}
 	EntryRetire(e);
 	memset(e, 0, sizeof(*e));
