@@ -492,7 +492,7 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 	bool		shared = true;
 	dsm_segment *volatile seg = NULL;
 	CacheHeader h;
-	Size		bytes = SegmentSize(rows, cols, key->kind == GNN_RESULT_EMBED, &h);
+	Size		bytes = SegmentSize(rows, cols, key->kind == GNN_RESULT_EMBED, &h);	/* to make room for */
 	TimestampTz t0;
 
 	GnnCacheInitProcess();
@@ -553,21 +553,11 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 		return;
 	}
 
-	/* compute: into a segment mapped for this transaction */
+	/* compute: into a segment this session maps (kept once shared, see CmapSweep; else freed) */
 	t0 = GetCurrentTimestamp();
 	PG_TRY();
 	{
-		ResourceOwner save = CurrentResourceOwner;
-
-		CurrentResourceOwner = NULL;	/* kept for the session once shared: see CmapSweep */
-		seg = dsm_create(bytes, 0);
-		CurrentResourceOwner = save;
-		h.magic = CACHE_MAGIC;
-		h.rows = rows;
-		h.cols = cols;
-		memcpy(dsm_segment_address(seg), &h, sizeof(h));
-		ResultFromSegment(seg, res);
-		res->bytes = bytes;
+		seg = GnnResultCreate(rows, cols, key->kind == GNN_RESULT_EMBED, res);
 		compute(arg, res);
 		GnnResultFinish(res);
 	}

@@ -63,7 +63,6 @@ typedef struct ModelRow
 	TransactionId xmin;
 	char		graph[NAMEDATALEN];
 	char		task[32];
-	int32		layers;
 	bool		row_normalise;
 	bytea	   *weights;
 	char	   *class_names;	/* C strings back to back (caller's memory), or NULL */
@@ -79,9 +78,9 @@ typedef struct ModelRow
 static void
 ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 {
-	Oid			types[3] = {TEXTOID, INT4OID, OIDOID};
-	Datum		values[3];
-	char		nulls[4] = "   ";
+	Oid			types[4] = {TEXTOID, INT4OID, OIDOID, BOOLOID};
+	Datum		values[4];
+	char		nulls[5] = "    ";
 	bool		isnull;
 	HeapTuple	tup;
 	TupleDesc	desc;
@@ -94,18 +93,15 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	values[1] = Int32GetDatum(version);
 	nulls[1] = version > 0 ? ' ' : 'n';
 	values[2] = ObjectIdGetDatum(GetUserId());
+	values[3] = BoolGetDatum(with_weights);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(with_weights ?
-							  "SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), id, "
-							  "xmin::text::bigint, task, classes, (params->>'layers')::int, weights "
-							  "FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
-							  "AND ($2::int IS NULL OR version = $2::int) ORDER BY version DESC LIMIT 1" :
-							  "SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), id, "
-							  "xmin::text::bigint, task, classes, (params->>'layers')::int, NULL::bytea "
+	/* the weights (maybe large, TOASTed) are fetched only when asked for */
+	if (SPI_execute_with_args("SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), id, "
+							  "xmin::text::bigint, task, classes, CASE WHEN $4 THEN weights END "
 							  "FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
 							  "AND ($2::int IS NULL OR version = $2::int) ORDER BY version DESC LIMIT 1",
-							  3, types, values, nulls, true, 1) != SPI_OK_SELECT)
+							  4, types, values, nulls, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read gnn.models");
 	if (SPI_processed == 0)
 		ereport(ERROR,
@@ -122,9 +118,6 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	mr->id = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 	mr->xmin = (TransactionId) DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
 	strlcpy(mr->task, TextDatumGetCString(SPI_getbinval(tup, desc, 6, &isnull)), sizeof(mr->task));
-	mr->layers = DatumGetInt32(SPI_getbinval(tup, desc, 8, &isnull));
-	if (isnull)
-		mr->layers = 0;			/* unknown until the weights are read */
 	mr->class_names = NULL;
 	mr->nclasses = 0;
 	d = SPI_getbinval(tup, desc, 7, &isnull);
@@ -151,7 +144,7 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	mr->weights = NULL;
 	if (with_weights)
 	{
-		Datum		w = SPI_getbinval(tup, desc, 9, &isnull);
+		Datum		w = SPI_getbinval(tup, desc, 8, &isnull);
 
 		mr->weights = (bytea *) SPI_datumTransfer(PointerGetDatum(PG_DETOAST_DATUM_COPY(w)), false, -1);
 	}
@@ -225,23 +218,29 @@ LoadModel(ModelRow *mr)
  * model (what its training scores with dot products) or of a 1-layer model
  * (which has no hidden layer).  Probabilities: -1 (the output, softmaxed).
  */
+int32
+GnnDefaultEmbeddingLayer(int layers, bool classifier)
+{
+	return (layers == 1 || !classifier) ? layers - 1 : layers - 2;
+}
+
 static int32
 ResolveLayer(const ModelRow *mr, int layers, OutKind kind, int32 layer)
 {
-	bool		out_default;
-	int32		want;
+	int32		dflt,
+				want;
 
 	if (kind == OUT_PROBS)
 		return -1;
-	out_default = layers == 1 || strcmp(mr->task, "node_classification") != 0;
-	want = layer >= 0 ? layer : (out_default ? layers - 1 : layers - 2);
+	dflt = GnnDefaultEmbeddingLayer(layers, strcmp(mr->task, "node_classification") == 0);
+	want = layer >= 0 ? layer : dflt;
 	if (want >= layers || layer < -1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("model \"%s\" has %d layer%s; layer must be between 0 and %d", mr->name, layers,
 						layers == 1 ? "" : "s", layers - 1),
 				 errdetail("Layer %d is the output layer (raw scores before softmax); the default is %s.",
-						   layers - 1, out_default ? "the output layer" : "the last hidden layer"),
+						   layers - 1, dflt == layers - 1 ? "the output layer" : "the last hidden layer"),
 				 errhint("Omit layer for the default.")));
 	return want;
 }

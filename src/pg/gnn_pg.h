@@ -214,6 +214,9 @@ typedef struct GnnResult
 
 typedef void (*GnnComputeFn) (void *arg, GnnResult *res);	/* fills res->ids and res->out */
 
+/* funcs_model.c: the layer gnn.embedding answers by default (the worker shares the same one) */
+extern int32 GnnDefaultEmbeddingLayer(int layers, bool classifier);
+
 extern void GnnCacheInitProcess(void);
 extern void GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char *graph,
 						int64 rows, int32 cols, GnnComputeFn compute, void *arg, GnnResult *res, bool *hit);

@@ -340,7 +340,7 @@ Precompute(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, bo
 
 	memset(pc, 0, sizeof(*pc));
 	pc->kind[0] = GNN_RESULT_EMBED;
-	pc->layer[0] = (linkpred || mc->layers == 1) ? mc->layers - 1 : mc->layers - 2;
+	pc->layer[0] = GnnDefaultEmbeddingLayer(mc->layers, !linkpred);
 	pc->n = 1;
 	if (!linkpred)
 	{
