@@ -21,7 +21,32 @@
 #include "gnn_core.h"
 
 #define GNN_GRAPH_MAGIC   0x474e4e47u	/* "GNNG" */
-#define GNN_GRAPH_VERSION 1
+#define GNN_GRAPH_VERSION 2
+
+/*
+ * Types.  Every graph has node types and edge types; a homogeneous graph has
+ * one of each (its arrays of types are then absent: node_type / arc_type
+ * NULL).  Nodes of type t occupy the index range [type_ptr[t], type_ptr[t+1]),
+ * so a node's type is a property of its index.  Edge (relation) type r joins
+ * source nodes of etypes[r].src_type to destination nodes of
+ * etypes[r].dst_type; every arc carries its relation (arc_type parallel to
+ * indices, rarc_type parallel to rindices).  Rows stay sorted by neighbour
+ * index, then by relation; two arcs between the same nodes with different
+ * relations are distinct arcs (only same-relation duplicates merge).  As node
+ * indices are grouped by type, the in-neighbours of relation r in a row lie in
+ * the sub-range of sources of type etypes[r].src_type (a binary search away);
+ * relations that share both endpoint types interleave there.
+ */
+#define GNN_MAX_NODE_TYPES 64
+#define GNN_MAX_EDGE_TYPES 256
+#define GNN_TIME_NONE INT64_MIN		/* a node without a time: always admissible */
+
+typedef struct gnn_edge_type
+{
+	int32_t		src_type;
+	int32_t		dst_type;
+	int64_t		count;			/* arcs of this relation after merging */
+} gnn_edge_type;
 
 enum
 {
@@ -70,6 +95,42 @@ typedef struct gnn_graph_input
 	const char *class_names;
 	uint64_t	class_names_bytes;
 
+	/*
+	 * Types (all optional; absent = one node type and one edge type).
+	 * A typed input (num_node_types > 1 or num_edge_types > 1) must give
+	 * node_ids = 0..num_nodes-1 in order, i.e. the caller has already mapped
+	 * (type, key) pairs to global indices, with each type's nodes contiguous
+	 * (node_type non-decreasing) and keys ascending within a type; src / dst
+	 * are global indices; undirected must be false (the caller adds reverse
+	 * relations itself) and skip_dangling is irrelevant.
+	 */
+	int32_t		num_node_types; /* 0 or 1: homogeneous */
+	const int16_t *node_type;	/* per node row */
+	int32_t		num_edge_types; /* 0 or 1: one relation */
+	const int16_t *edge_type;	/* per input edge, in [0, num_edge_types) */
+	const int32_t *etype_src;	/* per relation: source node type */
+	const int32_t *etype_dst;	/* per relation: destination node type */
+	/* names: node types then relations, NUL-terminated back to back (optional) */
+	const char *type_names;
+	uint64_t	type_names_bytes;
+
+	/* original keys (optional): int64 per node row (sorted within each type);
+	 * NULL for a homogeneous graph means the ids are the keys */
+	const int64_t *keys;
+	/* text keys (optional): the key of row i is key_bytes[key_off[i] ..
+	 * key_off[i+1]) (not NUL-terminated, empty for rows of int-keyed types),
+	 * ascending (memcmp, shorter first on a tie) within a text-keyed type;
+	 * type_text_key[t] says which types are text-keyed */
+	const int64_t *key_off;		/* num_nodes + 1 */
+	const char *key_bytes;
+	const uint8_t *type_text_key;	/* per node type */
+
+	const int64_t *node_time;	/* per node row, GNN_TIME_NONE = none; NULL: no times */
+	const float *targets;		/* per node row regression target, NAN = none; NULL: none */
+	/* an opaque blob kept with the graph (the loader's JSON: encodings, sources) */
+	const char *meta;
+	uint64_t	meta_bytes;
+
 	int			nthreads;		/* 0: all cores */
 } gnn_graph_input;
 
@@ -105,6 +166,25 @@ typedef struct gnn_graph_header
 	uint64_t	off_split;		/* uint8[n] */
 	uint64_t	off_class_names;	/* char[class_names_bytes] */
 	uint64_t	class_names_bytes;
+	/* version 2: types, keys, times, targets, meta */
+	int32_t		num_node_types;
+	int32_t		num_edge_types;
+	uint64_t	off_type_ptr;	/* int64[T+1] (always) */
+	uint64_t	off_node_type;	/* int16[n] (T > 1) */
+	uint64_t	off_etypes;		/* gnn_edge_type[R] (always) */
+	uint64_t	off_arc_type;	/* int16[m] (R > 1) */
+	uint64_t	off_rarc_type;	/* int16[m] (R > 1) */
+	uint64_t	off_type_names; /* char[type_names_bytes] */
+	uint64_t	type_names_bytes;
+	uint64_t	off_keys;		/* int64[n] (typed graphs with keys) */
+	uint64_t	off_key_off;	/* int64[n+1] (text keys) */
+	uint64_t	off_key_bytes;	/* char[key_bytes] */
+	uint64_t	key_bytes;
+	uint64_t	off_type_text_key;	/* uint8[T] */
+	uint64_t	off_time;		/* int64[n] */
+	uint64_t	off_targets;	/* float[n] */
+	uint64_t	off_meta;		/* char[meta_bytes] */
+	uint64_t	meta_bytes;
 	uint64_t	checksum;		/* of the header fields above (not the arrays) */
 } gnn_graph_header;
 
@@ -135,6 +215,25 @@ typedef struct gnn_graph
 	int64_t		n_train;
 	int64_t		n_val;
 	int64_t		n_test;
+
+	/* types (see the comment at GNN_MAX_NODE_TYPES) */
+	int32_t		num_node_types; /* >= 1 */
+	const int64_t *type_ptr;	/* [T+1] */
+	const int16_t *node_type;	/* [n], NULL when T == 1 */
+	int32_t		num_edge_types; /* >= 1 */
+	const gnn_edge_type *etypes;	/* [R] */
+	const int16_t *arc_type;	/* [m] parallel to indices, NULL when R == 1 */
+	const int16_t *rarc_type;	/* [m] parallel to rindices, NULL when R == 1 */
+	const char *type_names;		/* NULL when none were given */
+	uint64_t	type_names_bytes;
+	const int64_t *keys;		/* [n] original integer keys (= ids for a homogeneous graph) */
+	const int64_t *key_off;		/* [n+1] text keys, NULL when none */
+	const char *key_bytes;
+	const uint8_t *type_text_key;	/* [T], NULL when no text keys */
+	const int64_t *time;		/* [n], NULL when no node has a time */
+	const float *targets;		/* [n], NULL when no regression targets */
+	const char *meta;			/* NULL when none */
+	uint64_t	meta_bytes;
 } gnn_graph;
 
 /*
@@ -165,8 +264,24 @@ gnn_graph_header_of(const void *region)
 	return (const gnn_graph_header *) region;
 }
 
-/* Internal index of an original id, or -1. */
+/* Internal index of an original id, or -1 (homogeneous graphs: node type 0's ids). */
 int64_t		gnn_graph_find(const gnn_graph *g, int64_t id);
+/* Index of the node of type t with integer key `key`, or -1. */
+int64_t		gnn_graph_find_typed(const gnn_graph *g, int32_t t, int64_t key);
+/* Index of the node of text-keyed type t with key bytes key[0..len), or -1. */
+int64_t		gnn_graph_find_text(const gnn_graph *g, int32_t t, const char *key, size_t len);
+/* Node v's type (0 for a homogeneous graph). */
+static inline int32_t
+gnn_graph_type_of(const gnn_graph *g, int64_t v)
+{
+	return g->node_type ? g->node_type[v] : 0;
+}
+/* Names: node type t / relation r, or NULL when the graph has no names. */
+const char *gnn_graph_node_type_name(const gnn_graph *g, int32_t t);
+const char *gnn_graph_edge_type_name(const gnn_graph *g, int32_t r);
+/* Type index by name (node types / relations), or -1. */
+int32_t		gnn_graph_node_type_by_name(const gnn_graph *g, const char *name);
+int32_t		gnn_graph_edge_type_by_name(const gnn_graph *g, const char *name);
 
 static inline int64_t
 gnn_graph_out_degree(const gnn_graph *g, int64_t v)

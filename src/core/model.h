@@ -29,7 +29,10 @@ typedef enum gnn_model_kind
 {
 	GNN_MODEL_GCN = 0,
 	GNN_MODEL_SAGE = 1,
-	GNN_MODEL_GAT = 2
+	GNN_MODEL_GAT = 2,
+	GNN_MODEL_RGCN = 3,			/* relational GCN (Schlichtkrull et al. 2018), basis decomposition */
+	GNN_MODEL_HSAGE = 4			/* heterogeneous GraphSAGE: a SAGE conv per relation, summed per
+								 * destination type (PyG to_hetero(SAGEConv), RelBench's baseline) */
 } gnn_model_kind;
 
 typedef enum gnn_aggr
@@ -58,6 +61,10 @@ typedef struct gnn_model_config
 	gnn_act		act;			/* hidden activation: RELU (GCN/SAGE) or ELU (GAT) */
 	float		act_param;		/* ELU alpha / leaky slope */
 	bool		decay_first_only;	/* weight decay only on layer 0 (Kipf & Welling GCN) */
+	/* relational models (RGCN, HSAGE); ignored by the others */
+	int32_t		num_relations;	/* >= 1 */
+	int32_t		num_node_types; /* >= 1 */
+	int32_t		num_bases;		/* RGCN: 0 = a full weight per relation */
 } gnn_model_config;
 
 /* Defaults for a kind (K&W / GAT-paper hyper-parameters); in/out dims left 0. */
@@ -88,6 +95,8 @@ typedef struct gnn_block
 	const int64_t *indptr;		/* [n_dst + 1] */
 	const int32_t *indices;		/* [nnz] source column, sorted within a row */
 	const float *weights;		/* [nnz] or NULL */
+	const int16_t *etypes;		/* [nnz] relation of each entry, or NULL (all relation 0) */
+	const int16_t *dst_ntype;	/* [n_dst] node type of each destination, or NULL (all type 0) */
 } gnn_block;
 
 /* The whole graph as one block: in-edges (reverse CSR). */

@@ -45,6 +45,31 @@ typedef struct gnn_sampler_config
 								 * whose in-edges all weigh 0 has no neighbours),
 								 * also not by fanout -1 */
 	int32_t		nthreads;		/* 0 = OpenMP default */
+
+	/*
+	 * Typed graphs (NEIGHBOR only).  On a graph with several relations the
+	 * fan-out applies per relation, as PyG's heterogeneous NeighborLoader
+	 * does: at hop h a destination draws up to k of its in-neighbours of each
+	 * relation r, k = type_fanouts[h * num_edge_types + r] when type_fanouts
+	 * is given (-1 = all, 0 = none), else fanouts[h].  Blocks of a typed
+	 * graph carry each entry's relation (gnn_block.etypes) and each
+	 * destination's node type (gnn_block.dst_ntype).
+	 */
+	const int32_t *type_fanouts;	/* NULL or [nhops * num_edge_types] */
+
+	/*
+	 * Time-aware sampling (NEIGHBOR only; needs g->time and per-seed times
+	 * passed to gnn_sampler_sample_at): at every hop a neighbour u of a node
+	 * reached from seed s is admissible only when time[u] <= time of s
+	 * (nodes without a time, GNN_TIME_NONE, always are).  'uniform' draws
+	 * among the admissible ones; 'last' takes the k most recent admissible
+	 * ones (largest time, ties by lower index; nodes without a time count as
+	 * oldest).  Nodes are deduplicated by (node, seed time), so one node
+	 * reached under two seed times appears twice, once per bound: no sampled
+	 * node is ever later than the seed it was sampled for.
+	 */
+	bool		temporal;
+	int32_t		temporal_strategy;	/* 0 = uniform, 1 = last */
 } gnn_sampler_config;
 
 /*
@@ -66,6 +91,9 @@ typedef struct gnn_minibatch
 	const int32_t *input_nodes;
 	int64_t		n_input;
 	int64_t		sampled_edges;	/* sum of block nnz */
+	/* temporal sampling: the time bound of each node of nodes[nhops]
+	 * (= its seed's time; nodes[h] are prefixes), else NULL */
+	const int64_t *bound;
 } gnn_minibatch;
 
 gnn_status	gnn_sampler_config_check(const gnn_sampler_config *cfg, gnn_error *err);
@@ -85,6 +113,14 @@ void		gnn_sampler_free(gnn_sampler *s);
  */
 gnn_status	gnn_sampler_sample(gnn_sampler *s, const int32_t *seeds, int64_t nseeds,
 							   uint64_t seed, gnn_minibatch *mb, gnn_error *err);
+
+/*
+ * As gnn_sampler_sample, with a time per seed (seed_times[i] for seeds[i];
+ * NULL = no restriction).  With cfg->temporal, seed_times is required.
+ * Duplicate (seed, time) pairs are dropped, first occurrence kept.
+ */
+gnn_status	gnn_sampler_sample_at(gnn_sampler *s, const int32_t *seeds, const int64_t *seed_times,
+								  int64_t nseeds, uint64_t seed, gnn_minibatch *mb, gnn_error *err);
 
 /* ------------------------------------------------------------------ walks */
 

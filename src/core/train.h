@@ -27,6 +27,13 @@ typedef enum gnn_select
 								 * weights kept when both do */
 } gnn_select;
 
+/* What a node-level loop learns. */
+typedef enum gnn_task
+{
+	GNN_TASK_CLASSIFY = 0,		/* labels, cross-entropy; accuracy (and AUROC when binary) */
+	GNN_TASK_REGRESS = 1		/* g->targets, mean squared error; MAE and RMSE */
+} gnn_task;
+
 typedef struct gnn_train_config
 {
 	gnn_model_kind model;
@@ -49,6 +56,9 @@ typedef struct gnn_train_config
 	const char *cuda_so;		/* NULL: GNN_CUDA_SO or the loader path */
 	bool		row_normalise;	/* divide feature rows by their sum */
 	bool		timing;			/* keep the per-op-category time breakdown */
+	gnn_task	task;			/* default GNN_TASK_CLASSIFY */
+	int32_t		num_bases;		/* RGCN basis count (0 = full weights per relation) */
+	int32_t		target_type;	/* node type trained on (typed graphs); 0 for homogeneous */
 } gnn_train_config;
 
 /* Published hyper-parameters for a kind (K&W for GCN/SAGE, GAT paper for GAT). */
@@ -75,6 +85,15 @@ typedef struct gnn_epoch_metrics
 	float		val_acc;
 	float		test_loss;
 	float		test_acc;
+	/* binary classification: AUROC; regression: MAE and RMSE (NAN otherwise).
+	 * For regression the *_acc fields hold -MAE, so "higher is better" rules
+	 * (selection by accuracy) still read them the right way. */
+	float		val_auc;
+	float		test_auc;
+	float		val_mae;
+	float		test_mae;
+	float		val_rmse;
+	float		test_rmse;
 	bool		best;			/* this epoch became the kept one */
 	double		seconds;		/* wall time of the epoch */
 } gnn_epoch_metrics;

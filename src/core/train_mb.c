@@ -302,6 +302,7 @@ gnn_linkpred_config_default(gnn_linkpred_config *lc)
 	lc->val_fraction = 0.5;
 	lc->negatives = 1;
 	lc->hits_k = 50;
+	lc->edge_type = -1;
 }
 
 typedef struct pair

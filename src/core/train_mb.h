@@ -52,6 +52,10 @@ typedef struct gnn_linkpred_config
 	double		val_fraction;	/* of the held-out ones, used for validation (0.5) */
 	int32_t		negatives;		/* negative pairs per positive (1) */
 	int32_t		hits_k;			/* Hits@K (50) */
+	int32_t		edge_type;		/* typed graphs: the relation whose arcs are the positives
+								 * (its reverse relation's arcs of held-out pairs are removed
+								 * too); negatives pair its source and destination types.
+								 * -1: every arc (homogeneous graphs) */
 } gnn_linkpred_config;
 
 typedef struct gnn_linkpred_result
