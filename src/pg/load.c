@@ -9,6 +9,7 @@
  * policy.  Either way the caller's own rights decide what is read.
  */
 #include "gnn_pg.h"
+#include "load_int.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -33,40 +34,9 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
-#define GNN_SCAN_MAXCOLS 4
-#define GNN_SPI_BATCH 20000
 
-typedef struct GnnScan
-{
-	Oid			relid;
-	const char *relname;		/* qualified, for messages */
-	int			ncols;
-	const char *colnames[GNN_SCAN_MAXCOLS];
-	AttrNumber	attnums[GNN_SCAN_MAXCOLS];
-	Oid			types[GNN_SCAN_MAXCOLS];
-	int64		rowno;			/* rows returned so far */
-	bool		use_spi;
-	/*
-	 * The caller's context, and one reset before every row: per-row work
-	 * (detoasted arrays, label text) happens there.  SPI calls leave
-	 * CurrentMemoryContext in SPI's procedure context, which SPI_finish
-	 * frees: nothing that outlives the scan may be allocated there.
-	 */
-	MemoryContext callercxt;
-	MemoryContext rowcxt;
-	/* direct */
-	Relation	rel;
-	TableScanDesc scan;
-	TupleTableSlot *slot;
-	/* spi */
-	Portal		portal;
-	uint64		batch_pos;
-	uint64		batch_n;
-	Datum		values[GNN_SCAN_MAXCOLS];
-	bool		nulls[GNN_SCAN_MAXCOLS];
-} GnnScan;
 
-static const char *
+const char *
 QualifiedRelName(Oid relid)
 {
 	char	   *rel = get_rel_name(relid);
@@ -79,7 +49,7 @@ QualifiedRelName(Oid relid)
 }
 
 /* Resolve a column and check its type against a list of accepted ones. */
-static void
+void
 ResolveColumn(GnnScan *s, int i, const char *col, const char *role, const Oid *accepted,
 			  const char *accepted_desc)
 {
@@ -112,7 +82,7 @@ ResolveColumn(GnnScan *s, int i, const char *col, const char *role, const Oid *a
 	s->types[i] = type;
 }
 
-static void
+void
 ScanBegin(GnnScan *s)
 {
 	Relation	rel = relation_open(s->relid, AccessShareLock);
@@ -153,7 +123,7 @@ ScanBegin(GnnScan *s)
 }
 
 /* Next row: fills values/nulls; false at the end. */
-static bool
+bool
 ScanNext(GnnScan *s, Datum *values, bool *nulls)
 {
 	if ((s->rowno & 65535) == 0)
@@ -193,7 +163,7 @@ ScanNext(GnnScan *s, Datum *values, bool *nulls)
 }
 
 /* "row 17 (ctid (0,17))" for the row just returned */
-static char *
+char *
 ScanRowDesc(GnnScan *s)
 {
 	if (!s->use_spi)
@@ -203,7 +173,7 @@ ScanRowDesc(GnnScan *s)
 	return psprintf("row %lld", (long long) s->rowno);
 }
 
-static void
+void
 ScanEnd(GnnScan *s)
 {
 	MemoryContextSwitchTo(s->callercxt);
@@ -223,7 +193,7 @@ ScanEnd(GnnScan *s)
 	s->rowcxt = NULL;
 }
 
-static int64
+int64
 EstimateRows(Oid relid)
 {
 	Relation	rel = relation_open(relid, AccessShareLock);
@@ -235,13 +205,13 @@ EstimateRows(Oid relid)
 
 /* ------------------------------------------------------------------ value conversion */
 
-static const Oid int_types[] = {INT2OID, INT4OID, INT8OID, InvalidOid};
-static const Oid num_types[] = {FLOAT4OID, FLOAT8OID, INT2OID, INT4OID, INT8OID, NUMERICOID, InvalidOid};
-static const Oid feat_types[] = {FLOAT4ARRAYOID, FLOAT8ARRAYOID, InvalidOid};
-static const Oid label_types[] = {INT2OID, INT4OID, INT8OID, TEXTOID, VARCHAROID, BPCHAROID, InvalidOid};
-static const Oid text_types[] = {TEXTOID, VARCHAROID, BPCHAROID, InvalidOid};
+const Oid int_types[] = {INT2OID, INT4OID, INT8OID, InvalidOid};
+const Oid num_types[] = {FLOAT4OID, FLOAT8OID, INT2OID, INT4OID, INT8OID, NUMERICOID, InvalidOid};
+const Oid feat_types[] = {FLOAT4ARRAYOID, FLOAT8ARRAYOID, InvalidOid};
+const Oid label_types[] = {INT2OID, INT4OID, INT8OID, TEXTOID, VARCHAROID, BPCHAROID, InvalidOid};
+const Oid text_types[] = {TEXTOID, VARCHAROID, BPCHAROID, InvalidOid};
 
-static int64
+int64
 IntDatum(Datum d, Oid type)
 {
 	switch (type)
@@ -255,7 +225,7 @@ IntDatum(Datum d, Oid type)
 	}
 }
 
-static double
+double
 NumDatum(Datum d, Oid type)
 {
 	switch (type)
@@ -271,7 +241,7 @@ NumDatum(Datum d, Oid type)
 	}
 }
 
-static char *
+char *
 TextDatum(Datum d, Oid type)
 {
 	Oid			out;
@@ -281,7 +251,7 @@ TextDatum(Datum d, Oid type)
 	return OidOutputFunctionCall(out, d);
 }
 
-static void
+void
 NullError(GnnScan *s, int col)
 {
 	ereport(ERROR,
@@ -293,16 +263,8 @@ NullError(GnnScan *s, int col)
 
 /* ------------------------------------------------------------------ growing arrays */
 
-typedef struct GrowArray
-{
-	MemoryContext mcxt;			/* where the array lives: never a scan's or SPI's */
-	char	   *data;
-	Size		elem;
-	int64		n;
-	int64		cap;
-} GrowArray;
 
-static void
+void
 GrowInit(GrowArray *a, MemoryContext mcxt, Size elem, int64 cap)
 {
 	a->mcxt = mcxt;
@@ -312,7 +274,7 @@ GrowInit(GrowArray *a, MemoryContext mcxt, Size elem, int64 cap)
 	a->data = MemoryContextAllocHuge(mcxt, a->elem * a->cap);
 }
 
-static inline void *
+void *
 GrowPush(GrowArray *a)
 {
 	if (a->n == a->cap)
@@ -339,7 +301,7 @@ CompareStrings(const void *a, const void *b)
 
 /* ------------------------------------------------------------------ the load */
 
-static void
+void
 CheckFloat(GnnScan *s, double v, const char *what, int64 id)
 {
 	if (!isfinite(v))
@@ -396,21 +358,12 @@ ReportCoreError(const GnnLoadArgs *args, const gnn_error *err, const char *edges
 	}
 }
 
-/* What the core's region callback needs, and what it leaves behind. */
-typedef struct RegionRequest
-{
-	const char *name;
-	MemoryContext mcxt;
-	uint64		reserved;
-	dsm_segment *seg;
-	ErrorData  *error;			/* an error raised inside the callback */
-} RegionRequest;
 
 /*
  * Called by the core with the graph's exact size: reserve it and create the
  * segment.  Never longjmps: an error is caught, kept, and NULL returned.
  */
-static void *
+void *
 RegionAlloc(void *arg, uint64_t bytes)
 {
 	RegionRequest *rq = arg;
@@ -438,6 +391,81 @@ RegionAlloc(void *arg, uint64_t bytes)
 	return addr;
 }
 
+typedef struct LoadReportArg
+{
+	const GnnLoadArgs *args;
+	const char *edges_name;
+	const char *nodes_name;
+} LoadReportArg;
+
+static void
+LoadReport(void *arg, const gnn_error *err)
+{
+	LoadReportArg *a = arg;
+
+	ReportCoreError(a->args, err, a->edges_name, a->nodes_name);
+}
+
+/*
+ * Build: the core maps ids, sorts and merges edges, and asks for the region
+ * only once the exact size is known; RegionAlloc reserves it against
+ * gnn.max_graph_memory and creates the DSM segment.  Errors there are kept
+ * and rethrown after the core has returned (nothing longjmps through it).
+ * proto comes with the loader's source fields (nodes_rel, columns,
+ * undirected) and leaves with the registered entry.  report raises the
+ * loader's own error for a core failure.
+ */
+void
+GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in, GnnGraphEntry *proto,
+					void (*report) (void *arg, const gnn_error *err), void *report_arg,
+					MemoryContext ctx)
+{
+	RegionRequest rq;
+	void	   *region = NULL;
+	uint64		size = 0;
+	gnn_graph	g;
+	gnn_error	err;
+	gnn_status	st;
+
+	memset(&rq, 0, sizeof(rq));
+	rq.name = name;
+	rq.mcxt = ctx;
+	GnnCoreThreadsInit();
+	st = gnn_graph_build_into(in, RegionAlloc, &rq, &region, &size, &err);
+	PG_TRY();
+	{
+		if (rq.error)
+			ReThrowError(rq.error);
+		if (st != GNN_OK)
+			report(report_arg, &err);
+		if (gnn_graph_attach(region, size, &g, &err) != GNN_OK)
+			report(report_arg, &err);
+		strlcpy(proto->name, name, sizeof(proto->name));
+		proto->owner = GetUserId();
+		proto->nodes = g.num_nodes;
+		proto->edges = g.num_edges;
+		proto->feat_dim = g.feat_dim;
+		proto->feat_kind = g.feat_kind;
+		proto->classes = g.num_classes;
+		proto->n_train = g.n_train;
+		proto->n_val = g.n_val;
+		proto->n_test = g.n_test;
+		proto->loaded_at = GetCurrentTimestamp();
+		GnnGraphRegister(proto, rq.seg, replace, rq.reserved);
+		rq.reserved = 0;		/* now the graph's */
+		dsm_detach(rq.seg);
+	}
+	PG_CATCH();
+	{
+		/* an unpinned segment goes with its mapping at abort */
+		if (rq.reserved)
+			GnnGraphUnreserve(rq.reserved);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	proto->bytes = size;
+}
+
 void
 GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 {
@@ -452,8 +480,6 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				w = {0};
 	const char *edges_name = QualifiedRelName(args->edges);
 	const char *nodes_name = OidIsValid(args->nodes) ? QualifiedRelName(args->nodes) : NULL;
-	gnn_error	err;
-	gnn_status	st;
 
 	GnnCheckGraphName(args->name);
 	if (!args->replace && GnnGraphExists(args->name))
@@ -862,72 +888,27 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		in.sp_value = (float *) sv.data;
 	}
 
-	/*
-	 * Build: the core maps ids, sorts and merges edges, and asks for the region
-	 * only once the exact size is known; RegionAlloc reserves it against
-	 * gnn.max_graph_memory and creates the DSM segment.  Errors there are kept
-	 * and rethrown after the core has returned (nothing longjmps through it).
-	 */
+	/* where the nodes came from: gnn.embed refuses to overwrite these columns */
 	{
-		RegionRequest rq;
-		void	   *region = NULL;
-		uint64		size = 0;
 		GnnGraphEntry proto;
-		gnn_graph	g;
+		LoadReportArg ra = {args, edges_name, nodes_name};
 
-		memset(&rq, 0, sizeof(rq));
-		rq.name = args->name;
-		rq.mcxt = ctx;
-		GnnCoreThreadsInit();
-		st = gnn_graph_build_into(&in, RegionAlloc, &rq, &region, &size, &err);
-		PG_TRY();
+		memset(&proto, 0, sizeof(proto));
+		proto.undirected = args->undirected;
+		proto.nodes_rel = args->nodes;
+		if (OidIsValid(args->nodes))
 		{
-			if (rq.error)
-				ReThrowError(rq.error);
-			if (st != GNN_OK)
-				ReportCoreError(args, &err, edges_name, nodes_name);
-			if (gnn_graph_attach(region, size, &g, &err) != GNN_OK)
-				ReportCoreError(args, &err, edges_name, nodes_name);
-			memset(&proto, 0, sizeof(proto));
-			strlcpy(proto.name, args->name, sizeof(proto.name));
-			proto.owner = GetUserId();
-			proto.nodes = g.num_nodes;
-			proto.edges = g.num_edges;
-			proto.feat_dim = g.feat_dim;
-			proto.feat_kind = g.feat_kind;
-			proto.classes = g.num_classes;
-			proto.n_train = g.n_train;
-			proto.n_val = g.n_val;
-			proto.n_test = g.n_test;
-			proto.undirected = args->undirected;
-			proto.loaded_at = GetCurrentTimestamp();
-			/* where the nodes came from: gnn.embed refuses to overwrite these columns */
-			proto.nodes_rel = args->nodes;
-			if (OidIsValid(args->nodes))
-			{
-				strlcpy(proto.id_col, args->id, sizeof(proto.id_col));
-				if (args->features)
-					strlcpy(proto.feat_col, args->features, sizeof(proto.feat_col));
-				if (args->label)
-					strlcpy(proto.label_col, args->label, sizeof(proto.label_col));
-				if (args->split)
-					strlcpy(proto.split_col, args->split, sizeof(proto.split_col));
-			}
-			GnnGraphRegister(&proto, rq.seg, args->replace, rq.reserved);
-			rq.reserved = 0;	/* now the graph's */
-			dsm_detach(rq.seg);
+			strlcpy(proto.id_col, args->id, sizeof(proto.id_col));
+			if (args->features)
+				strlcpy(proto.feat_col, args->features, sizeof(proto.feat_col));
+			if (args->label)
+				strlcpy(proto.label_col, args->label, sizeof(proto.label_col));
+			if (args->split)
+				strlcpy(proto.split_col, args->split, sizeof(proto.split_col));
 		}
-		PG_CATCH();
-		{
-			/* an unpinned segment goes with its mapping at abort */
-			if (rq.reserved)
-				GnnGraphUnreserve(rq.reserved);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
+		GnnBuildAndRegister(args->name, args->replace, &in, &proto, LoadReport, &ra, ctx);
 		MemoryContextSwitchTo(old);
 		*result = proto;
-		result->bytes = size;
 	}
 	MemoryContextDelete(ctx);
 }
