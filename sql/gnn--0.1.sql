@@ -71,6 +71,62 @@ CREATE FUNCTION gnn.neighbors(graph text, node bigint, direction text DEFAULT 'o
 RETURNS TABLE (neighbor bigint, weight real)
 AS 'MODULE_PATHNAME', 'gnn_neighbors' LANGUAGE C STABLE;
 
+-- ---- schema graphs
+-- A relational schema as one typed graph: each table a node type keyed by
+-- its primary key (or options.keys), each single-column foreign key between
+-- listed tables an edge type plus its reverse, ordinary columns encoded as
+-- features (numbers standardised, booleans 0/1, low-cardinality text and
+-- enums one-hot, times as numbers, real[]/float8[] as they are, NULLs with a
+-- missing indicator).  Read as the calling role.
+CREATE FUNCTION gnn.load_schema_graph(
+    name     text,
+    tables   regclass[],
+    target   regclass DEFAULT NULL,
+    label    text     DEFAULT NULL,
+    split    text     DEFAULT NULL,
+    options  jsonb    DEFAULT '{}',
+    replace  boolean  DEFAULT false)
+RETURNS gnn.graph_info
+AS 'MODULE_PATHNAME', 'gnn_load_schema_graph' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION gnn._graph_meta(graph text) RETURNS jsonb
+AS 'MODULE_PATHNAME', 'gnn_graph_meta' LANGUAGE C STABLE;
+
+CREATE FUNCTION gnn._graph_type_counts(graph text, OUT kind text, OUT id int, OUT type text,
+                                       OUT count bigint, OUT src_type text, OUT dst_type text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'gnn_graph_type_counts' LANGUAGE C STABLE;
+
+-- A row per node type and per edge type (relation) of a graph.
+CREATE FUNCTION gnn.graph_types(graph text)
+RETURNS TABLE (kind text, type text, source text, count bigint, feature_dim int,
+               src_type text, dst_type text)
+LANGUAGE sql STABLE AS $$
+    SELECT c.kind, c.type,
+           CASE c.kind WHEN 'node' THEN m.j->'types'->c.id->>'table'
+                ELSE (SELECT e->>'source' FROM jsonb_array_elements(m.j->'edges') e
+                       WHERE (e->>'id')::int = c.id) END,
+           c.count,
+           CASE c.kind WHEN 'node' THEN (m.j->'types'->c.id->>'feature_width')::int END,
+           c.src_type, c.dst_type
+      FROM gnn._graph_type_counts(graph) c, (SELECT gnn._graph_meta(graph) AS j) m
+     ORDER BY c.kind DESC, c.id
+$$;
+
+-- Per node type, each source column: how it was encoded and its slice of
+-- the feature vector (feature_offset .. feature_offset + width - 1).
+CREATE FUNCTION gnn.graph_columns(graph text)
+RETURNS TABLE (type text, "column" text, column_type text, encoding text,
+               feature_offset int, width int, detail jsonb)
+LANGUAGE sql STABLE AS $$
+    SELECT t.t->>'name', c.c->>'column', c.c->>'type', c.c->>'encoding',
+           (t.t->>'feature_offset')::int + (c.c->>'offset')::int, (c.c->>'width')::int,
+           c.c->'detail'
+      FROM jsonb_array_elements(gnn._graph_meta(graph)->'types') WITH ORDINALITY AS t(t, i),
+           jsonb_array_elements(t.t->'columns') WITH ORDINALITY AS c(c, j)
+     ORDER BY t.i, c.j
+$$;
+
 GRANT USAGE ON SCHEMA gnn TO PUBLIC;
 GRANT SELECT ON gnn.graphs TO PUBLIC;
 

@@ -35,8 +35,8 @@ FeatKindName(int kind)
 /* one row of gnn.graphs: name, owner, nodes, edges, feature_dim, features, classes,
  * train, val, test, undirected, bytes, loaded_at */
 #define GRAPH_COLS 13
-static void
-EntryToValues(const GnnGraphEntry *e, Datum *values, bool *nulls)
+void
+GnnEntryToValues(const GnnGraphEntry *e, Datum *values, bool *nulls)
 {
 	memset(nulls, 0, sizeof(bool) * GRAPH_COLS);
 	values[0] = CStringGetTextDatum(e->name);
@@ -99,7 +99,7 @@ gnn_load_graph(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	EntryToValues(&result, values, nulls);
+	GnnEntryToValues(&result, values, nulls);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
 
@@ -140,7 +140,7 @@ gnn_graph_list(PG_FUNCTION_ARGS)
 		/* names are per role: a role lists its own graphs; a superuser every role's */
 		if (copy[i].owner != GetUserId() && !superuser())
 			continue;
-		EntryToValues(&copy[i], values, nulls);
+		GnnEntryToValues(&copy[i], values, nulls);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -268,6 +268,74 @@ gnn_neighbors(PG_FUNCTION_ARGS)
 			values[1] = Float4GetDatum(w ? w[p] : 1.0f);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
+	}
+	GnnGraphRelease(&ref);
+	return (Datum) 0;
+}
+
+/* ------------------------------------------------------------------ types */
+
+PG_FUNCTION_INFO_V1(gnn_graph_meta);
+PG_FUNCTION_INFO_V1(gnn_graph_type_counts);
+
+/* What the loader kept with the graph (JSON), or NULL when it kept nothing. */
+Datum
+gnn_graph_meta(PG_FUNCTION_ARGS)
+{
+	GnnGraphRef ref;
+	char	   *m = NULL;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
+	if (ref.g.meta && ref.g.meta_bytes > 0)
+		m = pnstrdup(ref.g.meta, ref.g.meta_bytes);
+	GnnGraphRelease(&ref);
+	if (m == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(m)));
+}
+
+/* A row per node type and per relation: kind, id, type, count, src_type, dst_type. */
+Datum
+gnn_graph_type_counts(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GnnGraphRef ref;
+	const gnn_graph *g;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph must not be NULL")));
+	InitMaterializedSRF(fcinfo, 0);
+	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
+	g = &ref.g;
+	for (int t = 0; t < g->num_node_types; t++)
+	{
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, true, true};
+		const char *nm = gnn_graph_node_type_name(g, t);
+
+		values[0] = CStringGetTextDatum("node");
+		values[1] = Int32GetDatum(t);
+		values[2] = CStringGetTextDatum(nm ? nm : "node");
+		values[3] = Int64GetDatum(g->type_ptr[t + 1] - g->type_ptr[t]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	for (int r = 0; r < g->num_edge_types; r++)
+	{
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
+		const char *nm = gnn_graph_edge_type_name(g, r);
+		const char *s = gnn_graph_node_type_name(g, g->etypes[r].src_type);
+		const char *d = gnn_graph_node_type_name(g, g->etypes[r].dst_type);
+
+		values[0] = CStringGetTextDatum("edge");
+		values[1] = Int32GetDatum(r);
+		values[2] = CStringGetTextDatum(nm ? nm : "edge");
+		values[3] = Int64GetDatum(g->etypes[r].count);
+		values[4] = CStringGetTextDatum(s ? s : "node");
+		values[5] = CStringGetTextDatum(d ? d : "node");
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	GnnGraphRelease(&ref);
 	return (Datum) 0;

@@ -303,6 +303,8 @@ typedef struct GnnLoadArgs
 } GnnLoadArgs;
 
 extern void GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result);
+/* funcs_graph.c: one row of gnn.graph_info (13 columns) */
+extern void GnnEntryToValues(const GnnGraphEntry *e, Datum *values, bool *nulls);
 
 /* funcs_partition.c */
 extern void GnnPartitionInit(void);

@@ -28,6 +28,7 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -293,7 +294,7 @@ typedef struct LabelEntry
 	int32		index;
 } LabelEntry;
 
-static int
+int
 CompareStrings(const void *a, const void *b)
 {
 	return strcmp(*(char *const *) a, *(char *const *) b);
@@ -886,6 +887,50 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		in.sp_node = (int64_t *) sn.data;
 		in.sp_index = (int32_t *) si.data;
 		in.sp_value = (float *) sv.data;
+	}
+
+	/*
+	 * One node type and one edge type, named after their tables, with a
+	 * description in the form schema graphs keep (gnn.graph_types,
+	 * gnn.graph_columns read it).
+	 */
+	{
+		StringInfoData nm,
+					meta;
+		const char *ntype = OidIsValid(args->nodes) ? get_rel_name(args->nodes) : "node";
+		const char *etype = get_rel_name(args->edges);
+
+		initStringInfo(&nm);
+		appendBinaryStringInfo(&nm, ntype, strlen(ntype) + 1);
+		appendBinaryStringInfo(&nm, etype, strlen(etype) + 1);
+		in.type_names = nm.data;
+		in.type_names_bytes = nm.len;
+		initStringInfo(&meta);
+		appendStringInfoString(&meta, "{\"kind\":\"tables\",\"types\":[{\"name\":");
+		escape_json(&meta, ntype);
+		appendStringInfoString(&meta, ",\"table\":");
+		if (nodes_name)
+			escape_json(&meta, nodes_name);
+		else
+			appendStringInfoString(&meta, "null");
+		appendStringInfoString(&meta, ",\"key\":");
+		escape_json(&meta, OidIsValid(args->nodes) ? args->id : args->src);
+		appendStringInfo(&meta, ",\"offset\":0,\"feature_offset\":0,\"feature_width\":%d,\"columns\":[",
+						 in.feat_dim > 0 ? in.feat_dim : (int) in.sparse_dim);
+		if (args->features || OidIsValid(args->sparse))
+		{
+			appendStringInfoString(&meta, "{\"column\":");
+			escape_json(&meta, args->features ? args->features : args->sparse_value);
+			appendStringInfo(&meta, ",\"type\":null,\"encoding\":\"%s\",\"offset\":0,\"width\":%d}",
+							 args->features ? "array" : "sparse", in.feat_dim > 0 ? in.feat_dim : (int) in.sparse_dim);
+		}
+		appendStringInfoString(&meta, "]}],\"edges\":[{\"id\":0,\"name\":");
+		escape_json(&meta, etype);
+		appendStringInfoString(&meta, ",\"source\":");
+		escape_json(&meta, psprintf("%s(%s -> %s)", edges_name, args->src, args->dst));
+		appendStringInfoString(&meta, ",\"constraint\":null,\"reverse\":false}]}");
+		in.meta = meta.data;
+		in.meta_bytes = meta.len;
 	}
 
 	/* where the nodes came from: gnn.embed refuses to overwrite these columns */

@@ -90,6 +90,7 @@ typedef struct RegionRequest
 
 extern void *RegionAlloc(void *arg, uint64_t bytes);
 
+extern int	CompareStrings(const void *a, const void *b);	/* char * by strcmp */
 extern void GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in,
 								GnnGraphEntry *proto,
 								void (*report) (void *arg, const gnn_error *err), void *report_arg,

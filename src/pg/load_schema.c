@@ -1,0 +1,1697 @@
+/*
+ * load_schema.c: a relational schema as one typed graph.
+ *
+ * Every listed table is a node type (its rows the nodes, its single-column
+ * primary key, or a unique column named in options.keys, the node key);
+ * every single-column foreign key between two listed tables (or an edge
+ * declared in options.edges) is a relation from the referencing table to the
+ * referenced one, and its reverse is another, so every type receives
+ * messages.  Ordinary columns become features through the core's column
+ * encoders (encode.h), laid out block-diagonally: node type t owns the
+ * feature columns [feature_offset_t, feature_offset_t + width_t), with a
+ * constant-1 column per type, so one input weight matrix is a per-type
+ * projection with a per-type bias.  A type without a feature column gets a
+ * one-hot column per node instead: a learned embedding per node.
+ *
+ * Keys of any supported type map to dense indices: within a type, nodes are
+ * numbered in ascending key order (integers numerically, text and uuid by
+ * bytes), types one after another in the order listed.  Text and uuid keys
+ * are kept with the graph as text; integer keys as int64.  What was loaded
+ * and how it was encoded is kept with the graph as JSON (gnn._graph_meta,
+ * gnn.graph_types, gnn.graph_columns).
+ *
+ * Each table is read once, as the calling role (load.c's scans), under the
+ * statement's snapshot.
+ */
+#include "gnn_pg.h"
+#include "load_int.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+#include "encode.h"
+
+PG_FUNCTION_INFO_V1(gnn_load_schema_graph);
+
+typedef enum KeyKind
+{
+	KEY_INT,
+	KEY_TEXT
+} KeyKind;
+
+/* a feature column of a table */
+typedef struct SchemaCol
+{
+	char	   *name;
+	Oid			type;
+	int			scan;			/* its column in the table's scan, -1 when skipped */
+	gnn_enc_kind kind;
+	gnn_col_encoder *enc;
+	const char *skipped;		/* why it is not a feature, or NULL */
+	int32		offset;			/* within the type's slice */
+	int32		width;
+} SchemaCol;
+
+/* an outgoing edge: a foreign key (or a declared one) of this table */
+typedef struct SchemaFk
+{
+	char	   *column;
+	char	   *conname;		/* NULL when declared in options.edges */
+	int			to;				/* referenced type */
+	int			scan;
+	Oid			type;
+	int32		rel_fwd;		/* relation ids */
+	int32		rel_rev;
+	/* per scanned row: the referenced key (NULL: no edge) */
+	GrowArray	ivals;			/* int64 */
+	GrowArray	tvals;			/* char * */
+	GrowArray	nulls;			/* bool */
+} SchemaFk;
+
+typedef struct SchemaType
+{
+	Oid			relid;
+	char	   *relname;		/* qualified, for messages */
+	char	   *name;			/* the type's name */
+	char	   *key;
+	Oid			key_type;
+	KeyKind		kk;
+	char	   *time_col;
+	Oid			time_type;
+	int			time_scan;
+	SchemaCol  *cols;
+	int			ncols;
+	SchemaFk   *fks;
+	int			nfks;
+	bool		is_target;
+	int			label_scan;
+	int			split_scan;
+	/* read */
+	int64		n;
+	GrowArray	ikeys;			/* int64, scan order */
+	GrowArray	tkeys;			/* char *, scan order */
+	GrowArray	times;			/* int64 */
+	GrowArray	labels;			/* char * (target type) */
+	GrowArray	splits;			/* uint8 (target type) */
+	/* ordered */
+	int64	   *perm;			/* sorted position -> scan row */
+	int64	   *rank;			/* scan row -> sorted position */
+	int64		offset;			/* first global index */
+	int32		feat_offset;
+	int32		feat_width;
+	bool		embedding;		/* one-hot per node: no feature column */
+} SchemaType;
+
+typedef struct SchemaLoad
+{
+	const char *name;
+	SchemaType *types;
+	int			ntypes;
+	int			nrels;
+	Oid			target_rel;
+	int			target;			/* type index or -1 */
+	const char *label;
+	const char *split;
+	Oid			label_type;
+	bool		regression;
+	bool		bool_label;
+	int32		max_categories;
+	bool		skip_dangling;
+	Jsonb	   *options;
+} SchemaLoad;
+
+/* ------------------------------------------------------------------ jsonb options */
+
+static JsonbValue *
+JGet(JsonbContainer *c, const char *key)
+{
+	JsonbValue	tmp;
+
+	if (c == NULL || !JsonContainerIsObject(c))
+		return NULL;
+	return getKeyJsonValueFromContainer(c, key, strlen(key), &tmp) ? memcpy(palloc(sizeof(JsonbValue)),
+																			  getKeyJsonValueFromContainer(c, key, strlen(key), &tmp),
+																			  sizeof(JsonbValue)) : NULL;
+}
+
+static JsonbContainer *
+JObject(JsonbValue *v, const char *what)
+{
+	if (v == NULL)
+		return NULL;
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"%s\" must be a JSON object", what)));
+	return v->val.binary.data;
+}
+
+static char *
+JString(JsonbValue *v, const char *what)
+{
+	if (v == NULL)
+		return NULL;
+	if (v->type != jbvString)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"%s\" must be a string", what)));
+	return pnstrdup(v->val.string.val, v->val.string.len);
+}
+
+/* Elements of an array option (or of a single string given instead). */
+static List *
+JStrings(JsonbValue *v, const char *what)
+{
+	List	   *out = NIL;
+	JsonbIterator *it;
+	JsonbValue	e;
+	JsonbIteratorToken tok;
+
+	if (v == NULL)
+		return NIL;
+	if (v->type == jbvString)
+		return list_make1(JString(v, what));
+	if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"%s\" must be an array of column names", what)));
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+		if (tok == WJB_ELEM)
+			out = lappend(out, JString(&e, what));
+	return out;
+}
+
+/* The keys of an object option. */
+static List *
+JKeys(JsonbContainer *c)
+{
+	List	   *out = NIL;
+	JsonbIterator *it;
+	JsonbValue	e;
+	JsonbIteratorToken tok;
+
+	if (c == NULL)
+		return NIL;
+	it = JsonbIteratorInit(c);
+	while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+		if (tok == WJB_KEY)
+			out = lappend(out, pnstrdup(e.val.string.val, e.val.string.len));
+	return out;
+}
+
+static bool
+ListHasString(List *l, const char *s)
+{
+	ListCell   *lc;
+
+	foreach(lc, l)
+		if (strcmp((char *) lfirst(lc), s) == 0)
+		return true;
+	return false;
+}
+
+/* ------------------------------------------------------------------ names */
+
+static int
+TypeByName(SchemaLoad *L, const char *name)
+{
+	for (int t = 0; t < L->ntypes; t++)
+		if (strcmp(L->types[t].name, name) == 0 || strcmp(L->types[t].relname, name) == 0)
+			return t;
+	return -1;
+}
+
+static char *
+TypeList(SchemaLoad *L)
+{
+	StringInfoData b;
+
+	initStringInfo(&b);
+	for (int t = 0; t < L->ntypes; t++)
+		appendStringInfo(&b, "%s%s", t ? ", " : "", L->types[t].name);
+	return b.data;
+}
+
+static char *
+ColumnList(Oid relid)
+{
+	StringInfoData b;
+	HeapTuple	tup;
+	int			natts;
+
+	initStringInfo(&b);
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	natts = HeapTupleIsValid(tup) ? ((Form_pg_class) GETSTRUCT(tup))->relnatts : 0;
+	if (HeapTupleIsValid(tup))
+		ReleaseSysCache(tup);
+	for (int a = 1; a <= natts; a++)
+	{
+		char	   *n = get_attname(relid, a, true);
+
+		if (n)
+			appendStringInfo(&b, "%s%s", b.len ? ", " : "", n);
+	}
+	return b.data;
+}
+
+/* The attribute number of column col of t (an error listing the columns when missing). */
+static AttrNumber
+ColumnOf(SchemaType *t, const char *col, const char *role)
+{
+	AttrNumber	a = get_attnum(t->relid, col);
+
+	if (a == InvalidAttrNumber || a < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" does not exist in %s", col, t->relname),
+				 errdetail("%s has the columns: %s.", t->relname, ColumnList(t->relid)),
+				 errhint("Name an existing column as the %s.", role)));
+	return a;
+}
+
+static bool
+IsKeyType(Oid type, KeyKind *kk)
+{
+	switch (type)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+			*kk = KEY_INT;
+			return true;
+		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+		case UUIDOID:
+			*kk = KEY_TEXT;
+			return true;
+		default:
+			return false;
+	}
+}
+
+static bool
+IsEnum(Oid type)
+{
+	return type_is_enum(type);
+}
+
+/* ------------------------------------------------------------------ catalog */
+
+typedef struct ConInfo
+{
+	char	   *conname;
+	char		contype;
+	Oid			conrelid;
+	Oid			confrelid;
+	int			nkeys;
+	char	   *col;
+	char	   *refcol;
+} ConInfo;
+
+/* Primary keys, unique constraints and foreign keys of the listed tables. */
+static List *
+ReadConstraints(Oid *rels, int n, MemoryContext ctx)
+{
+	List	   *out = NIL;
+	Datum	   *d = palloc(sizeof(Datum) * n);
+	ArrayType  *arr;
+
+	for (int i = 0; i < n; i++)
+		d[i] = ObjectIdGetDatum(rels[i]);
+	arr = construct_array(d, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(
+							  "SELECT c.conname::text, c.contype::text, c.conrelid, c.confrelid, "
+							  "       cardinality(c.conkey), "
+							  "       (SELECT a.attname::text FROM pg_catalog.pg_attribute a "
+							  "         WHERE a.attrelid = c.conrelid AND a.attnum = c.conkey[1]), "
+							  "       (SELECT a.attname::text FROM pg_catalog.pg_attribute a "
+							  "         WHERE a.attrelid = c.confrelid AND a.attnum = c.confkey[1]) "
+							  "  FROM pg_catalog.pg_constraint c "
+							  " WHERE c.conrelid = ANY ($1) AND c.contype IN ('p', 'u', 'f') "
+							  " ORDER BY c.conrelid, c.contype, c.conname",
+							  1, (Oid[]) {OIDARRAYOID}, (Datum[]) {PointerGetDatum(arr)}, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "reading pg_constraint failed");
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(ctx);
+		ConInfo    *ci = palloc0(sizeof(ConInfo));
+		bool		isnull;
+		char	   *s;
+
+		ci->conname = SPI_getvalue(tup, td, 1);
+		s = SPI_getvalue(tup, td, 2);
+		ci->contype = s[0];
+		ci->conrelid = DatumGetObjectId(SPI_getbinval(tup, td, 3, &isnull));
+		ci->confrelid = DatumGetObjectId(SPI_getbinval(tup, td, 4, &isnull));
+		ci->nkeys = DatumGetInt32(SPI_getbinval(tup, td, 5, &isnull));
+		ci->col = SPI_getvalue(tup, td, 6);
+		ci->refcol = SPI_getvalue(tup, td, 7);
+		out = lappend(out, ci);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return out;
+}
+
+/* ------------------------------------------------------------------ key ordering */
+
+static SchemaType *sort_type;
+
+static int
+CmpIntRows(const void *a, const void *b)
+{
+	int64		x = ((int64 *) sort_type->ikeys.data)[*(const int64 *) a];
+	int64		y = ((int64 *) sort_type->ikeys.data)[*(const int64 *) b];
+
+	return x < y ? -1 : x > y;
+}
+
+static int
+CmpTextRows(const void *a, const void *b)
+{
+	return strcmp(((char **) sort_type->tkeys.data)[*(const int64 *) a],
+				  ((char **) sort_type->tkeys.data)[*(const int64 *) b]);
+}
+
+/* Number t's nodes in key order; a repeated key is an error naming it. */
+static void
+OrderKeys(SchemaType *t)
+{
+	t->perm = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
+	t->rank = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
+	for (int64 i = 0; i < t->n; i++)
+		t->perm[i] = i;
+	sort_type = t;
+	qsort(t->perm, t->n, sizeof(int64), t->kk == KEY_INT ? CmpIntRows : CmpTextRows);
+	for (int64 i = 0; i < t->n; i++)
+	{
+		t->rank[t->perm[i]] = i;
+		if (i > 0 && (t->kk == KEY_INT ? CmpIntRows(&t->perm[i - 1], &t->perm[i]) :
+					  CmpTextRows(&t->perm[i - 1], &t->perm[i])) == 0)
+		{
+			char	   *k = t->kk == KEY_INT ? psprintf(INT64_FORMAT, ((int64 *) t->ikeys.data)[t->perm[i]]) :
+				((char **) t->tkeys.data)[t->perm[i]];
+
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("key %s appears twice in column \"%s\" of %s", k, t->key, t->relname),
+					 errhint("A node key must be unique: use the primary key, or name a unique column in options.keys.")));
+		}
+	}
+}
+
+/* Global index of the node of type t with key (int or text), or -1. */
+static int64
+FindKey(SchemaType *t, int64 ikey, const char *tkey)
+{
+	int64		lo = 0,
+				hi = t->n;
+
+	while (lo < hi)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+		int64		row = t->perm[mid];
+		int			c;
+
+		if (t->kk == KEY_INT)
+		{
+			int64		k = ((int64 *) t->ikeys.data)[row];
+
+			c = k < ikey ? -1 : k > ikey;
+		}
+		else
+			c = strcmp(((char **) t->tkeys.data)[row], tkey);
+		if (c == 0)
+			return t->offset + mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* ------------------------------------------------------------------ values */
+
+static char *
+KeyText(Datum d, Oid type)
+{
+	if (type == UUIDOID)
+	{
+		static const char hex[] = "0123456789abcdef";
+		const unsigned char *u = DatumGetUUIDP(d)->data;
+		char	   *s = palloc(37),
+				   *p = s;
+
+		for (int i = 0; i < 16; i++)
+		{
+			if (i == 4 || i == 6 || i == 8 || i == 10)
+				*p++ = '-';
+			*p++ = hex[u[i] >> 4];
+			*p++ = hex[u[i] & 15];
+		}
+		*p = '\0';
+		return s;
+	}
+	return TextDatumGetCString(d);
+}
+
+/* A time column's value as microseconds (PostgreSQL's epoch, 2000-01-01). */
+static int64
+TimeValue(Datum d, Oid type)
+{
+	if (type == DATEOID)
+		return (int64) DatumGetDateADT(d) * USECS_PER_DAY;
+	return DatumGetInt64(d);	/* timestamp, timestamptz */
+}
+
+
+static void
+EncCheck(gnn_status st, const gnn_error *err, SchemaType *t, SchemaCol *c)
+{
+	if (st != GNN_OK)
+		ereport(ERROR,
+				(errcode(st == GNN_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("column \"%s\" of %s: %s", c->name, t->relname, err->msg),
+				 errhint("Exclude the column with options.exclude, or fix its values.")));
+}
+
+/* ------------------------------------------------------------------ planning */
+
+static void
+PlanFeatures(SchemaLoad *L, SchemaType *t, List *fk_cols)
+{
+	JsonbContainer *feats = JObject(JGet(&L->options->root, "features"), "features");
+	JsonbContainer *excl = JObject(JGet(&L->options->root, "exclude"), "exclude");
+	List	   *chosen = JStrings(JGet(feats, t->name), "features");
+	List	   *excluded = JStrings(JGet(excl, t->name), "exclude");
+	bool		explicit_list = JGet(feats, t->name) != NULL;
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(t->relid));
+	int			natts = ((Form_pg_class) GETSTRUCT(tup))->relnatts;
+	ListCell   *lc;
+
+	ReleaseSysCache(tup);
+	foreach(lc, chosen)
+		(void) ColumnOf(t, lfirst(lc), "feature column");
+	foreach(lc, excluded)
+		(void) ColumnOf(t, lfirst(lc), "excluded column");
+	t->cols = palloc0(sizeof(SchemaCol) * (natts + 1));
+	for (int a = 1; a <= natts; a++)
+	{
+		char	   *col = get_attname(t->relid, a, true);
+		Oid			type;
+		SchemaCol  *c;
+
+		if (col == NULL)
+			continue;			/* dropped */
+		if (explicit_list ? !ListHasString(chosen, col) : ListHasString(excluded, col))
+			continue;
+		if (strcmp(col, t->key) == 0 || ListHasString(fk_cols, col))
+		{
+			if (explicit_list)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("column \"%s\" of %s is a key, not a feature", col, t->relname),
+						 errhint("Keys and foreign keys become the graph's nodes and edges; drop it from options.features.")));
+			continue;
+		}
+		if (t->is_target && ((L->label && strcmp(col, L->label) == 0) || (L->split && strcmp(col, L->split) == 0)))
+			continue;
+		type = get_atttype(t->relid, a);
+		c = &t->cols[t->ncols++];
+		c->name = col;
+		c->type = type;
+		c->scan = -1;
+		switch (type)
+		{
+			case INT2OID:
+			case INT4OID:
+			case INT8OID:
+			case FLOAT4OID:
+			case FLOAT8OID:
+			case NUMERICOID:
+				c->kind = GNN_ENC_NUMERIC;
+				break;
+			case BOOLOID:
+				c->kind = GNN_ENC_BOOL;
+				break;
+			case TEXTOID:
+			case VARCHAROID:
+			case BPCHAROID:
+				c->kind = GNN_ENC_CATEGORY;
+				break;
+			case TIMESTAMPOID:
+			case TIMESTAMPTZOID:
+			case DATEOID:
+				c->kind = GNN_ENC_TIME;
+				break;
+			case FLOAT4ARRAYOID:
+			case FLOAT8ARRAYOID:
+				c->kind = GNN_ENC_ARRAY;
+				break;
+			default:
+				if (IsEnum(type))
+					c->kind = GNN_ENC_CATEGORY;
+				else if (explicit_list)
+					ereport(ERROR,
+							(errcode(ERRCODE_DATATYPE_MISMATCH),
+							 errmsg("column \"%s\" of %s has type %s, which gnn cannot encode as a feature",
+									col, t->relname, format_type_be(type)),
+							 errhint("Features can be numbers, booleans, text or enum categories, times and dates, and real[] or float8[] arrays.")));
+				else
+					c->skipped = psprintf("type %s is not encoded", format_type_be(type));
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ reading */
+
+static void
+ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
+{
+	GnnScan		s;
+	Datum	   *v = palloc(sizeof(Datum) * GNN_SCAN_MAXCOLS);
+	bool	   *nl = palloc(sizeof(bool) * GNN_SCAN_MAXCOLS);
+	int64		est = EstimateRows(t->relid);
+	GrowArray	labels = {0},
+				splits = {0};
+
+	(void) L;
+	static const Oid any_key[] = {INT2OID, INT4OID, INT8OID, TEXTOID, VARCHAROID, BPCHAROID, UUIDOID, InvalidOid};
+	static const Oid time_types[] = {TIMESTAMPOID, TIMESTAMPTZOID, DATEOID, InvalidOid};
+
+	memset(&s, 0, sizeof(s));
+	s.relid = t->relid;
+	s.relname = t->relname;
+	ResolveColumn(&s, s.ncols++, t->key, "node key", any_key, "smallint, integer, bigint, text, varchar or uuid");
+	for (int f = 0; f < t->nfks; f++)
+	{
+		SchemaFk   *fk = &t->fks[f];
+
+		if (s.ncols >= GNN_SCAN_MAXCOLS)
+			break;
+		ResolveColumn(&s, fk->scan = s.ncols++, fk->column, "foreign key", any_key,
+					  "smallint, integer, bigint, text, varchar or uuid");
+		fk->type = s.types[fk->scan];
+		GrowInit(&fk->nulls, ctx, sizeof(bool), est);
+		if (L->types[fk->to].kk == KEY_INT)
+			GrowInit(&fk->ivals, ctx, sizeof(int64), est);
+		else
+			GrowInit(&fk->tvals, ctx, sizeof(char *), est);
+		{
+			KeyKind		k = KEY_INT;
+
+			(void) IsKeyType(fk->type, &k);
+			if (k != L->types[fk->to].kk)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("edge %s.%s has type %s, but the key of %s is %s",
+								t->name, fk->column, format_type_be(fk->type), L->types[fk->to].name,
+								format_type_be(L->types[fk->to].key_type)),
+						 errhint("A foreign key must have the type of the key it refers to.")));
+		}
+	}
+	if (t->time_col)
+	{
+		ResolveColumn(&s, t->time_scan = s.ncols++, t->time_col, "time", time_types,
+					  "timestamp, timestamptz or date");
+		t->time_type = s.types[t->time_scan];
+		GrowInit(&t->times, ctx, sizeof(int64), est);
+	}
+	else
+		t->time_scan = -1;
+	t->label_scan = t->split_scan = -1;
+	if (t->is_target && L->label)
+	{
+		static const Oid lt[] = {INT2OID, INT4OID, INT8OID, TEXTOID, VARCHAROID, BPCHAROID, BOOLOID,
+		FLOAT4OID, FLOAT8OID, NUMERICOID, InvalidOid};
+		Oid			ltype = get_atttype(t->relid, ColumnOf(t, L->label, "label"));
+
+		if (IsEnum(ltype))
+			ResolveColumn(&s, t->label_scan = s.ncols++, L->label, "label", (Oid[]) {ltype, InvalidOid}, "");
+		else
+			ResolveColumn(&s, t->label_scan = s.ncols++, L->label, "label", lt,
+						  "an integer, text, enum or boolean (classes) or a float or numeric (regression)");
+		L->label_type = s.types[t->label_scan];
+		GrowInit(&labels, ctx, sizeof(char *), est);
+	}
+	if (t->is_target && L->split)
+	{
+		(void) ColumnOf(t, L->split, "split");
+		ResolveColumn(&s, t->split_scan = s.ncols++, L->split, "split", text_types, "text");
+		GrowInit(&splits, ctx, 1, est);
+	}
+	for (int c = 0; c < t->ncols; c++)
+	{
+		SchemaCol  *col = &t->cols[c];
+		gnn_error	err;
+
+		if (col->skipped)
+			continue;
+		if (s.ncols >= GNN_SCAN_MAXCOLS)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("%s has more than %d columns to read", t->relname, GNN_SCAN_MAXCOLS),
+					 errhint("Choose feature columns with options.features.")));
+		ResolveColumn(&s, col->scan = s.ncols++, col->name, "feature", (Oid[]) {col->type, InvalidOid}, "");
+		EncCheck(gnn_enc_create(col->kind, L->max_categories, &col->enc, &err), &err, t, col);
+	}
+	if (t->kk == KEY_INT)
+		GrowInit(&t->ikeys, ctx, sizeof(int64), est);
+	else
+		GrowInit(&t->tkeys, ctx, sizeof(char *), est);
+
+	ScanBegin(&s);
+	while (ScanNext(&s, v, nl))
+	{
+		MemoryContext rowcxt = CurrentMemoryContext;
+
+		if (nl[0])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("key column \"%s\" of %s contains a NULL", t->key, t->relname),
+					 errdetail("The NULL is in %s.", ScanRowDesc(&s)),
+					 errhint("A node key must not be NULL: use the primary key, or name a NOT NULL unique column in options.keys.")));
+		MemoryContextSwitchTo(ctx);
+		if (t->kk == KEY_INT)
+			*(int64 *) GrowPush(&t->ikeys) = IntDatum(v[0], s.types[0]);
+		else
+			*(char **) GrowPush(&t->tkeys) = KeyText(v[0], s.types[0]);
+		for (int f = 0; f < t->nfks; f++)
+		{
+			SchemaFk   *fk = &t->fks[f];
+			bool		isnull = nl[fk->scan];
+
+			*(bool *) GrowPush(&fk->nulls) = isnull;
+			if (L->types[fk->to].kk == KEY_INT)
+				*(int64 *) GrowPush(&fk->ivals) = isnull ? 0 : IntDatum(v[fk->scan], fk->type);
+			else
+				*(char **) GrowPush(&fk->tvals) = isnull ? NULL : KeyText(v[fk->scan], fk->type);
+		}
+		if (t->time_scan >= 0)
+			*(int64 *) GrowPush(&t->times) = nl[t->time_scan] ? GNN_TIME_NONE :
+				TimeValue(v[t->time_scan], t->time_type);
+		if (t->label_scan >= 0)
+		{
+			char	   *lv = NULL;
+
+			if (!nl[t->label_scan])
+			{
+				if (L->label_type == BOOLOID)
+					lv = DatumGetBool(v[t->label_scan]) ? "true" : "false";
+				else
+				{
+					MemoryContextSwitchTo(rowcxt);
+					lv = TextDatum(v[t->label_scan], L->label_type);
+					MemoryContextSwitchTo(ctx);
+					lv = pstrdup(lv);
+				}
+			}
+			*(char **) GrowPush(&labels) = lv;
+		}
+		if (t->split_scan >= 0)
+		{
+			uint8		sp = GNN_SPLIT_NONE;
+
+			if (!nl[t->split_scan])
+			{
+				char	   *x = TextDatumGetCString(v[t->split_scan]);
+
+				if (pg_strcasecmp(x, "train") == 0)
+					sp = GNN_SPLIT_TRAIN;
+				else if (pg_strcasecmp(x, "val") == 0 || pg_strcasecmp(x, "valid") == 0 ||
+						 pg_strcasecmp(x, "validation") == 0)
+					sp = GNN_SPLIT_VAL;
+				else if (pg_strcasecmp(x, "test") == 0)
+					sp = GNN_SPLIT_TEST;
+				else if (x[0] != '\0')
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("split of a row of %s is \"%s\"", t->relname, x),
+							 errdetail("In %s.", ScanRowDesc(&s)),
+							 errhint("A split is train, val, test, or NULL for none.")));
+			}
+			*(uint8 *) GrowPush(&splits) = sp;
+		}
+		MemoryContextSwitchTo(rowcxt);
+		for (int c = 0; c < t->ncols; c++)
+		{
+			SchemaCol  *col = &t->cols[c];
+			gnn_error	err;
+			gnn_status	st = GNN_OK;
+			bool		isnull;
+			Datum		d;
+
+			if (col->skipped)
+				continue;
+			isnull = nl[col->scan];
+			d = v[col->scan];
+			switch (col->kind)
+			{
+				case GNN_ENC_NUMERIC:
+					st = gnn_enc_add_num(col->enc, isnull ? 0 : NumDatum(d, col->type), isnull, &err);
+					break;
+				case GNN_ENC_BOOL:
+					st = gnn_enc_add_num(col->enc, isnull ? 0 : (DatumGetBool(d) ? 1 : 0), isnull, &err);
+					break;
+				case GNN_ENC_TIME:
+					st = gnn_enc_add_num(col->enc, isnull ? 0 : (double) TimeValue(d, col->type) / 1e6, isnull, &err);
+					break;
+				case GNN_ENC_CATEGORY:
+					{
+						char	   *x = isnull ? NULL : TextDatum(d, col->type);
+
+						st = gnn_enc_add_text(col->enc, x, x ? strlen(x) : 0, isnull, &err);
+						break;
+					}
+				case GNN_ENC_ARRAY:
+					if (isnull)
+						st = gnn_enc_add_array(col->enc, NULL, 0, true, &err);
+					else
+					{
+						ArrayType  *arr = DatumGetArrayTypeP(d);
+						int			nel = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+						float	   *f = palloc(sizeof(float) * Max(nel, 1));
+
+						if (ARR_HASNULL(arr))
+							ereport(ERROR,
+									(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+									 errmsg("array column \"%s\" of %s has a NULL element", col->name, t->relname),
+									 errdetail("In %s.", ScanRowDesc(&s)),
+									 errhint("Use a NULL array for a missing value, not NULL elements.")));
+						for (int i = 0; i < nel; i++)
+							f[i] = col->type == FLOAT4OID || ARR_ELEMTYPE(arr) == FLOAT4OID ?
+								((float *) ARR_DATA_PTR(arr))[i] : (float) ((double *) ARR_DATA_PTR(arr))[i];
+						st = gnn_enc_add_array(col->enc, f, nel, false, &err);
+					}
+					break;
+			}
+			if (st != GNN_OK)
+				ereport(ERROR,
+						(errcode(st == GNN_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("column \"%s\" of %s: %s", col->name, t->relname, err.msg),
+						 errdetail("In %s.", ScanRowDesc(&s)),
+						 errhint("Exclude the column with options.exclude, or fix the value.")));
+		}
+	}
+	ScanEnd(&s);
+	t->n = t->kk == KEY_INT ? t->ikeys.n : t->tkeys.n;
+	t->labels = labels;
+	t->splits = splits;
+}
+
+/* ------------------------------------------------------------------ the load */
+
+static void
+SchemaReport(void *arg, const gnn_error *err)
+{
+	SchemaLoad *L = arg;
+
+	ereport(ERROR,
+			(errcode(err->status == GNN_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY :
+					 err->status == GNN_ERR_LIMIT ? ERRCODE_PROGRAM_LIMIT_EXCEEDED :
+					 ERRCODE_INTERNAL_ERROR),
+			 errmsg("graph \"%s\": %s", L->name, err->msg)));
+}
+
+static void
+JsonKey(StringInfo b, const char *key, const char *val)
+{
+	escape_json(b, key);
+	appendStringInfoChar(b, ':');
+	if (val)
+		escape_json(b, val);
+	else
+		appendStringInfoString(b, "null");
+}
+
+/* Find the type a relation name in an option refers to, or raise an error listing the types. */
+static int
+OptionType(SchemaLoad *L, const char *name, const char *option)
+{
+	int			t = TypeByName(L, name);
+
+	if (t < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("options.%s names \"%s\", which is not one of the tables loaded", option, name),
+				 errdetail("The tables are: %s.", TypeList(L)),
+				 errhint("Name a table given in tables.")));
+	return t;
+}
+
+static void
+AddFk(SchemaType *t, const char *column, const char *conname, int to)
+{
+	SchemaFk   *fk;
+
+	for (int f = 0; f < t->nfks; f++)
+		if (strcmp(t->fks[f].column, column) == 0 && t->fks[f].to == to)
+			return;				/* declared and constrained: one edge type */
+	t->fks = t->nfks ? repalloc(t->fks, sizeof(SchemaFk) * (t->nfks + 1)) : palloc(sizeof(SchemaFk));
+	fk = &t->fks[t->nfks++];
+	memset(fk, 0, sizeof(*fk));
+	fk->column = pstrdup(column);
+	fk->conname = conname ? pstrdup(conname) : NULL;
+	fk->to = to;
+}
+
+Datum
+gnn_load_schema_graph(PG_FUNCTION_ARGS)
+{
+	MemoryContext ctx = AllocSetContextCreate(CurrentMemoryContext, "gnn schema load", ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old;
+	SchemaLoad	L;
+	ArrayType  *tables;
+	Datum	   *relds;
+	bool	   *relnulls;
+	int			nrel;
+	Oid		   *rels;
+	List	   *cons;
+	ListCell   *lc;
+	JsonbContainer *opt_keys,
+			   *opt_time;
+	JsonbValue *jv;
+	bool		replace;
+	gnn_graph_input in;
+	GnnGraphEntry proto;
+	TupleDesc	tupdesc;
+	int64		n = 0;
+	StringInfoData meta,
+				names;
+
+	GnnRequirePreload();
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph name must not be NULL")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("tables must not be NULL"),
+				 errhint("Pass the tables of the schema, e.g. ARRAY['customers', 'orders']::regclass[].")));
+	old = MemoryContextSwitchTo(ctx);
+	memset(&L, 0, sizeof(L));
+	L.name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	GnnCheckGraphName(L.name);
+	tables = PG_GETARG_ARRAYTYPE_P(1);
+	L.target_rel = PG_ARGISNULL(2) ? InvalidOid : PG_GETARG_OID(2);
+	L.label = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	L.split = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	L.options = PG_ARGISNULL(5) ? DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"))) :
+		PG_GETARG_JSONB_P(5);
+	replace = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
+	L.target = -1;
+	if (!JB_ROOT_IS_OBJECT(L.options))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options must be a JSON object")));
+	{
+		static const char *const known[] = {"keys", "edges", "features", "exclude", "time",
+		"max_categories", "skip_dangling", NULL};
+		ListCell   *k;
+
+		foreach(k, JKeys(&L.options->root))
+		{
+			bool		ok = false;
+
+			for (const char *const *a = known; *a; a++)
+				ok |= strcmp(*a, lfirst(k)) == 0;
+			if (!ok)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("unknown option \"%s\"", (char *) lfirst(k)),
+						 errhint("Accepted options: keys, edges, features, exclude, time, max_categories, skip_dangling.")));
+		}
+	}
+	L.max_categories = 32;
+	if ((jv = JGet(&L.options->root, "max_categories")) != NULL)
+	{
+		if (jv->type != jbvNumeric)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("option \"max_categories\" must be a number")));
+		L.max_categories = DatumGetInt32(DirectFunctionCall1(numeric_int4, NumericGetDatum(jv->val.numeric)));
+		if (L.max_categories < 1 || L.max_categories > 10000)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("option \"max_categories\" must be between 1 and 10000 (got %d)", L.max_categories)));
+	}
+	if ((jv = JGet(&L.options->root, "skip_dangling")) != NULL)
+	{
+		if (jv->type != jbvBool)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("option \"skip_dangling\" must be true or false")));
+		L.skip_dangling = jv->val.boolean;
+	}
+	if (!replace && GnnGraphExists(L.name))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("graph \"%s\" already exists", L.name),
+				 errhint("Pass replace => true to load it again, or drop it with gnn.drop_graph().")));
+
+	/* node types */
+	deconstruct_array(tables, REGCLASSOID, sizeof(Oid), true, TYPALIGN_INT, &relds, &relnulls, &nrel);
+	if (nrel == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tables must list at least one table")));
+	if (nrel > GNN_MAX_NODE_TYPES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%d tables given; a graph has at most %d node types", nrel, GNN_MAX_NODE_TYPES)));
+	rels = palloc(sizeof(Oid) * nrel);
+	L.types = palloc0(sizeof(SchemaType) * nrel);
+	L.ntypes = nrel;
+	for (int t = 0; t < nrel; t++)
+	{
+		SchemaType *T = &L.types[t];
+
+		if (relnulls[t])
+			ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("tables must not contain NULL")));
+		rels[t] = T->relid = DatumGetObjectId(relds[t]);
+		T->relname = (char *) QualifiedRelName(T->relid);
+		T->name = get_rel_name(T->relid);
+		for (int u = 0; u < t; u++)
+		{
+			if (rels[u] == rels[t])
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_OBJECT),
+						 errmsg("table %s is listed twice", T->relname)));
+			if (strcmp(L.types[u].name, T->name) == 0)
+			{
+				/* same name in two schemas: both go by their qualified names */
+				L.types[u].name = L.types[u].relname;
+				T->name = T->relname;
+			}
+		}
+		if (T->relid == L.target_rel)
+		{
+			L.target = t;
+			T->is_target = true;
+		}
+	}
+	if (OidIsValid(L.target_rel) && L.target < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("target %s is not one of the tables", QualifiedRelName(L.target_rel)),
+				 errdetail("The tables are: %s.", TypeList(&L)),
+				 errhint("Add it to tables.")));
+	if (L.target < 0 && (L.label || L.split))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("label and split need a target table"),
+				 errhint("Pass target => the table whose rows carry the label.")));
+
+	/* keys: options.keys, else the single-column primary key */
+	cons = ReadConstraints(rels, nrel, ctx);
+	opt_keys = JObject(JGet(&L.options->root, "keys"), "keys");
+	foreach(lc, JKeys(opt_keys))
+		(void) OptionType(&L, lfirst(lc), "keys");
+	for (int t = 0; t < nrel; t++)
+	{
+		SchemaType *T = &L.types[t];
+		char	   *k = JString(JGet(opt_keys, T->name), "keys");
+
+		if (k == NULL)
+			k = JString(JGet(opt_keys, T->relname), "keys");
+		if (k)
+		{
+			bool		unique = false;
+
+			(void) ColumnOf(T, k, "key (options.keys)");
+			foreach(lc, cons)
+			{
+				ConInfo    *ci = lfirst(lc);
+
+				if (ci->conrelid == T->relid && (ci->contype == 'p' || ci->contype == 'u') &&
+					ci->nkeys == 1 && strcmp(ci->col, k) == 0)
+					unique = true;
+			}
+			/* without a constraint the load checks uniqueness itself (OrderKeys) */
+			(void) unique;
+			T->key = k;
+		}
+		else
+		{
+			foreach(lc, cons)
+			{
+				ConInfo    *ci = lfirst(lc);
+
+				if (ci->conrelid != T->relid || ci->contype != 'p')
+					continue;
+				if (ci->nkeys != 1)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("the primary key of %s has %d columns", T->relname, ci->nkeys),
+							 errdetail("A node key is one column."),
+							 errhint("Name a unique single column of %s in options.keys, e.g. {\"keys\": {\"%s\": \"id\"}}.",
+									 T->relname, T->name)));
+				T->key = ci->col;
+			}
+			if (T->key == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+						 errmsg("%s has no primary key", T->relname),
+						 errdetail("Its columns are: %s.", ColumnList(T->relid)),
+						 errhint("Add a primary key, or name a unique column in options.keys, e.g. {\"keys\": {\"%s\": \"id\"}}.",
+								 T->name)));
+		}
+		T->key_type = get_atttype(T->relid, ColumnOf(T, T->key, "key"));
+		if (!IsKeyType(T->key_type, &T->kk))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("the key \"%s\" of %s has type %s", T->key, T->relname, format_type_be(T->key_type)),
+					 errhint("A node key can be smallint, integer, bigint, text, varchar or uuid.")));
+	}
+
+	/* edges: foreign keys between listed tables, then declared ones */
+	for (int t = 0; t < nrel; t++)
+	{
+		SchemaType *T = &L.types[t];
+
+		foreach(lc, cons)
+		{
+			ConInfo    *ci = lfirst(lc);
+			int			to = -1;
+
+			if (ci->conrelid != T->relid || ci->contype != 'f')
+				continue;
+			for (int u = 0; u < nrel; u++)
+				if (L.types[u].relid == ci->confrelid)
+					to = u;
+			if (to < 0)
+				continue;		/* to a table not loaded */
+			if (ci->nkeys != 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("foreign key \"%s\" of %s has %d columns", ci->conname, T->relname, ci->nkeys),
+						 errdetail("An edge type is a single-column foreign key."),
+						 errhint("Leave %s out of tables, or declare the edge on a single column with options.edges.",
+								 QualifiedRelName(ci->confrelid))));
+			if (strcmp(ci->refcol, L.types[to].key) != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_FOREIGN_KEY),
+						 errmsg("foreign key \"%s\" of %s refers to column \"%s\" of %s, which is not its node key \"%s\"",
+								ci->conname, T->relname, ci->refcol, L.types[to].relname, L.types[to].key),
+						 errhint("Make \"%s\" the node key of %s with options.keys.", ci->refcol, L.types[to].name)));
+			AddFk(T, ci->col, ci->conname, to);
+		}
+	}
+	if ((jv = JGet(&L.options->root, "edges")) != NULL)
+	{
+		JsonbIterator *it;
+		JsonbValue	e;
+		JsonbIteratorToken tok;
+
+		if (jv->type != jbvBinary || !JsonContainerIsArray(jv->val.binary.data))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"edges\" must be an array"),
+					 errhint("For example {\"edges\": [{\"from\": \"reviews.product_id\", \"to\": \"products\"}]}.")));
+		it = JsonbIteratorInit(jv->val.binary.data);
+		while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+		{
+			JsonbContainer *o;
+			char	   *from,
+					   *to,
+					   *dot;
+			int			ft,
+						tt;
+
+			if (tok != WJB_ELEM)
+				continue;
+			o = JObject(&e, "edges");
+			from = JString(JGet(o, "from"), "edges.from");
+			to = JString(JGet(o, "to"), "edges.to");
+			if (!from || !to || !(dot = strrchr(from, '.')))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("each declared edge needs \"from\": \"table.column\" and \"to\": \"table\""),
+						 errhint("For example {\"from\": \"reviews.product_id\", \"to\": \"products\"}.")));
+			*dot = '\0';
+			ft = OptionType(&L, from, "edges");
+			tt = OptionType(&L, to, "edges");
+			(void) ColumnOf(&L.types[ft], dot + 1, "edge column (options.edges)");
+			AddFk(&L.types[ft], dot + 1, NULL, tt);
+		}
+	}
+	for (int t = 0; t < nrel; t++)
+		for (int f = 0; f < L.types[t].nfks; f++)
+		{
+			if (L.nrels + 2 > GNN_MAX_EDGE_TYPES)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("more than %d edge types", GNN_MAX_EDGE_TYPES)));
+			L.types[t].fks[f].rel_fwd = L.nrels++;
+			L.types[t].fks[f].rel_rev = L.nrels++;
+		}
+
+	/* times */
+	opt_time = JObject(JGet(&L.options->root, "time"), "time");
+	foreach(lc, JKeys(opt_time))
+	{
+		int			t = OptionType(&L, lfirst(lc), "time");
+
+		L.types[t].time_col = JString(JGet(opt_time, lfirst(lc)), "time");
+		(void) ColumnOf(&L.types[t], L.types[t].time_col, "time column (options.time)");
+	}
+	foreach(lc, JKeys(JObject(JGet(&L.options->root, "features"), "features")))
+		(void) OptionType(&L, lfirst(lc), "features");
+	foreach(lc, JKeys(JObject(JGet(&L.options->root, "exclude"), "exclude")))
+		(void) OptionType(&L, lfirst(lc), "exclude");
+
+	/* the features: every ordinary column */
+	{
+		List	   *fkcols_all = NIL;
+
+		foreach(lc, cons)
+		{
+			ConInfo    *ci = lfirst(lc);
+
+			if (ci->contype == 'f')
+				fkcols_all = lappend(fkcols_all, psprintf("%u.%s", ci->conrelid, ci->col));
+		}
+		for (int t = 0; t < nrel; t++)
+		{
+			List	   *fkc = NIL;
+			ListCell   *c;
+			char	   *prefix = psprintf("%u.", L.types[t].relid);
+
+			foreach(c, fkcols_all)
+				if (strncmp(lfirst(c), prefix, strlen(prefix)) == 0)
+				fkc = lappend(fkc, (char *) lfirst(c) + strlen(prefix));
+			for (int f = 0; f < L.types[t].nfks; f++)
+				fkc = lappend(fkc, L.types[t].fks[f].column);
+			PlanFeatures(&L, &L.types[t], fkc);
+		}
+	}
+	if (L.target >= 0 && L.label)
+		(void) ColumnOf(&L.types[L.target], L.label, "label");
+
+	/* read every table once */
+	for (int t = 0; t < nrel; t++)
+		ReadTable(&L, &L.types[t], ctx);
+
+	/* number the nodes: types in order, keys ascending within a type */
+	for (int t = 0; t < nrel; t++)
+	{
+		OrderKeys(&L.types[t]);
+		L.types[t].offset = n;
+		n += L.types[t].n;
+	}
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("the tables of graph \"%s\" have no rows", L.name)));
+	if (n >= INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("graph \"%s\" would have %lld nodes, more than %d", L.name, (long long) n, INT32_MAX - 1)));
+
+	memset(&in, 0, sizeof(in));
+	in.num_nodes = n;
+
+	/* edges */
+	{
+		GrowArray	src,
+					dst;
+		GrowArray	et;
+
+		GrowInit(&src, ctx, sizeof(int64), 1024);
+		GrowInit(&dst, ctx, sizeof(int64), 1024);
+		GrowInit(&et, ctx, sizeof(int16), 1024);
+		for (int t = 0; t < nrel; t++)
+		{
+			SchemaType *T = &L.types[t];
+
+			for (int f = 0; f < T->nfks; f++)
+			{
+				SchemaFk   *fk = &T->fks[f];
+				SchemaType *R = &L.types[fk->to];
+
+				for (int64 row = 0; row < T->n; row++)
+				{
+					int64		a,
+								b;
+
+					if ((row & 65535) == 0)
+						CHECK_FOR_INTERRUPTS();
+					if (((bool *) fk->nulls.data)[row])
+						continue;	/* a NULL foreign key is no edge */
+					a = T->offset + T->rank[row];
+					b = R->kk == KEY_INT ? FindKey(R, ((int64 *) fk->ivals.data)[row], NULL) :
+						FindKey(R, 0, ((char **) fk->tvals.data)[row]);
+					if (b < 0)
+					{
+						char	   *key = R->kk == KEY_INT ?
+							psprintf(INT64_FORMAT, ((int64 *) fk->ivals.data)[row]) :
+							((char **) fk->tvals.data)[row];
+						char	   *rowkey = T->kk == KEY_INT ?
+							psprintf(INT64_FORMAT, ((int64 *) T->ikeys.data)[row]) :
+							((char **) T->tkeys.data)[row];
+
+						if (L.skip_dangling)
+							continue;
+						ereport(ERROR,
+								(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+								 errmsg("edge %s.%s of graph \"%s\" refers to %s %s, which is not a row of %s",
+										T->name, fk->column, L.name, R->key, key, R->relname),
+								 errdetail("The row of %s with %s = %s has %s = %s.", T->relname, T->key, rowkey,
+										   fk->column, key),
+								 errhint("Add the row to %s, or pass options => '{\"skip_dangling\": true}' to leave such edges out.",
+										 R->relname)));
+					}
+					*(int64 *) GrowPush(&src) = a;
+					*(int64 *) GrowPush(&dst) = b;
+					*(int16 *) GrowPush(&et) = (int16) fk->rel_fwd;
+					*(int64 *) GrowPush(&src) = b;
+					*(int64 *) GrowPush(&dst) = a;
+					*(int16 *) GrowPush(&et) = (int16) fk->rel_rev;
+				}
+			}
+		}
+		in.num_edges = src.n;
+		in.src = (int64_t *) src.data;
+		in.dst = (int64_t *) dst.data;
+		in.edge_type = (int16_t *) et.data;
+	}
+
+	/* node arrays, in global order */
+	{
+		int64_t    *ids = palloc_extended(sizeof(int64) * n, MCXT_ALLOC_HUGE);
+		int64_t    *keys = palloc_extended(sizeof(int64) * n, MCXT_ALLOC_HUGE);
+		int16_t    *ntype = palloc_extended(sizeof(int16) * n, MCXT_ALLOC_HUGE);
+		int64_t    *times = NULL;
+		bool		any_text = false,
+					any_time = false;
+		int32_t    *esrc = palloc(sizeof(int32) * Max(L.nrels, 1));
+		int32_t    *edst = palloc(sizeof(int32) * Max(L.nrels, 1));
+		uint8_t    *ttk = palloc0(nrel);
+
+		for (int t = 0; t < nrel; t++)
+		{
+			any_text |= L.types[t].kk == KEY_TEXT;
+			any_time |= L.types[t].time_col != NULL;
+			ttk[t] = L.types[t].kk == KEY_TEXT;
+		}
+		if (any_time)
+			times = palloc_extended(sizeof(int64) * n, MCXT_ALLOC_HUGE);
+		for (int t = 0; t < nrel; t++)
+		{
+			SchemaType *T = &L.types[t];
+
+			for (int64 i = 0; i < T->n; i++)
+			{
+				int64		g = T->offset + i,
+							row = T->perm[i];
+
+				ids[g] = g;
+				ntype[g] = (int16) t;
+				keys[g] = T->kk == KEY_INT ? ((int64 *) T->ikeys.data)[row] : i;
+				if (times)
+					times[g] = T->time_col ? ((int64 *) T->times.data)[row] : GNN_TIME_NONE;
+			}
+		}
+		in.node_ids = ids;
+		in.keys = keys;
+		in.node_type = ntype;
+		in.num_node_types = nrel;
+		in.num_edge_types = L.nrels;
+		in.node_time = times;
+		for (int t = 0; t < nrel; t++)
+			for (int f = 0; f < L.types[t].nfks; f++)
+			{
+				SchemaFk   *fk = &L.types[t].fks[f];
+
+				esrc[fk->rel_fwd] = t;
+				edst[fk->rel_fwd] = fk->to;
+				esrc[fk->rel_rev] = fk->to;
+				edst[fk->rel_rev] = t;
+			}
+		in.etype_src = esrc;
+		in.etype_dst = edst;
+		if (any_text)
+		{
+			StringInfoData kb;
+			int64_t    *koff = palloc_extended(sizeof(int64) * (n + 1), MCXT_ALLOC_HUGE);
+
+			initStringInfo(&kb);
+			for (int t = 0; t < nrel; t++)
+			{
+				SchemaType *T = &L.types[t];
+
+				for (int64 i = 0; i < T->n; i++)
+				{
+					koff[T->offset + i] = kb.len;
+					if (T->kk == KEY_TEXT)
+						appendStringInfoString(&kb, ((char **) T->tkeys.data)[T->perm[i]]);
+				}
+			}
+			koff[n] = kb.len;
+			in.key_off = koff;
+			in.key_bytes = kb.data;
+			in.type_text_key = ttk;
+		}
+	}
+
+	/* labels and splits of the target type */
+	if (L.target >= 0 && (L.label || L.split))
+	{
+		SchemaType *T = &L.types[L.target];
+		int32_t    *labels = NULL;
+		float	   *targets = NULL;
+		uint8_t    *split = NULL;
+
+		if (L.split)
+		{
+			split = palloc_extended(n, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+			for (int64 i = 0; i < T->n; i++)
+				split[T->offset + i] = ((uint8 *) T->splits.data)[T->perm[i]];
+			in.split = split;
+		}
+		if (L.label)
+		{
+			Oid			lt = L.label_type;
+			char	  **lv = (char **) T->labels.data;
+
+			L.regression = lt == FLOAT4OID || lt == FLOAT8OID || lt == NUMERICOID;
+			if (L.regression)
+			{
+				targets = palloc_extended(sizeof(float) * n, MCXT_ALLOC_HUGE);
+				for (int64 g = 0; g < n; g++)
+					targets[g] = NAN;
+				for (int64 i = 0; i < T->n; i++)
+				{
+					char	   *x = lv[T->perm[i]];
+
+					if (x)
+					{
+						double		d = strtod(x, NULL);
+
+						if (!isfinite(d))
+							ereport(ERROR,
+									(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+									 errmsg("label of a row of %s is %s", T->relname, x),
+									 errhint("Regression targets must be finite numbers.")));
+						targets[T->offset + i] = (float) d;
+					}
+				}
+				in.targets = targets;
+			}
+			else
+			{
+				bool		is_int = lt == INT2OID || lt == INT4OID || lt == INT8OID;
+				char	  **distinct = palloc(sizeof(char *) * (T->n + 2));
+				int64		nd = 0;
+				StringInfoData cn;
+
+				labels = palloc_extended(sizeof(int32) * n, MCXT_ALLOC_HUGE);
+				for (int64 g = 0; g < n; g++)
+					labels[g] = -1;
+				if (is_int)
+				{
+					for (int64 i = 0; i < T->n; i++)
+					{
+						char	   *x = lv[T->perm[i]];
+						int64		l;
+
+						if (!x)
+							continue;
+						l = strtoll(x, NULL, 10);
+						if (l < 0 || l >= gnn_max_classes)
+							ereport(ERROR,
+									(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+									 errmsg("label %lld of a row of %s is %s", (long long) l, T->relname,
+											l < 0 ? "negative" : "above gnn.max_classes"),
+									 errhint("Integer labels are class numbers 0, 1, 2, ...; use a text label column for other values.")));
+						labels[T->offset + i] = (int32) l;
+					}
+				}
+				else
+				{
+					/* text, enum and boolean labels: classes in byte order of their names */
+					for (int64 i = 0; i < T->n; i++)
+						if (lv[T->perm[i]])
+							distinct[nd++] = lv[T->perm[i]];
+					qsort(distinct, nd, sizeof(char *), CompareStrings);
+					{
+						int64		u = 0;
+
+						for (int64 i = 0; i < nd; i++)
+							if (u == 0 || strcmp(distinct[u - 1], distinct[i]) != 0)
+								distinct[u++] = distinct[i];
+						nd = u;
+					}
+					if (nd > gnn_max_classes)
+						ereport(ERROR,
+								(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+								 errmsg("the label column \"%s\" of %s has %lld distinct values, more than gnn.max_classes (%d)",
+										L.label, T->relname, (long long) nd, gnn_max_classes),
+								 errhint("Use a column with fewer classes, or raise gnn.max_classes.")));
+					initStringInfo(&cn);
+					for (int64 i = 0; i < nd; i++)
+						appendBinaryStringInfo(&cn, distinct[i], strlen(distinct[i]) + 1);
+					for (int64 i = 0; i < T->n; i++)
+					{
+						char	   *x = lv[T->perm[i]];
+						char	  **hit;
+
+						if (!x)
+							continue;
+						hit = bsearch(&x, distinct, nd, sizeof(char *), CompareStrings);
+						labels[T->offset + i] = (int32) (hit - distinct);
+					}
+					in.class_names = cn.data;
+					in.class_names_bytes = cn.len;
+				}
+				in.labels = labels;
+			}
+		}
+	}
+
+	/* features: each type's slice of one block-diagonal sparse matrix */
+	{
+		GrowArray	sn,
+					si,
+					sv;
+		int32		D = 0;
+
+		for (int t = 0; t < nrel; t++)
+		{
+			SchemaType *T = &L.types[t];
+			int32		w = 0;
+			gnn_error	err;
+
+			for (int c = 0; c < T->ncols; c++)
+			{
+				SchemaCol  *col = &T->cols[c];
+
+				if (col->skipped)
+					continue;
+				EncCheck(gnn_enc_finish(col->enc, &err), &err, T, col);
+				col->offset = w;
+				col->width = gnn_enc_width(col->enc);
+				w += col->width;
+			}
+			T->embedding = (w == 0);
+			T->feat_width = T->embedding ? (int32) T->n : w + 1;	/* + the constant column */
+			T->feat_offset = D;
+			if ((int64) D + T->feat_width >= INT32_MAX)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("graph \"%s\" would have more than %d feature columns", L.name, INT32_MAX - 1)));
+			D += T->feat_width;
+		}
+		GrowInit(&sn, ctx, sizeof(int64), n * 2);
+		GrowInit(&si, ctx, sizeof(int32), n * 2);
+		GrowInit(&sv, ctx, sizeof(float), n * 2);
+		for (int t = 0; t < nrel; t++)
+		{
+			SchemaType *T = &L.types[t];
+			float	   *buf = palloc(sizeof(float) * Max(T->feat_width, 1));
+
+			for (int64 i = 0; i < T->n; i++)
+			{
+				int64		g = T->offset + i,
+							row = T->perm[i];
+
+				if ((i & 65535) == 0)
+					CHECK_FOR_INTERRUPTS();
+				if (T->embedding)
+				{
+					*(int64 *) GrowPush(&sn) = g;
+					*(int32 *) GrowPush(&si) = T->feat_offset + (int32) i;
+					*(float *) GrowPush(&sv) = 1.0f;
+					continue;
+				}
+				for (int c = 0; c < T->ncols; c++)
+				{
+					SchemaCol  *col = &T->cols[c];
+
+					if (col->skipped)
+						continue;
+					gnn_enc_write(col->enc, row, buf + col->offset);
+				}
+				buf[T->feat_width - 1] = 1.0f;
+				for (int32 j = 0; j < T->feat_width; j++)
+					if (buf[j] != 0.0f)
+					{
+						*(int64 *) GrowPush(&sn) = g;
+						*(int32 *) GrowPush(&si) = T->feat_offset + j;
+						*(float *) GrowPush(&sv) = buf[j];
+					}
+			}
+		}
+		in.sparse_nnz = sn.n;
+		in.sp_node = (int64_t *) sn.data;
+		in.sp_index = (int32_t *) si.data;
+		in.sp_value = (float *) sv.data;
+		in.sparse_dim = D;
+	}
+
+	/* names and the description kept with the graph */
+	initStringInfo(&names);
+	for (int t = 0; t < nrel; t++)
+		appendBinaryStringInfo(&names, L.types[t].name, strlen(L.types[t].name) + 1);
+	{
+		char	  **rn = palloc0(sizeof(char *) * Max(L.nrels, 1));
+
+		for (int t = 0; t < nrel; t++)
+			for (int f = 0; f < L.types[t].nfks; f++)
+			{
+				SchemaFk   *fk = &L.types[t].fks[f];
+
+				rn[fk->rel_fwd] = psprintf("%s.%s", L.types[t].name, fk->column);
+				rn[fk->rel_rev] = psprintf("rev_%s.%s", L.types[t].name, fk->column);
+			}
+		for (int r = 0; r < L.nrels; r++)
+			appendBinaryStringInfo(&names, rn[r], strlen(rn[r]) + 1);
+	}
+	in.type_names = names.data;
+	in.type_names_bytes = names.len;
+
+	initStringInfo(&meta);
+	appendStringInfoString(&meta, "{\"kind\":\"schema\",");
+	JsonKey(&meta, "target", L.target >= 0 ? L.types[L.target].name : NULL);
+	appendStringInfoChar(&meta, ',');
+	JsonKey(&meta, "label", L.label);
+	appendStringInfoChar(&meta, ',');
+	JsonKey(&meta, "split", L.split);
+	appendStringInfoChar(&meta, ',');
+	JsonKey(&meta, "task", L.label ? (L.regression ? "regression" : "classification") : NULL);
+	appendStringInfoString(&meta, ",\"types\":[");
+	for (int t = 0; t < nrel; t++)
+	{
+		SchemaType *T = &L.types[t];
+
+		appendStringInfo(&meta, "%s{", t ? "," : "");
+		JsonKey(&meta, "name", T->name);
+		appendStringInfoChar(&meta, ',');
+		JsonKey(&meta, "table", T->relname);
+		appendStringInfo(&meta, ",\"oid\":%u,", T->relid);
+		JsonKey(&meta, "key", T->key);
+		appendStringInfoChar(&meta, ',');
+		JsonKey(&meta, "key_type", format_type_be(T->key_type));
+		appendStringInfoChar(&meta, ',');
+		JsonKey(&meta, "time", T->time_col);
+		appendStringInfo(&meta, ",\"offset\":" INT64_FORMAT ",\"count\":" INT64_FORMAT
+						 ",\"feature_offset\":%d,\"feature_width\":%d,\"embedding\":%s,\"columns\":[",
+						 T->offset, T->n, T->feat_offset, T->feat_width, T->embedding ? "true" : "false");
+		for (int c = 0; c < T->ncols; c++)
+		{
+			SchemaCol  *col = &T->cols[c];
+
+			appendStringInfo(&meta, "%s{", c ? "," : "");
+			JsonKey(&meta, "column", col->name);
+			appendStringInfoChar(&meta, ',');
+			JsonKey(&meta, "type", format_type_be(col->type));
+			if (col->skipped)
+			{
+				appendStringInfoString(&meta, ",\"encoding\":\"skipped\",");
+				JsonKey(&meta, "reason", col->skipped);
+				appendStringInfoString(&meta, ",\"offset\":null,\"width\":0}");
+			}
+			else
+			{
+				char	   *d = gnn_enc_describe(col->enc);
+
+				appendStringInfo(&meta, ",\"encoding\":\"%s\",\"offset\":%d,\"width\":%d,\"detail\":%s}",
+								 gnn_enc_kind_name(col->kind), col->offset, col->width, d ? d : "null");
+				free(d);
+			}
+		}
+		if (T->embedding)
+			appendStringInfo(&meta, "%s{\"column\":null,\"type\":null,\"encoding\":\"embedding\",\"offset\":0,\"width\":%d}",
+							 T->ncols ? "," : "", T->feat_width);
+		else
+			appendStringInfo(&meta, "%s{\"column\":null,\"type\":null,\"encoding\":\"constant\",\"offset\":%d,\"width\":1}",
+							 T->ncols ? "," : "", T->feat_width - 1);
+		appendStringInfoString(&meta, "]}");
+	}
+	appendStringInfoString(&meta, "],\"edges\":[");
+	{
+		bool		first = true;
+
+		for (int t = 0; t < nrel; t++)
+			for (int f = 0; f < L.types[t].nfks; f++)
+				for (int rev = 0; rev < 2; rev++)
+				{
+					SchemaFk   *fk = &L.types[t].fks[f];
+
+					appendStringInfo(&meta, "%s{\"id\":%d,", first ? "" : ",", rev ? fk->rel_rev : fk->rel_fwd);
+					first = false;
+					JsonKey(&meta, "name", psprintf("%s%s.%s", rev ? "rev_" : "", L.types[t].name, fk->column));
+					appendStringInfoChar(&meta, ',');
+					JsonKey(&meta, "source", psprintf("%s.%s", L.types[t].relname, fk->column));
+					appendStringInfoChar(&meta, ',');
+					JsonKey(&meta, "constraint", fk->conname);
+					appendStringInfo(&meta, ",\"reverse\":%s}", rev ? "true" : "false");
+				}
+	}
+	appendStringInfoString(&meta, "]}");
+	in.meta = meta.data;
+	in.meta_bytes = meta.len;
+
+	/* build and register */
+	memset(&proto, 0, sizeof(proto));
+	if (L.target >= 0)
+	{
+		SchemaType *T = &L.types[L.target];
+
+		proto.nodes_rel = T->relid;
+		strlcpy(proto.id_col, T->key, sizeof(proto.id_col));
+		if (L.label)
+			strlcpy(proto.label_col, L.label, sizeof(proto.label_col));
+		if (L.split)
+			strlcpy(proto.split_col, L.split, sizeof(proto.split_col));
+	}
+	GnnBuildAndRegister(L.name, replace, &in, &proto, SchemaReport, &L, ctx);
+	MemoryContextSwitchTo(old);
+	{
+		Datum		values[13];
+		bool		nulls[13];
+
+		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		GnnEntryToValues(&proto, values, nulls);
+		MemoryContextDelete(ctx);
+		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+	}
+}
