@@ -289,8 +289,9 @@ RETURNS int
 AS 'MODULE_PATHNAME', 'gnn_drop_model' LANGUAGE C VOLATILE;
 
 -- ------------------------------------------------------------------ using models
-CREATE FUNCTION gnn._embedding_rows(model text, layer int DEFAULT NULL, version int DEFAULT NULL)
-RETURNS TABLE (id bigint, embedding real[])
+CREATE FUNCTION gnn._embedding_rows(model text, layer int DEFAULT NULL, version int DEFAULT NULL,
+                                    node_type text DEFAULT NULL)
+RETURNS TABLE (id bigint, embedding real[], key text)
 AS 'MODULE_PATHNAME', 'gnn_embedding_rows' LANGUAGE C STABLE;
 
 -- Every node's embedding (default: the last hidden layer) into a table
@@ -298,20 +299,33 @@ AS 'MODULE_PATHNAME', 'gnn_embedding_rows' LANGUAGE C STABLE;
 -- replaced in the caller's transaction; or, with column =>, into a real[]
 -- column of the node table named by into.  Returns the rows written.
 CREATE FUNCTION gnn.embed(model text, "into" text, layer int DEFAULT NULL, "column" text DEFAULT NULL,
-                          id_column text DEFAULT 'id', version int DEFAULT NULL)
+                          id_column text DEFAULT 'id', version int DEFAULT NULL, node_type text DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_embed' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION gnn.predict(model text, nodes bigint[] DEFAULT NULL, version int DEFAULT NULL)
-RETURNS TABLE (id bigint, label int, score real, class text)
+RETURNS TABLE (id bigint, label int, score real, class text, key text)
+AS 'MODULE_PATHNAME', 'gnn_predict' LANGUAGE C STABLE;
+
+-- The same for nodes named by their keys as text (text and uuid keys).
+CREATE FUNCTION gnn.predict(model text, keys text[], version int DEFAULT NULL)
+RETURNS TABLE (id bigint, label int, score real, class text, key text)
 AS 'MODULE_PATHNAME', 'gnn_predict' LANGUAGE C STABLE;
 
 CREATE FUNCTION gnn.embedding(model text, node bigint, version int DEFAULT NULL)
 RETURNS real[]
 AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE;
 
+CREATE FUNCTION gnn.embedding(model text, node text, version int DEFAULT NULL)
+RETURNS real[]
+AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE;
+
 CREATE FUNCTION gnn.similar(model text, node bigint, k int DEFAULT 10, version int DEFAULT NULL)
-RETURNS TABLE (id bigint, score real)
+RETURNS TABLE (id bigint, score real, key text)
+AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE;
+
+CREATE FUNCTION gnn.similar(model text, node text, k int DEFAULT 10, version int DEFAULT NULL)
+RETURNS TABLE (id bigint, score real, key text)
 AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE;
 
 -- ---- sampling

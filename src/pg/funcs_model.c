@@ -232,7 +232,7 @@ ResolveLayer(const ModelRow *mr, int layers, OutKind kind, int32 layer)
 
 	if (kind == OUT_PROBS)
 		return -1;
-	dflt = GnnDefaultEmbeddingLayer(layers, strcmp(mr->task, "node_classification") == 0);
+	dflt = GnnDefaultEmbeddingLayer(layers, strcmp(mr->task, "link_prediction") != 0);
 	want = layer >= 0 ? layer : dflt;
 	if (want >= layers || layer < -1)
 		ereport(ERROR,
@@ -243,6 +243,92 @@ ResolveLayer(const ModelRow *mr, int layers, OutKind kind, int32 layer)
 						   layers - 1, dflt == layers - 1 ? "the output layer" : "the last hidden layer"),
 				 errhint("Omit layer for the default.")));
 	return want;
+}
+
+/* ------------------------------------------------------------------ node keys */
+
+/*
+ * The node type results are about: the one named, else the type that
+ * carries the graph's labels or regression targets (a schema graph's
+ * target), else type 0 (a homogeneous graph's only type).
+ */
+static int32
+ResultType(const gnn_graph *g, const char *node_type, const char *graph)
+{
+	if (node_type)
+	{
+		int32		t = gnn_graph_node_type_by_name(g, node_type);
+
+		if (t < 0)
+		{
+			StringInfoData b;
+
+			initStringInfo(&b);
+			for (int i = 0; i < g->num_node_types; i++)
+			{
+				const char *nm = gnn_graph_node_type_name(g, i);
+
+				appendStringInfo(&b, "%s%s", i ? ", " : "", nm ? nm : "node");
+			}
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("graph \"%s\" has no node type \"%s\"", graph, node_type),
+					 errdetail("Its node types are: %s.", b.data)));
+		}
+		return t;
+	}
+	if (g->num_node_types > 1)
+		for (int64 v = 0; v < g->num_nodes; v++)
+			if ((g->labels && g->labels[v] >= 0) || (g->targets && !isnan(g->targets[v])))
+				return gnn_graph_type_of(g, v);
+	return 0;
+}
+
+/* Node v's key: the integer column value (or a text key's rank), and as text. */
+static Datum
+KeyText(const gnn_graph *g, int64 v)
+{
+	int32		t = gnn_graph_type_of(g, v);
+
+	if (g->key_off && g->type_text_key && g->type_text_key[t])
+		return PointerGetDatum(cstring_to_text_with_len(g->key_bytes + g->key_off[v],
+														(int) (g->key_off[v + 1] - g->key_off[v])));
+	return CStringGetTextDatum(psprintf(INT64_FORMAT, g->keys[v]));
+}
+
+/* The index of the node of type t with integer key id, or an error. */
+static int64
+FindNodeOfType(const gnn_graph *g, int32 t, int64 id, const char *graph)
+{
+	int64		v = gnn_graph_find_typed(g, t, id);
+
+	if (v < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("node %lld is not in graph \"%s\"", (long long) id, graph)));
+	return v;
+}
+
+/* The index of the node of type t with key text, or an error. */
+static int64
+FindNodeText(const gnn_graph *g, int32 t, const char *key, const char *graph)
+{
+	int64		v;
+
+	if (g->key_off && g->type_text_key && g->type_text_key[t])
+		v = gnn_graph_find_text(g, t, key, strlen(key));
+	else
+	{
+		char	   *end;
+		long long	id = strtoll(key, &end, 10);
+
+		v = (*key && *end == '\0') ? gnn_graph_find_typed(g, t, id) : -1;
+	}
+	if (v < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("node \"%s\" is not in graph \"%s\"", key, graph)));
+	return v;
 }
 
 /* ------------------------------------------------------------------ inference */
@@ -256,6 +342,8 @@ typedef struct InferCtx
 	OutKind		kind;
 	int32		want;			/* layer, or -1 for probabilities */
 	int32		cols;
+	int32		type;			/* the node type results are about */
+	bool		regression;		/* predictions are the output layer's value */
 	GnnCacheKey key;
 } InferCtx;
 
@@ -267,6 +355,13 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, InferCtx
 	memset(x, 0, sizeof(*x));
 	x->kind = kind;
 	ReadModel(model, version, false, &x->mr);
+	if (kind == OUT_PROBS && strcmp(x->mr.task, "regression") == 0)
+	{
+		/* a regression model's prediction is its output layer */
+		x->regression = true;
+		kind = x->kind = OUT_EMBED;
+		layer = INT32_MAX;
+	}
 	if (kind == OUT_PROBS && strcmp(x->mr.task, "node_classification") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -283,7 +378,8 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, InferCtx
 				 errmsg("model \"%s\" takes %d features, but graph \"%s\" has %d",
 						x->mr.name, mc->in_dim, x->mr.graph, x->ref.g.feat_dim),
 				 errhint("Reload the graph with the features the model was trained on.")));
-	x->want = ResolveLayer(&x->mr, mc->layers, kind, layer);
+	x->want = x->regression ? mc->layers - 1 : ResolveLayer(&x->mr, mc->layers, kind, layer);
+	x->type = ResultType(&x->ref.g, NULL, x->mr.graph);
 	x->cols = x->want < 0 ? mc->out_dim : gnn_model_layer_dim(x->m, x->want);
 	x->key.dbid = MyDatabaseId;
 	x->key.owner = GetUserId();
@@ -343,7 +439,7 @@ InferFew(InferCtx *x, const int64 *ids, int n, float *out)
 
 	for (int i = 0; i < n; i++)
 	{
-		idx[i] = gnn_graph_find(&x->ref.g, ids[i]);
+		idx[i] = gnn_graph_find_typed(&x->ref.g, x->type, ids[i]);
 		if (idx[i] < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -379,23 +475,6 @@ InferFew(InferCtx *x, const int64 *ids, int n, float *out)
 	pfree(idx);
 }
 
-static int64
-FindRow(const GnnResult *r, int64 id)
-{
-	int64		lo = 0,
-				hi = r->rows;
-
-	while (lo < hi)
-	{
-		int64		mid = lo + (hi - lo) / 2;
-
-		if (r->ids[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (lo < r->rows && r->ids[lo] == id) ? lo : -1;
-}
 
 /* A real[] of one row, built in place (one allocation, one copy). */
 static ArrayType *
@@ -441,45 +520,84 @@ ModelArg(FunctionCallInfo fcinfo)
  * a large graph never spills a tuplestore; the result stays mapped until the
  * transaction ends.
  */
+/* What _embedding_rows streams: the shared result and the keys of one node type. */
+typedef struct EmbedRows
+{
+	GnnResult	r;
+	int64		first;			/* the type's first node */
+	int64		count;
+	int64	   *keys;			/* [count] */
+	int64	   *key_off;		/* [count + 1] text keys, or NULL */
+	char	   *key_bytes;
+} EmbedRows;
+
 Datum
 gnn_embedding_rows(PG_FUNCTION_ARGS)
 {
 	FuncCallContext *fctx;
-	GnnResult  *r;
+	EmbedRows  *er;
 
 	if (SRF_IS_FIRSTCALL())
 	{
 		MemoryContext old;
 		TupleDesc	desc;
 		InferCtx	x;
+		const gnn_graph *g;
+		int32		t;
 
 		GnnRequirePreload();
 		fctx = SRF_FIRSTCALL_INIT();
 		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
-		r = palloc(sizeof(GnnResult));
+		er = palloc0(sizeof(EmbedRows));
 		MemoryContextSwitchTo(old);
 		InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED,
 				   PG_ARGISNULL(1) ? -1 : PG_GETARG_INT32(1), &x);
-		InferFull(&x, r);
+		g = &x.ref.g;
+		t = ResultType(g, PG_NARGS() > 3 && !PG_ARGISNULL(3) ? text_to_cstring(PG_GETARG_TEXT_PP(3)) : NULL,
+					   x.mr.graph);
+		InferFull(&x, &er->r);
+		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
+		er->first = g->type_ptr[t];
+		er->count = g->type_ptr[t + 1] - g->type_ptr[t];
+		er->keys = palloc_extended(sizeof(int64) * Max(er->count, 1), MCXT_ALLOC_HUGE);
+		memcpy(er->keys, g->keys + er->first, sizeof(int64) * er->count);
+		if (g->key_off && g->type_text_key && g->type_text_key[t])
+		{
+			int64		b0 = g->key_off[er->first],
+						b1 = g->key_off[er->first + er->count];
+
+			er->key_off = palloc_extended(sizeof(int64) * (er->count + 1), MCXT_ALLOC_HUGE);
+			for (int64 i = 0; i <= er->count; i++)
+				er->key_off[i] = g->key_off[er->first + i] - b0;
+			er->key_bytes = palloc_extended(Max(b1 - b0, 1), MCXT_ALLOC_HUGE);
+			memcpy(er->key_bytes, g->key_bytes + b0, b1 - b0);
+		}
+		MemoryContextSwitchTo(old);
 		InferEnd(&x);
 		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
 		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 			elog(ERROR, "return type must be a row type");
 		fctx->tuple_desc = BlessTupleDesc(desc);
-		fctx->user_fctx = r;
-		fctx->max_calls = r->rows;
+		fctx->user_fctx = er;
+		fctx->max_calls = er->count;
 		MemoryContextSwitchTo(old);
 	}
 	fctx = SRF_PERCALL_SETUP();
-	r = fctx->user_fctx;
+	er = fctx->user_fctx;
 	if (fctx->call_cntr < fctx->max_calls)
 	{
-		Datum		v[2];
-		bool		n[2] = {false, false};
+		Datum		v[3];
+		bool		n[3] = {false, false, false};
 		int64		i = (int64) fctx->call_cntr;
+		int64		row = er->first + i;
 
-		v[0] = Int64GetDatum(r->ids[i]);
-		v[1] = PointerGetDatum(RowArray(r->out + i * r->cols, r->cols));
+		v[0] = Int64GetDatum(er->keys[i]);
+		v[1] = PointerGetDatum(RowArray(er->r.out + row * er->r.cols, er->r.cols));
+		if (er->key_off)
+			v[2] = PointerGetDatum(cstring_to_text_with_len(er->key_bytes + er->key_off[i],
+															(int) (er->key_off[i + 1] - er->key_off[i])));
+		else
+			v[2] = CStringGetTextDatum(psprintf(INT64_FORMAT, er->keys[i]));
 		SRF_RETURN_NEXT(fctx, HeapTupleGetDatum(heap_form_tuple(fctx->tuple_desc, v, n)));
 	}
 	SRF_RETURN_DONE(fctx);
@@ -565,11 +683,14 @@ gnn_embed(PG_FUNCTION_ARGS)
 	Oid			relid;
 	char	   *qname;
 	StringInfoData q;
-	Oid			types[3] = {TEXTOID, INT4OID, INT4OID};
-	Datum		values[3];
-	char		nulls[4] = "   ";
+	Oid			types[4] = {TEXTOID, INT4OID, INT4OID, TEXTOID};
+	Datum		values[4];
+	char		nulls[5] = "    ";
 	int64		written;
 	ModelRow	c;
+	char	   *node_type = PG_NARGS() > 6 && !PG_ARGISNULL(6) ? text_to_cstring(PG_GETARG_TEXT_PP(6)) : NULL;
+	char	   *key_type = NULL;	/* the node key's SQL type; NULL: bigint */
+	int32		type;
 
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
@@ -581,6 +702,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 		GnnResult	r;
 
 		InferBegin(model, version, OUT_EMBED, layer, &x);
+		type = node_type ? ResultType(&x.ref.g, node_type, x.mr.graph) : x.type;
 		InferFull(&x, &r);
 		InferEnd(&x);
 		c = x.mr;
@@ -598,13 +720,25 @@ gnn_embed(PG_FUNCTION_ARGS)
 	initStringInfo(&q);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	/* the key's own type, as the loader recorded it (schema graphs) */
+	if (SPI_execute_with_args("SELECT gnn._graph_meta($1)->'types'->$2->>'key_type'", 2,
+							  (Oid[]) {TEXTOID, INT4OID},
+							  (Datum[]) {CStringGetTextDatum(c.graph), Int32GetDatum(type)},
+							  NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+		key_type = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (key_type && (strcmp(key_type, "bigint") == 0 || strcmp(key_type, "integer") == 0 ||
+					 strcmp(key_type, "smallint") == 0))
+		key_type = NULL;		/* integer keys travel as the id column */
+	values[3] = node_type ? CStringGetTextDatum(node_type) : (Datum) 0;
+	nulls[3] = node_type ? ' ' : 'n';
 	if (column == NULL)
 	{
 		if (!OidIsValid(relid))
 		{
 			qname = rv->schemaname ? quote_qualified_identifier(rv->schemaname, rv->relname) :
 				(char *) quote_identifier(rv->relname);
-			appendStringInfo(&q, "CREATE TABLE %s (id bigint PRIMARY KEY, embedding real[])", qname);
+			appendStringInfo(&q, "CREATE TABLE %s (id %s PRIMARY KEY, embedding real[])", qname,
+							 key_type ? key_type : "bigint");
 			if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
 				elog(ERROR, "could not create %s", qname);
 		}
@@ -617,8 +751,8 @@ gnn_embed(PG_FUNCTION_ARGS)
 				elog(ERROR, "could not empty %s", qname);
 		}
 		resetStringInfo(&q);
-		appendStringInfo(&q, "INSERT INTO %s (id, embedding) SELECT id, embedding FROM gnn._embedding_rows($1, $2, $3)",
-						 qname);
+		appendStringInfo(&q, "INSERT INTO %s (id, embedding) SELECT %s, embedding FROM gnn._embedding_rows($1, $2, $3, $4)",
+						 qname, key_type ? psprintf("key::%s", key_type) : "id");
 	}
 	else
 	{
@@ -632,10 +766,11 @@ gnn_embed(PG_FUNCTION_ARGS)
 		if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
 			elog(ERROR, "could not add column %s", column);
 		resetStringInfo(&q);
-		appendStringInfo(&q, "UPDATE %s t SET %s = e.embedding FROM gnn._embedding_rows($1, $2, $3) e "
-						 "WHERE t.%s = e.id", qname, quote_identifier(column), quote_identifier(idcol));
+		appendStringInfo(&q, "UPDATE %s t SET %s = e.embedding FROM gnn._embedding_rows($1, $2, $3, $4) e "
+						 "WHERE t.%s = e.%s", qname, quote_identifier(column), quote_identifier(idcol),
+						 key_type ? psprintf("key::%s", key_type) : "id");
 	}
-	if (SPI_execute_with_args(q.data, 3, types, values, nulls, false, 0) < 0)
+	if (SPI_execute_with_args(q.data, 4, types, values, nulls, false, 0) < 0)
 		elog(ERROR, "could not write embeddings into %s", qname);
 	written = (int64) SPI_processed;
 	SPI_finish();
@@ -654,7 +789,12 @@ ArgMax(const float *p, int32 cols)
 	return best;
 }
 
-/* gnn.predict(model, nodes, version) -> (id, label, score, class) */
+/*
+ * gnn.predict(model, nodes, version) -> (id, label, score, class, key):
+ * nodes as bigint[] (integer keys) or text[] (keys of any type, as text);
+ * NULL: every node of the model's type.  A regression model's score is its
+ * predicted value (label and class NULL).
+ */
 Datum
 gnn_predict(PG_FUNCTION_ARGS)
 {
@@ -664,47 +804,68 @@ gnn_predict(PG_FUNCTION_ARGS)
 	int			nwant = -1;
 	GnnResult	r;
 	float	   *few = NULL;
+	Datum	   *d = NULL;
+	bool	   *dn = NULL;
+	bool		text_keys = get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTARRAYOID;
+	int64		first = 0;
 
 	GnnRequirePreload();
 	if (!PG_ARGISNULL(1))
 	{
 		ArrayType  *a = PG_GETARG_ARRAYTYPE_P(1);
-		Datum	   *d;
-		bool	   *n;
 
-		deconstruct_array(a, INT8OID, 8, true, TYPALIGN_DOUBLE, &d, &n, &nwant);
-		want = palloc(sizeof(int64) * Max(nwant, 1));
+		if (text_keys)
+			deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &d, &dn, &nwant);
+		else
+			deconstruct_array(a, INT8OID, 8, true, TYPALIGN_DOUBLE, &d, &dn, &nwant);
 		for (int i = 0; i < nwant; i++)
-		{
-			if (n[i])
+			if (dn[i])
 				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("node ids must not be NULL")));
-			want[i] = DatumGetInt64(d[i]);
-		}
 	}
 	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1, &x);
 	if (nwant >= 0)
 	{
+		/* as integer keys of the model's type (a text key: its rank) */
+		want = palloc(sizeof(int64) * Max(nwant, 1));
+		for (int i = 0; i < nwant; i++)
+			want[i] = text_keys ?
+				x.ref.g.keys[FindNodeText(&x.ref.g, x.type, TextDatumGetCString(d[i]), x.mr.graph)] :
+				DatumGetInt64(d[i]);
 		few = palloc(sizeof(float) * (Size) Max(nwant, 1) * x.cols);
 		if (nwant > 0)
 			InferFew(&x, want, nwant, few);
 	}
 	else
-		InferFull(&x, &r);
-	InitMaterializedSRF(fcinfo, 0);
-	for (int64 k = 0; k < (nwant >= 0 ? nwant : r.rows); k++)
 	{
-		const float *p = nwant >= 0 ? few + k * x.cols : r.out + k * x.cols;
-		Datum		v[4];
-		bool		n[4] = {false, false, false, false};
-		int			best = ArgMax(p, x.cols);
-		const char *cls = ClassName(&x.mr, best);
+		InferFull(&x, &r);
+		first = x.ref.g.type_ptr[x.type];
+	}
+	InitMaterializedSRF(fcinfo, 0);
+	for (int64 k = 0; k < (nwant >= 0 ? nwant : x.ref.g.type_ptr[x.type + 1] - first); k++)
+	{
+		const float *p = nwant >= 0 ? few + k * x.cols : r.out + (first + k) * x.cols;
+		int64		v = nwant >= 0 ? gnn_graph_find_typed(&x.ref.g, x.type, want[k]) : first + k;
+		Datum		vals[5];
+		bool		n[5] = {false, false, false, false, false};
 
-		v[0] = Int64GetDatum(nwant >= 0 ? want[k] : r.ids[k]);
-		v[1] = Int32GetDatum(best);
-		v[2] = Float4GetDatum(p[best]);
-		v[3] = cls ? CStringGetTextDatum(cls) : (Datum) 0;
-		n[3] = cls == NULL;
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+		vals[0] = Int64GetDatum(x.ref.g.keys[v]);
+		if (x.regression)
+		{
+			n[1] = n[3] = true;
+			vals[2] = Float4GetDatum(p[0]);
+		}
+		else
+		{
+			int			best = ArgMax(p, x.cols);
+			const char *cls = ClassName(&x.mr, best);
+
+			vals[1] = Int32GetDatum(best);
+			vals[2] = Float4GetDatum(p[best]);
+			vals[3] = cls ? CStringGetTextDatum(cls) : (Datum) 0;
+			n[3] = cls == NULL;
+		}
+		vals[4] = KeyText(&x.ref.g, v);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, n);
 	}
 	InferEnd(&x);
 	return (Datum) 0;
@@ -721,8 +882,11 @@ gnn_embedding(PG_FUNCTION_ARGS)
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
 		PG_RETURN_NULL();
-	node = PG_GETARG_INT64(1);
 	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED, -1, &x);
+	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID)
+		node = x.ref.g.keys[FindNodeText(&x.ref.g, x.type, TextDatumGetCString(PG_GETARG_DATUM(1)), x.mr.graph)];
+	else
+		node = PG_GETARG_INT64(1);
 	row = palloc(sizeof(float) * x.cols);
 	InferFew(&x, &node, 1, row);
 	InferEnd(&x);
@@ -744,6 +908,8 @@ gnn_similar(PG_FUNCTION_ARGS)
 	int64	   *idx;
 	float	   *score;
 	int64		got;
+	int64		first,
+				count;
 
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
@@ -754,11 +920,13 @@ gnn_similar(PG_FUNCTION_ARGS)
 				 errmsg("k must be between 1 and 100000 (got %d)", k)));
 	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 3), OUT_EMBED, -1, &x);
 	InferFull(&x, &r);
-	row = FindRow(&r, PG_GETARG_INT64(1));
-	if (row < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("node %lld is not in graph \"%s\"", (long long) PG_GETARG_INT64(1), x.mr.graph)));
+	/* the node's row, and the rows of its type: the candidates */
+	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID)
+		row = FindNodeText(&x.ref.g, x.type, TextDatumGetCString(PG_GETARG_DATUM(1)), x.mr.graph);
+	else
+		row = FindNodeOfType(&x.ref.g, x.type, PG_GETARG_INT64(1), x.mr.graph);
+	first = x.ref.g.type_ptr[x.type];
+	count = x.ref.g.type_ptr[x.type + 1] - first;
 	idx = palloc(sizeof(int64) * k);
 	score = palloc(sizeof(float) * k);
 	if (r.fresh)
@@ -776,8 +944,12 @@ gnn_similar(PG_FUNCTION_ARGS)
 
 		PG_TRY();
 		{
-			got = r.emb16 ? gnn_topk_cosine_bf16(r.out, r.emb16, r.norms, r.rows, r.cols, row, k, nt, idx, score) :
-				gnn_topk_cosine(r.out, r.norms, r.rows, r.cols, row, k, nt, idx, score);
+			const float *out = r.out + first * r.cols;
+			const uint16 *e16 = r.emb16 ? r.emb16 + first * r.cols : NULL;
+			const float *norms = r.norms + first;
+
+			got = e16 ? gnn_topk_cosine_bf16(out, e16, norms, count, r.cols, row - first, k, nt, idx, score) :
+				gnn_topk_cosine(out, norms, count, r.cols, row - first, k, nt, idx, score);
 		}
 		PG_FINALLY();
 		{
@@ -788,11 +960,12 @@ gnn_similar(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	for (int64 i = 0; i < got; i++)
 	{
-		Datum		v[2];
-		bool		n[2] = {false, false};
+		Datum		v[3];
+		bool		n[3] = {false, false, false};
 
-		v[0] = Int64GetDatum(r.ids[idx[i]]);
+		v[0] = Int64GetDatum(x.ref.g.keys[first + idx[i]]);
 		v[1] = Float4GetDatum(score[i]);
+		v[2] = KeyText(&x.ref.g, first + idx[i]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
 	}
 	InferEnd(&x);
