@@ -303,6 +303,7 @@ gnn_linkpred_config_default(gnn_linkpred_config *lc)
 	lc->negatives = 1;
 	lc->hits_k = 50;
 	lc->edge_type = -1;
+	lc->reverse_edge_type = -1;
 }
 
 typedef struct pair

@@ -56,6 +56,7 @@ typedef struct gnn_linkpred_config
 								 * (its reverse relation's arcs of held-out pairs are removed
 								 * too); negatives pair its source and destination types.
 								 * -1: every arc (homogeneous graphs) */
+	int32_t		reverse_edge_type;	/* the reverse relation of edge_type, or -1 */
 } gnn_linkpred_config;
 
 typedef struct gnn_linkpred_result

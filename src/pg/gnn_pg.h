@@ -79,6 +79,8 @@ typedef enum GnnJobState
 #define GNN_MAX_FANOUTS 8
 
 /* Everything a worker needs to run a job, validated by gnn.train. */
+#define GNN_MAX_TYPE_FANOUTS 16
+
 typedef struct GnnTrainRequest
 {
 	char		graph[NAMEDATALEN];
@@ -114,7 +116,17 @@ typedef struct GnnTrainRequest
 	int32		roots;
 	int32		presample;
 	int32		saint_batches;
-	char		params_json[1024];	/* the same, as jsonb text for the catalog */
+	/* schema graphs */
+	int32		num_bases;		/* rgcn: 0 = full weights per relation */
+	char		edge_type[NAMEDATALEN]; /* link prediction on one relation ('' = all arcs) */
+	int32		temporal;		/* -1: default (on when the target type has times), 0, 1 */
+	char		temporal_strategy[16];	/* uniform, last */
+	bool		row_normalise_set;
+	/* fan-outs per edge type or source node type: names and their per-hop fan-outs */
+	int32		ntype_fanouts;
+	char		type_fanout_names[GNN_MAX_TYPE_FANOUTS][NAMEDATALEN];
+	int32		type_fanouts[GNN_MAX_TYPE_FANOUTS][GNN_MAX_FANOUTS];
+	char		params_json[2048];	/* the same, as jsonb text for the catalog */
 } GnnTrainRequest;
 
 typedef struct GnnJobSlot

@@ -23,6 +23,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -150,15 +151,17 @@ CheckRange(const char *what, double v, double lo, double hi)
 				 errmsg("%s must be between %g and %g (got %g)", what, lo, hi, v)));
 }
 
-static const char *const model_names[] = {"gcn", "graphsage", "gat", NULL};
-static const char *const task_names[] = {"node_classification", "link_prediction", NULL};
+static const char *const model_names[] = {"gcn", "graphsage", "gat", "rgcn", "hetero_sage", NULL};
+static const char *const task_names[] = {"node_classification", "link_prediction", "regression", NULL};
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
 static const char *const aggr_names[] = {"mean", "pool", NULL};
 static const char *const optim_names[] = {"adam", "sgd", NULL};
 static const char *const select_names[] = {"loss", "acc", "gat", NULL};
 static const char *const option_names[] = {"heads", "out_heads", "patience", "aggregator",
 	"optimizer", "attn_dropout", "select", "row_normalise", "fanouts", "batch_size", "sampler",
-	"num_parts", "clusters_per_batch", "walk_length", "roots", "presample", "batches", NULL};
+	"num_parts", "clusters_per_batch", "walk_length", "roots", "presample", "batches",
+	"num_bases", "edge_type", "temporal", "temporal_strategy", NULL};
+static const char *const temporal_names[] = {"uniform", "last", NULL};
 static const char *const sampler_names[] = {"full", "neighbor", "ladies", "cluster", "saint_rw", NULL};
 
 static int32
@@ -185,6 +188,10 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 	char	   *key = NULL;
 	int			depth = 0;
 	bool		in_fanouts = false;
+	bool		in_type_fanouts = false;	/* {"fanouts": {"reviews": [10, 5], "default": [5, 5]}} */
+	int32	   *cur = NULL;
+	int32	   *cur_n = NULL;
+	int32		cur_count = 0;
 
 	if (!JB_ROOT_IS_OBJECT(opts))
 		ereport(ERROR,
@@ -195,6 +202,85 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 	{
 		char	   *val;
 
+		if (in_type_fanouts)
+		{
+			/* inside the fan-outs object: name -> array of fan-outs */
+			if (tok == WJB_KEY && depth == 2)
+			{
+				char	   *nm = pnstrdup(v.val.string.val, v.val.string.len);
+
+				if (strcmp(nm, "default") == 0)
+				{
+					cur = r->fanouts;
+					cur_n = &r->nfanouts;
+				}
+				else
+				{
+					if (r->ntype_fanouts >= GNN_MAX_TYPE_FANOUTS)
+						ereport(ERROR,
+								(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								 errmsg("at most %d named fan-outs are allowed", GNN_MAX_TYPE_FANOUTS)));
+					SetText(r->type_fanout_names[r->ntype_fanouts], NAMEDATALEN, nm, "fan-out name", NULL);
+					cur = r->type_fanouts[r->ntype_fanouts];
+					cur_n = &cur_count;
+					r->ntype_fanouts++;
+				}
+				*cur_n = 0;
+				continue;
+			}
+			if (tok == WJB_BEGIN_ARRAY && depth == 2 && cur)
+			{
+				depth++;
+				continue;
+			}
+			if (tok == WJB_END_ARRAY && depth == 3)
+			{
+				depth--;
+				if (*cur_n == 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("option \"fanouts\" must not hold an empty list")));
+				for (int h = *cur_n; h < GNN_MAX_FANOUTS; h++)
+					cur[h] = cur[*cur_n - 1];
+				cur = NULL;
+				continue;
+			}
+			if (tok == WJB_END_OBJECT && depth == 2)
+			{
+				depth--;
+				in_type_fanouts = false;
+				if (r->nfanouts == 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("option \"fanouts\" given per type needs a \"default\" list"),
+							 errhint("For example {\"fanouts\": {\"reviews\": [10, 5], \"default\": [5, 5]}}.")));
+				continue;
+			}
+			if ((tok == WJB_ELEM) && depth == 3 && cur)
+			{
+				char	   *val = v.type == jbvNumeric ?
+					DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric))) : "null";
+				int32		f = OptInt("fanouts", val, -1, 100000);
+
+				if (*cur_n >= GNN_MAX_FANOUTS)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("at most %d fan-outs are allowed", GNN_MAX_FANOUTS)));
+				cur[(*cur_n)++] = f;
+				continue;
+			}
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"fanouts\" must be a list of integers, or an object of such lists"),
+					 errhint("For example {\"fanouts\": [10, 10]} or {\"fanouts\": {\"reviews\": [10, 5], \"default\": [5, 5]}}.")));
+		}
+		if (tok == WJB_BEGIN_OBJECT && depth == 1 && key && strcmp(key, "fanouts") == 0)
+		{
+			in_type_fanouts = true;
+			r->nfanouts = 0;
+			depth++;
+			continue;
+		}
 		if (tok == WJB_BEGIN_ARRAY && depth == 1 && key && strcmp(key, "fanouts") == 0)
 		{
 			/* the one list-valued option: fan-outs per hop */
@@ -297,8 +383,23 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 			r->presample = OptInt(key, val, 1, 1000000);
 		else if (strcmp(key, "batches") == 0)
 			r->saint_batches = OptInt(key, val, 1, 1000000);
+		else if (strcmp(key, "num_bases") == 0)
+			r->num_bases = OptInt(key, val, 0, 1000);
+		else if (strcmp(key, "edge_type") == 0)
+			SetText(r->edge_type, sizeof(r->edge_type), val, "edge type", NULL);
+		else if (strcmp(key, "temporal_strategy") == 0)
+			SetText(r->temporal_strategy, sizeof(r->temporal_strategy), val, "temporal strategy", temporal_names);
+		else if (strcmp(key, "temporal") == 0)
+		{
+			if (strcmp(val, "true") != 0 && strcmp(val, "false") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"temporal\" must be true or false")));
+			r->temporal = strcmp(val, "true") == 0;
+		}
 		else if (strcmp(key, "row_normalise") == 0)
 		{
+			r->row_normalise_set = true;
 			if (strcmp(val, "true") != 0 && strcmp(val, "false") != 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -679,6 +780,38 @@ CheckGraph(GnnTrainRequest *r)
 					 errmsg("option \"num_parts\" is %d, but graph \"%s\" has only %lld nodes",
 							r->num_parts, r->graph, (long long) g->num_nodes),
 					 errhint("Use at most one part per node.")));
+		if (strcmp(r->task, "regression") == 0 && !g->targets)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("graph \"%s\" has no numeric targets: regression needs them", r->graph),
+					 errhint("Load a schema graph with label => a float or numeric column of the target table.")));
+		if (strcmp(r->task, "node_classification") == 0 && !g->labels && g->targets)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("graph \"%s\" has numeric targets, not classes", r->graph),
+					 errhint("Train with task => 'regression'.")));
+		if (r->edge_type[0] && gnn_graph_edge_type_by_name(g, r->edge_type) < 0)
+		{
+			StringInfoData b;
+
+			initStringInfo(&b);
+			for (int i = 0; i < g->num_edge_types; i++)
+			{
+				const char *nm = gnn_graph_edge_type_name(g, i);
+
+				appendStringInfo(&b, "%s%s", i ? ", " : "", nm ? nm : "edge");
+			}
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("graph \"%s\" has no edge type \"%s\"", r->graph, r->edge_type),
+					 errdetail("Its edge types are: %s.", b.data)));
+		}
+		if ((strcmp(r->model, "rgcn") == 0 || strcmp(r->model, "hetero_sage") == 0) &&
+			strcmp(r->sampler, "cluster") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("model \"%s\" trains full-batch or on neighbour-sampled minibatches", r->model),
+					 errhint("Drop the sampler option, or give fanouts.")));
 		if (strcmp(r->task, "node_classification") == 0)
 		{
 			if (!g->labels || g->num_classes < 1)
@@ -711,6 +844,22 @@ CheckGraph(GnnTrainRequest *r)
 		GnnGraphRelease(&ref);
 	}
 	PG_END_TRY();
+}
+
+/* Whether a graph came from gnn.load_schema_graph (several types, or its encoded columns). */
+static bool
+GraphIsTyped(const char *name)
+{
+	GnnGraphRef ref;
+	bool		typed;
+
+	if (!GnnGraphExists(name))
+		return false;			/* CheckGraph reports it */
+	GnnGraphAcquire(name, &ref);
+	typed = ref.g.num_node_types > 1 || ref.g.num_edge_types > 1 ||
+		(ref.g.meta && ref.g.meta_bytes > 17 && strncmp(ref.g.meta, "{\"kind\":\"schema\"", 17) == 0);
+	GnnGraphRelease(&ref);
+	return typed;
 }
 
 /* ------------------------------------------------------------------ gnn.train */
@@ -782,10 +931,15 @@ gnn_train(PG_FUNCTION_ARGS)
 	r.attn_dropout = r.dropout;
 	r.patience = -1;
 	r.row_normalise = true;
+	r.temporal = -1;
+	strlcpy(r.temporal_strategy, "uniform", sizeof(r.temporal_strategy));
 	r.fault_after = gnn_fault_backend_calls;
 	r.threads = gnn_threads;
 	if (!PG_ARGISNULL(13))
 		ParseOptions(PG_GETARG_JSONB_P(13), &r);
+	/* schema graphs' features are standardised (negative values): row sums mean nothing there */
+	if (!r.row_normalise_set && GraphIsTyped(r.graph))
+		r.row_normalise = false;
 	snprintf(r.params_json, sizeof(r.params_json),
 			 "{\"model\": \"%s\", \"task\": \"%s\", \"hidden\": %d, \"layers\": %d, \"epochs\": %d, "
 			 "\"lr\": %g, \"weight_decay\": %g, \"dropout\": %g, \"device\": \"%s\", \"seed\": %lld, "
@@ -795,6 +949,36 @@ gnn_train(PG_FUNCTION_ARGS)
 			 (long long) r.seed, r.heads, r.out_heads, r.patience, r.aggregator, r.optimizer,
 			 r.attn_dropout, r.select[0] ? r.select : "default", r.row_normalise ? "true" : "false");
 	CheckSampling(&r);
+	if (r.num_bases > 0 || r.edge_type[0] || r.temporal >= 0 || r.ntype_fanouts > 0)
+	{
+		size_t		len = strlen(r.params_json);
+		StringInfoData b;
+
+		initStringInfo(&b);
+		appendStringInfo(&b, ", \"num_bases\": %d, \"temporal\": %s, \"temporal_strategy\": \"%s\"",
+						 r.num_bases, r.temporal < 0 ? "null" : r.temporal ? "true" : "false",
+						 r.temporal_strategy);
+		if (r.edge_type[0])
+		{
+			appendStringInfoString(&b, ", \"edge_type\": ");
+			escape_json(&b, r.edge_type);
+		}
+		for (int i = 0; i < r.ntype_fanouts; i++)
+		{
+			appendStringInfoString(&b, i == 0 ? ", \"type_fanouts\": {" : ", ");
+			escape_json(&b, r.type_fanout_names[i]);
+			appendStringInfoString(&b, ": [");
+			for (int h = 0; h < r.nfanouts; h++)
+				appendStringInfo(&b, "%s%d", h ? ", " : "", r.type_fanouts[i][h]);
+			appendStringInfoString(&b, i == r.ntype_fanouts - 1 ? "]}" : "]");
+		}
+		appendStringInfoChar(&b, '}');
+		if (len > 0 && r.params_json[len - 1] == '}' && len - 1 + b.len < sizeof(r.params_json))
+		{
+			r.params_json[len - 1] = '\0';
+			strlcat(r.params_json, b.data, sizeof(r.params_json));
+		}
+	}
 	if (strcmp(r.sampler, "cluster") == 0 || strcmp(r.sampler, "saint_rw") == 0)
 		snprintf(r.params_json + strlen(r.params_json) - 1, sizeof(r.params_json) - strlen(r.params_json) + 1,
 				 ", \"sampler\": \"%s\", \"num_parts\": %d, \"clusters_per_batch\": %d, \"walk_length\": %d, "

@@ -291,6 +291,43 @@ RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequ
 	mbc.sampler.nthreads = r->threads;
 	mbc.sampler.weighted = true;	/* as gnn.sample_neighbors: by weight where the graph has weights */
 	mbc.batch_size = r->batch_size;
+	if (g->num_edge_types > 1 || r->ntype_fanouts > 0)
+	{
+		/*
+		 * Fan-outs per relation: a name given is a relation's, or a node
+		 * type's (the relations whose sources are of that type: "reviews"
+		 * draws reviews); the rest take the default list.
+		 */
+		int32	   *tf = palloc(sizeof(int32) * r->nfanouts * g->num_edge_types);
+
+		for (int e = 0; e < g->num_edge_types; e++)
+		{
+			const int32 *use = r->fanouts;
+			const char *en = gnn_graph_edge_type_name(g, e);
+			const char *sn = gnn_graph_node_type_name(g, g->etypes[e].src_type);
+
+			for (int i = 0; i < r->ntype_fanouts; i++)
+				if (en && strcmp(r->type_fanout_names[i], en) == 0)
+					use = r->type_fanouts[i];
+			if (use == r->fanouts)
+				for (int i = 0; i < r->ntype_fanouts; i++)
+					if (sn && strcmp(r->type_fanout_names[i], sn) == 0)
+						use = r->type_fanouts[i];
+			for (int h = 0; h < r->nfanouts; h++)
+				tf[h * g->num_edge_types + e] = use[h];
+		}
+		mbc.sampler.type_fanouts = tf;
+	}
+	/* time-aware by default when the nodes trained on have times */
+	if (r->temporal != 0 && g->time)
+	{
+		bool		have = false;
+
+		for (int64 v = 0; v < g->num_nodes && !have; v++)
+			have = gnn_graph_type_of(g, v) == cfg->target_type && g->time[v] != GNN_TIME_NONE;
+		mbc.sampler.temporal = have;
+	}
+	mbc.sampler.temporal_strategy = strcmp(r->temporal_strategy, "last") == 0 ? 1 : 0;
 	return gnn_train_minibatch(g, cfg, &mbc, be, OnProgress, NULL, ShouldStop, NULL, model, res, stats, err);
 }
 
@@ -303,6 +340,19 @@ RunLinkPrediction(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *
 	gnn_status	st;
 
 	gnn_linkpred_config_default(&lc);
+	if (wctx->req.edge_type[0])
+	{
+		char		rev[NAMEDATALEN * 2];
+		const char *et = wctx->req.edge_type;
+
+		lc.edge_type = gnn_graph_edge_type_by_name(g, et);
+		/* its reverse: "rev_X" for X, X for "rev_X" */
+		if (strncmp(et, "rev_", 4) == 0)
+			strlcpy(rev, et + 4, sizeof(rev));
+		else
+			snprintf(rev, sizeof(rev), "rev_%s", et);
+		lc.reverse_edge_type = gnn_graph_edge_type_by_name(g, rev);
+	}
 	st = gnn_train_linkpred(g, cfg, &lc, be, OnProgress, NULL, ShouldStop, NULL, model, lres, err);
 	memset(res, 0, sizeof(*res));
 	res->epochs_run = lres->epochs_run;
@@ -525,6 +575,16 @@ RunJob(void)
 		cfg.threads = r->threads;
 		cfg.row_normalise = r->row_normalise;
 		cfg.timing = false;
+		cfg.task = strcmp(r->task, "regression") == 0 ? GNN_TASK_REGRESS : GNN_TASK_CLASSIFY;
+		cfg.num_bases = r->num_bases;
+		/* the type trained on: the one whose nodes carry labels or targets */
+		cfg.target_type = 0;
+		for (int64 v = 0; v < ref.g.num_nodes; v++)
+			if ((ref.g.labels && ref.g.labels[v] >= 0) || (ref.g.targets && !isnan(ref.g.targets[v])))
+			{
+				cfg.target_type = gnn_graph_type_of(&ref.g, v);
+				break;
+			}
 		if (!gnn_parse_aggr(r->aggregator, &cfg.aggr) || !gnn_parse_optim(r->optimizer, &cfg.optimizer) ||
 			(r->select[0] && !gnn_parse_select(r->select, &cfg.select)))
 			elog(ERROR, "invalid training options");
