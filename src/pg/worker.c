@@ -651,6 +651,18 @@ RunJob(void)
 			JsonNum(&metrics, "val_loss", res.best.val_loss, false);
 			JsonNum(&metrics, "test_acc", res.best.test_acc, false);
 			JsonNum(&metrics, "seconds", res.seconds, false);
+			if (!linkpred && cfg.task == GNN_TASK_REGRESS)
+			{
+				JsonNum(&metrics, "val_mae", res.best.val_mae, false);
+				JsonNum(&metrics, "test_mae", res.best.test_mae, false);
+				JsonNum(&metrics, "val_rmse", res.best.val_rmse, false);
+				JsonNum(&metrics, "test_rmse", res.best.test_rmse, false);
+			}
+			else if (!linkpred && ref.g.num_classes == 2)
+			{
+				JsonNum(&metrics, "val_auc", res.best.val_auc, false);
+				JsonNum(&metrics, "test_auc", res.best.test_auc, false);
+			}
 			if (linkpred)
 			{
 				JsonNum(&metrics, "val_auc", lres.val_auc, false);
