@@ -67,17 +67,44 @@ void		gnn_enc_write(const gnn_col_encoder *e, int64_t row, float *out);
 void		gnn_enc_drop_rows(gnn_col_encoder *e);
 
 /*
- * The encoding as a JSON object (malloc'd, free with free()), e.g.
+ * Write rows 0 .. rows-1 of several finished encoders side by side: row r's
+ * slices, concatenated in column order, go to out + r * ld + col0 (the
+ * columns of one node type's feature block; OpenMP over rows, nthreads < 1:
+ * one thread).  Every encoder must still hold its rows (>= rows of them) and
+ * col0 + the sum of the widths must fit in ld.
+ */
+gnn_status	gnn_enc_write_rows(gnn_col_encoder *const *encs, int ncols, int64_t rows, float *out,
+							   int64_t ld, int32_t col0, int nthreads, gnn_error *err);
+/* The same with output row r taken from buffered row src_row[r] (rows fed in
+ * scan order, nodes in key order); src_row NULL: the identity. */
+gnn_status	gnn_enc_write_rows_perm(gnn_col_encoder *const *encs, int ncols, int64_t rows,
+									const int64_t *src_row, float *out, int64_t ld,
+									int32_t col0, int nthreads, gnn_error *err);
+
+/*
+ * The encoding as a JSON object (malloc'd, free with free(); NULL when not
+ * finished or out of memory), e.g.
  *   {"kind":"numeric","width":2,"mean":3.5,"std":1.2,"missing":true}
- *   {"kind":"category","width":4,"categories":["a","b","c"],"other":true,"missing":false}
- *   {"kind":"array","width":8,"missing":false}
- * Strings are JSON-escaped; numbers printed with 17 significant digits so a
- * round trip is exact.
+ *   {"kind":"bool","width":1,"mean":0.25,"missing":false}
+ *   {"kind":"category","width":4,"max_categories":3,"categories":["a","b","c"],"other":true,"missing":false}
+ *   {"kind":"array","width":3,"length":3,"means":[0.5,1,-2],"missing":false}
+ * (TIME as NUMERIC.)  Kept categories are listed by rank (most frequent
+ * first, ties in byte order): slot i of the one-hot is categories[i], then
+ * "other", then the missing indicator.  Strings are JSON-escaped (control
+ * characters as \uXXXX, bytes >= 0x80 as they are); numbers printed with
+ * 17 significant digits so a round trip is exact.
  */
 char	   *gnn_enc_describe(const gnn_col_encoder *e);
 /* Rebuild a finished encoder (without rows) from gnn_enc_describe's JSON. */
 gnn_status	gnn_enc_from_json(const char *json, gnn_col_encoder **out, gnn_error *err);
-/* Encode one new value with a finished encoder into out[0 .. width). */
+/*
+ * Encode one new value with a finished encoder into out[0 .. width).  A
+ * category unseen at fit time goes to the "other" slot (all zeros without
+ * one); a NULL where the column had none at fit time (no indicator column) is
+ * encoded as the mean alone (a category: all zeros).  Errors as for feeding
+ * (row -1): wrong kind, not finished, non-finite numbers, an array of another
+ * length.
+ */
 gnn_status	gnn_enc_encode_num(const gnn_col_encoder *e, double v, bool isnull, float *out,
 							   gnn_error *err);
 gnn_status	gnn_enc_encode_text(const gnn_col_encoder *e, const char *s, size_t len, bool isnull,
