@@ -36,13 +36,18 @@ gnn_block_from_graph(const gnn_graph *g, gnn_block *blk)
 	blk->indptr = g->rindptr;
 	blk->indices = g->rindices;
 	blk->weights = g->rweights;
+	blk->etypes = g->rarc_type;
+	blk->dst_ntype = g->node_type;
 }
 
 /*
  * Sum a sorted neighbour list's weights with the self loop added where v has
  * none, in list order: the order in which gnn_dblock_create sums the whole
  * graph's block, row by row (in-edges) or down a column (out-edges), so the
- * double comes out bit for bit the same.
+ * double comes out bit for bit the same.  In a typed graph a row may hold the
+ * same neighbour more than once (one arc per relation): every arc counts,
+ * and the search for the first arc to v or beyond finds any self loop, as
+ * all arcs to v sit together from there.
  */
 double
 gnn_graph_gcn_degree(const gnn_graph *g, int64_t v, bool in)

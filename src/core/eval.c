@@ -47,7 +47,7 @@ gnn_status
 gnn_eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, gnn_eval_data *d,
 					 gnn_error *err)
 {
-	gnn_block	blk;
+	gnn_block	blk = {0};
 	gnn_status	st;
 	int32_t    *host = NULL;
 	int64_t		n = g->num_nodes;

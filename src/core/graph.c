@@ -9,10 +9,18 @@
  * for the region and write the CSR, its transpose and the node data straight
  * into it.  Memory first touched is slow on some machines, so every byte of
  * output is written once, into the region, and temporaries are few.
+ *
+ * Typed input (node and edge types, graph.h) arrives with node indices
+ * already assigned, so mapping is a check of each edge's relation and
+ * endpoint types; the edges are then grouped by relation before the two
+ * stable sorts, which leaves every row ordered by neighbour and then
+ * relation, and duplicates merge only within a relation.  A homogeneous
+ * input takes none of these steps: its build is the version 1 build.
  */
 #include "graph.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -208,12 +216,13 @@ nthreads_of(const gnn_graph_input *in)
  * counts its contiguous chunk, offsets are laid out bucket-major then
  * thread-major, and each thread scatters its chunk in order, so equal keys
  * keep their input order.  Outputs: key_out (optional), pay_out, w_out
- * (when w), starts[nb+1] (optional).
+ * (when w), rel_out (when rel: the relation of each item, typed graphs),
+ * starts[nb+1] (optional).
  */
 static gnn_status
 counting_sort(int64_t m, int64_t nb, const int32_t *key, const int32_t *pay, const float *w,
-			  int32_t *key_out, int32_t *pay_out, float *w_out, int64_t *starts, int T,
-			  gnn_error *err)
+			  const int16_t *rel, int32_t *key_out, int32_t *pay_out, float *w_out,
+			  int16_t *rel_out, int64_t *starts, int T, gnn_error *err)
 {
 	if (T < 1)
 		T = 1;
@@ -268,6 +277,8 @@ counting_sort(int64_t m, int64_t nb, const int32_t *key, const int32_t *pay, con
 				key_out[p] = key[i];
 			if (w)
 				w_out[p] = w[i];
+			if (rel)
+				rel_out[p] = rel[i];
 		}
 	}
 	free(off);
@@ -281,7 +292,9 @@ counting_sort(int64_t m, int64_t nb, const int32_t *key, const int32_t *pay, con
 enum
 {
 	L_IDS, L_INDPTR, L_INDICES, L_WEIGHTS, L_RINDPTR, L_RINDICES, L_RWEIGHTS,
-	L_FEAT, L_FPTR, L_FIDX, L_FVAL, L_LABELS, L_SPLIT, L_CLASSES, L_COUNT
+	L_FEAT, L_FPTR, L_FIDX, L_FVAL, L_LABELS, L_SPLIT, L_CLASSES,
+	L_TYPE_PTR, L_NODE_TYPE, L_ETYPES, L_ARC_TYPE, L_RARC_TYPE, L_TYPE_NAMES, L_KEYS,
+	L_KEY_OFF, L_KEY_BYTES, L_TYPE_TEXT_KEY, L_TIME, L_TARGETS, L_META, L_COUNT
 };
 
 typedef struct layout
@@ -428,6 +441,386 @@ endpoint_ids(const gnn_graph_input *in, int64_t **ids_out, int64_t *n_out, gnn_e
 	return GNN_OK;
 }
 
+/* ------------------------------------------------------------------ types */
+
+/* What the type checks learnt about a typed (or keyed) input. */
+typedef struct typeinfo
+{
+	int32_t		nt;				/* node types, >= 1 */
+	int32_t		nr;				/* relations, >= 1 */
+	bool		typed;			/* nt > 1 || nr > 1 */
+	bool		indexed;		/* node ids must be 0..n-1: typed, or keys given */
+	bool		has_time;		/* some node has a time */
+	bool		has_targets;	/* some node has a regression target */
+	uint64_t	names_bytes;	/* the type names up to the last one's NUL */
+	int64_t		type_ptr[GNN_MAX_NODE_TYPES + 1];
+	int64_t		rel_count[GNN_MAX_EDGE_TYPES];
+} typeinfo;
+
+/* Name number idx (node types, then relations) of the input, or NULL. */
+static const char *
+input_name(const gnn_graph_input *in, int32_t idx)
+{
+	const char *p = in->type_names,
+			   *end = p + in->type_names_bytes;
+
+	if (!p)
+		return NULL;
+	for (int32_t i = 0; p < end; i++)
+	{
+		const char *nul = memchr(p, '\0', end - p);
+
+		if (!nul)
+			return NULL;
+		if (i == idx)
+			return p;
+		p = nul + 1;
+	}
+	return NULL;
+}
+
+/* ` ("name")` for messages, or "" when the input has no names. */
+static const char *
+name_note(const gnn_graph_input *in, int32_t idx, char *buf, size_t size)
+{
+	const char *name = input_name(in, idx);
+
+	if (!name)
+		return "";
+	snprintf(buf, size, " (\"%.48s\")", name);
+	return buf;
+}
+
+static inline int32_t
+input_type_of(const gnn_graph_input *in, const typeinfo *ti, int64_t row)
+{
+	return ti->nt > 1 ? in->node_type[row] : 0;
+}
+
+static inline bool
+input_text_keyed(const gnn_graph_input *in, int32_t t)
+{
+	return in->key_off && (!in->type_text_key || in->type_text_key[t]);
+}
+
+/* memcmp order, the shorter key first on a common prefix */
+static inline int
+key_cmp(const char *a, size_t la, const char *b, size_t lb)
+{
+	int			c = memcmp(a, b, la < lb ? la : lb);
+
+	if (c != 0 || la == lb)
+		return c;
+	return la < lb ? -1 : 1;
+}
+
+static gnn_status
+row_error(gnn_error *err, int64_t row, int64_t id, gnn_status st)
+{
+	if (err)
+	{
+		err->row = row;
+		err->id = id;
+	}
+	return st;
+}
+
+/*
+ * The counts of types, the relations' endpoint types, the names, node ids
+ * 0..n-1 and the node types of the rows (contiguous, in type order), which
+ * give type_ptr.  Untyped, unkeyed input passes through untouched.
+ */
+static gnn_status
+check_types(const gnn_graph_input *in, typeinfo *ti, gnn_error *err)
+{
+	int64_t		n = in->num_nodes;
+	char		b1[64];
+
+	memset(ti, 0, sizeof(*ti));
+	if (in->num_node_types < 0 || in->num_node_types > GNN_MAX_NODE_TYPES)
+		return gnn_error_set(err, GNN_ERR_INVALID, "%d node types were given; at most %d are supported",
+							 in->num_node_types, GNN_MAX_NODE_TYPES);
+	if (in->num_edge_types < 0 || in->num_edge_types > GNN_MAX_EDGE_TYPES)
+		return gnn_error_set(err, GNN_ERR_INVALID, "%d edge types were given; at most %d are supported",
+							 in->num_edge_types, GNN_MAX_EDGE_TYPES);
+	ti->nt = in->num_node_types > 1 ? in->num_node_types : 1;
+	ti->nr = in->num_edge_types > 1 ? in->num_edge_types : 1;
+	ti->typed = ti->nt > 1 || ti->nr > 1;
+	ti->indexed = ti->typed || in->keys || in->key_off;
+	if (!ti->indexed)
+		return GNN_OK;
+	if (!in->node_ids)
+		return gnn_error_set(err, GNN_ERR_INVALID, "typed or keyed graph input needs node rows (ids 0..n-1)");
+	if (ti->typed && in->undirected)
+		return gnn_error_set(err, GNN_ERR_INVALID,
+							 "a typed graph cannot be undirected: give the reverse relations as edges");
+	if (ti->nt > 1 && !in->node_type)
+		return gnn_error_set(err, GNN_ERR_INVALID, "%d node types but no node type per row", ti->nt);
+	if (ti->nr > 1 && in->num_edges > 0 && !in->edge_type)
+		return gnn_error_set(err, GNN_ERR_INVALID, "%d edge types but no edge type per edge", ti->nr);
+	if (ti->nt > 1 && (!in->etype_src || !in->etype_dst))
+		return gnn_error_set(err, GNN_ERR_INVALID,
+							 "%d node types but the relations' endpoint types (etype_src, etype_dst) are missing",
+							 ti->nt);
+	for (int32_t r = 0; r < ti->nr && in->etype_src && in->etype_dst; r++)
+		if (in->etype_src[r] < 0 || in->etype_src[r] >= ti->nt ||
+			in->etype_dst[r] < 0 || in->etype_dst[r] >= ti->nt)
+			return gnn_error_set(err, GNN_ERR_INVALID,
+								 "relation %d%s joins node types %d -> %d; there are %d node types",
+								 r, name_note(in, ti->nt + r, b1, sizeof(b1)),
+								 in->etype_src[r], in->etype_dst[r], ti->nt);
+	if (in->type_names)
+	{
+		const char *last = input_name(in, ti->nt + ti->nr - 1);
+
+		if (!last)
+			return gnn_error_set(err, GNN_ERR_INVALID,
+								 "type names are too few: %d node types and %d relations need %d NUL-terminated names",
+								 ti->nt, ti->nr, ti->nt + ti->nr);
+		ti->names_bytes = (uint64_t) (last - in->type_names) + strlen(last) + 1;
+	}
+	for (int64_t i = 0; i < n; i++)
+		if (in->node_ids[i] != i)
+			return row_error(err, i, in->node_ids[i],
+							 gnn_error_set(err, GNN_ERR_INVALID,
+										   "node row %lld has id %lld: typed or keyed input needs ids 0..n-1 in order",
+										   (long long) i, (long long) in->node_ids[i]));
+	if (ti->nt == 1)
+	{
+		ti->type_ptr[1] = n;
+		return GNN_OK;
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		int32_t		t = in->node_type[i];
+
+		if (t < 0 || t >= ti->nt)
+			return row_error(err, i, i,
+							 gnn_error_set(err, GNN_ERR_INVALID, "node row %lld has node type %d; there are %d node types",
+										   (long long) i, t, ti->nt));
+		if (i > 0 && t < in->node_type[i - 1])
+			return row_error(err, i, i,
+							 gnn_error_set(err, GNN_ERR_INVALID,
+										   "node row %lld has node type %d after a row of type %d: each type's rows must be contiguous and in type order",
+										   (long long) i, t, in->node_type[i - 1]));
+		ti->type_ptr[t + 1]++;
+	}
+	for (int32_t t = 0; t < ti->nt; t++)
+		ti->type_ptr[t + 1] += ti->type_ptr[t];
+	return GNN_OK;
+}
+
+/* Keys ascend strictly within each type: integer keys, or text keys. */
+static gnn_status
+check_keys(const gnn_graph_input *in, const typeinfo *ti, gnn_error *err)
+{
+	int64_t		n = in->num_nodes;
+	const int64_t *ko = in->key_off;
+	char		b1[64];
+
+	if (ko)
+	{
+		if (ko[0] != 0 || (ko[n] > 0 && !in->key_bytes))
+			return gnn_error_set(err, GNN_ERR_INVALID, "text keys: the offsets must start at 0 and the bytes be given");
+		for (int64_t i = 0; i < n; i++)
+			if (ko[i + 1] < ko[i])
+				return row_error(err, i, i,
+								 gnn_error_set(err, GNN_ERR_INVALID, "text key offsets decrease at node row %lld",
+											   (long long) i));
+	}
+	for (int32_t t = 0; t < ti->nt; t++)
+	{
+		bool		text = input_text_keyed(in, t);
+
+		if (!text && !in->keys)
+			continue;
+		for (int64_t i = ti->type_ptr[t] + 1; i < ti->type_ptr[t + 1]; i++)
+		{
+			int			c;
+
+			if (text)
+				c = key_cmp(in->key_bytes + ko[i - 1], ko[i] - ko[i - 1], in->key_bytes + ko[i], ko[i + 1] - ko[i]);
+			else
+				c = in->keys[i - 1] < in->keys[i] ? -1 : in->keys[i - 1] > in->keys[i];
+			if (c < 0)
+				continue;
+			if (text)
+			{
+				int			la = (int) (ko[i] - ko[i - 1]),
+							lb = (int) (ko[i + 1] - ko[i]);
+
+				if (c == 0)
+					gnn_error_set(err, GNN_ERR_INVALID,
+								  "text key \"%.*s\" appears twice in node type %d%s (node rows %lld and %lld)",
+								  lb < 64 ? lb : 64, in->key_bytes + ko[i], t, name_note(in, t, b1, sizeof(b1)),
+								  (long long) i - 1, (long long) i);
+				else
+					gnn_error_set(err, GNN_ERR_INVALID,
+								  "text keys of node type %d%s must ascend: node row %lld has \"%.*s\" after \"%.*s\"",
+								  t, name_note(in, t, b1, sizeof(b1)), (long long) i,
+								  lb < 64 ? lb : 64, in->key_bytes + ko[i], la < 64 ? la : 64, in->key_bytes + ko[i - 1]);
+			}
+			else if (c == 0)
+				gnn_error_set(err, GNN_ERR_INVALID, "integer key %lld appears twice in node type %d%s (node rows %lld and %lld)",
+							  (long long) in->keys[i], t, name_note(in, t, b1, sizeof(b1)), (long long) i - 1,
+							  (long long) i);
+			else
+				gnn_error_set(err, GNN_ERR_INVALID,
+							  "integer keys of node type %d%s must ascend: node row %lld has %lld after %lld",
+							  t, name_note(in, t, b1, sizeof(b1)), (long long) i, (long long) in->keys[i],
+							  (long long) in->keys[i - 1]);
+			return row_error(err, i, in->keys && !text ? in->keys[i] : i, GNN_ERR_INVALID);
+		}
+	}
+	return GNN_OK;
+}
+
+/* Times and targets: are any there (an array of all-absent values is left out)? */
+static gnn_status
+check_node_values(const gnn_graph_input *in, int64_t n, typeinfo *ti, gnn_error *err)
+{
+	for (int64_t i = 0; in->node_time && i < n && !ti->has_time; i++)
+		ti->has_time = in->node_time[i] != GNN_TIME_NONE;
+	for (int64_t i = 0; in->targets && i < n; i++)
+	{
+		if (isinf(in->targets[i]))
+			return row_error(err, i, in->node_ids ? in->node_ids[i] : i,
+							 gnn_error_set(err, GNN_ERR_BAD_VALUE, "the target of node row %lld is %g",
+										   (long long) i, (double) in->targets[i]));
+		ti->has_targets |= !isnan(in->targets[i]);
+	}
+	return GNN_OK;
+}
+
+/*
+ * Typed edges: src / dst are node indices already.  Check each edge's
+ * relation and endpoint types, then write the kept edges grouped by relation
+ * (a stable counting scatter), so that the two stable sorts by destination
+ * and source that follow leave every row ordered by neighbour, then relation.
+ */
+static gnn_status
+map_typed_edges(const gnn_graph_input *in, int64_t n, const typeinfo *ti, int32_t *esrc, int32_t *edst,
+				float *ew, int16_t *erel, int64_t *m_out, gnn_error *err)
+{
+	int64_t		me = in->num_edges;
+	int64_t		start[GNN_MAX_EDGE_TYPES + 1] = {0};
+	char		b1[64],
+				b2[64];
+
+	for (int64_t e = 0; e < me; e++)
+	{
+		int64_t		s = in->src[e],
+					d = in->dst[e];
+		int32_t		r = ti->nr > 1 ? in->edge_type[e] : 0;
+
+		if (r < 0 || r >= ti->nr)
+			return row_error(err, e, s,
+							 gnn_error_set(err, GNN_ERR_INVALID, "edge %lld (%lld -> %lld) has edge type %d; there are %d",
+										   (long long) e, (long long) s, (long long) d, r, ti->nr));
+		if (s < 0 || s >= n || d < 0 || d >= n)
+		{
+			int64_t		which = (s < 0 || s >= n) ? s : d;
+
+			if (in->skip_dangling)
+				continue;
+			return row_error(err, e, which,
+							 gnn_error_set(err, GNN_ERR_DANGLING,
+										   "edge %lld -> %lld refers to node %lld, which is not in the node set",
+										   (long long) s, (long long) d, (long long) which));
+		}
+		int32_t		ws = in->etype_src ? in->etype_src[r] : 0,
+					wd = in->etype_dst ? in->etype_dst[r] : 0,
+					ts = input_type_of(in, ti, s),
+					td = input_type_of(in, ti, d);
+
+		if (ts != ws || td != wd)
+			return row_error(err, e, ts != ws ? s : d,
+							 gnn_error_set(err, GNN_ERR_INVALID,
+										   "edge %lld (%lld -> %lld) of relation %d%s has a %s of node type %d%s; the relation joins node types %d -> %d",
+										   (long long) e, (long long) s, (long long) d, r,
+										   name_note(in, ti->nt + r, b1, sizeof(b1)),
+										   ts != ws ? "source" : "destination", ts != ws ? ts : td,
+										   name_note(in, ts != ws ? ts : td, b2, sizeof(b2)), ws, wd));
+		if (in->weight && !isfinite(in->weight[e]))
+			return row_error(err, e, s,
+							 gnn_error_set(err, GNN_ERR_BAD_VALUE, "edge %lld -> %lld has weight %g",
+										   (long long) s, (long long) d, (double) in->weight[e]));
+		start[r + 1]++;
+	}
+	for (int32_t r = 0; r < ti->nr; r++)
+		start[r + 1] += start[r];
+	*m_out = start[ti->nr];
+	for (int64_t e = 0; e < me; e++)
+	{
+		int64_t		s = in->src[e],
+					d = in->dst[e];
+		int32_t		r = ti->nr > 1 ? in->edge_type[e] : 0;
+
+		if (s < 0 || s >= n || d < 0 || d >= n)
+			continue;			/* dangling, skipped */
+		int64_t		p = start[r]++;
+
+		esrc[p] = (int32_t) s;
+		edst[p] = (int32_t) d;
+		if (ew)
+			ew[p] = in->weight[e];
+		if (erel)
+			erel[p] = (int16_t) r;
+	}
+	return GNN_OK;
+}
+
+/* The version 2 arrays: types, relations, names, keys, times, targets, meta. */
+static void
+write_types(const gnn_graph_input *in, const typeinfo *ti, int64_t n, int64_t m, const int16_t *arc_type,
+			const int64_t *rowpos, char *region, const gnn_graph_header *h)
+{
+	gnn_edge_type *et = (gnn_edge_type *) (region + h->off_etypes);
+
+	memcpy(region + h->off_type_ptr, ti->type_ptr, 8 * ((size_t) ti->nt + 1));
+	if (h->off_node_type)
+		memcpy(region + h->off_node_type, in->node_type, 2 * (size_t) n);
+	for (int32_t r = 0; r < ti->nr; r++)
+	{
+		et[r].src_type = in->etype_src ? in->etype_src[r] : 0;
+		et[r].dst_type = in->etype_dst ? in->etype_dst[r] : 0;
+		et[r].count = ti->rel_count[r];
+	}
+	if (arc_type)
+		memcpy(region + h->off_arc_type, arc_type, 2 * (size_t) m);
+	if (h->type_names_bytes)
+		memcpy(region + h->off_type_names, in->type_names, h->type_names_bytes);
+	if (h->off_keys)
+		memcpy(region + h->off_keys, in->keys, 8 * (size_t) n);
+	if (h->off_key_off)
+	{
+		uint8_t    *tk = (uint8_t *) (region + h->off_type_text_key);
+
+		memcpy(region + h->off_key_off, in->key_off, 8 * ((size_t) n + 1));
+		if (h->key_bytes)
+			memcpy(region + h->off_key_bytes, in->key_bytes, h->key_bytes);
+		for (int32_t t = 0; t < ti->nt; t++)
+			tk[t] = input_text_keyed(in, t);
+	}
+	/* rows out of id order (homogeneous graphs only) are permuted like the features */
+	if (h->off_time)
+	{
+		int64_t    *tm = (int64_t *) (region + h->off_time);
+
+		for (int64_t v = 0; v < n; v++)
+			tm[v] = in->node_time[rowpos ? rowpos[v] : v];
+	}
+	if (h->off_targets)
+	{
+		float	   *tg = (float *) (region + h->off_targets);
+
+		for (int64_t v = 0; v < n; v++)
+			tg[v] = in->targets[rowpos ? rowpos[v] : v];
+	}
+	if (h->meta_bytes)
+		memcpy(region + h->off_meta, in->meta, h->meta_bytes);
+}
+
 gnn_status
 gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void *alloc_arg,
 					 void **region_out, uint64_t *size_out, gnn_error *err)
@@ -437,6 +830,9 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 	int64_t    *ids = NULL;
 	int64_t		n = 0;
 	int64_t    *rowpos = NULL;	/* node-table row of each internal index */
+	typeinfo	ti;
+	int16_t    *erel = NULL,	/* relation per edge (R > 1), then per arc */
+			   *r1 = NULL;
 	int32_t    *esrc = NULL,
 			   *edst = NULL,
 			   *s1 = NULL,
@@ -474,8 +870,13 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		FAIL(GNN_ERR_INVALID, "invalid feature input");
 	if (in->feat_dim > 0 && in->sparse_nnz > 0)
 		FAIL(GNN_ERR_INVALID, "both dense and sparse features were given");
-	if ((in->feat_dim > 0 || in->labels || in->split) && !in->node_ids)
+	if ((in->feat_dim > 0 || in->labels || in->split || in->node_time || in->targets) && !in->node_ids)
 		FAIL(GNN_ERR_INVALID, "node data was given without node ids");
+	if ((status = check_types(in, &ti, err)) != GNN_OK ||
+		(ti.indexed && (status = check_keys(in, &ti, err)) != GNN_OK) ||
+		((in->node_time || in->targets) &&
+		 (status = check_node_values(in, in->num_nodes, &ti, err)) != GNN_OK))
+		goto done;
 
 	/* 1. the node set, sorted and unique */
 	if (in->node_ids)
@@ -517,7 +918,7 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 					 (long long) ids[i], (long long) first + 1, (long long) second + 1);
 			}
 		/* rows already in id order (serial keys): the permutation is the identity */
-		if (!sorted && (in->feat_dim > 0 || in->labels || in->split))
+		if (!sorted && (in->feat_dim > 0 || in->labels || in->split || in->node_time || in->targets))
 		{
 			if ((status = idmap_init(&map, ids, n, err)) != GNN_OK)
 				goto done;
@@ -537,6 +938,8 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		FAIL(GNN_ERR_LIMIT, "graph has %lld nodes; at most %d are supported", (long long) n, INT32_MAX);
 	if (!map.n && n > 0 && (status = idmap_init(&map, ids, n, err)) != GNN_OK)
 		goto done;
+	if (!ti.indexed)
+		ti.type_ptr[1] = n;
 
 	/* 2. map edge endpoints; symmetrise */
 	{
@@ -548,8 +951,16 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		edst = malloc(sizeof(int32_t) * (cap ? cap : 1));
 		if (in->weight)
 			ew = malloc(sizeof(float) * (cap ? cap : 1));
-		if (!esrc || !edst || (in->weight && !ew))
+		if (ti.nr > 1)
+			erel = malloc(sizeof(int16_t) * (cap ? cap : 1));
+		if (!esrc || !edst || (in->weight && !ew) || (ti.nr > 1 && !erel))
 			FAIL(GNN_ERR_NOMEM, "out of memory for %lld edges", (long long) cap);
+		if (ti.typed)
+		{
+			if ((status = map_typed_edges(in, n, &ti, esrc, edst, ew, erel, &m2, err)) != GNN_OK)
+				goto done;
+			goto mapped;
+		}
 
 #pragma omp parallel for schedule(static) num_threads(T)
 		for (int64_t e = 0; e < me; e++)
@@ -614,15 +1025,18 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		else
 			m2 = k;
 	}
+mapped:
 
 	/* 3. sort by (source, destination): by destination, then stably by source */
 	s1 = malloc(sizeof(int32_t) * (m2 ? m2 : 1));
 	d1 = malloc(sizeof(int32_t) * (m2 ? m2 : 1));
 	if (ew)
 		w1 = malloc(sizeof(float) * (m2 ? m2 : 1));
-	if (!s1 || !d1 || (ew && !w1))
+	if (erel)
+		r1 = malloc(sizeof(int16_t) * (m2 ? m2 : 1));
+	if (!s1 || !d1 || (ew && !w1) || (erel && !r1))
 		FAIL(GNN_ERR_NOMEM, "out of memory sorting %lld edges", (long long) m2);
-	if ((status = counting_sort(m2, n, edst, esrc, ew, d1, s1, w1, NULL, T, err)) != GNN_OK)
+	if ((status = counting_sort(m2, n, edst, esrc, ew, erel, d1, s1, w1, r1, NULL, T, err)) != GNN_OK)
 		goto done;
 	/* reuse the first buffers for the rows: esrc becomes the neighbour array */
 	indices = esrc;
@@ -632,16 +1046,23 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 	indptr = malloc(sizeof(int64_t) * (n + 1));
 	if (!indptr)
 		FAIL(GNN_ERR_NOMEM, "out of memory");
-	if ((status = counting_sort(m2, n, s1, d1, w1, NULL, indices, weights, indptr, T, err)) != GNN_OK)
+	/* erel, read by the first sort, takes each arc's relation from the second */
+	if ((status = counting_sort(m2, n, s1, d1, w1, r1, NULL, indices, weights, erel, indptr, T,
+								err)) != GNN_OK)
 		goto done;
 	free(s1);
 	free(d1);
 	free(w1);
+	free(r1);
 	free(edst);
 	s1 = d1 = edst = NULL;
 	w1 = NULL;
+	r1 = NULL;
 
-	/* 4. merge duplicates within each row (rows are sorted), then compact */
+	/*
+	 * 4. merge duplicates within each row (rows are sorted by neighbour, then
+	 * relation: only arcs of the same relation merge), then compact
+	 */
 	{
 		int64_t    *len = malloc(sizeof(int64_t) * (n ? n : 1));
 
@@ -655,10 +1076,11 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 						k = 0;
 			int32_t    *ri = indices + b;
 			float	   *rw = weights ? weights + b : NULL;
+			int16_t    *rt = erel ? erel + b : NULL;
 
 			for (int64_t i = 0; i < e - b; i++)
 			{
-				if (k > 0 && ri[k - 1] == ri[i])
+				if (k > 0 && ri[k - 1] == ri[i] && (!rt || rt[k - 1] == rt[i]))
 				{
 					if (rw)
 						rw[k - 1] += rw[i];
@@ -667,6 +1089,8 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 				ri[k] = ri[i];
 				if (rw)
 					rw[k] = rw[i];
+				if (rt)
+					rt[k] = rt[i];
 				k++;
 			}
 			len[v] = k;
@@ -682,6 +1106,8 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 				memmove(indices + out, indices + b, sizeof(int32_t) * len[v]);
 				if (weights)
 					memmove(weights + out, weights + b, sizeof(float) * len[v]);
+				if (erel)
+					memmove(erel + out, erel + b, sizeof(int16_t) * len[v]);
 			}
 			indptr[v] = out;
 			out += len[v];
@@ -689,6 +1115,11 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		indptr[n] = out;
 		m = out;
 		free(len);
+		if (erel)
+			for (int64_t p = 0; p < m; p++)
+				ti.rel_count[erel[p]]++;
+		else
+			ti.rel_count[0] = m;
 	}
 
 	/* 5. node data: validate now, write later */
@@ -772,9 +1203,10 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 				free(tv);
 				FAIL(GNN_ERR_NOMEM, "out of memory for %lld sparse features", (long long) nnz);
 			}
-			status = counting_sort(nnz, feat_dim, in->sp_index, sp_row, in->sp_value, ti, tr, tv, NULL, T, err);
+			status = counting_sort(nnz, feat_dim, in->sp_index, sp_row, in->sp_value, NULL, ti, tr, tv, NULL,
+								   NULL, T, err);
 			if (status == GNN_OK)
-				status = counting_sort(nnz, n, tr, ti, tv, NULL, fidx, fval, fptr, T, err);
+				status = counting_sort(nnz, n, tr, ti, tv, NULL, NULL, fidx, fval, NULL, fptr, T, err);
 			free(ti);
 			free(tr);
 			free(tv);
@@ -850,7 +1282,22 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		sz[L_LABELS] = in->labels ? 4 * un : 0;
 		sz[L_SPLIT] = in->split ? un : 0;
 		sz[L_CLASSES] = in->class_names ? in->class_names_bytes : 0;
+		sz[L_TYPE_PTR] = 8 * ((uint64_t) ti.nt + 1);
+		sz[L_NODE_TYPE] = ti.nt > 1 ? 2 * un : 0;
+		sz[L_ETYPES] = sizeof(gnn_edge_type) * (uint64_t) ti.nr;
+		sz[L_ARC_TYPE] = sz[L_RARC_TYPE] = erel ? 2 * um : 0;
+		sz[L_TYPE_NAMES] = ti.names_bytes;
+		sz[L_KEYS] = in->keys ? 8 * un : 0;
+		sz[L_KEY_OFF] = in->key_off ? 8 * (un + 1) : 0;
+		sz[L_KEY_BYTES] = in->key_off ? (uint64_t) in->key_off[n] : 0;
+		sz[L_TYPE_TEXT_KEY] = in->key_off ? (uint64_t) ti.nt : 0;
+		sz[L_TIME] = ti.has_time ? 8 * un : 0;
+		sz[L_TARGETS] = ti.has_targets ? 4 * un : 0;
+		sz[L_META] = in->meta ? in->meta_bytes : 0;
 		present[L_IDS] = present[L_INDPTR] = present[L_INDICES] = true;
+		present[L_TYPE_PTR] = present[L_ETYPES] = true;
+		present[L_ARC_TYPE] = present[L_RARC_TYPE] = erel != NULL;
+		present[L_KEY_OFF] = present[L_KEY_BYTES] = present[L_TYPE_TEXT_KEY] = in->key_off != NULL;
 		present[L_RINDPTR] = present[L_RINDICES] = true;
 		present[L_FPTR] = present[L_FIDX] = present[L_FVAL] = feat_kind == GNN_FEAT_SPARSE;
 		compute_layout(sz, present, &l);
@@ -891,6 +1338,24 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		h->off_split = l.off[L_SPLIT];
 		h->off_class_names = l.off[L_CLASSES];
 		h->class_names_bytes = sz[L_CLASSES];
+		h->num_node_types = ti.nt;
+		h->num_edge_types = ti.nr;
+		h->off_type_ptr = l.off[L_TYPE_PTR];
+		h->off_node_type = l.off[L_NODE_TYPE];
+		h->off_etypes = l.off[L_ETYPES];
+		h->off_arc_type = l.off[L_ARC_TYPE];
+		h->off_rarc_type = l.off[L_RARC_TYPE];
+		h->off_type_names = l.off[L_TYPE_NAMES];
+		h->type_names_bytes = sz[L_TYPE_NAMES];
+		h->off_keys = l.off[L_KEYS];
+		h->off_key_off = l.off[L_KEY_OFF];
+		h->off_key_bytes = l.off[L_KEY_BYTES];
+		h->key_bytes = sz[L_KEY_BYTES];
+		h->off_type_text_key = l.off[L_TYPE_TEXT_KEY];
+		h->off_time = l.off[L_TIME];
+		h->off_targets = l.off[L_TARGETS];
+		h->off_meta = l.off[L_META];
+		h->meta_bytes = sz[L_META];
 
 		memcpy(region + h->off_ids, ids, 8 * un);
 		memcpy(region + h->off_indptr, indptr, 8 * (un + 1));
@@ -902,6 +1367,7 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		int64_t    *rptr = (int64_t *) (region + h->off_rindptr);
 		int32_t    *ridx = (int32_t *) (region + h->off_rindices);
 		float	   *rw = weights ? (float *) (region + h->off_rweights) : NULL;
+		int16_t    *rat = erel ? (int16_t *) (region + h->off_rarc_type) : NULL;
 
 		memset(rptr, 0, 8 * (un + 1));
 		for (int64_t p = 0; p < m; p++)
@@ -921,6 +1387,8 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 					ridx[q] = (int32_t) v;
 					if (rw)
 						rw[q] = weights[p];
+					if (rat)
+						rat[q] = erel[p];
 				}
 		}
 
@@ -968,6 +1436,7 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		}
 		if (sz[L_CLASSES])
 			memcpy(region + h->off_class_names, in->class_names, sz[L_CLASSES]);
+		write_types(in, &ti, n, m, erel, rowpos, region, h);
 		h->checksum = header_checksum(h);
 		*region_out = region;
 		*size_out = l.total;
@@ -979,6 +1448,8 @@ done:
 	free(esrc);
 	free(edst);
 	free(ew);
+	free(erel);
+	free(r1);
 	free(s1);
 	free(d1);
 	free(w1);
@@ -1005,6 +1476,64 @@ span_ok(uint64_t off, uint64_t count, uint64_t elem, uint64_t size)
 {
 	return off >= sizeof(gnn_graph_header) && off <= size && off % elem == 0 &&
 		count <= (size - off) / elem;
+}
+
+/*
+ * The version 2 arrays: in the region, present as the counts of types say,
+ * and small enough to check in full where a lookup would walk them (type
+ * pointers, relations' endpoint types, the names' last NUL, the text key
+ * bytes' end).
+ */
+static bool
+types_ok(const gnn_graph_header *h, uint64_t size)
+{
+	const char *base = (const char *) h;
+	uint64_t	n = h->num_nodes,
+				m = h->num_edges,
+				nt = (uint64_t) h->num_node_types,
+				nr = (uint64_t) h->num_edge_types;
+
+	if (h->num_node_types < 1 || h->num_node_types > GNN_MAX_NODE_TYPES ||
+		h->num_edge_types < 1 || h->num_edge_types > GNN_MAX_EDGE_TYPES ||
+		!span_ok(h->off_type_ptr, nt + 1, 8, size) ||
+		!span_ok(h->off_etypes, nr, sizeof(gnn_edge_type), size) ||
+		(nt > 1) != (h->off_node_type != 0) ||
+		(h->off_node_type && !span_ok(h->off_node_type, n, 2, size)) ||
+		(nr > 1) != (h->off_arc_type != 0) || (nr > 1) != (h->off_rarc_type != 0) ||
+		(h->off_arc_type && !span_ok(h->off_arc_type, m, 2, size)) ||
+		(h->off_rarc_type && !span_ok(h->off_rarc_type, m, 2, size)) ||
+		(h->off_type_names && !span_ok(h->off_type_names, h->type_names_bytes, 1, size)) ||
+		(h->off_keys && !span_ok(h->off_keys, n, 8, size)) ||
+		(h->off_key_off && (!span_ok(h->off_key_off, n + 1, 8, size) ||
+							!span_ok(h->off_key_bytes, h->key_bytes, 1, size) ||
+							!span_ok(h->off_type_text_key, nt, 1, size))) ||
+		(h->off_time && !span_ok(h->off_time, n, 8, size)) ||
+		(h->off_targets && !span_ok(h->off_targets, n, 4, size)) ||
+		(h->off_meta && !span_ok(h->off_meta, h->meta_bytes, 1, size)))
+		return false;
+
+	const int64_t *tp = (const int64_t *) (base + h->off_type_ptr);
+	const gnn_edge_type *et = (const gnn_edge_type *) (base + h->off_etypes);
+
+	if (tp[0] != 0 || tp[nt] != h->num_nodes)
+		return false;
+	for (uint64_t t = 0; t < nt; t++)
+		if (tp[t + 1] < tp[t])
+			return false;
+	for (uint64_t r = 0; r < nr; r++)
+		if (et[r].src_type < 0 || et[r].src_type >= h->num_node_types ||
+			et[r].dst_type < 0 || et[r].dst_type >= h->num_node_types)
+			return false;
+	if (h->off_type_names && (h->type_names_bytes == 0 || base[h->off_type_names + h->type_names_bytes - 1] != '\0'))
+		return false;
+	if (h->off_key_off)
+	{
+		const int64_t *ko = (const int64_t *) (base + h->off_key_off);
+
+		if (ko[0] != 0 || (uint64_t) ko[n] != h->key_bytes)
+			return false;
+	}
+	return true;
 }
 
 gnn_status
@@ -1042,6 +1571,8 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 		(h->off_split && !span_ok(h->off_split, n, 1, size)) ||
 		(h->off_class_names && !span_ok(h->off_class_names, h->class_names_bytes, 1, size)))
 		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph region arrays fall outside the region");
+	if (!types_ok(h, size))
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph region types or keys are inconsistent");
 
 	g->num_nodes = h->num_nodes;
 	g->num_edges = h->num_edges;
@@ -1067,6 +1598,23 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 	g->n_train = h->n_train;
 	g->n_val = h->n_val;
 	g->n_test = h->n_test;
+	g->num_node_types = h->num_node_types;
+	g->type_ptr = (const int64_t *) (base + h->off_type_ptr);
+	g->node_type = h->off_node_type ? (const int16_t *) (base + h->off_node_type) : NULL;
+	g->num_edge_types = h->num_edge_types;
+	g->etypes = (const gnn_edge_type *) (base + h->off_etypes);
+	g->arc_type = h->off_arc_type ? (const int16_t *) (base + h->off_arc_type) : NULL;
+	g->rarc_type = h->off_rarc_type ? (const int16_t *) (base + h->off_rarc_type) : NULL;
+	g->type_names = h->off_type_names ? base + h->off_type_names : NULL;
+	g->type_names_bytes = h->type_names_bytes;
+	g->keys = h->off_keys ? (const int64_t *) (base + h->off_keys) : g->ids;
+	g->key_off = h->off_key_off ? (const int64_t *) (base + h->off_key_off) : NULL;
+	g->key_bytes = h->off_key_off ? base + h->off_key_bytes : NULL;
+	g->type_text_key = h->off_key_off ? (const uint8_t *) (base + h->off_type_text_key) : NULL;
+	g->time = h->off_time ? (const int64_t *) (base + h->off_time) : NULL;
+	g->targets = h->off_targets ? (const float *) (base + h->off_targets) : NULL;
+	g->meta = h->off_meta ? base + h->off_meta : NULL;
+	g->meta_bytes = h->meta_bytes;
 	return GNN_OK;
 }
 
@@ -1086,6 +1634,123 @@ gnn_graph_find(const gnn_graph *g, int64_t id)
 			hi = mid;
 	}
 	return (lo < g->num_nodes && g->ids[lo] == id) ? lo : -1;
+}
+
+/* lo..hi bounds of node type t's index range; false when t is not a type */
+static inline bool
+type_range(const gnn_graph *g, int32_t t, int64_t *lo, int64_t *hi)
+{
+	if (t < 0 || t >= g->num_node_types)
+		return false;
+	*lo = g->type_ptr[t];
+	*hi = g->type_ptr[t + 1];
+	return true;
+}
+
+int64_t
+gnn_graph_find_typed(const gnn_graph *g, int32_t t, int64_t key)
+{
+	int64_t		lo,
+				hi,
+				end;
+
+	if (!type_range(g, t, &lo, &hi) || (g->type_text_key && g->type_text_key[t]))
+		return -1;
+	end = hi;
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (g->keys[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (lo < end && g->keys[lo] == key) ? lo : -1;
+}
+
+int64_t
+gnn_graph_find_text(const gnn_graph *g, int32_t t, const char *key, size_t len)
+{
+	int64_t		lo,
+				hi;
+
+	if (!type_range(g, t, &lo, &hi) || !g->key_off || !g->type_text_key[t])
+		return -1;
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+		int			c = key_cmp(g->key_bytes + g->key_off[mid], g->key_off[mid + 1] - g->key_off[mid],
+								key, len);
+
+		if (c == 0)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* Name number idx of the graph (node types, then relations), or NULL. */
+static const char *
+graph_name(const gnn_graph *g, int32_t idx)
+{
+	const char *p = g->type_names,
+			   *end = p + g->type_names_bytes;
+
+	if (!p || idx < 0)
+		return NULL;
+	for (int32_t i = 0; p < end; i++)
+	{
+		if (i == idx)
+			return p;
+		p += strlen(p) + 1;		/* attach checked that the names end in a NUL */
+	}
+	return NULL;
+}
+
+const char *
+gnn_graph_node_type_name(const gnn_graph *g, int32_t t)
+{
+	return t >= 0 && t < g->num_node_types ? graph_name(g, t) : NULL;
+}
+
+const char *
+gnn_graph_edge_type_name(const gnn_graph *g, int32_t r)
+{
+	return r >= 0 && r < g->num_edge_types ? graph_name(g, g->num_node_types + r) : NULL;
+}
+
+int32_t
+gnn_graph_node_type_by_name(const gnn_graph *g, const char *name)
+{
+	for (int32_t t = 0; t < g->num_node_types; t++)
+	{
+		const char *s = graph_name(g, t);
+
+		if (!s)
+			return -1;
+		if (strcmp(s, name) == 0)
+			return t;
+	}
+	return -1;
+}
+
+int32_t
+gnn_graph_edge_type_by_name(const gnn_graph *g, const char *name)
+{
+	for (int32_t r = 0; r < g->num_edge_types; r++)
+	{
+		const char *s = graph_name(g, g->num_node_types + r);
+
+		if (!s)
+			return -1;
+		if (strcmp(s, name) == 0)
+			return r;
+	}
+	return -1;
 }
 
 static void *

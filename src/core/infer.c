@@ -396,7 +396,7 @@ gnn_model_infer_nodes(gnn_model *m, const gnn_graph *g, bool row_normalise, int 
 	for (made = 0; made < hops; made++)
 	{
 		int			h = hops - 1 - made;
-		gnn_block	blk;
+		gnn_block	blk = {0};
 
 		blk.n_dst = k.start[h];
 		blk.n_src = k.start[h + 1];

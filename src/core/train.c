@@ -309,7 +309,7 @@ gnn_model_infer(gnn_model *m, const gnn_graph *g, bool row_normalise, int layer,
 {
 	gnn_backend *be = gnn_model_backend(m);
 	const gnn_model_config *mc = gnn_model_config_of(m);
-	gnn_block	blk;
+	gnn_block	blk = {0};
 	gnn_dblock	db;
 	gnn_dfeat	x;
 	gnn_dblock *blocks[GNN_MAX_LAYERS];
