@@ -695,10 +695,10 @@ rel_check(gnn_model *m, const gnn_dblock *blk, gnn_error *err)
 	const gnn_model_config *cfg = &m->cfg;
 
 	if (blk->num_rel > cfg->num_relations)
-		return gnn_error_set(err, GNN_ERR_INVALID, "the block has relation %d but the model has %d relations",
+		return gnn_error_set(err, GNN_ERR_INVALID, "the block has relations 0..%d but the model only %d",
 							 blk->num_rel - 1, cfg->num_relations);
 	if (cfg->kind == GNN_MODEL_HSAGE && blk->num_ntypes > cfg->num_node_types)
-		return gnn_error_set(err, GNN_ERR_INVALID, "the block has node type %d but the model has %d node types",
+		return gnn_error_set(err, GNN_ERR_INVALID, "the block has node types 0..%d but the model only %d",
 							 blk->num_ntypes - 1, cfg->num_node_types);
 	if (blk->num_rel == 0 && blk->raw.csr.nnz > 0 && !blk->raw.csr.indptr)
 		return gnn_error_set(err, GNN_ERR_INVALID, "a relational layer needs a block with its relations");
