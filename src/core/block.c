@@ -199,6 +199,233 @@ gnn_dblock_free(gnn_dblock *b)
 		return;
 	gnn_dcsr_free(&b->raw);
 	gnn_dcsr_free(&b->loop);
+	for (int32_t r = 0; b->rel && r < b->num_rel; r++)
+	{
+		gnn_dcsr_free(&b->rel[r].a);
+		gnn_backend_free(b->be, b->rel[r].rows);
+		gnn_backend_free(b->be, b->rel[r].cols);
+	}
+	for (int32_t t = 0; b->trows && t < b->num_ntypes; t++)
+		gnn_backend_free(b->be, b->trows[t].rows);
+	if (b->be)
+		gnn_backend_free(b->be, b->ntype);
+	free(b->rel);
+	free(b->trows);
+	b->rel = NULL;
+	b->trows = NULL;
+	b->ntype = NULL;
+	b->num_rel = b->num_ntypes = 0;
+}
+
+static int
+cmp_int32(const void *a, const void *b)
+{
+	int32_t		x = *(const int32_t *) a,
+				y = *(const int32_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Relation r's CSR over compacted rows and columns.  ent lists the block
+ * entries of relation r in block order (by row, then column); colmap is
+ * n_src int32s of -1, left so.  A relation that touches at least half the
+ * rows (columns) keeps them all: the empty rows cost less than the scatter.
+ */
+static gnn_status
+rel_make(gnn_backend *be, const gnn_block *blk, const int64_t *ent, int64_t cnt, bool with_t,
+		 int32_t *colmap, gnn_drel *out, gnn_error *err)
+{
+	int64_t		nd = blk->n_dst,
+				ns = blk->n_src,
+				nrow = 0,
+				ncol = 0;
+	int32_t    *rows = malloc(sizeof(int32_t) * (cnt + 1));
+	int32_t    *cols = malloc(sizeof(int32_t) * (cnt + 1));
+	int32_t    *idx = malloc(sizeof(int32_t) * (cnt + 1));
+	float	   *val = blk->weights ? malloc(sizeof(float) * (cnt + 1)) : NULL;
+	int64_t    *ptr = NULL;
+	int32_t    *row_of = NULL;
+	bool		all_rows,
+				all_cols;
+	gnn_status	st = GNN_OK;
+
+	if (!rows || !cols || !idx || (blk->weights && !val))
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory preparing a relation");
+		goto done;
+	}
+	/* distinct rows (entries come by row) and columns */
+	for (int64_t k = 0; k < cnt; k++)
+	{
+		int64_t		e = ent[k];
+		int32_t		j = blk->indices[e];
+
+		if (colmap[j] < 0)
+		{
+			colmap[j] = 0;
+			cols[ncol++] = j;
+		}
+	}
+	qsort(cols, ncol, sizeof(int32_t), cmp_int32);
+	all_cols = 2 * ncol >= ns;
+	for (int64_t q = 0; q < ncol; q++)
+		colmap[cols[q]] = all_cols ? cols[q] : (int32_t) q;
+	{
+		int64_t		i = 0;
+
+		/* the block row of each entry: walk the row pointers along */
+		row_of = malloc(sizeof(int32_t) * (cnt + 1));
+		if (!row_of)
+		{
+			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory preparing a relation");
+			goto done;
+		}
+		for (int64_t k = 0; k < cnt; k++)
+		{
+			while (blk->indptr[i + 1] <= ent[k])
+				i++;
+			row_of[k] = (int32_t) i;
+			if (nrow == 0 || rows[nrow - 1] != i)
+				rows[nrow++] = (int32_t) i;
+		}
+	}
+	all_rows = 2 * nrow >= nd;
+	out->nd = all_rows ? nd : nrow;
+	out->ns = all_cols ? ns : ncol;
+	ptr = calloc(out->nd + 1, sizeof(int64_t));
+	if (!ptr)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory preparing a relation");
+		goto done;
+	}
+	for (int64_t k = 0, rk = -1; k < cnt; k++)
+	{
+		int64_t		e = ent[k];
+
+		if (!all_rows && (k == 0 || row_of[k] != row_of[k - 1]))
+			rk++;
+		ptr[(all_rows ? row_of[k] : rk) + 1]++;
+		idx[k] = colmap[blk->indices[e]];
+		if (val)
+			val[k] = blk->weights[e];
+	}
+	for (int64_t i = 0; i < out->nd; i++)
+		ptr[i + 1] += ptr[i];
+	st = dcsr_make(be, out->nd, out->ns, cnt, ptr, idx, val, with_t, false, &out->a, err);
+	if (st == GNN_OK && !all_rows)
+		st = gnn_dev_upload(be, rows, sizeof(int32_t) * nrow, (void **) &out->rows, err);
+	if (st == GNN_OK && !all_cols)
+		st = gnn_dev_upload(be, cols, sizeof(int32_t) * ncol, (void **) &out->cols, err);
+done:
+	for (int64_t q = 0; q < ncol; q++)
+		colmap[cols[q]] = -1;
+	free(rows);
+	free(cols);
+	free(idx);
+	free(val);
+	free(ptr);
+	free(row_of);
+	return st;
+}
+
+/* the per-relation CSRs and the destinations of each node type */
+static gnn_status
+typed_make(gnn_backend *be, const gnn_block *blk, bool with_t, gnn_dblock *out, gnn_error *err)
+{
+	int64_t		nd = blk->n_dst,
+				nnz = blk->nnz;
+	int64_t    *start = NULL,
+			   *ent = NULL;
+	int32_t    *colmap = NULL,
+			   *host = NULL;
+	int32_t		R = 0,
+				T = 0;
+	gnn_status	st = GNN_OK;
+
+	out->be = be;
+	for (int64_t e = 0; blk->etypes && e < nnz; e++)
+	{
+		if (blk->etypes[e] < 0 || blk->etypes[e] >= GNN_MAX_EDGE_TYPES)
+			return gnn_error_set(err, GNN_ERR_INVALID, "block entry %lld has relation %d (accepted: [0, %d))",
+								 (long long) e, blk->etypes[e], GNN_MAX_EDGE_TYPES);
+		R = blk->etypes[e] + 1 > R ? blk->etypes[e] + 1 : R;
+	}
+	for (int64_t i = 0; blk->dst_ntype && i < nd; i++)
+	{
+		if (blk->dst_ntype[i] < 0 || blk->dst_ntype[i] >= GNN_MAX_NODE_TYPES)
+			return gnn_error_set(err, GNN_ERR_INVALID, "block destination %lld has node type %d (accepted: [0, %d))",
+								 (long long) i, blk->dst_ntype[i], GNN_MAX_NODE_TYPES);
+		T = blk->dst_ntype[i] + 1 > T ? blk->dst_ntype[i] + 1 : T;
+	}
+	if (blk->etypes)
+		R = R > 0 ? R : 1;		/* typed but empty: relation 0, no entry */
+	if (blk->dst_ntype)
+		T = T > 0 ? T : 1;
+	if (R > 0)
+	{
+		/* entries grouped by relation, in block order within one (a counting sort) */
+		start = calloc(R + 1, sizeof(int64_t));
+		ent = malloc(sizeof(int64_t) * (nnz + 1));
+		colmap = malloc(sizeof(int32_t) * (blk->n_src + 1));
+		out->rel = calloc(R, sizeof(gnn_drel));
+		if (!start || !ent || !colmap || !out->rel)
+		{
+			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory preparing a typed block");
+			goto done;
+		}
+		out->num_rel = R;
+		for (int64_t e = 0; e < nnz; e++)
+			start[blk->etypes[e] + 1]++;
+		for (int32_t r = 0; r < R; r++)
+			start[r + 1] += start[r];
+		for (int64_t e = 0, *fill = start; e < nnz; e++)
+			ent[fill[blk->etypes[e]]++] = e;
+		/* fill advanced each start to the next: shift back */
+		for (int32_t r = R; r > 0; r--)
+			start[r] = start[r - 1];
+		start[0] = 0;
+		for (int64_t j = 0; j < blk->n_src; j++)
+			colmap[j] = -1;
+		for (int32_t r = 0; r < R && st == GNN_OK; r++)
+			if (start[r + 1] > start[r])
+				st = rel_make(be, blk, ent + start[r], start[r + 1] - start[r], with_t, colmap,
+							  &out->rel[r], err);
+		if (st != GNN_OK)
+			goto done;
+	}
+	if (T > 0)
+	{
+		host = malloc(sizeof(int32_t) * (nd + 1));
+		out->trows = calloc(T, sizeof(gnn_drows));
+		if (!host || !out->trows)
+		{
+			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory preparing a typed block");
+			goto done;
+		}
+		out->num_ntypes = T;
+		for (int64_t i = 0; i < nd; i++)
+			host[i] = blk->dst_ntype[i];
+		if ((st = gnn_dev_upload(be, host, sizeof(int32_t) * nd, (void **) &out->ntype, err)) != GNN_OK)
+			goto done;
+		for (int32_t t = 0; t < T && st == GNN_OK; t++)
+		{
+			int64_t		k = 0;
+
+			for (int64_t i = 0; i < nd; i++)
+				if (blk->dst_ntype[i] == t)
+					host[k++] = (int32_t) i;
+			out->trows[t].n = k;
+			if (k > 0 && k < nd)
+				st = gnn_dev_upload(be, host, sizeof(int32_t) * k, (void **) &out->trows[t].rows, err);
+		}
+	}
+done:
+	free(start);
+	free(ent);
+	free(colmap);
+	free(host);
+	return st;
 }
 
 gnn_status
@@ -289,7 +516,8 @@ loop_csr(const gnn_block *blk, const double *deg_dst, const double *deg_src, int
 
 static gnn_status
 dblock_make(gnn_backend *be, const gnn_block *blk, const double *deg_dst, const double *deg_src,
-			bool with_t, bool want_raw, bool want_loop, gnn_dblock *out, gnn_error *err)
+			bool with_t, bool want_raw, bool want_loop, bool want_typed, gnn_dblock *out,
+			gnn_error *err)
 {
 	int64_t		nd = blk->n_dst,
 				ns = blk->n_src;
@@ -300,6 +528,7 @@ dblock_make(gnn_backend *be, const gnn_block *blk, const double *deg_dst, const 
 	gnn_status	st = GNN_OK;
 
 	memset(out, 0, sizeof(*out));
+	out->be = be;
 	if (nd < 0 || ns < nd || blk->nnz < 0)
 		return gnn_error_set(err, GNN_ERR_INVALID,
 							 "block needs 0 <= n_dst <= n_src (got %lld destinations, %lld sources)",
@@ -313,6 +542,8 @@ dblock_make(gnn_backend *be, const gnn_block *blk, const double *deg_dst, const 
 	if (want_loop &&
 		(st = loop_csr(blk, deg_dst, deg_src, &lptr, &lidx, &lval, err)) == GNN_OK)
 		st = dcsr_make(be, nd, ns, lptr[nd], lptr, lidx, lval, with_t, false, &out->loop, err);
+	if (st == GNN_OK && want_typed && (blk->etypes || blk->dst_ntype))
+		st = typed_make(be, blk, with_t, out, err);
 	free(lptr);
 	free(lidx);
 	free(lval);
@@ -325,7 +556,7 @@ gnn_status
 gnn_dblock_create_normed(gnn_backend *be, const gnn_block *blk, const double *deg_dst,
 						 const double *deg_src, gnn_dblock *out, gnn_error *err)
 {
-	return dblock_make(be, blk, deg_dst, deg_src, true, true, true, out, err);
+	return dblock_make(be, blk, deg_dst, deg_src, true, true, true, true, out, err);
 }
 
 gnn_status
@@ -334,8 +565,11 @@ gnn_dblock_create_forward(gnn_backend *be, const gnn_block *blk, gnn_model_kind 
 						  gnn_error *err)
 {
 	bool		sage = kind == GNN_MODEL_SAGE;
+	bool		rel = kind == GNN_MODEL_RGCN || kind == GNN_MODEL_HSAGE;
 
-	return dblock_make(be, blk, deg_dst, deg_src, false, sage, !sage, out, err);
+	/* a relational model on an untyped block reads raw as relation 0 */
+	return dblock_make(be, blk, deg_dst, deg_src, false, sage || (rel && !blk->etypes),
+					   !sage && !rel, rel, out, err);
 }
 
 /* ------------------------------------------------------------------ features */

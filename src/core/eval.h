@@ -15,10 +15,28 @@ typedef struct gnn_eval_data
 	int32_t    *labels;			/* backend memory; NULL when unlabelled */
 	int32_t    *rows[4];		/* backend memory, by GNN_SPLIT_* */
 	int64_t		nrows[4];
+	/* regression and AUROC are measured on the host */
+	gnn_task	task;
+	int32_t		classes;		/* the graph's classes (AUROC when 2) */
+	const float *targets;		/* host, the graph's (regression) */
+	const int32_t *hlabels;		/* host, the graph's */
+	int32_t    *hrows[4];		/* host copies of rows */
+	float	   *hout;			/* host scratch: n x max(classes, 1) */
+	float	   *hgrad;			/* host scratch: n (regression) */
+	double	   *hs;				/* host scratch: n scores / predictions of a split */
+	double	   *ht;				/* host scratch: n targets of a split */
+	int32_t    *hl;				/* host scratch: n labels of a split */
 } gnn_eval_data;
 
+/*
+ * For classification (task GNN_TASK_CLASSIFY) a split's rows are its
+ * labelled nodes; for regression, its nodes with a target (not NAN).
+ * gnn_eval_data_create is gnn_eval_data_create_task for classification.
+ */
 gnn_status	gnn_eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise,
 								 gnn_eval_data *d, gnn_error *err);
+gnn_status	gnn_eval_data_create_task(gnn_backend *be, const gnn_graph *g, bool row_normalise,
+									  gnn_task task, gnn_eval_data *d, gnn_error *err);
 void		gnn_eval_data_free(gnn_backend *be, gnn_eval_data *d);
 /*
  * The nodes a split is measured on are its labelled nodes (split s and
@@ -33,6 +51,38 @@ int64_t		gnn_split_labelled(const gnn_graph *g, int s);
  * message naming what is missing.
  */
 gnn_status	gnn_train_graph_check(const gnn_graph *g, gnn_error *err);
+/* The same for a task: regression needs targets (g->targets) and a
+ * training node with one, instead of labels. */
+gnn_status	gnn_train_graph_check_task(const gnn_graph *g, gnn_task task, gnn_error *err);
+/* Nodes of split s with a regression target (not NAN). */
+int64_t		gnn_split_targeted(const gnn_graph *g, int s);
+
+/*
+ * Loss and metric arithmetic on host arrays, for every loop (full batch
+ * here; a minibatch loop gathers its rows' predictions and targets):
+ *
+ * gnn_mse_host: over the k < n with target[k] not NAN: *mse = mean
+ * (pred-target)^2, *mae = mean |pred-target|; grad (may be NULL) gets
+ * d mse / d pred[k] = 2 (pred[k]-target[k]) / counted (0 where the target is
+ * NAN).  Returns the number counted (mse, mae NAN when 0).
+ *
+ * gnn_auroc: area under the ROC curve of scores for labels 1 (positive)
+ * against 0 (negative), other labels skipped; tied scores count one half
+ * (the Mann-Whitney statistic with mid-ranks).  NAN without both a positive
+ * and a negative.
+ */
+int64_t		gnn_mse_host(const double *pred, const double *target, int64_t n, float *grad,
+						 double *mse, double *mae);
+double		gnn_auroc(const double *score, const int32_t *label, int64_t n);
+
+/*
+ * Regression loss over split s: preds (backend memory, n x 1) against the
+ * targets; dpreds (backend memory, n floats, may be NULL) receives the
+ * gradient of the mean squared error (zero outside the split).  A split
+ * without targets gives NAN.
+ */
+gnn_status	gnn_regress_loss(gnn_backend *be, const gnn_eval_data *d, const float *preds, int64_t n, int s,
+							 float *dpreds, float *mse, float *mae, gnn_error *err);
 
 /*
  * Mean cross-entropy and accuracy over split s (GNN_SPLIT_*).  A split with
@@ -43,7 +93,12 @@ gnn_status	gnn_train_graph_check(const gnn_graph *g, gnn_error *err);
 gnn_status	gnn_eval_split(gnn_backend *be, const gnn_eval_data *d, const float *logits, int64_t n,
 						   int32_t c, int s, float *loss, float *acc, gnn_error *err);
 
-/* The three splits' loss and accuracy into em (train loss is left alone); NAN for empty splits. */
+/*
+ * The three splits' loss and accuracy into em (train loss is left alone);
+ * NAN for empty splits.  Also val / test AUROC for a two-class
+ * classification (from the probability of class 1; NAN otherwise), and for
+ * regression (d->task) the MSE as loss, MAE and RMSE, and -MAE as accuracy.
+ */
 gnn_status	gnn_eval_splits(gnn_backend *be, const gnn_eval_data *d, const float *logits, int64_t n,
 							int32_t c, gnn_epoch_metrics *em, gnn_error *err);
 

@@ -376,6 +376,12 @@ gnn_model_infer_nodes(gnn_model *m, const gnn_graph *g, bool row_normalise, int 
 							 layer, mc->layers);
 	if (n < 0)
 		return gnn_error_set(err, GNN_ERR_INVALID, "node count must be >= 0, got %lld", (long long) n);
+	/* the k-hop blocks below carry no relations or node types (yet): a
+	 * relational model would read a typed graph as one relation */
+	if ((mc->kind == GNN_MODEL_RGCN || mc->kind == GNN_MODEL_HSAGE) && (g->rarc_type || g->node_type))
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+							 "inference on given nodes of a typed graph is not supported for %s yet (infer on the whole graph)",
+							 gnn_model_kind_name(mc->kind));
 	if (n == 0)
 		return GNN_OK;
 	if (g->num_nodes > INT32_MAX - 1)
@@ -396,7 +402,7 @@ gnn_model_infer_nodes(gnn_model *m, const gnn_graph *g, bool row_normalise, int 
 	for (made = 0; made < hops; made++)
 	{
 		int			h = hops - 1 - made;
-		gnn_block	blk = {0};
+		gnn_block	blk = {0};	/* untyped: etypes, dst_ntype NULL */
 
 		blk.n_dst = k.start[h];
 		blk.n_src = k.start[h + 1];

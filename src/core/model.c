@@ -23,6 +23,8 @@ enum
 {
 	B_XD, B_Z, B_ZR, B_Q, B_QA, B_M, B_AM, B_AS, B_AD, B_ALPHA, B_ALPHAD, B_O, B_P, B_Y,
 	B_DP, B_DZ, B_DZR, B_DQ, B_DM, B_DX, B_DALPHA, B_DAS, B_DAD, B_DO, B_XVAL, B_AX,
+	/* relational layers */
+	B_H, B_WREL, B_DWREL, B_HR, B_MR, B_TR, B_DT, B_DMR, B_DHR, B_DH, B_BT,
 	B_COUNT
 };
 
@@ -37,8 +39,11 @@ typedef struct gnn_layer
 	bool		concat;
 	bool		last;
 	gnn_act		act;
-	int			p_w,
+	int32_t		d_h;			/* relational: width of H, the convolution's input */
+	int			p_w,			/* RGCN with bases: the bases */
 				p_b,
+				p_proj,			/* relational, layer 0: input projection */
+				p_coef,			/* RGCN with bases: coefficients */
 				p_root,
 				p_pool,
 				p_pool_b,
@@ -59,6 +64,8 @@ typedef struct gnn_layer
 	const float *alpha_used;	/* alpha after attention dropout */
 	const float *p_out;			/* pre-activation output */
 	const float *y;				/* output */
+	const float *h;				/* relational: H (n_src x d_h) */
+	const float *wrel;			/* relational: the W_r stacked (R*d_h x d_out) */
 	gnn_buf		buf[B_COUNT];
 } gnn_layer;
 
@@ -85,6 +92,10 @@ gnn_model_kind_name(gnn_model_kind kind)
 			return "graphsage";
 		case GNN_MODEL_GAT:
 			return "gat";
+		case GNN_MODEL_RGCN:
+			return "rgcn";
+		case GNN_MODEL_HSAGE:
+			return "hetero_sage";
 	}
 	return "unknown";
 }
@@ -105,14 +116,41 @@ gnn_model_config_default(gnn_model_kind kind, gnn_model_config *cfg)
 	cfg->act = kind == GNN_MODEL_GAT ? GNN_ACT_ELU : GNN_ACT_RELU;
 	cfg->act_param = 1.0f;
 	cfg->decay_first_only = kind == GNN_MODEL_GCN;
+	cfg->num_relations = 1;
+	cfg->num_node_types = 1;
+	cfg->num_bases = 0;
+}
+
+static bool
+is_relational(gnn_model_kind kind)
+{
+	return kind == GNN_MODEL_RGCN || kind == GNN_MODEL_HSAGE;
 }
 
 gnn_status
 gnn_model_config_check(const gnn_model_config *c, gnn_error *err)
 {
-	if (c->kind != GNN_MODEL_GCN && c->kind != GNN_MODEL_SAGE && c->kind != GNN_MODEL_GAT)
-		return gnn_error_set(err, GNN_ERR_INVALID, "unknown model kind %d (accepted: gcn, graphsage, gat)",
+	if (c->kind != GNN_MODEL_GCN && c->kind != GNN_MODEL_SAGE && c->kind != GNN_MODEL_GAT &&
+		!is_relational(c->kind))
+		return gnn_error_set(err, GNN_ERR_INVALID,
+							 "unknown model kind %d (accepted: gcn, graphsage, gat, rgcn, hetero_sage)",
 							 (int) c->kind);
+	if (is_relational(c->kind))
+	{
+		if (c->num_relations < 1 || c->num_relations > GNN_MAX_EDGE_TYPES)
+			return gnn_error_set(err, GNN_ERR_INVALID, "num_relations must be in [1, %d], got %d",
+								 GNN_MAX_EDGE_TYPES, c->num_relations);
+		if (c->num_node_types < 1 || c->num_node_types > GNN_MAX_NODE_TYPES)
+			return gnn_error_set(err, GNN_ERR_INVALID, "num_node_types must be in [1, %d], got %d",
+								 GNN_MAX_NODE_TYPES, c->num_node_types);
+		if (c->num_bases < 0 || c->num_bases > c->num_relations)
+			return gnn_error_set(err, GNN_ERR_INVALID,
+								 "num_bases must be in [0, num_relations = %d] (0 = a full weight per relation), got %d",
+								 c->num_relations, c->num_bases);
+		if (c->num_bases > 0 && c->kind != GNN_MODEL_RGCN)
+			return gnn_error_set(err, GNN_ERR_INVALID, "num_bases applies to rgcn only (got %d for %s)",
+								 c->num_bases, gnn_model_kind_name(c->kind));
+	}
 	if (c->aggr != GNN_AGGR_MEAN && c->aggr != GNN_AGGR_POOL)
 		return gnn_error_set(err, GNN_ERR_INVALID, "unknown aggregator %d (accepted: mean, pool)",
 							 (int) c->aggr);
@@ -238,8 +276,46 @@ walk_model(const gnn_model_config *cfg, shape_walk *w, gnn_layer *layers, gnn_er
 		L->d_in = d_in;
 		L->act = last ? GNN_ACT_NONE : cfg->act;
 		L->p_w = L->p_b = L->p_root = L->p_pool = L->p_pool_b = L->p_att_src = L->p_att_dst = -1;
+		L->p_proj = L->p_coef = -1;
+		L->d_h = d_in;
+		if (is_relational(cfg->kind) && l == 0)
+		{
+			L->d_h = cfg->hidden;
+			st = walk_param(w, l, "proj", d_in, L->d_h, glorot(d_in, L->d_h), decay, &L->p_proj, err);
+			if (st != GNN_OK)
+				return st;
+		}
 		switch (cfg->kind)
 		{
+			case GNN_MODEL_RGCN:
+			case GNN_MODEL_HSAGE:
+				{
+					int64_t		R = cfg->num_relations,
+								T = cfg->kind == GNN_MODEL_HSAGE ? cfg->num_node_types : 1,
+								dh = L->d_h;
+
+					L->d_out = last ? cfg->out_dim : cfg->hidden;
+					if (cfg->kind == GNN_MODEL_RGCN && cfg->num_bases > 0)
+					{
+						st = walk_param(w, l, "bases", cfg->num_bases * dh, L->d_out, glorot(dh, L->d_out),
+										decay, &L->p_w, err);
+						if (st == GNN_OK)
+							st = walk_param(w, l, "coef", R, cfg->num_bases, glorot(R, cfg->num_bases),
+											decay, &L->p_coef, err);
+					}
+					else
+						st = walk_param(w, l, "weight", R * dh, L->d_out, glorot(dh, L->d_out), decay,
+										&L->p_w, err);
+					if (st == GNN_OK)
+						st = walk_param(w, l, "root", T * dh, L->d_out, glorot(dh, L->d_out), decay,
+										&L->p_root, err);
+					if (st == GNN_OK)
+						st = walk_param(w, l, "bias", T, L->d_out, 0, decay, &L->p_b, err);
+					if (st != GNN_OK)
+						return st;
+					d_in = L->d_out;
+					continue;
+				}
 			case GNN_MODEL_GCN:
 				L->d_out = last ? cfg->out_dim : cfg->hidden;
 				st = walk_param(w, l, "weight", d_in, L->d_out, glorot(d_in, L->d_out), decay, &L->p_w, err);
@@ -543,6 +619,8 @@ aggregate_first(const gnn_model *m, const gnn_layer *L, const gnn_dblock *blk)
 				dout = L->d_out,
 				nnz = (double) A->nnz;
 
+	if (is_relational(m->cfg.kind))
+		return false;			/* aggregates first always (rel_forward) */
 	if (L->in_sparse || m->cfg.kind == GNN_MODEL_GAT ||
 		(m->cfg.kind == GNN_MODEL_SAGE && m->cfg.aggr != GNN_AGGR_MEAN))
 		return false;
@@ -567,6 +645,293 @@ layer_forward_aggregate_first(gnn_model *m, gnn_layer *L, gnn_dblock *blk, float
 	if (!gcn)
 		TRY(gnn_backend_gemm(be, false, false, nd, dout, din, 1.0f, L->x, din,
 							 W(m, L->p_root), dout, 1.0f, P, dout));
+	return GNN_OK;
+}
+
+/* ------------------------------------------------------------------ relational layers */
+
+/*
+ * Relation r of a block as the relational layers see it: a block without
+ * etypes is all relation 0, read from its raw CSR.  NULL when the block
+ * has no entry of relation r.
+ */
+static const gnn_drel *
+block_rel(const gnn_dblock *blk, int32_t r, gnn_drel *tmp)
+{
+	if (blk->num_rel == 0)
+	{
+		if (r != 0 || blk->raw.csr.nnz == 0)
+			return NULL;
+		memset(tmp, 0, sizeof(*tmp));
+		tmp->nd = blk->n_dst;
+		tmp->ns = blk->n_src;
+		tmp->a = blk->raw;
+		return tmp;
+	}
+	if (r >= blk->num_rel || blk->rel[r].a.csr.nnz == 0)
+		return NULL;
+	return &blk->rel[r];
+}
+
+/* destinations of node type t (HSAGE): n 0 when none; rows NULL for all */
+static gnn_drows
+block_type_rows(const gnn_dblock *blk, int32_t t)
+{
+	gnn_drows	none = {0, NULL};
+
+	if (blk->num_ntypes == 0)
+	{
+		gnn_drows	all = {blk->n_dst, NULL};
+
+		return t == 0 ? all : none;
+	}
+	return t < blk->num_ntypes ? blk->trows[t] : none;
+}
+
+/* the block's relations and types fit the model */
+static gnn_status
+rel_check(gnn_model *m, const gnn_dblock *blk, gnn_error *err)
+{
+	const gnn_model_config *cfg = &m->cfg;
+
+	if (blk->num_rel > cfg->num_relations)
+		return gnn_error_set(err, GNN_ERR_INVALID, "the block has relations 0..%d but the model only %d",
+							 blk->num_rel - 1, cfg->num_relations);
+	if (cfg->kind == GNN_MODEL_HSAGE && blk->num_ntypes > cfg->num_node_types)
+		return gnn_error_set(err, GNN_ERR_INVALID, "the block has node types 0..%d but the model only %d",
+							 blk->num_ntypes - 1, cfg->num_node_types);
+	if (blk->num_rel == 0 && blk->raw.csr.nnz > 0 && !blk->raw.csr.indptr)
+		return gnn_error_set(err, GNN_ERR_INVALID, "a relational layer needs a block with its relations");
+	return GNN_OK;
+}
+
+/* Hr = H's rows of relation r's columns (H itself when they are all) */
+static gnn_status
+rel_gather_src(gnn_model *m, gnn_layer *L, const gnn_drel *rel, const float **Hr, gnn_error *err)
+{
+	gnn_backend *be = m->be;
+
+	*Hr = L->h;
+	if (rel->cols)
+	{
+		TRYE(ensure(m, L, B_HR, rel->ns * L->d_h, err));
+		TRY(gnn_backend_gather_rows(be, L->h, L->d_h, rel->cols, rel->ns, lbuf(L, B_HR)));
+		*Hr = lbuf(L, B_HR);
+	}
+	return GNN_OK;
+}
+
+/*
+ * P = H_dst W_root[type] + sum_r mean_r(H) W_r + b[type]: aggregate first
+ * (the mean runs on d_h-wide rows of the relation's sources only), then one
+ * product per relation, scattered to the relation's destinations.
+ */
+static gnn_status
+rel_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, float *P, gnn_error *err)
+{
+	gnn_backend *be = m->be;
+	const gnn_model_config *cfg = &m->cfg;
+	int64_t		nd = blk->n_dst,
+				dh = L->d_h,
+				dout = L->d_out,
+				R = cfg->num_relations;
+	bool		hsage = cfg->kind == GNN_MODEL_HSAGE;
+
+	TRYE(rel_check(m, blk, err));
+	/* W_r = sum_b coef[r,b] V_b: [R x dh*dout] = coef [R x B] . V [B x dh*dout] */
+	if (L->p_coef >= 0)
+	{
+		TRYE(ensure(m, L, B_WREL, R * dh * dout, err));
+		TRY(gnn_backend_gemm(be, false, false, R, dh * dout, cfg->num_bases, 1.0f, W(m, L->p_coef),
+							 cfg->num_bases, W(m, L->p_w), dh * dout, 0.0f, lbuf(L, B_WREL), dh * dout));
+		L->wrel = lbuf(L, B_WREL);
+	}
+	else
+		L->wrel = W(m, L->p_w);
+
+	/* root term */
+	if (!hsage)
+		TRY(gnn_backend_gemm(be, false, false, nd, dout, dh, 1.0f, L->h, dh, W(m, L->p_root), dout,
+							 0.0f, P, dout));
+	else
+	{
+		TRY(gnn_backend_memset(be, P, 0, sizeof(float) * nd * dout));
+		for (int32_t t = 0; t < cfg->num_node_types; t++)
+		{
+			gnn_drows	tr = block_type_rows(blk, t);
+			const float *Wt = W(m, L->p_root) + (int64_t) t * dh * dout;
+
+			if (tr.n == 0)
+				continue;
+			if (!tr.rows)
+				TRY(gnn_backend_gemm(be, false, false, nd, dout, dh, 1.0f, L->h, dh, Wt, dout, 1.0f, P, dout));
+			else
+			{
+				TRYE(ensure(m, L, B_HR, tr.n * dh, err));
+				TRYE(ensure(m, L, B_TR, tr.n * dout, err));
+				TRY(gnn_backend_gather_rows(be, L->h, dh, tr.rows, tr.n, lbuf(L, B_HR)));
+				TRY(gnn_backend_gemm(be, false, false, tr.n, dout, dh, 1.0f, lbuf(L, B_HR), dh, Wt, dout,
+									 0.0f, lbuf(L, B_TR), dout));
+				TRY(gnn_backend_scatter_add_rows(be, lbuf(L, B_TR), dout, tr.rows, tr.n, P));
+			}
+		}
+	}
+
+	/* relations */
+	for (int32_t r = 0; r < R; r++)
+	{
+		gnn_drel	tmp;
+		const gnn_drel *rel = block_rel(blk, r, &tmp);
+		const float *Hr;
+		const float *Wr = L->wrel + (int64_t) r * dh * dout;
+
+		if (!rel)
+			continue;
+		TRYE(rel_gather_src(m, L, rel, &Hr, err));
+		TRYE(ensure(m, L, B_MR, rel->nd * dh, err));
+		TRY(gnn_backend_spmm(be, &rel->a.csr, GNN_AGG_MEAN, NULL, NULL, Hr, dh, 0.0f, lbuf(L, B_MR)));
+		if (!rel->rows)
+			TRY(gnn_backend_gemm(be, false, false, nd, dout, dh, 1.0f, lbuf(L, B_MR), dh, Wr, dout,
+								 1.0f, P, dout));
+		else
+		{
+			TRYE(ensure(m, L, B_TR, rel->nd * dout, err));
+			TRY(gnn_backend_gemm(be, false, false, rel->nd, dout, dh, 1.0f, lbuf(L, B_MR), dh, Wr, dout,
+								 0.0f, lbuf(L, B_TR), dout));
+			TRY(gnn_backend_scatter_add_rows(be, lbuf(L, B_TR), dout, rel->rows, rel->nd, P));
+		}
+	}
+
+	/* bias, per destination type for HSAGE */
+	if (hsage && blk->ntype)
+	{
+		TRYE(ensure(m, L, B_BT, nd * dout, err));
+		TRY(gnn_backend_gather_rows(be, W(m, L->p_b), dout, blk->ntype, nd, lbuf(L, B_BT)));
+		TRY(gnn_backend_axpby(be, nd * dout, 1.0f, lbuf(L, B_BT), 1.0f, P));
+	}
+	else
+		TRY(gnn_backend_add_bias(be, P, W(m, L->p_b), nd, dout));
+	return GNN_OK;
+}
+
+/*
+ * Backward of rel_forward from dP: the parameters' gradients and dH (n_src
+ * x d_h, overwritten).  mean_r(H) is recomputed per relation rather than
+ * kept from the forward: keeping it would cost the sum over relations of
+ * their destinations times d_h.
+ */
+static gnn_status
+rel_backward(gnn_model *m, gnn_layer *L, const float *dP, float *dH, gnn_error *err)
+{
+	gnn_backend *be = m->be;
+	const gnn_model_config *cfg = &m->cfg;
+	gnn_dblock *blk = L->blk;
+	int64_t		nd = L->n_dst,
+				ns = L->n_src,
+				dh = L->d_h,
+				dout = L->d_out,
+				R = cfg->num_relations,
+				T = cfg->kind == GNN_MODEL_HSAGE ? cfg->num_node_types : 1;
+	bool		hsage = cfg->kind == GNN_MODEL_HSAGE;
+	float	   *dW;
+
+	/* bias */
+	if (hsage && blk->ntype)
+	{
+		TRY(gnn_backend_memset(be, G(m, L->p_b), 0, sizeof(float) * T * dout));
+		TRY(gnn_backend_scatter_add_rows(be, dP, dout, blk->ntype, nd, G(m, L->p_b)));
+	}
+	else
+	{
+		if (T > 1)
+			TRY(gnn_backend_memset(be, G(m, L->p_b), 0, sizeof(float) * T * dout));
+		TRY(gnn_backend_bias_grad(be, dP, nd, dout, 0.0f, G(m, L->p_b)));
+	}
+
+	/* root term */
+	TRY(gnn_backend_memset(be, dH, 0, sizeof(float) * ns * dh));
+	TRY(gnn_backend_memset(be, G(m, L->p_root), 0, sizeof(float) * T * dh * dout));
+	for (int32_t t = 0; t < T; t++)
+	{
+		gnn_drows	tr = hsage ? block_type_rows(blk, t) : (gnn_drows) {nd, NULL};
+		const float *Wt = W(m, L->p_root) + (int64_t) t * dh * dout;
+		float	   *dWt = G(m, L->p_root) + (int64_t) t * dh * dout;
+
+		if (tr.n == 0)
+			continue;
+		if (!tr.rows)
+		{
+			TRY(gnn_backend_gemm(be, true, false, dh, dout, nd, 1.0f, L->h, dh, dP, dout, 0.0f, dWt, dout));
+			TRY(gnn_backend_gemm(be, false, true, nd, dh, dout, 1.0f, dP, dout, Wt, dout, 1.0f, dH, dh));
+		}
+		else
+		{
+			TRYE(ensure(m, L, B_HR, tr.n * dh, err));
+			TRYE(ensure(m, L, B_DT, tr.n * dout, err));
+			TRYE(ensure(m, L, B_DHR, tr.n * dh, err));
+			TRY(gnn_backend_gather_rows(be, L->h, dh, tr.rows, tr.n, lbuf(L, B_HR)));
+			TRY(gnn_backend_gather_rows(be, dP, dout, tr.rows, tr.n, lbuf(L, B_DT)));
+			TRY(gnn_backend_gemm(be, true, false, dh, dout, tr.n, 1.0f, lbuf(L, B_HR), dh, lbuf(L, B_DT), dout,
+								 0.0f, dWt, dout));
+			TRY(gnn_backend_gemm(be, false, true, tr.n, dh, dout, 1.0f, lbuf(L, B_DT), dout, Wt, dout,
+								 0.0f, lbuf(L, B_DHR), dh));
+			TRY(gnn_backend_scatter_add_rows(be, lbuf(L, B_DHR), dh, tr.rows, tr.n, dH));
+		}
+	}
+
+	/* relations: dW_r = mean_r(H)^T dP_r, dH += A_r^T (dP_r W_r^T) */
+	if (L->p_coef >= 0)
+	{
+		TRYE(ensure(m, L, B_DWREL, R * dh * dout, err));
+		dW = lbuf(L, B_DWREL);
+	}
+	else
+		dW = G(m, L->p_w);
+	TRY(gnn_backend_memset(be, dW, 0, sizeof(float) * R * dh * dout));
+	for (int32_t r = 0; r < R; r++)
+	{
+		gnn_drel	tmp;
+		const gnn_drel *rel = block_rel(blk, r, &tmp);
+		const float *Hr,
+				   *dT = dP;
+		const float *Wr = L->wrel + (int64_t) r * dh * dout;
+
+		if (!rel)
+			continue;
+		TRYE(rel_gather_src(m, L, rel, &Hr, err));
+		TRYE(ensure(m, L, B_MR, rel->nd * dh, err));
+		TRY(gnn_backend_spmm(be, &rel->a.csr, GNN_AGG_MEAN, NULL, NULL, Hr, dh, 0.0f, lbuf(L, B_MR)));
+		if (rel->rows)
+		{
+			TRYE(ensure(m, L, B_DT, rel->nd * dout, err));
+			TRY(gnn_backend_gather_rows(be, dP, dout, rel->rows, rel->nd, lbuf(L, B_DT)));
+			dT = lbuf(L, B_DT);
+		}
+		TRY(gnn_backend_gemm(be, true, false, dh, dout, rel->nd, 1.0f, lbuf(L, B_MR), dh, dT, dout,
+							 1.0f, dW + (int64_t) r * dh * dout, dout));
+		TRYE(ensure(m, L, B_DMR, rel->nd * dh, err));
+		TRY(gnn_backend_gemm(be, false, true, rel->nd, dh, dout, 1.0f, dT, dout, Wr, dout, 0.0f,
+							 lbuf(L, B_DMR), dh));
+		if (!rel->cols)
+			TRY(gnn_backend_spmm_t(be, &rel->a.csr, GNN_AGG_MEAN, NULL, NULL, lbuf(L, B_DMR), dh, 1.0f, dH));
+		else
+		{
+			TRYE(ensure(m, L, B_DHR, rel->ns * dh, err));
+			TRY(gnn_backend_spmm_t(be, &rel->a.csr, GNN_AGG_MEAN, NULL, NULL, lbuf(L, B_DMR), dh, 0.0f,
+								   lbuf(L, B_DHR)));
+			TRY(gnn_backend_scatter_add_rows(be, lbuf(L, B_DHR), dh, rel->cols, rel->ns, dH));
+		}
+	}
+	/* bases: dcoef = dW [R x dh*dout] V^T, dV = coef^T dW */
+	if (L->p_coef >= 0)
+	{
+		int64_t		B = cfg->num_bases;
+
+		TRY(gnn_backend_gemm(be, false, true, R, B, dh * dout, 1.0f, dW, dh * dout, W(m, L->p_w), dh * dout,
+							 0.0f, G(m, L->p_coef), B));
+		TRY(gnn_backend_gemm(be, true, false, B, dh * dout, R, 1.0f, W(m, L->p_coef), B, dW, dh * dout,
+							 0.0f, G(m, L->p_w), dh * dout));
+	}
 	return GNN_OK;
 }
 
@@ -623,6 +988,18 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 	else
 		switch (cfg->kind)
 		{
+			case GNN_MODEL_RGCN:
+			case GNN_MODEL_HSAGE:
+				L->h = L->x;
+				if (L->p_proj >= 0)
+				{
+					/* layer 0: H = X P, on every source row */
+					TRYE(ensure(m, L, B_H, ns * L->d_h, err));
+					TRYE(lin_fwd(m, L, W(m, L->p_proj), L->d_h, ns, lbuf(L, B_H), err));
+					L->h = lbuf(L, B_H);
+				}
+				TRYE(rel_forward(m, L, blk, P, err));
+				break;
 			case GNN_MODEL_GCN:
 				TRYE(ensure(m, L, B_Z, ns * dout, err));
 				TRYE(lin_fwd(m, L, W(m, L->p_w), dout, ns, lbuf(L, B_Z), err));
@@ -696,7 +1073,8 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 					break;
 				}
 		}
-	TRY(gnn_backend_add_bias(be, P, W(m, L->p_b), nd, dout));
+	if (!is_relational(cfg->kind))	/* rel_forward adds its own (per type) */
+		TRY(gnn_backend_add_bias(be, P, W(m, L->p_b), nd, dout));
 	L->p_out = P;
 	if (L->act != GNN_ACT_NONE)
 	{
@@ -791,10 +1169,28 @@ layer_backward(gnn_model *m, gnn_layer *L, const float *dY, bool want_dx, gnn_er
 		TRY(gnn_backend_act_backward(be, L->act, cfg->act_param, L->p_out, L->y, dY, lbuf(L, B_DP), nd * dout));
 		dP = lbuf(L, B_DP);
 	}
-	TRY(gnn_backend_bias_grad(be, dP, nd, dout, 0.0f, G(m, L->p_b)));
+	if (!is_relational(cfg->kind))
+		TRY(gnn_backend_bias_grad(be, dP, nd, dout, 0.0f, G(m, L->p_b)));
 
 	switch (cfg->kind)
 	{
+		case GNN_MODEL_RGCN:
+		case GNN_MODEL_HSAGE:
+			if (L->p_proj >= 0)
+			{
+				/* layer 0: dH, then dP = X^T dH; the input needs no gradient */
+				TRYE(ensure(m, L, B_DH, ns * L->d_h, err));
+				TRYE(rel_backward(m, L, dP, lbuf(L, B_DH), err));
+				TRYE(lin_bwd_w(m, L, lbuf(L, B_DH), L->d_h, ns, G(m, L->p_proj), err));
+				if (dX)
+					TRYE(lin_bwd_x(m, L, lbuf(L, B_DH), L->d_h, ns, W(m, L->p_proj), 0.0f, dX, err));
+			}
+			else
+			{
+				TRYE(ensure(m, L, B_DH, ns * L->d_h, err));
+				TRYE(rel_backward(m, L, dP, dX ? dX : lbuf(L, B_DH), err));
+			}
+			break;
 		case GNN_MODEL_GCN:
 			TRYE(ensure(m, L, B_DZ, ns * dout, err));
 			TRY(gnn_backend_spmm_t(be, &blk->loop.csr, GNN_AGG_SUM, NULL, NULL, dP, dout, 0.0f, lbuf(L, B_DZ)));

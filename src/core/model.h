@@ -18,6 +18,21 @@
  *              attention dropout on alpha; Y = act(concat_h or mean_h(alpha H) + b)
  * Dropout is applied to every layer's input (also to sparse input features,
  * on their non-zeros), as in Kipf & Welling and the GAT paper.
+ *
+ * Relational layers (RGCN, HSAGE) read the block's relation of each entry
+ * (etypes) and type of each destination (dst_ntype); mean_r(H) is the mean
+ * over a destination's in-neighbours of relation r (0 when it has none).
+ * Layer 0 first projects its input, H = X P (P = "l0.proj", in_dim x
+ * hidden, no bias: the loader's typed features carry a constant-1 column
+ * per node type, so this is a per-type projection with a per-type bias);
+ * later layers take the previous output as H.
+ *   RGCN:  Y = act(H_dst W_root + sum_r mean_r(H) W_r + b),
+ *          W_r = sum_b coef[r,b] V_b with num_bases > 0 ("bases" holds the
+ *          V_b stacked: [B*d x d_out]; "coef" [R x B]), else "weight" holds
+ *          the W_r stacked ([R*d x d_out])
+ *   HSAGE: Y = act(sum_r mean_r(H) W_r + H_dst W_root[t] + b[t]),
+ *          t = type of the destination; "root" [T*d x d_out], "bias" [T x d_out]
+ * GCN, GraphSAGE and GAT ignore etypes and dst_ntype (type-blind).
  */
 #ifndef GNN_MODEL_H
 #define GNN_MODEL_H
@@ -116,14 +131,48 @@ gnn_status	gnn_dcsr_create(gnn_backend *be, int64_t n_rows, int64_t n_cols, int6
 							const float *values, gnn_dcsr *out, gnn_error *err);
 void		gnn_dcsr_free(gnn_dcsr *d);
 
+/*
+ * One relation of a typed block, for the relational layers (RGCN, HSAGE):
+ * its entries as a CSR `a` over compacted rows and columns (only the
+ * destinations and sources the relation touches, so R relations cost
+ * O(nnz) in all rather than R times the block's size), the block's weights
+ * kept, aggregated as a mean.  rows[k] is the block row of a's row k and
+ * cols[q] the block column of a's column q; NULL means the identity (a
+ * relation touching most rows or columns keeps them all, with empty rows,
+ * and saves the gather / scatter).
+ */
+typedef struct gnn_drel
+{
+	int64_t		nd;				/* rows of a */
+	int64_t		ns;				/* columns of a */
+	int32_t    *rows;			/* backend [nd], or NULL: row k is block row k */
+	int32_t    *cols;			/* backend [ns], or NULL: column q is block column q */
+	gnn_dcsr	a;				/* nnz 0: the relation has no entry in the block */
+} gnn_drel;
+
+/* The destinations of one node type: rows NULL with n == n_dst: all of them. */
+typedef struct gnn_drows
+{
+	int64_t		n;
+	int32_t    *rows;			/* backend [n] */
+} gnn_drows;
+
 /* A block prepared on a backend: the raw CSR (SAGE) and the self-looped,
- * GCN-normalised CSR (GCN values; GAT uses its structure). */
+ * GCN-normalised CSR (GCN values; GAT uses its structure); for a block with
+ * etypes / dst_ntype also the per-relation CSRs and the destinations of
+ * each node type (relational layers; the others ignore them). */
 typedef struct gnn_dblock
 {
 	int64_t		n_dst;
 	int64_t		n_src;
 	gnn_dcsr	raw;
 	gnn_dcsr	loop;
+	gnn_backend *be;
+	int32_t		num_rel;		/* 1 + the largest relation in etypes; 0: no etypes (all relation 0 = raw) */
+	gnn_drel   *rel;			/* [num_rel], host array */
+	int32_t		num_ntypes;		/* 1 + the largest destination type; 0: no dst_ntype (all type 0) */
+	int32_t    *ntype;			/* backend [n_dst] destination types (int32), NULL when num_ntypes == 0 */
+	gnn_drows  *trows;			/* [num_ntypes], host array */
 } gnn_dblock;
 
 gnn_status	gnn_dblock_create(gnn_backend *be, const gnn_block *blk, gnn_dblock *out,
@@ -145,7 +194,8 @@ gnn_status	gnn_dblock_create_normed(gnn_backend *be, const gnn_block *blk,
  * A block for forward passes only (inference): no transposes, so backward
  * products on it fail, and only the CSR that `kind` reads (raw for
  * GraphSAGE, self-looped and normalised as gnn_dblock_create_normed for GCN
- * and GAT), with the same values.  On the CPU backend the raw CSR borrows
+ * and GAT, the per-relation CSRs for RGCN and HSAGE, with raw when the
+ * block has no etypes), with the same values.  On the CPU backend the raw CSR borrows
  * blk's arrays, which must then outlive the block.
  */
 gnn_status	gnn_dblock_create_forward(gnn_backend *be, const gnn_block *blk, gnn_model_kind kind,

@@ -116,7 +116,16 @@ gnn_model_serialize(gnn_model *m, const gnn_model_meta *meta, void **blob, size_
 	put_f32(&w, c->attn_dropout);
 	put_f32(&w, c->negative_slope);
 	put_f32(&w, c->act_param);
-	put_u32(&w, c->decay_first_only ? 1u : 0u);
+	/* flag 2: the relational fields follow (older readers refuse the blob as
+	 * having unknown flags rather than misread it) */
+	put_u32(&w, (c->decay_first_only ? 1u : 0u) |
+			(c->kind == GNN_MODEL_RGCN || c->kind == GNN_MODEL_HSAGE ? 2u : 0u));
+	if (c->kind == GNN_MODEL_RGCN || c->kind == GNN_MODEL_HSAGE)
+	{
+		put_i32(&w, c->num_relations);
+		put_i32(&w, c->num_node_types);
+		put_i32(&w, c->num_bases);
+	}
 	put_f32(&w, meta->lr);
 	put_f32(&w, meta->weight_decay);
 	put_i32(&w, meta->epochs);
@@ -274,9 +283,13 @@ blob_parse(const void *blob, size_t size, gnn_model_config *cfg_out, gnn_model_m
 	if (!get(&r, &c.dropout, 4) || !get(&r, &c.attn_dropout, 4) || !get(&r, &c.negative_slope, 4) ||
 		!get(&r, &c.act_param, 4) || !get(&r, &u, 4))
 		CORRUPT("model blob truncated in the architecture");
-	if (u > 1)
+	if (u > 3)
 		CORRUPT("model blob has unknown flags %#x", u);
 	c.decay_first_only = u & 1;
+	c.num_relations = c.num_node_types = 1;
+	if ((u & 2) && (!get(&r, &c.num_relations, 4) || !get(&r, &c.num_node_types, 4) ||
+					!get(&r, &c.num_bases, 4)))
+		CORRUPT("model blob truncated in the architecture");
 	if (!isfinite(c.act_param))
 		CORRUPT("model blob has a non-finite activation parameter");
 	if (gnn_model_config_check(&c, err) != GNN_OK)

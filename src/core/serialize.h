@@ -7,7 +7,8 @@
  *   u64 total_len     bytes of the whole blob, checksum included
  *   architecture      u32 kind, u32 aggr, i32 in_dim, hidden, out_dim, layers,
  *                     heads, out_heads, u32 act, f32 dropout, attn_dropout,
- *                     negative_slope, act_param, u32 flags (bit 0: decay_first_only)
+ *                     negative_slope, act_param, u32 flags (bit 0: decay_first_only,
+ *                     bit 1: relational: i32 num_relations, num_node_types, num_bases follow)
  *   hyper-parameters  f32 lr, weight_decay, i32 epochs, best_epoch, u32 optimizer,
  *                     u64 seed, f32 val_acc, test_acc (gnn_model_meta)
  *   u32 ntensors

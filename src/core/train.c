@@ -60,6 +60,10 @@ gnn_parse_model_kind(const char *s, gnn_model_kind *out)
 		*out = GNN_MODEL_SAGE;
 	else if (strcmp(s, "gat") == 0)
 		*out = GNN_MODEL_GAT;
+	else if (strcmp(s, "rgcn") == 0)
+		*out = GNN_MODEL_RGCN;
+	else if (strcmp(s, "hetero_sage") == 0 || strcmp(s, "hsage") == 0)
+		*out = GNN_MODEL_HSAGE;
 	else
 		return false;
 	return true;
@@ -112,8 +116,20 @@ gnn_parse_select(const char *s, gnn_select *out)
 gnn_status
 gnn_train_config_check(const gnn_train_config *c, gnn_error *err)
 {
-	if (c->model != GNN_MODEL_GCN && c->model != GNN_MODEL_SAGE && c->model != GNN_MODEL_GAT)
-		return gnn_error_set(err, GNN_ERR_INVALID, "unknown model %d (accepted: gcn, graphsage, gat)", (int) c->model);
+	if (c->model != GNN_MODEL_GCN && c->model != GNN_MODEL_SAGE && c->model != GNN_MODEL_GAT &&
+		c->model != GNN_MODEL_RGCN && c->model != GNN_MODEL_HSAGE)
+		return gnn_error_set(err, GNN_ERR_INVALID, "unknown model %d (accepted: gcn, graphsage, gat, rgcn, hetero_sage)",
+							 (int) c->model);
+	if (c->task != GNN_TASK_CLASSIFY && c->task != GNN_TASK_REGRESS)
+		return gnn_error_set(err, GNN_ERR_INVALID, "unknown task %d (accepted: classify, regress)", (int) c->task);
+	if (c->num_bases < 0 || c->num_bases > GNN_MAX_EDGE_TYPES)
+		return gnn_error_set(err, GNN_ERR_INVALID, "num_bases must be in [0, %d] (0 = a full weight per relation), got %d",
+							 GNN_MAX_EDGE_TYPES, c->num_bases);
+	if (c->num_bases > 0 && c->model != GNN_MODEL_RGCN)
+		return gnn_error_set(err, GNN_ERR_INVALID, "num_bases applies to rgcn only");
+	if (c->target_type < 0 || c->target_type >= GNN_MAX_NODE_TYPES)
+		return gnn_error_set(err, GNN_ERR_INVALID, "target_type must be in [0, %d), got %d",
+							 GNN_MAX_NODE_TYPES, c->target_type);
 	if (c->aggr != GNN_AGGR_MEAN && c->aggr != GNN_AGGR_POOL)
 		return gnn_error_set(err, GNN_ERR_INVALID, "unknown aggregator %d (accepted: mean, pool)", (int) c->aggr);
 	if (c->hidden < 1 || c->hidden > 65536)
@@ -147,9 +163,9 @@ gnn_train_config_check(const gnn_train_config *c, gnn_error *err)
 	return GNN_OK;
 }
 
-gnn_status
-gnn_train_model_config(const gnn_train_config *c, int32_t in_dim, int32_t classes,
-					   gnn_model_config *mc, gnn_error *err)
+/* the model configuration for given widths, unchecked */
+static void
+model_config_fill(const gnn_train_config *c, int32_t in_dim, int32_t classes, gnn_model_config *mc)
 {
 	gnn_model_config_default(c->model, mc);
 	mc->aggr = c->aggr;
@@ -161,6 +177,28 @@ gnn_train_model_config(const gnn_train_config *c, int32_t in_dim, int32_t classe
 	mc->out_heads = c->out_heads;
 	mc->dropout = c->dropout;
 	mc->attn_dropout = c->attn_dropout;
+	mc->num_bases = c->num_bases;
+}
+
+gnn_status
+gnn_train_model_config(const gnn_train_config *c, int32_t in_dim, int32_t classes,
+					   gnn_model_config *mc, gnn_error *err)
+{
+	model_config_fill(c, in_dim, classes, mc);
+	return gnn_model_config_check(mc, err);
+}
+
+gnn_status
+gnn_train_model_config_for(const gnn_train_config *c, const gnn_graph *g, gnn_model_config *mc,
+						   gnn_error *err)
+{
+	model_config_fill(c, g->feat_dim, c->task == GNN_TASK_REGRESS ? 1 : g->num_classes, mc);
+	/* a graph built without types (or by hand, fields left 0) has one of each */
+	mc->num_relations = g->num_edge_types > 1 ? g->num_edge_types : 1;
+	mc->num_node_types = g->num_node_types > 1 ? g->num_node_types : 1;
+	if (c->target_type >= mc->num_node_types)
+		return gnn_error_set(err, GNN_ERR_INVALID, "target_type %d is not a node type of the graph (it has %d)",
+							 c->target_type, mc->num_node_types);
 	return gnn_model_config_check(mc, err);
 }
 
@@ -193,19 +231,20 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		*model_out = NULL;
 	if ((st = gnn_train_config_check(cfg, err)) != GNN_OK)
 		return st;
-	if ((st = gnn_train_graph_check(g, err)) != GNN_OK)
+	if ((st = gnn_train_graph_check_task(g, cfg->task, err)) != GNN_OK)
 		return st;
 	if (model_out && !be_in)
 		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
-	if ((st = gnn_train_model_config(cfg, g->feat_dim, c, &mc, err)) != GNN_OK)
+	if ((st = gnn_train_model_config_for(cfg, g, &mc, err)) != GNN_OK)
 		return st;
+	c = mc.out_dim;
 	if (!be && (st = gnn_backend_create(cfg->backend, cfg->threads, cfg->cuda_so, &be, err)) != GNN_OK)
 		return st;
 
 	gnn_rng_seed(&rng, cfg->seed);
 	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK)
 		goto done;
-	if ((st = gnn_eval_data_create(be, g, cfg->row_normalise, &d, err)) != GNN_OK)
+	if ((st = gnn_eval_data_create_task(be, g, cfg->row_normalise, cfg->task, &d, err)) != GNN_OK)
 		goto done;
 	if ((st = gnn_backend_alloc(be, sizeof(float) * n * c, (void **) &dlogits)) != GNN_OK)
 	{
@@ -242,12 +281,23 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		/* train step */
 		if ((st = gnn_model_forward(model, blocks, &d.x, true, gnn_rng_next(&rng), &logits, err)) != GNN_OK)
 			break;
-		st = gnn_backend_xent(be, logits, n, c, d.labels, d.rows[GNN_SPLIT_TRAIN], d.nrows[GNN_SPLIT_TRAIN],
-							  dlogits, &em.train_loss, NULL, NULL);
-		if (st != GNN_OK)
+		if (cfg->task == GNN_TASK_REGRESS)
 		{
-			st = gnn_backend_error(be, st, err);
-			break;
+			float		mae;
+
+			if ((st = gnn_regress_loss(be, &d, logits, n, GNN_SPLIT_TRAIN, dlogits, &em.train_loss,
+									   &mae, err)) != GNN_OK)
+				break;
+		}
+		else
+		{
+			st = gnn_backend_xent(be, logits, n, c, d.labels, d.rows[GNN_SPLIT_TRAIN], d.nrows[GNN_SPLIT_TRAIN],
+								  dlogits, &em.train_loss, NULL, NULL);
+			if (st != GNN_OK)
+			{
+				st = gnn_backend_error(be, st, err);
+				break;
+			}
 		}
 		if ((st = gnn_model_backward(model, dlogits, err)) != GNN_OK)
 			break;

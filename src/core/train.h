@@ -65,11 +65,17 @@ typedef struct gnn_train_config
 void		gnn_train_config_default(gnn_model_kind kind, gnn_train_config *cfg);
 /* GNN_ERR_INVALID with a message listing the accepted values. */
 gnn_status	gnn_train_config_check(const gnn_train_config *cfg, gnn_error *err);
-/* The model configuration the training config implies for a graph. */
+/* The model configuration the training config implies for given widths
+ * (one relation, one node type: a homogeneous graph). */
 gnn_status	gnn_train_model_config(const gnn_train_config *cfg, int32_t in_dim, int32_t classes,
 								   gnn_model_config *mc, gnn_error *err);
-/* Parse names: "gcn"/"graphsage"/"sage"/"gat", "mean"/"pool", "adam"/"sgd",
- * "loss"/"acc"/"gat"; return false on an unknown name. */
+/* ... for graph g: its feature width, classes (1 output for regression),
+ * relations and node types, and cfg's num_bases. */
+gnn_status	gnn_train_model_config_for(const gnn_train_config *cfg, const gnn_graph *g,
+									   gnn_model_config *mc, gnn_error *err);
+/* Parse names: "gcn"/"graphsage"/"sage"/"gat"/"rgcn"/"hetero_sage"/"hsage",
+ * "mean"/"pool", "adam"/"sgd", "loss"/"acc"/"gat"; return false on an
+ * unknown name. */
 bool		gnn_parse_model_kind(const char *s, gnn_model_kind *out);
 bool		gnn_parse_aggr(const char *s, gnn_aggr *out);
 bool		gnn_parse_optim(const char *s, gnn_optim_kind *out);
@@ -113,7 +119,8 @@ typedef struct gnn_train_result
 } gnn_train_result;
 
 /*
- * Train on g.  be: a backend to use, or NULL to create one from cfg (and
+ * Train on g (classification: g's labels; regression, cfg->task: g's
+ * targets, one output, mean squared error).  be: a backend to use, or NULL to create one from cfg (and
  * destroy it at the end).  model_out (optional) receives the trained model
  * with the best weights restored (owned by the caller, uses be, so the
  * caller must keep be alive - pass be non-NULL when asking for the model).

@@ -455,7 +455,7 @@ gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_li
 	gnn_status	st;
 	gnn_dblock	dblk;
 	gnn_dfeat	x;
-	gnn_block	blk = {0};
+	gnn_block	blk = {0};	/* untyped: etypes, dst_ntype NULL */
 	pair	   *pairs = NULL,
 			   *neg = NULL;
 	uint64_t   *removed = NULL;

@@ -399,7 +399,7 @@ train_step(sub_ctx *x, gnn_model *model, gnn_optim *opt, uint64_t seed, float *l
 	const float *logits;
 	int64_t		nt = 0;
 	gnn_status	st;
-	gnn_block	blk = {0};
+	gnn_block	blk = {0};	/* untyped: etypes, dst_ntype NULL */
 
 	memset(&db, 0, sizeof(db));
 	memset(&f, 0, sizeof(f));

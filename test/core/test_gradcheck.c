@@ -35,7 +35,23 @@ typedef struct hblock
 				nnz;
 	int64_t		ptr[64];
 	int32_t		idx[1024];
+	int16_t		et[1024];		/* relation of each entry (typed blocks) */
+	int16_t		nt[64];			/* node type of each destination */
 } hblock;
+
+/* typed blocks for the relational models: relations and node types drawn when > 0 */
+static int	g_nrel = 0;
+static int	g_ntypes = 0;
+static int	g_compact_rows = 0,
+			g_compact_cols = 0,
+			g_whole = 0;
+
+/* a node's type: fixed by its index, so destination i and source i agree */
+static int16_t
+node_type_of(int64_t v)
+{
+	return (int16_t) (g_ntypes > 0 ? (v * 7 + 3) % 5 % g_ntypes : 0);
+}
 
 static void
 make_block(gnn_rng *r, int64_t nd, int64_t ns, double pedge, hblock *b)
@@ -48,8 +64,16 @@ make_block(gnn_rng *r, int64_t nd, int64_t ns, double pedge, hblock *b)
 	{
 		for (int64_t j = 0; j < ns; j++)
 			if (j != i && gnn_rng_double(r) < pedge)
+			{
+				double		u = gnn_rng_double(r);
+
+				/* skewed, so that the rare relations touch few rows and columns
+				 * (compacted) and the common one most (kept whole) */
+				b->et[b->nnz] = (int16_t) (g_nrel <= 0 ? 0 : u < 0.6 ? 0 : (int) ((u - 0.6) / 0.4 * (g_nrel - 1)) + 1);
 				b->idx[b->nnz++] = (int32_t) j;
+			}
 		b->ptr[i + 1] = b->nnz;
+		b->nt[i] = node_type_of(i);
 	}
 }
 
@@ -198,6 +222,87 @@ ref_forward(const gnn_model_config *c, refw *R, hblock *const *blk, const fixtur
 				for (int64_t i = 0; i < ns * din; i++)
 					X[i] = gnn_math_dropout_keep(sin, (uint64_t) i, (float) p) ?
 						X[i] * (double) (1.0f / (1.0f - (float) p)) : 0;
+		}
+		if (c->kind == GNN_MODEL_RGCN || c->kind == GNN_MODEL_HSAGE)
+		{
+			/* H = X P on layer 0; Y = root + sum_r mean_r(H) W_r + bias (per type for HSAGE) */
+			int64_t		dh = l == 0 ? c->hidden : din;
+			bool		hs = c->kind == GNN_MODEL_HSAGE;
+			double	   *Hm = malloc(sizeof(double) * ns * dh);
+			double	   *root = P(R, l, "root"),
+					   *bias = P(R, l, "bias");
+			int64_t		nb = c->num_bases;
+
+			dout = last ? c->out_dim : c->hidden;
+			if (l == 0)
+			{
+				double	   *Pj = P(R, 0, "proj");
+
+				for (int64_t j = 0; j < ns; j++)
+					for (int64_t k = 0; k < dh; k++)
+					{
+						double		z = 0;
+
+						for (int64_t q = 0; q < din; q++)
+							z += X[j * din + q] * Pj[q * dh + k];
+						Hm[j * dh + k] = z;
+					}
+			}
+			else
+				memcpy(Hm, X, sizeof(double) * ns * dh);
+			Y = calloc(nd * dout, sizeof(double));
+			for (int64_t i = 0; i < nd; i++)
+			{
+				int64_t		t = hs ? b->nt[i] : 0;
+
+				for (int64_t k = 0; k < dout; k++)
+				{
+					double		z = bias[t * dout + k];
+
+					for (int64_t q = 0; q < dh; q++)
+						z += Hm[i * dh + q] * root[(t * dh + q) * dout + k];
+					Y[i * dout + k] = z;
+				}
+				for (int rr = 0; rr < c->num_relations; rr++)
+				{
+					double		mean[64] = {0};
+					int			cnt = 0;
+
+					for (int64_t e = b->ptr[i]; e < b->ptr[i + 1]; e++)
+						if (b->et[e] == rr)
+						{
+							cnt++;
+							for (int64_t q = 0; q < dh; q++)
+								mean[q] += Hm[b->idx[e] * dh + q];
+						}
+					if (cnt == 0)
+						continue;
+					for (int64_t q = 0; q < dh; q++)
+						for (int64_t k = 0; k < dout; k++)
+						{
+							double		w = 0;
+
+							if (nb > 0)
+							{
+								double	   *V = P(R, l, "bases"),
+										   *cf = P(R, l, "coef");
+
+								for (int64_t bb = 0; bb < nb; bb++)
+									w += cf[rr * nb + bb] * V[(bb * dh + q) * dout + k];
+							}
+							else
+								w = P(R, l, "weight")[(rr * dh + q) * dout + k];
+							Y[i * dout + k] += mean[q] / cnt * w;
+						}
+				}
+				for (int64_t k = 0; k < dout; k++)
+					Y[i * dout + k] = ref_act(act, Y[i * dout + k]);
+			}
+			free(Hm);
+			free(X);
+			X = Y;
+			din = dout;
+			continue;
 		}
 		if (c->kind == GNN_MODEL_GAT)
 		{
@@ -466,7 +571,8 @@ check_model(const char *label, gnn_backend *be, gnn_model_config *c, bool sparse
 
 	for (int l = 0; l < 3; l++)
 	{
-		gnn_block	b = {hb[l].nd, hb[l].ns, hb[l].nnz, hb[l].ptr, hb[l].idx, NULL};
+		gnn_block	b = {hb[l].nd, hb[l].ns, hb[l].nnz, hb[l].ptr, hb[l].idx, NULL,
+			g_nrel > 0 ? hb[l].et : NULL, g_ntypes > 0 ? hb[l].nt : NULL};
 
 		st = gnn_dblock_create(be, &b, &db[l], &err);
 		if (st != GNN_OK)
@@ -477,6 +583,13 @@ check_model(const char *label, gnn_backend *be, gnn_model_config *c, bool sparse
 	}
 	for (int l = 0; l < GNN_MAX_LAYERS; l++)
 		dbp[l] = &db[l < 3 ? l : 2];
+	for (int l = 0; l < 3; l++)
+		for (int32_t q = 0; q < db[l].num_rel; q++)
+		{
+			g_compact_rows += db[l].rel[q].rows != NULL;
+			g_compact_cols += db[l].rel[q].cols != NULL;
+			g_whole += db[l].rel[q].a.csr.nnz > 0 && !db[l].rel[q].rows;
+		}
 	if (sparse)
 		st = gnn_dfeat_sparse(be, fx.n, fx.din, fx.fptr, fx.fidx, fx.fval, &x, &err);
 	else
@@ -809,6 +922,57 @@ main(void)
 	c.dropout = 0.3f; c.attn_dropout = 0.3f;
 	check_model("gat sparse + input/attention dropout", be, &c, true, false, true, 32);
 	check_model("gat bipartite + dropout", be, &c, false, true, true, 33);
+
+	/* relational models on typed blocks: 3 relations, 2 node types, 2 layers */
+	g_nrel = 3;
+	g_ntypes = 2;
+	gnn_model_config_default(GNN_MODEL_RGCN, &c);
+	c.in_dim = 6; c.hidden = 5; c.out_dim = 3; c.dropout = 0.0f;
+	c.num_relations = 3; c.num_node_types = 2;
+	check_model("rgcn dense", be, &c, false, false, false, 41);
+	c.dropout = 0.3f;
+	check_model("rgcn sparse + dropout", be, &c, true, false, true, 42);
+	check_model("rgcn bipartite + dropout", be, &c, false, true, true, 43);
+	c.num_bases = 2;
+	check_model("rgcn 2 bases dense + dropout", be, &c, false, false, true, 44);
+	check_model("rgcn 2 bases sparse bipartite", be, &c, true, true, true, 45);
+
+	gnn_model_config_default(GNN_MODEL_HSAGE, &c);
+	c.in_dim = 6; c.hidden = 5; c.out_dim = 3; c.dropout = 0.0f;
+	c.num_relations = 3; c.num_node_types = 2;
+	check_model("hetero_sage dense", be, &c, false, false, false, 51);
+	c.dropout = 0.3f;
+	check_model("hetero_sage sparse + dropout", be, &c, true, false, true, 52);
+	check_model("hetero_sage bipartite + dropout", be, &c, false, true, true, 53);
+	c.layers = 3;
+	check_model("hetero_sage 3 layers sparse bipartite", be, &c, true, true, true, 54);
+
+	CHECK(g_compact_rows > 0 && g_compact_cols > 0 && g_whole > 0,
+		  "typed blocks had compacted relations (%d with row lists, %d with column lists) and whole ones (%d)",
+		  g_compact_rows, g_compact_cols, g_whole);
+
+	/* untyped blocks: relation 0 and node type 0 everywhere */
+	g_nrel = 0;
+	g_ntypes = 0;
+	gnn_model_config_default(GNN_MODEL_RGCN, &c);
+	c.in_dim = 6; c.hidden = 5; c.out_dim = 3; c.dropout = 0.2f;
+	check_model("rgcn on an untyped block", be, &c, false, false, true, 61);
+	gnn_model_config_default(GNN_MODEL_HSAGE, &c);
+	c.in_dim = 6; c.hidden = 5; c.out_dim = 3; c.dropout = 0.2f; c.num_relations = 2; c.num_node_types = 2;
+	check_model("hetero_sage (2 relations, 2 types) on an untyped block", be, &c, true, true, true, 62);
+
+	/* the type-blind kinds on typed blocks: etypes and dst_ntype ignored */
+	g_nrel = 3;
+	g_ntypes = 2;
+	gnn_model_config_default(GNN_MODEL_SAGE, &c);
+	c.in_dim = 6; c.hidden = 5; c.out_dim = 3; c.dropout = 0.2f;
+	check_model("sage mean on a typed block", be, &c, false, true, true, 71);
+	gnn_model_config_default(GNN_MODEL_GCN, &c);
+	c.in_dim = 6; c.hidden = 5; c.out_dim = 3; c.dropout = 0.2f;
+	check_model("gcn on a typed block", be, &c, true, false, true, 72);
+	gnn_model_config_default(GNN_MODEL_GAT, &c);
+	c.in_dim = 6; c.hidden = 3; c.heads = 2; c.out_heads = 1; c.out_dim = 3;
+	check_model("gat on a typed block", be, &c, false, true, true, 73);
 
 	gnn_backend_destroy(be);
 	return check_done();
