@@ -11,6 +11,7 @@
  */
 #include "check.h"
 #include "sample.h"
+#include "train_mb.h"
 
 #include <math.h>
 
@@ -823,6 +824,129 @@ test_uniform_unbiased(void)
 	tgraph_free(&tg);
 }
 
+/* ------------------------------------------------------------------ (e) minibatch training */
+
+/*
+ * A leak detector for gnn_train_minibatch.  Targets (type 0) have random
+ * binary labels and noise features; each has one "oracle" in-neighbour
+ * (type 1, relation 0) whose features are its label, and three noise
+ * in-neighbours (type 1, relation 1, interleaved with relation 0 in the
+ * rows).  Training targets' oracles are older than the target; validation and
+ * test targets' oracles are newer.  With temporal sampling the model learns
+ * the oracle from training targets but can never see it for validation: if
+ * evaluation leaked the future (the full-neighbourhood pass), validation
+ * accuracy would be as high as training accuracy.  Without temporal sampling
+ * it is.
+ */
+static void
+test_train_temporal(void)
+{
+	enum
+	{
+		N = 600, P = 300, D = 6
+	};
+	int64_t		n = 2 * N + P;
+	int64_t		ntypes[2] = {N, N + P};
+	int32_t		rs[2] = {1, 1},
+				rd[2] = {0, 0};
+	tarc	   *arcs = malloc(sizeof(tarc) * 4 * N);
+	int64_t    *time = malloc(sizeof(int64_t) * n);
+	float	   *feat = calloc(n * D, sizeof(float));
+	int32_t    *labels = malloc(sizeof(int32_t) * n);
+	uint8_t    *split = calloc(n, 1);
+	int64_t		m = 0;
+	tgraph		tg;
+	gnn_rng		r;
+
+	gnn_rng_seed(&r, 2024);
+	for (int64_t v = 0; v < n; v++)
+	{
+		labels[v] = -1;
+		time[v] = 0;
+	}
+	for (int64_t v = 0; v < N; v++)
+	{
+		int64_t		o = N + v;
+
+		labels[v] = (int32_t) gnn_rng_below(&r, 2);
+		split[v] = v % 5 < 3 ? GNN_SPLIT_TRAIN : v % 5 == 3 ? GNN_SPLIT_VAL : GNN_SPLIT_TEST;
+		time[v] = 100 + v % 50;
+		time[o] = split[v] == GNN_SPLIT_TRAIN ? time[v] - 1 : time[v] + 1;
+		feat[o * D + labels[v]] = 1;
+		for (int k = 2; k < D; k++)
+			feat[v * D + k] = gnn_rng_float(&r);
+		arcs[m++] = (tarc) {(int32_t) o, (int32_t) v, 0};
+		for (int q = 0; q < 3; q++)
+			arcs[m++] = (tarc) {(int32_t) (2 * N + gnn_rng_below(&r, P)), (int32_t) v, 1};
+	}
+	for (int64_t u = 2 * N; u < n; u++)
+		for (int k = 2; k < D; k++)
+			feat[u * D + k] = gnn_rng_float(&r);
+	tgraph_build(&tg, 2, ntypes, 2, rs, rd, arcs, m, false, time);
+	tg.g.feat_kind = GNN_FEAT_DENSE;
+	tg.g.feat_dim = D;
+	tg.g.feat = feat;
+	tg.g.labels = labels;
+	tg.g.split = split;
+	tg.g.num_classes = 2;
+	for (int64_t v = 0; v < N; v++)
+	{
+		tg.g.n_train += split[v] == GNN_SPLIT_TRAIN;
+		tg.g.n_val += split[v] == GNN_SPLIT_VAL;
+		tg.g.n_test += split[v] == GNN_SPLIT_TEST;
+	}
+
+	for (int temporal = 0; temporal < 2; temporal++)
+	{
+		gnn_train_config cfg;
+		gnn_minibatch_config mbc;
+		gnn_train_result res;
+		gnn_error	err;
+		int32_t		tf[2 * 2] = {-1, 3, 2, 2};
+
+		gnn_train_config_default(GNN_MODEL_SAGE, &cfg);
+		cfg.epochs = 40;
+		cfg.hidden = 16;
+		cfg.dropout = 0;
+		cfg.weight_decay = 0;
+		cfg.row_normalise = false;
+		cfg.threads = 1;
+		cfg.target_type = 0;
+		cfg.select = GNN_SELECT_VAL_ACC;
+		memset(&mbc, 0, sizeof(mbc));
+		mbc.sampler.kind = GNN_SAMPLER_NEIGHBOR;
+		mbc.sampler.nhops = 2;
+		mbc.sampler.type_fanouts = tf;
+		mbc.sampler.temporal = temporal;
+		mbc.sampler.nthreads = 1;
+		mbc.batch_size = 32;
+		if (gnn_train_minibatch(&tg.g, &cfg, &mbc, NULL, NULL, NULL, NULL, NULL, NULL, &res, NULL, &err) != GNN_OK)
+		{
+			CHECK(0, "train (temporal %d): %s", temporal, err.msg);
+			continue;
+		}
+		NOTE("minibatch training, %s: train acc %.3f, val acc %.3f, test acc %.3f",
+			 temporal ? "temporal" : "not temporal", res.best.train_acc, res.best.val_acc, res.best.test_acc);
+		if (temporal)
+		{
+			CHECK(res.best.train_acc > 0.9, "temporal training learns from the past (train acc %.3f)",
+				  res.best.train_acc);
+			CHECK(res.best.val_acc < 0.7 && res.best.test_acc < 0.7,
+				  "temporal evaluation does not see the future (val %.3f, test %.3f)",
+				  res.best.val_acc, res.best.test_acc);
+		}
+		else
+			CHECK(res.best.val_acc > 0.9, "without temporal sampling evaluation sees the future (val %.3f)",
+				  res.best.val_acc);
+	}
+	tgraph_free(&tg);
+	free(arcs);
+	free(time);
+	free(feat);
+	free(labels);
+	free(split);
+}
+
 int
 main(void)
 {
@@ -830,5 +954,6 @@ main(void)
 	test_no_future();
 	test_last();
 	test_uniform_unbiased();
+	test_train_temporal();
 	return check_done();
 }
