@@ -43,6 +43,28 @@ struct gnn_sampler
 	size_t		cap_nodes;
 	int32_t    *picked;			/* global ids of sampled edges, scratch */
 	size_t		cap_picked;
+
+	/* typed graphs (g->num_edge_types > 1) */
+	int32_t		nrel;			/* relations, 0 when the graph has one */
+	int32_t    *rel_ptr;		/* [T+1]: relations into node type t are */
+	int32_t    *rel_list;		/* rel_list[rel_ptr[t] .. rel_ptr[t+1]) */
+	bool	   *rel_shared;		/* [R]: another relation joins the same types */
+	int32_t    *tfan;			/* [nhops * R]: fan-out per hop and relation */
+	int16_t    *etypes[GNN_MAX_LAYERS];
+	size_t		cap_etypes[GNN_MAX_LAYERS];
+	int16_t    *ntypes;			/* node type of each batch node (T > 1) */
+	size_t		cap_ntypes;
+
+	/*
+	 * Temporal sampling: each batch node carries a time bound, and nodes are
+	 * told apart by (node, bound), so the marker array (one slot per graph
+	 * node) cannot relabel; an open-addressing table of local indices,
+	 * cleared per batch (its size follows the batch, not the graph), does.
+	 */
+	int64_t    *bound;			/* parallel to nodes */
+	size_t		cap_bound;
+	int32_t    *htab;			/* local index or -1 */
+	size_t		hcap;			/* power of two */
 };
 
 static bool
@@ -83,7 +105,13 @@ gnn_sampler_config_check(const gnn_sampler_config *c, gnn_error *err)
 	if (c->nhops < 1 || c->nhops > GNN_MAX_LAYERS)
 		return gnn_error_set(err, GNN_ERR_INVALID, "the number of fan-outs must be in [1, %d], got %d",
 							 GNN_MAX_LAYERS, c->nhops);
-	for (int h = 0; h < c->nhops; h++)
+	if (c->kind == GNN_SAMPLER_LADIES && (c->type_fanouts || c->temporal))
+		return gnn_error_set(err, GNN_ERR_INVALID, "typed fan-outs and temporal sampling need the neighbor sampler");
+	if (c->temporal && c->temporal_strategy != 0 && c->temporal_strategy != 1)
+		return gnn_error_set(err, GNN_ERR_INVALID, "unknown temporal strategy %d (accepted: 0 = uniform, 1 = last)",
+							 c->temporal_strategy);
+	/* typed fan-outs replace fanouts[]; gnn_sampler_create checks them against the graph's relations */
+	for (int h = 0; h < c->nhops && !c->type_fanouts; h++)
 	{
 		int32_t		k = c->fanouts[h];
 
@@ -95,6 +123,79 @@ gnn_sampler_config_check(const gnn_sampler_config *c, gnn_error *err)
 	}
 	if (c->nthreads < 0)
 		return gnn_error_set(err, GNN_ERR_INVALID, "threads must be >= 0, got %d", c->nthreads);
+	return GNN_OK;
+}
+
+/*
+ * What the sampler needs of a graph's types: the relations into each node
+ * type, which relations interleave with another in the rows (same source and
+ * destination types: their arcs must be told apart by rarc_type), and the
+ * fan-out of every (hop, relation).  On a graph with one relation, typed
+ * fan-outs are plain fan-outs and the homogeneous path runs.
+ */
+static gnn_status
+typed_setup(gnn_sampler *s, gnn_error *err)
+{
+	const gnn_graph *g = s->g;
+	const gnn_sampler_config *c = &s->cfg;
+	int32_t		R = g->num_edge_types > 1 ? g->num_edge_types : 1;
+	int32_t		T = g->num_node_types > 1 ? g->num_node_types : 1;
+	int			L = c->nhops;
+
+	if (c->temporal && !g->time)
+		return gnn_error_set(err, GNN_ERR_INVALID, "temporal sampling needs node times; the graph has none");
+	for (int h = 0; c->type_fanouts && h < L; h++)
+		for (int32_t r = 0; r < R; r++)
+		{
+			int32_t		k = c->type_fanouts[h * R + r];
+
+			if (k < -1 || k > GNN_SAMPLE_MAX_FANOUT)
+				return gnn_error_set(err, GNN_ERR_INVALID,
+									 "fan-out at hop %d for relation %d must be -1 (all), 0 (none) or in [1, %d], got %d",
+									 h + 1, r, GNN_SAMPLE_MAX_FANOUT, k);
+		}
+	if (R == 1)
+	{
+		for (int h = 0; c->type_fanouts && h < L; h++)
+			s->cfg.fanouts[h] = c->type_fanouts[h];
+		s->cfg.type_fanouts = NULL;
+		return GNN_OK;
+	}
+	if (c->kind == GNN_SAMPLER_LADIES)
+		return gnn_error_set(err, GNN_ERR_INVALID,
+							 "the ladies sampler does not sample typed graphs (this one has %d relations); use the neighbor sampler",
+							 R);
+	if (!g->rarc_type || !g->etypes || !g->type_ptr)
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "the graph has %d relations but no relation of its arcs", R);
+	for (int32_t r = 0; r < R; r++)
+		if (g->etypes[r].src_type < 0 || g->etypes[r].src_type >= T ||
+			g->etypes[r].dst_type < 0 || g->etypes[r].dst_type >= T)
+			return gnn_error_set(err, GNN_ERR_CORRUPT, "relation %d joins node types outside [0, %d)", r, T);
+	s->nrel = R;
+	s->rel_ptr = calloc(T + 1, sizeof(int32_t));
+	s->rel_list = malloc(sizeof(int32_t) * R);
+	s->rel_shared = calloc(R, sizeof(bool));
+	s->tfan = malloc(sizeof(int32_t) * L * R);
+	if (!s->rel_ptr || !s->rel_list || !s->rel_shared || !s->tfan)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	/* relations grouped by destination type, in relation order within a type */
+	for (int32_t r = 0; r < R; r++)
+		s->rel_ptr[g->etypes[r].dst_type + 1]++;
+	for (int32_t t = 0; t < T; t++)
+		s->rel_ptr[t + 1] += s->rel_ptr[t];
+	for (int32_t t = 0, k = 0; t < T; t++)
+		for (int32_t r = 0; r < R; r++)
+			if (g->etypes[r].dst_type == t)
+				s->rel_list[k++] = r;
+	for (int32_t r = 0; r < R; r++)
+		for (int32_t q = 0; q < R; q++)
+			if (q != r && g->etypes[q].src_type == g->etypes[r].src_type &&
+				g->etypes[q].dst_type == g->etypes[r].dst_type)
+				s->rel_shared[r] = true;
+	for (int h = 0; h < L; h++)
+		for (int32_t r = 0; r < R; r++)
+			s->tfan[h * R + r] = c->type_fanouts ? c->type_fanouts[h * R + r] : c->fanouts[h];
+	s->cfg.type_fanouts = s->tfan;
 	return GNN_OK;
 }
 
@@ -123,6 +224,11 @@ gnn_sampler_create(const gnn_graph *g, const gnn_sampler_config *cfg, gnn_sample
 		gnn_sampler_free(s);
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for the sampler's marker arrays (%lld nodes)",
 							 (long long) g->num_nodes);
+	}
+	if ((st = typed_setup(s, err)) != GNN_OK)
+	{
+		gnn_sampler_free(s);
+		return st;
 	}
 	if (cfg->kind == GNN_SAMPLER_LADIES)
 	{
@@ -155,6 +261,15 @@ gnn_sampler_free(gnn_sampler *s)
 	}
 	free(s->nodes);
 	free(s->picked);
+	free(s->rel_ptr);
+	free(s->rel_list);
+	free(s->rel_shared);
+	free(s->tfan);
+	for (int h = 0; h < GNN_MAX_LAYERS; h++)
+		free(s->etypes[h]);
+	free(s->ntypes);
+	free(s->bound);
+	free(s->htab);
 	free(s);
 }
 
@@ -346,9 +461,11 @@ draw_row_weighted(gnn_rng *r, const int32_t *nb, const float *w, int64_t deg, in
  * Draw cnt neighbours of one row (in-neighbour list nb[0..deg), weights w or
  * NULL) into out (global ids), ow (edge weights, may be NULL).  cnt is
  * row_count of the row's candidates: deg, or when weighted its
- * positive-weight edges.
+ * positive-weight edges.  Always inlined: the homogeneous loop relies on it
+ * (a call costs it some 4% of its instructions), and the general path calls it
+ * too, which would otherwise make the compiler keep it out of line.
  */
-static bool
+static inline __attribute__((always_inline)) bool
 draw_row(gnn_rng *r, const int32_t *nb, const float *w, int64_t deg, int64_t k, int64_t cnt,
 		 bool replace, bool weighted, scratch *sc, int32_t *out, float *ow)
 {
@@ -512,6 +629,463 @@ hop_neighbor(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 	return GNN_OK;
 }
 
+/* ------------------------------------------------------------------ typed and temporal hops */
+
+/*
+ * Relabelling by (node, bound) for temporal batches: linear probing over
+ * local indices, the keys read back from nodes[] and bound[].  The table is
+ * kept at most half full and cleared once per batch.
+ */
+static inline size_t
+hash_of(int32_t v, int64_t b, size_t mask)
+{
+	uint64_t	x = (uint64_t) b * 0x9e3779b97f4a7c15ULL + (uint32_t) v;
+
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return (size_t) x & mask;
+}
+
+/* room for n_max keys; the n_now present are rehashed when the table grows */
+static bool
+hash_reserve(gnn_sampler *s, int64_t n_now, int64_t n_max)
+{
+	size_t		need = 1024;
+	int32_t    *t;
+
+	while (need < 2 * (size_t) n_max)
+		need *= 2;
+	if (need <= s->hcap)
+		return true;
+	t = malloc(sizeof(int32_t) * need);
+	if (!t)
+		return false;
+	memset(t, 0xff, sizeof(int32_t) * need);
+	for (int64_t j = 0; j < n_now; j++)
+	{
+		size_t		i = hash_of(s->nodes[j], s->bound[j], need - 1);
+
+		while (t[i] >= 0)
+			i = (i + 1) & (need - 1);
+		t[i] = (int32_t) j;
+	}
+	free(s->htab);
+	s->htab = t;
+	s->hcap = need;
+	return true;
+}
+
+/* add (v, b) to the batch's node list unless present; returns its local index */
+static inline int32_t
+relabel_at(gnn_sampler *s, int32_t v, int64_t b, int64_t *n)
+{
+	size_t		mask = s->hcap - 1;
+
+	for (size_t i = hash_of(v, b, mask);; i = (i + 1) & mask)
+	{
+		int32_t		j = s->htab[i];
+
+		if (j < 0)
+		{
+			s->htab[i] = (int32_t) *n;
+			s->nodes[*n] = v;
+			s->bound[*n] = b;
+			return (int32_t) (*n)++;
+		}
+		if (s->nodes[j] == v && s->bound[j] == b)
+			return j;
+	}
+}
+
+/* first position in idx[lo, hi) holding a value >= x (rows are sorted) */
+static inline int64_t
+lower_bound(const int32_t *idx, int64_t lo, int64_t hi, int64_t x)
+{
+	while (lo < hi)
+	{
+		int64_t		mid = (lo + hi) / 2;
+
+		if (idx[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The arcs of v's row that relation rel can use: the sources of its source
+ * type, a sub-range of the sorted row (rel < 0: the whole row).
+ */
+static inline void
+rel_range(const gnn_graph *g, int32_t v, int32_t rel, int64_t *lo, int64_t *hi)
+{
+	int64_t		b = g->rindptr[v],
+				e = g->rindptr[v + 1];
+	int32_t		st;
+
+	if (rel < 0)
+	{
+		*lo = b;
+		*hi = e;
+		return;
+	}
+	st = g->etypes[rel].src_type;
+	*lo = lower_bound(g->rindices, b, e, g->type_ptr[st]);
+	*hi = lower_bound(g->rindices, *lo, e, g->type_ptr[st + 1]);
+}
+
+/* a candidate of the 'last' strategy */
+typedef struct tcand
+{
+	int64_t		t;
+	int32_t		u;
+	float		w;
+} tcand;
+
+/* most recent first; ties by lower index (nodes without a time are INT64_MIN: oldest) */
+static int
+tcand_cmp(const void *a, const void *b)
+{
+	const tcand *x = a,
+			   *y = b;
+
+	if (x->t != y->t)
+		return x->t > y->t ? -1 : 1;
+	return (x->u > y->u) - (x->u < y->u);
+}
+
+static inline bool
+tcand_before(const tcand *x, const tcand *y)
+{
+	return x->t > y->t || (x->t == y->t && x->u < y->u);
+}
+
+/* thread-local candidate lists of the general path */
+typedef struct cands
+{
+	int32_t    *nb;
+	float	   *w;
+	tcand	   *tc;
+	size_t		cap;
+} cands;
+
+static bool
+cands_ensure(cands *cs, size_t n)
+{
+	size_t		c1 = cs->cap,
+				c2 = cs->cap,
+				c3 = cs->cap;
+
+	if (n <= cs->cap)
+		return true;
+	if (!grow((void **) &cs->nb, &c1, n, sizeof(int32_t)) || !grow((void **) &cs->w, &c2, n, sizeof(float)) ||
+		!grow((void **) &cs->tc, &c3, n, sizeof(tcand)))
+		return false;
+	cs->cap = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
+	return true;
+}
+
+/*
+ * The candidates of one (destination, relation) among the arcs [lo, hi):
+ * arcs of relation rel when the range holds others too (filter), of
+ * neighbours no later than bnd (temporal), of positive weight (weighted).
+ * Returns their count; copies them into nb / w (w when not NULL) or tc when
+ * those are given.  This scans the range: O(degree) per sampled node on the
+ * temporal path, where admissibility depends on the seed's time and no index
+ * can serve every bound.
+ */
+static int64_t
+gather(const gnn_graph *g, int64_t lo, int64_t hi, int32_t rel, bool filter, bool temporal, int64_t bnd,
+	   bool weighted, int32_t *nb, float *w, tcand *tc)
+{
+	int64_t		m = 0;
+
+	for (int64_t e = lo; e < hi; e++)
+	{
+		int32_t		u = g->rindices[e];
+
+		if ((filter && g->rarc_type[e] != rel) ||
+			(temporal && g->time[u] > bnd) ||
+			(weighted && !weight_positive(g->rweights[e])))
+			continue;
+		if (nb)
+		{
+			nb[m] = u;
+			if (w)
+				w[m] = g->rweights[e];
+		}
+		if (tc)
+		{
+			tc[m].t = g->time[u];
+			tc[m].u = u;
+			tc[m].w = g->rweights ? g->rweights[e] : 0;
+		}
+		m++;
+	}
+	return m;
+}
+
+/* the cnt most recent of m candidates into out / ow (in no particular order) */
+static void
+pick_last(tcand *tc, int64_t m, int64_t cnt, int32_t *out, float *ow)
+{
+	if (cnt < m && cnt <= 32)
+	{
+		/* partial selection: cnt is small against m */
+		for (int64_t t = 0; t < cnt; t++)
+		{
+			int64_t		best = t;
+			tcand		x;
+
+			for (int64_t j = t + 1; j < m; j++)
+				if (tcand_before(&tc[j], &tc[best]))
+					best = j;
+			x = tc[t];
+			tc[t] = tc[best];
+			tc[best] = x;
+		}
+	}
+	else if (cnt < m)
+		qsort(tc, m, sizeof(tcand), tcand_cmp);
+	for (int64_t t = 0; t < cnt; t++)
+	{
+		out[t] = tc[t].u;
+		if (ow)
+			ow[t] = tc[t].w;
+	}
+}
+
+/*
+ * One destination row of the general path (typed graph or temporal
+ * sampling): per relation into v's type (untyped: the whole row as one), the
+ * number of entries (out == NULL) or the draws into out, ow (edge weights,
+ * may be NULL) and oet (relations, may be NULL).  Returns the row's entry
+ * count, or -1 when out of memory.  The count and the draw passes see the
+ * same candidates, so the draws fill exactly the counted space.
+ */
+static int64_t
+general_row(const gnn_sampler *s, int h, int32_t v, int64_t bnd, gnn_rng *r, scratch *sc, cands *cs,
+			int32_t *out, float *ow, int16_t *oet)
+{
+	const gnn_graph *g = s->g;
+	bool		typed = s->nrel > 0;
+	bool		temporal = s->cfg.temporal;
+	bool		last = temporal && s->cfg.temporal_strategy == 1;
+	bool		weighted = s->cfg.weighted && g->rweights != NULL;
+	bool		replace = s->cfg.replace;
+	int32_t		t = typed ? gnn_graph_type_of(g, v) : 0;
+	int32_t		j0 = typed ? s->rel_ptr[t] : 0,
+				j1 = typed ? s->rel_ptr[t + 1] : 1;
+	int64_t		tot = 0;
+
+	for (int32_t j = j0; j < j1; j++)
+	{
+		int32_t		rel = typed ? s->rel_list[j] : -1;
+		int64_t		k = typed ? s->tfan[h * s->nrel + rel] : s->cfg.fanouts[h];
+		bool		filter = typed && s->rel_shared[rel];
+		int64_t		lo,
+					hi,
+					m,
+					cnt;
+
+		if (k == 0)
+			continue;
+		rel_range(g, v, rel, &lo, &hi);
+		if (!filter && !temporal)
+		{
+			/* the range holds exactly the relation's arcs: draw in place */
+			m = weighted ? positive_count(g->rweights + lo, hi - lo) : hi - lo;
+			cnt = row_count(m, k, replace);
+			if (out && !draw_row(r, g->rindices + lo, g->rweights ? g->rweights + lo : NULL, hi - lo, k,
+								 cnt, replace, weighted, sc, out + tot, ow ? ow + tot : NULL))
+				return -1;
+		}
+		else if (!out)
+		{
+			m = gather(g, lo, hi, rel, filter, temporal, bnd, weighted, NULL, NULL, NULL);
+			cnt = last ? (k < 0 || k > m ? m : k) : row_count(m, k, replace);
+		}
+		else
+		{
+			if (!cands_ensure(cs, (size_t) (hi - lo) + 1))
+				return -1;
+			if (last)
+			{
+				m = gather(g, lo, hi, rel, filter, temporal, bnd, weighted, NULL, NULL, cs->tc);
+				cnt = k < 0 || k > m ? m : k;
+				pick_last(cs->tc, m, cnt, out + tot, ow ? ow + tot : NULL);
+			}
+			else
+			{
+				m = gather(g, lo, hi, rel, filter, temporal, bnd, weighted, cs->nb,
+						   g->rweights ? cs->w : NULL, NULL);
+				cnt = row_count(m, k, replace);
+				if (!draw_row(r, cs->nb, g->rweights ? cs->w : NULL, m, k, cnt, replace, weighted, sc,
+							  out + tot, ow ? ow + tot : NULL))
+					return -1;
+			}
+		}
+		if (oet)
+			for (int64_t q = 0; q < cnt; q++)
+				oet[tot + q] = (int16_t) rel;
+		tot += cnt;
+	}
+	return tot;
+}
+
+/* sort a row's (index, weight, relation) entries by index; stable, so ties keep their draw order */
+static void
+sort_row_typed(int32_t *idx, float *w, int16_t *et, int64_t n)
+{
+	for (int64_t i = 1; i < n; i++)
+	{
+		int32_t		x = idx[i];
+		float		y = w ? w[i] : 0;
+		int16_t		z = et ? et[i] : 0;
+		int64_t		j = i - 1;
+
+		while (j >= 0 && idx[j] > x)
+		{
+			idx[j + 1] = idx[j];
+			if (w)
+				w[j + 1] = w[j];
+			if (et)
+				et[j + 1] = et[j];
+			j--;
+		}
+		idx[j + 1] = x;
+		if (w)
+			w[j + 1] = y;
+		if (et)
+			et[j + 1] = z;
+	}
+}
+
+/*
+ * A hop on a typed graph or under a time bound: the passes of hop_neighbor
+ * (row sizes, parallel draws with the same per-chunk streams, sequential
+ * relabel, parallel row sort), each row split by relation and filtered by
+ * time.  Kept apart from hop_neighbor so that the homogeneous path does no
+ * per-arc work for features it does not use.
+ */
+static gnn_status
+hop_general(gnn_sampler *s, int h, int64_t nd, const gnn_rng *base, int64_t *n_total, gnn_error *err)
+{
+	const gnn_graph *g = s->g;
+	bool		typed = s->nrel > 0;
+	bool		temporal = s->cfg.temporal;
+	bool		keep_w = g->rweights != NULL && !(s->cfg.weighted);
+	int64_t    *ptr;
+	int64_t		nnz;
+	int64_t		nchunks = (nd + CHUNK - 1) / CHUNK;
+	bool		ok = true;
+	int			nt = threads_of(s->cfg.nthreads);
+
+	if (!grow((void **) &s->indptr[h], &s->cap_indptr[h], nd + 1, sizeof(int64_t)))
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory sampling");
+	ptr = s->indptr[h];
+	ptr[0] = 0;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nd > 2 * CHUNK && nt > 1)
+	for (int64_t c = 0; c < nchunks; c++)
+	{
+		int64_t		end = (c + 1) * CHUNK < nd ? (c + 1) * CHUNK : nd;
+
+		for (int64_t i = c * CHUNK; i < end; i++)
+		{
+			/* rows are visited in batch order, far apart in memory: fetch ahead */
+			if (i + PREFETCH < end)
+				__builtin_prefetch(&g->rindptr[s->nodes[i + PREFETCH]]);
+			if (i + PREFETCH / 4 < end)
+				__builtin_prefetch(&g->rindices[g->rindptr[s->nodes[i + PREFETCH / 4]]]);
+			ptr[i + 1] = general_row(s, h, s->nodes[i], temporal ? s->bound[i] : 0, NULL, NULL, NULL,
+									 NULL, NULL, NULL);
+		}
+	}
+	for (int64_t i = 0; i < nd; i++)
+		ptr[i + 1] += ptr[i];
+	nnz = ptr[nd];
+	if (nnz > INT32_MAX)
+		return gnn_error_set(err, GNN_ERR_LIMIT, "hop %d samples %lld edges, more than 2^31", h + 1, (long long) nnz);
+	if (!grow((void **) &s->picked, &s->cap_picked, nnz + 1, sizeof(int32_t)) ||
+		!grow((void **) &s->indices[h], &s->cap_indices[h], nnz + 1, sizeof(int32_t)) ||
+		(keep_w && !grow((void **) &s->weights[h], &s->cap_weights[h], nnz + 1, sizeof(float))) ||
+		(typed && !grow((void **) &s->etypes[h], &s->cap_etypes[h], nnz + 1, sizeof(int16_t))))
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld sampled edges", (long long) nnz);
+
+#pragma omp parallel num_threads(nt) if (nnz > 4096 && nt > 1)
+	{
+		scratch		sc = {NULL, NULL, 0};
+		cands		cs = {NULL, NULL, NULL, 0};
+
+#pragma omp for schedule(dynamic, 1)
+		for (int64_t c = 0; c < nchunks; c++)
+		{
+			gnn_rng		r;
+			int64_t		end = (c + 1) * CHUNK < nd ? (c + 1) * CHUNK : nd;
+
+			gnn_rng_split(base, ((uint64_t) h << 40) | (uint64_t) c, &r);
+			for (int64_t i = c * CHUNK; i < end; i++)
+			{
+				if (i + PREFETCH < end)
+					__builtin_prefetch(&g->rindptr[s->nodes[i + PREFETCH]]);
+				if (i + PREFETCH / 4 < end)
+					__builtin_prefetch(&g->rindices[g->rindptr[s->nodes[i + PREFETCH / 4]]]);
+				if (general_row(s, h, s->nodes[i], temporal ? s->bound[i] : 0, &r, &sc, &cs,
+								s->picked + ptr[i], keep_w ? s->weights[h] + ptr[i] : NULL,
+								typed ? s->etypes[h] + ptr[i] : NULL) < 0)
+					ok = false;
+			}
+		}
+		free(sc.d);
+		free(sc.i);
+		free(cs.nb);
+		free(cs.w);
+		free(cs.tc);
+	}
+	if (!ok)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory sampling");
+
+	/* relabel in first-appearance order, by (node, bound) when temporal */
+	if (!grow((void **) &s->nodes, &s->cap_nodes, *n_total + nnz + 1, sizeof(int32_t)) ||
+		(temporal && (!grow((void **) &s->bound, &s->cap_bound, *n_total + nnz + 1, sizeof(int64_t)) ||
+					  !hash_reserve(s, *n_total, *n_total + nnz))))
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	{
+		int32_t    *pk = s->picked;
+		int32_t    *ix = s->indices[h];
+		int64_t		n = *n_total;
+
+		if (temporal)
+			for (int64_t i = 0; i < nd; i++)
+			{
+				int64_t		b = s->bound[i];
+
+				for (int64_t e = ptr[i]; e < ptr[i + 1]; e++)
+					ix[e] = relabel_at(s, pk[e], b, &n);
+			}
+		else
+			for (int64_t e = 0; e < nnz; e++)
+			{
+				if (e + PREFETCH < nnz)
+				{
+					__builtin_prefetch(&s->mark[pk[e + PREFETCH]]);
+					__builtin_prefetch(&s->local[pk[e + PREFETCH]]);
+				}
+				ix[e] = relabel(s, pk[e], &n);
+			}
+		*n_total = n;
+	}
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 64) if (nnz > 4096 && nt > 1)
+	for (int64_t i = 0; i < nd; i++)
+		sort_row_typed(s->indices[h] + ptr[i], keep_w ? s->weights[h] + ptr[i] : NULL,
+					   typed ? s->etypes[h] + ptr[i] : NULL, ptr[i + 1] - ptr[i]);
+	return GNN_OK;
+}
+
 /* LADIES: s draws from p_u ~ sum_{v in D} Ahat(v,u)^2 over the candidates */
 static gnn_status
 hop_ladies(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
@@ -640,8 +1214,17 @@ gnn_status
 gnn_sampler_sample(gnn_sampler *s, const int32_t *seeds, int64_t nseeds, uint64_t seed,
 				   gnn_minibatch *mb, gnn_error *err)
 {
+	return gnn_sampler_sample_at(s, seeds, NULL, nseeds, seed, mb, err);
+}
+
+gnn_status
+gnn_sampler_sample_at(gnn_sampler *s, const int32_t *seeds, const int64_t *seed_times, int64_t nseeds,
+					  uint64_t seed, gnn_minibatch *mb, gnn_error *err)
+{
 	const gnn_graph *g = s->g;
 	int			L = s->cfg.nhops;
+	bool		temporal = s->cfg.temporal;
+	bool		general = temporal || s->nrel > 0;
 	int64_t		n = 0,
 				start[GNN_MAX_LAYERS + 1];
 	gnn_rng		base;
@@ -650,16 +1233,29 @@ gnn_sampler_sample(gnn_sampler *s, const int32_t *seeds, int64_t nseeds, uint64_
 	memset(mb, 0, sizeof(*mb));
 	if (nseeds < 1)
 		return gnn_error_set(err, GNN_ERR_EMPTY, "no seed nodes to sample from");
+	if (temporal && !seed_times)
+		return gnn_error_set(err, GNN_ERR_INVALID, "temporal sampling needs a time for every seed");
 	if (!grow((void **) &s->nodes, &s->cap_nodes, nseeds + 1, sizeof(int32_t)))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
-	next_gen(s->mark, &s->gen, g->num_nodes);
-	for (int64_t i = 0; i < nseeds; i++)
+	if (temporal)
 	{
+		if (!grow((void **) &s->bound, &s->cap_bound, nseeds + 1, sizeof(int64_t)) ||
+			!hash_reserve(s, 0, nseeds))
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		memset(s->htab, 0xff, sizeof(int32_t) * s->hcap);
+	}
+	else
+		next_gen(s->mark, &s->gen, g->num_nodes);
+	for (int64_t i = 0; i < nseeds; i++)
 		if (seeds[i] < 0 || seeds[i] >= g->num_nodes)
 			return gnn_error_set(err, GNN_ERR_INVALID, "seed node index %d out of range [0, %lld)",
 								 seeds[i], (long long) g->num_nodes);
-		(void) relabel(s, seeds[i], &n);
-	}
+	if (temporal)
+		for (int64_t i = 0; i < nseeds; i++)
+			(void) relabel_at(s, seeds[i], seed_times[i], &n);
+	else
+		for (int64_t i = 0; i < nseeds; i++)
+			(void) relabel(s, seeds[i], &n);
 	gnn_rng_seed(&base, seed);
 	start[0] = n;
 	for (int h = 0; h < L; h++)
@@ -667,10 +1263,19 @@ gnn_sampler_sample(gnn_sampler *s, const int32_t *seeds, int64_t nseeds, uint64_
 		int64_t		nd = n;
 
 		st = s->cfg.kind == GNN_SAMPLER_LADIES ? hop_ladies(s, h, 0, nd, &base, &n, err)
+			: general ? hop_general(s, h, nd, &base, &n, err)
 			: hop_neighbor(s, h, 0, nd, &base, &n, err);
 		if (st != GNN_OK)
 			return st;
 		start[h + 1] = n;
+	}
+	/* node types of the batch's nodes: one array, every block's destinations are a prefix */
+	if (g->node_type)
+	{
+		if (!grow((void **) &s->ntypes, &s->cap_ntypes, n + 1, sizeof(int16_t)))
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		for (int64_t i = 0; i < n; i++)
+			s->ntypes[i] = g->node_type[s->nodes[i]];
 	}
 	mb->nhops = L;
 	for (int h = 0; h <= L; h++)
@@ -690,10 +1295,13 @@ gnn_sampler_sample(gnn_sampler *s, const int32_t *seeds, int64_t nseeds, uint64_
 		b->indptr = s->indptr[h];
 		b->indices = s->indices[h];
 		b->weights = w ? s->weights[h] : NULL;
+		b->etypes = s->nrel > 0 ? s->etypes[h] : NULL;
+		b->dst_ntype = g->node_type ? s->ntypes : NULL;
 		mb->sampled_edges += b->nnz;
 	}
 	mb->input_nodes = s->nodes;
 	mb->n_input = start[L];
+	mb->bound = temporal ? s->bound : NULL;
 	return GNN_OK;
 }
 

@@ -18,7 +18,9 @@
  * Relabelling: each hop's source list starts with its destination list (DGL
  * convention: destination i is source i), followed by new nodes in order of
  * first appearance; membership uses a generation-stamped marker array of one
- * int32 per graph node (no hash map, no clearing between hops/batches).
+ * int32 per graph node (no hash map, no clearing between hops/batches),
+ * except under temporal sampling, where a node is identified by (node, time
+ * bound) and a hash table sized by the batch does the relabel.
  * Node indices are 32-bit (graphs up to 2^31-1 nodes).
  */
 #ifndef GNN_SAMPLE_H
@@ -51,9 +53,12 @@ typedef struct gnn_sampler_config
 	 * fan-out applies per relation, as PyG's heterogeneous NeighborLoader
 	 * does: at hop h a destination draws up to k of its in-neighbours of each
 	 * relation r, k = type_fanouts[h * num_edge_types + r] when type_fanouts
-	 * is given (-1 = all, 0 = none), else fanouts[h].  Blocks of a typed
-	 * graph carry each entry's relation (gnn_block.etypes) and each
-	 * destination's node type (gnn_block.dst_ntype).
+	 * is given (-1 = all, 0 = none), else fanouts[h] (fanouts[] are then
+	 * not read).  Blocks of a typed graph carry each entry's relation
+	 * (gnn_block.etypes) and each destination's node type
+	 * (gnn_block.dst_ntype, also on a graph with several node types and one
+	 * relation).  On a graph with one relation type_fanouts[h] is simply
+	 * fanouts[h].  LADIES refuses graphs with several relations.
 	 */
 	const int32_t *type_fanouts;	/* NULL or [nhops * num_edge_types] */
 
@@ -66,7 +71,12 @@ typedef struct gnn_sampler_config
 	 * ones (largest time, ties by lower index; nodes without a time count as
 	 * oldest).  Nodes are deduplicated by (node, seed time), so one node
 	 * reached under two seed times appears twice, once per bound: no sampled
-	 * node is ever later than the seed it was sampled for.
+	 * node is ever later than the seed it was sampled for.  'last' is
+	 * deterministic: replace is ignored, and weighted only removes edges of
+	 * weight <= 0 from the candidates.  Finding the admissible neighbours
+	 * scans the row of each sampled destination (O(degree)), and the relabel
+	 * uses a hash table keyed by (node, bound) instead of the marker array.
+	 * gnn_sampler_create refuses temporal sampling on a graph without times.
 	 */
 	bool		temporal;
 	int32_t		temporal_strategy;	/* 0 = uniform, 1 = last */
@@ -116,8 +126,12 @@ gnn_status	gnn_sampler_sample(gnn_sampler *s, const int32_t *seeds, int64_t nsee
 
 /*
  * As gnn_sampler_sample, with a time per seed (seed_times[i] for seeds[i];
- * NULL = no restriction).  With cfg->temporal, seed_times is required.
- * Duplicate (seed, time) pairs are dropped, first occurrence kept.
+ * NULL = no restriction).  With cfg->temporal, seed_times is required
+ * (GNN_ERR_INVALID without); without it, seed_times are ignored.  Duplicate
+ * (seed, time) pairs are dropped, first occurrence kept.  A seed time is a
+ * bound as given: GNN_TIME_NONE admits only neighbours without a time, and
+ * INT64_MAX admits all (a caller with a seed that has no time of its own
+ * passes INT64_MAX for no restriction).
  */
 gnn_status	gnn_sampler_sample_at(gnn_sampler *s, const int32_t *seeds, const int64_t *seed_times,
 								  int64_t nseeds, uint64_t seed, gnn_minibatch *mb, gnn_error *err);

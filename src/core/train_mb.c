@@ -58,6 +58,127 @@ batch_block(gnn_backend *be, const gnn_block *b, bool mean_compensate, float **w
 	return gnn_dblock_create(be, &blk, out, err);
 }
 
+/*
+ * The nodes a split trains or is measured on: labelled, and on a typed graph
+ * of the target type (labels are -1 elsewhere when the loader did its job;
+ * the type test makes it so regardless).
+ */
+static inline bool
+node_in_split(const gnn_graph *g, int32_t target_type, int64_t v, int s)
+{
+	return g->split[v] == s && g->labels[v] >= 0 &&
+		(g->num_node_types <= 1 || gnn_graph_type_of(g, v) == target_type);
+}
+
+/*
+ * A seed's time bound: its own time, or no bound when it has none (a node
+ * without a time cannot see a future).
+ */
+static void
+seed_bounds(const gnn_graph *g, const int32_t *seeds, int64_t n, int64_t *out)
+{
+	for (int64_t i = 0; i < n; i++)
+	{
+		int64_t		t = g->time[seeds[i]];
+
+		out[i] = t == GNN_TIME_NONE ? INT64_MAX : t;
+	}
+}
+
+/*
+ * Evaluation under temporal sampling.  The full-neighbourhood pass would show
+ * every node its whole neighbourhood, the future included, so each labelled
+ * node of a split is evaluated on a neighbourhood sampled under its own time,
+ * with the training fan-outs and a fixed seed: the same batches every epoch,
+ * so epochs compare.  Fills the metrics gnn_eval_splits fills.
+ */
+static gnn_status
+eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
+			  gnn_backend *be, gnn_model *model, gnn_sampler *sampler, int32_t *hlab, int64_t *stimes,
+			  int32_t *nodes, const gnn_buf *dlab, const gnn_buf *drows, gnn_epoch_metrics *em,
+			  gnn_error *err)
+{
+	int32_t		c = g->num_classes;
+	int			L = cfg->layers;
+	gnn_rng		rng;
+	gnn_status	st = GNN_OK;
+
+	gnn_rng_seed(&rng, cfg->seed ^ 0x6576616c5f74696dULL);
+	for (int s = GNN_SPLIT_TRAIN; s <= GNN_SPLIT_TEST; s++)
+	{
+		int64_t		n = 0,
+					correct = 0,
+					counted = 0;
+		double		loss_sum = 0;
+		float		loss = NAN,
+					acc = NAN;
+
+		for (int64_t v = 0; v < g->num_nodes; v++)
+			if (node_in_split(g, cfg->target_type, v, s))
+				nodes[n++] = (int32_t) v;
+		for (int64_t b0 = 0; b0 < n; b0 += mbc->batch_size)
+		{
+			int64_t		bs = n - b0 < mbc->batch_size ? n - b0 : mbc->batch_size;
+			gnn_minibatch mb;
+			gnn_dfeat	x;
+			gnn_dblock	dblk[GNN_MAX_LAYERS];
+			gnn_dblock *blocks[GNN_MAX_LAYERS];
+			const float *logits;
+			float		bl = 0;
+			int64_t		bc = 0,
+						bn = 0;
+			int			made;
+
+			seed_bounds(g, nodes + b0, bs, stimes);
+			if ((st = gnn_sampler_sample_at(sampler, nodes + b0, stimes, bs, gnn_rng_next(&rng), &mb, err)) != GNN_OK ||
+				(st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads,
+									   &x, err)) != GNN_OK)
+				return st;
+			for (int64_t i = 0; i < bs; i++)
+				hlab[i] = g->labels[mb.input_nodes[i]];
+			for (made = 0; made < L; made++)
+			{
+				if ((st = gnn_dblock_create(be, &mb.blocks[made], &dblk[made], err)) != GNN_OK)
+					break;
+				blocks[made] = &dblk[made];
+			}
+			if (st == GNN_OK)
+				st = gnn_backend_error(be, gnn_backend_copy_h2d(be, dlab->p, hlab, sizeof(int32_t) * bs), err);
+			if (st == GNN_OK)
+				st = gnn_model_forward(model, blocks, &x, false, 0, &logits, err);
+			if (st == GNN_OK)
+				st = gnn_backend_error(be, gnn_backend_xent(be, logits, bs, c, dlab->p, drows->p, bs, NULL,
+															&bl, &bc, &bn), err);
+			for (int l = 0; l < made; l++)
+				gnn_dblock_free(&dblk[l]);
+			gnn_dfeat_free(&x);
+			if (st != GNN_OK)
+				return st;
+			loss_sum += (double) bl * bn;
+			correct += bc;
+			counted += bn;
+		}
+		if (counted > 0)
+		{
+			loss = (float) (loss_sum / counted);
+			acc = (float) ((double) correct / counted);
+		}
+		if (s == GNN_SPLIT_TRAIN)
+			em->train_acc = acc;
+		else if (s == GNN_SPLIT_VAL)
+		{
+			em->val_loss = loss;
+			em->val_acc = acc;
+		}
+		else
+		{
+			em->test_loss = loss;
+			em->test_acc = acc;
+		}
+	}
+	return st;
+}
+
 gnn_status
 gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
 					gnn_backend *be_in, gnn_progress_fn progress, void *progress_arg,
@@ -78,7 +199,10 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	size_t		wcap = 0;
 	int32_t    *train = NULL,
 			   *hlab = NULL,
-			   *hrows = NULL;
+			   *hrows = NULL,
+			   *evnodes = NULL;
+	int64_t    *stimes = NULL;
+	bool		temporal = mbc->sampler.temporal;
 	gnn_buf		dlab = {0},
 				drows = {0},
 				dlogits = {0};
@@ -109,6 +233,11 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		return gnn_error_set(err, GNN_ERR_INVALID, "batch size must be >= 1, got %d", mbc->batch_size);
 	if ((st = gnn_train_graph_check(g, err)) != GNN_OK)
 		return st;
+	if (g->num_node_types > 1 && (cfg->target_type < 0 || cfg->target_type >= g->num_node_types))
+		return gnn_error_set(err, GNN_ERR_INVALID, "target node type %d out of range [0, %d)",
+							 cfg->target_type, g->num_node_types);
+	if (temporal && !g->time)
+		return gnn_error_set(err, GNN_ERR_INVALID, "temporal sampling needs node times; the graph has none");
 	if (model_out && !be_in)
 		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
 	if ((st = gnn_train_model_config(cfg, g->feat_dim, c, &mc, err)) != GNN_OK)
@@ -125,14 +254,24 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	hlab = malloc(sizeof(int32_t) * (mbc->batch_size + 1));
 	hrows = malloc(sizeof(int32_t) * (mbc->batch_size + 1));
 	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
-	if (!train || !hlab || !hrows || !best_w)
+	if (temporal)
+	{
+		stimes = malloc(sizeof(int64_t) * (mbc->batch_size + 1));
+		evnodes = malloc(sizeof(int32_t) * (g->num_nodes + 1));
+	}
+	if (!train || !hlab || !hrows || !best_w || (temporal && (!stimes || !evnodes)))
 	{
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 		goto done;
 	}
 	for (int64_t v = 0; v < g->num_nodes; v++)
-		if (g->split[v] == GNN_SPLIT_TRAIN && g->labels[v] >= 0)
+		if (node_in_split(g, cfg->target_type, v, GNN_SPLIT_TRAIN))
 			train[ntrain++] = (int32_t) v;
+	if (ntrain == 0)
+	{
+		st = gnn_error_set(err, GNN_ERR_EMPTY, "no labelled training node of the target type %d", cfg->target_type);
+		goto done;
+	}
 	for (int i = 0; i < mbc->batch_size; i++)
 		hrows[i] = i;
 	if ((st = gnn_buf_ensure(be, &dlab, sizeof(int32_t) * mbc->batch_size, err)) != GNN_OK ||
@@ -182,7 +321,11 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				goto out;
 			}
 			t1 = now_s();
-			if ((st = gnn_sampler_sample(sampler, train + b0, bs, gnn_rng_next(&rng), &mb, err)) != GNN_OK)
+			/* temporal: each training seed at its own time */
+			if (temporal)
+				seed_bounds(g, train + b0, bs, stimes);
+			if ((st = gnn_sampler_sample_at(sampler, train + b0, temporal ? stimes : NULL, bs, gnn_rng_next(&rng),
+											&mb, err)) != GNN_OK)
 				goto out;
 			stats->sample_s += now_s() - t1;
 			t1 = now_s();
@@ -225,7 +368,16 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 
 		/* evaluation with full neighbourhoods; skipped, the metrics are unknown */
 		em.train_acc = em.val_loss = em.val_acc = em.test_loss = em.test_acc = NAN;
-		if (!mbc->skip_eval)
+		if (!mbc->skip_eval && temporal)
+		{
+			double		t1 = now_s();
+
+			if ((st = eval_temporal(g, cfg, mbc, be, model, sampler, hlab, stimes, evnodes, &dlab, &drows,
+									&em, err)) != GNN_OK)
+				goto out;
+			stats->eval_s += now_s() - t1;
+		}
+		else if (!mbc->skip_eval)
 		{
 			const float *logits;
 			gnn_dblock *blocks[GNN_MAX_LAYERS];
@@ -282,6 +434,8 @@ done:
 	free(train);
 	free(hlab);
 	free(hrows);
+	free(stimes);
+	free(evnodes);
 	gnn_buf_free(be, &dlab);
 	gnn_buf_free(be, &drows);
 	gnn_buf_free(be, &dlogits);

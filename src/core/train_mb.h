@@ -10,6 +10,15 @@
  * Evaluation uses full neighbourhoods over all nodes, computed layer by layer
  * (the full-graph forward), as DGL and PyG do, so accuracies are comparable
  * with full-batch training.
+ *
+ * Typed graphs: the sampler's blocks go to the model as they are (relations
+ * and destination node types included, sampler.type_fanouts per relation),
+ * and the nodes trained and measured on are the labelled ones of
+ * cfg->target_type.  Temporal sampling (sampler.temporal): each training seed
+ * is sampled at its own time g->time[seed] (no bound when it has none), and
+ * evaluation, which must not see the future either, runs sampled batches
+ * under the same rule with a fixed seed instead of the full-neighbourhood
+ * pass.
  */
 #ifndef GNN_TRAIN_MB_H
 #define GNN_TRAIN_MB_H
