@@ -240,8 +240,11 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		return gnn_error_set(err, GNN_ERR_INVALID, "temporal sampling needs node times; the graph has none");
 	if (model_out && !be_in)
 		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
-	if ((st = gnn_train_model_config(cfg, g->feat_dim, c, &mc, err)) != GNN_OK)
+	if (cfg->task == GNN_TASK_REGRESS)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "regression trains full-batch for now; drop the fan-outs");
+	if ((st = gnn_train_model_config_for(cfg, g, &mc, err)) != GNN_OK)
 		return st;
+	(void) c;
 	if (!be && (st = gnn_backend_create(cfg->backend, cfg->threads, cfg->cuda_so, &be, err)) != GNN_OK)
 		return st;
 	compensate = mbc->sampler.kind == GNN_SAMPLER_LADIES && cfg->model == GNN_MODEL_SAGE;
@@ -385,7 +388,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 
 			if (!eval_ready)
 			{
-				if ((st = gnn_eval_data_create(be, g, cfg->row_normalise, &d, err)) != GNN_OK)
+				if ((st = gnn_eval_data_create_task(be, g, cfg->row_normalise, cfg->task, &d, err)) != GNN_OK)
 					goto out;
 				eval_ready = true;
 			}

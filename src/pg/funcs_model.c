@@ -466,7 +466,8 @@ InferFew(InferCtx *x, const int64 *ids, int n, float *out)
 			pfree(idx);
 			return;
 		}
-		if (st != GNN_ERR_LIMIT)
+		/* too large a neighbourhood, or a model the few-node path cannot run: the full pass */
+		if (st != GNN_ERR_LIMIT && st != GNN_ERR_UNSUPPORTED)
 			GnnReportCoreError(psprintf("inference with model \"%s\" failed", x->mr.name), &err);
 		InferFull(x, &res);
 	}
