@@ -67,6 +67,7 @@ typedef struct ModelRow
 	bytea	   *weights;
 	char	   *class_names;	/* C strings back to back (caller's memory), or NULL */
 	int32		nclasses;
+	bool		mlp;			/* trained and run without the graph's edges */
 } ModelRow;
 
 /*
@@ -98,7 +99,8 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 		elog(ERROR, "SPI_connect failed");
 	/* the weights (maybe large, TOASTed) are fetched only when asked for */
 	if (SPI_execute_with_args("SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), id, "
-							  "xmin::text::bigint, task, classes, CASE WHEN $4 THEN weights END "
+							  "xmin::text::bigint, task, classes, CASE WHEN $4 THEN weights END, "
+							  "coalesce(params->>'model' = 'mlp', false) "
 							  "FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
 							  "AND ($2::int IS NULL OR version = $2::int) ORDER BY version DESC LIMIT 1",
 							  4, types, values, nulls, true, 1) != SPI_OK_SELECT)
@@ -120,6 +122,7 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	strlcpy(mr->task, TextDatumGetCString(SPI_getbinval(tup, desc, 6, &isnull)), sizeof(mr->task));
 	mr->class_names = NULL;
 	mr->nclasses = 0;
+	mr->mlp = DatumGetBool(SPI_getbinval(tup, desc, 9, &isnull));
 	d = SPI_getbinval(tup, desc, 7, &isnull);
 	if (!isnull)
 	{
@@ -370,6 +373,8 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, InferCtx
 						 "its embeddings' dot products score links.")));
 	/* the graph version this statement sees (pinned for the statement by the registry) */
 	GnnGraphAcquire(x->mr.graph, &x->ref);
+	if (x->mr.mlp)
+		GnnEdgelessView(&x->ref.g, &x->ref.g);
 	x->m = LoadModel(&x->mr);
 	mc = gnn_model_config_of(x->m);
 	if (mc->in_dim != x->ref.g.feat_dim)
@@ -423,13 +428,13 @@ InferEnd(InferCtx *x)
 }
 
 /*
- * Rows of a few nodes (ids[0..n)) into out (n x cols): from the shared
+ * Rows of a few nodes (graph indices nodes[0..n)) into out (n x cols): from the shared
  * result when it is there; else computed exactly on the nodes'
  * neighbourhood (every neighbour, no sampling: equal to the full pass) when
  * that neighbourhood is small beside the graph; else the full pass, shared.
  */
 static void
-InferFew(InferCtx *x, const int64 *ids, int n, float *out)
+InferFew(InferCtx *x, const int64 *nodes, int n, float *out)
 {
 	GnnResult	res;
 	int64	   *idx = palloc(sizeof(int64) * Max(n, 1));
@@ -437,14 +442,7 @@ InferFew(InferCtx *x, const int64 *ids, int n, float *out)
 	gnn_status	st;
 	int64		touched = 0;
 
-	for (int i = 0; i < n; i++)
-	{
-		idx[i] = gnn_graph_find_typed(&x->ref.g, x->type, ids[i]);
-		if (idx[i] < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("node %lld is not in graph \"%s\"", (long long) ids[i], x->mr.graph)));
-	}
+	memcpy(idx, nodes, sizeof(int64) * n);
 	if (!GnnCacheLookup(&x->key, &res))
 	{
 		/*
@@ -826,12 +824,12 @@ gnn_predict(PG_FUNCTION_ARGS)
 	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1, &x);
 	if (nwant >= 0)
 	{
-		/* as integer keys of the model's type (a text key: its rank) */
+		/* the nodes of the model's type with these keys */
 		want = palloc(sizeof(int64) * Max(nwant, 1));
 		for (int i = 0; i < nwant; i++)
 			want[i] = text_keys ?
-				x.ref.g.keys[FindNodeText(&x.ref.g, x.type, TextDatumGetCString(d[i]), x.mr.graph)] :
-				DatumGetInt64(d[i]);
+				FindNodeText(&x.ref.g, x.type, TextDatumGetCString(d[i]), x.mr.graph) :
+				FindNodeOfType(&x.ref.g, x.type, DatumGetInt64(d[i]), x.mr.graph);
 		few = palloc(sizeof(float) * (Size) Max(nwant, 1) * x.cols);
 		if (nwant > 0)
 			InferFew(&x, want, nwant, few);
@@ -845,7 +843,7 @@ gnn_predict(PG_FUNCTION_ARGS)
 	for (int64 k = 0; k < (nwant >= 0 ? nwant : x.ref.g.type_ptr[x.type + 1] - first); k++)
 	{
 		const float *p = nwant >= 0 ? few + k * x.cols : r.out + (first + k) * x.cols;
-		int64		v = nwant >= 0 ? gnn_graph_find_typed(&x.ref.g, x.type, want[k]) : first + k;
+		int64		v = nwant >= 0 ? want[k] : first + k;
 		Datum		vals[5];
 		bool		n[5] = {false, false, false, false, false};
 
@@ -885,9 +883,9 @@ gnn_embedding(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED, -1, &x);
 	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID)
-		node = x.ref.g.keys[FindNodeText(&x.ref.g, x.type, TextDatumGetCString(PG_GETARG_DATUM(1)), x.mr.graph)];
+		node = FindNodeText(&x.ref.g, x.type, TextDatumGetCString(PG_GETARG_DATUM(1)), x.mr.graph);
 	else
-		node = PG_GETARG_INT64(1);
+		node = FindNodeOfType(&x.ref.g, x.type, PG_GETARG_INT64(1), x.mr.graph);
 	row = palloc(sizeof(float) * x.cols);
 	InferFew(&x, &node, 1, row);
 	InferEnd(&x);

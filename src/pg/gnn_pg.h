@@ -278,6 +278,7 @@ typedef struct GnnGraphRef
 extern void GnnGraphAcquire(const char *name, GnnGraphRef *ref);
 extern void GnnGraphRelease(GnnGraphRef *ref);
 extern void GnnGraphKeepMapping(GnnGraphRef *ref);
+extern void GnnEdgelessView(const gnn_graph *g, gnn_graph *out);
 extern void GnnCheckGraphName(const char *name);
 extern uint64 GnnGraphReserve(uint64 bytes, const char *name);
 extern void GnnGraphUnreserve(uint64 bytes);

@@ -151,7 +151,7 @@ CheckRange(const char *what, double v, double lo, double hi)
 				 errmsg("%s must be between %g and %g (got %g)", what, lo, hi, v)));
 }
 
-static const char *const model_names[] = {"gcn", "graphsage", "gat", "rgcn", "hetero_sage", NULL};
+static const char *const model_names[] = {"gcn", "graphsage", "gat", "rgcn", "hetero_sage", "mlp", NULL};
 static const char *const task_names[] = {"node_classification", "link_prediction", "regression", NULL};
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
 static const char *const aggr_names[] = {"mean", "pool", NULL};

@@ -593,3 +593,22 @@ GnnPartitionPublish(const char *name, uint64 generation, dsm_segment *seg, uint6
 	strlcpy(e->part_method, method, sizeof(e->part_method));
 	LWLockRelease(gnn_shared->lock);
 }
+
+/*
+ * The graph's nodes and their data without any edge: what a features-only
+ * model ("mlp") trains and predicts on.  The arrays of the view's empty
+ * adjacency are allocated in the current memory context.
+ */
+void
+GnnEdgelessView(const gnn_graph *g, gnn_graph *out)
+{
+	int64	   *zero = palloc_extended(sizeof(int64) * (g->num_nodes + 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	gnn_graph	v = *g;
+
+	v.num_edges = 0;
+	v.indptr = v.rindptr = zero;
+	v.indices = v.rindices = NULL;
+	v.weights = v.rweights = NULL;
+	v.arc_type = v.rarc_type = NULL;
+	*out = v;
+}

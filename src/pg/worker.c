@@ -557,7 +557,13 @@ RunJob(void)
 		GnnGraphKeepMapping(&ref);
 		CommitTransactionCommand();
 
-		if (!gnn_parse_model_kind(r->model, &kind))
+		/* a features-only baseline: GraphSAGE's root weights over the nodes without edges */
+		if (strcmp(r->model, "mlp") == 0)
+		{
+			GnnEdgelessView(&ref.g, &ref.g);
+			kind = GNN_MODEL_SAGE;
+		}
+		else if (!gnn_parse_model_kind(r->model, &kind))
 			elog(ERROR, "unknown model \"%s\"", r->model);
 		gnn_train_config_default(kind, &cfg);
 		cfg.hidden = r->hidden;
