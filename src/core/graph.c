@@ -462,10 +462,11 @@ static const char *
 input_name(const gnn_graph_input *in, int32_t idx)
 {
 	const char *p = in->type_names,
-			   *end = p + in->type_names_bytes;
+			   *end;
 
 	if (!p)
 		return NULL;
+	end = p + in->type_names_bytes;
 	for (int32_t i = 0; p < end; i++)
 	{
 		const char *nul = memchr(p, '\0', end - p);
@@ -1606,7 +1607,7 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 	g->arc_type = h->off_arc_type ? (const int16_t *) (base + h->off_arc_type) : NULL;
 	g->rarc_type = h->off_rarc_type ? (const int16_t *) (base + h->off_rarc_type) : NULL;
 	g->type_names = h->off_type_names ? base + h->off_type_names : NULL;
-	g->type_names_bytes = h->type_names_bytes;
+	g->type_names_bytes = h->off_type_names ? h->type_names_bytes : 0;
 	g->keys = h->off_keys ? (const int64_t *) (base + h->off_keys) : g->ids;
 	g->key_off = h->off_key_off ? (const int64_t *) (base + h->off_key_off) : NULL;
 	g->key_bytes = h->off_key_off ? base + h->off_key_bytes : NULL;
@@ -1614,7 +1615,7 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 	g->time = h->off_time ? (const int64_t *) (base + h->off_time) : NULL;
 	g->targets = h->off_targets ? (const float *) (base + h->off_targets) : NULL;
 	g->meta = h->off_meta ? base + h->off_meta : NULL;
-	g->meta_bytes = h->meta_bytes;
+	g->meta_bytes = h->off_meta ? h->meta_bytes : 0;
 	return GNN_OK;
 }
 
@@ -1679,9 +1680,14 @@ gnn_graph_find_text(const gnn_graph *g, int32_t t, const char *key, size_t len)
 		return -1;
 	while (lo < hi)
 	{
-		int64_t		mid = lo + (hi - lo) / 2;
-		int			c = key_cmp(g->key_bytes + g->key_off[mid], g->key_off[mid + 1] - g->key_off[mid],
-								key, len);
+		int64_t		mid = lo + (hi - lo) / 2,
+					a = g->key_off[mid],
+					b = g->key_off[mid + 1];
+
+		/* attach checked only the ends of the offsets: stay inside the bytes */
+		if (a < 0 || b < a || b > g->key_off[g->num_nodes])
+			return -1;
+		int			c = key_cmp(g->key_bytes + a, b - a, key, len);
 
 		if (c == 0)
 			return mid;
@@ -1698,10 +1704,11 @@ static const char *
 graph_name(const gnn_graph *g, int32_t idx)
 {
 	const char *p = g->type_names,
-			   *end = p + g->type_names_bytes;
+			   *end;
 
 	if (!p || idx < 0)
 		return NULL;
+	end = p + g->type_names_bytes;
 	for (int32_t i = 0; p < end; i++)
 	{
 		if (i == idx)

@@ -114,19 +114,22 @@ typedef struct gnn_graph_input
 	const char *type_names;
 	uint64_t	type_names_bytes;
 
-	/* original keys (optional): int64 per node row (sorted within each type);
-	 * NULL for a homogeneous graph means the ids are the keys */
+	/* original keys (optional): int64 per node row (strictly ascending within
+	 * each int-keyed type); NULL means the ids are the keys (for a typed
+	 * graph: the node indices) */
 	const int64_t *keys;
 	/* text keys (optional): the key of row i is key_bytes[key_off[i] ..
 	 * key_off[i+1]) (not NUL-terminated, empty for rows of int-keyed types),
 	 * ascending (memcmp, shorter first on a tie) within a text-keyed type;
-	 * type_text_key[t] says which types are text-keyed */
+	 * type_text_key[t] says which types are text-keyed (NULL: all of them).
+	 * Keys (either kind) need node_ids 0..n-1, as typed input does. */
 	const int64_t *key_off;		/* num_nodes + 1 */
 	const char *key_bytes;
 	const uint8_t *type_text_key;	/* per node type */
 
 	const int64_t *node_time;	/* per node row, GNN_TIME_NONE = none; NULL: no times */
-	const float *targets;		/* per node row regression target, NAN = none; NULL: none */
+	const float *targets;		/* per node row regression target, NAN = none (infinity is
+								 * GNN_ERR_BAD_VALUE); NULL: none */
 	/* an opaque blob kept with the graph (the loader's JSON: encodings, sources) */
 	const char *meta;
 	uint64_t	meta_bytes;
@@ -266,9 +269,9 @@ gnn_graph_header_of(const void *region)
 
 /* Internal index of an original id, or -1 (homogeneous graphs: node type 0's ids). */
 int64_t		gnn_graph_find(const gnn_graph *g, int64_t id);
-/* Index of the node of type t with integer key `key`, or -1. */
+/* Index of the node of type t with integer key `key`, or -1 (also for a text-keyed type). */
 int64_t		gnn_graph_find_typed(const gnn_graph *g, int32_t t, int64_t key);
-/* Index of the node of text-keyed type t with key bytes key[0..len), or -1. */
+/* Index of the node of text-keyed type t with key bytes key[0..len), or -1 (also for an int-keyed type). */
 int64_t		gnn_graph_find_text(const gnn_graph *g, int32_t t, const char *key, size_t len);
 /* Node v's type (0 for a homogeneous graph). */
 static inline int32_t

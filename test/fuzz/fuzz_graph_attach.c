@@ -92,6 +92,35 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		touch(g.labels, 4 * n);
 		touch(g.split, n);
 		touch(g.class_names, g.class_names_bytes);
+		/* version 2: types, keys, times, targets, meta, and the lookups over them */
+		touch(g.type_ptr, 8 * ((uint64_t) g.num_node_types + 1));
+		touch(g.node_type, 2 * n);
+		touch(g.etypes, sizeof(gnn_edge_type) * (uint64_t) g.num_edge_types);
+		touch(g.arc_type, 2 * m);
+		touch(g.rarc_type, 2 * m);
+		touch(g.type_names, g.type_names_bytes);
+		touch(g.keys, 8 * n);
+		touch(g.key_off, g.key_off ? 8 * (n + 1) : 0);
+		touch(g.key_bytes, g.key_off ? (uint64_t) g.key_off[n] : 0);
+		touch(g.type_text_key, g.type_text_key ? (uint64_t) g.num_node_types : 0);
+		touch(g.time, 8 * n);
+		touch(g.targets, 4 * n);
+		touch(g.meta, g.meta_bytes);
+		for (int32_t t = 0; t <= g.num_node_types; t++)
+		{
+			const char *name = gnn_graph_node_type_name(&g, t);
+
+			sink += (uint64_t) gnn_graph_find_typed(&g, t, 7) + (uint64_t) gnn_graph_find_text(&g, t, "kiwi", 4);
+			if (name)
+				sink += (uint64_t) gnn_graph_node_type_by_name(&g, name);
+		}
+		for (int32_t r = 0; r <= g.num_edge_types && r < 8; r++)
+		{
+			const char *name = gnn_graph_edge_type_name(&g, r);
+
+			if (name)
+				sink += (uint64_t) gnn_graph_edge_type_by_name(&g, name);
+		}
 	}
 	else if (st != GNN_ERR_CORRUPT)
 		abort();

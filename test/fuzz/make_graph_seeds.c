@@ -75,5 +75,45 @@ main(int argc, char **argv)
 	in.class_names = "a\0b";
 	in.class_names_bytes = 4;
 	write_seed(argv[1], "sparse_text_labels", &in);
+
+	/* typed: two node types (int keys, text keys), three relations, times, targets, meta */
+	{
+		int64_t		tids[] = {0, 1, 2, 3, 4};
+		int16_t		ntype[] = {0, 0, 1, 1, 1};
+		int64_t		keys[] = {7, 9, 0, 0, 0};
+		int64_t		koff[] = {0, 0, 0, 3, 7, 11};	/* fig, kiwi, pear */
+		uint8_t		textkey[] = {0, 1};
+		int32_t		esrc[] = {0, 0, 1};
+		int32_t		edst[] = {1, 1, 0};
+		int64_t		tsrc[] = {0, 0, 1, 2, 3};
+		int64_t		tdst[] = {2, 2, 4, 0, 1};
+		int16_t		etype[] = {0, 1, 0, 2, 2};
+		int64_t		times[] = {1, 2, 3, GNN_TIME_NONE, 5};
+		float		targets[] = {0.5f, 1, 2, 3, 4};
+
+		memset(&in, 0, sizeof(in));
+		in.num_edges = 5;
+		in.src = tsrc;
+		in.dst = tdst;
+		in.num_nodes = 5;
+		in.node_ids = tids;
+		in.num_node_types = 2;
+		in.node_type = ntype;
+		in.num_edge_types = 3;
+		in.edge_type = etype;
+		in.etype_src = esrc;
+		in.etype_dst = edst;
+		in.type_names = "a\0b\0r\0s\0t";
+		in.type_names_bytes = 10;
+		in.keys = keys;
+		in.key_off = koff;
+		in.key_bytes = "figkiwipear";
+		in.type_text_key = textkey;
+		in.node_time = times;
+		in.targets = targets;
+		in.meta = "{}";
+		in.meta_bytes = 2;
+		write_seed(argv[1], "typed", &in);
+	}
 	return 0;
 }
