@@ -45,7 +45,11 @@ void		gnn_linkpred_config_default(gnn_linkpred_config *lc);
  * no value.  They differ because the task does: the loss sees every edge
  * each epoch, so there is little to regularise (dropout and weight decay
  * cost AUC), and it keeps improving well past 100 epochs, so training runs
- * longer and stops on the validation AUC.  Fields set: @FIELDS@.
+ * longer and stops on the validation AUC.  Sets hidden 64 (the embedding
+ * width), lr 0.01, weight_decay 0, dropout 0, attn_dropout 0, epochs 300,
+ * patience 50 and row_normalise true, for every kind; the others are left
+ * as they are.  On Cora (GraphSAGE and GCN) these reach test AUC 0.90-0.94
+ * against 0.83 with the node-classification ones.
  */
 void		gnn_linkpred_train_defaults(gnn_train_config *cfg);
 
@@ -85,7 +89,8 @@ typedef struct gnn_linkpred_split
 				n_test;
 	gnn_linkpred_pair *pos;		/* [n_train + n_val + n_test]: training, validation, test */
 	gnn_linkpred_pair *neg;		/* [n_val + n_test]: validation, then test */
-	gnn_block	graph;			/* the training graph; its arrays are owned by the split */
+	gnn_block	graph;			/* the training graph: arrays owned by the split but
+								 * dst_ntype, which is g's node_type */
 } gnn_linkpred_split;
 
 /* rng: advanced (shuffle, negatives).  GNN_ERR_INVALID for a bad lc, GNN_ERR_EMPTY with too few pairs. */

@@ -383,6 +383,16 @@ typed_split(const typed_graph *t)
 		  (long long) (sp.n_train + sp.n_val + sp.n_test));
 	gnn_linkpred_split_free(&sp);
 
+	/* every arc, the graph taken as undirected: each linked pair once */
+	lc.edge_type = -1;
+	lc.reverse_edge_type = -1;
+	st = gnn_linkpred_split_create(g, &lc, &rng, &sp, &err);
+	CHECK(st == GNN_OK && sp.n_train + sp.n_val + sp.n_test == t->et[REL_BUYS].count + t->et[REL_SIMILAR].count / 2 &&
+		  sp.graph.nnz == t->m - 2 * (sp.n_val + sp.n_test),
+		  "edge type -1 on a typed graph: %lld linked pairs, held-out ones lose both arcs",
+		  (long long) (sp.n_train + sp.n_val + sp.n_test));
+	gnn_linkpred_split_free(&sp);
+
 	/* bad relations */
 	lc.edge_type = 3;
 	lc.reverse_edge_type = -1;
