@@ -259,12 +259,12 @@ CREATE FUNCTION gnn.train(
     model        text    DEFAULT 'graphsage',
     task         text    DEFAULT 'node_classification',
     name         text    DEFAULT NULL,
-    hidden       int     DEFAULT 64,
+    hidden       int     DEFAULT NULL,   -- NULL: the task's default (64)
     layers       int     DEFAULT 2,
-    epochs       int     DEFAULT 100,
-    lr           float8  DEFAULT 0.01,
-    weight_decay float8  DEFAULT 5e-4,
-    dropout      float8  DEFAULT 0.5,
+    epochs       int     DEFAULT NULL,   -- 100; link prediction 300 with patience 50
+    lr           float8  DEFAULT NULL,   -- 0.01
+    weight_decay float8  DEFAULT NULL,   -- 5e-4; link prediction 0
+    dropout      float8  DEFAULT NULL,   -- 0.5; link prediction 0
     device       text    DEFAULT 'auto',
     seed         int     DEFAULT NULL,
     wait         boolean DEFAULT false,

@@ -122,6 +122,7 @@ typedef struct GnnTrainRequest
 	int32		temporal;		/* -1: default (on when the target type has times), 0, 1 */
 	char		temporal_strategy[16];	/* uniform, last */
 	bool		row_normalise_set;
+	bool		attn_dropout_set;
 	/* fan-outs per edge type or source node type: names and their per-hop fan-outs */
 	int32		ntype_fanouts;
 	char		type_fanout_names[GNN_MAX_TYPE_FANOUTS][NAMEDATALEN];

@@ -6,6 +6,7 @@
  * from the slots (gnn._live_jobs, behind the gnn.jobs view).
  */
 #include "gnn_pg.h"
+#include "train_mb.h"
 
 #include <math.h>
 
@@ -368,6 +369,7 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 			SetText(r->select, sizeof(r->select), val, "selection rule", select_names);
 		else if (strcmp(key, "attn_dropout") == 0)
 		{
+			r->attn_dropout_set = true;
 			r->attn_dropout = strtod(val, NULL);
 			CheckRange("attn_dropout", r->attn_dropout, 0, 0.99);
 		}
@@ -937,6 +939,35 @@ gnn_train(PG_FUNCTION_ARGS)
 	r.threads = gnn_threads;
 	if (!PG_ARGISNULL(13))
 		ParseOptions(PG_GETARG_JSONB_P(13), &r);
+	/*
+	 * Link prediction has its own defaults (gnn_linkpred_train_defaults:
+	 * GAE-like, no dropout or weight decay, longer with patience), taken
+	 * where the caller gave no value.
+	 */
+	if (strcmp(r.task, "link_prediction") == 0)
+	{
+		gnn_train_config lp;
+		gnn_model_kind k;
+
+		if (!gnn_parse_model_kind(strcmp(r.model, "mlp") == 0 ? "graphsage" : r.model, &k))
+			k = GNN_MODEL_SAGE;
+		gnn_train_config_default(k, &lp);
+		gnn_linkpred_train_defaults(&lp);
+		if (PG_ARGISNULL(4))
+			r.hidden = lp.hidden;
+		if (PG_ARGISNULL(6))
+			r.epochs = lp.epochs;
+		if (PG_ARGISNULL(7))
+			r.lr = lp.lr;
+		if (PG_ARGISNULL(8))
+			r.weight_decay = lp.weight_decay;
+		if (PG_ARGISNULL(9))
+			r.dropout = lp.dropout;
+		if (!r.attn_dropout_set)
+			r.attn_dropout = lp.attn_dropout;
+		if (r.patience < 0)
+			r.patience = lp.patience;
+	}
 	/* schema graphs' features are standardised (negative values): row sums mean nothing there */
 	if (!r.row_normalise_set && GraphIsTyped(r.graph))
 		r.row_normalise = false;

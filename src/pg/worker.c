@@ -363,6 +363,7 @@ RunLinkPrediction(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *
 	res->best.train_loss = NAN;
 	res->best.val_loss = NAN;
 	res->seconds = lres->seconds;
+	res->stopped_early = lres->stopped_early;
 	return st;
 }
 
