@@ -53,14 +53,21 @@ done
 # ------------------------------------------------------------------ README walk = regression test
 suite "README walk"
 if want walk; then
-walk_sql=$(sed -n '/^-- BEGIN README WALK/,/^-- END README WALK/p' sql/readme_walk.sql | sed '1d;$d')
-walk_md=$(awk '/^## From CREATE EXTENSION to embeddings/{f=1} f&&/^```sql/{g=1;next} g&&/^```/{exit} g' README.md)
-if [ -n "$walk_sql" ] && [ "$walk_sql" = "$walk_md" ]; then
-  tally "README walk matches sql/readme_walk.sql" 1 0
-else
-  diff <(echo "$walk_md") <(echo "$walk_sql") | head -20
-  tally "README walk matches sql/readme_walk.sql" 0 1
-fi
+# each README walk is a regression test: the README's first sql block of a
+# section and the BEGIN/END block of its sql file must be the same
+check_walk() {  # check_walk "section heading" sql/file.sql
+  local walk_sql walk_md
+  walk_sql=$(sed -n '/^-- BEGIN README WALK/,/^-- END README WALK/p' "$2" | sed '1d;$d')
+  walk_md=$(awk -v h="$1" 'index($0, h) == 1 {f=1} f&&/^```sql/{g=1;next} g&&/^```/{exit} g' README.md)
+  if [ -n "$walk_sql" ] && [ "$walk_sql" = "$walk_md" ]; then
+    tally "README walk matches $2" 1 0
+  else
+    diff <(echo "$walk_md") <(echo "$walk_sql") | head -20
+    tally "README walk matches $2" 0 1
+  fi
+}
+check_walk "## From CREATE EXTENSION to embeddings" sql/readme_walk.sql
+check_walk "## Relational schemas as heterogeneous graphs" sql/readme_schema.sql
 fi
 
 # ------------------------------------------------------------------ pg_regress
@@ -69,7 +76,7 @@ make_workdir WORK
 trap '[ -n "${GNN_KEEP:-}" ] || rm -rf "$WORK"' EXIT
 suite "pg_regress"
 if want regress; then
-cp -r sql expected test/regress.conf "$WORK/"
+cp -r sql expected test/regress.conf test/shop_schema.sql test/relsel_schema.sql "$WORK/"
 chown -R postgres:postgres "$WORK"
 TESTS=()
 for f in sql/*.sql; do
