@@ -40,7 +40,7 @@ SET client_min_messages = warning;
 -- uniform in (0, 1) from the k-th 32-bit slice of an md5 hex string
 CREATE OR REPLACE FUNCTION pg_temp.rs_u(h text, k int) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT (('x' || substr(h, 8 * k - 7, 8))::bit(32)::bigint + 0.5)::float8 / 4294967296::float8 $$;
+AS $$ SELECT (('x' || substr(h, 8 * k - 7, 8))::bit(32)::bigint::float8 + 0.5) / 4294967296::float8 $$;
 -- person i's key (i = 0 .. n - 1): a permutation of 1 .. n
 CREATE OR REPLACE FUNCTION pg_temp.rs_pid(i bigint, n bigint) RETURNS int
 LANGUAGE sql IMMUTABLE PARALLEL SAFE

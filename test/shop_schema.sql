@@ -57,9 +57,11 @@
 -- same variables give identical tables.  Fingerprints at the defaults
 -- (md5(string_agg(t::text, E'\n' ORDER BY id)) per table, TimeZone UTC):
 --   categories 585877d6d49c7567383eae28627d02fe  products 05d79dc3439c6ef9a3370a3248d55d21
---   customers  94ed002f512e3eb0fb78bacf982a72c6  reviews  2c9044b0fb1d5b59368d4986af040a2e  Each customer gets at least
--- min(3, reviews / customers) reviews with a product; the rest are spread
--- with a heavy tail (customer index ~ customers * u^1.5).
+--   customers  94ed002f512e3eb0fb78bacf982a72c6  reviews  2c9044b0fb1d5b59368d4986af040a2e
+--
+-- Each customer gets at least min(3, reviews / customers) reviews with a
+-- product; the rest are spread with a heavy tail (customer index ~
+-- customers * u^1.5: at the benchmark scale the busiest has ~700 reviews).
 \if :{?customers} \else \set customers 300 \endif
 \if :{?products} \else \set products 200 \endif
 \if :{?categories} \else \set categories 12 \endif
@@ -79,20 +81,24 @@ SELECT count(pg_temp.shop_fail('shop_schema.sql: need 2 <= groups <= 8, groups <
 WHERE NOT (:groups BETWEEN 2 AND 8 AND :categories >= :groups AND :products >= :groups
 		   AND :products <= 20000000 AND :customers >= 1 AND :reviews >= 0) \gset
 
--- Helpers (session-local; inlined by the planner).
+-- Helpers (session-local).  The planner inlines them only where each
+-- parameter is used once or its argument is cheap: keep it so (a call that
+-- is not inlined costs microseconds, times 10M reviews), and float8, not
+-- numeric, arithmetic.
 -- shop_u(h, k): the k-th (1..4) 32-bit slice of the md5 hex h as a uniform
 -- number in (0, 1).
 CREATE OR REPLACE FUNCTION pg_temp.shop_u(h text, k int) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT (('x' || substr(h, 8 * k - 7, 8))::bit(32)::bigint + 0.5)::float8 / 4294967296::float8 $$;
+AS $$ SELECT (('x' || substr(h, 8 * k - 7, 8))::bit(32)::bigint::float8 + 0.5) / 4294967296::float8 $$;
 -- shop_z(h, k): a standard normal from slices k and k + 1 (Box-Muller).
 CREATE OR REPLACE FUNCTION pg_temp.shop_z(h text, k int) RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT sqrt(-2 * ln(pg_temp.shop_u(h, k))) * cos(2 * pi() * pg_temp.shop_u(h, k + 1)) $$;
--- shop_pid(j, np): product j's key (j = 0 .. np - 1; ascending in j).
+-- shop_pid(j, np): product j's key (j = 0 .. np - 1; ascending in j):
+-- (j - np / 2) * (4e18 / np) + 7919 * j + 13, written with j once.
 CREATE OR REPLACE FUNCTION pg_temp.shop_pid(j bigint, np bigint) RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT (j - np / 2) * (4000000000000000000 / np) + j * 7919 + 13 $$;
+AS $$ SELECT j * (4000000000000000000 / np + 7919) - (np / 2) * (4000000000000000000 / np) + 13 $$;
 -- shop_cat(c, nc): category c's key, zero-padded to at least two digits.
 CREATE OR REPLACE FUNCTION pg_temp.shop_cat(c bigint, nc bigint) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -113,8 +119,8 @@ SELECT pg_temp.shop_cat(c, :categories) AS id,
 	   initcap(pg_temp.shop_dept(c % :groups)) || ' ' || (c / :groups + 1) AS name,
 	   pg_temp.shop_dept(c % :groups) AS dept,
 	   to_timestamp(1420070400 + floor(pg_temp.shop_u(h, 1) * 1461) * 86400) AS created_at
-FROM generate_series(0, :categories - 1) c,
-	 LATERAL (SELECT md5(:'seed' || ':cat:' || c) AS h) x
+FROM (SELECT c, md5(:'seed' || ':cat:' || c) AS h
+	  FROM generate_series(0, :categories - 1) c OFFSET 0) x
 ORDER BY c;
 
 -- Product j is in department j % groups, in one of that department's
@@ -130,31 +136,33 @@ SELECT pg_temp.shop_pid(j, :products) AS id,
 	   round(exp(3.2 + 0.12 * g + 0.8 * pg_temp.shop_z(h2, 1))::numeric, 2) AS price,
 	   round((0.05 + 8 * pg_temp.shop_u(h, 4) ^ 2)::numeric, 3) AS weight_kg,
 	   to_timestamp(1577836800 + floor(pg_temp.shop_u(h2, 3) * 1096 * 86400)) AS added_at
-FROM generate_series(0, :products - 1) j,
-	 LATERAL (SELECT md5(:'seed' || ':p:' || j) AS h, md5(:'seed' || ':p2:' || j) AS h2,
-					 j % :groups AS g) x
+FROM (SELECT j, md5(:'seed' || ':p:' || j) AS h, md5(:'seed' || ':p2:' || j) AS h2,
+			 j % :groups AS g
+	  FROM generate_series(0, :products - 1) j OFFSET 0) x
 ORDER BY j;
 
 -- Per customer c (hash hc = md5(seed:c:c)): slice 1 = preferred department,
 -- slice 2 = when they become active (start).  Reviews recompute both.
+-- (OFFSET 0 keeps each step a subquery of its own: pulled up into the next,
+-- its columns would be recomputed, md5s included, at every reference.)
 CREATE TABLE reviews AS
 WITH r AS (
 	SELECT i, md5(:'seed' || ':r:' || i) AS h, md5(:'seed' || ':r2:' || i) AS h2,
 		   least(3, :reviews / :customers)::bigint * :customers AS nmin
-	FROM generate_series(0, :reviews - 1) i
+	FROM generate_series(0, :reviews - 1) i OFFSET 0
 ), rc AS (
 	SELECT i, h, h2, nmin,
 		   CASE WHEN i < nmin THEN i % :customers
 				ELSE least(:customers - 1, floor(:customers * pg_temp.shop_u(h, 1) ^ 1.5))::bigint END AS c
-	FROM r
+	FROM r OFFSET 0
 ), rcc AS (
-	SELECT i, h, h2, nmin, c, md5(:'seed' || ':c:' || c) AS hc FROM rc
+	SELECT i, h, h2, nmin, c, md5(:'seed' || ':c:' || c) AS hc FROM rc OFFSET 0
 ), rp AS (
 	SELECT i, h, h2, nmin, c, hc,
 		   floor(pg_temp.shop_u(hc, 1) * :groups)::bigint AS pref,
 		   pg_temp.shop_u(h, 2) < :affinity AS on_pref,
 		   1672531200 + pg_temp.shop_u(hc, 2) * 548 * 86400 AS start
-	FROM rcc
+	FROM rcc OFFSET 0
 )
 SELECT i + 1 AS id,
 	   pg_temp.shop_cid(:'seed', c) AS customer_id,
@@ -182,7 +190,7 @@ WITH counts AS (
 ), cu AS (
 	SELECT c, md5(:'seed' || ':c:' || c) AS hc, md5(:'seed' || ':c2:' || c) AS hc2,
 		   md5(:'seed' || ':c3:' || c) AS hc3, pg_temp.shop_cid(:'seed', c) AS id
-	FROM generate_series(0, :customers - 1) c
+	FROM generate_series(0, :customers - 1) c OFFSET 0
 ), cm AS (
 	-- g: the majority department's number (a customer without reviewed
 	-- products falls back to their preference)
@@ -190,7 +198,7 @@ WITH counts AS (
 								'outdoor','tech','toys'], maj.dept) - 1,
 						  floor(pg_temp.shop_u(hc, 1) * :groups)::int) AS g,
 		   1672531200 + pg_temp.shop_u(hc, 2) * 548 * 86400 AS start
-	FROM cu LEFT JOIN maj ON maj.customer_id = cu.id
+	FROM cu LEFT JOIN maj ON maj.customer_id = cu.id OFFSET 0
 )
 SELECT id,
 	   (18 + floor(pg_temp.shop_u(hc, 4) * 62))::int AS age,
