@@ -127,14 +127,15 @@ def key_index(keys, refs, what):
 
 def build(d, max_categories):
     # keys as strings or exact int64: product ids pass 2^53, and a nullable
-    # column read as float would round them
+    # integer column may be parsed through float (pandas 1.x 'Int64' is), so
+    # reviews.product_id is read as text and converted without NULLs
     cat = read_csv(d, 'categories', dtype={'id': str, 'name': str, 'dept': str})
     prod = read_csv(d, 'products', dtype={'id': np.int64, 'category_id': str, 'name': str,
                                           'brand': str})
     cust = read_csv(d, 'customers', dtype={'id': str, 'country': str, 'segment': str,
                                            'split': str, 'churn': str})
     rev = read_csv(d, 'reviews', dtype={'id': np.int64, 'customer_id': str,
-                                        'product_id': 'Int64'})
+                                        'product_id': str})
     t = time.perf_counter()
     data = HeteroData()
     data['categories'].x = encode(cat, [('name', 'category'), ('dept', 'category'),
@@ -162,7 +163,8 @@ def build(d, max_categories):
        key_index(cust['id'], rev['customer_id'], 'reviews.customer_id'))
     has = rev['product_id'].notna().to_numpy()
     fk('reviews', 'product_id', 'products', torch.from_numpy(np.nonzero(has)[0].astype(np.int64)),
-       key_index(prod['id'], rev['product_id'][has].astype(np.int64), 'reviews.product_id'))
+       key_index(prod['id'], rev['product_id'][has].map(int).to_numpy(np.int64),
+                 'reviews.product_id'))
 
     classes = sorted(cust['segment'].dropna().unique())
     y = pd.Categorical(cust['segment'], categories=classes).codes

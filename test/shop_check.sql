@@ -15,6 +15,12 @@
 -- and, for the other targets, churn rate and mean spend by the (noise-free)
 -- majority department, and their correlation with age.
 --
+-- For a GNN on customers: a features-only model is at class_prior; two
+-- layers (customer <- review <- product) see what brand_bayes sees (plus
+-- ratings), so expect about 0.75 - 0.8; three layers reach the categories'
+-- dept and so up to majority_dept (0.95).  Thresholds for tests: well above
+-- 1 / groups + margin, not near the ceilings.
+--
 -- Measured (seed 42, defaults groups 4, affinity 0.7, brand_signal 0.5, noise 0.05):
 --
 --   customers=20000 products=2000 categories=40 reviews=200000 (2986 test):
@@ -29,7 +35,14 @@
 --     class_prior    test 0.1944      age_country  test 0.3333 (all 0.43:
 --                                     tiny cells memorise train)
 --     brand_bayes    test 0.8611
---   benchmark scale (1M / 100k / 200 / 10M): see bench/schema_gen.sh.
+--   benchmark scale (customers=1000000 products=100000 categories=200
+--   reviews=10000000; 150174 test; this script takes ~2 minutes there):
+--     majority_dept  all 0.9503, test 0.9500
+--     class_prior    test 0.2533      age_country  test 0.2517
+--     brand_bayes    test 0.7755
+--     churn by dept 0.150 / 0.384 / 0.618 / 0.850; corr(churn, age) 0.001
+--     spend by dept 50.0 / 90.0 / 130.0 / 170.0; corr(spend, age) 0.001
+--     reviews per customer: min 3, median 9, max 679
 
 CREATE TEMP TABLE shop_maj AS
 WITH counts AS (
