@@ -71,6 +71,7 @@
 \if :{?affinity} \else \set affinity 0.7 \endif
 \if :{?brand_signal} \else \set brand_signal 0.5 \endif
 \if :{?noise} \else \set noise 0.05 \endif
+\if :{?visits} \else \set visits 6000 \endif
 
 SET client_min_messages = warning;
 -- (psql does not substitute variables inside dollar quotes: check here)
@@ -112,7 +113,7 @@ CREATE OR REPLACE FUNCTION pg_temp.shop_cid(seed text, c bigint) RETURNS uuid
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT md5(seed || ':cid:' || c)::uuid $$;
 
-DROP TABLE IF EXISTS reviews, customers, products, categories;
+DROP TABLE IF EXISTS visits, reviews, customers, products, categories;
 
 CREATE TABLE categories AS
 SELECT pg_temp.shop_cat(c, :categories) AS id,
@@ -212,15 +213,32 @@ SELECT id,
 	   CASE WHEN pg_temp.shop_u(hc2, 3) < 0.70 THEN 'train'
 			WHEN pg_temp.shop_u(hc2, 3) < 0.85 THEN 'val' ELSE 'test' END AS split,
 	   pg_temp.shop_u(hc3, 2) < 0.15 + 0.7 * g / (:groups - 1) AS churn,
-	   round(greatest(0, 50 + 40 * g + 15 * pg_temp.shop_z(hc3, 3))::numeric, 2) AS spend
+	   round(greatest(0, 50 + 40 * g + 15 * pg_temp.shop_z(hc3, 3))::numeric, 2) AS spend,
+	   -- when the segment was taken: between the customer's first activity and
+	   -- the end of the data (half of their reviews lie before it, on average)
+	   to_timestamp(floor(start + (0.5 + 0.5 * pg_temp.shop_u(hc3, 4)) * (1735689599 - start))) AS snapshot_at
 FROM cm
 ORDER BY c;
+
+-- Visits: products a customer looked at, uniformly at random (no signal): a
+-- second edge type between customers and products that a type-blind model
+-- cannot tell from reviews.
+CREATE TABLE visits AS
+SELECT i + 1 AS id,
+	   pg_temp.shop_cid(:'seed', floor(pg_temp.shop_u(h, 1) * :customers)::bigint) AS customer_id,
+	   pg_temp.shop_pid(floor(pg_temp.shop_u(h, 2) * :products)::bigint, :products) AS product_id,
+	   (1 + floor(pg_temp.shop_u(h, 3) * 300))::int AS seconds_on_page,
+	   to_timestamp(floor(1672531200 + pg_temp.shop_u(h, 4) * (1735689599 - 1672531200))) AS visited_at
+FROM (SELECT i, md5(:'seed' || ':v:' || i) AS h FROM generate_series(0, :visits - 1) i OFFSET 0) v;
 
 ALTER TABLE categories ADD PRIMARY KEY (id);
 ALTER TABLE products ADD PRIMARY KEY (id),
 	ADD FOREIGN KEY (category_id) REFERENCES categories;
 ALTER TABLE customers ADD PRIMARY KEY (id);
 ALTER TABLE reviews ADD PRIMARY KEY (id),
+	ADD FOREIGN KEY (customer_id) REFERENCES customers,
+	ADD FOREIGN KEY (product_id) REFERENCES products;
+ALTER TABLE visits ADD PRIMARY KEY (id),
 	ADD FOREIGN KEY (customer_id) REFERENCES customers,
 	ADD FOREIGN KEY (product_id) REFERENCES products;
 CREATE INDEX ON reviews (customer_id);

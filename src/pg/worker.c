@@ -276,6 +276,8 @@ RecordFailure(GnnJobState st, const char *msg)
 }
 
 /* minibatch node classification over sampled blocks (options fanouts / batch_size / sampler) */
+static bool job_temporal = false;	/* the minibatch job sampled by time */
+
 static gnn_status
 RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *r, gnn_backend *be,
 			 gnn_model **model, gnn_train_result *res, gnn_minibatch_stats *stats, gnn_error *err)
@@ -328,6 +330,7 @@ RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequ
 		mbc.sampler.temporal = have;
 	}
 	mbc.sampler.temporal_strategy = strcmp(r->temporal_strategy, "last") == 0 ? 1 : 0;
+	job_temporal = mbc.sampler.temporal;
 	return gnn_train_minibatch(g, cfg, &mbc, be, OnProgress, NULL, ShouldStop, NULL, model, res, stats, err);
 }
 
@@ -679,6 +682,7 @@ RunJob(void)
 			}
 			if (r->nfanouts > 0)
 			{
+				appendStringInfo(&metrics, "\"temporal\": %s, ", job_temporal ? "true" : "false");
 				JsonNum(&metrics, "batches", (double) mstats.batches, false);
 				JsonNum(&metrics, "sampled_edges", (double) mstats.sampled_edges, false);
 				JsonNum(&metrics, "sample_seconds", mstats.sample_s, false);
