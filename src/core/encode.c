@@ -1951,3 +1951,26 @@ fail:
 	jfields_free(&f);
 	return j.oom ? GNN_ERR_NOMEM : GNN_ERR_INVALID;
 }
+
+int64_t
+gnn_enc_distinct(const gnn_col_encoder *e)
+{
+	return (e && e->kind == GNN_ENC_CATEGORY) ? e->ndict : -1;
+}
+
+double
+gnn_enc_coverage(const gnn_col_encoder *e)
+{
+	int64_t		kept = 0,
+				nonnull;
+
+	if (!e || e->kind != GNN_ENC_CATEGORY || !e->finished || !e->dict || !e->slot_of_code)
+		return 1.0;
+	nonnull = e->rows - e->nulls;
+	if (nonnull <= 0)
+		return 1.0;
+	for (int32_t c = 0; c < e->ndict; c++)
+		if (e->slot_of_code[c] >= 0)
+			kept += e->dict[c].count;
+	return (double) kept / (double) nonnull;
+}

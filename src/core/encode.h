@@ -61,6 +61,12 @@ int64_t		gnn_enc_rows(const gnn_col_encoder *e);
 gnn_status	gnn_enc_finish(gnn_col_encoder *e, gnn_error *err);
 /* Output columns (after finish). */
 int32_t		gnn_enc_width(const gnn_col_encoder *e);
+/* CATEGORY, after finish and before gnn_enc_drop_rows: the distinct non-NULL
+ * values seen, and the share of non-NULL rows whose value was kept (the rest
+ * fall in "other"); -1 / 1.0 for other kinds.  A loader skips a column whose
+ * kept values cover little of it: a name or an identifier, not a category. */
+int64_t		gnn_enc_distinct(const gnn_col_encoder *e);
+double		gnn_enc_coverage(const gnn_col_encoder *e);
 /* Write buffered row `row`'s slice: out[0 .. width). */
 void		gnn_enc_write(const gnn_col_encoder *e, int64_t row, float *out);
 /* Free the buffered rows (the encoding stays usable for gnn_enc_encode_*). */

@@ -62,6 +62,7 @@ typedef struct SchemaCol
 	gnn_enc_kind kind;
 	gnn_col_encoder *enc;
 	const char *skipped;		/* why it is not a feature, or NULL */
+	bool		chosen;			/* named in options.features */
 	int32		offset;			/* within the type's slice */
 	int32		width;
 } SchemaCol;
@@ -542,6 +543,7 @@ PlanFeatures(SchemaLoad *L, SchemaType *t, List *fk_cols)
 		c->name = col;
 		c->type = type;
 		c->scan = -1;
+		c->chosen = explicit_list;
 		switch (type)
 		{
 			case INT2OID:
@@ -1506,6 +1508,20 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				if (col->skipped)
 					continue;
 				EncCheck(gnn_enc_finish(col->enc, &err), &err, T, col);
+				/*
+				 * Text whose most frequent values cover under half of the rows
+				 * is a name or an identifier, not a category: one-hot slots
+				 * would say little.  Skipped, unless chosen in options.features.
+				 */
+				if (col->kind == GNN_ENC_CATEGORY && !col->chosen &&
+					gnn_enc_distinct(col->enc) > L.max_categories && gnn_enc_coverage(col->enc) < 0.5)
+				{
+					col->skipped = psprintf("%lld distinct values; the %d most frequent cover %.0f%% of the rows",
+											(long long) gnn_enc_distinct(col->enc), L.max_categories,
+											100.0 * gnn_enc_coverage(col->enc));
+					col->width = 0;
+					continue;
+				}
 				col->offset = w;
 				col->width = gnn_enc_width(col->enc);
 				w += col->width;

@@ -885,6 +885,36 @@ test_smoke_1m(void)
 	gnn_enc_free(enc[1]);
 }
 
+/* distinct values and the share of rows the kept categories cover */
+static void
+test_category_coverage(void)
+{
+	gnn_col_encoder *e;
+	gnn_error	err;
+	char		buf[32];
+
+	/* 100 rows: "a" 40 times, then 60 distinct names; 2 categories kept */
+	CHECK(gnn_enc_create(GNN_ENC_CATEGORY, 2, &e, &err) == GNN_OK, "create");
+	for (int i = 0; i < 40; i++)
+		gnn_enc_add_text(e, "a", 1, false, &err);
+	for (int i = 0; i < 60; i++)
+	{
+		snprintf(buf, sizeof(buf), "name-%02d", i);
+		gnn_enc_add_text(e, buf, strlen(buf), false, &err);
+	}
+	gnn_enc_add_text(e, NULL, 0, true, &err);
+	CHECK(gnn_enc_finish(e, &err) == GNN_OK, "finish");
+	CHECK(gnn_enc_distinct(e) == 61, "distinct: %lld", (long long) gnn_enc_distinct(e));
+	/* kept: "a" (40) and the first name by byte order (1): 41 of 100 non-NULL rows */
+	CHECK(fabs(gnn_enc_coverage(e) - 0.41) < 1e-12, "coverage: %g", gnn_enc_coverage(e));
+	gnn_enc_free(e);
+	CHECK(gnn_enc_create(GNN_ENC_NUMERIC, 2, &e, &err) == GNN_OK, "create numeric");
+	gnn_enc_add_num(e, 1, false, &err);
+	gnn_enc_finish(e, &err);
+	CHECK(gnn_enc_distinct(e) == -1 && gnn_enc_coverage(e) == 1.0, "numeric: no categories");
+	gnn_enc_free(e);
+}
+
 int
 main(void)
 {
@@ -896,6 +926,7 @@ main(void)
 	test_category_topk();
 	test_category_nulls();
 	test_category_escapes();
+	test_category_coverage();
 	test_array();
 	test_json_tolerance();
 	test_json_malformed();
