@@ -1,6 +1,7 @@
 -- The README's walk over a relational schema, run as written (test/run_all.sh
 -- checks that the block below matches README.md).
 -- Set-up, not part of the walk: the shop tables of test/shop_schema.sql.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gnn;
 SET client_min_messages = warning;
 \set ECHO none

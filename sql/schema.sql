@@ -1,6 +1,8 @@
 -- Schema graphs: tables as node types, foreign keys as edge types, keys of
 -- every supported type, ordinary columns encoded as features.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gnn;
+RESET client_min_messages;
 CREATE SCHEMA sg;
 SET search_path = sg, public;
 
