@@ -4,7 +4,7 @@
 #   BENCH="load train sql" bash bench/run.sh   # a subset
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WHAT=${BENCH:-"load train sql sample partition topk infer serve"}
+WHAT=${BENCH:-"load train sql sample partition topk infer serve schema"}
 for b in $WHAT; do
   case $b in
     load)  bash bench/load_graph.sh ;;
@@ -15,6 +15,7 @@ for b in $WHAT; do
     topk) bash bench/topk_bench.sh ;;
     infer) bash bench/infer_nodes_bench.sh ;;
     serve) bash bench/serve.sh ;;
-    *) echo "unknown benchmark $b (load, train, sql, sample, partition, topk, infer, serve)" >&2; exit 2 ;;
+    schema) bash bench/schema.sh ;;
+    *) echo "unknown benchmark $b (load, train, sql, sample, partition, topk, infer, serve, schema)" >&2; exit 2 ;;
   esac
 done

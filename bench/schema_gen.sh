@@ -25,10 +25,11 @@ PRODUCTS=${PRODUCTS:-100000}
 CATEGORIES=${CATEGORIES:-200}
 REVIEWS=${REVIEWS:-10000000}
 SEED=${SEED:-42}
+VISITS=${VISITS:-0}			# the noise relation of the tests; none at benchmark scale
 SCHEMA=${SCHEMA:-}
 
 vars=(-v "customers=$CUSTOMERS" -v "products=$PRODUCTS" -v "categories=$CATEGORIES"
-      -v "reviews=$REVIEWS" -v "seed=$SEED")
+      -v "reviews=$REVIEWS" -v "seed=$SEED" -v "visits=$VISITS")
 [ -n "${NGROUPS:-}" ] && vars+=(-v "groups=$NGROUPS")
 [ -n "${AFFINITY:-}" ] && vars+=(-v "affinity=$AFFINITY")
 [ -n "${BRAND_SIGNAL:-}" ] && vars+=(-v "brand_signal=$BRAND_SIGNAL")
