@@ -503,35 +503,35 @@ KeyIndex(SchemaType *t)
 	}
 }
 
-/* Global index of the node of type t with key (int or text), or -1. */
+/* Global index of the node of integer-keyed type t with key ikey, or -1. */
 static inline int64
-FindKey(SchemaType *t, int64 ikey, const char *tkey)
+FindIntKey(SchemaType *t, int64 ikey)
 {
-	if (t->kk == KEY_INT)
+	for (uint64 h = MixHash((uint64) ikey);; h++)
 	{
-		for (uint64 h = MixHash((uint64) ikey);; h++)
-		{
-			KeySlot    *e = &t->kh[h & t->kh_mask];
+		KeySlot    *e = &t->kh[h & t->kh_mask];
 
-			if (e->pos < 0)
-				return -1;
-			if (e->key == ikey)
-				return t->offset + e->pos;
-		}
+		if (e->pos < 0)
+			return -1;
+		if (e->key == ikey)
+			return t->offset + e->pos;
 	}
-	else
+}
+
+/* Global index of the node of text-keyed type t with key tkey, or -1. */
+static inline int64
+FindTextKey(SchemaType *t, const char *tkey)
+{
+	uint64		hk = TextHash(tkey);
+
+	for (uint64 h = hk;; h++)
 	{
-		uint64		hk = TextHash(tkey);
+		KeySlot    *e = &t->kh[h & t->kh_mask];
 
-		for (uint64 h = hk;; h++)
-		{
-			KeySlot    *e = &t->kh[h & t->kh_mask];
-
-			if (e->pos < 0)
-				return -1;
-			if (e->key == (int64) hk && strcmp(((char **) t->tkeys.data)[t->perm[e->pos]], tkey) == 0)
-				return t->offset + e->pos;
-		}
+		if (e->pos < 0)
+			return -1;
+		if (e->key == (int64) hk && strcmp(((char **) t->tkeys.data)[t->perm[e->pos]], tkey) == 0)
+			return t->offset + e->pos;
 	}
 }
 
@@ -1348,8 +1348,8 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 					if (((bool *) fk->nulls.data)[row])
 						continue;	/* a NULL foreign key is no edge */
 					a = T->offset + T->rank[row];
-					b = R->kk == KEY_INT ? FindKey(R, ((int64 *) fk->ivals.data)[row], NULL) :
-						FindKey(R, 0, ((char **) fk->tvals.data)[row]);
+					b = R->kk == KEY_INT ? FindIntKey(R, ((int64 *) fk->ivals.data)[row]) :
+						FindTextKey(R, ((char **) fk->tvals.data)[row]);
 					if (b < 0)
 					{
 						char	   *key = R->kk == KEY_INT ?
