@@ -66,6 +66,58 @@ SELECT name, edges FROM gnn.load_schema_graph('shop4', ARRAY['item', 'tagmap']::
                            options => '{"edges": [{"from": "item.tag", "to": "tagmap"}]}');
 SELECT kind, type, count, src_type, dst_type FROM gnn.graph_types('shop4') WHERE kind = 'edge';
 
+-- gnn.load_graph takes text and uuid ids too; results carry them in their own type
+CREATE TABLE tnodes (id uuid PRIMARY KEY, feat real[], label text, split text);
+INSERT INTO tnodes
+  SELECT md5('n' || g)::uuid, ARRAY[g % 2, (g + 1) % 2]::real[],
+         CASE WHEN g % 2 = 0 THEN 'even' ELSE 'odd' END, CASE WHEN g < 14 THEN 'train' ELSE 'test' END
+  FROM generate_series(0, 19) g;
+CREATE TABLE tedges (a uuid, b uuid);
+INSERT INTO tedges SELECT md5('n' || g)::uuid, md5('n' || ((g + 2) % 20))::uuid FROM generate_series(0, 19) g;
+SELECT name, nodes, edges, classes FROM gnn.load_graph('tg', 'tedges', src => 'a', dst => 'b', nodes => 'tnodes',
+       features => 'feat', label => 'label', split => 'split', undirected => true);
+SET client_min_messages = warning;
+SELECT gnn.train('tg', model => 'gcn', name => 'tg_gcn', epochs => 30, seed => 1, wait => true) > 0 AS trained;
+RESET client_min_messages;
+SELECT gnn.embed('tg_gcn', 'tg_emb');
+SELECT format_type(atttypid, atttypmod) AS id_type, (SELECT count(*) FROM tg_emb JOIN tnodes USING (id)) AS matched
+FROM pg_attribute WHERE attrelid = 'tg_emb'::regclass AND attname = 'id';
+SELECT count(*) AS predicted, count(*) FILTER (WHERE p.class = n.label) > 15 AS mostly_right
+FROM gnn.predict('tg_gcn') p JOIN tnodes n ON n.id::text = p.key;
+SELECT key = md5('n3')::uuid::text AS same_key FROM gnn.predict('tg_gcn', ARRAY[md5('n3')::uuid::text]);
+SELECT count(*) AS similar FROM gnn.similar('tg_gcn', md5('n3')::uuid::text, 3);
+SELECT gnn.drop_model('tg_gcn');
+-- text ids without a node table: the nodes are the endpoints
+CREATE TABLE wedges (a text, b text, w real);
+INSERT INTO wedges VALUES ('x', 'y', 1), ('y', 'z', 2), ('z', 'x', 3), ('x', 'y', 4);
+SELECT name, nodes, edges FROM gnn.load_graph('tw', 'wedges', src => 'a', dst => 'b', weight => 'w');
+SELECT kind, type, count FROM gnn.graph_types('tw');
+-- a dangling text key names itself; skip_dangling leaves the edge out
+INSERT INTO tedges VALUES (md5('n0')::uuid, md5('nowhere')::uuid);
+SELECT gnn.load_graph('bad', 'tedges', src => 'a', dst => 'b', nodes => 'tnodes');
+SELECT name, edges FROM gnn.load_graph('tg', 'tedges', src => 'a', dst => 'b', nodes => 'tnodes', skip_dangling => true,
+                                       replace => true);
+CREATE TABLE medges (a text, b int);
+SELECT gnn.load_graph('bad', 'medges', src => 'a', dst => 'b');
+SELECT gnn.drop_graph('tg'), gnn.drop_graph('tw');
+
+-- other shapes: a view (no constraints: its key and edges named in options),
+-- a partitioned table, a TOASTed and NULL-heavy column
+CREATE VIEW big_items AS SELECT id, cat_id, price FROM item WHERE price > 6;
+CREATE TABLE ptab (id bigint PRIMARY KEY, cat_id text, blob text) PARTITION BY RANGE (id);
+CREATE TABLE ptab_a PARTITION OF ptab FOR VALUES FROM (MINVALUE) TO (100);
+CREATE TABLE ptab_b PARTITION OF ptab FOR VALUES FROM (100) TO (MAXVALUE);
+INSERT INTO ptab SELECT g, CASE WHEN g % 3 = 0 THEN NULL ELSE 'c-' || (1 + g % 2) END,
+                        CASE WHEN g % 2 = 0 THEN repeat(md5(g::text), 200) END
+  FROM generate_series(1, 200) g;
+SELECT name, nodes, edges FROM gnn.load_schema_graph('shapes', ARRAY['cat', 'big_items', 'ptab']::regclass[],
+       options => '{"keys": {"big_items": "id"},
+                    "edges": [{"from": "big_items.cat_id", "to": "cat"}, {"from": "ptab.cat_id", "to": "cat"}],
+                    "max_categories": 4}');
+SELECT kind, type, count FROM gnn.graph_types('shapes');
+SELECT type, "column", encoding, width, detail->>'reason' AS reason FROM gnn.graph_columns('shapes') WHERE type = 'ptab';
+SELECT gnn.drop_graph('shapes');
+
 -- errors, each naming what is wrong and what exists
 CREATE TABLE nokey (a int, b text);
 CREATE TABLE pair (a int, b int, PRIMARY KEY (a, b));

@@ -207,6 +207,13 @@ EstimateRows(Oid relid)
 /* ------------------------------------------------------------------ value conversion */
 
 const Oid int_types[] = {INT2OID, INT4OID, INT8OID, InvalidOid};
+const Oid id_types[] = {INT2OID, INT4OID, INT8OID, TEXTOID, VARCHAROID, BPCHAROID, UUIDOID, InvalidOid};
+
+static bool
+IsIntType(Oid t)
+{
+	return t == INT2OID || t == INT4OID || t == INT8OID;
+}
 const Oid num_types[] = {FLOAT4OID, FLOAT8OID, INT2OID, INT4OID, INT8OID, NUMERICOID, InvalidOid};
 const Oid feat_types[] = {FLOAT4ARRAYOID, FLOAT8ARRAYOID, InvalidOid};
 const Oid label_types[] = {INT2OID, INT4OID, INT8OID, TEXTOID, VARCHAROID, BPCHAROID, InvalidOid};
@@ -478,7 +485,12 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 	bool		nl[GNN_SCAN_MAXCOLS];
 	GrowArray	src = {0},
 				dst = {0},
-				w = {0};
+				w = {0},
+				tsrc = {0},
+				tdst = {0},
+				tids = {0};
+	bool		text_ids;
+	Oid			key_type;		/* the node ids' type, as the results' keys have it */
 	const char *edges_name = QualifiedRelName(args->edges);
 	const char *nodes_name = OidIsValid(args->nodes) ? QualifiedRelName(args->nodes) : NULL;
 
@@ -503,8 +515,16 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 	s.relid = args->edges;
 	s.relname = edges_name;
 	s.ncols = args->weight ? 3 : 2;
-	ResolveColumn(&s, 0, args->src, "source", int_types, "smallint, integer or bigint");
-	ResolveColumn(&s, 1, args->dst, "destination", int_types, "smallint, integer or bigint");
+	ResolveColumn(&s, 0, args->src, "source", id_types, "smallint, integer, bigint, text, varchar or uuid");
+	ResolveColumn(&s, 1, args->dst, "destination", id_types, "smallint, integer, bigint, text, varchar or uuid");
+	text_ids = !IsIntType(s.types[0]);
+	key_type = s.types[0];
+	if (text_ids != !IsIntType(s.types[1]))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the source column \"%s\" has type %s but the destination column \"%s\" has type %s",
+						args->src, format_type_be(s.types[0]), args->dst, format_type_be(s.types[1])),
+				 errhint("Node ids are integers, or text / uuid keys, on both ends of an edge.")));
 	if (args->weight)
 		ResolveColumn(&s, 2, args->weight, "weight", num_types, "real, double precision, numeric or an integer type");
 	{
@@ -514,6 +534,11 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		GrowInit(&dst, ctx, sizeof(int64), est);
 		if (args->weight)
 			GrowInit(&w, ctx, sizeof(float), est);
+		if (text_ids)
+		{
+			GrowInit(&tsrc, ctx, sizeof(char *), est);
+			GrowInit(&tdst, ctx, sizeof(char *), est);
+		}
 	}
 	ScanBegin(&s);
 	while (ScanNext(&s, v, nl))
@@ -522,8 +547,22 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			NullError(&s, 0);
 		if (nl[1])
 			NullError(&s, 1);
-		*(int64 *) GrowPush(&src) = IntDatum(v[0], s.types[0]);
-		*(int64 *) GrowPush(&dst) = IntDatum(v[1], s.types[1]);
+		if (text_ids)
+		{
+			/* keys as text, numbered once every key is known */
+			MemoryContext rc = MemoryContextSwitchTo(ctx);
+
+			*(char **) GrowPush(&tsrc) = GnnKeyText(v[0], s.types[0]);
+			*(char **) GrowPush(&tdst) = GnnKeyText(v[1], s.types[1]);
+			MemoryContextSwitchTo(rc);
+			*(int64 *) GrowPush(&src) = s.rowno;
+			*(int64 *) GrowPush(&dst) = s.rowno;
+		}
+		else
+		{
+			*(int64 *) GrowPush(&src) = IntDatum(v[0], s.types[0]);
+			*(int64 *) GrowPush(&dst) = IntDatum(v[1], s.types[1]);
+		}
 		if (args->weight)
 		{
 			double		x;
@@ -531,12 +570,13 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			if (nl[2])
 				NullError(&s, 2);
 			x = NumDatum(v[2], s.types[2]);
-			CheckFloat(&s, x, "edge weight", IntDatum(v[0], s.types[0]));
+			CheckFloat(&s, x, "edge weight", text_ids ? s.rowno : IntDatum(v[0], s.types[0]));
 			if (x < 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("edge %lld -> %lld in %s has a negative weight (%g)",
-								(long long) IntDatum(v[0], s.types[0]), (long long) IntDatum(v[1], s.types[1]),
+						 errmsg("edge %s -> %s in %s has a negative weight (%g)",
+								text_ids ? GnnKeyText(v[0], s.types[0]) : psprintf(INT64_FORMAT, IntDatum(v[0], s.types[0])),
+								text_ids ? GnnKeyText(v[1], s.types[1]) : psprintf(INT64_FORMAT, IntDatum(v[1], s.types[1])),
 								edges_name, x),
 						 errdetail("The weight is in %s, column \"%s\".", ScanRowDesc(&s), s.colnames[2]),
 						 errhint("Edge weights must be zero or positive; a zero-weight edge is kept but never drawn by weighted sampling.")));
@@ -576,7 +616,17 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		s.relid = args->nodes;
 		s.relname = nodes_name;
 		s.ncols = 1;
-		ResolveColumn(&s, 0, args->id, "node id", int_types, "smallint, integer or bigint");
+		ResolveColumn(&s, 0, args->id, "node id", text_ids ? id_types : int_types,
+					  text_ids ? "smallint, integer, bigint, text, varchar or uuid" : "smallint, integer or bigint");
+		if (text_ids && IsIntType(s.types[0]))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("the edges' ids are text or uuid, but the node id column \"%s\" has type %s",
+							args->id, format_type_be(s.types[0])),
+					 errhint("Node ids and edge endpoints must have the same kind of type.")));
+		if (text_ids)
+			GrowInit(&tids, ctx, sizeof(char *), est);
+		key_type = s.types[0];
 		if (args->features)
 			ResolveColumn(&s, fcol = s.ncols++, args->features, "feature", feat_types, "real[] or double precision[]");
 		if (args->label)
@@ -606,7 +656,16 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 
 			if (nl[0])
 				NullError(&s, 0);
-			id = IntDatum(v[0], s.types[0]);
+			if (text_ids)
+			{
+				MemoryContext rc = MemoryContextSwitchTo(ctx);
+
+				*(char **) GrowPush(&tids) = GnnKeyText(v[0], s.types[0]);
+				MemoryContextSwitchTo(rc);
+				id = s.rowno;	/* messages name the row */
+			}
+			else
+				id = IntDatum(v[0], s.types[0]);
 			*(int64 *) GrowPush(&ids) = id;
 			if (fcol >= 0)
 			{
@@ -835,6 +894,131 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		}
 	}
 
+	/*
+	 * Text and uuid ids: the nodes are numbered in byte order of their keys
+	 * (the node table's, else the edge endpoints'), node rows put in that
+	 * order, edges mapped through a hash of the keys, the keys kept as text.
+	 */
+	if (text_ids)
+	{
+		char	  **keys;
+		int64		nk;
+		GnnTextKeys *dict;
+		StringInfoData kb;
+		int64	   *koff;
+
+		if (OidIsValid(args->sparse))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("sparse features need integer node ids"),
+					 errhint("Use features => (a real[] column of the node table) with text or uuid ids.")));
+		if (OidIsValid(args->nodes))
+		{
+			keys = (char **) tids.data;
+			nk = tids.n;
+		}
+		else
+		{
+			/* the distinct endpoints */
+			keys = palloc_extended(sizeof(char *) * Max(2 * src.n, 1), MCXT_ALLOC_HUGE);
+			nk = 0;
+			for (int64 e = 0; e < src.n; e++)
+			{
+				keys[nk++] = ((char **) tsrc.data)[e];
+				keys[nk++] = ((char **) tdst.data)[e];
+			}
+			qsort(keys, nk, sizeof(char *), CompareStrings);
+			{
+				int64		u = 0;
+
+				for (int64 i = 0; i < nk; i++)
+					if (u == 0 || strcmp(keys[u - 1], keys[i]) != 0)
+						keys[u++] = keys[i];
+				nk = u;
+			}
+		}
+		dict = GnnTextKeysBuild(keys, nk, OidIsValid(args->nodes) ? args->id : args->src,
+								nodes_name ? nodes_name : edges_name, ctx);
+		/* node rows in key order: ids 0..n-1, features, labels, splits follow */
+		{
+			int64_t    *nid = palloc_extended(sizeof(int64) * nk, MCXT_ALLOC_HUGE);
+
+			for (int64 c = 0; c < nk; c++)
+				nid[c] = c;
+			if (OidIsValid(args->nodes))
+			{
+				if (in.feat)
+				{
+					float	   *f = palloc_extended(sizeof(float) * nk * Max(in.feat_dim, 1), MCXT_ALLOC_HUGE);
+
+					for (int64 c = 0; c < nk; c++)
+						memcpy(f + c * in.feat_dim, in.feat + GnnTextKeysRow(dict, c) * in.feat_dim,
+							   sizeof(float) * in.feat_dim);
+					in.feat = f;
+				}
+				if (in.labels)
+				{
+					int32_t    *l = palloc_extended(sizeof(int32) * nk, MCXT_ALLOC_HUGE);
+
+					for (int64 c = 0; c < nk; c++)
+						l[c] = in.labels[GnnTextKeysRow(dict, c)];
+					in.labels = l;
+				}
+				if (in.split)
+				{
+					uint8_t    *sp = palloc_extended(nk, MCXT_ALLOC_HUGE);
+
+					for (int64 c = 0; c < nk; c++)
+						sp[c] = in.split[GnnTextKeysRow(dict, c)];
+					in.split = sp;
+				}
+			}
+			in.num_nodes = nk;
+			in.node_ids = nid;
+		}
+		initStringInfo(&kb);
+		koff = palloc_extended(sizeof(int64) * (nk + 1), MCXT_ALLOC_HUGE);
+		for (int64 c = 0; c < nk; c++)
+		{
+			koff[c] = kb.len;
+			appendStringInfoString(&kb, keys[GnnTextKeysRow(dict, c)]);
+		}
+		koff[nk] = kb.len;
+		in.key_off = koff;
+		in.key_bytes = kb.data;
+		in.type_text_key = (const uint8_t *) "\1";
+		/* edges */
+		{
+			int64		m = 0;
+
+			for (int64 e = 0; e < src.n; e++)
+			{
+				int64		a = GnnTextKeysFind(dict, ((char **) tsrc.data)[e]),
+							b = GnnTextKeysFind(dict, ((char **) tdst.data)[e]);
+
+				if (a < 0 || b < 0)
+				{
+					if (args->skip_dangling)
+						continue;
+					ereport(ERROR,
+							(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+							 errmsg("graph \"%s\": edge %s -> %s refers to node %s, which %s does not contain",
+									args->name, ((char **) tsrc.data)[e], ((char **) tdst.data)[e],
+									a < 0 ? ((char **) tsrc.data)[e] : ((char **) tdst.data)[e], nodes_name),
+							 errdetail("Edge row %lld of %s.", (long long) e + 1, edges_name),
+							 errhint("Add the node to %s, or pass skip_dangling => true to leave such edges out.",
+									 nodes_name)));
+				}
+				((int64 *) src.data)[m] = a;
+				((int64 *) dst.data)[m] = b;
+				if (args->weight)
+					((float *) w.data)[m] = ((float *) w.data)[e];
+				m++;
+			}
+			in.num_edges = m;
+		}
+	}
+
 	/* sparse features (node, index, value) */
 	if (OidIsValid(args->sparse))
 	{
@@ -915,6 +1099,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			appendStringInfoString(&meta, "null");
 		appendStringInfoString(&meta, ",\"key\":");
 		escape_json(&meta, OidIsValid(args->nodes) ? args->id : args->src);
+		appendStringInfoString(&meta, ",\"key_type\":");
+		escape_json(&meta, format_type_be(key_type));
 		appendStringInfo(&meta, ",\"offset\":0,\"feature_offset\":0,\"feature_width\":%d,\"columns\":[",
 						 in.feat_dim > 0 ? in.feat_dim : (int) in.sparse_dim);
 		if (args->features || OidIsValid(args->sparse))

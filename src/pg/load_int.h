@@ -96,4 +96,13 @@ extern void GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_
 								void (*report) (void *arg, const gnn_error *err), void *report_arg,
 								MemoryContext ctx);
 
+/* load_schema.c: node keys of any type as text, and text keys numbered in byte order */
+extern char *GnnKeyText(Datum d, Oid type);
+typedef struct GnnTextKeys GnnTextKeys;
+extern GnnTextKeys *GnnTextKeysBuild(char **keys, int64 n, const char *column, const char *relname,
+									 MemoryContext ctx);
+extern int64 GnnTextKeysFind(GnnTextKeys *k, const char *key);
+extern int64 GnnTextKeysCode(GnnTextKeys *k, int64 r);
+extern int64 GnnTextKeysRow(GnnTextKeys *k, int64 code);
+
 #endif							/* GNN_LOAD_INT_H */

@@ -537,8 +537,8 @@ FindTextKey(SchemaType *t, const char *tkey)
 
 /* ------------------------------------------------------------------ values */
 
-static char *
-KeyText(Datum d, Oid type)
+char *
+GnnKeyText(Datum d, Oid type)
 {
 	if (type == UUIDOID)
 	{
@@ -781,7 +781,7 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 		if (t->kk == KEY_INT)
 			*(int64 *) GrowPush(&t->ikeys) = IntDatum(v[0], s.types[0]);
 		else
-			*(char **) GrowPush(&t->tkeys) = KeyText(v[0], s.types[0]);
+			*(char **) GrowPush(&t->tkeys) = GnnKeyText(v[0], s.types[0]);
 		for (int f = 0; f < t->nfks; f++)
 		{
 			SchemaFk   *fk = &t->fks[f];
@@ -791,7 +791,7 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 			if (L->types[fk->to].kk == KEY_INT)
 				*(int64 *) GrowPush(&fk->ivals) = isnull ? 0 : IntDatum(v[fk->scan], fk->type);
 			else
-				*(char **) GrowPush(&fk->tvals) = isnull ? NULL : KeyText(v[fk->scan], fk->type);
+				*(char **) GrowPush(&fk->tvals) = isnull ? NULL : GnnKeyText(v[fk->scan], fk->type);
 		}
 		if (t->time_scan >= 0)
 			*(int64 *) GrowPush(&t->times) = nl[t->time_scan] ? GNN_TIME_NONE :
@@ -1804,4 +1804,52 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		MemoryContextDelete(ctx);
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 	}
+}
+
+/* ------------------------------------------------------------------ text keys of gnn.load_graph */
+
+/*
+ * The text keys of a homogeneous graph (gnn.load_graph with text or uuid
+ * ids): the same ordering and hash as a schema graph's types.
+ */
+struct GnnTextKeys
+{
+	SchemaType	t;
+};
+
+GnnTextKeys *
+GnnTextKeysBuild(char **keys, int64 n, const char *column, const char *relname, MemoryContext ctx)
+{
+	GnnTextKeys *k = palloc0(sizeof(GnnTextKeys));
+
+	k->t.kk = KEY_TEXT;
+	k->t.key = (char *) column;
+	k->t.relname = (char *) relname;
+	k->t.tkeys.mcxt = ctx;
+	k->t.tkeys.data = (char *) keys;
+	k->t.tkeys.elem = sizeof(char *);
+	k->t.tkeys.n = k->t.tkeys.cap = n;
+	k->t.n = n;
+	OrderKeys(&k->t);
+	KeyIndex(&k->t);
+	return k;
+}
+
+int64
+GnnTextKeysFind(GnnTextKeys *k, const char *key)
+{
+	return FindTextKey(&k->t, key);
+}
+
+/* the sorted position (code) of input row r, and the row at a position */
+int64
+GnnTextKeysCode(GnnTextKeys *k, int64 r)
+{
+	return k->t.rank[r];
+}
+
+int64
+GnnTextKeysRow(GnnTextKeys *k, int64 code)
+{
+	return k->t.perm[code];
 }
