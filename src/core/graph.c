@@ -1191,7 +1191,27 @@ mapped:
 		}
 		feat_dim = dim > 0 ? dim : maxidx + 1;
 		feat_kind = GNN_FEAT_SPARSE;
-		/* rows by node; within a row, by index: sort by index, then stably by row */
+		/*
+		 * rows by node; within a row, by index: sort by index, then stably by
+		 * row, unless the triples come in that order already (a schema load
+		 * writes them so): then one counting pass and two copies.
+		 */
+		bool		presorted = true;
+
+		for (int64_t i = 1; i < nnz && presorted; i++)
+			presorted = sp_row[i - 1] < sp_row[i] ||
+				(sp_row[i - 1] == sp_row[i] && in->sp_index[i - 1] < in->sp_index[i]);
+		if (presorted)
+		{
+			memset(fptr, 0, sizeof(int64_t) * (n + 1));
+			for (int64_t i = 0; i < nnz; i++)
+				fptr[sp_row[i] + 1]++;
+			for (int64_t v = 0; v < n; v++)
+				fptr[v + 1] += fptr[v];
+			memcpy(fidx, in->sp_index, sizeof(int32_t) * nnz);
+			memcpy(fval, in->sp_value, sizeof(float) * nnz);
+		}
+		else
 		{
 			int32_t    *ti = malloc(sizeof(int32_t) * nnz);
 			int32_t    *tr = malloc(sizeof(int32_t) * nnz);

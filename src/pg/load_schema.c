@@ -1326,9 +1326,15 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 					dst;
 		GrowArray	et;
 
-		GrowInit(&src, ctx, sizeof(int64), 1024);
-		GrowInit(&dst, ctx, sizeof(int64), 1024);
-		GrowInit(&et, ctx, sizeof(int16), 1024);
+		int64		narcs = 0;
+
+		/* sized once: two arcs per foreign key value */
+		for (int t = 0; t < nrel; t++)
+			narcs += 2 * L.types[t].n * L.types[t].nfks;
+		GrowInit(&src, ctx, sizeof(int64), narcs);
+		GrowInit(&dst, ctx, sizeof(int64), narcs);
+		GrowInit(&et, ctx, sizeof(int16), narcs);
+		GnnCoreThreadsInit();	/* gnn.threads for the lookups below */
 		for (int t = 0; t < nrel; t++)
 		{
 			SchemaType *T = &L.types[t];
@@ -1338,18 +1344,31 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				SchemaFk   *fk = &T->fks[f];
 				SchemaType *R = &L.types[fk->to];
 
+				int64	   *found = palloc_extended(sizeof(int64) * Max(T->n, 1), MCXT_ALLOC_HUGE);
+				const bool *fnull = (const bool *) fk->nulls.data;
+				const int64 *fiv = (const int64 *) fk->ivals.data;
+				char	  **ftv = (char **) fk->tvals.data;
+				int64		tn = T->n;
+
+				/*
+				 * The lookups are independent (pure C, no PostgreSQL call): on
+				 * every core.  -2 marks a NULL foreign key, -1 a missing key.
+				 */
+				CHECK_FOR_INTERRUPTS();
+#pragma omp parallel for schedule(static)
+				for (int64 row = 0; row < tn; row++)
+					found[row] = fnull[row] ? -2 : R->kk == KEY_INT ? FindIntKey(R, fiv[row]) :
+						FindTextKey(R, ftv[row]);
 				for (int64 row = 0; row < T->n; row++)
 				{
 					int64		a,
-								b;
+								b = found[row];
 
 					if ((row & 65535) == 0)
 						CHECK_FOR_INTERRUPTS();
-					if (((bool *) fk->nulls.data)[row])
+					if (b == -2)
 						continue;	/* a NULL foreign key is no edge */
 					a = T->offset + T->rank[row];
-					b = R->kk == KEY_INT ? FindIntKey(R, ((int64 *) fk->ivals.data)[row]) :
-						FindTextKey(R, ((char **) fk->tvals.data)[row]);
 					if (b < 0)
 					{
 						char	   *key = R->kk == KEY_INT ?
@@ -1377,6 +1396,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 					*(int64 *) GrowPush(&dst) = a;
 					*(int16 *) GrowPush(&et) = (int16) fk->rel_rev;
 				}
+				pfree(found);
 			}
 		}
 		in.num_edges = src.n;
