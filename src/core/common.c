@@ -3,6 +3,8 @@
  */
 #include "gnn_core.h"
 
+#include <time.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,4 +99,13 @@ gnn_rng_split(const gnn_rng *parent, uint64_t stream, gnn_rng *child)
 
 	for (int i = 0; i < 4; i++)
 		child->s[i] = splitmix64(&x);
+}
+
+double
+gnn_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }

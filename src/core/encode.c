@@ -105,40 +105,6 @@ row_error(gnn_error *err, int64_t row, gnn_status st, const char *fmt,...)
 	return st;
 }
 
-/*
- * A fast byte hash (64-bit chunks, multiply-xorshift mixing).  Not keyed:
- * the values are the user's own table, not an adversary's.
- */
-static inline uint64_t
-mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
-static uint64_t
-hash_bytes(const char *s, size_t len)
-{
-	uint64_t	h = 0x9e3779b97f4a7c15ULL ^ ((uint64_t) len * 0x100000001b3ULL);
-	uint64_t	w;
-
-	while (len >= 8)
-	{
-		memcpy(&w, s, 8);
-		h = (h ^ mix64(w)) * 0x9e3779b97f4a7c15ULL;
-		s += 8;
-		len -= 8;
-	}
-	w = 0;
-	if (len)
-		memcpy(&w, s, len);
-	return mix64(h ^ w ^ ((uint64_t) len << 59));
-}
-
 /* byte order, a shorter value first when it is a prefix of the other */
 static inline int
 bytes_cmp(const char *a, size_t la, const char *b, size_t lb)
@@ -420,7 +386,7 @@ dict_grow_ht(gnn_col_encoder *e)
 static int32_t
 dict_intern(gnn_col_encoder *e, const char *s, size_t len, gnn_status *st)
 {
-	uint64_t	h = hash_bytes(s, len),
+	uint64_t	h = gnn_hash_bytes(s, len),
 				tag = SLOT_TAG(h);
 	uint64_t	p,
 				x;
@@ -668,7 +634,7 @@ build_cat_lookup(gnn_col_encoder *e)
 	e->cat_ht_mask = n - 1;
 	for (int32_t i = 0; i < e->nkept; i++)
 	{
-		uint64_t	p = hash_bytes(e->cat[i], e->cat_len[i]) & (n - 1);
+		uint64_t	p = gnn_hash_bytes(e->cat[i], e->cat_len[i]) & (n - 1);
 
 		while (e->cat_ht[p] >= 0)
 		{
@@ -688,7 +654,7 @@ build_cat_lookup(gnn_col_encoder *e)
 static int32_t
 cat_lookup(const gnn_col_encoder *e, const char *s, size_t len)
 {
-	uint64_t	p = hash_bytes(s, len) & e->cat_ht_mask;
+	uint64_t	p = gnn_hash_bytes(s, len) & e->cat_ht_mask;
 	int32_t		i;
 
 	while ((i = e->cat_ht[p]) >= 0)

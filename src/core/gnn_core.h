@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <stdbool.h>
 
 typedef enum gnn_status
@@ -113,6 +114,44 @@ gnn_rng_below(gnn_rng *r, uint64_t n)
 	}
 	return (uint64_t) (m >> 64);
 }
+
+/* ------------------------------------------------------------------ hashing, time
+ * One 64-bit mixer (murmur3's finaliser) and one byte hash (64-bit chunks,
+ * multiply-xorshift mixing) for every hash table of the core and the glue.
+ * Not keyed: the values are the user's own tables, not an adversary's.
+ */
+static inline uint64_t
+gnn_mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static inline uint64_t
+gnn_hash_bytes(const char *s, size_t len)
+{
+	uint64_t	h = 0x9e3779b97f4a7c15ULL ^ ((uint64_t) len * 0x100000001b3ULL);
+	uint64_t	w;
+
+	while (len >= 8)
+	{
+		memcpy(&w, s, 8);
+		h = (h ^ gnn_mix64(w)) * 0x9e3779b97f4a7c15ULL;
+		s += 8;
+		len -= 8;
+	}
+	w = 0;
+	if (len)
+		memcpy(&w, s, len);
+	return gnn_mix64(h ^ w ^ ((uint64_t) len << 59));
+}
+
+/* A monotonic clock in seconds (common.c): the training loops' timings. */
+double		gnn_now_s(void);
 
 /* ------------------------------------------------------------------ callbacks
  * Long-running core work reports progress and asks whether to stop.  Both may

@@ -42,16 +42,6 @@ typedef struct idmap
 	int32_t    *slots;			/* position + 1, 0 = empty */
 } idmap;
 
-static inline uint64_t
-hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
 
 static gnn_status
 idmap_init(idmap *map, const int64_t *sorted, int64_t n, gnn_error *err)
@@ -88,7 +78,7 @@ idmap_init(idmap *map, const int64_t *sorted, int64_t n, gnn_error *err)
 							 (unsigned long long) cap);
 	for (int64_t i = 0; i < n; i++)
 	{
-		uint64_t	h = hash64((uint64_t) sorted[i]) & map->mask;
+		uint64_t	h = gnn_mix64((uint64_t) sorted[i]) & map->mask;
 
 		while (map->slots[h])
 			h = (h + 1) & map->mask;
@@ -110,7 +100,7 @@ idmap_find(const idmap *map, int64_t id)
 	}
 	if (!map->slots)
 		return -1;
-	uint64_t	h = hash64((uint64_t) id) & map->mask;
+	uint64_t	h = gnn_mix64((uint64_t) id) & map->mask;
 
 	for (;;)
 	{

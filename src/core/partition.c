@@ -12,15 +12,6 @@
 
 _Static_assert(sizeof(idx_t) == sizeof(int32_t), "gnn expects METIS built with 32-bit idx_t");
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
-}
-
 void
 gnn_partition_config_default(gnn_partition_config *cfg)
 {
@@ -411,7 +402,7 @@ gnn_partition_compute(const gnn_graph *g, const gnn_partition_config *cfg, int32
 					  double *seconds, gnn_error *err)
 {
 	gnn_status	st;
-	double		t0 = now_s();
+	double		t0 = gnn_now_s();
 
 	if ((st = check_config(g, cfg, err)) != GNN_OK)
 		return st;
@@ -447,7 +438,7 @@ gnn_partition_compute(const gnn_graph *g, const gnn_partition_config *cfg, int32
 			}
 	}
 	if (seconds)
-		*seconds = now_s() - t0;
+		*seconds = gnn_now_s() - t0;
 	return st;
 }
 

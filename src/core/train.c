@@ -9,15 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
-}
-
 void
 gnn_train_config_default(gnn_model_kind kind, gnn_train_config *cfg)
 {
@@ -263,12 +254,12 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 	gnn_backend_timing_reset(be);
 	gnn_backend_timing_enable(be, cfg->timing);
 
-	t_start = now_s();
+	t_start = gnn_now_s();
 	for (int32_t epoch = 1; epoch <= cfg->epochs; epoch++)
 	{
 		gnn_epoch_metrics em;
 		const float *logits;
-		double		t0 = now_s();
+		double		t0 = gnn_now_s();
 
 		if (should_stop && should_stop(stop_arg))
 		{
@@ -318,7 +309,7 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 			res->best = em;
 			res->best_epoch = epoch;
 		}
-		em.seconds = now_s() - t0;
+		em.seconds = gnn_now_s() - t0;
 		if (em.best)
 			res->best.seconds = em.seconds;
 		res->epochs_run = epoch;
@@ -330,7 +321,7 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 			break;
 		}
 	}
-	res->seconds = now_s() - t_start;
+	res->seconds = gnn_now_s() - t_start;
 	res->agg_s = be->time_s[GNN_CAT_AGG];
 	res->dense_s = be->time_s[GNN_CAT_DENSE];
 	res->other_s = res->seconds - res->agg_s - res->dense_s;

@@ -8,15 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
-}
-
 void
 gnn_linkpred_config_default(gnn_linkpred_config *lc)
 {
@@ -490,7 +481,7 @@ gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_li
 				ntrain;
 	int32_t		d = cfg->hidden;
 	double		best_auc = -1,
-				t_start = now_s();
+				t_start = gnn_now_s();
 	bool		have_best = false;
 	int32_t		wait = 0;
 	gnn_dblock *blocks[GNN_MAX_LAYERS];
@@ -546,7 +537,7 @@ gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_li
 	{
 		gnn_epoch_metrics em;
 		const float *out;
-		double		t0 = now_s(),
+		double		t0 = gnn_now_s(),
 					val_auc,
 					val_hits,
 					test_auc,
@@ -598,7 +589,7 @@ gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_li
 		}
 		else
 			wait++;
-		em.seconds = now_s() - t0;
+		em.seconds = gnn_now_s() - t0;
 		res->epochs_run = epoch;
 		if (progress)
 			progress(progress_arg, &em);
@@ -608,7 +599,7 @@ gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_li
 			break;
 		}
 	}
-	res->seconds = now_s() - t_start;
+	res->seconds = gnn_now_s() - t_start;
 	/* the kept weights matter only to a model that is handed back */
 	if (have_best)
 	{

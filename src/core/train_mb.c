@@ -10,15 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
-}
-
 /* the full graph on the backend, for evaluation */
 typedef gnn_eval_data eval_data;
 
@@ -286,11 +277,11 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		goto done;
 	gnn_optim_init(&opt, cfg->optimizer, cfg->lr, cfg->weight_decay);
 
-	t_start = now_s();
+	t_start = gnn_now_s();
 	for (int32_t epoch = 1; epoch <= cfg->epochs; epoch++)
 	{
 		gnn_epoch_metrics em;
-		double		t0 = now_s(),
+		double		t0 = gnn_now_s(),
 					loss_sum = 0;
 		int64_t		nb = 0;
 
@@ -324,20 +315,20 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
 				goto out;
 			}
-			t1 = now_s();
+			t1 = gnn_now_s();
 			/* temporal: each training seed at its own time */
 			if (temporal)
 				seed_bounds(g, train + b0, bs, stimes);
 			if ((st = gnn_sampler_sample_at(sampler, train + b0, temporal ? stimes : NULL, bs, gnn_rng_next(&rng),
 											&mb, err)) != GNN_OK)
 				goto out;
-			stats->sample_s += now_s() - t1;
-			t1 = now_s();
+			stats->sample_s += gnn_now_s() - t1;
+			t1 = gnn_now_s();
 			if ((st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads,
 									   &x, err)) != GNN_OK)
 				goto out;
-			stats->gather_s += now_s() - t1;
-			t1 = now_s();
+			stats->gather_s += gnn_now_s() - t1;
+			t1 = gnn_now_s();
 			for (int64_t i = 0; i < bs; i++)
 				hlab[i] = g->labels[mb.input_nodes[i]];
 			for (made = 0; made < L; made++)
@@ -362,7 +353,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			gnn_dfeat_free(&x);
 			if (st != GNN_OK)
 				goto out;
-			stats->compute_s += now_s() - t1;
+			stats->compute_s += gnn_now_s() - t1;
 			stats->batches++;
 			stats->sampled_edges += mb.sampled_edges;
 			stats->input_nodes += mb.n_input;
@@ -374,18 +365,18 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		em.train_acc = em.val_loss = em.val_acc = em.test_loss = em.test_acc = NAN;
 		if (!mbc->skip_eval && temporal)
 		{
-			double		t1 = now_s();
+			double		t1 = gnn_now_s();
 
 			if ((st = eval_temporal(g, cfg, mbc, be, model, sampler, hlab, stimes, evnodes, &dlab, &drows,
 									&em, err)) != GNN_OK)
 				goto out;
-			stats->eval_s += now_s() - t1;
+			stats->eval_s += gnn_now_s() - t1;
 		}
 		else if (!mbc->skip_eval)
 		{
 			const float *logits;
 			gnn_dblock *blocks[GNN_MAX_LAYERS];
-			double		t1 = now_s();
+			double		t1 = gnn_now_s();
 
 			if (!eval_ready)
 			{
@@ -398,7 +389,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			if ((st = gnn_model_forward(model, blocks, &d.x, false, 0, &logits, err)) != GNN_OK ||
 				(st = gnn_eval_splits(be, &d, logits, g->num_nodes, c, &em, err)) != GNN_OK)
 				goto out;
-			stats->eval_s += now_s() - t1;
+			stats->eval_s += gnn_now_s() - t1;
 		}
 
 		if (gnn_selector_step(&sel, &em))
@@ -409,7 +400,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			res->best = em;
 			res->best_epoch = epoch;
 		}
-		em.seconds = now_s() - t0;
+		em.seconds = gnn_now_s() - t0;
 		if (em.best)
 			res->best.seconds = em.seconds;
 		res->epochs_run = epoch;
@@ -422,7 +413,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		}
 	}
 out:
-	res->seconds = now_s() - t_start;
+	res->seconds = gnn_now_s() - t_start;
 	res->other_s = res->seconds;
 	/* the kept weights matter only to a model that is handed back */
 	if (st == GNN_OK && sel.have_best)

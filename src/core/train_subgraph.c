@@ -11,15 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
-}
-
 void
 gnn_subgraph_config_default(gnn_subgraph_config *sc)
 {
@@ -663,11 +654,11 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 	gnn_backend_timing_reset(be);
 	gnn_backend_timing_enable(be, cfg->timing);
 
-	t_start = now_s();
+	t_start = gnn_now_s();
 	for (int32_t epoch = 1; epoch <= cfg->epochs && st == GNN_OK; epoch++)
 	{
 		gnn_epoch_metrics em;
-		double		t0 = now_s(),
+		double		t0 = gnn_now_s(),
 					loss_sum = 0;
 
 		memset(&em, 0, sizeof(em));
@@ -710,7 +701,7 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 				break;
 			em.best = true;
 		}
-		em.seconds = now_s() - t0;
+		em.seconds = gnn_now_s() - t0;
 		if (em.best)
 		{
 			res->best = em;
@@ -725,7 +716,7 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 			break;
 		}
 	}
-	res->seconds = now_s() - t_start;
+	res->seconds = gnn_now_s() - t_start;
 	res->agg_s = be->time_s[GNN_CAT_AGG];
 	res->dense_s = be->time_s[GNN_CAT_DENSE];
 	res->other_s = res->seconds - res->agg_s - res->dense_s;

@@ -452,24 +452,9 @@ OrderKeys(SchemaType *t)
 }
 
 static inline uint64
-MixHash(uint64 h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
-
-static inline uint64
 TextHash(const char *s)
 {
-	uint64		h = 1469598103934665603ULL;
-
-	for (const unsigned char *p = (const unsigned char *) s; *p; p++)
-		h = (h ^ *p) * 1099511628211ULL;
-	return MixHash(h);
+	return gnn_hash_bytes(s, strlen(s));
 }
 
 /*
@@ -494,7 +479,7 @@ KeyIndex(SchemaType *t)
 		int64		row = t->perm[i];
 		int64		k = t->kk == KEY_INT ? ((int64 *) t->ikeys.data)[row] :
 			(int64) TextHash(((char **) t->tkeys.data)[row]);
-		uint64		h = t->kk == KEY_INT ? MixHash((uint64) k) : (uint64) k;
+		uint64		h = t->kk == KEY_INT ? gnn_mix64((uint64) k) : (uint64) k;
 
 		while (t->kh[h & t->kh_mask].pos >= 0)
 			h++;
@@ -507,7 +492,7 @@ KeyIndex(SchemaType *t)
 static inline int64
 FindIntKey(SchemaType *t, int64 ikey)
 {
-	for (uint64 h = MixHash((uint64) ikey);; h++)
+	for (uint64 h = gnn_mix64((uint64) ikey);; h++)
 	{
 		KeySlot    *e = &t->kh[h & t->kh_mask];
 
