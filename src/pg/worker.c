@@ -393,6 +393,22 @@ Precompute(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, bo
 	MemoryContext mcxt = CurrentMemoryContext;
 
 	memset(pc, 0, sizeof(*pc));
+	/*
+	 * A full pass holds several hidden-wide rows per node (input, aggregate,
+	 * output per layer); where even the one result would not fit in
+	 * gnn.max_cache_memory, none is shared and the worker does not risk the
+	 * memory (sessions ask for what they need: few nodes go the k-hop way).
+	 */
+	{
+		int32		widest = Max(Max(mc->hidden, mc->out_dim), mc->in_dim);
+
+		if ((double) g->num_nodes * widest * sizeof(float) > (double) gnn_max_cache_memory_mb * 1048576.0)
+		{
+			elog(LOG, "gnn: training job: no shared results for %lld nodes of width %d (over gnn.max_cache_memory)",
+				 (long long) g->num_nodes, widest);
+			return;
+		}
+	}
 	pc->kind[0] = GNN_RESULT_EMBED;
 	pc->layer[0] = GnnDefaultEmbeddingLayer(mc->layers, !linkpred);
 	pc->n = 1;
