@@ -57,4 +57,18 @@ SELECT abs(avg((p.label = n.label)::int) - (SELECT (metrics->>'test_acc')::float
        < 1e-6 AS predict_agrees
 FROM gnn.predict('cora_gcn') p JOIN cora_nodes n USING (id) WHERE n.split = 'test';
 SELECT gnn.drop_model('cora_gcn');
+
+-- link prediction with the task's defaults reaches GAE's quality (test AUC >= 0.90):
+-- GraphSAGE (gnn.train's default model), GCN, and through the graph's one edge type
+SET client_min_messages = warning;
+SELECT gnn.train('cora_sparse', task => 'link_prediction', name => 'cora_lp_sage', seed => 1, wait => true) > 0 AS trained;
+SELECT gnn.train('cora_sparse', task => 'link_prediction', model => 'gcn', name => 'cora_lp_gcn', seed => 1,
+                 wait => true) > 0 AS trained;
+SELECT gnn.train('cora_sparse', task => 'link_prediction', name => 'cora_lp_typed', seed => 1, wait => true,
+                 options => '{"edge_type": "cora_edges"}') > 0 AS trained;
+RESET client_min_messages;
+SELECT name, (metrics->>'test_auc')::float8 >= 0.90 AS auc_at_least_0_90, params->>'epochs' AS epochs,
+       params->>'dropout' AS dropout
+FROM gnn.models WHERE name LIKE 'cora_lp%' ORDER BY name;
+SELECT gnn.drop_model(n) FROM unnest(ARRAY['cora_lp_sage', 'cora_lp_gcn', 'cora_lp_typed']) n;
 SELECT gnn.drop_graph('cora'), gnn.drop_graph('cora_sparse'), gnn.drop_graph('cora_directed');

@@ -63,12 +63,24 @@ CREATE FUNCTION gnn.memory_used() RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_memory_used' LANGUAGE C VOLATILE;
 
 -- direction: 'out' (edges leaving node), 'in' (edges arriving), 'both'
-CREATE FUNCTION gnn.degree(graph text, node bigint, direction text DEFAULT 'out')
+-- node: an integer key (or a key as text, the overloads below) of node_type
+-- (default: a schema graph's target table, a homogeneous graph's only type)
+CREATE FUNCTION gnn.degree(graph text, node bigint, direction text DEFAULT 'out', node_type text DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_degree' LANGUAGE C STABLE;
 
-CREATE FUNCTION gnn.neighbors(graph text, node bigint, direction text DEFAULT 'out')
-RETURNS TABLE (neighbor bigint, weight real)
+CREATE FUNCTION gnn.degree(graph text, node text, direction text DEFAULT 'out', node_type text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'gnn_degree' LANGUAGE C STABLE;
+
+-- neighbor: the neighbour's integer key (a text key's rank), key: its key as
+-- text, neighbor_type: its table (schema graphs)
+CREATE FUNCTION gnn.neighbors(graph text, node bigint, direction text DEFAULT 'out', node_type text DEFAULT NULL)
+RETURNS TABLE (neighbor bigint, weight real, key text, neighbor_type text)
+AS 'MODULE_PATHNAME', 'gnn_neighbors' LANGUAGE C STABLE;
+
+CREATE FUNCTION gnn.neighbors(graph text, node text, direction text DEFAULT 'out', node_type text DEFAULT NULL)
+RETURNS TABLE (neighbor bigint, weight real, key text, neighbor_type text)
 AS 'MODULE_PATHNAME', 'gnn_neighbors' LANGUAGE C STABLE;
 
 -- ---- schema graphs

@@ -35,6 +35,13 @@ FROM gnn.load_schema_graph('shop', ARRAY['cat', 'item', 'person', 'buy']::regcla
 SELECT * FROM gnn.graph_types('shop');
 SELECT type, "column", column_type, encoding, feature_offset, width FROM gnn.graph_columns('shop');
 SELECT name, nodes, edges FROM gnn.graphs WHERE name = 'shop';
+-- nodes named by their keys, of a node type; neighbours come back with theirs
+SELECT neighbor, weight, key, neighbor_type
+FROM gnn.neighbors('shop', '00000000-0000-0000-0000-000000000001', 'in', node_type => 'person') ORDER BY key;
+SELECT gnn.degree('shop', -9223372036854775808, 'in', node_type => 'item') AS item_in,
+       gnn.degree('shop', 'c-2', 'both', node_type => 'cat') AS cat_both;
+SELECT gnn.degree('shop', 'c-99', node_type => 'cat');
+SELECT gnn.degree('shop', 1, node_type => 'shelf');
 -- the encodings kept with the graph: a standardised numeric column, a category with its values
 SELECT type, "column", detail->>'kind' AS kind, detail->'categories' AS categories, detail->>'missing' AS missing
 FROM gnn.graph_columns('shop') WHERE "column" IN ('price', 'tag', 'country');

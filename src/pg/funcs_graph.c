@@ -182,21 +182,21 @@ ParseDirection(FunctionCallInfo fcinfo, int i)
 	return DIR_OUT;
 }
 
+/*
+ * The node an argument names: an integer key (bigint argument) or a key as
+ * text, of the node type named by argument type_arg (default: the graph's
+ * target type, a homogeneous graph's only one).
+ */
 static int64
-FindNode(GnnGraphRef *ref, int64 id)
+NodeArg(FunctionCallInfo fcinfo, GnnGraphRef *ref, int node_arg, int type_arg)
 {
-	int64		v = gnn_graph_find(&ref->g, id);
+	const char *nt = PG_NARGS() > type_arg && !PG_ARGISNULL(type_arg) ?
+		text_to_cstring(PG_GETARG_TEXT_PP(type_arg)) : NULL;
+	int32		t = GnnResultType(&ref->g, nt, ref->entry.name);
 
-	if (v < 0)
-	{
-		char	   *name = pstrdup(ref->entry.name);
-
-		GnnGraphRelease(ref);
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("node %lld is not in graph \"%s\"", (long long) id, name)));
-	}
-	return v;
+	if (get_fn_expr_argtype(fcinfo->flinfo, node_arg) == TEXTOID)
+		return GnnFindNodeText(&ref->g, t, TextDatumGetCString(PG_GETARG_DATUM(node_arg)), ref->entry.name);
+	return GnnFindNodeInt(&ref->g, t, PG_GETARG_INT64(node_arg), ref->entry.name);
 }
 
 Datum
@@ -211,7 +211,7 @@ gnn_degree(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	dir = ParseDirection(fcinfo, 2);
 	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
-	v = FindNode(&ref, PG_GETARG_INT64(1));
+	v = NodeArg(fcinfo, &ref, 1, 3);
 	deg = dir == DIR_IN ? gnn_graph_in_degree(&ref.g, v) :
 		dir == DIR_OUT ? gnn_graph_out_degree(&ref.g, v) :
 		gnn_graph_in_degree(&ref.g, v) + gnn_graph_out_degree(&ref.g, v);
@@ -233,7 +233,7 @@ gnn_neighbors(PG_FUNCTION_ARGS)
 	dir = ParseDirection(fcinfo, 2);
 	InitMaterializedSRF(fcinfo, 0);
 	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
-	v = FindNode(&ref, PG_GETARG_INT64(1));
+	v = NodeArg(fcinfo, &ref, 1, 3);
 	for (int pass = 0; pass < 2; pass++)
 	{
 		const int64 *ptr;
@@ -261,11 +261,14 @@ gnn_neighbors(PG_FUNCTION_ARGS)
 		}
 		for (int64 p = ptr[v]; p < ptr[v + 1]; p++)
 		{
-			Datum		values[2];
-			bool		nulls[2] = {false, false};
+			Datum		values[4];
+			bool		nulls[4] = {false, false, false, false};
+			const char *tn = gnn_graph_node_type_name(&ref.g, gnn_graph_type_of(&ref.g, idx[p]));
 
-			values[0] = Int64GetDatum(ref.g.ids[idx[p]]);
+			values[0] = Int64GetDatum(ref.g.keys[idx[p]]);
 			values[1] = Float4GetDatum(w ? w[p] : 1.0f);
+			values[2] = GnnNodeKeyText(&ref.g, idx[p]);
+			values[3] = CStringGetTextDatum(tn ? tn : "node");
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}

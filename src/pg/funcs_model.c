@@ -248,92 +248,6 @@ ResolveLayer(const ModelRow *mr, int layers, OutKind kind, int32 layer)
 	return want;
 }
 
-/* ------------------------------------------------------------------ node keys */
-
-/*
- * The node type results are about: the one named, else the type that
- * carries the graph's labels or regression targets (a schema graph's
- * target), else type 0 (a homogeneous graph's only type).
- */
-static int32
-ResultType(const gnn_graph *g, const char *node_type, const char *graph)
-{
-	if (node_type)
-	{
-		int32		t = gnn_graph_node_type_by_name(g, node_type);
-
-		if (t < 0)
-		{
-			StringInfoData b;
-
-			initStringInfo(&b);
-			for (int i = 0; i < g->num_node_types; i++)
-			{
-				const char *nm = gnn_graph_node_type_name(g, i);
-
-				appendStringInfo(&b, "%s%s", i ? ", " : "", nm ? nm : "node");
-			}
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("graph \"%s\" has no node type \"%s\"", graph, node_type),
-					 errdetail("Its node types are: %s.", b.data)));
-		}
-		return t;
-	}
-	if (g->num_node_types > 1)
-		for (int64 v = 0; v < g->num_nodes; v++)
-			if ((g->labels && g->labels[v] >= 0) || (g->targets && !isnan(g->targets[v])))
-				return gnn_graph_type_of(g, v);
-	return 0;
-}
-
-/* Node v's key: the integer column value (or a text key's rank), and as text. */
-static Datum
-KeyText(const gnn_graph *g, int64 v)
-{
-	int32		t = gnn_graph_type_of(g, v);
-
-	if (g->key_off && g->type_text_key && g->type_text_key[t])
-		return PointerGetDatum(cstring_to_text_with_len(g->key_bytes + g->key_off[v],
-														(int) (g->key_off[v + 1] - g->key_off[v])));
-	return CStringGetTextDatum(psprintf(INT64_FORMAT, g->keys[v]));
-}
-
-/* The index of the node of type t with integer key id, or an error. */
-static int64
-FindNodeOfType(const gnn_graph *g, int32 t, int64 id, const char *graph)
-{
-	int64		v = gnn_graph_find_typed(g, t, id);
-
-	if (v < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("node %lld is not in graph \"%s\"", (long long) id, graph)));
-	return v;
-}
-
-/* The index of the node of type t with key text, or an error. */
-static int64
-FindNodeText(const gnn_graph *g, int32 t, const char *key, const char *graph)
-{
-	int64		v;
-
-	if (g->key_off && g->type_text_key && g->type_text_key[t])
-		v = gnn_graph_find_text(g, t, key, strlen(key));
-	else
-	{
-		char	   *end;
-		long long	id = strtoll(key, &end, 10);
-
-		v = (*key && *end == '\0') ? gnn_graph_find_typed(g, t, id) : -1;
-	}
-	if (v < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("node \"%s\" is not in graph \"%s\"", key, graph)));
-	return v;
-}
-
 /* ------------------------------------------------------------------ inference */
 
 /* What one call works with: the model row, the graph version of the statement, the layer. */
@@ -384,7 +298,7 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, InferCtx
 						x->mr.name, mc->in_dim, x->mr.graph, x->ref.g.feat_dim),
 				 errhint("Reload the graph with the features the model was trained on.")));
 	x->want = x->regression ? mc->layers - 1 : ResolveLayer(&x->mr, mc->layers, kind, layer);
-	x->type = ResultType(&x->ref.g, NULL, x->mr.graph);
+	x->type = GnnResultType(&x->ref.g, NULL, x->mr.graph);
 	x->cols = x->want < 0 ? mc->out_dim : gnn_model_layer_dim(x->m, x->want);
 	x->key.dbid = MyDatabaseId;
 	x->key.owner = GetUserId();
@@ -552,7 +466,7 @@ gnn_embedding_rows(PG_FUNCTION_ARGS)
 		InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED,
 				   PG_ARGISNULL(1) ? -1 : PG_GETARG_INT32(1), &x);
 		g = &x.ref.g;
-		t = ResultType(g, PG_NARGS() > 3 && !PG_ARGISNULL(3) ? text_to_cstring(PG_GETARG_TEXT_PP(3)) : NULL,
+		t = GnnResultType(g, PG_NARGS() > 3 && !PG_ARGISNULL(3) ? text_to_cstring(PG_GETARG_TEXT_PP(3)) : NULL,
 					   x.mr.graph);
 		InferFull(&x, &er->r);
 		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
@@ -701,7 +615,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 		GnnResult	r;
 
 		InferBegin(model, version, OUT_EMBED, layer, &x);
-		type = node_type ? ResultType(&x.ref.g, node_type, x.mr.graph) : x.type;
+		type = node_type ? GnnResultType(&x.ref.g, node_type, x.mr.graph) : x.type;
 		InferFull(&x, &r);
 		InferEnd(&x);
 		c = x.mr;
@@ -828,8 +742,8 @@ gnn_predict(PG_FUNCTION_ARGS)
 		want = palloc(sizeof(int64) * Max(nwant, 1));
 		for (int i = 0; i < nwant; i++)
 			want[i] = text_keys ?
-				FindNodeText(&x.ref.g, x.type, TextDatumGetCString(d[i]), x.mr.graph) :
-				FindNodeOfType(&x.ref.g, x.type, DatumGetInt64(d[i]), x.mr.graph);
+				GnnFindNodeText(&x.ref.g, x.type, TextDatumGetCString(d[i]), x.mr.graph) :
+				GnnFindNodeInt(&x.ref.g, x.type, DatumGetInt64(d[i]), x.mr.graph);
 		few = palloc(sizeof(float) * (Size) Max(nwant, 1) * x.cols);
 		if (nwant > 0)
 			InferFew(&x, want, nwant, few);
@@ -863,7 +777,7 @@ gnn_predict(PG_FUNCTION_ARGS)
 			vals[3] = cls ? CStringGetTextDatum(cls) : (Datum) 0;
 			n[3] = cls == NULL;
 		}
-		vals[4] = KeyText(&x.ref.g, v);
+		vals[4] = GnnNodeKeyText(&x.ref.g, v);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, n);
 	}
 	InferEnd(&x);
@@ -883,9 +797,9 @@ gnn_embedding(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED, -1, &x);
 	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID)
-		node = FindNodeText(&x.ref.g, x.type, TextDatumGetCString(PG_GETARG_DATUM(1)), x.mr.graph);
+		node = GnnFindNodeText(&x.ref.g, x.type, TextDatumGetCString(PG_GETARG_DATUM(1)), x.mr.graph);
 	else
-		node = FindNodeOfType(&x.ref.g, x.type, PG_GETARG_INT64(1), x.mr.graph);
+		node = GnnFindNodeInt(&x.ref.g, x.type, PG_GETARG_INT64(1), x.mr.graph);
 	row = palloc(sizeof(float) * x.cols);
 	InferFew(&x, &node, 1, row);
 	InferEnd(&x);
@@ -921,9 +835,9 @@ gnn_similar(PG_FUNCTION_ARGS)
 	InferFull(&x, &r);
 	/* the node's row, and the rows of its type: the candidates */
 	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID)
-		row = FindNodeText(&x.ref.g, x.type, TextDatumGetCString(PG_GETARG_DATUM(1)), x.mr.graph);
+		row = GnnFindNodeText(&x.ref.g, x.type, TextDatumGetCString(PG_GETARG_DATUM(1)), x.mr.graph);
 	else
-		row = FindNodeOfType(&x.ref.g, x.type, PG_GETARG_INT64(1), x.mr.graph);
+		row = GnnFindNodeInt(&x.ref.g, x.type, PG_GETARG_INT64(1), x.mr.graph);
 	first = x.ref.g.type_ptr[x.type];
 	count = x.ref.g.type_ptr[x.type + 1] - first;
 	idx = palloc(sizeof(int64) * k);
@@ -964,7 +878,7 @@ gnn_similar(PG_FUNCTION_ARGS)
 
 		v[0] = Int64GetDatum(x.ref.g.keys[first + idx[i]]);
 		v[1] = Float4GetDatum(score[i]);
-		v[2] = KeyText(&x.ref.g, first + idx[i]);
+		v[2] = GnnNodeKeyText(&x.ref.g, first + idx[i]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
 	}
 	InferEnd(&x);

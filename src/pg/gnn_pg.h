@@ -317,6 +317,12 @@ typedef struct GnnLoadArgs
 } GnnLoadArgs;
 
 extern void GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result);
+/* keys.c: nodes by key, keys of nodes (see there) */
+extern int32 GnnResultType(const gnn_graph *g, const char *node_type, const char *graph);
+extern Datum GnnNodeKeyText(const gnn_graph *g, int64 v);
+extern int64 GnnFindNodeInt(const gnn_graph *g, int32 t, int64 id, const char *graph);
+extern int64 GnnFindNodeText(const gnn_graph *g, int32 t, const char *key, const char *graph);
+
 /* funcs_graph.c: one row of gnn.graph_info (13 columns) */
 extern void GnnEntryToValues(const GnnGraphEntry *e, Datum *values, bool *nulls);
 

@@ -355,6 +355,10 @@ RunLinkPrediction(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *
 		else
 			snprintf(rev, sizeof(rev), "rev_%s", et);
 		lc.reverse_edge_type = gnn_graph_edge_type_by_name(g, rev);
+		/* no reverse relation between a type and itself: the relation is its own (symmetric) */
+		if (lc.reverse_edge_type < 0 && lc.edge_type >= 0 &&
+			g->etypes[lc.edge_type].src_type == g->etypes[lc.edge_type].dst_type)
+			lc.reverse_edge_type = lc.edge_type;
 	}
 	st = gnn_train_linkpred(g, cfg, &lc, be, OnProgress, NULL, ShouldStop, NULL, model, lres, err);
 	memset(res, 0, sizeof(*res));
