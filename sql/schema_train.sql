@@ -115,7 +115,8 @@ SELECT (SELECT (metrics->>'test_acc')::float FROM gnn.models WHERE name = 'rs_rg
        (SELECT (metrics->>'test_acc')::float FROM gnn.models WHERE name = 'rs_gcn') <
        (SELECT (metrics->>'test_acc')::float FROM gnn.models WHERE name = 'rs_rgcn') - 0.1 AS gcn_far_lower;
 
-SELECT count(*) FROM (SELECT gnn.drop_model(name) FROM (SELECT DISTINCT name FROM gnn.models) m) d;
+SELECT sum(gnn.drop_model(n)) AS dropped
+FROM unnest(ARRAY['hs', 'rg', 'gcn', 'mlp', 'hs_time', 'spend', 'churn', 'prodcat', 'rs_rgcn', 'rs_gcn']) n;
 SELECT gnn.drop_graph(g) FROM unnest(ARRAY['shop', 'shop_spend', 'shop_churn', 'relsel']) g;
 DROP SCHEMA st CASCADE;
 RESET client_min_messages;

@@ -537,6 +537,17 @@ check_types(const gnn_graph_input *in, typeinfo *ti, gnn_error *err)
 	ti->nt = in->num_node_types > 1 ? in->num_node_types : 1;
 	ti->nr = in->num_edge_types > 1 ? in->num_edge_types : 1;
 	ti->typed = ti->nt > 1 || ti->nr > 1;
+	/* names, also of a homogeneous graph's one node type and one relation */
+	if (in->type_names)
+	{
+		const char *last = input_name(in, ti->nt + ti->nr - 1);
+
+		if (!last)
+			return gnn_error_set(err, GNN_ERR_INVALID,
+								 "type names are too few: %d node types and %d relations need %d NUL-terminated names",
+								 ti->nt, ti->nr, ti->nt + ti->nr);
+		ti->names_bytes = (uint64_t) (last - in->type_names) + strlen(last) + 1;
+	}
 	ti->indexed = ti->typed || in->keys || in->key_off;
 	if (!ti->indexed)
 		return GNN_OK;
@@ -560,16 +571,6 @@ check_types(const gnn_graph_input *in, typeinfo *ti, gnn_error *err)
 								 "relation %d%s joins node types %d -> %d; there are %d node types",
 								 r, name_note(in, ti->nt + r, b1, sizeof(b1)),
 								 in->etype_src[r], in->etype_dst[r], ti->nt);
-	if (in->type_names)
-	{
-		const char *last = input_name(in, ti->nt + ti->nr - 1);
-
-		if (!last)
-			return gnn_error_set(err, GNN_ERR_INVALID,
-								 "type names are too few: %d node types and %d relations need %d NUL-terminated names",
-								 ti->nt, ti->nr, ti->nt + ti->nr);
-		ti->names_bytes = (uint64_t) (last - in->type_names) + strlen(last) + 1;
-	}
 	for (int64_t i = 0; i < n; i++)
 		if (in->node_ids[i] != i)
 			return row_error(err, i, in->node_ids[i],

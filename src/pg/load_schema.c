@@ -1738,9 +1738,9 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 			JsonKey(&meta, "type", format_type_be(col->type));
 			if (col->skipped)
 			{
-				appendStringInfoString(&meta, ",\"encoding\":\"skipped\",");
+				appendStringInfoString(&meta, ",\"encoding\":\"skipped\",\"detail\":{");
 				JsonKey(&meta, "reason", col->skipped);
-				appendStringInfoString(&meta, ",\"offset\":null,\"width\":0}");
+				appendStringInfoString(&meta, "},\"offset\":null,\"width\":0}");
 			}
 			else
 			{
