@@ -318,6 +318,7 @@ typedef struct GnnLoadArgs
 
 extern void GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result);
 /* keys.c: nodes by key, keys of nodes (see there) */
+extern char *GnnTypeNames(const gnn_graph *g, bool relations);
 extern int32 GnnResultType(const gnn_graph *g, const char *node_type, const char *graph);
 extern Datum GnnNodeKeyText(const gnn_graph *g, int64 v);
 extern int64 GnnFindNodeInt(const gnn_graph *g, int32 t, int64 id, const char *graph);

@@ -793,21 +793,10 @@ CheckGraph(GnnTrainRequest *r)
 					 errmsg("graph \"%s\" has numeric targets, not classes", r->graph),
 					 errhint("Train with task => 'regression'.")));
 		if (r->edge_type[0] && gnn_graph_edge_type_by_name(g, r->edge_type) < 0)
-		{
-			StringInfoData b;
-
-			initStringInfo(&b);
-			for (int i = 0; i < g->num_edge_types; i++)
-			{
-				const char *nm = gnn_graph_edge_type_name(g, i);
-
-				appendStringInfo(&b, "%s%s", i ? ", " : "", nm ? nm : "edge");
-			}
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("graph \"%s\" has no edge type \"%s\"", r->graph, r->edge_type),
-					 errdetail("Its edge types are: %s.", b.data)));
-		}
+					 errdetail("Its edge types are: %s.", GnnTypeNames(g, true))));
 		if ((strcmp(r->model, "rgcn") == 0 || strcmp(r->model, "hetero_sage") == 0) &&
 			strcmp(r->sampler, "cluster") == 0)
 			ereport(ERROR,

@@ -13,6 +13,23 @@
 
 /* ------------------------------------------------------------------ node keys */
 
+/* The names of a graph's node types (or relations), comma-separated, for messages. */
+char *
+GnnTypeNames(const gnn_graph *g, bool relations)
+{
+	StringInfoData b;
+	int			n = relations ? g->num_edge_types : g->num_node_types;
+
+	initStringInfo(&b);
+	for (int i = 0; i < n; i++)
+	{
+		const char *nm = relations ? gnn_graph_edge_type_name(g, i) : gnn_graph_node_type_name(g, i);
+
+		appendStringInfo(&b, "%s%s", i ? ", " : "", nm ? nm : (relations ? "edge" : "node"));
+	}
+	return b.data;
+}
+
 /*
  * The node type results are about: the one named, else the type that
  * carries the graph's labels or regression targets (a schema graph's
@@ -26,21 +43,10 @@ GnnResultType(const gnn_graph *g, const char *node_type, const char *graph)
 		int32		t = gnn_graph_node_type_by_name(g, node_type);
 
 		if (t < 0)
-		{
-			StringInfoData b;
-
-			initStringInfo(&b);
-			for (int i = 0; i < g->num_node_types; i++)
-			{
-				const char *nm = gnn_graph_node_type_name(g, i);
-
-				appendStringInfo(&b, "%s%s", i ? ", " : "", nm ? nm : "node");
-			}
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("graph \"%s\" has no node type \"%s\"", graph, node_type),
-					 errdetail("Its node types are: %s.", b.data)));
-		}
+					 errdetail("Its node types are: %s.", GnnTypeNames(g, false))));
 		return t;
 	}
 	if (g->num_node_types > 1)
