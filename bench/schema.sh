@@ -17,6 +17,7 @@
 #
 #   bash bench/schema.sh                                      # 1M / 100k / 10M
 #   CUSTOMERS=100000 PRODUCTS=10000 REVIEWS=1000000 bash bench/schema.sh   # quick
+#   LOAD_ONLY=1 bash bench/schema.sh                          # the load, no training
 set -euo pipefail
 source "$(dirname "$0")/../test/lib.sh"
 BENCH="$REPO_ROOT/bench"
@@ -74,7 +75,9 @@ FROM gnn.models WHERE name = 'bench_$1_$2';
 SQL
 }
 ROWS=""
-for th in 1 2; do for tm in false true; do ROWS+="$(train_row $th $tm | tail -1)"$'\n'; done; done
+if [ -z "${LOAD_ONLY:-}" ]; then
+  for th in 1 2; do for tm in false true; do ROWS+="$(train_row $th $tm | tail -1)"$'\n'; done; done
+fi
 
 {
   echo "# bench/schema.sh, $STAMP"

@@ -430,10 +430,20 @@ OrderKeys(SchemaType *t)
 {
 	t->perm = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
 	t->rank = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
+	bool		sorted = true;
+
 	for (int64 i = 0; i < t->n; i++)
 		t->perm[i] = i;
 	sort_type = t;
-	qsort(t->perm, t->n, sizeof(int64), t->kk == KEY_INT ? CmpIntRows : CmpTextRows);
+	/* tables are often stored in key order (serial keys): then no sort */
+	if (t->kk == KEY_INT)
+		for (int64 i = 1; i < t->n && sorted; i++)
+			sorted = ((int64 *) t->ikeys.data)[i - 1] < ((int64 *) t->ikeys.data)[i];
+	else
+		for (int64 i = 1; i < t->n && sorted; i++)
+			sorted = strcmp(((char **) t->tkeys.data)[i - 1], ((char **) t->tkeys.data)[i]) < 0;
+	if (!sorted)
+		qsort(t->perm, t->n, sizeof(int64), t->kk == KEY_INT ? CmpIntRows : CmpTextRows);
 	for (int64 i = 0; i < t->n; i++)
 	{
 		t->rank[t->perm[i]] = i;
@@ -1287,8 +1297,15 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 	/* number the nodes: types in order, keys ascending within a type */
 	for (int t = 0; t < nrel; t++)
 	{
+		bool		referenced = false;
+
 		OrderKeys(&L.types[t]);
-		KeyIndex(&L.types[t]);
+		/* a hash of the keys, for the types foreign keys point at */
+		for (int u = 0; u < nrel && !referenced; u++)
+			for (int f = 0; f < L.types[u].nfks; f++)
+				referenced |= L.types[u].fks[f].to == t;
+		if (referenced)
+			KeyIndex(&L.types[t]);
 		L.types[t].offset = n;
 		n += L.types[t].n;
 	}
