@@ -347,7 +347,7 @@ AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE;
 -- original ids.  The same seed gives the same rows.
 CREATE FUNCTION gnn.sample_neighbors(graph text, seeds bigint[], fanouts int[],
                                      replace boolean DEFAULT false, seed int DEFAULT NULL)
-RETURNS TABLE (layer int, src bigint, dst bigint)
+RETURNS TABLE (layer int, src bigint, dst bigint, src_key text, dst_key text)
 AS 'MODULE_PATHNAME', 'gnn_sample_neighbors' LANGUAGE C VOLATILE;
 
 -- Random walks along out-edges, one per start (walk numbered from 1, step 0 =
@@ -355,7 +355,7 @@ AS 'MODULE_PATHNAME', 'gnn_sample_neighbors' LANGUAGE C VOLATILE;
 -- ends early at a node without out-edges.
 CREATE FUNCTION gnn.random_walk(graph text, starts bigint[], length int,
                                 p float8 DEFAULT 1, q float8 DEFAULT 1, seed int DEFAULT NULL)
-RETURNS TABLE (walk int, step int, node bigint)
+RETURNS TABLE (walk int, step int, node bigint, key text)
 AS 'MODULE_PATHNAME', 'gnn_random_walk_sql' LANGUAGE C VOLATILE;
 
 -- ---- partitioning
@@ -366,7 +366,7 @@ AS 'MODULE_PATHNAME', 'gnn_random_walk_sql' LANGUAGE C VOLATILE;
 -- gnn.max_partition_memory caps METIS's estimated memory.
 CREATE FUNCTION gnn.partition(graph text, parts int, method text DEFAULT 'metis',
                               balance text[] DEFAULT '{nodes,train}', seed int DEFAULT NULL)
-RETURNS TABLE (node bigint, part int)
+RETURNS TABLE (node bigint, part int, key text)
 AS 'MODULE_PATHNAME', 'gnn_partition' LANGUAGE C VOLATILE;
 
 -- One row per part and an overall row (part IS NULL).  balance_*: a part's

@@ -205,11 +205,12 @@ gnn_partition(PG_FUNCTION_ARGS)
 
 		for (int64 v = 0; v < n; v++)
 		{
-			Datum		values[2];
-			bool		nulls[2] = {false, false};
+			Datum		values[3];
+			bool		nulls[3] = {false, false, false};
 
-			values[0] = Int64GetDatum(ref.g.ids[v]);
+			values[0] = Int64GetDatum(ref.g.keys[v]);
 			values[1] = Int32GetDatum(part[v]);
+			values[2] = GnnNodeKeyText(&ref.g, v);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}

@@ -172,12 +172,16 @@ gnn_sample_neighbors(PG_FUNCTION_ARGS)
 			for (int64 i = 0; i < b->n_dst; i++)
 				for (int64 e = b->indptr[i]; e < b->indptr[i + 1]; e++)
 				{
-					Datum		v[3];
-					bool		nl[3] = {false, false, false};
+					Datum		v[5];
+					bool		nl[5] = {false, false, false, false, false};
+					int64		sv = mb.input_nodes[b->indices[e]],
+								dv = mb.input_nodes[i];
 
 					v[0] = Int32GetDatum(h + 1);
-					v[1] = Int64GetDatum(ref.g.ids[mb.input_nodes[b->indices[e]]]);
-					v[2] = Int64GetDatum(ref.g.ids[mb.input_nodes[i]]);
+					v[1] = Int64GetDatum(ref.g.keys[sv]);
+					v[2] = Int64GetDatum(ref.g.keys[dv]);
+					v[3] = GnnNodeKeyText(&ref.g, sv);
+					v[4] = GnnNodeKeyText(&ref.g, dv);
 					tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nl);
 				}
 		}
@@ -251,14 +255,15 @@ gnn_random_walk_sql(PG_FUNCTION_ARGS)
 		for (int64 t = 0; t <= wc.length; t++)
 		{
 			int32		v = out[i * (wc.length + 1) + t];
-			Datum		vals[3];
-			bool		nl[3] = {false, false, false};
+			Datum		vals[4];
+			bool		nl[4] = {false, false, false, false};
 
 			if (v < 0)
 				break;
 			vals[0] = Int32GetDatum((int32) i + 1);
 			vals[1] = Int32GetDatum((int32) t);
-			vals[2] = Int64GetDatum(ref.g.ids[v]);
+			vals[2] = Int64GetDatum(ref.g.keys[v]);
+			vals[3] = GnnNodeKeyText(&ref.g, v);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, nl);
 		}
 	GnnGraphRelease(&ref);
