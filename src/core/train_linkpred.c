@@ -2,6 +2,7 @@
  * train_linkpred.c: unsupervised link prediction (full batch).
  */
 #include "train_linkpred.h"
+#include "eval.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -342,70 +343,58 @@ dot(const float *z, int32_t d, int32_t u, int32_t v)
 	return s;
 }
 
-typedef struct scored
-{
-	double		s;
-	int			pos;
-} scored;
-
 static int
-cmp_scored(const void *a, const void *b)
+cmp_desc(const void *a, const void *b)
 {
-	double		x = ((const scored *) a)->s,
-				y = ((const scored *) b)->s;
+	double		x = *(const double *) a,
+				y = *(const double *) b;
 
-	return (x > y) - (x < y);
+	return (x < y) - (x > y);
 }
 
-/* AUC by rank sums (ties averaged); Hits@K as OGB: positives above the K-th best negative */
+/*
+ * AUC by rank sums, ties averaged (gnn_auroc, as node classification
+ * scores it); Hits@K as OGB: positives above the K-th best negative.
+ */
 static void
 auc_hits(const float *z, int32_t d, const gnn_linkpred_pair *pos, int64_t np, const gnn_linkpred_pair *neg, int64_t nn, int k,
 		 double *auc, double *hits)
 {
-	scored	   *all = malloc(sizeof(scored) * (np + nn + 1));
-	double		rank_sum = 0,
-				kth = -INFINITY;
+	double	   *score = malloc(sizeof(double) * (np + nn + 1));
+	int32_t    *label = malloc(sizeof(int32_t) * (np + nn + 1));
 	int64_t		above = 0;
 
 	*auc = 0;
 	*hits = 0;
-	if (!all || np == 0 || nn == 0)
+	if (!score || !label || np == 0 || nn == 0)
 	{
-		free(all);
+		free(score);
+		free(label);
 		return;
 	}
 	for (int64_t i = 0; i < np; i++)
-		all[i] = (scored) {dot(z, d, pos[i].u, pos[i].v), 1};
+	{
+		score[i] = dot(z, d, pos[i].u, pos[i].v);
+		label[i] = 1;
+	}
 	for (int64_t i = 0; i < nn; i++)
-		all[np + i] = (scored) {dot(z, d, neg[i].u, neg[i].v), 0};
-	qsort(all, np + nn, sizeof(scored), cmp_scored);
-	for (int64_t i = 0; i < np + nn;)
 	{
-		int64_t		j = i,
-					npos = 0;
-
-		while (j < np + nn && all[j].s == all[i].s)
-			npos += all[j++].pos;
-		rank_sum += npos * ((double) (i + 1 + j) / 2.0);
-		i = j;
+		score[np + i] = dot(z, d, neg[i].u, neg[i].v);
+		label[np + i] = 0;
 	}
-	*auc = (rank_sum - (double) np * (np + 1) / 2.0) / ((double) np * nn);
+	*auc = gnn_auroc(score, label, np + nn);
 	if (nn < k)
-	{
 		*hits = 1.0;
-		free(all);
-		return;
+	else
+	{
+		/* the negatives' scores, best first: the K-th is the bar */
+		qsort(score + np, nn, sizeof(double), cmp_desc);
+		for (int64_t i = 0; i < np; i++)
+			above += score[i] > score[np + k - 1];
+		*hits = (double) above / np;
 	}
-	for (int64_t i = np + nn - 1, seen = 0; i >= 0; i--)
-		if (!all[i].pos && ++seen == k)
-		{
-			kth = all[i].s;
-			break;
-		}
-	for (int64_t i = 0; i < np; i++)
-		above += dot(z, d, pos[i].u, pos[i].v) > kth;
-	*hits = (double) above / np;
-	free(all);
+	free(score);
+	free(label);
 }
 
 /*
