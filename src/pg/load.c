@@ -259,6 +259,19 @@ TextDatum(Datum d, Oid type)
 	return OidOutputFunctionCall(out, d);
 }
 
+/* A split value: train, val (valid, validation), test, '' (none); -1 for anything else. */
+int
+GnnParseSplit(const char *t)
+{
+	if (pg_strcasecmp(t, "train") == 0)
+		return GNN_SPLIT_TRAIN;
+	if (pg_strcasecmp(t, "val") == 0 || pg_strcasecmp(t, "valid") == 0 || pg_strcasecmp(t, "validation") == 0)
+		return GNN_SPLIT_VAL;
+	if (pg_strcasecmp(t, "test") == 0)
+		return GNN_SPLIT_TEST;
+	return t[0] == '\0' ? GNN_SPLIT_NONE : -1;
+}
+
 void
 NullError(GnnScan *s, int col)
 {
@@ -799,14 +812,11 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				{
 					char	   *t = TextDatum(v[scol], s.types[scol]);
 
-					if (pg_strcasecmp(t, "train") == 0)
-						sp = GNN_SPLIT_TRAIN;
-					else if (pg_strcasecmp(t, "val") == 0 || pg_strcasecmp(t, "valid") == 0 ||
-							 pg_strcasecmp(t, "validation") == 0)
-						sp = GNN_SPLIT_VAL;
-					else if (pg_strcasecmp(t, "test") == 0)
-						sp = GNN_SPLIT_TEST;
-					else if (t[0] != '\0')
+					int			k = GnnParseSplit(t);
+
+					if (k >= 0)
+						sp = (uint8) k;
+					else
 						ereport(ERROR,
 								(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 								 errmsg("split of node %lld is \"%s\"", (long long) id, t),

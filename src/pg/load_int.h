@@ -64,6 +64,7 @@ extern int64 IntDatum(Datum d, Oid type);
 extern double NumDatum(Datum d, Oid type);
 extern char *TextDatum(Datum d, Oid type);
 extern void NullError(GnnScan *s, int col);
+extern int	GnnParseSplit(const char *t);
 extern void CheckFloat(GnnScan *s, double v, const char *what, int64 id);
 
 typedef struct GrowArray

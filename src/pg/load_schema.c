@@ -817,14 +817,11 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 			{
 				char	   *x = TextDatumGetCString(v[t->split_scan]);
 
-				if (pg_strcasecmp(x, "train") == 0)
-					sp = GNN_SPLIT_TRAIN;
-				else if (pg_strcasecmp(x, "val") == 0 || pg_strcasecmp(x, "valid") == 0 ||
-						 pg_strcasecmp(x, "validation") == 0)
-					sp = GNN_SPLIT_VAL;
-				else if (pg_strcasecmp(x, "test") == 0)
-					sp = GNN_SPLIT_TEST;
-				else if (x[0] != '\0')
+				int			k = GnnParseSplit(x);
+
+				if (k >= 0)
+					sp = (uint8) k;
+				else
 					ereport(ERROR,
 							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							 errmsg("split of a row of %s is \"%s\"", t->relname, x),

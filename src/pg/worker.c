@@ -608,13 +608,7 @@ RunJob(void)
 		cfg.task = strcmp(r->task, "regression") == 0 ? GNN_TASK_REGRESS : GNN_TASK_CLASSIFY;
 		cfg.num_bases = r->num_bases;
 		/* the type trained on: the one whose nodes carry labels or targets */
-		cfg.target_type = 0;
-		for (int64 v = 0; v < ref.g.num_nodes; v++)
-			if ((ref.g.labels && ref.g.labels[v] >= 0) || (ref.g.targets && !isnan(ref.g.targets[v])))
-			{
-				cfg.target_type = gnn_graph_type_of(&ref.g, v);
-				break;
-			}
+		cfg.target_type = GnnResultType(&ref.g, NULL, r->graph);
 		if (!gnn_parse_aggr(r->aggregator, &cfg.aggr) || !gnn_parse_optim(r->optimizer, &cfg.optimizer) ||
 			(r->select[0] && !gnn_parse_select(r->select, &cfg.select)))
 			elog(ERROR, "invalid training options");
