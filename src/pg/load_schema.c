@@ -27,6 +27,9 @@
 #include "load_int.h"
 
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -1652,39 +1655,58 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		for (int t = 0; t < nrel; t++)
 		{
 			SchemaType *T = &L.types[t];
-			float	   *buf = palloc(sizeof(float) * Max(T->feat_width, 1));
+			int64		chunk = 65536;
+			float	   *buf;
+#ifdef _OPENMP
+			int			nthreads = gnn_threads > 0 ? gnn_threads : omp_get_max_threads();
+#else
+			int			nthreads = 1;
+#endif
+			gnn_col_encoder **encs = palloc(sizeof(gnn_col_encoder *) * (T->ncols + 1));
+			int			nenc = 0;
 
-			for (int64 i = 0; i < T->n; i++)
+			if (T->embedding)
 			{
-				int64		g = T->offset + i,
-							row = T->perm[i];
-
-				if ((i & 65535) == 0)
-					CHECK_FOR_INTERRUPTS();
-				if (T->embedding)
+				for (int64 i = 0; i < T->n; i++)
 				{
-					*(int64 *) GrowPush(&sn) = g;
+					*(int64 *) GrowPush(&sn) = T->offset + i;
 					*(int32 *) GrowPush(&si) = T->feat_offset + (int32) i;
 					*(float *) GrowPush(&sv) = 1.0f;
-					continue;
 				}
-				for (int c = 0; c < T->ncols; c++)
-				{
-					SchemaCol  *col = &T->cols[c];
-
-					if (col->skipped)
-						continue;
-					gnn_enc_write(col->enc, row, buf + col->offset);
-				}
-				buf[T->feat_width - 1] = 1.0f;
-				for (int32 j = 0; j < T->feat_width; j++)
-					if (buf[j] != 0.0f)
-					{
-						*(int64 *) GrowPush(&sn) = g;
-						*(int32 *) GrowPush(&si) = T->feat_offset + j;
-						*(float *) GrowPush(&sv) = buf[j];
-					}
+				continue;
 			}
+			/* the encoders in slice order (their offsets follow one another) */
+			for (int c = 0; c < T->ncols; c++)
+				if (!T->cols[c].skipped)
+					encs[nenc++] = T->cols[c].enc;
+			buf = palloc_extended(sizeof(float) * chunk * T->feat_width, MCXT_ALLOC_HUGE);
+			for (int64 i0 = 0; i0 < T->n; i0 += chunk)
+			{
+				int64		rows = Min(chunk, T->n - i0);
+				gnn_error	err;
+
+				CHECK_FOR_INTERRUPTS();
+				/* rows in key order, on every core; then the non-zeros in row order */
+				if (gnn_enc_write_rows_perm(encs, nenc, rows, T->perm + i0, buf, T->feat_width, 0,
+											nthreads, &err) != GNN_OK)
+					ereport(ERROR,
+							(errcode(ERRCODE_INTERNAL_ERROR),
+							 errmsg("encoding the features of %s failed: %s", T->relname, err.msg)));
+				for (int64 r = 0; r < rows; r++)
+				{
+					float	   *row = buf + r * T->feat_width;
+
+					row[T->feat_width - 1] = 1.0f;	/* the constant column */
+					for (int32 j = 0; j < T->feat_width; j++)
+						if (row[j] != 0.0f)
+						{
+							*(int64 *) GrowPush(&sn) = T->offset + i0 + r;
+							*(int32 *) GrowPush(&si) = T->feat_offset + j;
+							*(float *) GrowPush(&sv) = row[j];
+						}
+				}
+			}
+			pfree(buf);
 		}
 		in.sparse_nnz = sn.n;
 		in.sp_node = (int64_t *) sn.data;
