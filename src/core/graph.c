@@ -813,6 +813,299 @@ write_types(const gnn_graph_input *in, const typeinfo *ti, int64_t n, int64_t m,
 		memcpy(region + h->off_meta, in->meta, h->meta_bytes);
 }
 
+/* ------------------------------------------------------------------ edges as references */
+
+/*
+ * The nodes that refer to each node of a reference: for the local index j
+ * of a node of dst_type, the global indices of the referring nodes are
+ * src[ptr[j] .. ptr[j+1]), ascending (a stable parallel count and scatter).
+ */
+static gnn_status
+invert_ref(const gnn_graph_ref *r, const typeinfo *ti, int T, int64_t **ptr_out, int32_t **src_out,
+		   gnn_error *err)
+{
+	int64_t		sb = ti->type_ptr[r->src_type],
+				ns = ti->type_ptr[r->src_type + 1] - sb,
+				db = ti->type_ptr[r->dst_type],
+				nd = ti->type_ptr[r->dst_type + 1] - db;
+	int64_t    *ptr = malloc(sizeof(int64_t) * (nd + 1));
+	int64_t    *off;
+	int32_t    *src = NULL;
+	int64_t		total = 0;
+
+	if (T < 1 || ns < 65536)
+		T = 1;
+	off = calloc((size_t) T * (size_t) (nd ? nd : 1), sizeof(int64_t));
+	if (!ptr || !off)
+	{
+		free(ptr);
+		free(off);
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory inverting %lld references", (long long) ns);
+	}
+#pragma omp parallel num_threads(T)
+	{
+#ifdef _OPENMP
+		int			t = omp_get_thread_num();
+#else
+		int			t = 0;
+#endif
+		int64_t    *h = off + (size_t) t * nd;
+
+		for (int64_t i = ns * t / T; i < ns * (t + 1) / T; i++)
+			if (r->ref[i] >= 0)
+				h[r->ref[i] - db]++;
+	}
+	for (int64_t j = 0; j < nd; j++)
+	{
+		ptr[j] = total;
+		for (int t = 0; t < T; t++)
+		{
+			int64_t		c = off[(size_t) t * nd + j];
+
+			off[(size_t) t * nd + j] = total;
+			total += c;
+		}
+	}
+	ptr[nd] = total;
+	src = malloc(sizeof(int32_t) * (total ? total : 1));
+	if (!src)
+	{
+		free(ptr);
+		free(off);
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory inverting %lld references", (long long) total);
+	}
+#pragma omp parallel num_threads(T)
+	{
+#ifdef _OPENMP
+		int			t = omp_get_thread_num();
+#else
+		int			t = 0;
+#endif
+		int64_t    *h = off + (size_t) t * nd;
+
+		for (int64_t i = ns * t / T; i < ns * (t + 1) / T; i++)
+			if (r->ref[i] >= 0)
+				src[h[r->ref[i] - db]++] = (int32_t) (sb + i);
+	}
+	free(off);
+	*ptr_out = ptr;
+	*src_out = src;
+	return GNN_OK;
+}
+
+/*
+ * The CSR of a graph given as references: a node's arcs are its own
+ * references (one per reference of its type, unless -1) and the reverses of
+ * the references to it (sorted lists from invert_ref), merged in
+ * (neighbour, relation) order.  No two arcs coincide: every reference has
+ * relations of its own, and a node refers once per reference.
+ */
+static gnn_status
+refs_csr(const gnn_graph_input *in, typeinfo *ti, int64_t n, int T, int64_t **indptr_out,
+		 int32_t **indices_out, int16_t **rel_out, int64_t *m_out, gnn_error *err)
+{
+	int32_t		K = in->num_refs;
+	gnn_status	status = GNN_OK;
+	int64_t   **iptr = calloc(K ? K : 1, sizeof(int64_t *));
+	int32_t   **isrc = calloc(K ? K : 1, sizeof(int32_t *));
+	int64_t    *indptr = NULL;
+	int32_t    *indices = NULL;
+	int16_t    *rel = NULL;
+	bool		used[GNN_MAX_EDGE_TYPES] = {false};
+	int64_t		bad_i = -1;
+	int32_t		bad_k = -1;
+
+	if (!iptr || !isrc)
+	{
+		status = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int32_t k = 0; k < K; k++)
+	{
+		const gnn_graph_ref *r = &in->refs[k];
+		int64_t		ns;
+
+		if (r->src_type < 0 || r->src_type >= ti->nt || r->dst_type < 0 || r->dst_type >= ti->nt ||
+			r->rel_fwd < 0 || r->rel_fwd >= ti->nr || r->rel_rev < 0 || r->rel_rev >= ti->nr ||
+			r->rel_fwd == r->rel_rev || used[r->rel_fwd] || used[r->rel_rev])
+		{
+			status = gnn_error_set(err, GNN_ERR_INVALID,
+								   "reference %d joins node types %d -> %d with relations %d and %d: "
+								   "types must exist and each relation belong to one reference",
+								   k, r->src_type, r->dst_type, r->rel_fwd, r->rel_rev);
+			goto out;
+		}
+		used[r->rel_fwd] = used[r->rel_rev] = true;
+		if (ti->nt > 1 &&
+			(in->etype_src[r->rel_fwd] != r->src_type || in->etype_dst[r->rel_fwd] != r->dst_type ||
+			 in->etype_src[r->rel_rev] != r->dst_type || in->etype_dst[r->rel_rev] != r->src_type))
+		{
+			status = gnn_error_set(err, GNN_ERR_INVALID,
+								   "reference %d joins node types %d -> %d, but its relations %d and %d join other types",
+								   k, r->src_type, r->dst_type, r->rel_fwd, r->rel_rev);
+			goto out;
+		}
+		ns = ti->type_ptr[r->src_type + 1] - ti->type_ptr[r->src_type];
+		if (ns > 0 && !r->ref)
+		{
+			status = gnn_error_set(err, GNN_ERR_INVALID, "reference %d has no values", k);
+			goto out;
+		}
+		{
+			int64_t		lo = ti->type_ptr[r->dst_type],
+						hi = ti->type_ptr[r->dst_type + 1],
+						first = INT64_MAX;
+
+#pragma omp parallel for schedule(static) num_threads(T) reduction(min:first)
+			for (int64_t i = 0; i < ns; i++)
+			{
+				int32_t		x = r->ref[i];
+
+				if (x != -1 && (x < lo || x >= hi) && i < first)
+					first = i;
+			}
+			if (first != INT64_MAX && bad_i < 0)
+			{
+				bad_i = first;
+				bad_k = k;
+			}
+		}
+	}
+	if (bad_i >= 0)
+	{
+		const gnn_graph_ref *r = &in->refs[bad_k];
+		int64_t		node = ti->type_ptr[r->src_type] + bad_i;
+
+		status = row_error(err, node, node,
+						   gnn_error_set(err, GNN_ERR_DANGLING,
+										 "node %lld refers to %d through reference %d, which is not a node of type %d",
+										 (long long) node, r->ref[bad_i], bad_k, r->dst_type));
+		goto out;
+	}
+	for (int32_t k = 0; k < K; k++)
+		if ((status = invert_ref(&in->refs[k], ti, T, &iptr[k], &isrc[k], err)) != GNN_OK)
+			goto out;
+
+	/* degrees, then the rows */
+	indptr = malloc(sizeof(int64_t) * (n + 1));
+	if (!indptr)
+	{
+		status = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+#pragma omp parallel for schedule(static) num_threads(T)
+	for (int64_t v = 0; v < n; v++)
+	{
+		int32_t		t = ti->nt > 1 ? in->node_type[v] : 0;
+		int64_t		j = v - ti->type_ptr[t],
+					d = 0;
+
+		for (int32_t k = 0; k < K; k++)
+		{
+			const gnn_graph_ref *r = &in->refs[k];
+
+			if (r->src_type == t && r->ref[j] >= 0)
+				d++;
+			if (r->dst_type == t)
+				d += iptr[k][j + 1] - iptr[k][j];
+		}
+		indptr[v + 1] = d;
+	}
+	indptr[0] = 0;
+	for (int64_t v = 0; v < n; v++)
+		indptr[v + 1] += indptr[v];
+	indices = malloc(sizeof(int32_t) * (indptr[n] ? indptr[n] : 1));
+	if (ti->nr > 1)
+		rel = malloc(sizeof(int16_t) * (indptr[n] ? indptr[n] : 1));
+	if (!indices || (ti->nr > 1 && !rel))
+	{
+		status = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld arcs", (long long) indptr[n]);
+		goto out;
+	}
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
+	for (int64_t v = 0; v < n; v++)
+	{
+		int32_t		t = ti->nt > 1 ? in->node_type[v] : 0;
+		int64_t		j = v - ti->type_ptr[t],
+					p = indptr[v];
+
+		/* sorted runs: a reference's own arc (one item) or the referrers' list */
+		const int32_t *run[2 * GNN_MAX_EDGE_TYPES];
+		int64_t		len[2 * GNN_MAX_EDGE_TYPES];
+		int16_t		rr[2 * GNN_MAX_EDGE_TYPES];
+		int			nrun = 0;
+
+		for (int32_t k = 0; k < K; k++)
+		{
+			const gnn_graph_ref *r = &in->refs[k];
+
+			if (r->src_type == t && r->ref[j] >= 0)
+			{
+				run[nrun] = &r->ref[j];
+				len[nrun] = 1;
+				rr[nrun++] = (int16_t) r->rel_fwd;
+			}
+			if (r->dst_type == t && iptr[k][j + 1] > iptr[k][j])
+			{
+				run[nrun] = isrc[k] + iptr[k][j];
+				len[nrun] = iptr[k][j + 1] - iptr[k][j];
+				rr[nrun++] = (int16_t) r->rel_rev;
+			}
+		}
+		if (nrun == 1)
+		{
+			memcpy(indices + p, run[0], sizeof(int32_t) * len[0]);
+			if (rel)
+				for (int64_t i = 0; i < len[0]; i++)
+					rel[p + i] = rr[0];
+			continue;
+		}
+		for (;;)
+		{
+			int			best = -1;
+
+			for (int q = 0; q < nrun; q++)
+				if (len[q] > 0 &&
+					(best < 0 || run[q][0] < run[best][0] || (run[q][0] == run[best][0] && rr[q] < rr[best])))
+					best = q;
+			if (best < 0)
+				break;
+			indices[p] = run[best][0];
+			if (rel)
+				rel[p] = rr[best];
+			p++;
+			run[best]++;
+			len[best]--;
+		}
+	}
+	for (int32_t k = 0; k < K; k++)
+	{
+		int64_t		c = iptr[k] ? iptr[k][ti->type_ptr[in->refs[k].dst_type + 1] - ti->type_ptr[in->refs[k].dst_type]] : 0;
+
+		ti->rel_count[in->refs[k].rel_fwd] += c;
+		ti->rel_count[in->refs[k].rel_rev] += c;
+	}
+	*indptr_out = indptr;
+	*indices_out = indices;
+	*rel_out = rel;
+	*m_out = indptr[n];
+	indptr = NULL;
+	indices = NULL;
+	rel = NULL;
+out:
+	for (int32_t k = 0; k < K && iptr && isrc; k++)
+	{
+		free(iptr[k]);
+		free(isrc[k]);
+	}
+	free(iptr);
+	free(isrc);
+	free(indptr);
+	free(indices);
+	free(rel);
+	return status;
+}
+
 gnn_status
 gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void *alloc_arg,
 					 void **region_out, uint64_t *size_out, gnn_error *err)
@@ -862,6 +1155,8 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		FAIL(GNN_ERR_INVALID, "invalid feature input");
 	if (in->feat_dim > 0 && in->sparse_nnz > 0)
 		FAIL(GNN_ERR_INVALID, "both dense and sparse features were given");
+	if (in->num_refs < 0 || (in->num_refs > 0 && (!in->refs || in->num_edges > 0)))
+		FAIL(GNN_ERR_INVALID, "edges must be given either as src / dst or as references, not both");
 	if ((in->feat_dim > 0 || in->labels || in->split || in->node_time || in->targets) && !in->node_ids)
 		FAIL(GNN_ERR_INVALID, "node data was given without node ids");
 	if ((status = check_types(in, &ti, err)) != GNN_OK ||
@@ -933,6 +1228,13 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 	if (!ti.indexed)
 		ti.type_ptr[1] = n;
 
+	/* edges given as references: the CSR directly, no sort, no merge */
+	if (in->num_refs > 0)
+	{
+		if ((status = refs_csr(in, &ti, n, T, &indptr, &indices, &erel, &m, err)) != GNN_OK)
+			goto done;
+		goto node_data;
+	}
 	/* 2. map edge endpoints; symmetrise */
 	{
 		int64_t		me = in->num_edges;
@@ -1114,6 +1416,7 @@ mapped:
 			ti.rel_count[0] = m;
 	}
 
+node_data:
 	/* 5. node data: validate now, write later */
 	if (in->feat_dim > 0)
 	{
@@ -1141,6 +1444,64 @@ mapped:
 			FAIL(GNN_ERR_BAD_VALUE, "feature %lld of node %lld is %g",
 				 (long long) (bad % feat_dim), (long long) in->node_ids[row], (double) in->feat[bad]);
 		}
+	}
+	else if (in->sparse_nnz > 0 && in->sp_ptr)
+	{
+		/* a CSR already: check it, and copy it as it is */
+		int64_t		nnz = in->sparse_nnz,
+					bad = INT64_MAX;
+		int32_t		dim = in->sparse_dim,
+					maxidx = -1;
+
+		if (!ti.indexed)
+			FAIL(GNN_ERR_INVALID, "sparse features as a CSR need node rows with ids 0..n-1");
+		if (in->sp_ptr[0] != 0 || in->sp_ptr[n] != nnz)
+			FAIL(GNN_ERR_INVALID, "the sparse feature CSR spans %lld..%lld of %lld entries",
+				 (long long) in->sp_ptr[0], (long long) in->sp_ptr[n], (long long) nnz);
+#pragma omp parallel for schedule(static) num_threads(T) reduction(min:bad) reduction(max:maxidx)
+		for (int64_t v = 0; v < n; v++)
+		{
+			int64_t		b = in->sp_ptr[v],
+						e = in->sp_ptr[v + 1];
+
+			if (e < b || e > nnz)
+			{
+				if (v < bad)
+					bad = v;
+				continue;
+			}
+			for (int64_t i = b; i < e; i++)
+			{
+				int32_t		x = in->sp_index[i];
+
+				if (x < 0 || (dim > 0 && x >= dim) || (i > b && x <= in->sp_index[i - 1]) ||
+					!isfinite(in->sp_value[i]))
+				{
+					if (v < bad)
+						bad = v;
+					break;
+				}
+				if (x > maxidx)
+					maxidx = x;
+			}
+		}
+		if (bad != INT64_MAX)
+		{
+			if (err)
+			{
+				err->row = bad;
+				err->id = bad;
+			}
+			FAIL(GNN_ERR_BAD_VALUE,
+				 "the sparse features of node %lld are out of order, out of range or not finite", (long long) bad);
+		}
+		fptr = malloc(sizeof(int64_t) * (n + 1));
+		if (!fptr)
+			FAIL(GNN_ERR_NOMEM, "out of memory for %lld sparse features", (long long) nnz);
+		memcpy(fptr, in->sp_ptr, sizeof(int64_t) * (n + 1));
+		feat_dim = dim > 0 ? dim : maxidx + 1;
+		feat_kind = GNN_FEAT_SPARSE;
+		feat_nnz = nnz;
 	}
 	else if (in->sparse_nnz > 0)
 	{
@@ -1375,35 +1736,71 @@ mapped:
 		if (weights)
 			memcpy(region + h->off_weights, weights, 4 * um);
 
-		/* the reverse CSR: the transpose of the merged CSR, rows sorted by construction */
+		/*
+		 * the reverse CSR: the transpose of the merged CSR, rows in (source,
+		 * relation) order.  Of references it is the CSR itself with every
+		 * relation swapped for its pair (an arc v -> u of relation r is an
+		 * arc u -> v of r's pair), reordered where one neighbour has arcs of
+		 * several relations; else a stable parallel count and scatter of the
+		 * arcs by destination.
+		 */
 		int64_t    *rptr = (int64_t *) (region + h->off_rindptr);
 		int32_t    *ridx = (int32_t *) (region + h->off_rindices);
 		float	   *rw = weights ? (float *) (region + h->off_rweights) : NULL;
 		int16_t    *rat = erel ? (int16_t *) (region + h->off_rarc_type) : NULL;
 
-		memset(rptr, 0, 8 * (un + 1));
-		for (int64_t p = 0; p < m; p++)
-			rptr[indices[p] + 1]++;
-		for (int64_t v = 0; v < n; v++)
-			rptr[v + 1] += rptr[v];
+		if (in->num_refs > 0)
 		{
-			int64_t    *cur = indptr;	/* reuse: the CSR pointers are copied already */
+			int16_t		pair[GNN_MAX_EDGE_TYPES];
 
-			memcpy(cur, rptr, 8 * (un + 1));
-			for (int64_t v = 0; v < n; v++)
-				for (int64_t p = ((int64_t *) (region + h->off_indptr))[v];
-					 p < ((int64_t *) (region + h->off_indptr))[v + 1]; p++)
+			for (int32_t r = 0; r < ti.nr; r++)
+				pair[r] = (int16_t) r;
+			for (int32_t k = 0; k < in->num_refs; k++)
+			{
+				pair[in->refs[k].rel_fwd] = (int16_t) in->refs[k].rel_rev;
+				pair[in->refs[k].rel_rev] = (int16_t) in->refs[k].rel_fwd;
+			}
+			memcpy(rptr, indptr, 8 * (un + 1));
+			memcpy(ridx, indices, 4 * um);
+			if (rat)
+			{
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
+				for (int64_t v = 0; v < n; v++)
 				{
-					int64_t		q = cur[indices[p]]++;
+					int64_t		b = indptr[v],
+								e = indptr[v + 1];
 
-					ridx[q] = (int32_t) v;
-					if (rw)
-						rw[q] = weights[p];
-					if (rat)
-						rat[q] = erel[p];
+					for (int64_t p = b; p < e; p++)
+					{
+						int16_t		x = pair[erel[p]];
+						int64_t		q = p;
+
+						/* insertion within a run of one neighbour */
+						while (q > b && ridx[q - 1] == ridx[p] && rat[q - 1] > x)
+						{
+							rat[q] = rat[q - 1];
+							q--;
+						}
+						rat[q] = x;
+					}
 				}
+			}
 		}
+		else
+		{
+			int32_t    *asrc = malloc(sizeof(int32_t) * (um ? um : 1));
 
+			if (!asrc)
+				FAIL(GNN_ERR_NOMEM, "out of memory for the reverse of %lld arcs", (long long) m);
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
+			for (int64_t v = 0; v < n; v++)
+				for (int64_t p = indptr[v]; p < indptr[v + 1]; p++)
+					asrc[p] = (int32_t) v;
+			status = counting_sort(m, n, indices, asrc, weights, erel, NULL, ridx, rw, rat, rptr, T, err);
+			free(asrc);
+			if (status != GNN_OK)
+				goto done;
+		}
 		if (feat_kind == GNN_FEAT_DENSE)
 		{
 			float	   *f = (float *) (region + h->off_feat);
@@ -1421,8 +1818,8 @@ mapped:
 		else if (feat_kind == GNN_FEAT_SPARSE)
 		{
 			memcpy(region + h->off_fptr, fptr, 8 * (un + 1));
-			memcpy(region + h->off_fidx, fidx, 4 * (uint64_t) feat_nnz);
-			memcpy(region + h->off_fval, fval, 4 * (uint64_t) feat_nnz);
+			memcpy(region + h->off_fidx, fidx ? fidx : in->sp_index, 4 * (uint64_t) feat_nnz);
+			memcpy(region + h->off_fval, fval ? fval : in->sp_value, 4 * (uint64_t) feat_nnz);
 		}
 		if (in->labels)
 		{

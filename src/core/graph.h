@@ -64,6 +64,26 @@ enum
 };
 
 /* What a loader collected.  Arrays are borrowed, not copied or freed. */
+/*
+ * Edges as references (typed input): for every node of type src_type, in
+ * index order, ref[i] is the global index of the node of type dst_type that
+ * node i refers to, or -1 for none (a NULL foreign key).  Each reference is
+ * an arc i -> ref[i] of relation rel_fwd and an arc ref[i] -> i of relation
+ * rel_rev, so a foreign-key column becomes its two relations without any
+ * sort: the build lays out the CSR directly (rows in (neighbour, relation)
+ * order), and the reverse CSR is the same arrays with each relation swapped
+ * for its pair.  The relations of all references are distinct, and
+ * etype_src / etype_dst must agree with src_type / dst_type.
+ */
+typedef struct gnn_graph_ref
+{
+	int32_t		src_type;
+	int32_t		dst_type;
+	int32_t		rel_fwd;
+	int32_t		rel_rev;
+	const int32_t *ref;			/* one per node of src_type */
+} gnn_graph_ref;
+
 typedef struct gnn_graph_input
 {
 	/* edges, in original ids */
@@ -90,6 +110,13 @@ typedef struct gnn_graph_input
 	const int32_t *sp_index;
 	const float *sp_value;
 	int32_t		sparse_dim;		/* 0: max index + 1 */
+	/*
+	 * or sparse features as a CSR over the node rows (needs node_ids
+	 * 0..n-1, as typed input does; sp_node is then unused): row v's entries
+	 * are [sp_ptr[v], sp_ptr[v+1]) of sp_index / sp_value, indices strictly
+	 * ascending within a row, sp_ptr[n] = sparse_nnz
+	 */
+	const int64_t *sp_ptr;
 
 	/* names of classes 0..C-1 for text labels: C NUL-terminated strings back to back */
 	const char *class_names;
@@ -110,6 +137,9 @@ typedef struct gnn_graph_input
 	const int16_t *edge_type;	/* per input edge, in [0, num_edge_types) */
 	const int32_t *etype_src;	/* per relation: source node type */
 	const int32_t *etype_dst;	/* per relation: destination node type */
+	/* edges as references instead of src / dst (num_edges must be 0) */
+	int32_t		num_refs;
+	const gnn_graph_ref *refs;
 	/* names: node types then relations, NUL-terminated back to back (optional) */
 	const char *type_names;
 	uint64_t	type_names_bytes;
