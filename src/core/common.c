@@ -4,6 +4,11 @@
 #include "gnn_core.h"
 
 #include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -99,6 +104,50 @@ gnn_rng_split(const gnn_rng *parent, uint64_t stream, gnn_rng *child)
 
 	for (int i = 0; i < 4; i++)
 		child->s[i] = splitmix64(&x);
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23	/* Linux 5.14 */
+#endif
+
+void
+gnn_prefault(void *addr, uint64_t bytes, int nthreads)
+{
+	long		ps = sysconf(_SC_PAGESIZE);
+	uintptr_t	lo,
+				hi;
+	uint64_t	pages;
+
+	if (ps <= 0)
+		ps = 4096;
+	/* whole pages inside [addr, addr + bytes) */
+	lo = ((uintptr_t) addr + (uintptr_t) ps - 1) & ~((uintptr_t) ps - 1);
+	hi = ((uintptr_t) addr + bytes) & ~((uintptr_t) ps - 1);
+	if (!addr || hi <= lo)
+		return;
+	pages = (hi - lo) / (uint64_t) ps;
+#ifdef _OPENMP
+	if (nthreads <= 0)
+		nthreads = omp_get_max_threads();
+	if (pages < 4096)
+		nthreads = 1;
+#pragma omp parallel num_threads(nthreads)
+#endif
+	{
+#ifdef _OPENMP
+		int			k = omp_get_thread_num(),
+					nt = omp_get_num_threads();
+#else
+		int			k = 0,
+					nt = 1;
+#endif
+		char	   *a = (char *) lo + pages * k / nt * (uint64_t) ps,
+				   *b = (char *) lo + pages * (k + 1) / nt * (uint64_t) ps;
+
+		if (b > a && madvise(a, (size_t) (b - a), MADV_POPULATE_WRITE) != 0)
+			for (volatile char *p = a; p < b; p += ps)
+				*p = *p;
+	}
 }
 
 double

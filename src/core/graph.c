@@ -1645,8 +1645,9 @@ node_data:
 		sz[L_INDPTR] = 8 * (un + 1);
 		sz[L_INDICES] = 4 * um;
 		sz[L_WEIGHTS] = weights ? 4 * um : 0;
-		sz[L_RINDPTR] = 8 * (un + 1);
-		sz[L_RINDICES] = 4 * um;
+		/* of references, the reverse CSR's neighbours are the CSR's: shared */
+		sz[L_RINDPTR] = in->num_refs > 0 ? 0 : 8 * (un + 1);
+		sz[L_RINDICES] = in->num_refs > 0 ? 0 : 4 * um;
 		sz[L_RWEIGHTS] = weights ? 4 * um : 0;
 		sz[L_FEAT] = feat_kind == GNN_FEAT_DENSE ? 4 * un * (uint64_t) feat_dim : 0;
 		sz[L_FPTR] = feat_kind == GNN_FEAT_SPARSE ? 8 * (un + 1) : 0;
@@ -1671,7 +1672,7 @@ node_data:
 		present[L_TYPE_PTR] = present[L_ETYPES] = true;
 		present[L_ARC_TYPE] = present[L_RARC_TYPE] = erel != NULL;
 		present[L_KEY_OFF] = present[L_KEY_BYTES] = present[L_TYPE_TEXT_KEY] = in->key_off != NULL;
-		present[L_RINDPTR] = present[L_RINDICES] = true;
+		present[L_RINDPTR] = present[L_RINDICES] = in->num_refs == 0;
 		present[L_FPTR] = present[L_FIDX] = present[L_FVAL] = feat_kind == GNN_FEAT_SPARSE;
 		compute_layout(sz, present, &l);
 
@@ -1700,8 +1701,8 @@ node_data:
 		h->off_indptr = l.off[L_INDPTR];
 		h->off_indices = l.off[L_INDICES];
 		h->off_weights = l.off[L_WEIGHTS];
-		h->off_rindptr = l.off[L_RINDPTR];
-		h->off_rindices = l.off[L_RINDICES];
+		h->off_rindptr = in->num_refs > 0 ? l.off[L_INDPTR] : l.off[L_RINDPTR];
+		h->off_rindices = in->num_refs > 0 ? l.off[L_INDICES] : l.off[L_RINDICES];
 		h->off_rweights = l.off[L_RWEIGHTS];
 		h->off_feat = l.off[L_FEAT];
 		h->off_fptr = l.off[L_FPTR];
@@ -1738,8 +1739,8 @@ node_data:
 
 		/*
 		 * the reverse CSR: the transpose of the merged CSR, rows in (source,
-		 * relation) order.  Of references it is the CSR itself with every
-		 * relation swapped for its pair (an arc v -> u of relation r is an
+		 * relation) order.  Of references it is the CSR itself (the same
+		 * arrays in the region) with every relation swapped for its pair (an arc v -> u of relation r is an
 		 * arc u -> v of r's pair), reordered where one neighbour has arcs of
 		 * several relations; else a stable parallel count and scatter of the
 		 * arcs by destination.
@@ -1760,8 +1761,7 @@ node_data:
 				pair[in->refs[k].rel_fwd] = (int16_t) in->refs[k].rel_rev;
 				pair[in->refs[k].rel_rev] = (int16_t) in->refs[k].rel_fwd;
 			}
-			memcpy(rptr, indptr, 8 * (un + 1));
-			memcpy(ridx, indices, 4 * um);
+			/* rptr and ridx are the CSR's own arrays (written above) */
 			if (rat)
 			{
 #pragma omp parallel for schedule(dynamic, 4096) num_threads(T)

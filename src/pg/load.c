@@ -396,6 +396,8 @@ RegionAlloc(void *arg, uint64_t bytes)
 		rq->reserved = GnnGraphReserve(bytes, rq->name);
 		rq->seg = dsm_create(bytes, 0);
 		addr = dsm_segment_address(rq->seg);
+		/* the pages all at once, before the build writes them */
+		gnn_prefault(addr, bytes, gnn_threads);
 	}
 	PG_CATCH();
 	{

@@ -73,8 +73,66 @@ Phase(const char *what)
 typedef enum KeyKind
 {
 	KEY_INT,
-	KEY_TEXT
+	KEY_TEXT,
+	KEY_UUID					/* 16 bytes, compared as two big-endian words */
 } KeyKind;
+
+/* a uuid as two words whose numeric order is the uuid's byte (and text) order */
+typedef struct U128
+{
+	uint64		hi;
+	uint64		lo;
+} U128;
+
+static inline U128
+UuidWords(Datum d)
+{
+	const unsigned char *b = DatumGetUUIDP(d)->data;
+	U128		u = {0, 0};
+
+	for (int i = 0; i < 8; i++)
+	{
+		u.hi = (u.hi << 8) | b[i];
+		u.lo = (u.lo << 8) | b[i + 8];
+	}
+	return u;
+}
+
+static inline int
+U128Cmp(U128 a, U128 b)
+{
+	if (a.hi != b.hi)
+		return a.hi < b.hi ? -1 : 1;
+	return a.lo < b.lo ? -1 : a.lo > b.lo;
+}
+
+/* the uuid's text form (36 characters and a NUL) into out */
+static void
+UuidFormat(U128 u, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	char	   *p = out;
+
+	for (int i = 0; i < 16; i++)
+	{
+		unsigned	byte = (unsigned) ((i < 8 ? u.hi >> (56 - 8 * i) : u.lo >> (56 - 8 * (i - 8))) & 0xff);
+
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			*p++ = '-';
+		*p++ = hex[byte >> 4];
+		*p++ = hex[byte & 15];
+	}
+	*p = '\0';
+}
+
+static char *
+UuidText(U128 u)
+{
+	char	   *s = palloc(37);
+
+	UuidFormat(u, s);
+	return s;
+}
 
 /* a feature column of a table */
 typedef struct SchemaCol
@@ -103,6 +161,7 @@ typedef struct SchemaFk
 	/* per scanned row: the referenced key (NULL: no edge) */
 	GrowArray	ivals;			/* int64 */
 	GrowArray	tvals;			/* char * */
+	GrowArray	uvals;			/* U128 */
 	GrowArray	nulls;			/* bool */
 } SchemaFk;
 
@@ -135,6 +194,7 @@ typedef struct SchemaType
 	int64		n;
 	GrowArray	ikeys;			/* int64, scan order */
 	GrowArray	tkeys;			/* char *, scan order */
+	GrowArray	ukeys;			/* U128, scan order */
 	GrowArray	times;			/* int64 */
 	GrowArray	labels;			/* char * (target type) */
 	GrowArray	splits;			/* uint8 (target type) */
@@ -144,6 +204,7 @@ typedef struct SchemaType
 	int64		offset;			/* first global index */
 	/* key -> sorted position: open addressing (KeyIndex) */
 	struct KeySlot *kh;
+	struct UuidSlot *uh;		/* uuid keys */
 	uint64		kh_mask;
 	int32		feat_offset;
 	int32		feat_width;
@@ -331,8 +392,10 @@ IsKeyType(Oid type, KeyKind *kk)
 		case TEXTOID:
 		case VARCHAROID:
 		case BPCHAROID:
-		case UUIDOID:
 			*kk = KEY_TEXT;
+			return true;
+		case UUIDOID:
+			*kk = KEY_UUID;
 			return true;
 		default:
 			return false;
@@ -427,6 +490,74 @@ CmpTextRows(const void *a, const void *b)
 				  ((char **) sort_type->tkeys.data)[*(const int64 *) b]);
 }
 
+typedef struct UuidRow
+{
+	U128		key;
+	int64		row;
+} UuidRow;
+
+static int
+CmpUuidRows(const void *a, const void *b)
+{
+	return U128Cmp(((const UuidRow *) a)->key, ((const UuidRow *) b)->key);
+}
+
+/* The key of scan row `row` of t as text, for messages. */
+static char *
+RowKeyText(SchemaType *t, int64 row)
+{
+	switch (t->kk)
+	{
+		case KEY_INT:
+			return psprintf(INT64_FORMAT, ((int64 *) t->ikeys.data)[row]);
+		case KEY_UUID:
+			return UuidText(((U128 *) t->ukeys.data)[row]);
+		default:
+			return ((char **) t->tkeys.data)[row];
+	}
+}
+
+/*
+ * Number a uuid-keyed type's nodes: the keys sorted as 16-byte values
+ * (their text order too), next to their rows for locality.
+ */
+static void
+OrderUuidKeys(SchemaType *t)
+{
+	const U128 *k = (const U128 *) t->ukeys.data;
+	bool		sorted = true;
+
+	for (int64 i = 1; i < t->n && sorted; i++)
+		sorted = U128Cmp(k[i - 1], k[i]) < 0;
+	if (sorted)
+	{
+		for (int64 i = 0; i < t->n; i++)
+			t->perm[i] = t->rank[i] = i;
+		return;
+	}
+	{
+		UuidRow    *r = palloc_extended(sizeof(UuidRow) * t->n, MCXT_ALLOC_HUGE);
+
+		for (int64 i = 0; i < t->n; i++)
+		{
+			r[i].key = k[i];
+			r[i].row = i;
+		}
+		qsort(r, t->n, sizeof(UuidRow), CmpUuidRows);
+		for (int64 i = 0; i < t->n; i++)
+		{
+			if (i > 0 && U128Cmp(r[i - 1].key, r[i].key) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNIQUE_VIOLATION),
+						 errmsg("key %s appears twice in column \"%s\" of %s", UuidText(r[i].key), t->key, t->relname),
+						 errhint("A node key must be unique: use the primary key, or name a unique column in options.keys.")));
+			t->perm[i] = r[i].row;
+			t->rank[r[i].row] = i;
+		}
+		pfree(r);
+	}
+}
+
 /* Number t's nodes in key order; a repeated key is an error naming it. */
 static void
 OrderKeys(SchemaType *t)
@@ -434,6 +565,12 @@ OrderKeys(SchemaType *t)
 	t->perm = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
 	t->rank = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
 	bool		sorted = true;
+
+	if (t->kk == KEY_UUID)
+	{
+		OrderUuidKeys(t);
+		return;
+	}
 
 	for (int64 i = 0; i < t->n; i++)
 		t->perm[i] = i;
@@ -476,6 +613,18 @@ TextHash(const char *s)
  * holds the key itself (text: its 64-bit hash), so a probe touches one cache
  * line, and a text key is compared only when its hash matches.
  */
+typedef struct UuidSlot
+{
+	U128		key;
+	int64		pos;			/* -1 = empty */
+} UuidSlot;
+
+static inline uint64
+UuidHash(U128 u)
+{
+	return gnn_mix64(u.hi ^ gnn_mix64(u.lo));
+}
+
 static void
 KeyIndex(SchemaType *t)
 {
@@ -483,6 +632,26 @@ KeyIndex(SchemaType *t)
 
 	while (size < (uint64) t->n * 2)
 		size <<= 1;
+	if (t->kk == KEY_UUID)
+	{
+		const U128 *k = (const U128 *) t->ukeys.data;
+
+		t->uh = palloc_extended(sizeof(UuidSlot) * size, MCXT_ALLOC_HUGE);
+		for (uint64 i = 0; i < size; i++)
+			t->uh[i].pos = -1;
+		t->kh_mask = size - 1;
+		for (int64 i = 0; i < t->n; i++)
+		{
+			U128		u = k[t->perm[i]];
+			uint64		h = UuidHash(u);
+
+			while (t->uh[h & t->kh_mask].pos >= 0)
+				h++;
+			t->uh[h & t->kh_mask].key = u;
+			t->uh[h & t->kh_mask].pos = i;
+		}
+		return;
+	}
 	t->kh = palloc_extended(sizeof(KeySlot) * size, MCXT_ALLOC_HUGE);
 	for (uint64 i = 0; i < size; i++)
 		t->kh[i].pos = -1;
@@ -512,6 +681,21 @@ FindIntKey(SchemaType *t, int64 ikey)
 		if (e->pos < 0)
 			return -1;
 		if (e->key == ikey)
+			return t->offset + e->pos;
+	}
+}
+
+/* Global index of the node of uuid-keyed type t with key u, or -1. */
+static inline int64
+FindUuidKey(SchemaType *t, U128 u)
+{
+	for (uint64 h = UuidHash(u);; h++)
+	{
+		UuidSlot   *e = &t->uh[h & t->kh_mask];
+
+		if (e->pos < 0)
+			return -1;
+		if (e->key.hi == u.hi && e->key.lo == u.lo)
 			return t->offset + e->pos;
 	}
 }
@@ -699,6 +883,8 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 		GrowInit(&fk->nulls, ctx, sizeof(bool), est);
 		if (L->types[fk->to].kk == KEY_INT)
 			GrowInit(&fk->ivals, ctx, sizeof(int64), est);
+		else if (L->types[fk->to].kk == KEY_UUID)
+			GrowInit(&fk->uvals, ctx, sizeof(U128), est);
 		else
 			GrowInit(&fk->tvals, ctx, sizeof(char *), est);
 		{
@@ -761,6 +947,8 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 	}
 	if (t->kk == KEY_INT)
 		GrowInit(&t->ikeys, ctx, sizeof(int64), est);
+	else if (t->kk == KEY_UUID)
+		GrowInit(&t->ukeys, ctx, sizeof(U128), est);
 	else
 		GrowInit(&t->tkeys, ctx, sizeof(char *), est);
 
@@ -778,6 +966,8 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 		MemoryContextSwitchTo(ctx);
 		if (t->kk == KEY_INT)
 			*(int64 *) GrowPush(&t->ikeys) = IntDatum(v[0], s.types[0]);
+		else if (t->kk == KEY_UUID)
+			*(U128 *) GrowPush(&t->ukeys) = UuidWords(v[0]);
 		else
 			*(char **) GrowPush(&t->tkeys) = GnnKeyText(v[0], s.types[0]);
 		for (int f = 0; f < t->nfks; f++)
@@ -788,6 +978,12 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 			*(bool *) GrowPush(&fk->nulls) = isnull;
 			if (L->types[fk->to].kk == KEY_INT)
 				*(int64 *) GrowPush(&fk->ivals) = isnull ? 0 : IntDatum(v[fk->scan], fk->type);
+			else if (L->types[fk->to].kk == KEY_UUID)
+			{
+				U128		z = {0, 0};
+
+				*(U128 *) GrowPush(&fk->uvals) = isnull ? z : UuidWords(v[fk->scan]);
+			}
 			else
 				*(char **) GrowPush(&fk->tvals) = isnull ? NULL : GnnKeyText(v[fk->scan], fk->type);
 		}
@@ -895,7 +1091,7 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 		}
 	}
 	ScanEnd(&s);
-	t->n = t->kk == KEY_INT ? t->ikeys.n : t->tkeys.n;
+	t->n = t->kk == KEY_INT ? t->ikeys.n : t->kk == KEY_UUID ? t->ukeys.n : t->tkeys.n;
 	t->labels = labels;
 	t->splits = splits;
 }
@@ -1322,20 +1518,18 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 	memset(&in, 0, sizeof(in));
 	in.num_nodes = n;
 
-	/* edges */
+	/*
+	 * edges: each foreign key is a reference per row of its table, in node
+	 * order (the core lays out both relations from it, without sorting)
+	 */
 	{
-		GrowArray	src,
-					dst;
-		GrowArray	et;
+		int			nrefs = 0;
+		gnn_graph_ref *refs;
 
-		int64		narcs = 0;
-
-		/* sized once: two arcs per foreign key value */
 		for (int t = 0; t < nrel; t++)
-			narcs += 2 * L.types[t].n * L.types[t].nfks;
-		GrowInit(&src, ctx, sizeof(int64), narcs);
-		GrowInit(&dst, ctx, sizeof(int64), narcs);
-		GrowInit(&et, ctx, sizeof(int16), narcs);
+			nrefs += L.types[t].nfks;
+		refs = palloc0(sizeof(gnn_graph_ref) * Max(nrefs, 1));
+		nrefs = 0;
 		GnnCoreThreadsInit();	/* gnn.threads for the lookups below */
 		for (int t = 0; t < nrel; t++)
 		{
@@ -1345,12 +1539,15 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 			{
 				SchemaFk   *fk = &T->fks[f];
 				SchemaType *R = &L.types[fk->to];
-
-				int64	   *found = palloc_extended(sizeof(int64) * Max(T->n, 1), MCXT_ALLOC_HUGE);
+				int32	   *ref = palloc_extended(sizeof(int32) * Max(T->n, 1), MCXT_ALLOC_HUGE);
+				int32	   *found = palloc_extended(sizeof(int32) * Max(T->n, 1), MCXT_ALLOC_HUGE);
 				const bool *fnull = (const bool *) fk->nulls.data;
 				const int64 *fiv = (const int64 *) fk->ivals.data;
+				const U128 *fuv = (const U128 *) fk->uvals.data;
 				char	  **ftv = (char **) fk->tvals.data;
+				const int64 *rank = T->rank;
 				int64		tn = T->n;
+				KeyKind		rk = R->kk;
 
 				/*
 				 * The lookups are independent (pure C, no PostgreSQL call): on
@@ -1359,29 +1556,16 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				CHECK_FOR_INTERRUPTS();
 #pragma omp parallel for schedule(static)
 				for (int64 row = 0; row < tn; row++)
-					found[row] = fnull[row] ? -2 : R->kk == KEY_INT ? FindIntKey(R, fiv[row]) :
-						FindTextKey(R, ftv[row]);
-				for (int64 row = 0; row < T->n; row++)
-				{
-					int64		a,
-								b = found[row];
-
-					if ((row & 65535) == 0)
-						CHECK_FOR_INTERRUPTS();
-					if (b == -2)
-						continue;	/* a NULL foreign key is no edge */
-					a = T->offset + T->rank[row];
-					if (b < 0)
+					found[row] = fnull[row] ? -2 : (int32) (rk == KEY_INT ? FindIntKey(R, fiv[row]) :
+															rk == KEY_UUID ? FindUuidKey(R, fuv[row]) :
+															FindTextKey(R, ftv[row]));
+				for (int64 row = 0; row < tn && !L.skip_dangling; row++)
+					if (found[row] == -1)
 					{
-						char	   *key = R->kk == KEY_INT ?
-							psprintf(INT64_FORMAT, ((int64 *) fk->ivals.data)[row]) :
-							((char **) fk->tvals.data)[row];
-						char	   *rowkey = T->kk == KEY_INT ?
-							psprintf(INT64_FORMAT, ((int64 *) T->ikeys.data)[row]) :
-							((char **) T->tkeys.data)[row];
+						char	   *key = rk == KEY_INT ? psprintf(INT64_FORMAT, fiv[row]) :
+							rk == KEY_UUID ? UuidText(fuv[row]) : ftv[row];
+						char	   *rowkey = RowKeyText(T, row);
 
-						if (L.skip_dangling)
-							continue;
 						ereport(ERROR,
 								(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
 								 errmsg("edge %s.%s of graph \"%s\" refers to %s %s, which is not a row of %s",
@@ -1391,20 +1575,22 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 								 errhint("Add the row to %s, or pass options => '{\"skip_dangling\": true}' to leave such edges out.",
 										 R->relname)));
 					}
-					*(int64 *) GrowPush(&src) = a;
-					*(int64 *) GrowPush(&dst) = b;
-					*(int16 *) GrowPush(&et) = (int16) fk->rel_fwd;
-					*(int64 *) GrowPush(&src) = b;
-					*(int64 *) GrowPush(&dst) = a;
-					*(int16 *) GrowPush(&et) = (int16) fk->rel_rev;
-				}
+				/* a NULL foreign key, or a missing one skipped, is no edge */
+#pragma omp parallel for schedule(static)
+				for (int64 row = 0; row < tn; row++)
+					ref[rank[row]] = found[row] < 0 ? -1 : found[row];
 				pfree(found);
+				refs[nrefs].src_type = t;
+				refs[nrefs].dst_type = fk->to;
+				refs[nrefs].rel_fwd = fk->rel_fwd;
+				refs[nrefs].rel_rev = fk->rel_rev;
+				refs[nrefs].ref = ref;
+				nrefs++;
 			}
 		}
-		in.num_edges = src.n;
-		in.src = (int64_t *) src.data;
-		in.dst = (int64_t *) dst.data;
-		in.edge_type = (int16_t *) et.data;
+		in.num_refs = nrefs;
+		in.refs = refs;
+		in.num_edges = 0;
 	}
 
 	Phase("resolving foreign keys");
@@ -1422,26 +1608,34 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 
 		for (int t = 0; t < nrel; t++)
 		{
-			any_text |= L.types[t].kk == KEY_TEXT;
+			any_text |= L.types[t].kk != KEY_INT;
 			any_time |= L.types[t].time_col != NULL;
-			ttk[t] = L.types[t].kk == KEY_TEXT;
+			ttk[t] = L.types[t].kk != KEY_INT;
 		}
 		if (any_time)
 			times = palloc_extended(sizeof(int64) * n, MCXT_ALLOC_HUGE);
 		for (int t = 0; t < nrel; t++)
 		{
 			SchemaType *T = &L.types[t];
+			const int64 *perm = T->perm;
+			const int64 *ik = (const int64 *) T->ikeys.data;
+			const int64 *tm = (const int64 *) T->times.data;
+			int64		off = T->offset,
+						tn = T->n;
+			bool		isint = T->kk == KEY_INT,
+						hastime = T->time_col != NULL;
 
-			for (int64 i = 0; i < T->n; i++)
+#pragma omp parallel for schedule(static)
+			for (int64 i = 0; i < tn; i++)
 			{
-				int64		g = T->offset + i,
-							row = T->perm[i];
+				int64		g = off + i,
+							row = perm[i];
 
 				ids[g] = g;
 				ntype[g] = (int16) t;
-				keys[g] = T->kk == KEY_INT ? ((int64 *) T->ikeys.data)[row] : i;
+				keys[g] = isint ? ik[row] : i;
 				if (times)
-					times[g] = T->time_col ? ((int64 *) T->times.data)[row] : GNN_TIME_NONE;
+					times[g] = hastime ? tm[row] : GNN_TIME_NONE;
 			}
 		}
 		in.node_ids = ids;
@@ -1464,24 +1658,62 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		in.etype_dst = edst;
 		if (any_text)
 		{
-			StringInfoData kb;
 			int64_t    *koff = palloc_extended(sizeof(int64) * (n + 1), MCXT_ALLOC_HUGE);
+			int64		bytes = 0,
+						pos = 0;
+			char	   *kb;
 
-			initStringInfo(&kb);
+			/* sizes first, then the keys in node order (uuids: 36 characters each) */
 			for (int t = 0; t < nrel; t++)
 			{
 				SchemaType *T = &L.types[t];
 
+				if (T->kk == KEY_UUID)
+					bytes += 36 * T->n;
+				else if (T->kk == KEY_TEXT)
+					for (int64 i = 0; i < T->n; i++)
+						bytes += strlen(((char **) T->tkeys.data)[i]);
+			}
+			kb = palloc_extended(bytes + 37, MCXT_ALLOC_HUGE);
+			for (int t = 0; t < nrel; t++)
+			{
+				SchemaType *T = &L.types[t];
+				int64		off = T->offset;
+
+				if (T->kk == KEY_UUID)
+				{
+					const U128 *uk = (const U128 *) T->ukeys.data;
+					const int64 *perm = T->perm;
+					int64		base = pos;
+
+#pragma omp parallel for schedule(static)
+					for (int64 i = 0; i < T->n; i++)
+					{
+						char		buf[37];
+
+						koff[off + i] = base + 36 * i;
+						UuidFormat(uk[perm[i]], buf);
+						memcpy(kb + base + 36 * i, buf, 36);
+					}
+					pos += 36 * T->n;
+					continue;
+				}
 				for (int64 i = 0; i < T->n; i++)
 				{
-					koff[T->offset + i] = kb.len;
+					koff[off + i] = pos;
 					if (T->kk == KEY_TEXT)
-						appendStringInfoString(&kb, ((char **) T->tkeys.data)[T->perm[i]]);
+					{
+						const char *k = ((char **) T->tkeys.data)[T->perm[i]];
+						size_t		len = strlen(k);
+
+						memcpy(kb + pos, k, len);
+						pos += len;
+					}
 				}
 			}
-			koff[n] = kb.len;
+			koff[n] = pos;
 			in.key_off = koff;
-			in.key_bytes = kb.data;
+			in.key_bytes = kb;
 			in.type_text_key = ttk;
 		}
 	}
@@ -1604,9 +1836,6 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 	Phase("node arrays and labels");
 	/* features: each type's slice of one block-diagonal sparse matrix */
 	{
-		GrowArray	sn,
-					si,
-					sv;
 		int32		D = 0;
 
 		for (int t = 0; t < nrel; t++)
@@ -1649,69 +1878,87 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 						 errmsg("graph \"%s\" would have more than %d feature columns", L.name, INT32_MAX - 1)));
 			D += T->feat_width;
 		}
-		GrowInit(&sn, ctx, sizeof(int64), n * 2);
-		GrowInit(&si, ctx, sizeof(int32), n * 2);
-		GrowInit(&sv, ctx, sizeof(float), n * 2);
-		for (int t = 0; t < nrel; t++)
+		/*
+		 * The features as a CSR over the nodes, written in node order: room
+		 * for every slot of every row (untouched room costs no memory), so no
+		 * array grows or is copied.
+		 */
 		{
-			SchemaType *T = &L.types[t];
-			int64		chunk = 65536;
-			float	   *buf;
+			int64		cap = 0,
+						nnz = 0;
+			int64	   *fptr = palloc_extended(sizeof(int64) * (n + 1), MCXT_ALLOC_HUGE);
+			int32	   *fidx;
+			float	   *fval;
+
+			for (int t = 0; t < nrel; t++)
+				cap += L.types[t].embedding ? L.types[t].n : L.types[t].n * (int64) L.types[t].feat_width;
+			fidx = palloc_extended(sizeof(int32) * Max(cap, 1), MCXT_ALLOC_HUGE);
+			fval = palloc_extended(sizeof(float) * Max(cap, 1), MCXT_ALLOC_HUGE);
+			for (int t = 0; t < nrel; t++)
+			{
+				SchemaType *T = &L.types[t];
+				int64		chunk = 65536;
+				float	   *buf;
 #ifdef _OPENMP
-			int			nthreads = gnn_threads > 0 ? gnn_threads : omp_get_max_threads();
+				int			nthreads = gnn_threads > 0 ? gnn_threads : omp_get_max_threads();
 #else
-			int			nthreads = 1;
+				int			nthreads = 1;
 #endif
-			gnn_col_encoder **encs = palloc(sizeof(gnn_col_encoder *) * (T->ncols + 1));
-			int			nenc = 0;
+				gnn_col_encoder **encs = palloc(sizeof(gnn_col_encoder *) * (T->ncols + 1));
+				int			nenc = 0;
+				int32		W = T->feat_width,
+							FO = T->feat_offset;
 
-			if (T->embedding)
-			{
-				for (int64 i = 0; i < T->n; i++)
+				if (T->embedding)
 				{
-					*(int64 *) GrowPush(&sn) = T->offset + i;
-					*(int32 *) GrowPush(&si) = T->feat_offset + (int32) i;
-					*(float *) GrowPush(&sv) = 1.0f;
+					for (int64 i = 0; i < T->n; i++)
+					{
+						fptr[T->offset + i] = nnz;
+						fidx[nnz] = FO + (int32) i;
+						fval[nnz++] = 1.0f;
+					}
+					continue;
 				}
-				continue;
-			}
-			/* the encoders in slice order (their offsets follow one another) */
-			for (int c = 0; c < T->ncols; c++)
-				if (!T->cols[c].skipped)
-					encs[nenc++] = T->cols[c].enc;
-			buf = palloc_extended(sizeof(float) * chunk * T->feat_width, MCXT_ALLOC_HUGE);
-			for (int64 i0 = 0; i0 < T->n; i0 += chunk)
-			{
-				int64		rows = Min(chunk, T->n - i0);
-				gnn_error	err;
-
-				CHECK_FOR_INTERRUPTS();
-				/* rows in key order, on every core; then the non-zeros in row order */
-				if (gnn_enc_write_rows_perm(encs, nenc, rows, T->perm + i0, buf, T->feat_width, 0,
-											nthreads, &err) != GNN_OK)
-					ereport(ERROR,
-							(errcode(ERRCODE_INTERNAL_ERROR),
-							 errmsg("encoding the features of %s failed: %s", T->relname, err.msg)));
-				for (int64 r = 0; r < rows; r++)
+				/* the encoders in slice order (their offsets follow one another) */
+				for (int c = 0; c < T->ncols; c++)
+					if (!T->cols[c].skipped)
+						encs[nenc++] = T->cols[c].enc;
+				buf = palloc_extended(sizeof(float) * chunk * W, MCXT_ALLOC_HUGE);
+				for (int64 i0 = 0; i0 < T->n; i0 += chunk)
 				{
-					float	   *row = buf + r * T->feat_width;
+					int64		rows = Min(chunk, T->n - i0);
+					gnn_error	err;
 
-					row[T->feat_width - 1] = 1.0f;	/* the constant column */
-					for (int32 j = 0; j < T->feat_width; j++)
-						if (row[j] != 0.0f)
-						{
-							*(int64 *) GrowPush(&sn) = T->offset + i0 + r;
-							*(int32 *) GrowPush(&si) = T->feat_offset + j;
-							*(float *) GrowPush(&sv) = row[j];
-						}
+					CHECK_FOR_INTERRUPTS();
+					/* rows in key order, on every core; then the non-zeros in row order */
+					if (gnn_enc_write_rows_perm(encs, nenc, rows, T->perm + i0, buf, W, 0,
+												nthreads, &err) != GNN_OK)
+						ereport(ERROR,
+								(errcode(ERRCODE_INTERNAL_ERROR),
+								 errmsg("encoding the features of %s failed: %s", T->relname, err.msg)));
+					for (int64 r = 0; r < rows; r++)
+					{
+						const float *row = buf + r * W;
+
+						fptr[T->offset + i0 + r] = nnz;
+						for (int32 j = 0; j < W - 1; j++)
+							if (row[j] != 0.0f)
+							{
+								fidx[nnz] = FO + j;
+								fval[nnz++] = row[j];
+							}
+						fidx[nnz] = FO + W - 1; /* the constant column */
+						fval[nnz++] = 1.0f;
+					}
 				}
+				pfree(buf);
 			}
-			pfree(buf);
+			fptr[n] = nnz;
+			in.sparse_nnz = nnz;
+			in.sp_ptr = fptr;
+			in.sp_index = fidx;
+			in.sp_value = fval;
 		}
-		in.sparse_nnz = sn.n;
-		in.sp_node = (int64_t *) sn.data;
-		in.sp_index = (int32_t *) si.data;
-		in.sp_value = (float *) sv.data;
 		in.sparse_dim = D;
 	}
 
