@@ -1479,7 +1479,8 @@ node_data:
 			int64_t		b = in->sp_ptr[v],
 						e = in->sp_ptr[v + 1];
 
-			if (e < b || e > nnz)
+			/* b < 0 too: rows are checked in parallel, not after their predecessors */
+			if (b < 0 || e < b || e > nnz)
 			{
 				if (v < bad)
 					bad = v;
