@@ -842,18 +842,28 @@ invert_ref(const gnn_graph_ref *r, const typeinfo *ti, int T, int64_t **ptr_out,
 		free(off);
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory inverting %lld references", (long long) ns);
 	}
+	/*
+	 * T chunks, each with its own counts; a team may have fewer threads than
+	 * asked for (inside another parallel region, say), so each thread takes
+	 * every nt-th chunk
+	 */
 #pragma omp parallel num_threads(T)
 	{
 #ifdef _OPENMP
-		int			t = omp_get_thread_num();
+		int			t0 = omp_get_thread_num(),
+					nt = omp_get_num_threads();
 #else
-		int			t = 0;
+		int			t0 = 0,
+					nt = 1;
 #endif
-		int64_t    *h = off + (size_t) t * nd;
+		for (int t = t0; t < T; t += nt)
+		{
+			int64_t    *h = off + (size_t) t * nd;
 
-		for (int64_t i = ns * t / T; i < ns * (t + 1) / T; i++)
-			if (r->ref[i] >= 0)
-				h[r->ref[i] - db]++;
+			for (int64_t i = ns * t / T; i < ns * (t + 1) / T; i++)
+				if (r->ref[i] >= 0)
+					h[r->ref[i] - db]++;
+		}
 	}
 	for (int64_t j = 0; j < nd; j++)
 	{
@@ -877,15 +887,20 @@ invert_ref(const gnn_graph_ref *r, const typeinfo *ti, int T, int64_t **ptr_out,
 #pragma omp parallel num_threads(T)
 	{
 #ifdef _OPENMP
-		int			t = omp_get_thread_num();
+		int			t0 = omp_get_thread_num(),
+					nt = omp_get_num_threads();
 #else
-		int			t = 0;
+		int			t0 = 0,
+					nt = 1;
 #endif
-		int64_t    *h = off + (size_t) t * nd;
+		for (int t = t0; t < T; t += nt)
+		{
+			int64_t    *h = off + (size_t) t * nd;
 
-		for (int64_t i = ns * t / T; i < ns * (t + 1) / T; i++)
-			if (r->ref[i] >= 0)
-				src[h[r->ref[i] - db]++] = (int32_t) (sb + i);
+			for (int64_t i = ns * t / T; i < ns * (t + 1) / T; i++)
+				if (r->ref[i] >= 0)
+					src[h[r->ref[i] - db]++] = (int32_t) (sb + i);
+		}
 	}
 	free(off);
 	*ptr_out = ptr;
@@ -1464,7 +1479,8 @@ node_data:
 			int64_t		b = in->sp_ptr[v],
 						e = in->sp_ptr[v + 1];
 
-			if (e < b || e > nnz)
+			/* b < 0 too: rows are checked in parallel, not after their predecessors */
+			if (b < 0 || e < b || e > nnz)
 			{
 				if (v < bad)
 					bad = v;
