@@ -111,8 +111,8 @@ typedef struct gnn_graph_input
 	const float *sp_value;
 	int32_t		sparse_dim;		/* 0: max index + 1 */
 	/*
-	 * or sparse features as a CSR over the node rows (needs node_ids
-	 * 0..n-1, as typed input does; sp_node is then unused): row v's entries
+	 * or sparse features as a CSR over the node rows (typed or keyed input
+	 * only, whose node_ids are 0..n-1; sp_node is then unused): row v's entries
 	 * are [sp_ptr[v], sp_ptr[v+1]) of sp_index / sp_value, indices strictly
 	 * ascending within a row, sp_ptr[n] = sparse_nnz
 	 */
