@@ -151,6 +151,11 @@ SELECT gnn.load_schema_graph('bad', ARRAY['item', 'tagmap']::regclass[],
                              options => '{"edges": [{"from": "item.tag", "to": "tagmap"}]}');
 SELECT name, edges FROM gnn.load_schema_graph('shop4', ARRAY['item', 'tagmap']::regclass[], replace => true,
                              options => '{"edges": [{"from": "item.tag", "to": "tagmap"}], "skip_dangling": true}');
+-- a seed time needs a target and row times, and names a column of the target
+SELECT gnn.load_schema_graph('bad', ARRAY['cat', 'item']::regclass[], options => '{"seed_time": "added"}');
+SELECT gnn.load_schema_graph('bad', ARRAY['cat', 'item']::regclass[], target => 'item', options => '{"seed_time": "added"}');
+SELECT gnn.load_schema_graph('bad', ARRAY['cat', 'item']::regclass[], target => 'item',
+                             options => '{"seed_time": "nosuch", "time": {"item": "added"}}');
 SELECT count(*) AS bad_graphs FROM gnn.graphs WHERE name = 'bad';
 \set VERBOSITY terse
 

@@ -45,6 +45,30 @@ SELECT (SELECT acc FROM a WHERE name = 'hs') > (SELECT acc FROM a WHERE name = '
        (SELECT acc FROM a WHERE name = 'hs_time') > (SELECT acc FROM a WHERE name = 'mlp') + 0.25 AS hs_time_beats_mlp,
        (SELECT acc FROM a WHERE name = 'mlp') < 0.45 AS mlp_near_chance;
 
+-- a seed time per row (load option seed_time): a customer is a row from its
+-- signed_up time (what other seeds may see of it) and is predicted at its
+-- snapshot; one time for every seed (train option seed_time) before any
+-- review leaves every neighbourhood without reviews: features-only accuracy
+SELECT nodes FROM gnn.load_schema_graph('shop_seed', ARRAY['customers', 'products', 'reviews', 'categories']::regclass[],
+                           target => 'customers', label => 'segment', split => 'split',
+                           options => '{"time": {"reviews": "created_at", "customers": "signed_up"},
+                                        "seed_time": "snapshot_at", "exclude": {"customers": ["churn", "spend"]}}');
+SELECT t->>'time' AS row_time, t->>'seed_time' AS seed_time
+FROM jsonb_array_elements(gnn._graph_meta('shop_seed')->'types') t WHERE t->>'name' = 'customers';
+SELECT gnn.train('shop_seed', model => 'hetero_sage', name => 'hs_seed', epochs => 30, seed => 7, wait => true,
+                 options => '{"fanouts": [10, 5], "batch_size": 64}') > 0 AS trained;
+SELECT gnn.train('shop_seed', model => 'hetero_sage', name => 'hs_asof', epochs => 30, seed => 7, wait => true,
+                 options => '{"fanouts": [10, 5], "batch_size": 64, "seed_time": "2000-01-01"}') > 0 AS trained;
+WITH a AS (SELECT name, (metrics->>'test_acc')::float AS acc, metrics->>'temporal' AS temporal FROM gnn.models)
+SELECT (SELECT temporal FROM a WHERE name = 'hs_seed') AS seed_temporal,
+       (SELECT temporal FROM a WHERE name = 'hs_asof') AS asof_temporal,
+       (SELECT acc FROM a WHERE name = 'hs_seed') > (SELECT acc FROM a WHERE name = 'mlp') + 0.25 AS seed_beats_mlp,
+       (SELECT acc FROM a WHERE name = 'hs_asof') < (SELECT acc FROM a WHERE name = 'hs_seed') - 0.25 AS asof_sees_no_reviews;
+SELECT params->>'seed_time' AS as_of FROM gnn.models WHERE name = 'hs_asof';
+SELECT gnn.train('shop_seed', model => 'hetero_sage', name => 'x', options => '{"seed_time": "2024-01-01"}');
+SELECT gnn.train('shop_seed', model => 'hetero_sage', name => 'x', options => '{"fanouts": [5, 5], "seed_time": "infinity"}');
+SELECT gnn.drop_graph('shop_seed');
+
 -- uuid keys round-trip: embed writes a uuid id column; predict and similar carry the keys
 SELECT gnn.embed('hs', 'cust_emb');
 SELECT format_type(atttypid, atttypmod) AS id_type FROM pg_attribute

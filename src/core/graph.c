@@ -284,7 +284,7 @@ enum
 	L_IDS, L_INDPTR, L_INDICES, L_WEIGHTS, L_RINDPTR, L_RINDICES, L_RWEIGHTS,
 	L_FEAT, L_FPTR, L_FIDX, L_FVAL, L_LABELS, L_SPLIT, L_CLASSES,
 	L_TYPE_PTR, L_NODE_TYPE, L_ETYPES, L_ARC_TYPE, L_RARC_TYPE, L_TYPE_NAMES, L_KEYS,
-	L_KEY_OFF, L_KEY_BYTES, L_TYPE_TEXT_KEY, L_TIME, L_TARGETS, L_META, L_COUNT
+	L_KEY_OFF, L_KEY_BYTES, L_TYPE_TEXT_KEY, L_TIME, L_TARGETS, L_META, L_SEED_TIME, L_COUNT
 };
 
 typedef struct layout
@@ -441,6 +441,7 @@ typedef struct typeinfo
 	bool		typed;			/* nt > 1 || nr > 1 */
 	bool		indexed;		/* node ids must be 0..n-1: typed, or keys given */
 	bool		has_time;		/* some node has a time */
+	bool		has_seed_time;	/* some node has a seed time */
 	bool		has_targets;	/* some node has a regression target */
 	uint64_t	names_bytes;	/* the type names up to the last one's NUL */
 	int64_t		type_ptr[GNN_MAX_NODE_TYPES + 1];
@@ -673,6 +674,10 @@ check_node_values(const gnn_graph_input *in, int64_t n, typeinfo *ti, gnn_error 
 {
 	for (int64_t i = 0; in->node_time && i < n && !ti->has_time; i++)
 		ti->has_time = in->node_time[i] != GNN_TIME_NONE;
+	if (in->seed_time && !in->node_time)
+		return gnn_error_set(err, GNN_ERR_INVALID, "seed times were given without node times");
+	for (int64_t i = 0; in->seed_time && i < n && !ti->has_seed_time; i++)
+		ti->has_seed_time = in->seed_time[i] != GNN_TIME_NONE;
 	for (int64_t i = 0; in->targets && i < n; i++)
 	{
 		if (isinf(in->targets[i]))
@@ -801,6 +806,13 @@ write_types(const gnn_graph_input *in, const typeinfo *ti, int64_t n, int64_t m,
 
 		for (int64_t v = 0; v < n; v++)
 			tm[v] = in->node_time[rowpos ? rowpos[v] : v];
+	}
+	if (h->off_seed_time)
+	{
+		int64_t    *st = (int64_t *) (region + h->off_seed_time);
+
+		for (int64_t v = 0; v < n; v++)
+			st[v] = in->seed_time[rowpos ? rowpos[v] : v];
 	}
 	if (h->off_targets)
 	{
@@ -1172,11 +1184,11 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		FAIL(GNN_ERR_INVALID, "both dense and sparse features were given");
 	if (in->num_refs < 0 || (in->num_refs > 0 && (!in->refs || in->num_edges > 0)))
 		FAIL(GNN_ERR_INVALID, "edges must be given either as src / dst or as references, not both");
-	if ((in->feat_dim > 0 || in->labels || in->split || in->node_time || in->targets) && !in->node_ids)
+	if ((in->feat_dim > 0 || in->labels || in->split || in->node_time || in->seed_time || in->targets) && !in->node_ids)
 		FAIL(GNN_ERR_INVALID, "node data was given without node ids");
 	if ((status = check_types(in, &ti, err)) != GNN_OK ||
 		(ti.indexed && (status = check_keys(in, &ti, err)) != GNN_OK) ||
-		((in->node_time || in->targets) &&
+		((in->node_time || in->seed_time || in->targets) &&
 		 (status = check_node_values(in, in->num_nodes, &ti, err)) != GNN_OK))
 		goto done;
 
@@ -1220,7 +1232,7 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 					 (long long) ids[i], (long long) first + 1, (long long) second + 1);
 			}
 		/* rows already in id order (serial keys): the permutation is the identity */
-		if (!sorted && (in->feat_dim > 0 || in->labels || in->split || in->node_time || in->targets))
+		if (!sorted && (in->feat_dim > 0 || in->labels || in->split || in->node_time || in->seed_time || in->targets))
 		{
 			if ((status = idmap_init(&map, ids, n, err)) != GNN_OK)
 				goto done;
@@ -1681,7 +1693,8 @@ node_data:
 		sz[L_KEY_OFF] = in->key_off ? 8 * (un + 1) : 0;
 		sz[L_KEY_BYTES] = in->key_off ? (uint64_t) in->key_off[n] : 0;
 		sz[L_TYPE_TEXT_KEY] = in->key_off ? (uint64_t) ti.nt : 0;
-		sz[L_TIME] = ti.has_time ? 8 * un : 0;
+		sz[L_TIME] = ti.has_time || ti.has_seed_time ? 8 * un : 0;
+		sz[L_SEED_TIME] = ti.has_seed_time ? 8 * un : 0;
 		sz[L_TARGETS] = ti.has_targets ? 4 * un : 0;
 		sz[L_META] = in->meta ? in->meta_bytes : 0;
 		present[L_IDS] = present[L_INDPTR] = present[L_INDICES] = true;
@@ -1743,6 +1756,7 @@ node_data:
 		h->key_bytes = sz[L_KEY_BYTES];
 		h->off_type_text_key = l.off[L_TYPE_TEXT_KEY];
 		h->off_time = l.off[L_TIME];
+		h->off_seed_time = l.off[L_SEED_TIME];
 		h->off_targets = l.off[L_TARGETS];
 		h->off_meta = l.off[L_META];
 		h->meta_bytes = sz[L_META];
@@ -1933,6 +1947,7 @@ types_ok(const gnn_graph_header *h, uint64_t size)
 							!span_ok(h->off_key_bytes, h->key_bytes, 1, size) ||
 							!span_ok(h->off_type_text_key, nt, 1, size))) ||
 		(h->off_time && !span_ok(h->off_time, n, 8, size)) ||
+		(h->off_seed_time && !span_ok(h->off_seed_time, n, 8, size)) ||
 		(h->off_targets && !span_ok(h->off_targets, n, 4, size)) ||
 		(h->off_meta && !span_ok(h->off_meta, h->meta_bytes, 1, size)))
 		return false;
@@ -2037,6 +2052,7 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 	g->key_bytes = h->off_key_off ? base + h->off_key_bytes : NULL;
 	g->type_text_key = h->off_key_off ? (const uint8_t *) (base + h->off_type_text_key) : NULL;
 	g->time = h->off_time ? (const int64_t *) (base + h->off_time) : NULL;
+	g->seed_time = h->off_seed_time ? (const int64_t *) (base + h->off_seed_time) : NULL;
 	g->targets = h->off_targets ? (const float *) (base + h->off_targets) : NULL;
 	g->meta = h->off_meta ? base + h->off_meta : NULL;
 	g->meta_bytes = h->off_meta ? h->meta_bytes : 0;

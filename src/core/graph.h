@@ -158,6 +158,12 @@ typedef struct gnn_graph_input
 	const uint8_t *type_text_key;	/* per node type */
 
 	const int64_t *node_time;	/* per node row, GNN_TIME_NONE = none; NULL: no times */
+	/*
+	 * per node row, the time a seed at that node samples at when it is not
+	 * its own time (a prediction made at a snapshot later than the row's
+	 * creation); GNN_TIME_NONE = its own time; NULL: none.  Needs node_time.
+	 */
+	const int64_t *seed_time;
 	const float *targets;		/* per node row regression target, NAN = none (infinity is
 								 * GNN_ERR_BAD_VALUE); NULL: none */
 	/* an opaque blob kept with the graph (the loader's JSON: encodings, sources) */
@@ -218,6 +224,7 @@ typedef struct gnn_graph_header
 	uint64_t	off_targets;	/* float[n] */
 	uint64_t	off_meta;		/* char[meta_bytes] */
 	uint64_t	meta_bytes;
+	uint64_t	off_seed_time;	/* int64[n] */
 	uint64_t	checksum;		/* of the header fields above (not the arrays) */
 } gnn_graph_header;
 
@@ -264,10 +271,23 @@ typedef struct gnn_graph
 	const char *key_bytes;
 	const uint8_t *type_text_key;	/* [T], NULL when no text keys */
 	const int64_t *time;		/* [n], NULL when no node has a time */
+	const int64_t *seed_time;	/* [n], NULL when no seed has a time of its own */
 	const float *targets;		/* [n], NULL when no regression targets */
 	const char *meta;			/* NULL when none */
 	uint64_t	meta_bytes;
 } gnn_graph;
+
+/*
+ * The time a seed at node v samples at: its seed time when it has one, else
+ * its own time; GNN_TIME_NONE when neither (no bound).
+ */
+static inline int64_t
+gnn_graph_seed_time(const gnn_graph *g, int64_t v)
+{
+	if (g->seed_time && g->seed_time[v] != GNN_TIME_NONE)
+		return g->seed_time[v];
+	return g->time ? g->time[v] : GNN_TIME_NONE;
+}
 
 /*
  * Region allocation callback: return bytes of writable memory (shared memory,

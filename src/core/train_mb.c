@@ -63,15 +63,16 @@ node_in_split(const gnn_graph *g, int32_t target_type, int64_t v, int s)
 }
 
 /*
- * A seed's time bound: its own time, or no bound when it has none (a node
- * without a time cannot see a future).
+ * A seed's time bound: the configured time for every seed (as_of), else its
+ * seed time or its own time (gnn_graph_seed_time), or no bound when it has
+ * none (a node without a time cannot see a future).
  */
 static void
-seed_bounds(const gnn_graph *g, const int32_t *seeds, int64_t n, int64_t *out)
+seed_bounds(const gnn_graph *g, const gnn_minibatch_config *mbc, const int32_t *seeds, int64_t n, int64_t *out)
 {
 	for (int64_t i = 0; i < n; i++)
 	{
-		int64_t		t = g->time ? g->time[seeds[i]] : GNN_TIME_NONE;
+		int64_t		t = mbc->has_as_of ? mbc->as_of : gnn_graph_seed_time(g, seeds[i]);
 
 		out[i] = t == GNN_TIME_NONE ? INT64_MAX : t;
 	}
@@ -123,7 +124,7 @@ eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibat
 						bn = 0;
 			int			made;
 
-			seed_bounds(g, nodes + b0, bs, stimes);
+			seed_bounds(g, mbc, nodes + b0, bs, stimes);
 			if ((st = gnn_sampler_sample_at(sampler, nodes + b0, stimes, bs, gnn_rng_next(&rng), &mb, err)) != GNN_OK ||
 				(st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads,
 									   &x, err)) != GNN_OK)
@@ -329,7 +330,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			t1 = gnn_now_s();
 			/* temporal: each training seed at its own time */
 			if (temporal)
-				seed_bounds(g, train + b0, bs, stimes);
+				seed_bounds(g, mbc, train + b0, bs, stimes);
 			if ((st = gnn_sampler_sample_at(sampler, train + b0, temporal ? stimes : NULL, bs, gnn_rng_next(&rng),
 											&mb, err)) != GNN_OK)
 				goto out;

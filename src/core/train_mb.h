@@ -32,6 +32,12 @@ typedef struct gnn_minibatch_config
 	int32_t		batch_size;		/* seed nodes per batch */
 	int32_t		max_batches;	/* per epoch, 0 = all (benchmarks extrapolate) */
 	bool		skip_eval;		/* no evaluation pass (benchmarks) */
+	/*
+	 * temporal sampling: with has_as_of, every seed samples at time as_of
+	 * (training "as of" a date); else at its own (gnn_graph_seed_time)
+	 */
+	bool		has_as_of;
+	int64_t		as_of;
 } gnn_minibatch_config;
 
 /* Where the time went (optional output). */

@@ -121,6 +121,8 @@ typedef struct GnnTrainRequest
 	char		edge_type[NAMEDATALEN]; /* link prediction on one relation ('' = all arcs) */
 	int32		temporal;		/* -1: default (on when the target type has times), 0, 1 */
 	char		temporal_strategy[16];	/* uniform, last */
+	bool		has_as_of;		/* options.seed_time: every seed samples at as_of */
+	int64		as_of;			/* microseconds since 2000-01-01 (a timestamptz) */
 	bool		row_normalise_set;
 	bool		attn_dropout_set;
 	/* fan-outs per edge type or source node type: names and their per-hop fan-outs */

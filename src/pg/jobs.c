@@ -161,7 +161,7 @@ static const char *const select_names[] = {"loss", "acc", "gat", NULL};
 static const char *const option_names[] = {"heads", "out_heads", "patience", "aggregator",
 	"optimizer", "attn_dropout", "select", "row_normalise", "fanouts", "batch_size", "sampler",
 	"num_parts", "clusters_per_batch", "walk_length", "roots", "presample", "batches",
-	"num_bases", "edge_type", "temporal", "temporal_strategy", NULL};
+	"num_bases", "edge_type", "temporal", "temporal_strategy", "seed_time", NULL};
 static const char *const temporal_names[] = {"uniform", "last", NULL};
 static const char *const sampler_names[] = {"full", "neighbor", "ladies", "cluster", "saint_rw", NULL};
 
@@ -391,6 +391,18 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 			SetText(r->edge_type, sizeof(r->edge_type), val, "edge type", NULL);
 		else if (strcmp(key, "temporal_strategy") == 0)
 			SetText(r->temporal_strategy, sizeof(r->temporal_strategy), val, "temporal strategy", temporal_names);
+		else if (strcmp(key, "seed_time") == 0)
+		{
+			/* one time for every seed: training "as of" it */
+			r->as_of = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in, CStringGetDatum(val),
+															   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
+			if (TIMESTAMP_NOT_FINITE(r->as_of))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"seed_time\" must be a finite time, got \"%s\"", val),
+						 errhint("For example {\"seed_time\": \"2024-06-01\"}; per-row seed times are a load option of gnn.load_schema_graph.")));
+			r->has_as_of = true;
+		}
 		else if (strcmp(key, "temporal") == 0)
 		{
 			if (strcmp(val, "true") != 0 && strcmp(val, "false") != 0)
@@ -969,7 +981,12 @@ gnn_train(PG_FUNCTION_ARGS)
 			 (long long) r.seed, r.heads, r.out_heads, r.patience, r.aggregator, r.optimizer,
 			 r.attn_dropout, r.select[0] ? r.select : "default", r.row_normalise ? "true" : "false");
 	CheckSampling(&r);
-	if (r.num_bases > 0 || r.edge_type[0] || r.temporal >= 0 || r.ntype_fanouts > 0)
+	if (r.has_as_of && r.nfanouts == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"seed_time\" bounds sampled neighbourhoods, and this job samples none"),
+				 errhint("Give fan-outs, e.g. options => '{\"fanouts\": [10, 10], \"seed_time\": \"2024-06-01\"}'.")));
+	if (r.num_bases > 0 || r.edge_type[0] || r.temporal >= 0 || r.ntype_fanouts > 0 || r.has_as_of)
 	{
 		size_t		len = strlen(r.params_json);
 		StringInfoData b;
@@ -978,6 +995,11 @@ gnn_train(PG_FUNCTION_ARGS)
 		appendStringInfo(&b, ", \"num_bases\": %d, \"temporal\": %s, \"temporal_strategy\": \"%s\"",
 						 r.num_bases, r.temporal < 0 ? "null" : r.temporal ? "true" : "false",
 						 r.temporal_strategy);
+		if (r.has_as_of)
+		{
+			appendStringInfoString(&b, ", \"seed_time\": ");
+			escape_json(&b, timestamptz_to_str(r.as_of));
+		}
 		if (r.edge_type[0])
 		{
 			appendStringInfoString(&b, ", \"edge_type\": ");

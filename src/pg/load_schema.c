@@ -196,6 +196,8 @@ typedef struct SchemaType
 	GrowArray	tkeys;			/* char *, scan order */
 	GrowArray	ukeys;			/* U128, scan order */
 	GrowArray	times;			/* int64 */
+	GrowArray	seed_times;		/* int64 (target type, options.seed_time) */
+	int			seed_time_scan;
 	GrowArray	labels;			/* char * (target type) */
 	GrowArray	splits;			/* uint8 (target type) */
 	/* ordered */
@@ -226,6 +228,7 @@ typedef struct SchemaLoad
 	bool		bool_label;
 	int32		max_categories;
 	bool		skip_dangling;
+	const char *seed_time;		/* options.seed_time: a time column of the target */
 	Jsonb	   *options;
 } SchemaLoad;
 
@@ -801,7 +804,8 @@ PlanFeatures(SchemaLoad *L, SchemaType *t, List *fk_cols)
 						 errhint("Keys and foreign keys become the graph's nodes and edges; drop it from options.features.")));
 			continue;
 		}
-		if (t->is_target && ((L->label && strcmp(col, L->label) == 0) || (L->split && strcmp(col, L->split) == 0)))
+		if (t->is_target && ((L->label && strcmp(col, L->label) == 0) || (L->split && strcmp(col, L->split) == 0) ||
+							 (L->seed_time && strcmp(col, L->seed_time) == 0)))
 			continue;
 		type = get_atttype(t->relid, a);
 		c = &t->cols[t->ncols++];
@@ -909,6 +913,13 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 	}
 	else
 		t->time_scan = -1;
+	t->seed_time_scan = -1;
+	if (t->is_target && L->seed_time)
+	{
+		ResolveColumn(&s, t->seed_time_scan = s.ncols++, L->seed_time, "seed time", time_types,
+					  "timestamp, timestamptz or date");
+		GrowInit(&t->seed_times, ctx, sizeof(int64), est);
+	}
 	t->label_scan = t->split_scan = -1;
 	if (t->is_target && L->label)
 	{
@@ -990,6 +1001,10 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 		if (t->time_scan >= 0)
 			*(int64 *) GrowPush(&t->times) = nl[t->time_scan] ? GNN_TIME_NONE :
 				TimeValue(v[t->time_scan], t->time_type);
+		/* a NULL seed time: the row's own time */
+		if (t->seed_time_scan >= 0)
+			*(int64 *) GrowPush(&t->seed_times) = nl[t->seed_time_scan] ? GNN_TIME_NONE :
+				TimeValue(v[t->seed_time_scan], s.types[t->seed_time_scan]);
 		if (t->label_scan >= 0)
 		{
 			char	   *lv = NULL;
@@ -1202,7 +1217,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				 errmsg("options must be a JSON object")));
 	{
 		static const char *const known[] = {"keys", "edges", "features", "exclude", "time",
-		"max_categories", "skip_dangling", NULL};
+		"seed_time", "max_categories", "skip_dangling", NULL};
 		ListCell   *k;
 
 		foreach(k, JKeys(&L.options->root))
@@ -1215,7 +1230,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("unknown option \"%s\"", (char *) lfirst(k)),
-						 errhint("Accepted options: keys, edges, features, exclude, time, max_categories, skip_dangling.")));
+						 errhint("Accepted options: keys, edges, features, exclude, time, seed_time, max_categories, skip_dangling.")));
 		}
 	}
 	L.max_categories = 32;
@@ -1448,6 +1463,32 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		L.types[t].time_col = JString(JGet(opt_time, lfirst(lc)), "time");
 		(void) ColumnOf(&L.types[t], L.types[t].time_col, "time column (options.time)");
 	}
+	/*
+	 * seed_time: the time each target row's prediction is made at, when not
+	 * the row's own time (a snapshot of a customer taken after they signed
+	 * up): temporal sampling bounds a seed by it
+	 */
+	if ((jv = JGet(&L.options->root, "seed_time")) != NULL)
+	{
+		bool		any_time = false;
+
+		L.seed_time = JString(jv, "seed_time");
+		if (L.target < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"seed_time\" needs a target"),
+					 errhint("Pass target => the table whose rows are the seeds; seed_time names one of its time columns.")));
+		(void) ColumnOf(&L.types[L.target], L.seed_time, "seed time column (options.seed_time)");
+		for (int t = 0; t < nrel; t++)
+			any_time |= L.types[t].time_col != NULL;
+		if (!any_time)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"seed_time\" needs row times"),
+					 errdetail("A seed time bounds the times of the rows sampled around a seed; no table has a time column."),
+					 errhint("Name the time columns with options.time, e.g. {\"time\": {\"%s\": \"created_at\"}}.",
+							 L.types[0].name)));
+	}
 	foreach(lc, JKeys(JObject(JGet(&L.options->root, "features"), "features")))
 		(void) OptionType(&L, lfirst(lc), "features");
 	foreach(lc, JKeys(JObject(JGet(&L.options->root, "exclude"), "exclude")))
@@ -1644,6 +1685,17 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		in.num_node_types = nrel;
 		in.num_edge_types = L.nrels;
 		in.node_time = times;
+		if (L.seed_time)
+		{
+			SchemaType *T = &L.types[L.target];
+			int64_t    *st = palloc_extended(sizeof(int64) * n, MCXT_ALLOC_HUGE);
+
+			for (int64 g = 0; g < n; g++)
+				st[g] = GNN_TIME_NONE;
+			for (int64 i = 0; i < T->n; i++)
+				st[T->offset + i] = ((int64 *) T->seed_times.data)[T->perm[i]];
+			in.seed_time = st;
+		}
 		for (int t = 0; t < nrel; t++)
 			for (int f = 0; f < L.types[t].nfks; f++)
 			{
@@ -2008,6 +2060,11 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		JsonKey(&meta, "key_type", format_type_be(T->key_type));
 		appendStringInfoChar(&meta, ',');
 		JsonKey(&meta, "time", T->time_col);
+		if (T->is_target && L.seed_time)
+		{
+			appendStringInfoChar(&meta, ',');
+			JsonKey(&meta, "seed_time", L.seed_time);
+		}
 		appendStringInfo(&meta, ",\"offset\":" INT64_FORMAT ",\"count\":" INT64_FORMAT
 						 ",\"feature_offset\":%d,\"feature_width\":%d,\"embedding\":%s,\"columns\":[",
 						 T->offset, T->n, T->feat_offset, T->feat_width, T->embedding ? "true" : "false");

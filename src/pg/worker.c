@@ -323,12 +323,16 @@ RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequ
 	/* time-aware by default when the nodes trained on have times */
 	if (r->temporal != 0 && g->time)
 	{
-		bool		have = false;
+		bool		have = r->has_as_of;
 
 		for (int64 v = 0; v < g->num_nodes && !have; v++)
-			have = gnn_graph_type_of(g, v) == cfg->target_type && g->time[v] != GNN_TIME_NONE;
+			have = gnn_graph_type_of(g, v) == cfg->target_type && gnn_graph_seed_time(g, v) != GNN_TIME_NONE;
 		mbc.sampler.temporal = have;
 	}
+	if (r->has_as_of && r->temporal != 0)
+		mbc.sampler.temporal = true;	/* the core refuses it on a graph without times */
+	mbc.has_as_of = r->has_as_of;
+	mbc.as_of = r->as_of;
 	mbc.sampler.temporal_strategy = strcmp(r->temporal_strategy, "last") == 0 ? 1 : 0;
 	job_temporal = mbc.sampler.temporal;
 	return gnn_train_minibatch(g, cfg, &mbc, be, OnProgress, NULL, ShouldStop, NULL, model, res, stats, err);

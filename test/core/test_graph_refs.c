@@ -1028,9 +1028,63 @@ test_refs_errors(void)
 #undef REF_INPUT
 }
 
+/* Seed times: kept per node beside the node times, read by gnn_graph_seed_time. */
+static void
+test_seed_time(void)
+{
+	int64_t		ids[5] = {0, 1, 2, 3, 4};
+	int16_t		ntype[5] = {0, 0, 0, 1, 1};
+	int32_t		esrc[2] = {0, 1},
+				edst[2] = {1, 0};
+	int32_t		ra[3] = {3, -1, 4};
+	gnn_graph_ref refs[1] = {{0, 1, 0, 1, ra}};
+	int64_t		times[5] = {100, GNN_TIME_NONE, 300, 50, GNN_TIME_NONE};
+	int64_t		seeds[5] = {500, 700, GNN_TIME_NONE, GNN_TIME_NONE, GNN_TIME_NONE};
+	gnn_graph_input in;
+	gnn_graph	g;
+	gnn_error	err;
+	void	   *r = NULL;
+	uint64_t	sz;
+
+	memset(&in, 0, sizeof(in));
+	in.num_nodes = 5;
+	in.node_ids = ids;
+	in.num_node_types = 2;
+	in.node_type = ntype;
+	in.num_edge_types = 2;
+	in.etype_src = esrc;
+	in.etype_dst = edst;
+	in.num_refs = 1;
+	in.refs = refs;
+	in.node_time = times;
+	in.seed_time = seeds;
+	if (CHECK(gnn_graph_build_region(&in, &r, &sz, &g, &err) == GNN_OK, "seed times: %s", err.msg))
+	{
+		CHECK(g.seed_time && g.time, "seed times: kept beside the node times");
+		CHECK(gnn_graph_seed_time(&g, 0) == 500 && gnn_graph_seed_time(&g, 1) == 700 &&
+			  gnn_graph_seed_time(&g, 2) == 300 && gnn_graph_seed_time(&g, 3) == 50 &&
+			  gnn_graph_seed_time(&g, 4) == GNN_TIME_NONE,
+			  "seed times: a seed's own when given, else the node's time, else none");
+		CHECK(g.time[0] == 100 && g.time[1] == GNN_TIME_NONE, "seed times: the node times are unchanged");
+	}
+	free(r);
+	r = NULL;
+	in.seed_time = NULL;
+	if (CHECK(gnn_graph_build_region(&in, &r, &sz, &g, &err) == GNN_OK, "no seed times: %s", err.msg))
+		CHECK(!g.seed_time && gnn_graph_seed_time(&g, 0) == 100 && gnn_graph_seed_time(&g, 1) == GNN_TIME_NONE,
+			  "no seed times: a seed samples at its node's time");
+	free(r);
+	r = NULL;
+	in.seed_time = seeds;
+	in.node_time = NULL;
+	CHECK(gnn_graph_build_region(&in, &r, &sz, &g, &err) == GNN_ERR_INVALID && !r,
+		  "seed times without node times are refused: %s", err.msg);
+}
+
 int
 main(void)
 {
+	test_seed_time();
 	test_refs_equivalence();
 	test_refs_small_team();
 	test_general_reverse();
