@@ -9,6 +9,14 @@
  * is source i, as the samplers build).  Global ids map to local ones through
  * an open-addressing hash that grows with the neighbourhood, so a call costs
  * what the neighbourhood costs, however large the graph.
+ *
+ * On a typed graph the blocks carry what the whole-graph block carries
+ * (gnn_block_from_graph): the relation of every entry, copied from
+ * rarc_type alongside rindices, and the node type of every destination
+ * (one array over the local ids serves every layer, as the rows do).  The
+ * relational layers read them; the type-blind ones ignore them.  Sources
+ * need no type: layer 0's input projection is one matrix, made per-type by
+ * the features' constant column per node type, so the gathered rows suffice.
  */
 #include "infer.h"
 #include "sample.h"
@@ -87,9 +95,12 @@ typedef struct khop
 	int64_t		cap_ptr;
 	int32_t    *idx;			/* local source ids, ascending within a row */
 	float	   *w;				/* edge weights when the graph has them */
+	int16_t    *et;				/* relation of each entry when the graph has rarc_type */
+	int16_t    *nt;				/* [n] node type of each local node when it has node_type */
 	int64_t		nnz,
 				cap_e,
-				cap_w;
+				cap_w,
+				cap_et;
 	uint64_t   *scratch;		/* one row packed for sorting, twice */
 	int64_t		cap_scratch;
 	int64_t		start[GNN_MAX_LAYERS + 1];
@@ -121,6 +132,8 @@ khop_free(khop *k)
 	free(k->ptr);
 	free(k->idx);
 	free(k->w);
+	free(k->et);
+	free(k->nt);
 	free(k->scratch);
 }
 
@@ -149,9 +162,12 @@ khop_local(khop *k, int32_t u)
 }
 
 /*
- * Sort packed (local id << 32 | weight bits) entries by id: insertion sort
- * for a few, else LSD radix sort on the id's bytes below idbits bits (one
- * to four passes of 256 buckets; tmp has room for n).
+ * Sort packed (local id << 32 | position in the row) entries by id:
+ * insertion sort for a few, else LSD radix sort on the id's bytes below
+ * idbits bits (one to four passes of 256 buckets; tmp has room for n).
+ * Both are stable, and the entries come in position order, so entries with
+ * the same id (one arc per relation in a typed graph) keep the graph's
+ * order.
  */
 static void
 sort_packed(uint64_t *a, uint64_t *tmp, int64_t n, int idbits)
@@ -191,24 +207,15 @@ sort_packed(uint64_t *a, uint64_t *tmp, int64_t n, int idbits)
 		memcpy(a, src, sizeof(uint64_t) * n);
 }
 
-static inline uint64_t
-pack(int32_t id, const float *w)
-{
-	uint32_t	bits = 0;
-
-	if (w)
-		memcpy(&bits, w, sizeof(float));
-	return ((uint64_t) id << 32) | bits;
-}
-
 /*
- * Sort a row by local id.  The nodes the row discovered (ids >= first_new)
- * got ids above every earlier one, in the order listed, so they already
- * come last and in order; only the others need sorting, which keeps a hub's
- * row (mostly new nodes) cheap.  k->scratch holds 2 * len.
+ * Sort a row by local id, carrying its weights (w) and relations (et), either
+ * may be NULL.  The nodes the row discovered (ids >= first_new) got ids
+ * above every earlier one, in the order listed, so they already come last
+ * and in order; only the others need sorting, which keeps a hub's row
+ * (mostly new nodes) cheap.  k->scratch holds 2 * len; len < 2^32.
  */
 static void
-sort_row(khop *k, int32_t *ix, float *w, int64_t len, int32_t first_new)
+sort_row(khop *k, int32_t *ix, float *w, int16_t *et, int64_t len, int32_t first_new)
 {
 	uint64_t   *s = k->scratch;
 	int64_t		nold = 0,
@@ -222,22 +229,31 @@ sort_row(khop *k, int32_t *ix, float *w, int64_t len, int32_t first_new)
 		return;
 	for (int64_t e = 0; e < len; e++)
 		if (ix[e] < first_new)
-			s[nold++] = pack(ix[e], w ? w + e : NULL);
+			s[nold++] = ((uint64_t) ix[e] << 32) | (uint64_t) e;
 	for (int64_t e = len - 1; e >= 0; e--)
 		if (ix[e] >= first_new)
-			s[--tail] = pack(ix[e], w ? w + e : NULL);
+			s[--tail] = ((uint64_t) ix[e] << 32) | (uint64_t) e;
 	while (idbits < 31 && ((int64_t) 1 << idbits) < first_new)
 		idbits++;
 	sort_packed(s, s + len, nold, idbits);
 	for (int64_t e = 0; e < len; e++)
-	{
 		ix[e] = (int32_t) (s[e] >> 32);
-		if (w)
-		{
-			uint32_t	bits = (uint32_t) s[e];
+	/* permute the row's values through the second half of the scratch */
+	if (w)
+	{
+		float	   *t = (float *) (s + len);
 
-			memcpy(&w[e], &bits, sizeof(float));
-		}
+		for (int64_t e = 0; e < len; e++)
+			t[e] = w[(uint32_t) s[e]];
+		memcpy(w, t, sizeof(float) * len);
+	}
+	if (et)
+	{
+		int16_t    *t = (int16_t *) (s + len);
+
+		for (int64_t e = 0; e < len; e++)
+			t[e] = et[(uint32_t) s[e]];
+		memcpy(et, t, sizeof(int16_t) * len);
 	}
 }
 
@@ -293,11 +309,16 @@ khop_build(khop *k, const int64_t *idx, int64_t n, int hops, int64_t max_nodes,
 			int32_t		first_new = (int32_t) k->n;
 			int32_t    *ix;
 			float	   *w = NULL;
+			int16_t    *et = NULL;
 
+			if (deg > UINT32_MAX)	/* positions are packed in 32 bits to sort */
+				return gnn_error_set(err, GNN_ERR_LIMIT, "node %d has %lld in-arcs, more than inference on nodes handles",
+									 v, (long long) deg);
 			/* + 1: the arrays exist even when no row has an entry */
 			if (!grow((void **) &k->idx, &k->cap_e, k->nnz + deg + 1, sizeof(int32_t)) ||
 				!grow((void **) &k->scratch, &k->cap_scratch, 2 * deg + 1, sizeof(uint64_t)) ||
-				(g->rweights && !grow((void **) &k->w, &k->cap_w, k->nnz + deg + 1, sizeof(float))))
+				(g->rweights && !grow((void **) &k->w, &k->cap_w, k->nnz + deg + 1, sizeof(float))) ||
+				(g->rarc_type && !grow((void **) &k->et, &k->cap_et, k->nnz + deg + 1, sizeof(int16_t))))
 				return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 			ix = k->idx + k->nnz;
 			for (int64_t e = 0; e < deg; e++)
@@ -314,11 +335,24 @@ khop_build(khop *k, const int64_t *idx, int64_t n, int hops, int64_t max_nodes,
 				w = k->w + k->nnz;
 				memcpy(w, g->rweights + b, sizeof(float) * deg);
 			}
-			sort_row(k, ix, w, deg, first_new);
+			if (g->rarc_type)
+			{
+				et = k->et + k->nnz;
+				memcpy(et, g->rarc_type + b, sizeof(int16_t) * deg);
+			}
+			sort_row(k, ix, w, et, deg, first_new);
 			k->nnz += deg;
 			k->ptr[row + 1] = k->nnz;
 		}
 		k->start[h + 1] = k->n;
+	}
+	/* destination i is local node i in every layer's block */
+	if (g->node_type)
+	{
+		if (!(k->nt = malloc(sizeof(int16_t) * (k->n + 1))))
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		for (int64_t i = 0; i < k->n; i++)
+			k->nt[i] = g->node_type[k->nodes[i]];
 	}
 	return GNN_OK;
 }
@@ -376,12 +410,6 @@ gnn_model_infer_nodes(gnn_model *m, const gnn_graph *g, bool row_normalise, int 
 							 layer, mc->layers);
 	if (n < 0)
 		return gnn_error_set(err, GNN_ERR_INVALID, "node count must be >= 0, got %lld", (long long) n);
-	/* the k-hop blocks below carry no relations or node types (yet): a
-	 * relational model would read a typed graph as one relation */
-	if ((mc->kind == GNN_MODEL_RGCN || mc->kind == GNN_MODEL_HSAGE) && (g->rarc_type || g->node_type))
-		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
-							 "inference on given nodes of a typed graph is not supported for %s yet (infer on the whole graph)",
-							 gnn_model_kind_name(mc->kind));
 	if (n == 0)
 		return GNN_OK;
 	if (g->num_nodes > INT32_MAX - 1)
@@ -402,7 +430,7 @@ gnn_model_infer_nodes(gnn_model *m, const gnn_graph *g, bool row_normalise, int 
 	for (made = 0; made < hops; made++)
 	{
 		int			h = hops - 1 - made;
-		gnn_block	blk = {0};	/* untyped: etypes, dst_ntype NULL */
+		gnn_block	blk = {0};
 
 		blk.n_dst = k.start[h];
 		blk.n_src = k.start[h + 1];
@@ -410,6 +438,9 @@ gnn_model_infer_nodes(gnn_model *m, const gnn_graph *g, bool row_normalise, int 
 		blk.indptr = k.ptr;
 		blk.indices = k.idx;
 		blk.weights = g->rweights ? k.w : NULL;
+		/* typed as gnn_block_from_graph types the whole graph */
+		blk.etypes = g->rarc_type ? k.et : NULL;
+		blk.dst_ntype = g->node_type ? k.nt : NULL;
 		if ((st = gnn_dblock_create_forward(be, &blk, mc->kind, dd, ds, &db[made], err)) != GNN_OK)
 			goto done;
 		blocks[made] = &db[made];

@@ -9,7 +9,10 @@
  * on them.  Aggregations see each destination's whole in-neighbourhood
  * (GraphSAGE's mean and max, GAT's attention softmax) and GCN's blocks take
  * the graph's degrees (as gnn_dblock_create_normed), so every row equals the
- * full-graph row up to float summation order.
+ * full-graph row up to float summation order.  On a typed graph the blocks
+ * carry each arc's relation and each destination's node type, as the
+ * whole-graph block does, so every model kind (R-GCN and heterogeneous
+ * GraphSAGE included) runs on the neighbourhood.
  */
 #ifndef GNN_INFER_H
 #define GNN_INFER_H
