@@ -51,15 +51,47 @@ batch_block(gnn_backend *be, const gnn_block *b, bool mean_compensate, float **w
 }
 
 /*
- * The nodes a split trains or is measured on: labelled, and on a typed graph
- * of the target type (labels are -1 elsewhere when the loader did its job;
- * the type test makes it so regardless).
+ * The nodes a split trains or is measured on: labelled (regression: with a
+ * finite target; NAN is none), and on a typed graph of the target type
+ * (labels are -1 and targets NAN elsewhere when the loader did its job; the
+ * type test makes it so regardless).
  */
 static inline bool
-node_in_split(const gnn_graph *g, int32_t target_type, int64_t v, int s)
+node_in_split(const gnn_graph *g, const gnn_train_config *cfg, int64_t v, int s)
 {
-	return g->split[v] == s && g->labels[v] >= 0 &&
-		(g->num_node_types <= 1 || gnn_graph_type_of(g, v) == target_type);
+	if (g->split[v] != s)
+		return false;
+	if (cfg->task == GNN_TASK_REGRESS ? !isfinite(g->targets[v]) : g->labels[v] < 0)
+		return false;
+	return g->num_node_types <= 1 || gnn_graph_type_of(g, v) == cfg->target_type;
+}
+
+/*
+ * Regression on a batch: the model's first n output rows (preds, backend
+ * memory, n x 1) are the predictions of seeds[0..n), measured against their
+ * g->targets.  *mse / *mae are the batch means over the seeds with a target
+ * (*k of them; NAN when none); with dpreds (backend memory, n floats) the
+ * gradient of the batch's mean squared error goes there, as the
+ * cross-entropy's does for classification.  hf (2n floats) and hd (2n
+ * doubles) are host scratch.
+ */
+static gnn_status
+batch_regress(gnn_backend *be, const gnn_graph *g, const int32_t *seeds, int64_t n, const float *preds,
+			  float *hf, double *hd, float *dpreds, double *mse, double *mae, int64_t *k, gnn_error *err)
+{
+	gnn_status	st = gnn_backend_copy_d2h(be, hf, preds, sizeof(float) * n);
+
+	if (st != GNN_OK)
+		return gnn_backend_error(be, st, err);
+	for (int64_t i = 0; i < n; i++)
+	{
+		hd[i] = hf[i];
+		hd[n + i] = g->targets[seeds[i]];
+	}
+	*k = gnn_mse_host(hd, hd + n, n, dpreds ? hf + n : NULL, mse, mae);
+	if (dpreds)
+		st = gnn_backend_error(be, gnn_backend_copy_h2d(be, dpreds, hf + n, sizeof(float) * n), err);
+	return st;
 }
 
 /*
@@ -84,15 +116,17 @@ seed_bounds(const gnn_graph *g, const gnn_minibatch_config *mbc, const int32_t *
  * future included, so each labelled node of a split is evaluated on a
  * neighbourhood sampled under its own time (when sampling is temporal), with
  * the training fan-outs and a fixed seed: the same batches every epoch, so
- * epochs compare.  Fills the metrics gnn_eval_splits fills (classification:
- * loss and accuracy; AUROC and regression are the full pass's).
+ * epochs compare.  Fills the metrics gnn_eval_splits fills: classification
+ * loss and accuracy (AUROC is the full pass's only), regression MSE as loss,
+ * MAE and RMSE, -MAE as accuracy.  hf / hd: batch_regress's scratch.
  */
 static gnn_status
 eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
 			  gnn_backend *be, gnn_model *model, gnn_sampler *sampler, int32_t *hlab, int64_t *stimes,
-			  int32_t *nodes, const gnn_buf *dlab, const gnn_buf *drows, gnn_epoch_metrics *em,
-			  gnn_error *err)
+			  int32_t *nodes, const gnn_buf *dlab, const gnn_buf *drows, float *hf, double *hd,
+			  gnn_epoch_metrics *em, gnn_error *err)
 {
+	bool		regress = cfg->task == GNN_TASK_REGRESS;
 	int32_t		c = g->num_classes;
 	int			L = cfg->layers;
 	gnn_rng		rng;
@@ -104,12 +138,14 @@ eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibat
 		int64_t		n = 0,
 					correct = 0,
 					counted = 0;
-		double		loss_sum = 0;
+		double		loss_sum = 0,
+					ae_sum = 0;
 		float		loss = NAN,
-					acc = NAN;
+					acc = NAN,
+					mae = NAN;
 
 		for (int64_t v = 0; v < g->num_nodes; v++)
-			if (node_in_split(g, cfg->target_type, v, s))
+			if (node_in_split(g, cfg, v, s))
 				nodes[n++] = (int32_t) v;
 		for (int64_t b0 = 0; b0 < n; b0 += mbc->batch_size)
 		{
@@ -129,7 +165,7 @@ eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibat
 				(st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads,
 									   &x, err)) != GNN_OK)
 				return st;
-			for (int64_t i = 0; i < bs; i++)
+			for (int64_t i = 0; !regress && i < bs; i++)
 				hlab[i] = g->labels[mb.input_nodes[i]];
 			for (made = 0; made < L; made++)
 			{
@@ -137,11 +173,25 @@ eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibat
 					break;
 				blocks[made] = &dblk[made];
 			}
-			if (st == GNN_OK)
+			if (st == GNN_OK && !regress)
 				st = gnn_backend_error(be, gnn_backend_copy_h2d(be, dlab->p, hlab, sizeof(int32_t) * bs), err);
 			if (st == GNN_OK)
 				st = gnn_model_forward(model, blocks, &x, false, 0, &logits, err);
-			if (st == GNN_OK)
+			if (st == GNN_OK && regress)
+			{
+				double		bmse,
+							bmae;
+
+				st = batch_regress(be, g, mb.input_nodes, bs, logits, hf, hd, NULL, &bmse, &bmae, &bn, err);
+				/* sums of errors in double, so that the split's means weigh
+				 * every node once (bl stays 0: nothing more to add below) */
+				if (st == GNN_OK && bn > 0)
+				{
+					loss_sum += bmse * bn;
+					ae_sum += bmae * bn;
+				}
+			}
+			else if (st == GNN_OK)
 				st = gnn_backend_error(be, gnn_backend_xent(be, logits, bs, c, dlab->p, drows->p, bs, NULL,
 															&bl, &bc, &bn), err);
 			for (int l = 0; l < made; l++)
@@ -157,6 +207,11 @@ eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibat
 		{
 			loss = (float) (loss_sum / counted);
 			acc = (float) ((double) correct / counted);
+			if (regress)
+			{
+				mae = (float) (ae_sum / counted);
+				acc = -mae;
+			}
 		}
 		if (s == GNN_SPLIT_TRAIN)
 			em->train_acc = acc;
@@ -164,11 +219,21 @@ eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibat
 		{
 			em->val_loss = loss;
 			em->val_acc = acc;
+			if (regress)
+			{
+				em->val_mae = mae;
+				em->val_rmse = sqrtf(loss);
+			}
 		}
 		else
 		{
 			em->test_loss = loss;
 			em->test_acc = acc;
+			if (regress)
+			{
+				em->test_mae = mae;
+				em->test_rmse = sqrtf(loss);
+			}
 		}
 	}
 	return st;
@@ -197,7 +262,10 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			   *hrows = NULL,
 			   *evnodes = NULL;
 	int64_t    *stimes = NULL;
+	float	   *hf = NULL;		/* regression: batch_regress's scratch */
+	double	   *hd = NULL;
 	bool		temporal = mbc->sampler.temporal;
+	bool		regress = cfg->task == GNN_TASK_REGRESS;
 
 	/*
 	 * Typed graphs evaluate on sampled neighbourhoods of the splits' nodes
@@ -211,7 +279,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				drows = {0},
 				dlogits = {0};
 	int64_t		ntrain = 0;
-	int32_t		c = g->num_classes;
+	int32_t		c;
 	int			L = cfg->layers;
 	gnn_selector sel;
 	bool		eval_ready = false;
@@ -235,7 +303,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 							 mbc->sampler.nhops, L);
 	if (mbc->batch_size < 1)
 		return gnn_error_set(err, GNN_ERR_INVALID, "batch size must be >= 1, got %d", mbc->batch_size);
-	if ((st = gnn_train_graph_check(g, err)) != GNN_OK)
+	if ((st = gnn_train_graph_check_task(g, cfg->task, err)) != GNN_OK)
 		return st;
 	if (g->num_node_types > 1 && (cfg->target_type < 0 || cfg->target_type >= g->num_node_types))
 		return gnn_error_set(err, GNN_ERR_INVALID, "target node type %d out of range [0, %d)",
@@ -244,11 +312,9 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		return gnn_error_set(err, GNN_ERR_INVALID, "temporal sampling needs node times; the graph has none");
 	if (model_out && !be_in)
 		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
-	if (cfg->task == GNN_TASK_REGRESS)
-		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "regression trains full-batch for now; drop the fan-outs");
 	if ((st = gnn_train_model_config_for(cfg, g, &mc, err)) != GNN_OK)
 		return st;
-	(void) c;
+	c = mc.out_dim;				/* 1 for regression */
 	if (!be && (st = gnn_backend_create(cfg->backend, cfg->threads, cfg->cuda_so, &be, err)) != GNN_OK)
 		return st;
 	compensate = mbc->sampler.kind == GNN_SAMPLER_LADIES && cfg->model == GNN_MODEL_SAGE;
@@ -266,17 +332,24 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		stimes = malloc(sizeof(int64_t) * (mbc->batch_size + 1));
 		evnodes = malloc(sizeof(int32_t) * (g->num_nodes + 1));
 	}
-	if (!train || !hlab || !hrows || !best_w || (sampled_eval && (!stimes || !evnodes)))
+	if (regress)
+	{
+		hf = malloc(sizeof(float) * 2 * mbc->batch_size);
+		hd = malloc(sizeof(double) * 2 * mbc->batch_size);
+	}
+	if (!train || !hlab || !hrows || !best_w || (sampled_eval && (!stimes || !evnodes)) ||
+		(regress && (!hf || !hd)))
 	{
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 		goto done;
 	}
 	for (int64_t v = 0; v < g->num_nodes; v++)
-		if (node_in_split(g, cfg->target_type, v, GNN_SPLIT_TRAIN))
+		if (node_in_split(g, cfg, v, GNN_SPLIT_TRAIN))
 			train[ntrain++] = (int32_t) v;
 	if (ntrain == 0)
 	{
-		st = gnn_error_set(err, GNN_ERR_EMPTY, "no labelled training node of the target type %d", cfg->target_type);
+		st = gnn_error_set(err, GNN_ERR_EMPTY, "no %s training node of the target type %d",
+						   regress ? "targeted" : "labelled", cfg->target_type);
 		goto done;
 	}
 	for (int i = 0; i < mbc->batch_size; i++)
@@ -341,7 +414,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				goto out;
 			stats->gather_s += gnn_now_s() - t1;
 			t1 = gnn_now_s();
-			for (int64_t i = 0; i < bs; i++)
+			for (int64_t i = 0; !regress && i < bs; i++)
 				hlab[i] = g->labels[mb.input_nodes[i]];
 			for (made = 0; made < L; made++)
 			{
@@ -349,11 +422,21 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 					break;
 				blocks[made] = &dblk[made];
 			}
-			if (st == GNN_OK)
+			if (st == GNN_OK && !regress)
 				st = gnn_backend_error(be, gnn_backend_copy_h2d(be, dlab.p, hlab, sizeof(int32_t) * bs), err);
 			if (st == GNN_OK)
 				st = gnn_model_forward(model, blocks, &x, true, gnn_rng_next(&rng), &logits, err);
-			if (st == GNN_OK)
+			if (st == GNN_OK && regress)
+			{
+				double		bmse,
+							bmae;
+				int64_t		k;
+
+				/* the seeds are the batch's first rows (input_nodes starts with them) */
+				st = batch_regress(be, g, mb.input_nodes, bs, logits, hf, hd, dlogits.p, &bmse, &bmae, &k, err);
+				loss = (float) bmse;
+			}
+			else if (st == GNN_OK)
 				st = gnn_backend_error(be, gnn_backend_xent(be, logits, bs, c, dlab.p, drows.p, bs, dlogits.p,
 															&loss, NULL, NULL), err);
 			if (st == GNN_OK)
@@ -375,12 +458,13 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 
 		/* evaluation with full neighbourhoods; skipped, the metrics are unknown */
 		em.train_acc = em.val_loss = em.val_acc = em.test_loss = em.test_acc = NAN;
+		em.val_auc = em.test_auc = em.val_mae = em.test_mae = em.val_rmse = em.test_rmse = NAN;
 		if (!mbc->skip_eval && sampled_eval)
 		{
 			double		t1 = gnn_now_s();
 
 			if ((st = eval_temporal(g, cfg, mbc, be, model, sampler, hlab, stimes, evnodes, &dlab, &drows,
-									&em, err)) != GNN_OK)
+									hf, hd, &em, err)) != GNN_OK)
 				goto out;
 			stats->eval_s += gnn_now_s() - t1;
 		}
@@ -443,6 +527,8 @@ done:
 	free(hrows);
 	free(stimes);
 	free(evnodes);
+	free(hf);
+	free(hd);
 	gnn_buf_free(be, &dlab);
 	gnn_buf_free(be, &drows);
 	gnn_buf_free(be, &dlogits);

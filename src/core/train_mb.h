@@ -1,6 +1,6 @@
 /*
- * train_mb.h: minibatch training with sampled blocks (node classification)
- * and unsupervised link prediction.
+ * train_mb.h: minibatch training with sampled blocks (node classification
+ * and regression) and unsupervised link prediction.
  *
  * gnn_train_minibatch follows gnn_train_full's conventions (config, progress
  * and should_stop callbacks, result, best-epoch weights restored) but each
@@ -19,6 +19,12 @@
  * evaluation, which must not see the future either, runs sampled batches
  * under the same rule with a fixed seed instead of the full-neighbourhood
  * pass.
+ *
+ * Regression (cfg->task): as gnn_train_full's, one output, the seeds are the
+ * nodes of a split with a finite g->targets (of cfg->target_type), the loss
+ * is the batch's mean squared error, and the metrics are filled as
+ * full-batch regression fills them (MSE as loss, MAE, RMSE, -MAE as
+ * accuracy), on whichever evaluation pass classification would use.
  */
 #ifndef GNN_TRAIN_MB_H
 #define GNN_TRAIN_MB_H

@@ -17,11 +17,20 @@
  *     feature (and the node's own), which a one-layer linear model fits.
  * (3) AUROC against a brute-force count over positive / negative pairs, ties
  *     counting one half.
+ * (4) Minibatch regression (gnn_train_minibatch, sampled blocks): targets the
+ *     mean of the in-neighbours' feature 0 plus noise, on a homogeneous graph,
+ *     on a typed graph (target type 1), and on a typed graph with times whose
+ *     targets average only the neighbours not later than the node (temporal
+ *     sampling).  The test MAE must beat predicting the training mean by a
+ *     wide margin, the metrics must be filled as full-batch regression fills
+ *     them, the kept epoch must be the best by validation, and two runs with
+ *     the same seed must agree bit for bit.
  */
 #include "check.h"
 #include "eval.h"
 #include "serialize.h"
 #include "train.h"
+#include "train_mb.h"
 
 #include <math.h>
 #include <time.h>
@@ -39,6 +48,7 @@ typedef struct hgraph
 	int32_t    *labels;
 	uint8_t    *split;
 	float	   *targets;
+	int64_t    *time;
 	int64_t		type_ptr[3];
 	gnn_edge_type et[2];
 } hgraph;
@@ -102,6 +112,7 @@ hgraph_free(hgraph *h)
 	free(h->labels);
 	free(h->split);
 	free(h->targets);
+	free(h->time);
 }
 
 #define NA 600					/* targets */
@@ -519,6 +530,347 @@ test_regression(void)
 	hgraph_free(&h);
 }
 
+/* ------------------------------------------------------------------ minibatch regression */
+
+#define MB_DEG 6				/* signal in-arcs per target node */
+#define MB_NOISE 0.05			/* target noise: uniform in +-MB_NOISE */
+
+/*
+ * A graph for minibatch regression; features uniform in [-1, 1], D = 4.
+ * Homogeneous (typed false): N nodes, each with MB_DEG random in-neighbours;
+ * target = mean of the in-neighbours' feature 0 + noise.  Typed: type 0 "B"
+ * (TB feature carriers, no target, no in-arcs) and type 1 "A" (TA targets);
+ * relation 0 B -> A (MB_DEG per A: the signal), relation 1 A -> A (8 per A:
+ * noise); target = mean feature 0 of the A node's relation-0 in-neighbours.
+ * timed (typed only): every node has a time in [0, 100), a tenth of the B
+ * nodes none, and the mean runs only over the relation-0 in-neighbours not
+ * later than the A node (none: 0), which is all a temporal sampler shows.
+ * Splits on target nodes: 60 / 20 / 20; every 13th target node has none (NAN).
+ */
+static void
+make_mb_regress(hgraph *h, bool typed, bool timed, uint64_t seed)
+{
+	enum { D = 4, N = 800, TA = 600, TB = 400 };
+	int64_t		n = typed ? TA + TB : N,
+				first = typed ? TB : 0;	/* the target nodes are [first, n) */
+	arc		   *arcs = malloc(sizeof(arc) * n * (MB_DEG + 8));
+	int64_t		m = 0;
+	gnn_rng		r;
+
+	memset(h, 0, sizeof(*h));
+	gnn_rng_seed(&r, seed);
+	h->feat = malloc(sizeof(float) * n * D);
+	h->targets = malloc(sizeof(float) * n);
+	h->split = malloc(n);
+	for (int64_t i = 0; i < n * D; i++)
+		h->feat[i] = (float) (2 * gnn_rng_double(&r) - 1);
+	if (timed)
+	{
+		h->time = malloc(sizeof(int64_t) * n);
+		for (int64_t v = 0; v < n; v++)
+			h->time[v] = v < first && gnn_rng_below(&r, 10) == 0 ? GNN_TIME_NONE
+				: (int64_t) gnn_rng_below(&r, 100);
+	}
+	for (int64_t v = first; v < n; v++)
+	{
+		for (int k = 0; k < MB_DEG; k++)
+			arcs[m++] = (arc) {(int32_t) v, (int32_t) gnn_rng_below(&r, typed ? TB : N), 0};
+		for (int k = 0; typed && k < 8; k++)
+			arcs[m++] = (arc) {(int32_t) v, (int32_t) (TB + gnn_rng_below(&r, TA)), 1};
+	}
+	hgraph_arcs(h, n, arcs, m);
+	for (int64_t v = 0; v < n; v++)
+	{
+		double		t = 0;
+		int64_t		cnt = 0;
+
+		h->targets[v] = NAN;
+		h->split[v] = GNN_SPLIT_NONE;
+		if (v < first)
+			continue;
+		for (int64_t e = h->rptr[v]; e < h->rptr[v + 1]; e++)
+		{
+			int32_t		u = h->ridx[e];
+
+			if (h->rtype[e] != 0 ||
+				(timed && h->time[u] != GNN_TIME_NONE && h->time[u] > h->time[v]))
+				continue;
+			t += h->feat[u * D];
+			cnt++;
+		}
+		t = (cnt ? t / cnt : 0) + MB_NOISE * (2 * gnn_rng_double(&r) - 1);
+		h->split[v] = v % 10 < 6 ? GNN_SPLIT_TRAIN : v % 10 < 8 ? GNN_SPLIT_VAL : GNN_SPLIT_TEST;
+		if (v % 13 != 0)
+			h->targets[v] = (float) t;
+	}
+	free(arcs);
+	h->g.feat_kind = GNN_FEAT_DENSE;
+	h->g.feat_dim = D;
+	h->g.feat = h->feat;
+	h->g.split = h->split;
+	h->g.targets = h->targets;
+	h->g.time = h->time;
+	for (int64_t v = 0; v < n; v++)
+	{
+		h->g.n_train += h->split[v] == GNN_SPLIT_TRAIN;
+		h->g.n_val += h->split[v] == GNN_SPLIT_VAL;
+		h->g.n_test += h->split[v] == GNN_SPLIT_TEST;
+	}
+	if (!typed)
+	{
+		h->g.rarc_type = NULL;
+		h->g.num_node_types = 1;
+		h->g.num_edge_types = 1;
+		return;
+	}
+	h->ntype = malloc(sizeof(int16_t) * n);
+	for (int64_t v = 0; v < n; v++)
+		h->ntype[v] = v < first ? 0 : 1;
+	h->g.num_node_types = 2;
+	h->type_ptr[0] = 0;
+	h->type_ptr[1] = first;
+	h->type_ptr[2] = n;
+	h->g.type_ptr = h->type_ptr;
+	h->g.node_type = h->ntype;
+	h->g.num_edge_types = 2;
+	h->et[0] = (gnn_edge_type) {0, 1, 0};
+	h->et[1] = (gnn_edge_type) {1, 1, 0};
+	for (int64_t e = 0; e < h->g.num_edges; e++)
+		h->et[h->rtype[e]].count++;
+	h->g.etypes = h->et;
+}
+
+/* MAE on the test targets of predicting the mean of the training targets */
+static double
+mean_baseline_mae(const gnn_graph *g)
+{
+	double		mean = 0,
+				mae = 0;
+	int64_t		ntr = 0,
+				nte = 0;
+
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		if (g->split[v] == GNN_SPLIT_TRAIN && !isnan(g->targets[v]))
+		{
+			mean += g->targets[v];
+			ntr++;
+		}
+	mean /= ntr;
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		if (g->split[v] == GNN_SPLIT_TEST && !isnan(g->targets[v]))
+		{
+			mae += fabs(g->targets[v] - mean);
+			nte++;
+		}
+	return mae / nte;
+}
+
+#define MB_EPOCHS 40
+
+/* every epoch's metrics, for repeatability and the selection check */
+typedef struct mb_curve
+{
+	int			n;
+	gnn_epoch_metrics em[MB_EPOCHS];
+} mb_curve;
+
+static void
+mb_on_epoch(void *arg, const gnn_epoch_metrics *m)
+{
+	mb_curve   *c = arg;
+
+	if (c->n < MB_EPOCHS)
+	{
+		c->em[c->n] = *m;
+		c->em[c->n].seconds = 0;	/* wall time is not repeatable */
+		c->n++;
+	}
+}
+
+static gnn_status
+mb_regress(const gnn_graph *g, gnn_model_kind kind, const int32_t *type_fanouts, bool temporal,
+		   gnn_select select, int threads, int epochs, mb_curve *curve, gnn_train_result *res,
+		   gnn_error *err)
+{
+	gnn_train_config cfg;
+	gnn_minibatch_config mbc;
+
+	gnn_train_config_default(kind, &cfg);
+	cfg.task = GNN_TASK_REGRESS;
+	cfg.layers = 2;
+	cfg.hidden = 16;
+	cfg.dropout = 0.0f;
+	cfg.weight_decay = 0.0f;
+	cfg.lr = 0.01f;
+	cfg.epochs = epochs;
+	cfg.row_normalise = false;
+	cfg.threads = threads;
+	cfg.seed = 5;
+	cfg.select = select;
+	cfg.target_type = g->num_node_types > 1 ? 1 : 0;
+	memset(&mbc, 0, sizeof(mbc));
+	mbc.sampler.kind = GNN_SAMPLER_NEIGHBOR;
+	mbc.sampler.nhops = 2;
+	mbc.sampler.fanouts[0] = 4;	/* of MB_DEG: sampled, not all */
+	mbc.sampler.fanouts[1] = 3;
+	mbc.sampler.type_fanouts = type_fanouts;
+	mbc.sampler.temporal = temporal;
+	mbc.sampler.nthreads = threads;
+	mbc.batch_size = 64;
+	memset(curve, 0, sizeof(*curve));
+	return gnn_train_minibatch(g, &cfg, &mbc, NULL, mb_on_epoch, curve, NULL, NULL, NULL, res, NULL, err);
+}
+
+/* the checks every minibatch regression run passes; returns the test MAE (NAN on failure) */
+static float
+mb_regress_check(const char *what, const gnn_graph *g, gnn_model_kind kind, const int32_t *type_fanouts,
+				 bool temporal, gnn_select select, double margin)
+{
+	mb_curve   *c1 = calloc(1, sizeof(mb_curve)),
+			   *c2 = calloc(1, sizeof(mb_curve));
+	gnn_train_result r1,
+				r2;
+	gnn_error	err;
+	gnn_status	st;
+	double		base = mean_baseline_mae(g);
+	float		best_sel = INFINITY,
+				out = NAN;
+
+	st = mb_regress(g, kind, type_fanouts, temporal, select, 1, MB_EPOCHS, c1, &r1, &err);
+	CHECK(st == GNN_OK, "%s: minibatch regression (%s) trains%s%s", what, gnn_model_kind_name(kind),
+		  st ? ": " : "", st ? err.msg : "");
+	if (st != GNN_OK)
+		goto done;
+	NOTE("%s (%s): best epoch %d/%d, train MSE %.5f, val MAE %.4f RMSE %.4f, test MAE %.4f RMSE %.4f; "
+		 "training-mean baseline test MAE %.4f", what, gnn_model_kind_name(kind), r1.best_epoch, r1.epochs_run,
+		 r1.best.train_loss, r1.best.val_mae, r1.best.val_rmse, r1.best.test_mae, r1.best.test_rmse, base);
+	out = r1.best.test_mae;
+	CHECK(r1.best.test_mae < margin * base, "%s: test MAE %.4f < %.2f x the training-mean baseline's %.4f",
+		  what, r1.best.test_mae, margin, base);
+	CHECK(isfinite(r1.best.val_mae) && isfinite(r1.best.val_rmse) && isfinite(r1.best.test_rmse) &&
+		  r1.best.test_rmse >= r1.best.test_mae && r1.best.val_rmse >= r1.best.val_mae &&
+		  r1.best.val_acc == -r1.best.val_mae && r1.best.test_acc == -r1.best.test_mae &&
+		  isfinite(r1.best.train_acc) && r1.best.train_acc < 0 &&
+		  fabsf(r1.best.val_loss - r1.best.val_rmse * r1.best.val_rmse) <= 1e-5f * (1 + r1.best.val_loss) &&
+		  fabsf(r1.best.test_loss - r1.best.test_rmse * r1.best.test_rmse) <= 1e-5f * (1 + r1.best.test_loss) &&
+		  isnan(r1.best.val_auc) && isnan(r1.best.test_auc),
+		  "%s: metrics as full-batch regression fills them (loss MSE, acc -MAE, RMSE >= MAE, no AUROC)", what);
+	/* the kept epoch is the best by validation under the rule */
+	for (int e = 0; e < c1->n; e++)
+		best_sel = fminf(best_sel, select == GNN_SELECT_VAL_ACC ? c1->em[e].val_mae : c1->em[e].val_loss);
+	CHECK(c1->n == MB_EPOCHS && r1.best_epoch >= 1 &&
+		  (select == GNN_SELECT_VAL_ACC ? r1.best.val_mae : r1.best.val_loss) == best_sel &&
+		  c1->em[r1.best_epoch - 1].best,
+		  "%s: the kept epoch %d has the lowest validation %s (%.5f)", what, r1.best_epoch,
+		  select == GNN_SELECT_VAL_ACC ? "MAE" : "MSE", best_sel);
+	CHECK(c1->em[c1->n - 1].train_loss < 0.5f * c1->em[0].train_loss,
+		  "%s: training MSE falls (%.5f at epoch 1, %.5f at epoch %d)", what, c1->em[0].train_loss,
+		  c1->em[c1->n - 1].train_loss, c1->n);
+
+	st = mb_regress(g, kind, type_fanouts, temporal, select, 1, MB_EPOCHS, c2, &r2, &err);
+	r1.seconds = r2.seconds = r1.other_s = r2.other_s = 0;
+	r1.best.seconds = r2.best.seconds = 0;
+	CHECK(st == GNN_OK && c1->n == c2->n && memcmp(c1->em, c2->em, sizeof(gnn_epoch_metrics) * c1->n) == 0 &&
+		  r1.best_epoch == r2.best_epoch && memcmp(&r1.best, &r2.best, sizeof(r1.best)) == 0,
+		  "%s: the same seed repeats bit for bit (1 thread)", what);
+done:
+	free(c1);
+	free(c2);
+	return out;
+}
+
+static void
+test_mb_regression(void)
+{
+	hgraph		h;
+	gnn_train_result res;
+	gnn_error	err;
+	gnn_status	st;
+
+	/*
+	 * typed fan-outs per hop and relation: the seeds' signal relation in full
+	 * (its mean is the target; a sample of it would only estimate it at
+	 * evaluation, which samples too), everything else sampled
+	 */
+	const int32_t tf[2 * 2] = {-1, 3, 2, 2};
+	float		tmae,
+				nmae;
+
+	/* homogeneous: evaluated on full neighbourhoods */
+	make_mb_regress(&h, false, false, 21);
+	mb_regress_check("homogeneous", &h.g, GNN_MODEL_SAGE, NULL, false, GNN_SELECT_VAL_ACC, 0.4);
+	/* regression without targets, or on a graph of classes, refused */
+	{
+		gnn_train_config cfg;
+		gnn_minibatch_config mbc;
+
+		h.g.targets = NULL;
+		gnn_train_config_default(GNN_MODEL_SAGE, &cfg);
+		cfg.task = GNN_TASK_REGRESS;
+		memset(&mbc, 0, sizeof(mbc));
+		mbc.sampler.nhops = cfg.layers;
+		for (int l = 0; l < cfg.layers; l++)
+			mbc.sampler.fanouts[l] = 3;
+		mbc.batch_size = 32;
+		st = gnn_train_minibatch(&h.g, &cfg, &mbc, NULL, NULL, NULL, NULL, NULL, NULL, &res, NULL, &err);
+		CHECK(st == GNN_ERR_EMPTY && strstr(err.msg, "target"),
+			  "minibatch regression on a graph without targets refused: %s", err.msg);
+		h.g.targets = h.targets;
+	}
+	hgraph_free(&h);
+
+	/* typed, target type 1: evaluated on sampled neighbourhoods */
+	make_mb_regress(&h, true, false, 22);
+	mb_regress_check("typed", &h.g, GNN_MODEL_HSAGE, tf, false, GNN_SELECT_VAL_LOSS, 0.4);
+	/* no training node of the target type has a target: refused */
+	{
+		float	   *keep = h.targets;
+		float	   *only_b = malloc(sizeof(float) * h.g.num_nodes);
+		mb_curve   *c = calloc(1, sizeof(mb_curve));
+
+		for (int64_t v = 0; v < h.g.num_nodes; v++)
+			only_b[v] = v < h.type_ptr[1] ? 1.0f : NAN;
+		for (int64_t v = 0; v < h.type_ptr[1]; v++)
+			h.split[v] = GNN_SPLIT_TRAIN;
+		h.g.targets = only_b;
+		st = mb_regress(&h.g, GNN_MODEL_HSAGE, tf, false, GNN_SELECT_VAL_LOSS, 1, 1, c, &res, &err);
+		CHECK(st == GNN_ERR_EMPTY && strstr(err.msg, "target type 1"),
+			  "targets only on nodes of another type: no training node of the target type (%s)", err.msg);
+		h.g.targets = keep;
+		free(only_b);
+		free(c);
+	}
+	hgraph_free(&h);
+
+	/* typed with times: the targets are means over the past, which temporal sampling shows */
+	make_mb_regress(&h, true, true, 23);
+	tmae = mb_regress_check("typed, temporal", &h.g, GNN_MODEL_RGCN, tf, true, GNN_SELECT_VAL_ACC, 0.5);
+	{
+		mb_curve   *c = calloc(1, sizeof(mb_curve));
+
+		mb_curve   *c2 = calloc(1, sizeof(mb_curve));
+		gnn_train_result res2;
+
+		st = mb_regress(&h.g, GNN_MODEL_RGCN, tf, false, GNN_SELECT_VAL_ACC, 1, MB_EPOCHS, c, &res, &err);
+		nmae = st == GNN_OK ? res.best.test_mae : NAN;
+		NOTE("typed with times, not temporal: test MAE %.4f", nmae);
+		CHECK(st == GNN_OK && tmae < 0.7f * nmae,
+			  "temporal sampling reads the past-only targets better: test MAE %.4f < 0.7 x %.4f without it",
+			  tmae, nmae);
+		/* repeatable on two threads too (backend and sampler), over a few epochs */
+		st = mb_regress(&h.g, GNN_MODEL_RGCN, tf, true, GNN_SELECT_VAL_ACC, 2, 4, c, &res, &err);
+		if (st == GNN_OK)
+			st = mb_regress(&h.g, GNN_MODEL_RGCN, tf, true, GNN_SELECT_VAL_ACC, 2, 4, c2, &res2, &err);
+		CHECK(st == GNN_OK && c->n == 4 && c2->n == 4 &&
+			  memcmp(c->em, c2->em, sizeof(gnn_epoch_metrics) * 4) == 0 && isfinite(c->em[3].test_mae),
+			  "typed, temporal: the same seed repeats bit for bit on 2 threads%s%s", st ? ": " : "",
+			  st ? err.msg : "");
+		free(c);
+		free(c2);
+	}
+	hgraph_free(&h);
+}
+
 /* ------------------------------------------------------------------ AUROC */
 
 static double
@@ -597,10 +949,11 @@ test_auroc(void)
 int
 main(void)
 {
-	void		(*tests[]) (void) = {test_auroc, test_checks, test_infer, test_regression, test_selective};
-	const char *names[] = {"auroc", "checks", "infer", "regression", "selective"};
+	void		(*tests[]) (void) = {test_auroc, test_checks, test_infer, test_regression, test_selective,
+	test_mb_regression};
+	const char *names[] = {"auroc", "checks", "infer", "regression", "selective", "minibatch regression"};
 
-	for (int t = 0; t < 5; t++)
+	for (int t = 0; t < 6; t++)
 	{
 		clock_t		c0 = clock();
 
