@@ -109,6 +109,14 @@ SELECT (metrics->>'test_mae')::float < 40 AS mae_below_spread, (metrics->>'test_
 FROM gnn.models WHERE name = 'spend';
 SELECT count(*) AS predictions, bool_and(label IS NULL AND class IS NULL AND score IS NOT NULL) AS values_only
 FROM gnn.predict('spend');
+-- the same in sampled minibatches
+SELECT gnn.train('shop_spend', model => 'hetero_sage', name => 'spend_mb', task => 'regression', epochs => 60,
+                 seed => 7, wait => true, options => '{"fanouts": [10, 5], "batch_size": 64}') > 0 AS trained;
+SELECT (metrics->>'test_mae')::float < 40 AS mae_below_spread, (metrics->>'val_mae')::float > 0 AS has_val_mae,
+       (metrics->>'test_rmse')::float >= (metrics->>'test_mae')::float AS rmse_ge_mae
+FROM gnn.models WHERE name = 'spend_mb';
+SELECT count(*) AS predictions, count(DISTINCT round(score::numeric, 3)) > 10 AS varied
+FROM gnn.predict('spend_mb');
 SELECT gnn.train('shop_spend', name => 'spend_cls', epochs => 5, wait => true);
 -- binary classification: AUROC beside accuracy
 SELECT name, classes FROM gnn.load_schema_graph('shop_churn', ARRAY['customers', 'products', 'reviews', 'categories']::regclass[],

@@ -420,7 +420,8 @@ Precompute(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, bo
 	pc->kind[0] = GNN_RESULT_EMBED;
 	pc->layer[0] = GnnDefaultEmbeddingLayer(mc->layers, !linkpred);
 	pc->n = 1;
-	if (!linkpred)
+	/* (a regression model's prediction is its output layer, read by the k-hop or full path) */
+	if (!linkpred && cfg->task != GNN_TASK_REGRESS)
 	{
 		pc->kind[1] = GNN_RESULT_PROBS;
 		pc->layer[1] = -1;
