@@ -344,18 +344,24 @@ AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE;
 -- Neighbour sampling from seed nodes: fanouts[h] in-neighbours per node at
 -- hop h+1 (-1 = all), uniformly, with or without replacement.  Rows are the
 -- sampled edges src -> dst of each hop (layer 1 = edges into the seeds), in
--- original ids.  The same seed gives the same rows.
+-- original ids.  The same seed gives the same rows.  On a schema graph the
+-- seeds are keys of one table (node_type, default the target): bigint keys
+-- as seeds, any keys as text in keys; seed_times (one per seed) sample only
+-- rows whose time is not later than their seed's (NULL: no bound).
 CREATE FUNCTION gnn.sample_neighbors(graph text, seeds bigint[], fanouts int[],
-                                     replace boolean DEFAULT false, seed int DEFAULT NULL)
-RETURNS TABLE (layer int, src bigint, dst bigint, src_key text, dst_key text)
+                                     replace boolean DEFAULT false, seed int DEFAULT NULL,
+                                     node_type text DEFAULT NULL, keys text[] DEFAULT NULL,
+                                     seed_times timestamptz[] DEFAULT NULL)
+RETURNS TABLE (layer int, src bigint, dst bigint, src_key text, dst_key text, src_type text, dst_type text)
 AS 'MODULE_PATHNAME', 'gnn_sample_neighbors' LANGUAGE C VOLATILE;
 
 -- Random walks along out-edges, one per start (walk numbered from 1, step 0 =
 -- the start); p and q bias them as node2vec does (1, 1 = uniform).  A walk
 -- ends early at a node without out-edges.
 CREATE FUNCTION gnn.random_walk(graph text, starts bigint[], length int,
-                                p float8 DEFAULT 1, q float8 DEFAULT 1, seed int DEFAULT NULL)
-RETURNS TABLE (walk int, step int, node bigint, key text)
+                                p float8 DEFAULT 1, q float8 DEFAULT 1, seed int DEFAULT NULL,
+                                node_type text DEFAULT NULL, keys text[] DEFAULT NULL)
+RETURNS TABLE (walk int, step int, node bigint, key text, type text)
 AS 'MODULE_PATHNAME', 'gnn_random_walk_sql' LANGUAGE C VOLATILE;
 
 -- ---- partitioning

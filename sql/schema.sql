@@ -42,6 +42,31 @@ SELECT gnn.degree('shop', -9223372036854775808, 'in', node_type => 'item') AS it
        gnn.degree('shop', 'c-2', 'both', node_type => 'cat') AS cat_both;
 SELECT gnn.degree('shop', 'c-99', node_type => 'cat');
 SELECT gnn.degree('shop', 1, node_type => 'shelf');
+-- sampling and walks start from keys of one table; rows carry the types
+SELECT layer, src_key, src_type, dst_key, dst_type
+FROM gnn.sample_neighbors('shop', NULL, '{-1,-1}', node_type => 'person',
+                          keys => ARRAY['ffffffff-ffff-ffff-ffff-ffffffffffff'])
+ORDER BY layer, src_type, src_key, dst_key;
+SELECT layer, src_key, src_type, dst_key, dst_type
+FROM gnn.sample_neighbors('shop', ARRAY[-9223372036854775808], '{-1}', node_type => 'item') ORDER BY src_key;
+SELECT walk, step, key, type FROM gnn.random_walk('shop', NULL, 2, node_type => 'cat', keys => ARRAY['c-2'], seed => 1)
+ORDER BY walk, step;
+SELECT * FROM gnn.sample_neighbors('shop', ARRAY[1], '{2}', node_type => 'person');
+SELECT * FROM gnn.sample_neighbors('shop', NULL, '{2}', node_type => 'person', keys => ARRAY['nope']);
+SELECT * FROM gnn.sample_neighbors('shop', NULL, '{2}', node_type => 'shelf', keys => ARRAY['c-2']);
+-- seed times: only rows not later than the seed's time (a graph with row times)
+SELECT name FROM gnn.load_schema_graph('shop_t', ARRAY['cat', 'item', 'person', 'buy']::regclass[],
+                                       options => '{"time": {"buy": "at"}}');
+SELECT t AS seed_time, count(*) FILTER (WHERE src_type = 'buy') AS buys
+FROM unnest(ARRAY['2024-05-01 12:00+00', '2024-05-10 00:00+00']::timestamptz[]) t,
+     gnn.sample_neighbors('shop_t', NULL, '{-1}', node_type => 'person',
+                          keys => ARRAY['12345678-9abc-def0-1234-56789abcdef0'], seed_times => ARRAY[t])
+GROUP BY t ORDER BY t;
+SELECT * FROM gnn.sample_neighbors('shop_t', NULL, '{2}', node_type => 'person',
+                                   keys => ARRAY['12345678-9abc-def0-1234-56789abcdef0'], seed_times => '{}');
+SELECT * FROM gnn.sample_neighbors('shop', NULL, '{2}', node_type => 'person',
+                                   keys => ARRAY['12345678-9abc-def0-1234-56789abcdef0'], seed_times => ARRAY[now()]);
+SELECT gnn.drop_graph('shop_t');
 -- the encodings kept with the graph: a standardised numeric column, a category with its values
 SELECT type, "column", detail->>'kind' AS kind, detail->'categories' AS categories, detail->>'missing' AS missing
 FROM gnn.graph_columns('shop') WHERE "column" IN ('price', 'tag', 'country');

@@ -13,6 +13,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 #include "sample.h"
@@ -68,29 +69,85 @@ SeedArg(FunctionCallInfo fcinfo, int i)
 	return s;
 }
 
-/* graph indices of ids; an unknown id is an error naming it */
+/*
+ * The nodes a sampling call starts from: ids[] (bigint[]) or, when the
+ * keys argument is given, keys (text[]) of one node type: node_type, else
+ * the type results are about (a schema graph's target; a homogeneous
+ * graph's only type).  A homogeneous graph's ids are its node ids, a schema
+ * graph's its tables' keys.
+ */
 static int32 *
-NodeIndices(GnnGraphRef *ref, const int64 *ids, int n, const char *what)
+StartNodes(GnnGraphRef *ref, FunctionCallInfo fcinfo, const int64 *ids, int nids, int type_arg, int keys_arg,
+		   const char *what, int *n)
 {
-	int32	   *out = palloc(sizeof(int32) * n);
+	const gnn_graph *g = &ref->g;
+	char	   *type_name = PG_NARGS() > type_arg && !PG_ARGISNULL(type_arg) ?
+		text_to_cstring(PG_GETARG_TEXT_PP(type_arg)) : NULL;
+	int32	   *out = NULL;
 
-	for (int i = 0; i < n; i++)
+	PG_TRY();
 	{
-		int64		v = gnn_graph_find(&ref->g, ids[i]);
+		int32		t = GnnResultType(g, type_name, ref->entry.name);
 
-		if (v < 0)
+		if (PG_NARGS() > keys_arg && !PG_ARGISNULL(keys_arg))
 		{
-			char	   *name = pstrdup(ref->entry.name);
+			Datum	   *elems;
+			bool	   *nulls;
+			int			nk;
 
-			GnnGraphRelease(ref);
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("%s node %lld is not in graph \"%s\"", what, (long long) ids[i], name),
-					 errhint("gnn.neighbors() and the graph's node table show which ids exist.")));
+			deconstruct_array(PG_GETARG_ARRAYTYPE_P(keys_arg), TEXTOID, -1, false, TYPALIGN_INT,
+							  &elems, &nulls, &nk);
+			if (nk > GNN_MAX_SEEDS)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("%d %ss given, at most %d are allowed", nk, what, GNN_MAX_SEEDS)));
+			out = palloc(sizeof(int32) * Max(nk, 1));
+			for (int i = 0; i < nk; i++)
+			{
+				if (nulls[i])
+					ereport(ERROR,
+							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+							 errmsg("%s key %d is NULL", what, i + 1)));
+				out[i] = (int32) GnnFindNodeText(g, t, TextDatumGetCString(elems[i]), ref->entry.name);
+			}
+			*n = nk;
 		}
-		out[i] = (int32) v;
+		else
+		{
+			out = palloc(sizeof(int32) * Max(nids, 1));
+			for (int i = 0; i < nids; i++)
+			{
+				int64		v = gnn_graph_find_typed(g, t, ids[i]);
+
+				if (v < 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_UNDEFINED_OBJECT),
+							 errmsg("%s node %lld is not in graph \"%s\"", what, (long long) ids[i], ref->entry.name),
+							 g->num_node_types > 1 ?
+							 errhint("Seeds of a schema graph are keys of one table (node_type, default %s); pass text keys as keys => ARRAY[...].",
+									 gnn_graph_node_type_name(g, t)) :
+							 errhint("gnn.neighbors() and the graph's node table show which ids exist.")));
+				out[i] = (int32) v;
+			}
+			*n = nids;
+		}
 	}
+	PG_CATCH();
+	{
+		GnnGraphRelease(ref);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	return out;
+}
+
+/* A node's type name, for results. */
+static Datum
+TypeNameDatum(const gnn_graph *g, int64 v)
+{
+	const char *nm = gnn_graph_node_type_name(g, gnn_graph_type_of(g, v));
+
+	return CStringGetTextDatum(nm ? nm : "node");
 }
 
 static void
@@ -113,18 +170,26 @@ gnn_sample_neighbors(PG_FUNCTION_ARGS)
 	int64	   *ids,
 			   *fan;
 	int32	   *seeds;
+	int64	   *stimes = NULL;
 	int			nseeds,
 				nfan;
 	uint64		seed;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph must not be NULL")));
-	if (PG_ARGISNULL(1) || PG_ARGISNULL(2))
+	/* args: graph, seeds, fanouts, replace, seed, node_type, keys, seed_times */
+	if ((PG_ARGISNULL(1) && (PG_NARGS() < 7 || PG_ARGISNULL(6))) || PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("seeds and fanouts must not be NULL"),
-				 errhint("Pass seeds as bigint[] node ids and fanouts as int[], one per hop, e.g. '{10,5}'.")));
-	ids = ArrayInts(PG_GETARG_ARRAYTYPE_P(1), "seeds", &nseeds);
+				 errhint("Pass seeds as bigint[] node ids (or keys => text[]) and fanouts as int[], one per hop, e.g. '{10,5}'.")));
+	if (!PG_ARGISNULL(1))
+		ids = ArrayInts(PG_GETARG_ARRAYTYPE_P(1), "seeds", &nseeds);
+	else
+	{
+		ids = NULL;
+		nseeds = 0;
+	}
 	fan = ArrayInts(PG_GETARG_ARRAYTYPE_P(2), "fanouts", &nfan);
 	if (nseeds > GNN_MAX_SEEDS)
 		ereport(ERROR,
@@ -155,10 +220,42 @@ gnn_sample_neighbors(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	GnnCoreThreadsInit();
 	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
-	seeds = NodeIndices(&ref, ids, nseeds, "seed");
+	seeds = StartNodes(&ref, fcinfo, ids, nseeds, 5, 6, "seed", &nseeds);
+	/* seed_times: one per seed, sampling only what is not later than it */
+	if (PG_NARGS() > 7 && !PG_ARGISNULL(7))
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			nt;
+
+		deconstruct_array(PG_GETARG_ARRAYTYPE_P(7), TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+						  &elems, &nulls, &nt);
+		if (nt != nseeds)
+		{
+			GnnGraphRelease(&ref);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%d seed times for %d seeds", nt, nseeds),
+					 errhint("Give one time per seed (NULL: no bound).")));
+		}
+		if (!ref.g.time)
+		{
+			char	   *name = pstrdup(ref.entry.name);
+
+			GnnGraphRelease(&ref);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("graph \"%s\" has no row times to bound", name),
+					 errhint("Load it with options => '{\"time\": {\"table\": \"column\"}}'.")));
+		}
+		stimes = palloc(sizeof(int64) * Max(nt, 1));
+		for (int i = 0; i < nt; i++)
+			stimes[i] = nulls[i] ? INT64_MAX : DatumGetTimestampTz(elems[i]);
+		cfg.temporal = true;
+	}
 	if (gnn_sampler_create(&ref.g, &cfg, &s, &err) != GNN_OK)
 		ReportAndRelease(&ref, "could not create the sampler", &err);
-	if (gnn_sampler_sample(s, seeds, nseeds, seed, &mb, &err) != GNN_OK)
+	if (gnn_sampler_sample_at(s, seeds, stimes, nseeds, seed, &mb, &err) != GNN_OK)
 	{
 		gnn_sampler_free(s);
 		ReportAndRelease(&ref, "sampling failed", &err);
@@ -172,8 +269,8 @@ gnn_sample_neighbors(PG_FUNCTION_ARGS)
 			for (int64 i = 0; i < b->n_dst; i++)
 				for (int64 e = b->indptr[i]; e < b->indptr[i + 1]; e++)
 				{
-					Datum		v[5];
-					bool		nl[5] = {false, false, false, false, false};
+					Datum		v[7];
+					bool		nl[7] = {false, false, false, false, false, false, false};
 					int64		sv = mb.input_nodes[b->indices[e]],
 								dv = mb.input_nodes[i];
 
@@ -182,6 +279,8 @@ gnn_sample_neighbors(PG_FUNCTION_ARGS)
 					v[2] = Int64GetDatum(ref.g.keys[dv]);
 					v[3] = GnnNodeKeyText(&ref.g, sv);
 					v[4] = GnnNodeKeyText(&ref.g, dv);
+					v[5] = TypeNameDatum(&ref.g, sv);
+					v[6] = TypeNameDatum(&ref.g, dv);
 					tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nl);
 				}
 		}
@@ -212,11 +311,19 @@ gnn_random_walk_sql(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph must not be NULL")));
-	if (PG_ARGISNULL(1) || PG_ARGISNULL(2))
+	/* args: graph, starts, length, p, q, seed, node_type, keys */
+	if ((PG_ARGISNULL(1) && (PG_NARGS() < 8 || PG_ARGISNULL(7))) || PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("starts and length must not be NULL")));
-	ids = ArrayInts(PG_GETARG_ARRAYTYPE_P(1), "starts", &n);
+				 errmsg("starts and length must not be NULL"),
+				 errhint("Pass starts as bigint[] node ids, or keys => text[].")));
+	if (!PG_ARGISNULL(1))
+		ids = ArrayInts(PG_GETARG_ARRAYTYPE_P(1), "starts", &n);
+	else
+	{
+		ids = NULL;
+		n = 0;
+	}
 	memset(&wc, 0, sizeof(wc));
 	wc.length = PG_GETARG_INT32(2);
 	wc.p = PG_ARGISNULL(3) ? 1.0 : PG_GETARG_FLOAT8(3);
@@ -232,17 +339,19 @@ gnn_random_walk_sql(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("p and q must be finite and greater than 0 (got p = %g, q = %g)", wc.p, wc.q),
 				 errhint("p = q = 1 gives uniform walks; node2vec uses e.g. p = 1, q = 0.5.")));
+	InitMaterializedSRF(fcinfo, 0);
+	GnnCoreThreadsInit();
+	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
+	starts = StartNodes(&ref, fcinfo, ids, n, 6, 7, "start", &n);
 	cells = (int64) n * ((int64) wc.length + 1);
 	if (cells > 100000000)
+	{
+		GnnGraphRelease(&ref);
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("%d walks of length %d would return %lld rows, more than 100000000", n, wc.length,
 						(long long) cells)));
-
-	InitMaterializedSRF(fcinfo, 0);
-	GnnCoreThreadsInit();
-	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
-	starts = NodeIndices(&ref, ids, n, "start");
+	}
 	out = palloc_extended(sizeof(int32) * cells, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
 	if (!out)
 	{
@@ -255,8 +364,8 @@ gnn_random_walk_sql(PG_FUNCTION_ARGS)
 		for (int64 t = 0; t <= wc.length; t++)
 		{
 			int32		v = out[i * (wc.length + 1) + t];
-			Datum		vals[4];
-			bool		nl[4] = {false, false, false, false};
+			Datum		vals[5];
+			bool		nl[5] = {false, false, false, false, false};
 
 			if (v < 0)
 				break;
@@ -264,6 +373,7 @@ gnn_random_walk_sql(PG_FUNCTION_ARGS)
 			vals[1] = Int32GetDatum((int32) t);
 			vals[2] = Int64GetDatum(ref.g.keys[v]);
 			vals[3] = GnnNodeKeyText(&ref.g, v);
+			vals[4] = TypeNameDatum(&ref.g, v);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, nl);
 		}
 	GnnGraphRelease(&ref);
