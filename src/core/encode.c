@@ -16,7 +16,9 @@
  * encoding bit for bit.  The encoding of a value is one function per kind
  * (enc_num_value, the slot of a category, the array copy) shared by the
  * buffered-row writer and the gnn_enc_encode_* functions, so a rebuilt
- * encoder (gnn_enc_from_json) writes exactly what the original wrote.
+ * encoder (gnn_enc_from_json) writes exactly what the original wrote, and so
+ * does one rebuilt to take new rows (gnn_enc_from_json_rows: the same
+ * buffers, but finish keeps the encoding instead of fitting one).
  */
 #include "encode.h"
 
@@ -39,6 +41,7 @@ struct gnn_col_encoder
 	int32_t		max_categories;
 	bool		finished;
 	bool		has_rows;		/* the row buffers are present (not dropped) */
+	bool		fixed;			/* the encoding came from JSON: finish keeps it */
 	int64_t		rows;
 	int64_t		nulls;
 	int64_t		cap;			/* rows the buffers hold */
@@ -765,6 +768,31 @@ finish_array(gnn_col_encoder *e, gnn_error *err)
 	return GNN_OK;
 }
 
+/*
+ * An encoder rebuilt by gnn_enc_from_json_rows keeps the encoding it came
+ * with; finishing only maps a category's fed values to the kept slots, by
+ * value, so a kept value lands in its fitted slot whatever its frequency now
+ * and an unseen one is "other".  The dictionary stays, so gnn_enc_distinct
+ * and gnn_enc_coverage report on the new rows.
+ */
+static gnn_status
+finish_fixed(gnn_col_encoder *e, gnn_error *err)
+{
+	if (e->kind != GNN_ENC_CATEGORY)
+		return GNN_OK;
+	e->slot_of_code = malloc((size_t) (e->ndict > 0 ? e->ndict : 1) * sizeof(int32_t));
+	if (!e->slot_of_code)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "encoder (category): out of memory");
+	for (int32_t c = 0; c < e->ndict; c++)
+	{
+		const dict_entry *d = &e->dict[c];
+
+		/* dict_bytes is NULL while every value is empty */
+		e->slot_of_code[c] = cat_lookup(e, e->dict_bytes ? e->dict_bytes + d->off : "", d->len);
+	}
+	return GNN_OK;
+}
+
 gnn_status
 gnn_enc_finish(gnn_col_encoder *e, gnn_error *err)
 {
@@ -776,6 +804,14 @@ gnn_enc_finish(gnn_col_encoder *e, gnn_error *err)
 		return gnn_error_set(err, GNN_ERR_INVALID, "gnn_enc_finish: already finished");
 	if (!e->has_rows)
 		return gnn_error_set(err, GNN_ERR_INVALID, "gnn_enc_finish: the rows were dropped");
+	if (e->fixed)
+	{
+		/* no refit: width, statistics, categories and indicator stay */
+		if ((st = finish_fixed(e, err)) != GNN_OK)
+			return st;
+		e->finished = true;
+		return GNN_OK;
+	}
 	e->missing = e->nulls > 0;
 	switch (e->kind)
 	{
@@ -819,12 +855,19 @@ enc_num_value(const gnn_col_encoder *e, double v)
 	return (float) ((v - e->mean) / e->std);
 }
 
+/*
+ * The NULL encoders write the indicator column only when the encoding has
+ * one: a NULL where the fit saw none (gnn_enc_encode_*, or rows fed to an
+ * encoder rebuilt by gnn_enc_from_json_rows) is the mean alone, within the
+ * width.
+ */
 static inline void
 enc_num_null(const gnn_col_encoder *e, float *out)
 {
 	/* the mean: standardised 0; a BOOL's mean is the share of true */
 	out[0] = e->kind == GNN_ENC_BOOL ? (float) e->mean : 0.0f;
-	out[1] = 1.0f;
+	if (e->missing)
+		out[1] = 1.0f;
 }
 
 /* a category by kept slot (-1: not kept), or NULL */
@@ -833,7 +876,10 @@ enc_cat(const gnn_col_encoder *e, int32_t slot, bool isnull, float *out)
 {
 	memset(out, 0, (size_t) e->width * sizeof(float));
 	if (isnull)
-		out[e->width - 1] = 1.0f;	/* the missing column (present: a NULL was seen) */
+	{
+		if (e->missing)
+			out[e->width - 1] = 1.0f;	/* the missing column (last) */
+	}
 	else if (slot >= 0)
 		out[slot] = 1.0f;
 	else if (e->other)
@@ -845,7 +891,8 @@ enc_array_null(const gnn_col_encoder *e, float *out)
 {
 	for (int32_t j = 0; j < e->alen; j++)
 		out[j] = (float) e->amean[j];
-	out[e->alen] = 1.0f;
+	if (e->missing)
+		out[e->alen] = 1.0f;
 }
 
 void
@@ -929,12 +976,7 @@ gnn_enc_encode_num(const gnn_col_encoder *e, double v, bool isnull, float *out, 
 		return row_error(err, -1, GNN_ERR_INVALID, "%s value %g is not finite",
 						 gnn_enc_kind_name(e->kind), v);
 	if (isnull)
-	{
-		float		tmp[2];
-
-		enc_num_null(e, tmp);
-		memcpy(out, tmp, (size_t) e->width * sizeof(float));
-	}
+		enc_num_null(e, out);
 	else
 	{
 		out[0] = enc_num_value(e, v);
@@ -955,11 +997,6 @@ gnn_enc_encode_text(const gnn_col_encoder *e, const char *s, size_t len, bool is
 		return st;
 	if (!isnull && !s && len > 0)
 		return gnn_error_set(err, GNN_ERR_INVALID, "gnn_enc_encode_text: no text");
-	if (isnull && !e->missing)
-	{
-		memset(out, 0, (size_t) e->width * sizeof(float));
-		return GNN_OK;
-	}
 	enc_cat(e, isnull ? -1 : cat_lookup(e, s ? s : "", len), isnull, out);
 	return GNN_OK;
 }
@@ -975,10 +1012,7 @@ gnn_enc_encode_array(const gnn_col_encoder *e, const float *v, int32_t len, bool
 		return st;
 	if (isnull)
 	{
-		for (int32_t j = 0; j < e->alen; j++)
-			out[j] = (float) e->amean[j];
-		if (e->missing)
-			out[e->alen] = 1.0f;
+		enc_array_null(e, out);
 		return GNN_OK;
 	}
 	if (len != e->alen)
@@ -1873,9 +1907,10 @@ gnn_enc_from_json(const char *json, gnn_col_encoder **out, gnn_error *err)
 	jfields		f = {0};
 	gnn_status	st;
 
+	if (out)
+		*out = NULL;			/* whatever fails, the caller holds no encoder */
 	if (!out || !json)
 		return gnn_error_set(err, GNN_ERR_INVALID, "gnn_enc_from_json: no JSON or no output");
-	*out = NULL;
 	j.p = j.start = json;
 	j.err = err;
 	if (!jexpect(&j, '{'))
@@ -1916,6 +1951,22 @@ fail:
 		jfail(&j, "bad key");
 	jfields_free(&f);
 	return j.oom ? GNN_ERR_NOMEM : GNN_ERR_INVALID;
+}
+
+gnn_status
+gnn_enc_from_json_rows(const char *json, gnn_col_encoder **out, gnn_error *err)
+{
+	gnn_status	st = gnn_enc_from_json(json, out, err);
+	gnn_col_encoder *e;
+
+	if (st != GNN_OK)
+		return st;
+	/* reopen for feeding: empty buffers, the encoding fixed */
+	e = *out;
+	e->finished = false;
+	e->has_rows = true;
+	e->fixed = true;
+	return GNN_OK;
 }
 
 int64_t

@@ -22,7 +22,8 @@
  * The finished encoding is described as JSON (gnn_enc_describe) so that it is
  * kept with the graph, and an encoder rebuilt from that JSON
  * (gnn_enc_from_json) encodes new values exactly as the original did
- * (gnn_enc_encode_*).
+ * (gnn_enc_encode_*); gnn_enc_from_json_rows rebuilds one that takes a new
+ * set of rows and encodes them with the kept encoding (no refit).
  */
 #ifndef GNN_ENCODE_H
 #define GNN_ENCODE_H
@@ -63,7 +64,8 @@ gnn_status	gnn_enc_finish(gnn_col_encoder *e, gnn_error *err);
 int32_t		gnn_enc_width(const gnn_col_encoder *e);
 /* CATEGORY, after finish and before gnn_enc_drop_rows: the distinct non-NULL
  * values seen, and the share of non-NULL rows whose value was kept (the rest
- * fall in "other"); -1 / 1.0 for other kinds.  A loader skips a column whose
+ * fall in "other"); -1 / 1.0 for other kinds (0 / 1.0 once rows are dropped,
+ * or for gnn_enc_from_json's encoder).  A loader skips a column whose
  * kept values cover little of it: a name or an identifier, not a category. */
 int64_t		gnn_enc_distinct(const gnn_col_encoder *e);
 double		gnn_enc_coverage(const gnn_col_encoder *e);
@@ -103,6 +105,24 @@ gnn_status	gnn_enc_write_rows_perm(gnn_col_encoder *const *encs, int ncols, int6
 char	   *gnn_enc_describe(const gnn_col_encoder *e);
 /* Rebuild a finished encoder (without rows) from gnn_enc_describe's JSON. */
 gnn_status	gnn_enc_from_json(const char *json, gnn_col_encoder **out, gnn_error *err);
+/*
+ * Rebuild an encoder from gnn_enc_describe's JSON that takes rows: feed it
+ * with gnn_enc_add_* as a new encoder, then gnn_enc_finish keeps the
+ * described encoding instead of fitting one (a reload that must encode new
+ * rows as the previous load did).  Finish does not refit: the mean / std, the
+ * kept categories in their slots, the "other" slot, the missing indicator
+ * (kept even when no new row is NULL) and the array length stay, so
+ * gnn_enc_width and gnn_enc_describe are those of the JSON.  Each row is then
+ * written (gnn_enc_write, gnn_enc_write_rows*) exactly as gnn_enc_encode_*
+ * of the fitted encoder encodes its value: an unseen category goes to
+ * "other" (all zeros without one), a NULL where the fit had no indicator is
+ * the mean alone (a category's: all zeros).  Feeding an array of another
+ * length than the described one is GNN_ERR_INVALID naming the row.  After
+ * finish, gnn_enc_distinct / gnn_enc_coverage report on the fed rows
+ * (distinct values fed; the share of fed non-NULL rows whose value is a kept
+ * category).  Errors as gnn_enc_from_json for bad JSON.
+ */
+gnn_status	gnn_enc_from_json_rows(const char *json, gnn_col_encoder **out, gnn_error *err);
 /*
  * Encode one new value with a finished encoder into out[0 .. width).  A
  * category unseen at fit time goes to the "other" slot (all zeros without

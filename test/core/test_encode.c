@@ -3,7 +3,8 @@
  * (widths, values written, statistics against references computed here),
  * category ranking with ties and "other", unseen values, the JSON round
  * trip (bit-identical encodings), malformed JSON, errors, feature blocks,
- * and a 1M-row smoke test that prints its times.
+ * new rows fed to a kept encoding (gnn_enc_from_json_rows), and a 1M-row
+ * smoke test that prints its times.
  */
 #include "check.h"
 #include "encode.h"
@@ -649,7 +650,8 @@ test_json_malformed(void)
 		"{\"x\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
 	};
 	int			nbad = (int) (sizeof(bad) / sizeof(bad[0]));
-	int			rejected = 0;
+	int			rejected = 0,
+				rejected_rows = 0;
 
 	for (int i = 0; i < nbad; i++)
 	{
@@ -662,9 +664,19 @@ test_json_malformed(void)
 		else
 			NOTE("accepted or wrong status %d: %s", (int) st, bad[i]);
 		gnn_enc_free(e);
+		e = NULL;
+		st = gnn_enc_from_json_rows(bad[i], &e, &err);
+		if (st == GNN_ERR_INVALID && e == NULL)
+			rejected_rows++;
+		else
+			NOTE("from_json_rows: accepted or wrong status %d: %s", (int) st, bad[i]);
+		gnn_enc_free(e);
 	}
 	CHECK(rejected == nbad, "json: %d of %d malformed encodings rejected with GNN_ERR_INVALID",
 		  rejected, nbad);
+	CHECK(rejected_rows == nbad,
+		  "json: from_json_rows rejects %d of %d malformed encodings with GNN_ERR_INVALID",
+		  rejected_rows, nbad);
 }
 
 /* ------------------------------------------------------------------ errors */
@@ -915,6 +927,450 @@ test_category_coverage(void)
 	gnn_enc_free(e);
 }
 
+/* ------------------------------------------------------------------ refeeding a kept encoding */
+
+/*
+ * gnn_enc_from_json_rows: fit on rows A, describe, rebuild from the JSON, feed
+ * rows B and finish; every row written must be bit for bit what the fitted
+ * encoder's gnn_enc_encode_* gives for its value (and what the fitted encoder
+ * wrote for the same value among rows A), within the described width.
+ */
+typedef struct tval
+{
+	bool		null;
+	double		num;
+	const char *s;
+	const float *a;
+	int32_t		len;
+} tval;
+
+#define TV_NUM(x) {false, (x), NULL, NULL, 0}
+#define TV_STR(x) {false, 0, (x), NULL, 0}
+#define TV_ARR(p, n) {false, 0, NULL, (p), (n)}
+#define TV_NULL {true, 0, NULL, NULL, 0}
+
+#define RF_MAXW 16
+
+static gnn_status
+tv_feed(gnn_col_encoder *e, gnn_enc_kind k, const tval *v, gnn_error *err)
+{
+	if (k == GNN_ENC_CATEGORY)
+		return gnn_enc_add_text(e, v->s, v->s ? strlen(v->s) : 0, v->null, err);
+	if (k == GNN_ENC_ARRAY)
+		return gnn_enc_add_array(e, v->a, v->len, v->null, err);
+	return gnn_enc_add_num(e, v->num, v->null, err);
+}
+
+static gnn_status
+tv_encode(const gnn_col_encoder *e, gnn_enc_kind k, const tval *v, float *out, gnn_error *err)
+{
+	if (k == GNN_ENC_CATEGORY)
+		return gnn_enc_encode_text(e, v->s, v->s ? strlen(v->s) : 0, v->null, out, err);
+	if (k == GNN_ENC_ARRAY)
+		return gnn_enc_encode_array(e, v->a, v->len, v->null, out, err);
+	return gnn_enc_encode_num(e, v->num, v->null, out, err);
+}
+
+static bool
+tv_same(gnn_enc_kind k, const tval *x, const tval *y)
+{
+	if (x->null || y->null)
+		return x->null == y->null;
+	if (k == GNN_ENC_CATEGORY)
+		return strcmp(x->s, y->s) == 0;
+	if (k == GNN_ENC_ARRAY)
+		return x->len == y->len && memcmp(x->a, y->a, (size_t) x->len * sizeof(float)) == 0;
+	return x->num == y->num;
+}
+
+static gnn_col_encoder *
+tv_fit(gnn_enc_kind k, int32_t maxcat, const tval *v, int n)
+{
+	gnn_col_encoder *e = NULL;
+	gnn_error	err;
+	bool		ok = gnn_enc_create(k, maxcat, &e, &err) == GNN_OK;
+
+	for (int i = 0; ok && i < n; i++)
+		ok = tv_feed(e, k, &v[i], &err) == GNN_OK;
+	ok = ok && gnn_enc_finish(e, &err) == GNN_OK;
+	if (!ok)
+	{
+		NOTE("fit failed: %s", err.msg);
+		gnn_enc_free(e);
+		return NULL;
+	}
+	return e;
+}
+
+/*
+ * Runs the comparisons; returns the fitted encoder (*fit) and the refed one
+ * (the return value, finished) for the caller's own checks on the values.
+ */
+static gnn_col_encoder *
+refit_case(const char *what, gnn_enc_kind k, int32_t maxcat, const tval *A, int nA,
+		   const tval *B, int nB, gnn_col_encoder **fit)
+{
+	gnn_col_encoder *e = tv_fit(k, maxcat, A, nA),
+			   *r = NULL,
+			   *eb = tv_fit(k, maxcat, B, nB);
+	gnn_error	err;
+	char	   *js,
+			   *js2,
+			   *jsb;
+	int32_t		W;
+	bool		fed = true,
+				enc_ok = true,
+				same_a = true,
+				canary = true;
+	int			matched = 0;
+	const float CANARY = -12345.0f;
+
+	*fit = e;
+	CHECK(e != NULL, "%s: fit on rows A", what);
+	if (!e)
+		return NULL;
+	W = gnn_enc_width(e);
+	js = gnn_enc_describe(e);
+	CHECK(gnn_enc_from_json_rows(js, &r, &err) == GNN_OK && r != NULL,
+		  "%s: from_json_rows (%s)", what, js);
+	if (!r)
+	{
+		free(js);
+		gnn_enc_free(eb);
+		return NULL;
+	}
+	CHECK(gnn_enc_width(r) == 0 && gnn_enc_describe(r) == NULL,
+		  "%s: not finished before gnn_enc_finish", what);
+	for (int i = 0; i < nB; i++)
+		if (tv_feed(r, k, &B[i], &err) != GNN_OK)
+		{
+			NOTE("%s: row %d: %s", what, i, err.msg);
+			fed = false;
+		}
+	CHECK(fed && gnn_enc_rows(r) == nB, "%s: %d rows B fed", what, nB);
+	CHECK(gnn_enc_finish(r, &err) == GNN_OK, "%s: finish keeps the encoding", what);
+	CHECK(gnn_enc_width(r) == W && W < RF_MAXW, "%s: width %d unchanged (got %d)", what, W,
+		  gnn_enc_width(r));
+	js2 = gnn_enc_describe(r);
+	CHECK(js2 && strcmp(js, js2) == 0, "%s: the refed encoder describes the same encoding (%s)",
+		  what, js2 ? js2 : "null");
+	/* a plain fit on B would differ: the comparisons below can tell a refit */
+	jsb = eb ? gnn_enc_describe(eb) : NULL;
+	CHECK(jsb && strcmp(jsb, js) != 0, "%s: a fit on rows B differs (%s)", what,
+		  jsb ? jsb : "null");
+
+	for (int i = 0; i < nB; i++)
+	{
+		float		o1[RF_MAXW + 1],
+					o2[RF_MAXW + 1],
+					o3[RF_MAXW + 1];
+
+		for (int c = 0; c <= RF_MAXW; c++)
+			o1[c] = o2[c] = o3[c] = CANARY;
+		gnn_enc_write(r, i, o1);
+		if (tv_encode(e, k, &B[i], o2, &err) != GNN_OK)
+		{
+			NOTE("%s: encode row %d: %s", what, i, err.msg);
+			enc_ok = false;
+			continue;
+		}
+		if (memcmp(o1, o2, (size_t) W * sizeof(float)) != 0)
+		{
+			NOTE("%s: row %d written differs from encode_* (first col %g vs %g)", what, i,
+				 (double) o1[0], (double) o2[0]);
+			enc_ok = false;
+		}
+		if (o1[W] != CANARY)
+			canary = false;
+		for (int j = 0; j < nA; j++)
+			if (tv_same(k, &A[j], &B[i]))
+			{
+				gnn_enc_write(e, j, o3);
+				matched++;
+				if (memcmp(o1, o3, (size_t) W * sizeof(float)) != 0)
+				{
+					NOTE("%s: row B %d differs from row A %d as written at fit", what, i, j);
+					same_a = false;
+				}
+				break;
+			}
+	}
+	CHECK(enc_ok, "%s: every row B written bit for bit as the fitted encode_* of its value", what);
+	CHECK(canary, "%s: nothing written past the width", what);
+	CHECK(same_a && matched > 0, "%s: rows B seen among rows A written as at fit (%d compared)",
+		  what, matched);
+
+	/* feature block: reversed permutation, at column 2 of rows of W + 3 */
+	{
+		int64_t		ld = W + 3;
+		float	   *blk = malloc((size_t) nB * (size_t) ld * sizeof(float));
+		int64_t    *perm = malloc((size_t) nB * sizeof(int64_t));
+		bool		ok = blk && perm;
+
+		for (int i = 0; ok && i < nB; i++)
+			perm[i] = nB - 1 - i;
+		for (int64_t i = 0; ok && i < nB * ld; i++)
+			blk[i] = CANARY;
+		ok = ok && gnn_enc_write_rows_perm(&r, 1, nB, perm, blk, ld, 2, 1, &err) == GNN_OK;
+		for (int i = 0; ok && i < nB; i++)
+		{
+			float		o[RF_MAXW + 1];
+			const float *row = blk + (int64_t) i * ld;
+
+			gnn_enc_write(r, perm[i], o);
+			ok = row[0] == CANARY && row[1] == CANARY && row[ld - 1] == CANARY &&
+				memcmp(row + 2, o, (size_t) W * sizeof(float)) == 0;
+		}
+		CHECK(ok, "%s: write_rows_perm writes the refed rows in their columns", what);
+		free(blk);
+		free(perm);
+	}
+	CHECK(gnn_enc_add_num(r, 1, false, &err) == GNN_ERR_INVALID &&
+		  gnn_enc_finish(r, &err) == GNN_ERR_INVALID, "%s: no rows or finish after finish", what);
+	free(js);
+	free(js2);
+	free(jsb);
+	gnn_enc_free(eb);
+	return r;
+}
+
+static void
+test_refit_numeric(void)
+{
+	/* NULLs at fit: an indicator column, kept */
+	tval		A1[] = {TV_NUM(1), TV_NUM(2), TV_NULL, TV_NUM(4), TV_NUM(10)};
+	tval		B1[] = {TV_NUM(100), TV_NUM(-5), TV_NUM(4), TV_NUM(1e6), TV_NUM(2), TV_NUM(0.125)};
+	/* no NULLs at fit: a NULL now is the mean alone, width 1 */
+	tval		A2[] = {TV_NUM(1), TV_NUM(2), TV_NUM(3), TV_NUM(4)};
+	tval		B2[] = {TV_NULL, TV_NUM(7), TV_NUM(2), TV_NULL, TV_NUM(-300.5)};
+	gnn_col_encoder *e,
+			   *r;
+	float		o[RF_MAXW];
+
+	r = refit_case("refit numeric, NULLs at fit", GNN_ENC_NUMERIC, 0, A1, 5, B1, 6, &e);
+	if (r)
+	{
+		/* mean 17/4, std of {1,2,4,10} = sqrt(12.1875) */
+		double		m = 4.25,
+					sd = sqrt(12.1875);
+
+		gnn_enc_write(r, 0, o);
+		CHECK(o[0] == (float) ((100 - m) / sd) && o[1] == 0.0f,
+			  "refit numeric: 100 standardised by the fit's mean and std, indicator 0 (%g)",
+			  (double) o[0]);
+	}
+	gnn_enc_free(e);
+	gnn_enc_free(r);
+
+	r = refit_case("refit numeric, no NULLs at fit", GNN_ENC_NUMERIC, 0, A2, 4, B2, 5, &e);
+	if (r)
+	{
+		gnn_enc_write(r, 0, o);
+		CHECK(gnn_enc_width(r) == 1 && o[0] == 0.0f,
+			  "refit numeric: a NULL without an indicator column is the mean (0), width 1");
+		gnn_enc_write(r, 1, o);
+		CHECK(o[0] == (float) ((7 - 2.5) / sqrt(1.25)), "refit numeric: 7 by the fit's scaling");
+	}
+	gnn_enc_free(e);
+	gnn_enc_free(r);
+}
+
+static void
+test_refit_bool_time(void)
+{
+	tval		A1[] = {TV_NUM(1), TV_NUM(0), TV_NUM(0), TV_NUM(1), TV_NUM(1)};
+	tval		B1[] = {TV_NUM(0), TV_NUM(0), TV_NULL, TV_NUM(5), TV_NUM(0)};
+	tval		A2[] = {TV_NUM(1), TV_NULL, TV_NUM(0), TV_NUM(0)};
+	tval		B2[] = {TV_NUM(1), TV_NUM(1), TV_NUM(0)};
+	/* seconds since the epoch; B later and wider */
+	tval		A3[] = {TV_NUM(1.7e9), TV_NUM(1.7e9 + 3600), TV_NULL, TV_NUM(1.7e9 + 7200)};
+	tval		B3[] = {TV_NUM(1.8e9), TV_NULL, TV_NUM(1.7e9), TV_NUM(1.9e9), TV_NUM(1.7e9 + 3600)};
+	gnn_col_encoder *e,
+			   *r;
+	float		o[RF_MAXW];
+
+	r = refit_case("refit bool, no NULLs at fit", GNN_ENC_BOOL, 0, A1, 5, B1, 5, &e);
+	if (r)
+	{
+		gnn_enc_write(r, 2, o);
+		CHECK(gnn_enc_width(r) == 1 && o[0] == 0.6f,
+			  "refit bool: a NULL is the fit's share of true alone (%g)", (double) o[0]);
+		gnn_enc_write(r, 3, o);
+		CHECK(o[0] == 1.0f, "refit bool: nonzero is 1");
+	}
+	gnn_enc_free(e);
+	gnn_enc_free(r);
+
+	r = refit_case("refit bool, NULLs at fit", GNN_ENC_BOOL, 0, A2, 4, B2, 3, &e);
+	if (r)
+	{
+		gnn_enc_write(r, 0, o);
+		CHECK(gnn_enc_width(r) == 2 && o[0] == 1.0f && o[1] == 0.0f,
+			  "refit bool: indicator column kept with no NULL among the new rows");
+	}
+	gnn_enc_free(e);
+	gnn_enc_free(r);
+
+	r = refit_case("refit time", GNN_ENC_TIME, 0, A3, 4, B3, 5, &e);
+	if (r)
+	{
+		gnn_enc_write(r, 1, o);
+		CHECK(o[0] == 0.0f && o[1] == 1.0f, "refit time: NULL is the mean and the indicator");
+		gnn_enc_write(r, 0, o);
+		CHECK(o[0] == (float) ((1.8e9 - (1.7e9 + 3600)) / sqrt(2.0 / 3.0 * 3600 * 3600)),
+			  "refit time: scaled by the fit's mean and std (%g)", (double) o[0]);
+	}
+	gnn_enc_free(e);
+	gnn_enc_free(r);
+}
+
+static void
+test_refit_category(void)
+{
+	/* kept "a" (3), "b" (2) of 4 distinct, so an "other" slot; a NULL at fit */
+	tval		A1[] = {TV_STR("a"), TV_STR("b"), TV_STR("a"), TV_STR("c"), TV_NULL,
+	TV_STR("b"), TV_STR("a"), TV_STR("d")};
+	/* "b" now outranks "a", "z" and "" were never seen, no NULL */
+	tval		B1[] = {TV_STR("b"), TV_STR("b"), TV_STR("z"), TV_STR("b"), TV_STR("a"),
+	TV_STR("c"), TV_STR(""), TV_STR("b")};
+	/* everything kept: no "other" slot, no NULL at fit */
+	tval		A2[] = {TV_STR("x"), TV_STR("y"), TV_STR("y")};
+	tval		B2[] = {TV_STR("x"), TV_STR("w"), TV_NULL, TV_STR("y"), TV_STR("w"), TV_STR("x")};
+	gnn_col_encoder *e,
+			   *r;
+	float		o[RF_MAXW];
+
+	r = refit_case("refit category with other", GNN_ENC_CATEGORY, 2, A1, 8, B1, 8, &e);
+	if (r)
+	{
+		/* slots: a 0, b 1, other 2, missing 3 */
+		gnn_enc_write(r, 0, o);
+		CHECK(gnn_enc_width(r) == 4 && hot(o, 4) == 1, "refit category: b keeps slot 1");
+		gnn_enc_write(r, 4, o);
+		CHECK(hot(o, 4) == 0, "refit category: a keeps slot 0");
+		gnn_enc_write(r, 2, o);
+		CHECK(hot(o, 4) == 2, "refit category: unseen z is other");
+		gnn_enc_write(r, 6, o);
+		CHECK(hot(o, 4) == 2, "refit category: unseen empty string is other");
+		gnn_enc_write(r, 5, o);
+		CHECK(hot(o, 4) == 2, "refit category: c, not kept at fit, is other");
+		CHECK(gnn_enc_distinct(r) == 5, "refit category: distinct counts the new rows (%lld)",
+			  (long long) gnn_enc_distinct(r));
+		/* kept among the 8 new rows: b x4, a x1 */
+		CHECK(fabs(gnn_enc_coverage(r) - 5.0 / 8.0) < 1e-12,
+			  "refit category: coverage of the new rows (%g)", gnn_enc_coverage(r));
+	}
+	gnn_enc_free(e);
+	gnn_enc_free(r);
+
+	r = refit_case("refit category without other", GNN_ENC_CATEGORY, 5, A2, 3, B2, 6, &e);
+	if (r)
+	{
+		/* slots: y 0, x 1 */
+		gnn_enc_write(r, 0, o);
+		CHECK(gnn_enc_width(r) == 2 && hot(o, 2) == 1, "refit category: x keeps slot 1");
+		gnn_enc_write(r, 1, o);
+		CHECK(hot(o, 2) == -1, "refit category: unseen w without other is all zeros");
+		gnn_enc_write(r, 2, o);
+		CHECK(hot(o, 2) == -1, "refit category: NULL without an indicator is all zeros");
+		CHECK(gnn_enc_distinct(r) == 3 && fabs(gnn_enc_coverage(r) - 0.6) < 1e-12,
+			  "refit category: distinct 3, coverage 3 of 5 (%lld, %g)",
+			  (long long) gnn_enc_distinct(r), gnn_enc_coverage(r));
+		gnn_enc_drop_rows(r);
+		gnn_enc_encode_text(r, "y", 1, false, o, NULL);
+		CHECK(hot(o, 2) == 0, "refit category: encode_* after drop_rows");
+	}
+	gnn_enc_free(e);
+	gnn_enc_free(r);
+}
+
+static void
+test_refit_array(void)
+{
+	static const float a1[] = {1, 2, 3},
+				a2[] = {3, 4, 5},
+				b1[] = {10, 20, 30},
+				b2[] = {-1, 0.5f, 1e6f},
+				s1[] = {1, 2},
+				s2[] = {3, 4},
+				s3[] = {5, 6},
+				s4[] = {-7, 8};
+	tval		A1[] = {TV_ARR(a1, 3), TV_NULL, TV_ARR(a2, 3)};
+	tval		B1[] = {TV_ARR(b1, 3), TV_ARR(b2, 3), TV_ARR(a1, 3)};
+	tval		A2[] = {TV_ARR(s1, 2), TV_ARR(s2, 2)};
+	tval		B2[] = {TV_NULL, TV_ARR(s3, 2), TV_ARR(s4, 2), TV_ARR(s1, 2), TV_NULL};
+	gnn_col_encoder *e,
+			   *r;
+	gnn_error	err;
+	float		o[RF_MAXW];
+	char	   *js;
+
+	r = refit_case("refit array, NULLs at fit", GNN_ENC_ARRAY, 0, A1, 3, B1, 3, &e);
+	if (r)
+	{
+		gnn_enc_write(r, 0, o);
+		CHECK(gnn_enc_width(r) == 4 && o[0] == 10 && o[2] == 30 && o[3] == 0.0f,
+			  "refit array: values as they are, indicator kept at 0");
+	}
+	gnn_enc_free(e);
+	gnn_enc_free(r);
+
+	r = refit_case("refit array, no NULLs at fit", GNN_ENC_ARRAY, 0, A2, 2, B2, 5, &e);
+	if (r)
+	{
+		gnn_enc_write(r, 0, o);
+		CHECK(gnn_enc_width(r) == 2 && o[0] == 2.0f && o[1] == 3.0f,
+			  "refit array: NULL without an indicator is the fit's means alone");
+	}
+
+	/* another length: an error naming the row; the row is not taken */
+	js = e ? gnn_enc_describe(e) : NULL;
+	gnn_enc_free(r);
+	r = NULL;
+	CHECK(js && gnn_enc_from_json_rows(js, &r, &err) == GNN_OK, "refit array: rebuild");
+	if (r)
+	{
+		gnn_enc_add_array(r, s1, 2, false, &err);
+		gnn_enc_add_array(r, NULL, 0, true, &err);
+		CHECK(gnn_enc_add_array(r, a1, 3, false, &err) == GNN_ERR_INVALID && err.row == 2 &&
+			  strstr(err.msg, "row 2") && strstr(err.msg, "length 3") &&
+			  strstr(err.msg, "length 2"),
+			  "refit array: an array of another length names the row (%s)", err.msg);
+		CHECK(gnn_enc_rows(r) == 2, "refit array: the bad row is not taken");
+		gnn_enc_free(r);
+		r = NULL;
+		/* the first row fixes nothing: the described length holds from row 0 */
+		gnn_enc_from_json_rows(js, &r, &err);
+		CHECK(r && gnn_enc_add_array(r, a1, 3, false, &err) == GNN_ERR_INVALID && err.row == 0,
+			  "refit array: the first row of another length is an error too");
+	}
+	free(js);
+	gnn_enc_free(e);
+	gnn_enc_free(r);
+}
+
+/* a refed encoder with no rows at all still has the described width */
+static void
+test_refit_empty(void)
+{
+	const char *js = "{\"kind\":\"category\",\"width\":3,\"max_categories\":2,"
+		"\"categories\":[\"p\",\"q\"],\"other\":false,\"missing\":true}";
+	gnn_col_encoder *r = NULL;
+	gnn_error	err;
+	char	   *d;
+
+	CHECK(gnn_enc_from_json_rows(js, &r, &err) == GNN_OK, "refit empty: rebuild");
+	CHECK(r && gnn_enc_finish(r, &err) == GNN_OK && gnn_enc_width(r) == 3 &&
+		  gnn_enc_rows(r) == 0, "refit empty: no rows, width 3");
+	d = gnn_enc_describe(r);
+	CHECK(d && strcmp(d, js) == 0, "refit empty: the same description");
+	free(d);
+	gnn_enc_free(r);
+	r = (gnn_col_encoder *) 1;
+	CHECK(gnn_enc_from_json_rows(NULL, &r, &err) == GNN_ERR_INVALID && r == NULL,
+		  "refit: no JSON is invalid");
+}
+
 int
 main(void)
 {
@@ -932,6 +1388,11 @@ main(void)
 	test_json_malformed();
 	test_errors();
 	test_write_rows();
+	test_refit_numeric();
+	test_refit_bool_time();
+	test_refit_category();
+	test_refit_array();
+	test_refit_empty();
 	test_smoke_1m();
 	return check_done();
 }
