@@ -61,6 +61,9 @@ LOAD_SQL="SELECT nodes FROM gnn.load_schema_graph('shop', ARRAY['customers', 'pr
 SCAN_S=$(best3 "$SCAN_SQL")
 LOAD_S=$(best3 "$LOAD_SQL")
 GRAPH=$(psql_pg -F "' | '" -c "\"SELECT nodes, edges, feature_dim, pg_size_pretty(bytes) FROM gnn.graphs WHERE name = 'shop'\"")
+# one more load, with the time of each phase (DEBUG1 lines of gnn.load_schema_graph)
+PHASES=$(psql_pg <<<"SET client_min_messages = debug1;
+$LOAD_SQL" 2>&1 | sed -n 's/.*gnn.load_schema_graph: \(.*\) took \(.*\) s/\1: \2 s/p' | paste -sd ';' | sed 's/;/; /g')
 
 train_row() {  # threads temporal
   psql_pg <<SQL
@@ -93,6 +96,8 @@ fi
   echo "| gnn.load_schema_graph (best of 3) | $LOAD_S | $(awk -v a="$LOAD_S" -v b="$SCAN_S" 'BEGIN {printf "%.2f", a / b}') |"
   echo
   echo "Graph (nodes | edges | feature columns | size): $GRAPH"
+  echo
+  echo "Phases of one more load: $PHASES"
   echo
   echo "## Heterogeneous GraphSAGE, one epoch"
   echo

@@ -184,6 +184,30 @@ SELECT gnn.load_schema_graph('bad', ARRAY['cat', 'item']::regclass[], target => 
 SELECT count(*) AS bad_graphs FROM gnn.graphs WHERE name = 'bad';
 \set VERBOSITY terse
 
+-- replacing a schema graph keeps its encodings: new rows are encoded with the
+-- statistics and categories of the load it replaces (a model trained on it
+-- reads them as it read the old rows); options.encodings = 'refit' fits afresh
+SELECT name FROM gnn.load_schema_graph('enc', ARRAY['cat', 'item']::regclass[]);
+CREATE TEMP TABLE enc0 AS SELECT "column", detail::text AS detail, width FROM gnn.graph_columns('enc') WHERE type = 'item';
+INSERT INTO item VALUES (100, 'c-1', 1000, 'new-tag', '2030-01-01', NULL, NULL);
+SELECT name, nodes FROM gnn.load_schema_graph('enc', ARRAY['cat', 'item']::regclass[], replace => true);
+SELECT gnn._graph_meta('enc')->>'encodings' AS encodings,
+       bool_and(e.detail = c.detail::text AND e.width = c.width) AS same_encodings
+FROM enc0 e JOIN gnn.graph_columns('enc') c ON c.type = 'item' AND c."column" = e."column";
+SELECT name FROM gnn.load_schema_graph('enc', ARRAY['cat', 'item']::regclass[], replace => true,
+                                       options => '{"encodings": "refit"}');
+SELECT gnn._graph_meta('enc')->>'encodings' AS encodings, e."column", e.detail = c.detail::text AS same
+FROM enc0 e JOIN gnn.graph_columns('enc') c ON c.type = 'item' AND c."column" = e."column"
+WHERE e."column" IN ('price', 'tag', 'added') ORDER BY 2;
+-- other columns: encoded afresh, with a notice
+SET client_min_messages = notice;
+SELECT name FROM gnn.load_schema_graph('enc', ARRAY['cat', 'item']::regclass[], replace => true,
+                                       options => '{"exclude": {"item": ["price"]}}');
+RESET client_min_messages;
+SELECT gnn.load_schema_graph('enc', ARRAY['cat', 'item']::regclass[], replace => true, options => '{"encodings": "old"}');
+SELECT gnn.drop_graph('enc');
+DELETE FROM item WHERE id = 100;
+
 -- a role without SELECT on one of the tables cannot load the schema
 CREATE ROLE sg_reader LOGIN;
 GRANT USAGE ON SCHEMA sg TO sg_reader;

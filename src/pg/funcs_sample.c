@@ -124,7 +124,7 @@ StartNodes(GnnGraphRef *ref, FunctionCallInfo fcinfo, const int64 *ids, int nids
 							(errcode(ERRCODE_UNDEFINED_OBJECT),
 							 errmsg("%s node %lld is not in graph \"%s\"", what, (long long) ids[i], ref->entry.name),
 							 g->num_node_types > 1 ?
-							 errhint("Seeds of a schema graph are keys of one table (node_type, default %s); pass text keys as keys => ARRAY[...].",
+							 errhint("These are keys of %s (node_type chooses the table, by default the target); pass text or uuid keys as keys => ARRAY[...].",
 									 gnn_graph_node_type_name(g, t)) :
 							 errhint("gnn.neighbors() and the graph's node table show which ids exist.")));
 				out[i] = (int32) v;

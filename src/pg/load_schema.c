@@ -144,6 +144,7 @@ typedef struct SchemaCol
 	gnn_col_encoder *enc;
 	const char *skipped;		/* why it is not a feature, or NULL */
 	bool		chosen;			/* named in options.features */
+	char	   *keep;			/* the previous load's encoding (JSON) to encode with, or NULL */
 	int32		offset;			/* within the type's slice */
 	int32		width;
 } SchemaCol;
@@ -229,6 +230,8 @@ typedef struct SchemaLoad
 	int32		max_categories;
 	bool		skip_dangling;
 	const char *seed_time;		/* options.seed_time: a time column of the target */
+	bool		refit;			/* options.encodings = 'refit' */
+	bool		kept;			/* the encodings are the replaced graph's */
 	Jsonb	   *options;
 } SchemaLoad;
 
@@ -954,7 +957,10 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 					 errmsg("%s has more than %d columns to read", t->relname, GNN_SCAN_MAXCOLS),
 					 errhint("Choose feature columns with options.features.")));
 		ResolveColumn(&s, col->scan = s.ncols++, col->name, "feature", (Oid[]) {col->type, InvalidOid}, "");
-		EncCheck(gnn_enc_create(col->kind, L->max_categories, &col->enc, &err), &err, t, col);
+		if (col->keep)
+			EncCheck(gnn_enc_from_json_rows(col->keep, &col->enc, &err), &err, t, col);
+		else
+			EncCheck(gnn_enc_create(col->kind, L->max_categories, &col->enc, &err), &err, t, col);
 	}
 	if (t->kk == KEY_INT)
 		GrowInit(&t->ikeys, ctx, sizeof(int64), est);
@@ -1111,6 +1117,160 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 	t->splits = splits;
 }
 
+/* ------------------------------------------------------------------ kept encodings */
+
+/* a column of the replaced graph: how it was encoded */
+typedef struct OldCol
+{
+	char	   *type;
+	char	   *column;
+	char	   *encoding;
+	char	   *detail;			/* the encoder's JSON, or the reason it was skipped */
+} OldCol;
+
+/* The columns of the schema graph this load replaces, from its meta (NIL: none). */
+static List *
+OldColumns(const char *graph)
+{
+	GnnGraphRef ref;
+	char	   *meta = NULL;
+	Jsonb	   *jb;
+	JsonbValue *types;
+	JsonbIterator *it;
+	JsonbValue	e;
+	JsonbIteratorToken tok;
+	List	   *out = NIL;
+
+	GnnGraphAcquire(graph, &ref);
+	if (ref.g.meta && ref.g.meta_bytes > 0)
+		meta = pnstrdup(ref.g.meta, ref.g.meta_bytes);
+	GnnGraphRelease(&ref);
+	if (!meta)
+		return NIL;
+	jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(meta)));
+	if (!(types = JGet(&jb->root, "types")) || types->type != jbvBinary || !JsonContainerIsArray(types->val.binary.data))
+		return NIL;
+	it = JsonbIteratorInit(types->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+	{
+		JsonbValue *nm,
+				   *cols;
+		JsonbIterator *ci;
+		JsonbValue	c;
+		JsonbIteratorToken ct;
+
+		if (tok != WJB_ELEM || e.type != jbvBinary)
+			continue;
+		nm = JGet(e.val.binary.data, "name");
+		cols = JGet(e.val.binary.data, "columns");
+		if (!nm || nm->type != jbvString || !cols || cols->type != jbvBinary)
+			continue;
+		ci = JsonbIteratorInit(cols->val.binary.data);
+		while ((ct = JsonbIteratorNext(&ci, &c, true)) != WJB_DONE)
+		{
+			JsonbValue *cn,
+					   *enc,
+					   *det;
+			OldCol	   *o;
+
+			if (ct != WJB_ELEM || c.type != jbvBinary)
+				continue;
+			cn = JGet(c.val.binary.data, "column");
+			enc = JGet(c.val.binary.data, "encoding");
+			det = JGet(c.val.binary.data, "detail");
+			if (!cn || cn->type != jbvString || !enc || enc->type != jbvString)
+				continue;		/* the constant or embedding column */
+			o = palloc0(sizeof(OldCol));
+			o->type = pnstrdup(nm->val.string.val, nm->val.string.len);
+			o->column = pnstrdup(cn->val.string.val, cn->val.string.len);
+			o->encoding = pnstrdup(enc->val.string.val, enc->val.string.len);
+			if (det && det->type == jbvBinary)
+			{
+				JsonbValue *why = JGet(det->val.binary.data, "reason");
+
+				o->detail = strcmp(o->encoding, "skipped") == 0 ?
+					(why && why->type == jbvString ? pnstrdup(why->val.string.val, why->val.string.len) : "skipped before") :
+					JsonbToCString(NULL, det->val.binary.data, det->val.binary.len);
+			}
+			out = lappend(out, o);
+		}
+	}
+	return out;
+}
+
+/*
+ * Replacing a schema graph keeps its encodings (options.encodings = keep,
+ * the default): every feature column is encoded with the statistics and
+ * categories of the load it replaces, and the columns skipped then are
+ * skipped now, so a model trained on the old graph reads the new one's rows
+ * as it read the old ones.  That needs the same columns with the same
+ * encodings; when they differ the features are encoded afresh, with a
+ * notice.
+ */
+static void
+KeepEncodings(SchemaLoad *L)
+{
+	List	   *old = OldColumns(L->name);
+	bool		same = old != NIL;
+	ListCell   *lc;
+	int			nold = 0,
+				nnew = 0;
+
+	for (int t = 0; t < L->ntypes && same; t++)
+		for (int c = 0; c < L->types[t].ncols && same; c++)
+		{
+			SchemaCol  *col = &L->types[t].cols[c];
+			OldCol	   *hit = NULL;
+
+			foreach(lc, old)
+			{
+				OldCol	   *o = lfirst(lc);
+
+				if (strcmp(o->type, L->types[t].name) == 0 && strcmp(o->column, col->name) == 0)
+					hit = o;
+			}
+			nnew++;
+			if (!hit || (col->skipped && strcmp(hit->encoding, "skipped") != 0) ||
+				(!col->skipped && strcmp(hit->encoding, "skipped") != 0 &&
+				 (strcmp(hit->encoding, gnn_enc_kind_name(col->kind)) != 0 || !hit->detail)))
+				same = false;
+		}
+	foreach(lc, old)
+	{
+		OldCol	   *o = lfirst(lc);
+
+		for (int t = 0; t < L->ntypes; t++)
+			if (strcmp(o->type, L->types[t].name) == 0)
+				nold++;
+	}
+	if (same && nold == nnew)
+	{
+		for (int t = 0; t < L->ntypes; t++)
+			for (int c = 0; c < L->types[t].ncols; c++)
+			{
+				SchemaCol  *col = &L->types[t].cols[c];
+
+				foreach(lc, old)
+				{
+					OldCol	   *o = lfirst(lc);
+
+					if (strcmp(o->type, L->types[t].name) != 0 || strcmp(o->column, col->name) != 0 || col->skipped)
+						continue;
+					if (strcmp(o->encoding, "skipped") == 0)
+						col->skipped = o->detail;
+					else
+						col->keep = o->detail;
+				}
+			}
+		L->kept = true;
+		return;
+	}
+	if (old != NIL)
+		ereport(NOTICE,
+				(errmsg("the feature columns of graph \"%s\" changed since its last load: they are encoded afresh", L->name),
+				 errhint("Models trained on the previous graph read features by position: train them again.")));
+}
+
 /* ------------------------------------------------------------------ the load */
 
 static void
@@ -1217,7 +1377,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				 errmsg("options must be a JSON object")));
 	{
 		static const char *const known[] = {"keys", "edges", "features", "exclude", "time",
-		"seed_time", "max_categories", "skip_dangling", NULL};
+		"seed_time", "max_categories", "skip_dangling", "encodings", NULL};
 		ListCell   *k;
 
 		foreach(k, JKeys(&L.options->root))
@@ -1230,7 +1390,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("unknown option \"%s\"", (char *) lfirst(k)),
-						 errhint("Accepted options: keys, edges, features, exclude, time, seed_time, max_categories, skip_dangling.")));
+						 errhint("Accepted options: keys, edges, features, exclude, time, seed_time, max_categories, skip_dangling, encodings.")));
 		}
 	}
 	L.max_categories = 32;
@@ -1243,6 +1403,15 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		if (L.max_categories < 1 || L.max_categories > 10000)
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							errmsg("option \"max_categories\" must be between 1 and 10000 (got %d)", L.max_categories)));
+	}
+	if ((jv = JGet(&L.options->root, "encodings")) != NULL)
+	{
+		char	   *e = JString(jv, "encodings");
+
+		if (strcmp(e, "keep") != 0 && strcmp(e, "refit") != 0)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("option \"encodings\" must be \"keep\" or \"refit\" (got \"%s\")", e)));
+		L.refit = strcmp(e, "refit") == 0;
 	}
 	if ((jv = JGet(&L.options->root, "skip_dangling")) != NULL)
 	{
@@ -1521,6 +1690,8 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 	}
 	if (L.target >= 0 && L.label)
 		(void) ColumnOf(&L.types[L.target], L.label, "label");
+	if (replace && !L.refit && GnnGraphExists(L.name))
+		KeepEncodings(&L);
 
 	/* read every table once */
 	INSTR_TIME_SET_ZERO(phase_start);
@@ -1908,7 +2079,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				 * is a name or an identifier, not a category: one-hot slots
 				 * would say little.  Skipped, unless chosen in options.features.
 				 */
-				if (col->kind == GNN_ENC_CATEGORY && !col->chosen &&
+				if (col->kind == GNN_ENC_CATEGORY && !col->chosen && !col->keep &&
 					gnn_enc_distinct(col->enc) > L.max_categories && gnn_enc_coverage(col->enc) < 0.5)
 				{
 					col->skipped = psprintf("%lld distinct values; the %d most frequent cover %.0f%% of the rows",
@@ -2045,6 +2216,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 	JsonKey(&meta, "split", L.split);
 	appendStringInfoChar(&meta, ',');
 	JsonKey(&meta, "task", L.label ? (L.regression ? "regression" : "classification") : NULL);
+	appendStringInfo(&meta, ",\"encodings\":\"%s\"", L.kept ? "kept" : "fitted");
 	appendStringInfoString(&meta, ",\"types\":[");
 	for (int t = 0; t < nrel; t++)
 	{
