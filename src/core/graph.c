@@ -927,17 +927,40 @@ invert_ref(const gnn_graph_ref *r, const typeinfo *ti, int T, int64_t **ptr_out,
  * (neighbour, relation) order.  No two arcs coincide: every reference has
  * relations of its own, and a node refers once per reference.
  */
+typedef struct refs_plan
+{
+	int32_t		K;
+	int64_t   **iptr;			/* per reference: invert_ref's lists */
+	int32_t   **isrc;
+} refs_plan;
+
+static void
+refs_plan_free(refs_plan *rp)
+{
+	for (int32_t k = 0; k < rp->K && rp->iptr && rp->isrc; k++)
+	{
+		free(rp->iptr[k]);
+		free(rp->isrc[k]);
+	}
+	free(rp->iptr);
+	free(rp->isrc);
+	memset(rp, 0, sizeof(*rp));
+}
+
+/*
+ * First half of the CSR of references: check them, invert each, and count
+ * every row (indptr, m and the relations' counts), so that the region can be
+ * laid out before a single arc is written; refs_fill writes the arcs there.
+ */
 static gnn_status
-refs_csr(const gnn_graph_input *in, typeinfo *ti, int64_t n, int T, int64_t **indptr_out,
-		 int32_t **indices_out, int16_t **rel_out, int64_t *m_out, gnn_error *err)
+refs_plan_make(const gnn_graph_input *in, typeinfo *ti, int64_t n, int T, refs_plan *rp, int64_t **indptr_out,
+			   int64_t *m_out, gnn_error *err)
 {
 	int32_t		K = in->num_refs;
 	gnn_status	status = GNN_OK;
 	int64_t   **iptr = calloc(K ? K : 1, sizeof(int64_t *));
 	int32_t   **isrc = calloc(K ? K : 1, sizeof(int32_t *));
 	int64_t    *indptr = NULL;
-	int32_t    *indices = NULL;
-	int16_t    *rel = NULL;
 	bool		used[GNN_MAX_EDGE_TYPES] = {false};
 	int64_t		bad_i = -1;
 	int32_t		bad_k = -1;
@@ -1041,14 +1064,42 @@ refs_csr(const gnn_graph_input *in, typeinfo *ti, int64_t n, int T, int64_t **in
 	indptr[0] = 0;
 	for (int64_t v = 0; v < n; v++)
 		indptr[v + 1] += indptr[v];
-	indices = malloc(sizeof(int32_t) * (indptr[n] ? indptr[n] : 1));
-	if (ti->nr > 1)
-		rel = malloc(sizeof(int16_t) * (indptr[n] ? indptr[n] : 1));
-	if (!indices || (ti->nr > 1 && !rel))
+	for (int32_t k = 0; k < K; k++)
 	{
-		status = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld arcs", (long long) indptr[n]);
-		goto out;
+		int64_t		c = iptr[k] ? iptr[k][ti->type_ptr[in->refs[k].dst_type + 1] - ti->type_ptr[in->refs[k].dst_type]] : 0;
+
+		ti->rel_count[in->refs[k].rel_fwd] += c;
+		ti->rel_count[in->refs[k].rel_rev] += c;
 	}
+	rp->K = K;
+	rp->iptr = iptr;
+	rp->isrc = isrc;
+	iptr = NULL;
+	isrc = NULL;
+	*indptr_out = indptr;
+	*m_out = indptr[n];
+	indptr = NULL;
+out:
+	for (int32_t k = 0; k < K && iptr && isrc; k++)
+	{
+		free(iptr[k]);
+		free(isrc[k]);
+	}
+	free(iptr);
+	free(isrc);
+	free(indptr);
+	return status;
+}
+
+/* Second half: every row's arcs, merged, into indices (and rel, R > 1). */
+static void
+refs_fill(const gnn_graph_input *in, const typeinfo *ti, int64_t n, int T, const refs_plan *rp,
+		  const int64_t *indptr, int32_t *indices, int16_t *rel)
+{
+	int32_t		K = rp->K;
+	int64_t   **iptr = rp->iptr;
+	int32_t   **isrc = rp->isrc;
+
 #pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
 	for (int64_t v = 0; v < n; v++)
 	{
@@ -1105,32 +1156,6 @@ refs_csr(const gnn_graph_input *in, typeinfo *ti, int64_t n, int T, int64_t **in
 			len[best]--;
 		}
 	}
-	for (int32_t k = 0; k < K; k++)
-	{
-		int64_t		c = iptr[k] ? iptr[k][ti->type_ptr[in->refs[k].dst_type + 1] - ti->type_ptr[in->refs[k].dst_type]] : 0;
-
-		ti->rel_count[in->refs[k].rel_fwd] += c;
-		ti->rel_count[in->refs[k].rel_rev] += c;
-	}
-	*indptr_out = indptr;
-	*indices_out = indices;
-	*rel_out = rel;
-	*m_out = indptr[n];
-	indptr = NULL;
-	indices = NULL;
-	rel = NULL;
-out:
-	for (int32_t k = 0; k < K && iptr && isrc; k++)
-	{
-		free(iptr[k]);
-		free(isrc[k]);
-	}
-	free(iptr);
-	free(isrc);
-	free(indptr);
-	free(indices);
-	free(rel);
-	return status;
 }
 
 gnn_status
@@ -1170,8 +1195,11 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 				n_labelled = 0;
 	char	   *region = NULL;
 	int			T = nthreads_of(in);
+	refs_plan	rplan;
+	bool		typed_arcs;		/* arc_type / rarc_type in the region */
 
 	memset(&map, 0, sizeof(map));
+	memset(&rplan, 0, sizeof(rplan));
 	*region_out = NULL;
 	*size_out = 0;
 	if (err)
@@ -1258,7 +1286,7 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 	/* edges given as references: the CSR directly, no sort, no merge */
 	if (in->num_refs > 0)
 	{
-		if ((status = refs_csr(in, &ti, n, T, &indptr, &indices, &erel, &m, err)) != GNN_OK)
+		if ((status = refs_plan_make(in, &ti, n, T, &rplan, &indptr, &m, err)) != GNN_OK)
 			goto done;
 		goto node_data;
 	}
@@ -1687,7 +1715,8 @@ node_data:
 		sz[L_TYPE_PTR] = 8 * ((uint64_t) ti.nt + 1);
 		sz[L_NODE_TYPE] = ti.nt > 1 ? 2 * un : 0;
 		sz[L_ETYPES] = sizeof(gnn_edge_type) * (uint64_t) ti.nr;
-		sz[L_ARC_TYPE] = sz[L_RARC_TYPE] = erel ? 2 * um : 0;
+		typed_arcs = erel != NULL || (in->num_refs > 0 && ti.nr > 1);
+		sz[L_ARC_TYPE] = sz[L_RARC_TYPE] = typed_arcs ? 2 * um : 0;
 		sz[L_TYPE_NAMES] = ti.names_bytes;
 		sz[L_KEYS] = in->keys ? 8 * un : 0;
 		sz[L_KEY_OFF] = in->key_off ? 8 * (un + 1) : 0;
@@ -1699,7 +1728,7 @@ node_data:
 		sz[L_META] = in->meta ? in->meta_bytes : 0;
 		present[L_IDS] = present[L_INDPTR] = present[L_INDICES] = true;
 		present[L_TYPE_PTR] = present[L_ETYPES] = true;
-		present[L_ARC_TYPE] = present[L_RARC_TYPE] = erel != NULL;
+		present[L_ARC_TYPE] = present[L_RARC_TYPE] = typed_arcs;
 		present[L_KEY_OFF] = present[L_KEY_BYTES] = present[L_TYPE_TEXT_KEY] = in->key_off != NULL;
 		present[L_RINDPTR] = present[L_RINDICES] = in->num_refs == 0;
 		present[L_FPTR] = present[L_FIDX] = present[L_FVAL] = feat_kind == GNN_FEAT_SPARSE;
@@ -1763,7 +1792,15 @@ node_data:
 
 		memcpy(region + h->off_ids, ids, 8 * un);
 		memcpy(region + h->off_indptr, indptr, 8 * (un + 1));
-		memcpy(region + h->off_indices, indices, 4 * um);
+		if (in->num_refs > 0)
+		{
+			/* the arcs of references go straight into the region */
+			refs_fill(in, &ti, n, T, &rplan, indptr, (int32_t *) (region + h->off_indices),
+					  typed_arcs ? (int16_t *) (region + h->off_arc_type) : NULL);
+			refs_plan_free(&rplan);
+		}
+		else
+			memcpy(region + h->off_indices, indices, 4 * um);
 		if (weights)
 			memcpy(region + h->off_weights, weights, 4 * um);
 
@@ -1778,7 +1815,8 @@ node_data:
 		int64_t    *rptr = (int64_t *) (region + h->off_rindptr);
 		int32_t    *ridx = (int32_t *) (region + h->off_rindices);
 		float	   *rw = weights ? (float *) (region + h->off_rweights) : NULL;
-		int16_t    *rat = erel ? (int16_t *) (region + h->off_rarc_type) : NULL;
+		int16_t    *rat = typed_arcs ? (int16_t *) (region + h->off_rarc_type) : NULL;
+		const int16_t *arcs = in->num_refs > 0 && typed_arcs ? (int16_t *) (region + h->off_arc_type) : erel;
 
 		if (in->num_refs > 0)
 		{
@@ -1802,7 +1840,7 @@ node_data:
 
 					for (int64_t p = b; p < e; p++)
 					{
-						int16_t		x = pair[erel[p]];
+						int16_t		x = pair[arcs[p]];
 						int64_t		q = p;
 
 						/* insertion within a run of one neighbour */
@@ -1888,6 +1926,7 @@ done:
 	free(edst);
 	free(ew);
 	free(erel);
+	refs_plan_free(&rplan);
 	free(r1);
 	free(s1);
 	free(d1);

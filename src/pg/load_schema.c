@@ -202,8 +202,8 @@ typedef struct SchemaType
 	GrowArray	labels;			/* char * (target type) */
 	GrowArray	splits;			/* uint8 (target type) */
 	/* ordered */
-	int64	   *perm;			/* sorted position -> scan row */
-	int64	   *rank;			/* scan row -> sorted position */
+	int64	   *perm;			/* sorted position -> scan row (NULL: the identity) */
+	int64	   *rank;			/* scan row -> sorted position (NULL: the identity) */
 	int64		offset;			/* first global index */
 	/* key -> sorted position: open addressing (KeyIndex) */
 	struct KeySlot *kh;
@@ -213,6 +213,10 @@ typedef struct SchemaType
 	int32		feat_width;
 	bool		embedding;		/* one-hot per node: no feature column */
 } SchemaType;
+
+/* a table stored in key order needs no permutation (a serial key): NULL */
+#define PERM(t, i) ((t)->perm ? (t)->perm[i] : (int64) (i))
+#define RANK(t, r) ((t)->rank ? (t)->rank[r] : (int64) (r))
 
 typedef struct SchemaLoad
 {
@@ -536,11 +540,9 @@ OrderUuidKeys(SchemaType *t)
 	for (int64 i = 1; i < t->n && sorted; i++)
 		sorted = U128Cmp(k[i - 1], k[i]) < 0;
 	if (sorted)
-	{
-		for (int64 i = 0; i < t->n; i++)
-			t->perm[i] = t->rank[i] = i;
-		return;
-	}
+		return;					/* perm and rank: the identity */
+	t->perm = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
+	t->rank = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
 	{
 		UuidRow    *r = palloc_extended(sizeof(UuidRow) * t->n, MCXT_ALLOC_HUGE);
 
@@ -568,18 +570,15 @@ OrderUuidKeys(SchemaType *t)
 static void
 OrderKeys(SchemaType *t)
 {
-	t->perm = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
-	t->rank = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
 	bool		sorted = true;
 
+	t->perm = t->rank = NULL;
 	if (t->kk == KEY_UUID)
 	{
 		OrderUuidKeys(t);
 		return;
 	}
 
-	for (int64 i = 0; i < t->n; i++)
-		t->perm[i] = i;
 	sort_type = t;
 	/* tables are often stored in key order (serial keys): then no sort */
 	if (t->kk == KEY_INT)
@@ -588,8 +587,13 @@ OrderKeys(SchemaType *t)
 	else
 		for (int64 i = 1; i < t->n && sorted; i++)
 			sorted = strcmp(((char **) t->tkeys.data)[i - 1], ((char **) t->tkeys.data)[i]) < 0;
-	if (!sorted)
-		qsort(t->perm, t->n, sizeof(int64), t->kk == KEY_INT ? CmpIntRows : CmpTextRows);
+	if (sorted)
+		return;					/* strictly ascending: no repeats, perm and rank the identity */
+	t->perm = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
+	t->rank = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
+	for (int64 i = 0; i < t->n; i++)
+		t->perm[i] = i;
+	qsort(t->perm, t->n, sizeof(int64), t->kk == KEY_INT ? CmpIntRows : CmpTextRows);
 	for (int64 i = 0; i < t->n; i++)
 	{
 		t->rank[t->perm[i]] = i;
@@ -648,7 +652,7 @@ KeyIndex(SchemaType *t)
 		t->kh_mask = size - 1;
 		for (int64 i = 0; i < t->n; i++)
 		{
-			U128		u = k[t->perm[i]];
+			U128		u = k[PERM(t, i)];
 			uint64		h = UuidHash(u);
 
 			while (t->uh[h & t->kh_mask].pos >= 0)
@@ -664,7 +668,7 @@ KeyIndex(SchemaType *t)
 	t->kh_mask = size - 1;
 	for (int64 i = 0; i < t->n; i++)
 	{
-		int64		row = t->perm[i];
+		int64		row = PERM(t, i);
 		int64		k = t->kk == KEY_INT ? ((int64 *) t->ikeys.data)[row] :
 			(int64) TextHash(((char **) t->tkeys.data)[row]);
 		uint64		h = t->kk == KEY_INT ? gnn_mix64((uint64) k) : (uint64) k;
@@ -718,7 +722,7 @@ FindTextKey(SchemaType *t, const char *tkey)
 
 		if (e->pos < 0)
 			return -1;
-		if (e->key == (int64) hk && strcmp(((char **) t->tkeys.data)[t->perm[e->pos]], tkey) == 0)
+		if (e->key == (int64) hk && strcmp(((char **) t->tkeys.data)[PERM(t, e->pos)], tkey) == 0)
 			return t->offset + e->pos;
 	}
 }
@@ -1752,7 +1756,8 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				SchemaFk   *fk = &T->fks[f];
 				SchemaType *R = &L.types[fk->to];
 				int32	   *ref = palloc_extended(sizeof(int32) * Max(T->n, 1), MCXT_ALLOC_HUGE);
-				int32	   *found = palloc_extended(sizeof(int32) * Max(T->n, 1), MCXT_ALLOC_HUGE);
+				/* rows in key order: the lookups land in place */
+				int32	   *found = T->rank ? palloc_extended(sizeof(int32) * Max(T->n, 1), MCXT_ALLOC_HUGE) : ref;
 				const bool *fnull = (const bool *) fk->nulls.data;
 				const int64 *fiv = (const int64 *) fk->ivals.data;
 				const U128 *fuv = (const U128 *) fk->uvals.data;
@@ -1790,8 +1795,9 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				/* a NULL foreign key, or a missing one skipped, is no edge */
 #pragma omp parallel for schedule(static)
 				for (int64 row = 0; row < tn; row++)
-					ref[rank[row]] = found[row] < 0 ? -1 : found[row];
-				pfree(found);
+					ref[rank ? rank[row] : row] = found[row] < 0 ? -1 : found[row];
+				if (found != ref)
+					pfree(found);
 				refs[nrefs].src_type = t;
 				refs[nrefs].dst_type = fk->to;
 				refs[nrefs].rel_fwd = fk->rel_fwd;
@@ -1841,7 +1847,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 			for (int64 i = 0; i < tn; i++)
 			{
 				int64		g = off + i,
-							row = perm[i];
+							row = perm ? perm[i] : i;
 
 				ids[g] = g;
 				ntype[g] = (int16) t;
@@ -1864,7 +1870,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 			for (int64 g = 0; g < n; g++)
 				st[g] = GNN_TIME_NONE;
 			for (int64 i = 0; i < T->n; i++)
-				st[T->offset + i] = ((int64 *) T->seed_times.data)[T->perm[i]];
+				st[T->offset + i] = ((int64 *) T->seed_times.data)[PERM(T, i)];
 			in.seed_time = st;
 		}
 		for (int t = 0; t < nrel; t++)
@@ -1915,7 +1921,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 						char		buf[37];
 
 						koff[off + i] = base + 36 * i;
-						UuidFormat(uk[perm[i]], buf);
+						UuidFormat(uk[perm ? perm[i] : i], buf);
 						memcpy(kb + base + 36 * i, buf, 36);
 					}
 					pos += 36 * T->n;
@@ -1926,7 +1932,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 					koff[off + i] = pos;
 					if (T->kk == KEY_TEXT)
 					{
-						const char *k = ((char **) T->tkeys.data)[T->perm[i]];
+						const char *k = ((char **) T->tkeys.data)[PERM(T, i)];
 						size_t		len = strlen(k);
 
 						memcpy(kb + pos, k, len);
@@ -1953,7 +1959,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		{
 			split = palloc_extended(n, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 			for (int64 i = 0; i < T->n; i++)
-				split[T->offset + i] = ((uint8 *) T->splits.data)[T->perm[i]];
+				split[T->offset + i] = ((uint8 *) T->splits.data)[PERM(T, i)];
 			in.split = split;
 		}
 		if (L.label)
@@ -1969,7 +1975,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 					targets[g] = NAN;
 				for (int64 i = 0; i < T->n; i++)
 				{
-					char	   *x = lv[T->perm[i]];
+					char	   *x = lv[PERM(T, i)];
 
 					if (x)
 					{
@@ -1999,7 +2005,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				{
 					for (int64 i = 0; i < T->n; i++)
 					{
-						char	   *x = lv[T->perm[i]];
+						char	   *x = lv[PERM(T, i)];
 						int64		l;
 
 						if (!x)
@@ -2018,8 +2024,8 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				{
 					/* text, enum and boolean labels: classes in byte order of their names */
 					for (int64 i = 0; i < T->n; i++)
-						if (lv[T->perm[i]])
-							distinct[nd++] = lv[T->perm[i]];
+						if (lv[PERM(T, i)])
+							distinct[nd++] = lv[PERM(T, i)];
 					qsort(distinct, nd, sizeof(char *), CompareStrings);
 					{
 						int64		u = 0;
@@ -2040,7 +2046,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 						appendBinaryStringInfo(&cn, distinct[i], strlen(distinct[i]) + 1);
 					for (int64 i = 0; i < T->n; i++)
 					{
-						char	   *x = lv[T->perm[i]];
+						char	   *x = lv[PERM(T, i)];
 						char	  **hit;
 
 						if (!x)
@@ -2128,6 +2134,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				int			nthreads = 1;
 #endif
 				gnn_col_encoder **encs = palloc(sizeof(gnn_col_encoder *) * (T->ncols + 1));
+				int64	   *ident = NULL;	/* the rows of a chunk, for a type in key order */
 				int			nenc = 0;
 				int32		W = T->feat_width,
 							FO = T->feat_offset;
@@ -2147,6 +2154,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 					if (!T->cols[c].skipped)
 						encs[nenc++] = T->cols[c].enc;
 				buf = palloc_extended(sizeof(float) * chunk * W, MCXT_ALLOC_HUGE);
+				ident = palloc(sizeof(int64) * chunk);
 				for (int64 i0 = 0; i0 < T->n; i0 += chunk)
 				{
 					int64		rows = Min(chunk, T->n - i0);
@@ -2154,7 +2162,10 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 
 					CHECK_FOR_INTERRUPTS();
 					/* rows in key order, on every core; then the non-zeros in row order */
-					if (gnn_enc_write_rows_perm(encs, nenc, rows, T->perm + i0, buf, W, 0,
+					if (!T->perm)
+						for (int64 r = 0; r < rows; r++)
+							ident[r] = i0 + r;
+					if (gnn_enc_write_rows_perm(encs, nenc, rows, T->perm ? T->perm + i0 : ident, buf, W, 0,
 												nthreads, &err) != GNN_OK)
 						ereport(ERROR,
 								(errcode(ERRCODE_INTERNAL_ERROR),
@@ -2362,11 +2373,11 @@ GnnTextKeysFind(GnnTextKeys *k, const char *key)
 int64
 GnnTextKeysCode(GnnTextKeys *k, int64 r)
 {
-	return k->t.rank[r];
+	return RANK(&k->t, r);
 }
 
 int64
 GnnTextKeysRow(GnnTextKeys *k, int64 code)
 {
-	return k->t.perm[code];
+	return PERM(&k->t, code);
 }
