@@ -104,7 +104,13 @@ ScanBegin(GnnScan *s)
 	{
 		s->rel = rel;
 		s->slot = table_slot_create(rel, NULL);
-		s->scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+		/*
+		 * From the first block, not where another scan of the table is (a
+		 * synchronized scan): a table stored in key order then comes in key
+		 * order, which the loaders check for and need not sort (10M rows
+		 * started mid-table cost a second of sorting and their permutation)
+		 */
+		s->scan = table_beginscan_strat(rel, GetActiveSnapshot(), 0, NULL, true, false);
 		return;
 	}
 	relation_close(rel, AccessShareLock);
