@@ -148,7 +148,7 @@ SELECT (SELECT (metrics->>'test_acc')::float FROM gnn.models WHERE name = 'rs_rg
        (SELECT (metrics->>'test_acc')::float FROM gnn.models WHERE name = 'rs_rgcn') - 0.1 AS gcn_far_lower;
 
 SELECT sum(gnn.drop_model(n)) AS dropped
-FROM unnest(ARRAY['hs', 'rg', 'gcn', 'mlp', 'hs_time', 'spend', 'churn', 'prodcat', 'rs_rgcn', 'rs_gcn']) n;
+FROM unnest(ARRAY['hs', 'rg', 'gcn', 'mlp', 'hs_time', 'spend', 'churn', 'prodcat', 'rs_rgcn', 'rs_gcn', 'hs_seed', 'hs_asof', 'spend_mb']) n;
 SELECT gnn.drop_graph(g) FROM unnest(ARRAY['shop', 'shop_spend', 'shop_churn', 'relsel']) g;
 DROP SCHEMA st CASCADE;
 RESET client_min_messages;
