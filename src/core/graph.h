@@ -138,7 +138,8 @@ typedef struct gnn_graph_input
 	const int32_t *etype_src;	/* per relation: source node type */
 	const int32_t *etype_dst;	/* per relation: destination node type */
 	/* keep per arc how many edge rows it merges (gnn_graph.arc_rows): a
-	 * graph that follows its tables (gnn_graph_apply_changes) needs it */
+	 * graph that follows its tables (gnn_graph_apply_changes) needs it.
+	 * Edges as src / dst only: references (one arc each) ignore it */
 	bool		keep_arc_rows;
 	/* edges as references instead of src / dst (num_edges must be 0) */
 	int32_t		num_refs;
@@ -401,6 +402,7 @@ typedef struct gnn_graph_changes
 	const int64_t *add_dst;
 	const float *add_weight;	/* NULL: 1 each (a weighted base: 1) */
 	bool		skip_dangling;
+	bool		undirected;		/* the base was built undirected (the region does not say) */
 
 	int64_t		num_removed_nodes;
 	const int64_t *rm_nodes;
