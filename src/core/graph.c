@@ -2074,6 +2074,7 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 	g->rindptr = (const int64_t *) (base + h->off_rindptr);
 	g->rindices = (const int32_t *) (base + h->off_rindices);
 	g->rweights = h->off_rweights ? (const float *) (base + h->off_rweights) : NULL;
+	g->weighted = h->weighted != 0;
 	g->feat_kind = h->feat_kind;
 	g->feat_dim = h->feat_dim;
 	g->feat_nnz = h->feat_nnz;

@@ -241,7 +241,8 @@ typedef struct gnn_graph
 	const int64_t *ids;
 	const int64_t *indptr;
 	const int32_t *indices;
-	const float *weights;		/* NULL when unweighted */
+	const float *weights;		/* NULL when unweighted (or without arcs) */
+	bool		weighted;		/* built with weights (also without arcs) */
 	const int64_t *rindptr;
 	const int32_t *rindices;
 	const float *rweights;
