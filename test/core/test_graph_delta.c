@@ -237,7 +237,7 @@ apply(const gnn_graph *base, const gnn_graph_changes *ch, void **region, uint64_
 
 		if (gnn_graph_attach(*region, *size, g, &e2) != GNN_OK)
 		{
-			snprintf(err->msg, sizeof(err->msg), "attach: %s", e2.msg);
+			snprintf(err->msg, sizeof(err->msg), "attach: %.400s", e2.msg);
 			return GNN_ERR_CORRUPT;
 		}
 	}
@@ -314,7 +314,7 @@ random_round(uint64_t seed, const opts *o, char *why, size_t whylen)
 	}
 	if (build(b, o, &breg, &bsz, &bg, &err) != GNN_OK)
 	{
-		snprintf(why, whylen, "base build: %s", err.msg);
+		snprintf(why, whylen, "base build: %.200s", err.msg);
 		goto out;
 	}
 	bcopy = malloc(bsz);
@@ -487,12 +487,12 @@ random_round(uint64_t seed, const opts *o, char *why, size_t whylen)
 
 	if (apply(&bg, &ch, &dreg, &dsz, &dg, &st, &err) != GNN_OK)
 	{
-		snprintf(why, whylen, "apply: %s (row %lld)", err.msg, (long long) err.row);
+		snprintf(why, whylen, "apply: %.200s (row %lld)", err.msg, (long long) err.row);
 		goto out;
 	}
 	if (build(r, o, &rreg, &rsz, &rg, &err) != GNN_OK)
 	{
-		snprintf(why, whylen, "reference build: %s", err.msg);
+		snprintf(why, whylen, "reference build: %.200s", err.msg);
 		goto out;
 	}
 	const char *d = graph_diff(&dg, &rg);
@@ -553,7 +553,7 @@ test_random(void)
 				if (!random_round(seed * 100 + mask, &o, w, sizeof(w)))
 				{
 					if (!failed)
-						snprintf(why, sizeof(why), "mask %d threads %d seed %llu: %s", mask, threads,
+						snprintf(why, sizeof(why), "mask %d threads %d seed %llu: %.500s", mask, threads,
 								 (unsigned long long) seed, w);
 					f++;
 					failed++;
@@ -756,9 +756,133 @@ test_undirected_rows(void)
 	free(region);
 }
 
+
+/*
+ * A base built without arc_rows (one row per arc; an undirected self-loop
+ * two), times and targets carried over, a node removed and re-added in one
+ * change set (new: its old arcs gone, its data fresh), features kept when
+ * the upserts give none, and the last of two upserts of a node winning.
+ */
+static void
+test_no_arc_rows_and_node_data(void)
+{
+	int64_t		ids[] = {10, 20, 30};
+	float		feat[] = {1, 2, 3, 4, 5, 6};
+	int64_t		tm[] = {100, GNN_TIME_NONE, 300};
+	float		tg[] = {1.5f, NAN, 2.5f};
+	int32_t		lab[] = {0, 1, 1};
+	int64_t		src[] = {10, 20, 30},
+				dst[] = {20, 30, 10};
+	gnn_graph_input in = {0};
+	gnn_graph	g,
+				d,
+				r;
+	gnn_error	err;
+	void	   *region,
+			   *dreg,
+			   *rreg;
+	uint64_t	size,
+				dsz,
+				rsz;
+
+	in.num_nodes = 3;
+	in.node_ids = ids;
+	in.feat_dim = 2;
+	in.feat = feat;
+	in.node_time = tm;
+	in.targets = tg;
+	in.labels = lab;
+	in.num_edges = 3;
+	in.src = src;
+	in.dst = dst;
+	CHECK(gnn_graph_build_region(&in, &region, &size, &g, &err) == GNN_OK && !g.arc_rows,
+		  "a base without arc_rows: %s", err.msg);
+
+	int64_t		rn[] = {30},
+				up[] = {30, 40, 20, 20},
+				rs[] = {10, 30},
+				rd[] = {20, 10},
+				as[] = {30},
+				ad[] = {40};
+	int32_t		ul[] = {-1, 0, 0, 1};
+	gnn_graph_changes ch = {0};
+	gnn_graph_change_stats st;
+
+	ch.num_removed_nodes = 1;
+	ch.rm_nodes = rn;
+	ch.num_upserted_nodes = 4;
+	ch.up_ids = up;
+	ch.up_labels = ul;
+	ch.num_removed_edges = 2;
+	ch.rm_src = rs;
+	ch.rm_dst = rd;
+	ch.num_added_edges = 1;
+	ch.add_src = as;
+	ch.add_dst = ad;
+	CHECK(apply(&g, &ch, &dreg, &dsz, &d, &st, &err) == GNN_OK, "remove, re-add, upsert: %s", err.msg);
+
+	int64_t		rids[] = {10, 20, 30, 40};
+	float		rfeat[] = {1, 2, 3, 4, 0, 0, 0, 0};
+	int64_t		rtm[] = {100, GNN_TIME_NONE, GNN_TIME_NONE, GNN_TIME_NONE};
+	float		rtg[] = {1.5f, NAN, NAN, NAN};
+	int32_t		rlab[] = {0, 1, -1, 0};
+	gnn_graph_input ri = in;
+
+	ri.num_nodes = 4;
+	ri.node_ids = rids;
+	ri.feat = rfeat;
+	ri.node_time = rtm;
+	ri.targets = rtg;
+	ri.labels = rlab;
+	ri.num_edges = 1;
+	ri.src = as;
+	ri.dst = ad;
+	ri.keep_arc_rows = true;
+	CHECK(gnn_graph_build_region(&ri, &rreg, &rsz, &r, &err) == GNN_OK, "reference: %s", err.msg);
+	const char *why = graph_diff(&d, &r);
+
+	CHECK(!why, "equals the build of the changed rows (%s)", why ? why : "");
+	CHECK(d.time && r.time && memcmp(d.time, r.time, 8 * 4) == 0, "times kept, none for new nodes");
+	CHECK(d.targets && d.targets[0] == 1.5f && isnan(d.targets[1]) && isnan(d.targets[2]) && isnan(d.targets[3]),
+		  "targets kept, none for new nodes");
+	CHECK(st.inserted_nodes == 2 && st.deleted_nodes == 1 && st.updated_nodes == 1 && st.arcs_before == 3 &&
+		  st.arcs_after == 1, "stats: %lld new, %lld removed, %lld updated", (long long) st.inserted_nodes,
+		  (long long) st.deleted_nodes, (long long) st.updated_nodes);
+	free(dreg);
+	free(rreg);
+	free(region);
+
+	/* undirected, no arc_rows: a self-loop arc holds its row twice */
+	int64_t		us[] = {1, 1},
+				ud[] = {1, 2};
+	gnn_graph_input ui = {0};
+
+	ui.num_edges = 2;
+	ui.src = us;
+	ui.dst = ud;
+	ui.undirected = true;
+	CHECK(gnn_graph_build_region(&ui, &region, &size, &g, &err) == GNN_OK && g.num_edges == 3, "undirected base");
+	gnn_graph_changes uc = {0};
+
+	uc.undirected = true;
+	uc.num_removed_edges = 1;
+	uc.rm_src = us;
+	uc.rm_dst = ud;
+	CHECK(apply(&g, &uc, &dreg, &dsz, &d, NULL, &err) == GNN_OK && d.num_edges == 2 && d.arc_rows[0] == 1 &&
+		  d.arc_rows[1] == 1 && !d.weights, "removing the self-loop row of a base without arc_rows");
+	free(dreg);
+	uc.num_removed_edges = 2;
+	uc.rm_src = (int64_t[]) {1, 1};
+	uc.rm_dst = (int64_t[]) {1, 1};
+	CHECK(apply(&g, &uc, &dreg, &dsz, &d, NULL, &err) == GNN_ERR_INVALID && err.row == 1 && !dreg,
+		  "but not twice");
+	free(region);
+}
+
 int
 main(void)
 {
+	test_no_arc_rows_and_node_data();
 	test_errors();
 	test_undirected_rows();
 	test_random();
