@@ -391,6 +391,36 @@ gnn_graph_in_degree(const gnn_graph *g, int64_t v)
  * no class for must be handled by the caller (a reload: classes are
  * numbered in name order).  Changes apply in this order: node removals,
  * node upserts, edge removals, edge additions.
+ *
+ * As implemented:
+ *  - err->row is the index in the list the failing change came from
+ *    (rm_src / add_src / rm_nodes / up_ids); every error is found before
+ *    the region is asked for, so a failed refresh leaves nothing behind.
+ *  - An edge row removed at a node removed in the same changes is quiet
+ *    (its arc went with the node); an id removed and upserted at once is a
+ *    new node (old arcs and data gone).  Of several upserts of one id the
+ *    last wins; removing a node twice is removing it once.
+ *  - The base's classes are its class names when it has them, else its
+ *    num_classes; the result's num_classes is recounted as a build counts
+ *    it (max label + 1), so it shrinks when the top class loses its last
+ *    node.  up_labels / up_split / up_feat / up_fptr on a base without
+ *    labels / a split / dense / sparse features: GNN_ERR_INVALID (a label
+ *    of -1 and GNN_SPLIT_NONE excepted).  Sparse rows: indices strictly
+ *    ascending in [0, feat_dim), values finite (else GNN_ERR_BAD_VALUE);
+ *    dense values finite.
+ *  - Times, seed times and targets are kept for nodes that stay (updated
+ *    ones too: upserts do not carry them) and none for new nodes; an array
+ *    left without any value is dropped, as a build drops it.
+ *  - The result always keeps arc_rows (the next refresh needs them).
+ *  - A weight is the base's sum less the removed rows' plus the added
+ *    ones: a build's sum of the same rows up to float rounding.  On an
+ *    unweighted base rm_weight / add_weight are ignored.
+ *  - The base must be an attached view (gnn_graph.weighted); graphs with
+ *    keys of their own (key arrays) are GNN_ERR_UNSUPPORTED, and the node
+ *    set is taken as given rows even for a graph built from edge endpoints
+ *    (a node whose last row goes stays; a row to an unknown id dangles).
+ *  - A sparse-featured graph left with no entry stays sparse (nnz 0) where
+ *    a build would give no features.
  */
 typedef struct gnn_graph_changes
 {
