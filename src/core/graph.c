@@ -17,7 +17,7 @@
  * relation, and duplicates merge only within a relation.  A homogeneous
  * input takes none of these steps: its build is the version 1 build.
  */
-#include "graph.h"
+#include "graph_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -209,8 +209,8 @@ nthreads_of(const gnn_graph_input *in)
  * (when w), rel_out (when rel: the relation of each item, typed graphs),
  * starts[nb+1] (optional).
  */
-static gnn_status
-counting_sort(int64_t m, int64_t nb, const int32_t *key, const int32_t *pay, const float *w,
+gnn_status
+gnn_graph_counting_sort(int64_t m, int64_t nb, const int32_t *key, const int32_t *pay, const float *w,
 			  const int16_t *rel, int32_t *key_out, int32_t *pay_out, float *w_out,
 			  int16_t *rel_out, int64_t *starts, int T, gnn_error *err)
 {
@@ -277,25 +277,9 @@ counting_sort(int64_t m, int64_t nb, const int32_t *key, const int32_t *pay, con
 
 /* ------------------------------------------------------------------ layout */
 
-#define ALIGN64(x) (((x) + 63) & ~(uint64_t) 63)
-
-enum
-{
-	L_IDS, L_INDPTR, L_INDICES, L_WEIGHTS, L_RINDPTR, L_RINDICES, L_RWEIGHTS,
-	L_FEAT, L_FPTR, L_FIDX, L_FVAL, L_LABELS, L_SPLIT, L_CLASSES,
-	L_TYPE_PTR, L_NODE_TYPE, L_ETYPES, L_ARC_TYPE, L_RARC_TYPE, L_TYPE_NAMES, L_KEYS,
-	L_KEY_OFF, L_KEY_BYTES, L_TYPE_TEXT_KEY, L_TIME, L_TARGETS, L_META, L_SEED_TIME, L_COUNT
-};
-
-typedef struct layout
-{
-	uint64_t	off[L_COUNT];
-	uint64_t	total;
-} layout;
-
 /* sizes of each array (0: absent); present[] marks arrays that exist even when empty */
-static void
-compute_layout(const uint64_t *sz, const bool *present, layout *l)
+void
+gnn_graph_compute_layout(const uint64_t *sz, const bool *present, layout *l)
 {
 	uint64_t	pos = ALIGN64(sizeof(gnn_graph_header));
 
@@ -307,8 +291,8 @@ compute_layout(const uint64_t *sz, const bool *present, layout *l)
 	l->total = pos;
 }
 
-static uint64_t
-header_checksum(const gnn_graph_header *h)
+uint64_t
+gnn_graph_header_checksum(const gnn_graph_header *h)
 {
 	/* FNV-1a over the header bytes before the checksum field */
 	const unsigned char *p = (const unsigned char *) h;
@@ -1170,6 +1154,7 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 	typeinfo	ti;
 	int16_t    *erel = NULL,	/* relation per edge (R > 1), then per arc */
 			   *r1 = NULL;
+	int32_t    *arows = NULL;	/* edge rows per arc (keep_arc_rows) */
 	int32_t    *esrc = NULL,
 			   *edst = NULL,
 			   *s1 = NULL,
@@ -1385,7 +1370,7 @@ mapped:
 		r1 = malloc(sizeof(int16_t) * (m2 ? m2 : 1));
 	if (!s1 || !d1 || (ew && !w1) || (erel && !r1))
 		FAIL(GNN_ERR_NOMEM, "out of memory sorting %lld edges", (long long) m2);
-	if ((status = counting_sort(m2, n, edst, esrc, ew, erel, d1, s1, w1, r1, NULL, T, err)) != GNN_OK)
+	if ((status = gnn_graph_counting_sort(m2, n, edst, esrc, ew, erel, d1, s1, w1, r1, NULL, T, err)) != GNN_OK)
 		goto done;
 	/* reuse the first buffers for the rows: esrc becomes the neighbour array */
 	indices = esrc;
@@ -1396,7 +1381,7 @@ mapped:
 	if (!indptr)
 		FAIL(GNN_ERR_NOMEM, "out of memory");
 	/* erel, read by the first sort, takes each arc's relation from the second */
-	if ((status = counting_sort(m2, n, s1, d1, w1, r1, NULL, indices, weights, erel, indptr, T,
+	if ((status = gnn_graph_counting_sort(m2, n, s1, d1, w1, r1, NULL, indices, weights, erel, indptr, T,
 								err)) != GNN_OK)
 		goto done;
 	free(s1);
@@ -1410,13 +1395,25 @@ mapped:
 
 	/*
 	 * 4. merge duplicates within each row (rows are sorted by neighbour, then
-	 * relation: only arcs of the same relation merge), then compact
+	 * relation: only arcs of the same relation merge), then compact.  With
+	 * keep_arc_rows each arc counts the entries merged into it: one per edge
+	 * row, two for an undirected self-loop (its row is both of its arcs, so
+	 * its weight doubles and a row removed later takes both).
 	 */
 	{
 		int64_t    *len = malloc(sizeof(int64_t) * (n ? n : 1));
 
 		if (!len)
 			FAIL(GNN_ERR_NOMEM, "out of memory");
+		if (in->keep_arc_rows)
+		{
+			arows = malloc(sizeof(int32_t) * (m2 ? m2 : 1));
+			if (!arows)
+			{
+				free(len);
+				FAIL(GNN_ERR_NOMEM, "out of memory");
+			}
+		}
 #pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
 		for (int64_t v = 0; v < n; v++)
 		{
@@ -1426,6 +1423,7 @@ mapped:
 			int32_t    *ri = indices + b;
 			float	   *rw = weights ? weights + b : NULL;
 			int16_t    *rt = erel ? erel + b : NULL;
+			int32_t    *ra = arows ? arows + b : NULL;
 
 			for (int64_t i = 0; i < e - b; i++)
 			{
@@ -1433,6 +1431,8 @@ mapped:
 				{
 					if (rw)
 						rw[k - 1] += rw[i];
+					if (ra)
+						ra[k - 1]++;
 					continue;
 				}
 				ri[k] = ri[i];
@@ -1440,6 +1440,8 @@ mapped:
 					rw[k] = rw[i];
 				if (rt)
 					rt[k] = rt[i];
+				if (ra)
+					ra[k] = 1;
 				k++;
 			}
 			len[v] = k;
@@ -1457,6 +1459,8 @@ mapped:
 					memmove(weights + out, weights + b, sizeof(float) * len[v]);
 				if (erel)
 					memmove(erel + out, erel + b, sizeof(int16_t) * len[v]);
+				if (arows)
+					memmove(arows + out, arows + b, sizeof(int32_t) * len[v]);
 			}
 			indptr[v] = out;
 			out += len[v];
@@ -1632,10 +1636,10 @@ node_data:
 				free(tv);
 				FAIL(GNN_ERR_NOMEM, "out of memory for %lld sparse features", (long long) nnz);
 			}
-			status = counting_sort(nnz, feat_dim, in->sp_index, sp_row, in->sp_value, NULL, ti, tr, tv, NULL,
+			status = gnn_graph_counting_sort(nnz, feat_dim, in->sp_index, sp_row, in->sp_value, NULL, ti, tr, tv, NULL,
 								   NULL, T, err);
 			if (status == GNN_OK)
-				status = counting_sort(nnz, n, tr, ti, tv, NULL, NULL, fidx, fval, NULL, fptr, T, err);
+				status = gnn_graph_counting_sort(nnz, n, tr, ti, tv, NULL, NULL, fidx, fval, NULL, fptr, T, err);
 			free(ti);
 			free(tr);
 			free(tv);
@@ -1726,13 +1730,16 @@ node_data:
 		sz[L_SEED_TIME] = ti.has_seed_time ? 8 * un : 0;
 		sz[L_TARGETS] = ti.has_targets ? 4 * un : 0;
 		sz[L_META] = in->meta ? in->meta_bytes : 0;
+		/* (edges as references: every arc is one reference; no counts kept) */
+		sz[L_ARC_ROWS] = arows ? 4 * um : 0;
+		present[L_ARC_ROWS] = arows != NULL;
 		present[L_IDS] = present[L_INDPTR] = present[L_INDICES] = true;
 		present[L_TYPE_PTR] = present[L_ETYPES] = true;
 		present[L_ARC_TYPE] = present[L_RARC_TYPE] = typed_arcs;
 		present[L_KEY_OFF] = present[L_KEY_BYTES] = present[L_TYPE_TEXT_KEY] = in->key_off != NULL;
 		present[L_RINDPTR] = present[L_RINDICES] = in->num_refs == 0;
 		present[L_FPTR] = present[L_FIDX] = present[L_FVAL] = feat_kind == GNN_FEAT_SPARSE;
-		compute_layout(sz, present, &l);
+		gnn_graph_compute_layout(sz, present, &l);
 
 		region = alloc(alloc_arg, l.total);
 		if (!region)
@@ -1789,6 +1796,7 @@ node_data:
 		h->off_targets = l.off[L_TARGETS];
 		h->off_meta = l.off[L_META];
 		h->meta_bytes = sz[L_META];
+		h->off_arc_rows = l.off[L_ARC_ROWS];
 
 		memcpy(region + h->off_ids, ids, 8 * un);
 		memcpy(region + h->off_indptr, indptr, 8 * (un + 1));
@@ -1803,6 +1811,8 @@ node_data:
 			memcpy(region + h->off_indices, indices, 4 * um);
 		if (weights)
 			memcpy(region + h->off_weights, weights, 4 * um);
+		if (arows)
+			memcpy(region + h->off_arc_rows, arows, 4 * um);
 
 		/*
 		 * the reverse CSR: the transpose of the merged CSR, rows in (source,
@@ -1864,7 +1874,7 @@ node_data:
 			for (int64_t v = 0; v < n; v++)
 				for (int64_t p = indptr[v]; p < indptr[v + 1]; p++)
 					asrc[p] = (int32_t) v;
-			status = counting_sort(m, n, indices, asrc, weights, erel, NULL, ridx, rw, rat, rptr, T, err);
+			status = gnn_graph_counting_sort(m, n, indices, asrc, weights, erel, NULL, ridx, rw, rat, rptr, T, err);
 			free(asrc);
 			if (status != GNN_OK)
 				goto done;
@@ -1914,7 +1924,7 @@ node_data:
 		if (sz[L_CLASSES])
 			memcpy(region + h->off_class_names, in->class_names, sz[L_CLASSES]);
 		write_types(in, &ti, n, m, erel, rowpos, region, h);
-		h->checksum = header_checksum(h);
+		h->checksum = gnn_graph_header_checksum(h);
 		*region_out = region;
 		*size_out = l.total;
 	}
@@ -1926,6 +1936,7 @@ done:
 	free(edst);
 	free(ew);
 	free(erel);
+	free(arows);
 	refs_plan_free(&rplan);
 	free(r1);
 	free(s1);
@@ -2026,7 +2037,7 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph region is missing or too small");
 	if (h->magic != GNN_GRAPH_MAGIC || h->version != GNN_GRAPH_VERSION)
 		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph region has a bad magic number or version");
-	if (h->checksum != header_checksum(h) || h->total_bytes > size)
+	if (h->checksum != gnn_graph_header_checksum(h) || h->total_bytes > size)
 		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph region header is corrupt");
 
 	uint64_t	n = h->num_nodes,
@@ -2048,7 +2059,8 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 		(h->off_fval && !span_ok(h->off_fval, (uint64_t) h->feat_nnz, 4, size)) ||
 		(h->off_labels && !span_ok(h->off_labels, n, 4, size)) ||
 		(h->off_split && !span_ok(h->off_split, n, 1, size)) ||
-		(h->off_class_names && !span_ok(h->off_class_names, h->class_names_bytes, 1, size)))
+		(h->off_class_names && !span_ok(h->off_class_names, h->class_names_bytes, 1, size)) ||
+		(h->off_arc_rows && !span_ok(h->off_arc_rows, m, 4, size)))
 		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph region arrays fall outside the region");
 	if (!types_ok(h, size))
 		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph region types or keys are inconsistent");
@@ -2062,6 +2074,7 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 	g->rindptr = (const int64_t *) (base + h->off_rindptr);
 	g->rindices = (const int32_t *) (base + h->off_rindices);
 	g->rweights = h->off_rweights ? (const float *) (base + h->off_rweights) : NULL;
+	g->weighted = h->weighted != 0;
 	g->feat_kind = h->feat_kind;
 	g->feat_dim = h->feat_dim;
 	g->feat_nnz = h->feat_nnz;
@@ -2092,6 +2105,7 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 	g->type_text_key = h->off_key_off ? (const uint8_t *) (base + h->off_type_text_key) : NULL;
 	g->time = h->off_time ? (const int64_t *) (base + h->off_time) : NULL;
 	g->seed_time = h->off_seed_time ? (const int64_t *) (base + h->off_seed_time) : NULL;
+	g->arc_rows = h->off_arc_rows ? (const int32_t *) (base + h->off_arc_rows) : NULL;
 	g->targets = h->off_targets ? (const float *) (base + h->off_targets) : NULL;
 	g->meta = h->off_meta ? base + h->off_meta : NULL;
 	g->meta_bytes = h->off_meta ? h->meta_bytes : 0;

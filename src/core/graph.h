@@ -137,6 +137,10 @@ typedef struct gnn_graph_input
 	const int16_t *edge_type;	/* per input edge, in [0, num_edge_types) */
 	const int32_t *etype_src;	/* per relation: source node type */
 	const int32_t *etype_dst;	/* per relation: destination node type */
+	/* keep per arc how many edge rows it merges (gnn_graph.arc_rows): a
+	 * graph that follows its tables (gnn_graph_apply_changes) needs it.
+	 * Edges as src / dst only: references (one arc each) ignore it */
+	bool		keep_arc_rows;
 	/* edges as references instead of src / dst (num_edges must be 0) */
 	int32_t		num_refs;
 	const gnn_graph_ref *refs;
@@ -225,6 +229,7 @@ typedef struct gnn_graph_header
 	uint64_t	off_meta;		/* char[meta_bytes] */
 	uint64_t	meta_bytes;
 	uint64_t	off_seed_time;	/* int64[n] */
+	uint64_t	off_arc_rows;	/* int32[m] */
 	uint64_t	checksum;		/* of the header fields above (not the arrays) */
 } gnn_graph_header;
 
@@ -236,7 +241,8 @@ typedef struct gnn_graph
 	const int64_t *ids;
 	const int64_t *indptr;
 	const int32_t *indices;
-	const float *weights;		/* NULL when unweighted */
+	const float *weights;		/* NULL when unweighted (or without arcs) */
+	bool		weighted;		/* built with weights (also without arcs) */
 	const int64_t *rindptr;
 	const int32_t *rindices;
 	const float *rweights;
@@ -272,6 +278,7 @@ typedef struct gnn_graph
 	const uint8_t *type_text_key;	/* [T], NULL when no text keys */
 	const int64_t *time;		/* [n], NULL when no node has a time */
 	const int64_t *seed_time;	/* [n], NULL when no seed has a time of its own */
+	const int32_t *arc_rows;	/* [m] edge rows merged into each arc, NULL: one each (keep_arc_rows) */
 	const float *targets;		/* [n], NULL when no regression targets */
 	const char *meta;			/* NULL when none */
 	uint64_t	meta_bytes;
@@ -347,6 +354,119 @@ gnn_graph_in_degree(const gnn_graph *g, int64_t v)
 {
 	return g->rindptr[v + 1] - g->rindptr[v];
 }
+
+/* ------------------------------------------------------------------ changes (graph_delta.c)
+ *
+ * A loaded graph follows its tables: change capture logs the rows removed
+ * from and added to its edge and node tables, and a refresh applies them.
+ * gnn_graph_apply_changes makes the graph that a fresh build of the changed
+ * rows would make (the same nodes in id order, arcs, merged weights,
+ * features, labels, splits, reverse CSR) from the base graph and the
+ * changes alone, without the rows that did not change: each row of the
+ * base's CSR is copied with its changes merged in (parallel over rows; the
+ * node indices shift where nodes come or go), so a refresh costs about a
+ * copy of the graph, not a load.
+ *
+ * Homogeneous graphs (one node and one edge type) for now; a typed graph is
+ * GNN_ERR_UNSUPPORTED.
+ *
+ * Edge rows.  A build merges the rows of one (src, dst) into one arc whose
+ * weight is their sum, so each arc remembers how many rows it holds
+ * (gnn_graph.arc_rows, kept when gnn_graph_input.keep_arc_rows is set; a
+ * base without it counts one row per arc): removing a row subtracts its
+ * weight (1 unweighted) and one row, and the arc goes with its last row.
+ * Removing a row the base does not hold is GNN_ERR_INVALID (err->row: the
+ * change's index): the log and the graph disagree, and the caller reloads.
+ * On an undirected graph each row is both arcs, as at build.  An endpoint
+ * that is not a node: as at build, GNN_ERR_DANGLING unless skip_dangling
+ * (then the row is no arc, but still counted in the stats).
+ *
+ * Node rows (graphs built with node rows, node_ids given).  Removed nodes
+ * go with every arc at them (the rows pointing at them would be dangling);
+ * upserted nodes are new (added, with no arcs until edge rows add some) or
+ * existing (their features, label and split replaced).  Features: dense
+ * rows of feat_dim, or NULL to keep (existing) / zeros (new); a sparse-
+ * featured graph takes sparse rows (up_fptr / up_fidx / up_fval, or NULL).
+ * Labels are class ids of the base's classes (-1 none); a label the base has
+ * no class for must be handled by the caller (a reload: classes are
+ * numbered in name order).  Changes apply in this order: node removals,
+ * node upserts, edge removals, edge additions.
+ *
+ * As implemented:
+ *  - err->row is the index in the list the failing change came from
+ *    (rm_src / add_src / rm_nodes / up_ids); every error is found before
+ *    the region is asked for, so a failed refresh leaves nothing behind.
+ *  - An edge row removed at a node removed in the same changes is quiet
+ *    (its arc went with the node); an id removed and upserted at once is a
+ *    new node (old arcs and data gone).  Of several upserts of one id the
+ *    last wins; removing a node twice is removing it once.
+ *  - The base's classes are its class names when it has them, else its
+ *    num_classes; the result's num_classes is recounted as a build counts
+ *    it (max label + 1), so it shrinks when the top class loses its last
+ *    node.  up_labels / up_split / up_feat / up_fptr on a base without
+ *    labels / a split / dense / sparse features: GNN_ERR_INVALID (a label
+ *    of -1 and GNN_SPLIT_NONE excepted).  Sparse rows: indices strictly
+ *    ascending in [0, feat_dim), values finite (else GNN_ERR_BAD_VALUE);
+ *    dense values finite.
+ *  - Times, seed times and targets are kept for nodes that stay (updated
+ *    ones too: upserts do not carry them) and none for new nodes; an array
+ *    left without any value is dropped, as a build drops it.
+ *  - The result always keeps arc_rows (the next refresh needs them).
+ *  - A weight is the base's sum less the removed rows' plus the added
+ *    ones: a build's sum of the same rows up to float rounding.  On an
+ *    unweighted base rm_weight / add_weight are ignored.
+ *  - The base must be an attached view (gnn_graph.weighted); graphs with
+ *    keys of their own (key arrays) are GNN_ERR_UNSUPPORTED, and the node
+ *    set is taken as given rows even for a graph built from edge endpoints
+ *    (a node whose last row goes stays; a row to an unknown id dangles).
+ *  - A sparse-featured graph left with no entry stays sparse (nnz 0) where
+ *    a build would give no features.
+ */
+typedef struct gnn_graph_changes
+{
+	int64_t		num_removed_edges;
+	const int64_t *rm_src;
+	const int64_t *rm_dst;
+	const float *rm_weight;		/* NULL: 1 each */
+	int64_t		num_added_edges;
+	const int64_t *add_src;
+	const int64_t *add_dst;
+	const float *add_weight;	/* NULL: 1 each (a weighted base: 1) */
+	bool		skip_dangling;
+	bool		undirected;		/* the base was built undirected (the region does not say) */
+
+	int64_t		num_removed_nodes;
+	const int64_t *rm_nodes;
+	int64_t		num_upserted_nodes;
+	const int64_t *up_ids;
+	const float *up_feat;		/* [num_upserted_nodes * feat_dim] dense, or NULL */
+	const int64_t *up_fptr;		/* sparse rows [num_upserted_nodes + 1], or NULL */
+	const int32_t *up_fidx;
+	const float *up_fval;
+	const int32_t *up_labels;	/* class ids, -1 none; NULL: keep / none */
+	const uint8_t *up_split;	/* GNN_SPLIT_*; NULL: keep / none */
+
+	int			nthreads;		/* 0: all cores */
+} gnn_graph_changes;
+
+typedef struct gnn_graph_change_stats
+{
+	int64_t		inserted_edges; /* rows added (arcs may merge) */
+	int64_t		deleted_edges;	/* rows removed */
+	int64_t		inserted_nodes;
+	int64_t		deleted_nodes;
+	int64_t		updated_nodes;
+	int64_t		arcs_before;
+	int64_t		arcs_after;
+} gnn_graph_change_stats;
+
+/*
+ * Apply changes to base into a new region from alloc (as gnn_graph_build_into
+ * does; base is not modified and stays valid).  stats may be NULL.
+ */
+gnn_status	gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
+									gnn_region_alloc_fn alloc, void *alloc_arg, void **region_out,
+									uint64_t *size_out, gnn_graph_change_stats *stats, gnn_error *err);
 
 /* Convenience for tools and tests: build straight into a malloc'd region. */
 gnn_status	gnn_graph_build_region(const gnn_graph_input *in, void **region, uint64_t *size,

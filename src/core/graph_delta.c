@@ -1,0 +1,744 @@
+/*
+ * graph_delta.c: a graph that follows its tables (gnn_graph_apply_changes).
+ *
+ * The new region is what gnn_graph_build_into would make of the changed rows
+ * (see the contract in graph.h), made from the base region and the changes
+ * alone:
+ *
+ *   1. the node set: the base's ids less the removed nodes, plus the new
+ *      upserted ids, merged in id order; the old -> new index map is
+ *      monotone (an index only moves down by the removed nodes before it and
+ *      up by the new nodes before it), so a base row mapped through it stays
+ *      sorted;
+ *   2. the edge changes as entries (source, destination, rows, weight),
+ *      removals negative, sorted by (source, destination, removals first,
+ *      change index);
+ *   3. each row: the base row mapped (arcs to removed nodes dropped) merged
+ *      with its entries, once to count (and find a removal the base does not
+ *      hold) and once, with the region laid out, to write; both in parallel
+ *      over rows;
+ *   4. the reverse CSR by the build's stable counting sort, and node data.
+ *
+ * Floating-point sums: an arc's weight is the base's sum less the removed
+ * rows' weights plus the added ones, which is the build's sum of the
+ * remaining rows up to rounding (not bit for bit: the summation order
+ * differs).
+ */
+#include "graph_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define FAIL(st, ...) do { status = gnn_error_set(err, (st), __VA_ARGS__); goto done; } while (0)
+#define FAIL_ROW(r, i, st, ...) do { if (err) { err->row = (r); err->id = (i); } \
+		FAIL(st, __VA_ARGS__); } while (0)
+
+/* one edge change on one arc: rows < 0 removes, > 0 adds */
+typedef struct dentry
+{
+	int32_t		src;
+	int32_t		dst;
+	int32_t		rows;
+	float		w;
+	int64_t		idx;			/* the change's index (in rm_* or add_*) */
+} dentry;
+
+static int
+dentry_cmp(const void *a, const void *b)
+{
+	const dentry *x = a,
+			   *y = b;
+
+	if (x->src != y->src)
+		return x->src < y->src ? -1 : 1;
+	if (x->dst != y->dst)
+		return x->dst < y->dst ? -1 : 1;
+	/* removals before additions, each in log order */
+	if ((x->rows < 0) != (y->rows < 0))
+		return x->rows < 0 ? -1 : 1;
+	if (x->idx != y->idx)
+		return x->idx < y->idx ? -1 : 1;
+	return 0;
+}
+
+typedef struct idpos
+{
+	int64_t		id;
+	int64_t		pos;			/* upsert index */
+} idpos;
+
+static int
+idpos_cmp(const void *a, const void *b)
+{
+	const idpos *x = a,
+			   *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* index of id in sorted ids[0..n), or -1 */
+static int64_t
+find_sorted(const int64_t *ids, int64_t n, int64_t id)
+{
+	int64_t		lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && ids[lo] == id ? lo : -1;
+}
+
+typedef struct delta_ctx
+{
+	const gnn_graph *base;
+	bool		undirected;
+	const int32_t *old2new;		/* per base node, -1 removed */
+	const int64_t *src_old;		/* per new node: base index or -1 */
+	const dentry *ent;
+	const int64_t *eptr;		/* per new node: its entries [eptr[v], eptr[v+1]) */
+} delta_ctx;
+
+/*
+ * Row v of the new CSR: the base row mapped, merged with v's entries.  With
+ * out_idx NULL only counts.  *bad gets the smallest index of a removal that
+ * takes a row the base does not hold (unchanged when none).
+ */
+static int64_t
+merge_row(const delta_ctx *c, int64_t v, int32_t *out_idx, float *out_w, int32_t *out_rows, int64_t *bad)
+{
+	const gnn_graph *b = c->base;
+	int64_t		o = c->src_old[v];
+	int64_t		p = 0,
+				pe = 0;
+	int64_t		e = c->eptr[v],
+				ee = c->eptr[v + 1];
+	int64_t		k = 0;
+
+	if (o >= 0)
+	{
+		p = b->indptr[o];
+		pe = b->indptr[o + 1];
+	}
+	for (;;)
+	{
+		int32_t		bt = -1;	/* next mapped base target */
+
+		while (p < pe && (bt = c->old2new[b->indices[p]]) < 0)
+			p++;
+		if (p >= pe)
+			bt = -1;
+		if (bt < 0 && e >= ee)
+			break;
+
+		int32_t		t;
+		int64_t		rows = 0;
+		double		w = 0;
+
+		if (bt >= 0 && (e >= ee || bt <= c->ent[e].dst))
+		{
+			t = bt;
+			rows = b->arc_rows ? b->arc_rows[p] : (c->undirected && b->indices[p] == o ? 2 : 1);
+			w = b->weights ? b->weights[p] : 0;
+			p++;
+		}
+		else
+			t = c->ent[e].dst;
+		for (; e < ee && c->ent[e].dst == t; e++)
+		{
+			rows += c->ent[e].rows;
+			w += c->ent[e].w;
+			/* removals come first: a negative count is a row the base lacks */
+			if (rows < 0 && c->ent[e].idx < *bad)
+				*bad = c->ent[e].idx;
+		}
+		if (rows <= 0)
+			continue;
+		if (out_idx)
+		{
+			out_idx[k] = t;
+			if (out_w)
+				out_w[k] = (float) w;
+			out_rows[k] = rows > INT32_MAX ? INT32_MAX : (int32_t) rows;
+		}
+		k++;
+	}
+	return k;
+}
+
+gnn_status
+gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
+						gnn_region_alloc_fn alloc, void *alloc_arg, void **region_out,
+						uint64_t *size_out, gnn_graph_change_stats *stats, gnn_error *err)
+{
+	gnn_status	status = GNN_OK;
+	int64_t		n0 = base->num_nodes;
+	uint8_t    *removed = NULL;
+	int64_t    *upd_of = NULL;	/* per base node: upsert index, -1 */
+	idpos	   *fresh = NULL;	/* new nodes */
+	int64_t		nfresh = 0;
+	int64_t    *nid = NULL,
+			   *src_old = NULL,
+			   *src_up = NULL,
+			   *eptr = NULL,
+			   *indptr = NULL,
+			   *fptr = NULL;
+	int32_t    *old2new = NULL,
+			   *asrc = NULL;
+	dentry	   *ent = NULL;
+	int64_t		nent = 0,
+				n = 0,
+				m = 0,
+				n_removed = 0,
+				n_updated = 0;
+	int			T;
+	char	   *region = NULL;
+	int32_t		class_count = 0;
+	bool		weighted = base->weighted;	/* (a weighted graph without arcs has no weights array) */
+	bool		sparse = base->feat_kind == GNN_FEAT_SPARSE;
+	bool		dense = base->feat_kind == GNN_FEAT_DENSE;
+	int32_t		dim = base->feat_dim;
+
+	*region_out = NULL;
+	*size_out = 0;
+	if (err)
+		gnn_error_clear(err);
+#ifdef _OPENMP
+	T = ch->nthreads > 0 ? ch->nthreads : omp_get_max_threads();
+#else
+	T = 1;
+#endif
+	if (base->num_node_types > 1 || base->num_edge_types > 1)
+		FAIL(GNN_ERR_UNSUPPORTED, "changes apply to homogeneous graphs only (this one has %d node types and %d relations)",
+			 base->num_node_types, base->num_edge_types);
+	if (base->keys != base->ids || base->key_off)
+		FAIL(GNN_ERR_UNSUPPORTED, "changes do not apply to a graph with keys of its own");
+	if (ch->num_removed_edges < 0 || ch->num_added_edges < 0 || ch->num_removed_nodes < 0 ||
+		ch->num_upserted_nodes < 0 ||
+		(ch->num_removed_edges > 0 && (!ch->rm_src || !ch->rm_dst)) ||
+		(ch->num_added_edges > 0 && (!ch->add_src || !ch->add_dst)) ||
+		(ch->num_removed_nodes > 0 && !ch->rm_nodes) ||
+		(ch->num_upserted_nodes > 0 && !ch->up_ids) ||
+		(ch->up_fptr && (!ch->up_fidx || !ch->up_fval) && ch->up_fptr[ch->num_upserted_nodes] > 0))
+		FAIL(GNN_ERR_INVALID, "invalid graph changes");
+	if (ch->up_feat && ch->num_upserted_nodes > 0 && !dense)
+		FAIL(GNN_ERR_INVALID, "dense features were given for a graph without dense features");
+	if (ch->up_fptr && ch->num_upserted_nodes > 0 && !sparse)
+		FAIL(GNN_ERR_INVALID, "sparse features were given for a graph without sparse features");
+
+	/* the base's classes: its class names, else its label range */
+	if (base->labels)
+	{
+		class_count = base->num_classes;
+		if (base->class_names)
+		{
+			int32_t		c = 0;
+
+			for (uint64_t i = 0; i < base->class_names_bytes; i++)
+				c += base->class_names[i] == '\0';
+			if (c > class_count)
+				class_count = c;
+		}
+	}
+
+	/* 1. node removals, then upserts */
+	removed = calloc(n0, 1);
+	upd_of = malloc(sizeof(int64_t) * n0);
+	fresh = malloc(sizeof(idpos) * (ch->num_upserted_nodes ? ch->num_upserted_nodes : 1));
+	if (!removed || !upd_of || !fresh)
+		FAIL(GNN_ERR_NOMEM, "out of memory for %lld nodes", (long long) n0);
+	memset(upd_of, 0xff, sizeof(int64_t) * n0);
+	for (int64_t i = 0; i < ch->num_removed_nodes; i++)
+	{
+		int64_t		o = gnn_graph_find(base, ch->rm_nodes[i]);
+
+		if (o < 0)
+			FAIL_ROW(i, ch->rm_nodes[i], GNN_ERR_INVALID,
+					 "node %lld is removed but is not in the graph", (long long) ch->rm_nodes[i]);
+		n_removed += !removed[o];
+		removed[o] = 1;
+	}
+	for (int64_t i = 0; i < ch->num_upserted_nodes; i++)
+	{
+		int64_t		id = ch->up_ids[i];
+		int64_t		o = gnn_graph_find(base, id);
+
+		if (ch->up_labels && ch->up_labels[i] >= class_count)
+			FAIL_ROW(i, id, GNN_ERR_INVALID, "node %lld has label %d; the graph has %d classes",
+					 (long long) id, ch->up_labels[i], class_count);
+		if (ch->up_split && ch->up_split[i] != GNN_SPLIT_NONE && !base->split)
+			FAIL_ROW(i, id, GNN_ERR_INVALID, "node %lld has a split; the graph has none", (long long) id);
+		if (dense && ch->up_feat)
+			for (int32_t j = 0; j < dim; j++)
+				if (!isfinite(ch->up_feat[i * dim + j]))
+					FAIL_ROW(i, id, GNN_ERR_BAD_VALUE, "feature %d of node %lld is %g", j, (long long) id,
+							 (double) ch->up_feat[i * dim + j]);
+		if (sparse && ch->up_fptr)
+		{
+			int64_t		b = ch->up_fptr[i],
+						e = ch->up_fptr[i + 1];
+
+			if (b < 0 || e < b || e > ch->up_fptr[ch->num_upserted_nodes])
+				FAIL_ROW(i, id, GNN_ERR_INVALID, "the sparse feature rows of the changes are out of order");
+			for (int64_t q = b; q < e; q++)
+				if (ch->up_fidx[q] < 0 || ch->up_fidx[q] >= dim || (q > b && ch->up_fidx[q] <= ch->up_fidx[q - 1]) ||
+					!isfinite(ch->up_fval[q]))
+					FAIL_ROW(i, id, GNN_ERR_BAD_VALUE,
+							 "the sparse features of node %lld are out of order, out of range or not finite",
+							 (long long) id);
+		}
+		if (o >= 0 && !removed[o])
+		{
+			n_updated += upd_of[o] < 0;
+			upd_of[o] = i;		/* the last upsert of a node wins */
+		}
+		else
+			fresh[nfresh++] = (idpos) {id, i};
+	}
+	/* new ids sorted; of several upserts of one new id the last wins */
+	qsort(fresh, nfresh, sizeof(idpos), idpos_cmp);
+	{
+		int64_t		k = 0;
+
+		for (int64_t i = 0; i < nfresh; i++)
+		{
+			if (k > 0 && fresh[k - 1].id == fresh[i].id)
+				k--;
+			fresh[k++] = fresh[i];
+		}
+		nfresh = k;
+	}
+	n = n0 - n_removed + nfresh;
+	if (n == 0)
+		FAIL(GNN_ERR_EMPTY, "the changes leave the graph without nodes");
+	if (n > INT32_MAX)
+		FAIL(GNN_ERR_LIMIT, "graph has %lld nodes; at most %d are supported", (long long) n, INT32_MAX);
+	nid = malloc(sizeof(int64_t) * n);
+	src_old = malloc(sizeof(int64_t) * n);
+	src_up = malloc(sizeof(int64_t) * n);
+	old2new = malloc(sizeof(int32_t) * n0);
+	if (!nid || !src_old || !src_up || !old2new)
+		FAIL(GNN_ERR_NOMEM, "out of memory for %lld nodes", (long long) n);
+	{
+		int64_t		o = 0,
+					f = 0,
+					k = 0;
+
+		while (o < n0 || f < nfresh)
+		{
+			if (o < n0 && removed[o])
+			{
+				old2new[o++] = -1;
+				continue;
+			}
+			if (f >= nfresh || (o < n0 && base->ids[o] < fresh[f].id))
+			{
+				nid[k] = base->ids[o];
+				src_old[k] = o;
+				src_up[k] = upd_of[o];
+				old2new[o++] = (int32_t) k++;
+			}
+			else
+			{
+				nid[k] = fresh[f].id;
+				src_old[k] = -1;
+				src_up[k] = fresh[f++].pos;
+				k++;
+			}
+		}
+	}
+
+	/* 2. edge changes as entries */
+	{
+		int64_t		cap = 2 * (ch->num_removed_edges + ch->num_added_edges);
+
+		ent = malloc(sizeof(dentry) * (cap ? cap : 1));
+		eptr = calloc(n + 1, sizeof(int64_t));
+		if (!ent || !eptr)
+			FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) cap);
+	}
+	for (int pass = 0; pass < 2; pass++)
+	{
+		bool		rm = pass == 0;
+		int64_t		ne = rm ? ch->num_removed_edges : ch->num_added_edges;
+		const int64_t *es = rm ? ch->rm_src : ch->add_src;
+		const int64_t *ed = rm ? ch->rm_dst : ch->add_dst;
+		const float *ew = rm ? ch->rm_weight : ch->add_weight;
+
+		for (int64_t i = 0; i < ne; i++)
+		{
+			int64_t		s = find_sorted(nid, n, es[i]),
+						d = find_sorted(nid, n, ed[i]);
+			float		w = weighted && ew ? ew[i] : 1;
+
+			if (rm)
+			{
+				int64_t		os = gnn_graph_find(base, es[i]),
+							od = gnn_graph_find(base, ed[i]);
+
+				/* an endpoint removed now: its arcs went with it */
+				if ((os >= 0 && removed[os]) || (od >= 0 && removed[od]))
+					continue;
+			}
+			if (s < 0 || d < 0)
+			{
+				int64_t		which = s < 0 ? es[i] : ed[i];
+
+				if (ch->skip_dangling)
+					continue;
+				FAIL_ROW(i, which, GNN_ERR_DANGLING,
+						 "%s edge %lld -> %lld refers to node %lld, which is not in the node set",
+						 rm ? "removed" : "added", (long long) es[i], (long long) ed[i], (long long) which);
+			}
+			if (weighted && !isfinite(w))
+				FAIL_ROW(i, es[i], GNN_ERR_BAD_VALUE, "%s edge %lld -> %lld has weight %g",
+						 rm ? "removed" : "added", (long long) es[i], (long long) ed[i], (double) w);
+			if (!weighted)
+				w = 0;
+			int32_t		sign = rm ? -1 : 1;
+
+			if (ch->undirected && s == d)
+				ent[nent++] = (dentry) {(int32_t) s, (int32_t) d, 2 * sign, 2 * sign * w, i};
+			else
+			{
+				ent[nent++] = (dentry) {(int32_t) s, (int32_t) d, sign, sign * w, i};
+				if (ch->undirected)
+					ent[nent++] = (dentry) {(int32_t) d, (int32_t) s, sign, sign * w, i};
+			}
+		}
+	}
+	qsort(ent, nent, sizeof(dentry), dentry_cmp);
+	for (int64_t i = 0; i < nent; i++)
+		eptr[ent[i].src + 1]++;
+	for (int64_t v = 0; v < n; v++)
+		eptr[v + 1] += eptr[v];
+
+	/* 3. count each row (and check the removals) */
+	delta_ctx	ctx = {base, ch->undirected, old2new, src_old, ent, eptr};
+	int64_t		bad = INT64_MAX;
+
+	indptr = malloc(sizeof(int64_t) * (n + 1));
+	if (!indptr)
+		FAIL(GNN_ERR_NOMEM, "out of memory");
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(T) reduction(min:bad)
+	for (int64_t v = 0; v < n; v++)
+		indptr[v + 1] = merge_row(&ctx, v, NULL, NULL, NULL, &bad);
+	if (bad != INT64_MAX)
+		FAIL_ROW(bad, ch->rm_src[bad], GNN_ERR_INVALID,
+				 "removed edge %lld -> %lld (change %lld) is not in the graph (or not that many times)",
+				 (long long) ch->rm_src[bad], (long long) ch->rm_dst[bad], (long long) bad);
+	indptr[0] = 0;
+	for (int64_t v = 0; v < n; v++)
+		indptr[v + 1] += indptr[v];
+	m = indptr[n];
+
+	/* node data: sizes and counts */
+	int64_t		feat_nnz = 0,
+				n_train = 0,
+				n_val = 0,
+				n_test = 0,
+				n_labelled = 0;
+	int32_t		maxl = -1;
+	bool		has_time = false,
+				has_seed_time = false,
+				has_targets = false;
+
+	if (sparse)
+	{
+		fptr = malloc(sizeof(int64_t) * (n + 1));
+		if (!fptr)
+			FAIL(GNN_ERR_NOMEM, "out of memory");
+		fptr[0] = 0;
+		for (int64_t v = 0; v < n; v++)
+		{
+			int64_t		u = src_up[v],
+						o = src_old[v],
+						len = 0;
+
+			if (u >= 0 && ch->up_fptr)
+				len = ch->up_fptr[u + 1] - ch->up_fptr[u];
+			else if (o >= 0)
+				len = base->fptr[o + 1] - base->fptr[o];
+			fptr[v + 1] = fptr[v] + len;
+		}
+		feat_nnz = fptr[n];
+	}
+	for (int64_t v = 0; v < n; v++)
+	{
+		int64_t		u = src_up[v],
+					o = src_old[v];
+
+		if (base->labels)
+		{
+			int32_t		l = u >= 0 && ch->up_labels ? ch->up_labels[u] : o >= 0 ? base->labels[o] : -1;
+
+			n_labelled += l >= 0;
+			if (l > maxl)
+				maxl = l;
+		}
+		if (base->split)
+		{
+			uint8_t		s = u >= 0 && ch->up_split ? ch->up_split[u] : o >= 0 ? base->split[o] : GNN_SPLIT_NONE;
+
+			n_train += s == GNN_SPLIT_TRAIN;
+			n_val += s == GNN_SPLIT_VAL;
+			n_test += s == GNN_SPLIT_TEST;
+		}
+		if (o >= 0)
+		{
+			has_time |= base->time && base->time[o] != GNN_TIME_NONE;
+			has_seed_time |= base->seed_time && base->seed_time[o] != GNN_TIME_NONE;
+			has_targets |= base->targets && !isnan(base->targets[o]);
+		}
+	}
+	asrc = malloc(sizeof(int32_t) * (m ? m : 1));
+	if (!asrc)
+		FAIL(GNN_ERR_NOMEM, "out of memory for the reverse of %lld arcs", (long long) m);
+
+	/* 4. the region, laid out as a build lays it out */
+	{
+		uint64_t	sz[L_COUNT] = {0};
+		bool		present[L_COUNT] = {false};
+		layout		l;
+		uint64_t	un = (uint64_t) n,
+					um = (uint64_t) m;
+
+		sz[L_IDS] = 8 * un;
+		sz[L_INDPTR] = 8 * (un + 1);
+		sz[L_INDICES] = 4 * um;
+		sz[L_WEIGHTS] = weighted ? 4 * um : 0;
+		sz[L_RINDPTR] = 8 * (un + 1);
+		sz[L_RINDICES] = 4 * um;
+		sz[L_RWEIGHTS] = weighted ? 4 * um : 0;
+		sz[L_FEAT] = dense ? 4 * un * (uint64_t) dim : 0;
+		sz[L_FPTR] = sparse ? 8 * (un + 1) : 0;
+		sz[L_FIDX] = 4 * (uint64_t) feat_nnz;
+		sz[L_FVAL] = 4 * (uint64_t) feat_nnz;
+		sz[L_LABELS] = base->labels ? 4 * un : 0;
+		sz[L_SPLIT] = base->split ? un : 0;
+		sz[L_CLASSES] = base->class_names ? base->class_names_bytes : 0;
+		sz[L_TYPE_PTR] = 8 * 2;
+		sz[L_ETYPES] = sizeof(gnn_edge_type);
+		sz[L_TYPE_NAMES] = base->type_names ? base->type_names_bytes : 0;
+		sz[L_TIME] = has_time || has_seed_time ? 8 * un : 0;
+		sz[L_SEED_TIME] = has_seed_time ? 8 * un : 0;
+		sz[L_TARGETS] = has_targets ? 4 * un : 0;
+		sz[L_META] = base->meta ? base->meta_bytes : 0;
+		sz[L_ARC_ROWS] = 4 * um;
+		present[L_IDS] = present[L_INDPTR] = present[L_INDICES] = true;
+		present[L_TYPE_PTR] = present[L_ETYPES] = true;
+		present[L_RINDPTR] = present[L_RINDICES] = true;
+		present[L_FPTR] = present[L_FIDX] = present[L_FVAL] = sparse;
+		present[L_ARC_ROWS] = true;
+		gnn_graph_compute_layout(sz, present, &l);
+
+		region = alloc(alloc_arg, l.total);
+		if (!region)
+			FAIL(GNN_ERR_LIMIT, "a region of %llu bytes was refused", (unsigned long long) l.total);
+
+		gnn_graph_header *h = (gnn_graph_header *) region;
+
+		memset(h, 0, sizeof(*h));
+		h->magic = GNN_GRAPH_MAGIC;
+		h->version = GNN_GRAPH_VERSION;
+		h->total_bytes = l.total;
+		h->num_nodes = n;
+		h->num_edges = m;
+		h->feat_nnz = feat_nnz;
+		h->n_train = n_train;
+		h->n_val = n_val;
+		h->n_test = n_test;
+		h->n_labelled = n_labelled;
+		h->feat_kind = base->feat_kind;
+		h->feat_dim = dim;
+		h->num_classes = base->labels ? maxl + 1 : 0;
+		h->weighted = weighted;
+		h->off_ids = l.off[L_IDS];
+		h->off_indptr = l.off[L_INDPTR];
+		h->off_indices = l.off[L_INDICES];
+		h->off_weights = l.off[L_WEIGHTS];
+		h->off_rindptr = l.off[L_RINDPTR];
+		h->off_rindices = l.off[L_RINDICES];
+		h->off_rweights = l.off[L_RWEIGHTS];
+		h->off_feat = l.off[L_FEAT];
+		h->off_fptr = l.off[L_FPTR];
+		h->off_fidx = l.off[L_FIDX];
+		h->off_fval = l.off[L_FVAL];
+		h->off_labels = l.off[L_LABELS];
+		h->off_split = l.off[L_SPLIT];
+		h->off_class_names = l.off[L_CLASSES];
+		h->class_names_bytes = sz[L_CLASSES];
+		h->num_node_types = 1;
+		h->num_edge_types = 1;
+		h->off_type_ptr = l.off[L_TYPE_PTR];
+		h->off_etypes = l.off[L_ETYPES];
+		h->off_type_names = l.off[L_TYPE_NAMES];
+		h->type_names_bytes = sz[L_TYPE_NAMES];
+		h->off_time = l.off[L_TIME];
+		h->off_seed_time = l.off[L_SEED_TIME];
+		h->off_targets = l.off[L_TARGETS];
+		h->off_meta = l.off[L_META];
+		h->meta_bytes = sz[L_META];
+		h->off_arc_rows = l.off[L_ARC_ROWS];
+
+		int64_t    *rp = (int64_t *) (region + h->off_indptr);
+		int32_t    *ri = (int32_t *) (region + h->off_indices);
+		float	   *rw = weighted ? (float *) (region + h->off_weights) : NULL;
+		int32_t    *ra = (int32_t *) (region + h->off_arc_rows);
+
+		memcpy(region + h->off_ids, nid, 8 * un);
+		memcpy(rp, indptr, 8 * (un + 1));
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
+		for (int64_t v = 0; v < n; v++)
+		{
+			int64_t		unused = INT64_MAX;
+
+			merge_row(&ctx, v, ri + indptr[v], rw ? rw + indptr[v] : NULL, ra + indptr[v], &unused);
+			for (int64_t p = indptr[v]; p < indptr[v + 1]; p++)
+				asrc[p] = (int32_t) v;
+		}
+		status = gnn_graph_counting_sort(m, n, ri, asrc, rw, NULL, NULL, (int32_t *) (region + h->off_rindices),
+										 weighted ? (float *) (region + h->off_rweights) : NULL, NULL,
+										 (int64_t *) (region + h->off_rindptr), T, err);
+		if (status != GNN_OK)
+			goto done;
+
+		if (dense)
+		{
+			float	   *f = (float *) (region + h->off_feat);
+			size_t		row = sizeof(float) * (size_t) dim;
+
+#pragma omp parallel for schedule(static) num_threads(T)
+			for (int64_t v = 0; v < n; v++)
+			{
+				int64_t		u = src_up[v],
+							o = src_old[v];
+
+				if (u >= 0 && ch->up_feat)
+					memcpy(f + v * dim, ch->up_feat + u * dim, row);
+				else if (o >= 0)
+					memcpy(f + v * dim, base->feat + o * dim, row);
+				else
+					memset(f + v * dim, 0, row);
+			}
+		}
+		else if (sparse)
+		{
+			int32_t    *fi = (int32_t *) (region + h->off_fidx);
+			float	   *fv = (float *) (region + h->off_fval);
+
+			memcpy(region + h->off_fptr, fptr, 8 * (un + 1));
+#pragma omp parallel for schedule(static) num_threads(T)
+			for (int64_t v = 0; v < n; v++)
+			{
+				int64_t		u = src_up[v],
+							o = src_old[v],
+							len = fptr[v + 1] - fptr[v];
+
+				if (u >= 0 && ch->up_fptr)
+				{
+					memcpy(fi + fptr[v], ch->up_fidx + ch->up_fptr[u], 4 * len);
+					memcpy(fv + fptr[v], ch->up_fval + ch->up_fptr[u], 4 * len);
+				}
+				else if (o >= 0)
+				{
+					memcpy(fi + fptr[v], base->fidx + base->fptr[o], 4 * len);
+					memcpy(fv + fptr[v], base->fval + base->fptr[o], 4 * len);
+				}
+			}
+		}
+		if (base->labels)
+		{
+			int32_t    *lab = (int32_t *) (region + h->off_labels);
+
+			for (int64_t v = 0; v < n; v++)
+			{
+				int64_t		u = src_up[v],
+							o = src_old[v];
+				int32_t		x = u >= 0 && ch->up_labels ? ch->up_labels[u] : o >= 0 ? base->labels[o] : -1;
+
+				lab[v] = x < 0 ? -1 : x;
+			}
+		}
+		if (base->split)
+		{
+			uint8_t    *sp = (uint8_t *) (region + h->off_split);
+
+			for (int64_t v = 0; v < n; v++)
+			{
+				int64_t		u = src_up[v],
+							o = src_old[v];
+				uint8_t		x = u >= 0 && ch->up_split ? ch->up_split[u] : o >= 0 ? base->split[o] : GNN_SPLIT_NONE;
+
+				sp[v] = x <= GNN_SPLIT_TEST ? x : GNN_SPLIT_NONE;
+			}
+		}
+		if (sz[L_CLASSES])
+			memcpy(region + h->off_class_names, base->class_names, sz[L_CLASSES]);
+		{
+			int64_t    *tp = (int64_t *) (region + h->off_type_ptr);
+			gnn_edge_type *et = (gnn_edge_type *) (region + h->off_etypes);
+
+			tp[0] = 0;
+			tp[1] = n;
+			et[0].src_type = et[0].dst_type = 0;
+			et[0].count = m;
+		}
+		if (sz[L_TYPE_NAMES])
+			memcpy(region + h->off_type_names, base->type_names, sz[L_TYPE_NAMES]);
+		/* times and targets: kept for nodes that stay, none for new ones */
+		for (int64_t v = 0; v < n; v++)
+		{
+			int64_t		o = src_old[v];
+
+			if (h->off_time)
+				((int64_t *) (region + h->off_time))[v] = o >= 0 && base->time ? base->time[o] : GNN_TIME_NONE;
+			if (h->off_seed_time)
+				((int64_t *) (region + h->off_seed_time))[v] = o >= 0 ? base->seed_time[o] : GNN_TIME_NONE;
+			if (h->off_targets)
+				((float *) (region + h->off_targets))[v] = o >= 0 ? base->targets[o] : NAN;
+		}
+		if (sz[L_META])
+			memcpy(region + h->off_meta, base->meta, sz[L_META]);
+		h->checksum = gnn_graph_header_checksum(h);
+		*region_out = region;
+		*size_out = l.total;
+	}
+	if (stats)
+	{
+		stats->inserted_edges = ch->num_added_edges;
+		stats->deleted_edges = ch->num_removed_edges;
+		stats->inserted_nodes = nfresh;
+		stats->deleted_nodes = n_removed;
+		stats->updated_nodes = n_updated;
+		stats->arcs_before = base->num_edges;
+		stats->arcs_after = m;
+	}
+
+done:
+	free(removed);
+	free(upd_of);
+	free(fresh);
+	free(nid);
+	free(src_old);
+	free(src_up);
+	free(old2new);
+	free(ent);
+	free(eptr);
+	free(indptr);
+	free(fptr);
+	free(asrc);
+	return status;
+}

@@ -1,0 +1,41 @@
+/*
+ * graph_int.h: pieces of the region build shared by graph.c (a build from
+ * rows) and graph_delta.c (a build from a region and its changes), so that
+ * both lay out and checksum regions the one same way.  Not a public API.
+ */
+#ifndef GNN_GRAPH_INT_H
+#define GNN_GRAPH_INT_H
+
+#include "graph.h"
+
+#define ALIGN64(x) (((x) + 63) & ~(uint64_t) 63)
+
+/* the arrays of a region, in layout order */
+enum
+{
+	L_IDS, L_INDPTR, L_INDICES, L_WEIGHTS, L_RINDPTR, L_RINDICES, L_RWEIGHTS,
+	L_FEAT, L_FPTR, L_FIDX, L_FVAL, L_LABELS, L_SPLIT, L_CLASSES,
+	L_TYPE_PTR, L_NODE_TYPE, L_ETYPES, L_ARC_TYPE, L_RARC_TYPE, L_TYPE_NAMES, L_KEYS,
+	L_KEY_OFF, L_KEY_BYTES, L_TYPE_TEXT_KEY, L_TIME, L_TARGETS, L_META, L_SEED_TIME,
+	L_ARC_ROWS, L_COUNT
+};
+
+typedef struct layout
+{
+	uint64_t	off[L_COUNT];
+	uint64_t	total;
+} layout;
+
+/* sizes of each array (0: absent); present[] marks arrays that exist even when empty */
+void		gnn_graph_compute_layout(const uint64_t *sz, const bool *present, layout *l);
+uint64_t	gnn_graph_header_checksum(const gnn_graph_header *h);
+
+/*
+ * Stable parallel counting sort of m items by key (0..nb-1); see graph.c.
+ */
+gnn_status	gnn_graph_counting_sort(int64_t m, int64_t nb, const int32_t *key, const int32_t *pay,
+									const float *w, const int16_t *rel, int32_t *key_out,
+									int32_t *pay_out, float *w_out, int16_t *rel_out, int64_t *starts,
+									int T, gnn_error *err);
+
+#endif							/* GNN_GRAPH_INT_H */
