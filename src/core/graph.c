@@ -291,6 +291,48 @@ gnn_graph_compute_layout(const uint64_t *sz, const bool *present, layout *l)
 	l->total = pos;
 }
 
+void
+gnn_graph_header_from_layout(gnn_graph_header *h, const layout *l, const uint64_t *sz)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = GNN_GRAPH_MAGIC;
+	h->version = GNN_GRAPH_VERSION;
+	h->total_bytes = l->total;
+	h->off_ids = l->off[L_IDS];
+	h->off_indptr = l->off[L_INDPTR];
+	h->off_indices = l->off[L_INDICES];
+	h->off_weights = l->off[L_WEIGHTS];
+	h->off_rindptr = l->off[L_RINDPTR];
+	h->off_rindices = l->off[L_RINDICES];
+	h->off_rweights = l->off[L_RWEIGHTS];
+	h->off_feat = l->off[L_FEAT];
+	h->off_fptr = l->off[L_FPTR];
+	h->off_fidx = l->off[L_FIDX];
+	h->off_fval = l->off[L_FVAL];
+	h->off_labels = l->off[L_LABELS];
+	h->off_split = l->off[L_SPLIT];
+	h->off_class_names = l->off[L_CLASSES];
+	h->class_names_bytes = sz[L_CLASSES];
+	h->off_type_ptr = l->off[L_TYPE_PTR];
+	h->off_node_type = l->off[L_NODE_TYPE];
+	h->off_etypes = l->off[L_ETYPES];
+	h->off_arc_type = l->off[L_ARC_TYPE];
+	h->off_rarc_type = l->off[L_RARC_TYPE];
+	h->off_type_names = l->off[L_TYPE_NAMES];
+	h->type_names_bytes = sz[L_TYPE_NAMES];
+	h->off_keys = l->off[L_KEYS];
+	h->off_key_off = l->off[L_KEY_OFF];
+	h->off_key_bytes = l->off[L_KEY_BYTES];
+	h->key_bytes = sz[L_KEY_BYTES];
+	h->off_type_text_key = l->off[L_TYPE_TEXT_KEY];
+	h->off_time = l->off[L_TIME];
+	h->off_seed_time = l->off[L_SEED_TIME];
+	h->off_targets = l->off[L_TARGETS];
+	h->off_meta = l->off[L_META];
+	h->meta_bytes = sz[L_META];
+	h->off_arc_rows = l->off[L_ARC_ROWS];
+}
+
 uint64_t
 gnn_graph_header_checksum(const gnn_graph_header *h)
 {
@@ -1747,10 +1789,7 @@ node_data:
 
 		gnn_graph_header *h = (gnn_graph_header *) region;
 
-		memset(h, 0, sizeof(*h));
-		h->magic = GNN_GRAPH_MAGIC;
-		h->version = GNN_GRAPH_VERSION;
-		h->total_bytes = l.total;
+		gnn_graph_header_from_layout(h, &l, sz);
 		h->num_nodes = n;
 		h->num_edges = m;
 		h->feat_nnz = feat_nnz;
@@ -1762,41 +1801,14 @@ node_data:
 		h->feat_dim = feat_dim;
 		h->num_classes = num_classes;
 		h->weighted = weights != NULL;
-		h->off_ids = l.off[L_IDS];
-		h->off_indptr = l.off[L_INDPTR];
-		h->off_indices = l.off[L_INDICES];
-		h->off_weights = l.off[L_WEIGHTS];
-		h->off_rindptr = in->num_refs > 0 ? l.off[L_INDPTR] : l.off[L_RINDPTR];
-		h->off_rindices = in->num_refs > 0 ? l.off[L_INDICES] : l.off[L_RINDICES];
-		h->off_rweights = l.off[L_RWEIGHTS];
-		h->off_feat = l.off[L_FEAT];
-		h->off_fptr = l.off[L_FPTR];
-		h->off_fidx = l.off[L_FIDX];
-		h->off_fval = l.off[L_FVAL];
-		h->off_labels = l.off[L_LABELS];
-		h->off_split = l.off[L_SPLIT];
-		h->off_class_names = l.off[L_CLASSES];
-		h->class_names_bytes = sz[L_CLASSES];
+		/* of references, the reverse CSR's neighbours are the CSR's own arrays */
+		if (in->num_refs > 0)
+		{
+			h->off_rindptr = l.off[L_INDPTR];
+			h->off_rindices = l.off[L_INDICES];
+		}
 		h->num_node_types = ti.nt;
 		h->num_edge_types = ti.nr;
-		h->off_type_ptr = l.off[L_TYPE_PTR];
-		h->off_node_type = l.off[L_NODE_TYPE];
-		h->off_etypes = l.off[L_ETYPES];
-		h->off_arc_type = l.off[L_ARC_TYPE];
-		h->off_rarc_type = l.off[L_RARC_TYPE];
-		h->off_type_names = l.off[L_TYPE_NAMES];
-		h->type_names_bytes = sz[L_TYPE_NAMES];
-		h->off_keys = l.off[L_KEYS];
-		h->off_key_off = l.off[L_KEY_OFF];
-		h->off_key_bytes = l.off[L_KEY_BYTES];
-		h->key_bytes = sz[L_KEY_BYTES];
-		h->off_type_text_key = l.off[L_TYPE_TEXT_KEY];
-		h->off_time = l.off[L_TIME];
-		h->off_seed_time = l.off[L_SEED_TIME];
-		h->off_targets = l.off[L_TARGETS];
-		h->off_meta = l.off[L_META];
-		h->meta_bytes = sz[L_META];
-		h->off_arc_rows = l.off[L_ARC_ROWS];
 
 		memcpy(region + h->off_ids, ids, 8 * un);
 		memcpy(region + h->off_indptr, indptr, 8 * (un + 1));

@@ -550,10 +550,7 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 
 		gnn_graph_header *h = (gnn_graph_header *) region;
 
-		memset(h, 0, sizeof(*h));
-		h->magic = GNN_GRAPH_MAGIC;
-		h->version = GNN_GRAPH_VERSION;
-		h->total_bytes = l.total;
+		gnn_graph_header_from_layout(h, &l, sz);
 		h->num_nodes = n;
 		h->num_edges = m;
 		h->feat_nnz = feat_nnz;
@@ -565,33 +562,8 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		h->feat_dim = dim;
 		h->num_classes = base->labels ? maxl + 1 : 0;
 		h->weighted = weighted;
-		h->off_ids = l.off[L_IDS];
-		h->off_indptr = l.off[L_INDPTR];
-		h->off_indices = l.off[L_INDICES];
-		h->off_weights = l.off[L_WEIGHTS];
-		h->off_rindptr = l.off[L_RINDPTR];
-		h->off_rindices = l.off[L_RINDICES];
-		h->off_rweights = l.off[L_RWEIGHTS];
-		h->off_feat = l.off[L_FEAT];
-		h->off_fptr = l.off[L_FPTR];
-		h->off_fidx = l.off[L_FIDX];
-		h->off_fval = l.off[L_FVAL];
-		h->off_labels = l.off[L_LABELS];
-		h->off_split = l.off[L_SPLIT];
-		h->off_class_names = l.off[L_CLASSES];
-		h->class_names_bytes = sz[L_CLASSES];
 		h->num_node_types = 1;
 		h->num_edge_types = 1;
-		h->off_type_ptr = l.off[L_TYPE_PTR];
-		h->off_etypes = l.off[L_ETYPES];
-		h->off_type_names = l.off[L_TYPE_NAMES];
-		h->type_names_bytes = sz[L_TYPE_NAMES];
-		h->off_time = l.off[L_TIME];
-		h->off_seed_time = l.off[L_SEED_TIME];
-		h->off_targets = l.off[L_TARGETS];
-		h->off_meta = l.off[L_META];
-		h->meta_bytes = sz[L_META];
-		h->off_arc_rows = l.off[L_ARC_ROWS];
 
 		int64_t    *rp = (int64_t *) (region + h->off_indptr);
 		int32_t    *ri = (int32_t *) (region + h->off_indices);

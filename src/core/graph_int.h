@@ -29,6 +29,12 @@ typedef struct layout
 /* sizes of each array (0: absent); present[] marks arrays that exist even when empty */
 void		gnn_graph_compute_layout(const uint64_t *sz, const bool *present, layout *l);
 uint64_t	gnn_graph_header_checksum(const gnn_graph_header *h);
+/*
+ * Start a region's header from its layout: magic, version, size, every
+ * array's offset (0: absent) and the byte counts of the blobs; the caller
+ * fills in the counts (nodes, arcs, splits, classes, types) and the checksum.
+ */
+void		gnn_graph_header_from_layout(gnn_graph_header *h, const layout *l, const uint64_t *sz);
 
 /*
  * Stable parallel counting sort of m items by key (0..nb-1); see graph.c.
