@@ -733,22 +733,7 @@ char *
 GnnKeyText(Datum d, Oid type)
 {
 	if (type == UUIDOID)
-	{
-		static const char hex[] = "0123456789abcdef";
-		const unsigned char *u = DatumGetUUIDP(d)->data;
-		char	   *s = palloc(37),
-				   *p = s;
-
-		for (int i = 0; i < 16; i++)
-		{
-			if (i == 4 || i == 6 || i == 8 || i == 10)
-				*p++ = '-';
-			*p++ = hex[u[i] >> 4];
-			*p++ = hex[u[i] & 15];
-		}
-		*p = '\0';
-		return s;
-	}
+		return UuidText(UuidWords(d));
 	return TextDatumGetCString(d);
 }
 
