@@ -42,7 +42,8 @@ CREATE FUNCTION gnn.load_graph(
     sparse_id       text     DEFAULT 'id',
     sparse_index    text     DEFAULT 'feature',
     sparse_value    text     DEFAULT 'value',
-    skip_dangling   boolean  DEFAULT false)
+    skip_dangling   boolean  DEFAULT false,
+    track           boolean  DEFAULT false)
 RETURNS gnn.graph_info
 AS 'MODULE_PATHNAME', 'gnn_load_graph' LANGUAGE C VOLATILE;
 
@@ -57,7 +58,16 @@ CREATE FUNCTION gnn.graph_list() RETURNS SETOF gnn.graph_info
 AS 'MODULE_PATHNAME', 'gnn_graph_list' LANGUAGE C VOLATILE;
 
 -- The graphs of this database that the current role owns (all of them for a superuser).
-CREATE VIEW gnn.graphs AS SELECT * FROM gnn.graph_list();
+-- Change capture (see gnn.track below): whether a graph follows its tables,
+-- how many captured row changes wait for gnn.refresh_graph(), and when it
+-- last refreshed.
+CREATE FUNCTION gnn._graph_tracking(graph text, owner regrole,
+    OUT tracked boolean, OUT pending_changes bigint, OUT refreshed_at timestamptz)
+AS 'MODULE_PATHNAME', 'gnn_graph_tracking' LANGUAGE C STABLE;
+
+CREATE VIEW gnn.graphs AS
+SELECT l.*, t.tracked, t.pending_changes, t.refreshed_at
+FROM gnn.graph_list() l, LATERAL gnn._graph_tracking(l.name, l.owner) t;
 
 CREATE FUNCTION gnn.memory_used() RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_memory_used' LANGUAGE C VOLATILE;
@@ -223,6 +233,56 @@ REVOKE ALL ON SEQUENCE gnn.job_id_seq, gnn.model_id_seq FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('gnn.models', '');
 SELECT pg_catalog.pg_extension_config_dump('gnn.job_history', '');
 SELECT pg_catalog.pg_extension_config_dump('gnn.training_log', '');
+-- Change capture.  gnn.track() puts statement-level AFTER triggers with
+-- transition tables on the tables a graph was loaded from; each statement
+-- appends one row per tracked graph here, in the statement's transaction (a
+-- rollback leaves nothing behind).  changes packs the statement's removed
+-- and added rows (binary, read by gnn.refresh_graph; kind 't' is a TRUNCATE
+-- or a table no longer shaped as loaded: a full reload).  The trigger writes
+-- here directly, not through SQL, so no role needs (or has) INSERT; the
+-- rows' owner is the graph's owner, the only role (with superusers) that
+-- can read them.  A refresh or a load of the graph deletes the rows it
+-- applied.
+CREATE SEQUENCE gnn.change_seq;
+CREATE TABLE gnn.change_log (
+    seq         bigint NOT NULL,
+    graph       text NOT NULL,
+    owner       regrole NOT NULL,
+    relid       regclass NOT NULL,
+    kind        "char" NOT NULL,    -- e: edge rows, n: node rows, t: full reload
+    rows        bigint NOT NULL,    -- row changes in changes
+    logged_at   timestamptz NOT NULL,
+    changes     bytea
+);
+ALTER TABLE gnn.change_log ALTER COLUMN changes SET STORAGE EXTERNAL;  -- no compression: capture stays cheap
+ALTER TABLE gnn.change_log ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_only ON gnn.change_log FOR SELECT USING (pg_has_role(owner, 'MEMBER'));
+REVOKE ALL ON gnn.change_log FROM PUBLIC;
+GRANT SELECT ON gnn.change_log TO PUBLIC;
+REVOKE ALL ON SEQUENCE gnn.change_seq FROM PUBLIC;
+
+CREATE FUNCTION gnn._capture() RETURNS trigger
+AS 'MODULE_PATHNAME', 'gnn_capture' LANGUAGE C;
+
+-- Capture changes of every table graph was loaded from (enabled => false:
+-- stop, and forget the pending changes).  Enabling reloads the graph so that
+-- it and the log start from the same snapshot.  Returns the number of tables
+-- tracked.  Needs the TRIGGER privilege on them (removing: ownership).
+CREATE FUNCTION gnn.track(graph text, enabled boolean DEFAULT true) RETURNS integer
+AS 'MODULE_PATHNAME', 'gnn_track' LANGUAGE C VOLATILE;
+
+-- Apply every change committed before the call to the in-memory graph.
+-- Takes effect when the calling transaction commits.
+CREATE FUNCTION gnn.refresh_graph(graph text)
+RETURNS TABLE (inserted_edges bigint, deleted_edges bigint, inserted_nodes bigint,
+               deleted_nodes bigint, updated_nodes bigint, seconds float8)
+AS 'MODULE_PATHNAME', 'gnn_refresh_graph' LANGUAGE C VOLATILE;
+
+-- A digest of everything a graph holds (nodes, arcs and weights, reverse
+-- arcs, features, labels, classes, splits): equal digests, equal graphs.
+CREATE FUNCTION gnn.graph_digest(graph text) RETURNS text
+AS 'MODULE_PATHNAME', 'gnn_graph_digest' LANGUAGE C STABLE;
+
 SELECT pg_catalog.pg_extension_config_dump('gnn.job_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('gnn.model_id_seq', '');
 

@@ -8,6 +8,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "common/hashfn.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -19,6 +20,7 @@ PG_FUNCTION_INFO_V1(gnn_degree);
 PG_FUNCTION_INFO_V1(gnn_neighbors);
 PG_FUNCTION_INFO_V1(gnn_check_preload);
 PG_FUNCTION_INFO_V1(gnn_memory_used);
+PG_FUNCTION_INFO_V1(gnn_graph_digest);
 
 static char *
 TextArgOrNull(FunctionCallInfo fcinfo, int i)
@@ -94,6 +96,7 @@ gnn_load_graph(PG_FUNCTION_ARGS)
 	a.sparse_index = TextArgOrNull(fcinfo, 14);
 	a.sparse_value = TextArgOrNull(fcinfo, 15);
 	a.skip_dangling = PG_ARGISNULL(16) ? false : PG_GETARG_BOOL(16);
+	a.track = PG_NARGS() > 17 && !PG_ARGISNULL(17) && PG_GETARG_BOOL(17);
 
 	GnnLoadGraph(&a, &result);
 
@@ -106,10 +109,15 @@ gnn_load_graph(PG_FUNCTION_ARGS)
 Datum
 gnn_drop_graph(PG_FUNCTION_ARGS)
 {
+	Oid			owner = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? PG_GETARG_OID(2) : InvalidOid;
+	bool		dropped;
+
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph name must not be NULL")));
-	PG_RETURN_BOOL(GnnGraphDrop(TextArgOrNull(fcinfo, 0), PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1),
-								PG_NARGS() > 2 && !PG_ARGISNULL(2) ? PG_GETARG_OID(2) : InvalidOid));
+	dropped = GnnGraphDrop(TextArgOrNull(fcinfo, 0), PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1), owner);
+	/* a dropped graph follows its tables no more (GnnGraphDrop checked the rights) */
+	GnnTrackDropAll(TextArgOrNull(fcinfo, 0), OidIsValid(owner) ? owner : GetUserId());
+	PG_RETURN_BOOL(dropped);
 }
 
 /* The graphs of this database the caller may see: its own, or all for a superuser. */
@@ -342,4 +350,60 @@ gnn_graph_type_counts(PG_FUNCTION_ARGS)
 	}
 	GnnGraphRelease(&ref);
 	return (Datum) 0;
+}
+
+/* gnn.graph_digest(graph): a hash of everything the graph holds */
+static uint64
+DigestAdd(uint64 h, const void *p, Size bytes)
+{
+	const char *c = p;
+
+	if (p == NULL)
+		return hash_combine64(h, 0x9e3779b97f4a7c15ULL);
+	h = hash_combine64(h, bytes);
+	while (bytes > 0)
+	{
+		Size		k = Min(bytes, (Size) 1 << 20);
+
+		h = hash_combine64(h, hash_bytes_extended((const unsigned char *) c, k, h));
+		c += k;
+		bytes -= k;
+	}
+	return h;
+}
+
+Datum
+gnn_graph_digest(PG_FUNCTION_ARGS)
+{
+	GnnGraphRef ref;
+	const gnn_graph *g;
+	uint64		h = 0;
+	int64		n,
+				m;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	GnnGraphAcquire(TextArgOrNull(fcinfo, 0), &ref);
+	g = &ref.g;
+	n = g->num_nodes;
+	m = g->num_edges;
+	h = DigestAdd(h, &n, sizeof(n));
+	h = DigestAdd(h, &m, sizeof(m));
+	h = DigestAdd(h, g->ids, sizeof(int64) * n);
+	h = DigestAdd(h, g->indptr, sizeof(int64) * (n + 1));
+	h = DigestAdd(h, g->indices, sizeof(int32) * m);
+	h = DigestAdd(h, g->weights, g->weights ? sizeof(float) * m : 0);
+	h = DigestAdd(h, g->rindptr, sizeof(int64) * (n + 1));
+	h = DigestAdd(h, g->rindices, sizeof(int32) * m);
+	h = DigestAdd(h, g->rweights, g->rweights ? sizeof(float) * m : 0);
+	h = DigestAdd(h, &g->feat_kind, sizeof(g->feat_kind));
+	h = DigestAdd(h, &g->feat_dim, sizeof(g->feat_dim));
+	if (g->feat_kind == GNN_FEAT_DENSE)
+		h = DigestAdd(h, g->feat, sizeof(float) * n * g->feat_dim);
+	h = DigestAdd(h, g->labels, g->labels ? sizeof(int32) * n : 0);
+	h = DigestAdd(h, &g->num_classes, sizeof(g->num_classes));
+	h = DigestAdd(h, g->class_names, g->class_names ? g->class_names_bytes : 0);
+	h = DigestAdd(h, g->split, g->split ? n : 0);
+	GnnGraphRelease(&ref);
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%016llx", (unsigned long long) h)));
 }

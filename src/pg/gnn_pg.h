@@ -56,6 +56,15 @@ typedef struct GnnGraphEntry
 	char		feat_col[NAMEDATALEN];
 	char		label_col[NAMEDATALEN];
 	char		split_col[NAMEDATALEN];
+	/* the edge table as loaded: with the node table's, a reload's arguments */
+	Oid			edges_rel;
+	char		src_col[NAMEDATALEN];
+	char		dst_col[NAMEDATALEN];
+	char		weight_col[NAMEDATALEN];
+	bool		skip_dangling;
+	bool		trackable;		/* integer ids, no sparse feature table (track.c) */
+	bool		tracked;		/* follows its tables: gnn.track (track.c) */
+	TimestampTz refreshed_at;	/* last gnn.refresh_graph (0: never) */
 	/* training workers holding the segment beyond a statement (GnnGraphKeepMapping) */
 	int32		holders;
 	/* the last gnn.partition() assignment (funcs_partition.c), its own DSM segment */
@@ -276,10 +285,12 @@ typedef struct GnnGraphRef
 	gnn_graph	g;
 	GnnGraphEntry entry;		/* a copy taken when attached */
 	bool		kept;			/* GnnGraphKeepMapping: counted in the entry's holders */
+	bool		borrowed;		/* this transaction's unpublished version (track.c): not ours to unmap */
 } GnnGraphRef;
 
 extern void GnnGraphAcquire(const char *name, GnnGraphRef *ref);
 extern void GnnGraphRelease(GnnGraphRef *ref);
+extern void GnnGraphForgetStatement(const char *name);
 extern void GnnGraphKeepMapping(GnnGraphRef *ref);
 extern void GnnEdgelessView(const gnn_graph *g, gnn_graph *out);
 extern void GnnCheckGraphName(const char *name);
@@ -316,9 +327,18 @@ typedef struct GnnLoadArgs
 	const char *sparse_index;
 	const char *sparse_value;
 	bool		skip_dangling;
+	bool		track;			/* capture changes of the tables from now on */
 } GnnLoadArgs;
 
 extern void GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result);
+extern void GnnLoadArgsFromEntry(const GnnGraphEntry *e, GnnLoadArgs *a);
+
+/* track.c: change capture and refresh */
+extern bool GnnTrackBegin(const GnnLoadArgs *args, Oid key_type_check);
+extern void GnnTrackEnd(const char *name);
+extern void GnnTrackDropAll(const char *name, Oid owner);
+extern void GnnPublishAtCommit(const GnnGraphEntry *proto, dsm_segment *seg, uint64 reserved);
+extern dsm_segment *GnnPendingSegment(const char *name, GnnGraphEntry *entry);
 /* keys.c: nodes by key, keys of nodes (see there) */
 extern char *GnnTypeNames(const gnn_graph *g, bool relations);
 extern int32 GnnResultType(const gnn_graph *g, const char *node_type, const char *graph);

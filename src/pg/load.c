@@ -32,6 +32,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
@@ -400,7 +401,16 @@ RegionAlloc(void *arg, uint64_t bytes)
 	PG_TRY();
 	{
 		rq->reserved = GnnGraphReserve(bytes, rq->name);
-		rq->seg = dsm_create(bytes, 0);
+		if (rq->top_owner)
+		{
+			ResourceOwner save = CurrentResourceOwner;
+
+			CurrentResourceOwner = TopTransactionResourceOwner;
+			rq->seg = dsm_create(bytes, 0);
+			CurrentResourceOwner = save;
+		}
+		else
+			rq->seg = dsm_create(bytes, 0);
 		addr = dsm_segment_address(rq->seg);
 		/* the pages all at once, before the build writes them */
 		gnn_prefault(addr, bytes, gnn_threads);
@@ -459,6 +469,7 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in, G
 	memset(&rq, 0, sizeof(rq));
 	rq.name = name;
 	rq.mcxt = ctx;
+	rq.top_owner = proto->tracked;
 	GnnCoreThreadsInit();
 	st = gnn_graph_build_into(in, RegionAlloc, &rq, &region, &size, &err);
 	PG_TRY();
@@ -480,9 +491,22 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in, G
 		proto->n_val = g.n_val;
 		proto->n_test = g.n_test;
 		proto->loaded_at = GetCurrentTimestamp();
-		GnnGraphRegister(proto, rq.seg, replace, rq.reserved);
-		rq.reserved = 0;		/* now the graph's */
-		dsm_detach(rq.seg);
+		if (proto->tracked)
+		{
+			/* with the log rows it covers gone, at commit (track.c) */
+			if (!replace && GnnGraphExists(name))
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_OBJECT),
+						 errmsg("graph \"%s\" already exists", name)));
+			GnnPublishAtCommit(proto, rq.seg, rq.reserved);
+			rq.reserved = 0;
+		}
+		else
+		{
+			GnnGraphRegister(proto, rq.seg, replace, rq.reserved);
+			rq.reserved = 0;	/* now the graph's */
+			dsm_detach(rq.seg);
+		}
 	}
 	PG_CATCH();
 	{
@@ -514,6 +538,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 	Oid			key_type;		/* the node ids' type, as the results' keys have it */
 	const char *edges_name = QualifiedRelName(args->edges);
 	const char *nodes_name = OidIsValid(args->nodes) ? QualifiedRelName(args->nodes) : NULL;
+	bool		tracked;
 
 	GnnCheckGraphName(args->name);
 	if (!args->replace && GnnGraphExists(args->name))
@@ -526,9 +551,12 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("features, label and split need a node table"),
 				 errhint("Pass nodes => 'your_node_table'.")));
+	/* a tracked graph: its triggers, and the snapshot it and the log are read under */
+	tracked = GnnTrackBegin(args, InvalidOid);
 	memset(&in, 0, sizeof(in));
 	in.undirected = args->undirected;
 	in.skip_dangling = args->skip_dangling;
+	in.keep_arc_rows = tracked;
 	in.nthreads = gnn_threads;
 
 	/* edges */
@@ -1145,6 +1173,14 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		memset(&proto, 0, sizeof(proto));
 		proto.undirected = args->undirected;
 		proto.nodes_rel = args->nodes;
+		proto.edges_rel = args->edges;
+		strlcpy(proto.src_col, args->src, sizeof(proto.src_col));
+		strlcpy(proto.dst_col, args->dst, sizeof(proto.dst_col));
+		if (args->weight)
+			strlcpy(proto.weight_col, args->weight, sizeof(proto.weight_col));
+		proto.skip_dangling = args->skip_dangling;
+		proto.trackable = !text_ids && !OidIsValid(args->sparse);
+		proto.tracked = tracked;
 		if (OidIsValid(args->nodes))
 		{
 			strlcpy(proto.id_col, args->id, sizeof(proto.id_col));
@@ -1156,8 +1192,29 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				strlcpy(proto.split_col, args->split, sizeof(proto.split_col));
 		}
 		GnnBuildAndRegister(args->name, args->replace, &in, &proto, LoadReport, &ra, ctx);
+		if (tracked)
+			GnnTrackEnd(args->name);
 		MemoryContextSwitchTo(old);
 		*result = proto;
 	}
 	MemoryContextDelete(ctx);
+}
+
+/* The arguments that load e again (strings point into e). */
+void
+GnnLoadArgsFromEntry(const GnnGraphEntry *e, GnnLoadArgs *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->name = e->name;
+	a->edges = e->edges_rel;
+	a->src = e->src_col;
+	a->dst = e->dst_col;
+	a->weight = e->weight_col[0] ? e->weight_col : NULL;
+	a->nodes = e->nodes_rel;
+	a->id = e->id_col;
+	a->features = e->feat_col[0] ? e->feat_col : NULL;
+	a->label = e->label_col[0] ? e->label_col : NULL;
+	a->split = e->split_col[0] ? e->split_col : NULL;
+	a->undirected = e->undirected;
+	a->skip_dangling = e->skip_dangling;
 }

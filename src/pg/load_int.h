@@ -86,6 +86,7 @@ typedef struct RegionRequest
 	MemoryContext mcxt;
 	uint64		reserved;
 	dsm_segment *seg;
+	bool		top_owner;		/* map it for the whole transaction (published at commit) */
 	ErrorData  *error;			/* an error raised inside the callback */
 } RegionRequest;
 

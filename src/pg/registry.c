@@ -94,6 +94,13 @@ SnapInvalidate(const char *name)
 			SnapForget(i, true);
 }
 
+/* The caller's next use of name takes the version registered now. */
+void
+GnnGraphForgetStatement(const char *name)
+{
+	SnapInvalidate(name);
+}
+
 /* ------------------------------------------------------------------ long-term holders
  * A training worker maps its graph for the whole job.  The graph's entry
  * counts such holders; dropping or replacing a held graph moves its memory to
@@ -297,6 +304,17 @@ GnnGraphAcquire(const char *name, GnnGraphRef *ref)
 	GnnRequirePreload();
 	GnnCheckGraphName(name);
 	memset(ref, 0, sizeof(*ref));
+	/* a graph this transaction refreshed (or loaded tracked) is seen as it will be published */
+	if (IsTransactionState() && (ref->seg = GnnPendingSegment(name, &ref->entry)) != NULL)
+	{
+		if (gnn_graph_attach(dsm_segment_address(ref->seg), dsm_segment_map_length(ref->seg),
+							 &ref->g, &err) != GNN_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("graph \"%s\" is corrupt: %s", name, err.msg)));
+		ref->borrowed = true;
+		return;
+	}
 	if (IsTransactionState() && (i = SnapFind(name)) >= 0)
 	{
 		/* the version this statement already uses (the caller's: SnapFind matches the owner) */
@@ -375,6 +393,11 @@ GnnGraphRelease(GnnGraphRef *ref)
 		kept_handle = DSM_HANDLE_INVALID;
 	}
 	ref->kept = false;
+	if (ref->borrowed)
+	{
+		ref->seg = NULL;
+		return;
+	}
 
 	for (int i = 0; i < nsnap && ref->seg; i++)
 		kept |= snap[i].seg == ref->seg;

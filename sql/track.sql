@@ -1,0 +1,234 @@
+-- Change capture and refresh (gnn.track, gnn.refresh_graph): a tracked graph
+-- follows its tables, and after random changes equals a fresh load.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gnn;
+SET client_min_messages = notice;
+
+CREATE TABLE tr_nodes (id bigint PRIMARY KEY, feat real[] NOT NULL, label text, split text);
+CREATE TABLE tr_edges (src bigint NOT NULL REFERENCES tr_nodes ON DELETE CASCADE,
+                       dst bigint NOT NULL REFERENCES tr_nodes ON DELETE CASCADE,
+                       w int NOT NULL DEFAULT 1);
+INSERT INTO tr_nodes SELECT i, ARRAY[i, i % 3]::real[], 'c' || (i % 3),
+       CASE i % 4 WHEN 0 THEN 'train' WHEN 1 THEN 'val' WHEN 2 THEN 'test' END
+FROM generate_series(1, 40) i;
+INSERT INTO tr_edges SELECT i, 1 + (i * 7) % 40, 1 + i % 3 FROM generate_series(1, 40) i;
+INSERT INTO tr_edges SELECT i, 1 + (i * 11) % 40, 2 FROM generate_series(1, 40, 2) i;
+
+SELECT nodes, edges, classes FROM gnn.load_graph('tr', 'tr_edges', nodes => 'tr_nodes', features => 'feat',
+    label => 'label', split => 'split', weight => 'w', track => true);
+SELECT name, nodes, edges, tracked, pending_changes, refreshed_at IS NULL AS never
+FROM gnn.graphs WHERE name = 'tr';
+
+-- the triggers are there, four per table
+SELECT tgrelid::regclass, count(*) FROM pg_trigger
+WHERE tgfoid = 'gnn._capture()'::regprocedure GROUP BY 1 ORDER BY 1;
+
+-- a fresh load of the same tables, to compare with
+CREATE FUNCTION tr_same() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM gnn.load_graph('tr_fresh', 'tr_edges', nodes => 'tr_nodes', features => 'feat', label => 'label',
+                           split => 'split', weight => 'w', replace => true);
+    RETURN gnn.graph_digest('tr') = gnn.graph_digest('tr_fresh');
+END $$;
+SELECT tr_same() AS same_at_start;
+
+-- changes: edges in, out, updated; nodes in, out (with their edges), updated
+INSERT INTO tr_nodes VALUES (41, '{41,2}', 'c2', 'train'), (42, '{42,0}', NULL, NULL);
+INSERT INTO tr_edges VALUES (41, 1, 5), (42, 41, 1), (1, 42, 1);
+DELETE FROM tr_edges WHERE src = 3;
+UPDATE tr_edges SET w = w + 1 WHERE src = 5;
+UPDATE tr_edges SET dst = 2 WHERE src = 6;
+UPDATE tr_nodes SET feat = '{-1,-1}', split = 'test' WHERE id = 7;
+UPDATE tr_nodes SET label = 'c0' WHERE id = 8;
+UPDATE tr_nodes SET label = label WHERE id < 20;       -- changes nothing loaded
+DELETE FROM tr_nodes WHERE id = 9;                      -- and its edges (cascade)
+BEGIN;
+INSERT INTO tr_edges VALUES (10, 10, 100);
+DELETE FROM tr_nodes WHERE id = 11;
+ROLLBACK;                                               -- leaves nothing behind
+SELECT pending_changes > 0 AS pending FROM gnn.graphs WHERE name = 'tr';
+SELECT tr_same() AS same_before_refresh;
+SELECT inserted_edges, deleted_edges, inserted_nodes, deleted_nodes, updated_nodes
+FROM gnn.refresh_graph('tr');
+SELECT tr_same() AS same_after_refresh;
+SELECT pending_changes, refreshed_at IS NOT NULL AS refreshed FROM gnn.graphs WHERE name = 'tr';
+-- nothing pending: a no-op
+SELECT inserted_edges, deleted_edges FROM gnn.refresh_graph('tr');
+SELECT gnn.degree('tr', 41, 'out'), gnn.degree('tr', 1, 'in') = (SELECT count(DISTINCT src) FROM tr_edges WHERE dst = 1);
+
+-- an insert and a delete of the same row cancel
+INSERT INTO tr_edges VALUES (12, 13, 1);
+DELETE FROM tr_edges WHERE src = 12 AND dst = 13;
+SELECT inserted_edges, deleted_edges FROM gnn.refresh_graph('tr');
+SELECT tr_same() AS same_after_cancel;
+
+-- a new text class cannot be merged: the refresh reloads
+UPDATE tr_nodes SET label = 'c9' WHERE id = 12;
+SELECT inserted_nodes > 0 AS reloaded FROM gnn.refresh_graph('tr');
+SELECT tr_same() AS same_after_new_class, classes FROM gnn.graphs WHERE name = 'tr';
+
+-- TRUNCATE: a full reload
+TRUNCATE tr_edges;
+INSERT INTO tr_edges VALUES (1, 2, 1), (2, 3, 1);
+SELECT pending_changes FROM gnn.graphs WHERE name = 'tr';
+SELECT inserted_edges FROM gnn.refresh_graph('tr');
+SELECT tr_same() AS same_after_truncate, edges FROM gnn.graphs WHERE name = 'tr';
+
+-- a refresh that rolls back changes nothing; the next one applies it all
+INSERT INTO tr_edges VALUES (3, 4, 1);
+BEGIN;
+SELECT inserted_edges FROM gnn.refresh_graph('tr');
+ROLLBACK;
+SELECT edges, pending_changes FROM gnn.graphs WHERE name = 'tr';
+SELECT inserted_edges FROM gnn.refresh_graph('tr');
+SELECT tr_same() AS same_after_rollback;
+
+-- a refresh takes effect at commit; two in one transaction build on each other
+BEGIN;
+INSERT INTO tr_edges VALUES (4, 5, 1);
+SELECT inserted_edges FROM gnn.refresh_graph('tr');
+INSERT INTO tr_edges VALUES (5, 6, 1);
+SELECT inserted_edges FROM gnn.refresh_graph('tr');
+COMMIT;
+SELECT tr_same() AS same_after_two, edges FROM gnn.graphs WHERE name = 'tr';
+
+-- bad rows: the refresh fails like a load would, and nothing is lost
+ALTER TABLE tr_nodes ALTER feat DROP NOT NULL;
+INSERT INTO tr_nodes VALUES (50, NULL, NULL, NULL);
+SELECT * FROM gnn.refresh_graph('tr');
+SELECT pending_changes FROM gnn.graphs WHERE name = 'tr';
+UPDATE tr_nodes SET feat = '{50,50}' WHERE id = 50;
+SELECT inserted_nodes FROM gnn.refresh_graph('tr');
+SELECT tr_same() AS same_after_fix;
+
+-- a dropped column: the trigger marks a full reload, which then says what is wrong
+ALTER TABLE tr_edges RENAME w TO weight2;
+INSERT INTO tr_edges VALUES (6, 7, 1);
+SELECT * FROM gnn.refresh_graph('tr');
+ALTER TABLE tr_edges RENAME weight2 TO w;
+SELECT inserted_edges > 0 AS reloaded FROM gnn.refresh_graph('tr');
+SELECT tr_same() AS same_after_rename;
+
+-- random DML over many seeds: always equal to a fresh load
+CREATE FUNCTION tr_random(seed int, steps int) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE r float8; a bigint; b bigint;
+BEGIN
+    PERFORM setseed(seed / 1000.0);
+    FOR s IN 1..steps LOOP
+        r := random();
+        a := 1 + floor(random() * 60)::bigint;
+        b := 1 + floor(random() * 60)::bigint;
+        BEGIN
+            IF r < 0.35 THEN
+                INSERT INTO tr_edges SELECT a, b, 1 + floor(random() * 3)::int
+                WHERE EXISTS (SELECT 1 FROM tr_nodes WHERE id = a) AND EXISTS (SELECT 1 FROM tr_nodes WHERE id = b);
+            ELSIF r < 0.55 THEN
+                DELETE FROM tr_edges WHERE ctid = (SELECT ctid FROM tr_edges WHERE src = a LIMIT 1);
+            ELSIF r < 0.65 THEN
+                UPDATE tr_edges SET w = w + 1 WHERE src = a;
+            ELSIF r < 0.72 THEN
+                UPDATE tr_edges SET dst = b WHERE src = a AND EXISTS (SELECT 1 FROM tr_nodes WHERE id = b);
+            ELSIF r < 0.80 THEN
+                INSERT INTO tr_nodes VALUES (a, ARRAY[random(), random()]::real[],
+                                             (ARRAY['c0', 'c1', 'c2', NULL])[1 + floor(random() * 4)::int],
+                                             (ARRAY['train', 'val', 'test', NULL])[1 + floor(random() * 4)::int])
+                ON CONFLICT (id) DO UPDATE SET feat = excluded.feat, label = excluded.label;
+            ELSIF r < 0.87 THEN
+                DELETE FROM tr_nodes WHERE id = a AND a > 3;
+            ELSIF r < 0.95 THEN
+                UPDATE tr_nodes SET split = (ARRAY['train', 'val', 'test', NULL])[1 + floor(random() * 4)::int],
+                                    feat = ARRAY[feat[2], feat[1]]
+                WHERE id BETWEEN a AND a + 3;
+            ELSE
+                -- a subtransaction that rolls back
+                INSERT INTO tr_edges VALUES (1, 1, 9);
+                RAISE EXCEPTION 'roll back';
+            END IF;
+        EXCEPTION WHEN raise_exception THEN NULL;
+        END;
+    END LOOP;
+END $$;
+
+CREATE TABLE tr_results (seed int, same boolean);
+DO $$
+BEGIN
+    FOR seed IN 1..25 LOOP
+        PERFORM tr_random(seed, 40);
+        PERFORM gnn.refresh_graph('tr');
+        INSERT INTO tr_results SELECT seed, tr_same();
+    END LOOP;
+END $$;
+SELECT count(*) AS seeds, count(*) FILTER (WHERE same) AS equal FROM tr_results;
+
+-- edges only (the node set is the endpoints), undirected, unweighted
+CREATE TABLE tr_e2 (a int NOT NULL, b int NOT NULL);
+INSERT INTO tr_e2 SELECT i, i + 1 FROM generate_series(1, 30) i;
+SELECT edges FROM gnn.load_graph('tr2', 'tr_e2', src => 'a', dst => 'b', undirected => true, track => true);
+CREATE FUNCTION tr2_same() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM gnn.load_graph('tr2_fresh', 'tr_e2', src => 'a', dst => 'b', undirected => true, replace => true);
+    RETURN gnn.graph_digest('tr2') = gnn.graph_digest('tr2_fresh');
+END $$;
+DELETE FROM tr_e2 WHERE a = 30;                 -- node 31 goes
+INSERT INTO tr_e2 VALUES (100, 1), (5, 5);      -- node 100 comes, a self-loop
+UPDATE tr_e2 SET b = 1 WHERE a = 20;
+SELECT inserted_edges, deleted_edges, inserted_nodes, deleted_nodes FROM gnn.refresh_graph('tr2');
+SELECT tr2_same() AS edges_only_same;
+DO $$
+BEGIN
+    FOR seed IN 1..15 LOOP
+        PERFORM setseed(seed / 100.0);
+        INSERT INTO tr_e2 SELECT 1 + floor(random() * 50), 1 + floor(random() * 50) FROM generate_series(1, 5);
+        DELETE FROM tr_e2 WHERE ctid IN (SELECT ctid FROM tr_e2 ORDER BY random() LIMIT 4);
+        PERFORM gnn.refresh_graph('tr2');
+        IF NOT tr2_same() THEN RAISE EXCEPTION 'differs at seed %', seed; END IF;
+    END LOOP;
+END $$;
+
+-- errors
+SELECT gnn.refresh_graph('tr_fresh');                -- not tracked
+SELECT gnn.refresh_graph('no_such_graph');
+CREATE VIEW tr_view AS SELECT * FROM tr_edges;
+SELECT edges FROM gnn.load_graph('trv', 'tr_view', weight => 'w');
+SELECT gnn.track('trv');                             -- a view has no transition tables
+CREATE TABLE tr_text (s text, d text);
+INSERT INTO tr_text VALUES ('a', 'b');
+SELECT edges FROM gnn.load_graph('trt', 'tr_text', src => 's', dst => 'd');
+SELECT gnn.track('trt');
+SELECT gnn.load_graph('trt', 'tr_text', src => 's', dst => 'd', replace => true, track => true);
+-- the trigger function only works as set up by gnn.track
+SELECT gnn._capture();
+CREATE TRIGGER bad AFTER INSERT ON tr_text FOR EACH ROW EXECUTE FUNCTION gnn._capture();
+INSERT INTO tr_text VALUES ('x', 'y');
+DROP TRIGGER bad ON tr_text;
+
+-- a reload keeps the graph tracked (after a restart, the same gnn.load_graph call)
+SELECT tracked FROM gnn.load_graph('tr2', 'tr_e2', src => 'a', dst => 'b', undirected => true, replace => true)
+JOIN gnn.graphs USING (name);
+-- untrack: triggers and log go
+INSERT INTO tr_e2 VALUES (7, 8);
+SELECT gnn.track('tr2', false);
+SELECT tracked, pending_changes FROM gnn.graphs WHERE name = 'tr2';
+SELECT count(*) FROM pg_trigger WHERE tgrelid = 'tr_e2'::regclass;
+SELECT gnn.track('tr2');
+SELECT tracked, pending_changes FROM gnn.graphs WHERE name = 'tr2';
+-- dropping the graph untracks it
+SELECT gnn.drop_graph('tr2');
+SELECT count(*) FROM pg_trigger WHERE tgrelid = 'tr_e2'::regclass;
+SELECT count(*) FROM gnn.change_log WHERE graph = 'tr2';
+
+-- partitioned tables: rows through the parent and straight into a partition
+CREATE TABLE tr_pe (src int NOT NULL, dst int NOT NULL) PARTITION BY RANGE (src);
+CREATE TABLE tr_pe1 PARTITION OF tr_pe FOR VALUES FROM (0) TO (50);
+CREATE TABLE tr_pe2 PARTITION OF tr_pe FOR VALUES FROM (50) TO (1000);
+INSERT INTO tr_pe SELECT i, (i * 3) % 100 FROM generate_series(1, 99) i;
+SELECT edges FROM gnn.load_graph('trp', 'tr_pe', track => true);
+INSERT INTO tr_pe VALUES (1, 99), (60, 2);
+INSERT INTO tr_pe1 VALUES (2, 98);
+DELETE FROM tr_pe2 WHERE src = 70;
+SELECT inserted_edges, deleted_edges FROM gnn.refresh_graph('trp');
+SELECT gnn.load_graph('trp_fresh', 'tr_pe') IS NOT NULL AS loaded;
+SELECT gnn.graph_digest('trp') = gnn.graph_digest('trp_fresh') AS partitioned_same;
+
+SELECT gnn.drop_graph(name) FROM gnn.graphs WHERE name LIKE 'tr%' ORDER BY name;
+SELECT count(*) AS log_left FROM gnn.change_log;

@@ -1,0 +1,1926 @@
+/*
+ * track.c: a loaded graph follows its tables.
+ *
+ * Capture.  gnn.track (or gnn.load_graph(..., track => true)) puts four
+ * statement-level AFTER triggers (insert, update, delete with transition
+ * tables; truncate) on each table the graph was loaded from, as the calling
+ * role (CREATE TRIGGER checks its TRIGGER privilege).  The trigger function
+ * packs the statement's removed and added rows (only the loaded columns)
+ * into one row of gnn.change_log, in the statement's own transaction: a
+ * rollback leaves nothing, and the log is as durable as the tables.  It
+ * writes that row directly (heap insert, no SQL), so no role needs INSERT on
+ * the log and no role's code runs with anyone else's rights.  A TRUNCATE,
+ * or a loaded column that was dropped or changed type, logs kind 't': the
+ * next refresh reloads the graph in full.
+ *
+ * Refresh.  gnn.refresh_graph reads the log rows of the graph that its
+ * snapshot sees (every change committed before it), turns them into one
+ * gnn_graph_changes (node rows: the last change of each id wins; edge rows:
+ * removed and added rows counted, so an insert and delete of one row
+ * cancel), and the core merges them into a new region (graph_delta.c)
+ * while readers keep using the old one.  It deletes the log rows it
+ * applied, and the new version is published when its transaction commits:
+ * a refresh that rolls back leaves graph and log as they were, so nothing
+ * is applied twice or lost.  A load of a tracked graph does the same: it
+ * reads the tables and the log under one snapshot, deletes the log rows its
+ * scan already saw, and publishes at commit.
+ *
+ * Refreshes, tracked loads and gnn.track of one graph are serialised by a
+ * transaction lock on the (owner, graph) pair, and each reads under a
+ * snapshot taken after it holds the lock.
+ *
+ * Trust: a refresh applies only rows logged for the graph's own tables
+ * under the graph's owner; a trigger planted by another role (its own
+ * tables, any arguments) cannot feed another role's graph.
+ */
+#include "gnn_pg.h"
+#include "load_int.h"
+
+#include <float.h>
+#include <math.h>
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_type.h"
+#include "commands/sequence.h"
+#include "commands/trigger.h"
+#include "common/hashfn.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+PG_FUNCTION_INFO_V1(gnn_capture);
+PG_FUNCTION_INFO_V1(gnn_track);
+PG_FUNCTION_INFO_V1(gnn_refresh_graph);
+PG_FUNCTION_INFO_V1(gnn_graph_tracking);
+
+#define EDGE_MAGIC 0x31454e47	/* "GNE1" */
+#define NODE_MAGIC 0x314e4e47	/* "GNN1" */
+
+/* per-row flags of captured rows */
+#define F_NULL_A	1			/* edge: NULL source; node: NULL id */
+#define F_NULL_B	2			/* edge: NULL destination; node: NULL features */
+#define F_BAD		4			/* edge: NULL, negative or non-finite weight; node: bad features */
+#define F_NULL_LABEL 8
+
+/* payload header: counts, then column arrays (see EncodeEdges / EncodeNodes) */
+typedef struct ChangeHdr
+{
+	uint32		magic;
+	uint32		flags;			/* edges: 1 weighted; nodes: 1 features, 2 label, 4 text label, 8 split */
+	int64		nrm;
+	int64		nadd;
+} ChangeHdr;
+
+/* log columns */
+enum
+{
+	L_SEQ, L_GRAPH, L_OWNER, L_RELID, L_KIND, L_ROWS, L_AT, L_CHANGES, L_NCOLS
+};
+
+/* ------------------------------------------------------------------ names and locks */
+static Oid
+GnnNamespace(void)
+{
+	return get_namespace_oid("gnn", false);
+}
+
+static Oid
+LogRelid(void)
+{
+	Oid			r = get_relname_relid("change_log", GnnNamespace());
+
+	if (!OidIsValid(r))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("table gnn.change_log does not exist"),
+				 errhint("Recreate the extension: DROP EXTENSION gnn; CREATE EXTENSION gnn;")));
+	return r;
+}
+
+/* "gnn_capture_<16 hex>": the triggers of one (owner, graph) carry this prefix */
+static char *
+TriggerPrefix(const char *graph, Oid owner)
+{
+	uint64		h = hash_bytes_extended((const unsigned char *) graph, strlen(graph), owner);
+
+	return psprintf("gnn_capture_%016llx", (unsigned long long) h);
+}
+
+static void
+LockGraph(const char *graph, Oid owner)
+{
+	LOCKTAG		tag;
+
+	/* field4 3: not one of pg_advisory_lock's key spaces (1, 2) */
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, hash_bytes((const unsigned char *) graph, strlen(graph)),
+						 owner, 3);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/* ------------------------------------------------------------------ publish at commit */
+#define PENDING_MAX 16
+typedef struct Pending
+{
+	GnnGraphEntry proto;
+	dsm_segment *seg;
+	uint64		reserved;
+	SubTransactionId subid;
+} Pending;
+
+static Pending *pending = NULL;
+static int	npending = 0;
+static bool callbacks_set = false;
+
+static void
+PendingForget(int i, bool detach)
+{
+	if (pending[i].reserved)
+		GnnGraphUnreserve(pending[i].reserved);
+	if (detach && pending[i].seg)
+		dsm_detach(pending[i].seg);
+	pending[i] = pending[--npending];
+}
+
+static void
+TrackXactCallback(XactEvent event, void *arg)
+{
+	if (npending == 0)
+		return;
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			while (npending > 0)
+			{
+				Pending    *p = &pending[npending - 1];
+
+				/* can fail (gnn.max_graphs): then the transaction aborts, log rows and all */
+				GnnGraphRegister(&p->proto, p->seg, true, p->reserved);
+				p->reserved = 0;
+				dsm_detach(p->seg);
+				npending--;
+			}
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot PREPARE a transaction that refreshed or loaded a tracked graph")));
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			/* the mappings go with the transaction's resource owner; unpinned, the segments too */
+			while (npending > 0)
+				PendingForget(npending - 1, false);
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+TrackSubXactCallback(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid,
+					 void *arg)
+{
+	for (int i = npending - 1; i >= 0; i--)
+	{
+		if (pending[i].subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+			PendingForget(i, true);
+		else if (event == SUBXACT_EVENT_COMMIT_SUB)
+			pending[i].subid = parentSubid;
+	}
+}
+
+/*
+ * Publish seg as graph proto->name when the transaction commits; reserved
+ * becomes the graph's.  An earlier pending version of the same graph in this
+ * transaction is superseded.
+ */
+void
+GnnPublishAtCommit(const GnnGraphEntry *proto, dsm_segment *seg, uint64 reserved)
+{
+	if (!callbacks_set)
+	{
+		pending = MemoryContextAllocZero(TopMemoryContext, sizeof(Pending) * PENDING_MAX);
+		RegisterXactCallback(TrackXactCallback, NULL);
+		RegisterSubXactCallback(TrackSubXactCallback, NULL);
+		callbacks_set = true;
+	}
+	for (int i = npending - 1; i >= 0; i--)
+		if (strcmp(pending[i].proto.name, proto->name) == 0 && pending[i].proto.owner == proto->owner)
+			PendingForget(i, true);
+	if (npending >= PENDING_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many tracked graphs refreshed or loaded in one transaction (at most %d)",
+						PENDING_MAX)));
+	pending[npending].proto = *proto;
+	pending[npending].seg = seg;
+	pending[npending].reserved = reserved;
+	pending[npending].subid = GetCurrentSubTransactionId();
+	npending++;
+}
+
+/* This transaction's unpublished version of the caller's graph name, or NULL. */
+dsm_segment *
+GnnPendingSegment(const char *name, GnnGraphEntry *entry)
+{
+	for (int i = 0; i < npending; i++)
+		if (strcmp(pending[i].proto.name, name) == 0 && pending[i].proto.owner == GetUserId())
+		{
+			*entry = pending[i].proto;
+			return pending[i].seg;
+		}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ triggers */
+typedef struct TrigSpec
+{
+	Oid			relid;
+	char		kind;			/* 'e', 'n' */
+	char	   *args;			/* the trigger's arguments, NUL-separated as in pg_trigger.tgargs */
+	int			args_len;
+} TrigSpec;
+
+static const char *
+NonEmpty(const char *s)
+{
+	return s ? s : "";
+}
+
+/* The arguments of one table's capture triggers: graph, owner, kind, columns. */
+static void
+SpecArgs(TrigSpec *t, const char *graph, Oid owner, char kind, const char *c1, const char *c2,
+		 const char *c3, const char *c4)
+{
+	StringInfoData b;
+	const char *parts[7];
+
+	parts[0] = graph;
+	parts[1] = psprintf("%u", owner);
+	parts[2] = kind == 'e' ? "e" : "n";
+	parts[3] = NonEmpty(c1);
+	parts[4] = NonEmpty(c2);
+	parts[5] = NonEmpty(c3);
+	parts[6] = NonEmpty(c4);
+	initStringInfo(&b);
+	for (int i = 0; i < 7; i++)
+		appendBinaryStringInfo(&b, parts[i], strlen(parts[i]) + 1);
+	t->kind = kind;
+	t->args = b.data;
+	t->args_len = b.len;
+}
+
+static void
+CheckTrackable(Oid relid, const char *graph)
+{
+	char		kind = get_rel_relkind(relid);
+
+	if (kind == RELKIND_RELATION || kind == RELKIND_PARTITIONED_TABLE)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("cannot track graph \"%s\": %s is a %s", graph, QualifiedRelName(relid),
+					kind == RELKIND_VIEW ? "view" : kind == RELKIND_MATVIEW ? "materialized view" :
+					kind == RELKIND_FOREIGN_TABLE ? "foreign table" : "relation that is not a table"),
+			 errdetail("Change capture uses triggers with transition tables, which only tables and partitioned tables have."),
+			 errhint("Load the graph from the underlying tables, or keep it fresh by reloading it (gnn.load_graph(..., replace => true), for example from pg_cron).")));
+}
+
+/* relid and, for a partitioned table, every partition below it (DML may name them directly) */
+static List *
+WithPartitions(Oid relid)
+{
+	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+		return find_all_inheritors(relid, AccessShareLock, NULL);
+	return list_make1_oid(relid);
+}
+
+typedef struct ExistingTrig
+{
+	Oid			relid;
+	char	   *name;			/* without the _i/_u/_d/_t suffix */
+	bytea	   *args;
+} ExistingTrig;
+
+/* the capture triggers of (owner, graph) now in the catalog, one per table (the insert one) */
+static List *
+ExistingTriggers(const char *prefix)
+{
+	List	   *out = NIL;
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+	MemoryContext cxt = CurrentMemoryContext;
+
+	values[0] = CStringGetTextDatum(psprintf("%s\\_i", prefix));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT tgrelid, tgargs FROM pg_catalog.pg_trigger "
+							  "WHERE tgname LIKE $1 AND tgfoid = 'gnn._capture()'::pg_catalog.regprocedure",
+							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_trigger");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		n1,
+					n2;
+		Datum		r = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &n1);
+		Datum		a = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &n2);
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+		ExistingTrig *t = palloc0(sizeof(ExistingTrig));
+
+		t->relid = DatumGetObjectId(r);
+		t->name = pstrdup(prefix);
+		t->args = n2 ? NULL : DatumGetByteaPCopy(a);
+		out = lappend(out, t);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return out;
+}
+
+static void
+ExecDDL(const char *sql)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not run: %s", sql);
+	SPI_finish();
+}
+
+static void
+DropTriggers(Oid relid, const char *prefix)
+{
+	const char *rel = QualifiedRelName(relid);
+	static const char *const ev[] = {"i", "u", "d", "t"};
+
+	for (int i = 0; i < 4; i++)
+		ExecDDL(psprintf("DROP TRIGGER IF EXISTS %s ON %s",
+						 quote_identifier(psprintf("%s_%s", prefix, ev[i])), rel));
+}
+
+static void
+CreateTriggers(Oid relid, const char *prefix, const TrigSpec *spec)
+{
+	const char *rel = QualifiedRelName(relid);
+	StringInfoData args;
+	const char *p = spec->args;
+
+	initStringInfo(&args);
+	for (int i = 0; p < spec->args + spec->args_len; i++)
+	{
+		appendStringInfo(&args, "%s%s", i ? ", " : "", quote_literal_cstr(p));
+		p += strlen(p) + 1;
+	}
+	ExecDDL(psprintf("CREATE TRIGGER %s AFTER INSERT ON %s REFERENCING NEW TABLE AS gnn_new "
+					 "FOR EACH STATEMENT EXECUTE FUNCTION gnn._capture(%s)",
+					 quote_identifier(psprintf("%s_i", prefix)), rel, args.data));
+	ExecDDL(psprintf("CREATE TRIGGER %s AFTER UPDATE ON %s REFERENCING OLD TABLE AS gnn_old NEW TABLE AS gnn_new "
+					 "FOR EACH STATEMENT EXECUTE FUNCTION gnn._capture(%s)",
+					 quote_identifier(psprintf("%s_u", prefix)), rel, args.data));
+	ExecDDL(psprintf("CREATE TRIGGER %s AFTER DELETE ON %s REFERENCING OLD TABLE AS gnn_old "
+					 "FOR EACH STATEMENT EXECUTE FUNCTION gnn._capture(%s)",
+					 quote_identifier(psprintf("%s_d", prefix)), rel, args.data));
+	ExecDDL(psprintf("CREATE TRIGGER %s AFTER TRUNCATE ON %s "
+					 "FOR EACH STATEMENT EXECUTE FUNCTION gnn._capture(%s)",
+					 quote_identifier(psprintf("%s_t", prefix)), rel, args.data));
+}
+
+static bool
+IntColumn(Oid relid, const char *col)
+{
+	AttrNumber	att = get_attnum(relid, col);
+	Oid			t;
+
+	if (att == InvalidAttrNumber)
+		return true;			/* the load reports a missing column */
+	t = get_atttype(relid, att);
+	return t == INT2OID || t == INT4OID || t == INT8OID;
+}
+
+/*
+ * Called by a load before it reads anything.  Returns whether the graph is
+ * to be tracked: asked for (args->track), or already tracked (its triggers
+ * exist: a reload after a restart keeps following the tables).  If so:
+ * checks that it can be, takes the graph's lock, makes the triggers match
+ * the tables and columns of this load, and pushes a snapshot taken after
+ * all that, under which the load reads tables and log alike (GnnTrackEnd
+ * pops it).
+ */
+bool
+GnnTrackBegin(const GnnLoadArgs *args, Oid unused)
+{
+	Oid			owner = GetUserId();
+	char	   *prefix = TriggerPrefix(args->name, owner);
+	List	   *existing = ExistingTriggers(prefix);
+	List	   *want = NIL;
+	ListCell   *lc;
+
+	if (!args->track && existing == NIL)
+		return false;
+	if (OidIsValid(args->sparse))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot track graph \"%s\": it has a sparse feature table", args->name),
+				 errhint("Track a graph with features => (an array column of the node table), or reload this one with gnn.load_graph(..., replace => true).")));
+	if (!IntColumn(args->edges, args->src) || !IntColumn(args->edges, args->dst) ||
+		(OidIsValid(args->nodes) && !IntColumn(args->nodes, args->id)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot track graph \"%s\": its node ids are not integers", args->name),
+				 errdetail("Change capture follows graphs keyed by smallint, integer or bigint ids."),
+				 errhint("Reload the graph with gnn.load_graph(..., replace => true) to refresh it.")));
+	CheckTrackable(args->edges, args->name);
+	if (OidIsValid(args->nodes))
+		CheckTrackable(args->nodes, args->name);
+
+	LockGraph(args->name, owner);
+	/* what this load's tables need */
+	foreach(lc, WithPartitions(args->edges))
+	{
+		TrigSpec   *t = palloc0(sizeof(TrigSpec));
+
+		t->relid = lfirst_oid(lc);
+		SpecArgs(t, args->name, owner, 'e', args->src, args->dst, args->weight, NULL);
+		want = lappend(want, t);
+	}
+	if (OidIsValid(args->nodes))
+		foreach(lc, WithPartitions(args->nodes))
+		{
+			TrigSpec   *t = palloc0(sizeof(TrigSpec));
+
+			t->relid = lfirst_oid(lc);
+			if (t->relid == args->edges)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot track graph \"%s\": its edges and nodes come from one table", args->name),
+						 errhint("Keep nodes and edges in separate tables.")));
+			SpecArgs(t, args->name, owner, 'n', args->id, args->features, args->label, args->split);
+			want = lappend(want, t);
+		}
+	/* drop triggers on tables this load does not read, or with other columns */
+	foreach(lc, existing)
+	{
+		ExistingTrig *x = lfirst(lc);
+		bool		keep = false;
+		ListCell   *lw;
+
+		foreach(lw, want)
+		{
+			TrigSpec   *t = lfirst(lw);
+
+			if (t->relid == x->relid && x->args && VARSIZE_ANY_EXHDR(x->args) == t->args_len &&
+				memcmp(VARDATA_ANY(x->args), t->args, t->args_len) == 0)
+			{
+				keep = true;
+				t->relid = InvalidOid;	/* already there */
+			}
+		}
+		if (!keep && get_rel_name(x->relid) != NULL)
+			DropTriggers(x->relid, prefix);
+	}
+	foreach(lc, want)
+	{
+		TrigSpec   *t = lfirst(lc);
+
+		if (OidIsValid(t->relid))
+			CreateTriggers(t->relid, prefix, t);
+	}
+	CommandCounterIncrement();
+	/*
+	 * Read after every writer that started before the triggers existed has
+	 * finished (CREATE TRIGGER waited for them): what this snapshot does not
+	 * see, the triggers capture.
+	 */
+	PushActiveSnapshot(GetLatestSnapshot());
+	return true;
+}
+
+/* ------------------------------------------------------------------ the log */
+typedef struct LogRow
+{
+	int64		seq;
+	ItemPointerData tid;
+	Oid			relid;
+	char		kind;
+	int64		rows;
+	bytea	   *changes;		/* NULL unless wanted */
+} LogRow;
+
+static int
+LogRowCmp(const void *a, const void *b)
+{
+	int64		x = ((const LogRow *) a)->seq,
+				y = ((const LogRow *) b)->seq;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The log rows of (owner, graph) that snap sees, in seq order. */
+static LogRow *
+ReadLog(Relation lr, Snapshot snap, const char *graph, Oid owner, bool with_changes, int64 *n_out)
+{
+	TableScanDesc scan = table_beginscan(lr, snap, 0, NULL);
+	TupleTableSlot *slot = table_slot_create(lr, NULL);
+	int64		n = 0,
+				cap = 64;
+	LogRow	   *rows = palloc(sizeof(LogRow) * cap);
+	size_t		glen = strlen(graph);
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		d;
+		text	   *g;
+
+		d = slot_getattr(slot, L_OWNER + 1, &isnull);
+		if (isnull || DatumGetObjectId(d) != owner)
+			continue;
+		d = slot_getattr(slot, L_GRAPH + 1, &isnull);
+		if (isnull)
+			continue;
+		g = DatumGetTextPP(d);
+		if (VARSIZE_ANY_EXHDR(g) != glen || memcmp(VARDATA_ANY(g), graph, glen) != 0)
+			continue;
+		if (n == cap)
+		{
+			cap *= 2;
+			rows = repalloc_huge(rows, sizeof(LogRow) * cap);
+		}
+		rows[n].seq = DatumGetInt64(slot_getattr(slot, L_SEQ + 1, &isnull));
+		rows[n].tid = slot->tts_tid;
+		rows[n].relid = DatumGetObjectId(slot_getattr(slot, L_RELID + 1, &isnull));
+		rows[n].kind = DatumGetChar(slot_getattr(slot, L_KIND + 1, &isnull));
+		rows[n].rows = DatumGetInt64(slot_getattr(slot, L_ROWS + 1, &isnull));
+		rows[n].changes = NULL;
+		if (with_changes)
+		{
+			d = slot_getattr(slot, L_CHANGES + 1, &isnull);
+			if (!isnull)
+				rows[n].changes = DatumGetByteaPCopy(d);
+		}
+		n++;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	qsort(rows, n, sizeof(LogRow), LogRowCmp);
+	*n_out = n;
+	return rows;
+}
+
+static void
+DeleteLogRows(Relation lr, const LogRow *rows, int64 n)
+{
+	for (int64 i = 0; i < n; i++)
+	{
+		ItemPointerData tid = rows[i].tid;
+
+		simple_heap_delete(lr, &tid);
+	}
+	CommandCounterIncrement();
+}
+
+/* Forget the log rows of (owner, graph) the active snapshot sees. */
+static void
+DeleteSeenLog(const char *graph, Oid owner)
+{
+	Relation	lr = table_open(LogRelid(), RowExclusiveLock);
+	int64		n;
+	LogRow	   *rows = ReadLog(lr, GetActiveSnapshot(), graph, owner, false, &n);
+
+	DeleteLogRows(lr, rows, n);
+	table_close(lr, RowExclusiveLock);
+	pfree(rows);
+}
+
+/* After a tracked load has built its graph: the log rows it saw are in it. */
+void
+GnnTrackEnd(const char *name)
+{
+	DeleteSeenLog(name, GetUserId());
+	PopActiveSnapshot();
+}
+
+/* Untrack (owner, graph): its triggers and its log rows go. */
+void
+GnnTrackDropAll(const char *name, Oid owner)
+{
+	char	   *prefix = TriggerPrefix(name, owner);
+	List	   *existing = ExistingTriggers(prefix);
+	ListCell   *lc;
+
+	if (existing == NIL)
+		return;
+	LockGraph(name, owner);
+	foreach(lc, existing)
+	{
+		ExistingTrig *x = lfirst(lc);
+
+		if (get_rel_name(x->relid) != NULL)
+			DropTriggers(x->relid, prefix);
+	}
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetLatestSnapshot());
+	DeleteSeenLog(name, owner);
+	PopActiveSnapshot();
+}
+
+static void
+LogWrite(const char *graph, Oid owner, Oid relid, char kind, int64 rows, StringInfo payload)
+{
+	Relation	lr = table_open(LogRelid(), RowExclusiveLock);
+	Datum		values[L_NCOLS];
+	bool		nulls[L_NCOLS];
+	HeapTuple	tup;
+	Oid			seq = get_relname_relid("change_seq", GnnNamespace());
+
+	memset(nulls, 0, sizeof(nulls));
+	values[L_SEQ] = Int64GetDatum(nextval_internal(seq, false));
+	values[L_GRAPH] = CStringGetTextDatum(graph);
+	values[L_OWNER] = ObjectIdGetDatum(owner);
+	values[L_RELID] = ObjectIdGetDatum(relid);
+	values[L_KIND] = CharGetDatum(kind);
+	values[L_ROWS] = Int64GetDatum(rows);
+	values[L_AT] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	if (payload)
+	{
+		bytea	   *b = palloc_extended(VARHDRSZ + payload->len, MCXT_ALLOC_HUGE);
+
+		SET_VARSIZE(b, VARHDRSZ + payload->len);
+		memcpy(VARDATA(b), payload->data, payload->len);
+		values[L_CHANGES] = PointerGetDatum(b);
+	}
+	else
+		nulls[L_CHANGES] = true;
+	tup = heap_form_tuple(RelationGetDescr(lr), values, nulls);
+	simple_heap_insert(lr, tup);
+	heap_freetuple(tup);
+	table_close(lr, RowExclusiveLock);
+}
+
+/* ------------------------------------------------------------------ capture */
+typedef struct Col
+{
+	AttrNumber	att;			/* 0: not loaded */
+	Oid			type;
+} Col;
+
+/* find a loaded column; false if it is gone or no longer of a type the load takes */
+static bool
+FindCol(TupleDesc td, const char *name, const Oid *accepted, Col *c)
+{
+	c->att = 0;
+	c->type = InvalidOid;
+	if (name == NULL || name[0] == '\0')
+		return true;
+	for (int i = 0; i < td->natts; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(td, i);
+
+		if (!a->attisdropped && strcmp(NameStr(a->attname), name) == 0)
+		{
+			for (int k = 0; OidIsValid(accepted[k]); k++)
+				if (accepted[k] == a->atttypid)
+				{
+					c->att = a->attnum;
+					c->type = a->atttypid;
+					return true;
+				}
+			return false;
+		}
+	}
+	return false;
+}
+
+static const Oid cap_int_types[] = {INT2OID, INT4OID, INT8OID, InvalidOid};
+static const Oid cap_feat_types[] = {FLOAT4ARRAYOID, FLOAT8ARRAYOID, InvalidOid};
+
+/* one captured row, before packing */
+typedef struct CapRow
+{
+	int64		a;				/* edge: source; node: id */
+	int64		b;				/* edge: destination; node: integer label */
+	float		w;				/* edge weight */
+	uint8		flags;
+	uint8		split;
+	int32		nfeat;
+	float	   *feat;
+	char	   *label;			/* text label, NULL: none */
+} CapRow;
+
+typedef struct CapCtx
+{
+	char		kind;
+	Col			c[4];
+	bool		text_label;
+} CapCtx;
+
+static void
+CaptureRow(CapCtx *cx, TupleTableSlot *slot, CapRow *r)
+{
+	bool		isnull;
+	Datum		d;
+
+	memset(r, 0, sizeof(*r));
+	d = slot_getattr(slot, cx->c[0].att, &isnull);
+	if (isnull)
+		r->flags |= F_NULL_A;
+	else
+		r->a = IntDatum(d, cx->c[0].type);
+	if (cx->kind == 'e')
+	{
+		d = slot_getattr(slot, cx->c[1].att, &isnull);
+		if (isnull)
+			r->flags |= F_NULL_B;
+		else
+			r->b = IntDatum(d, cx->c[1].type);
+		r->w = 1;
+		if (cx->c[2].att)
+		{
+			d = slot_getattr(slot, cx->c[2].att, &isnull);
+			if (isnull)
+				r->flags |= F_BAD;
+			else
+			{
+				double		x = NumDatum(d, cx->c[2].type);
+
+				if (!isfinite(x) || x < 0 || fabs(x) > FLT_MAX)
+					r->flags |= F_BAD;
+				r->w = (float) x;
+			}
+		}
+		return;
+	}
+	if (cx->c[1].att)
+	{
+		d = slot_getattr(slot, cx->c[1].att, &isnull);
+		if (isnull)
+			r->flags |= F_NULL_B;
+		else
+		{
+			ArrayType  *arr = DatumGetArrayTypeP(d);
+			int			n = ARR_NDIM(arr) == 0 ? 0 : ARR_DIMS(arr)[0];
+
+			if (ARR_NDIM(arr) > 1 || n == 0 || (ARR_HASNULL(arr) && array_contains_nulls(arr)))
+				r->flags |= F_BAD;
+			else
+			{
+				r->nfeat = n;
+				r->feat = palloc(sizeof(float) * n);
+				for (int j = 0; j < n; j++)
+				{
+					double		x = cx->c[1].type == FLOAT4ARRAYOID ? ((float *) ARR_DATA_PTR(arr))[j] :
+						((double *) ARR_DATA_PTR(arr))[j];
+
+					if (!isfinite(x) || fabs(x) > FLT_MAX)
+						r->flags |= F_BAD;
+					r->feat[j] = (float) x;
+				}
+			}
+		}
+	}
+	if (cx->c[2].att)
+	{
+		d = slot_getattr(slot, cx->c[2].att, &isnull);
+		if (isnull)
+			r->flags |= F_NULL_LABEL;
+		else if (cx->text_label)
+			r->label = TextDatum(d, cx->c[2].type);
+		else
+		{
+			int64		x = IntDatum(d, cx->c[2].type);
+
+			r->b = x;
+			if (x < 0)
+				r->flags |= F_BAD;
+		}
+	}
+	r->split = GNN_SPLIT_NONE;
+	if (cx->c[3].att)
+	{
+		d = slot_getattr(slot, cx->c[3].att, &isnull);
+		if (!isnull)
+		{
+			int			k = GnnParseSplit(TextDatum(d, cx->c[3].type));
+
+			r->split = k >= 0 ? (uint8) k : 255;
+		}
+	}
+}
+
+static bool
+CapRowEqual(const CapCtx *cx, const CapRow *x, const CapRow *y)
+{
+	if (x->a != y->a || x->b != y->b || x->flags != y->flags || x->split != y->split ||
+		memcmp(&x->w, &y->w, sizeof(float)) != 0 || x->nfeat != y->nfeat)
+		return false;
+	if (x->nfeat && memcmp(x->feat, y->feat, sizeof(float) * x->nfeat) != 0)
+		return false;
+	if ((x->label == NULL) != (y->label == NULL))
+		return false;
+	return x->label == NULL || strcmp(x->label, y->label) == 0;
+}
+
+/* read every row of a transition table */
+static CapRow *
+ReadTransition(CapCtx *cx, Tuplestorestate *ts, TupleDesc td, int64 *n_out)
+{
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(td, &TTSOpsMinimalTuple);
+	int			ptr = tuplestore_alloc_read_pointer(ts, EXEC_FLAG_REWIND);
+	int64		n = 0,
+				cap = 16;
+	CapRow	   *rows = palloc(sizeof(CapRow) * cap);
+
+	tuplestore_select_read_pointer(ts, ptr);
+	tuplestore_rescan(ts);
+	while (tuplestore_gettupleslot(ts, true, false, slot))
+	{
+		if (n == cap)
+		{
+			cap *= 2;
+			rows = repalloc_huge(rows, sizeof(CapRow) * cap);
+		}
+		CaptureRow(cx, slot, &rows[n++]);
+		if ((n & 65535) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	*n_out = n;
+	return rows;
+}
+
+static void
+PackRows(StringInfo b, const CapCtx *cx, const CapRow *rows, const bool *skip, int64 n)
+{
+	for (int64 i = 0; i < n; i++)
+		if (!skip || !skip[i])
+			appendBinaryStringInfo(b, (const char *) &rows[i].a, sizeof(int64));
+	for (int64 i = 0; i < n; i++)
+		if (!skip || !skip[i])
+			appendBinaryStringInfo(b, (const char *) &rows[i].flags, 1);
+	if (cx->kind == 'e')
+	{
+		for (int64 i = 0; i < n; i++)
+			if (!skip || !skip[i])
+				appendBinaryStringInfo(b, (const char *) &rows[i].b, sizeof(int64));
+		if (cx->c[2].att)
+			for (int64 i = 0; i < n; i++)
+				if (!skip || !skip[i])
+					appendBinaryStringInfo(b, (const char *) &rows[i].w, sizeof(float));
+		return;
+	}
+	if (cx->c[1].att)
+	{
+		for (int64 i = 0; i < n; i++)
+			if (!skip || !skip[i])
+				appendBinaryStringInfo(b, (const char *) &rows[i].nfeat, sizeof(int32));
+		for (int64 i = 0; i < n; i++)
+			if ((!skip || !skip[i]) && rows[i].nfeat)
+				appendBinaryStringInfo(b, (const char *) rows[i].feat, sizeof(float) * rows[i].nfeat);
+	}
+	if (cx->c[2].att && !cx->text_label)
+		for (int64 i = 0; i < n; i++)
+			if (!skip || !skip[i])
+				appendBinaryStringInfo(b, (const char *) &rows[i].b, sizeof(int64));
+	if (cx->c[2].att && cx->text_label)
+	{
+		for (int64 i = 0; i < n; i++)
+			if (!skip || !skip[i])
+			{
+				int32		len = rows[i].label ? (int32) strlen(rows[i].label) : -1;
+
+				appendBinaryStringInfo(b, (const char *) &len, sizeof(int32));
+			}
+		for (int64 i = 0; i < n; i++)
+			if ((!skip || !skip[i]) && rows[i].label)
+				appendBinaryStringInfo(b, rows[i].label, strlen(rows[i].label));
+	}
+	if (cx->c[3].att)
+		for (int64 i = 0; i < n; i++)
+			if (!skip || !skip[i])
+				appendBinaryStringInfo(b, (const char *) &rows[i].split, 1);
+}
+
+/*
+ * The trigger: arguments graph, owner, kind ('e' edge table: source,
+ * destination, weight columns; 'n' node table: id, features, label, split),
+ * '' for a column not loaded.
+ */
+Datum
+gnn_capture(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	Trigger    *tg;
+	Relation	rel;
+	TupleDesc	desc;
+	CapCtx		cx;
+	const char *graph;
+	Oid			owner;
+	bool		ok = true;
+	CapRow	   *old = NULL,
+			   *new = NULL;
+	int64		nold = 0,
+				nnew = 0;
+	bool	   *skip_old = NULL,
+			   *skip_new = NULL;
+	int64		kept_old,
+				kept_new;
+	StringInfoData b;
+	ChangeHdr	h;
+	MemoryContext cxt,
+				prev;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(td->tg_event) ||
+		!TRIGGER_FIRED_FOR_STATEMENT(td->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("gnn._capture() must be an AFTER ... FOR EACH STATEMENT trigger"),
+				 errhint("Use gnn.track() to set up change capture.")));
+	tg = td->tg_trigger;
+	if (tg->tgnargs < 7)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("gnn._capture() needs 7 arguments"),
+				 errhint("Use gnn.track() to set up change capture.")));
+	rel = td->tg_relation;
+	desc = RelationGetDescr(rel);
+	graph = tg->tgargs[0];
+	owner = atooid(tg->tgargs[1]);
+	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
+	{
+		LogWrite(graph, owner, RelationGetRelid(rel), 't', 0, NULL);
+		return PointerGetDatum(NULL);
+	}
+	memset(&cx, 0, sizeof(cx));
+	cx.kind = tg->tgargs[2][0];
+	if (cx.kind == 'e')
+	{
+		ok = FindCol(desc, tg->tgargs[3], cap_int_types, &cx.c[0]) && cx.c[0].att &&
+			FindCol(desc, tg->tgargs[4], cap_int_types, &cx.c[1]) && cx.c[1].att &&
+			FindCol(desc, tg->tgargs[5], num_types, &cx.c[2]);
+	}
+	else
+	{
+		ok = FindCol(desc, tg->tgargs[3], cap_int_types, &cx.c[0]) && cx.c[0].att &&
+			FindCol(desc, tg->tgargs[4], cap_feat_types, &cx.c[1]) &&
+			FindCol(desc, tg->tgargs[5], label_types, &cx.c[2]) &&
+			FindCol(desc, tg->tgargs[6], text_types, &cx.c[3]);
+		cx.text_label = cx.c[2].att && cx.c[2].type != INT2OID && cx.c[2].type != INT4OID &&
+			cx.c[2].type != INT8OID;
+	}
+	if (!ok)
+	{
+		/* a loaded column was dropped, renamed or retyped: only a reload can tell */
+		LogWrite(graph, owner, RelationGetRelid(rel), 't', 0, NULL);
+		return PointerGetDatum(NULL);
+	}
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "gnn capture", ALLOCSET_DEFAULT_SIZES);
+	prev = MemoryContextSwitchTo(cxt);
+	if (td->tg_oldtable)
+		old = ReadTransition(&cx, td->tg_oldtable, desc, &nold);
+	if (td->tg_newtable)
+		new = ReadTransition(&cx, td->tg_newtable, desc, &nnew);
+	kept_old = nold;
+	kept_new = nnew;
+	/*
+	 * An update that leaves the loaded columns as they were changes nothing
+	 * here.  (Old and new rows come in the same order; were they not, a
+	 * skipped pair would still be a row removed and the same row added.)
+	 */
+	if (old && new && nold == nnew)
+	{
+		skip_old = palloc0(nold);
+		skip_new = palloc0(nnew);
+		for (int64 i = 0; i < nold; i++)
+			if (CapRowEqual(&cx, &old[i], &new[i]))
+			{
+				skip_old[i] = skip_new[i] = true;
+				kept_old--;
+				kept_new--;
+			}
+	}
+	if (kept_old + kept_new > 0)
+	{
+		initStringInfo(&b);
+		memset(&h, 0, sizeof(h));
+		if (cx.kind == 'e')
+		{
+			h.magic = EDGE_MAGIC;
+			h.flags = cx.c[2].att ? 1 : 0;
+		}
+		else
+		{
+			h.magic = NODE_MAGIC;
+			h.flags = (cx.c[1].att ? 1 : 0) | (cx.c[2].att ? 2 : 0) | (cx.text_label ? 4 : 0) |
+				(cx.c[3].att ? 8 : 0);
+		}
+		h.nrm = kept_old;
+		h.nadd = kept_new;
+		appendBinaryStringInfo(&b, (const char *) &h, sizeof(h));
+		PackRows(&b, &cx, old, skip_old, nold);
+		PackRows(&b, &cx, new, skip_new, nnew);
+		MemoryContextSwitchTo(prev);
+		LogWrite(graph, owner, RelationGetRelid(rel), cx.kind, kept_old + kept_new, &b);
+	}
+	MemoryContextSwitchTo(prev);
+	MemoryContextDelete(cxt);
+	return PointerGetDatum(NULL);
+}
+
+/* ------------------------------------------------------------------ refresh */
+typedef struct Reader
+{
+	const char *p;
+	const char *end;
+} Reader;
+
+static const void *
+Take(Reader *r, Size bytes)
+{
+	const void *p = r->p;
+
+	if (bytes > (Size) (r->end - r->p))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("a row of gnn.change_log is malformed"),
+				 errhint("Reload the graph with gnn.load_graph(..., replace => true); it deletes the log rows it covers.")));
+	r->p += bytes;
+	return p;
+}
+
+/* one section (removed or added rows) of a payload */
+typedef struct Section
+{
+	int64		n;
+	const int64 *a;
+	const uint8 *flags;
+	const int64 *b;				/* edges: destinations; nodes: integer labels */
+	const float *w;
+	const int32 *nfeat;
+	const float *feat;
+	const int32 *llen;			/* text labels */
+	const char *lbytes;
+	const uint8 *split;
+} Section;
+
+static void
+ReadSection(Reader *r, char kind, uint32 flags, int64 n, Section *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->n = n;
+	s->a = Take(r, sizeof(int64) * n);
+	s->flags = Take(r, n);
+	if (kind == 'e')
+	{
+		s->b = Take(r, sizeof(int64) * n);
+		if (flags & 1)
+			s->w = Take(r, sizeof(float) * n);
+		return;
+	}
+	if (flags & 1)
+	{
+		int64		tot = 0;
+
+		s->nfeat = Take(r, sizeof(int32) * n);
+		for (int64 i = 0; i < n; i++)
+			tot += Max(s->nfeat[i], 0);
+		s->feat = Take(r, sizeof(float) * tot);
+	}
+	if ((flags & 2) && !(flags & 4))
+		s->b = Take(r, sizeof(int64) * n);
+	if (flags & 4)
+	{
+		int64		tot = 0;
+
+		s->llen = Take(r, sizeof(int32) * n);
+		for (int64 i = 0; i < n; i++)
+			tot += Max(s->llen[i], 0);
+		s->lbytes = Take(r, tot);
+	}
+	if (flags & 8)
+		s->split = Take(r, n);
+}
+
+/* a node row's last change wins */
+typedef struct NodeEv
+{
+	int64		id;
+	int64		seq;
+	int64		sub;
+	bool		upsert;
+	uint8		flags;
+	uint8		split;
+	int32		nfeat;
+	const float *feat;
+	int64		ilabel;
+	const char *tlabel;
+	int32		tlen;
+	bool		has_label;
+} NodeEv;
+
+static int
+NodeEvCmp(const void *a, const void *b)
+{
+	const NodeEv *x = a,
+			   *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->sub < y->sub ? -1 : x->sub > y->sub;
+}
+
+static int
+Int64Cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a,
+				y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool
+OidIn(List *l, Oid o)
+{
+	return list_member_oid(l, o);
+}
+
+typedef struct Refresh
+{
+	const char *name;
+	GnnGraphEntry entry;
+	const gnn_graph *base;
+	gnn_graph_changes ch;
+	GrowArray	rm_src,
+				rm_dst,
+				rm_w,
+				add_src,
+				add_dst,
+				add_w,
+				rm_nodes,
+				up_ids,
+				up_feat,
+				up_labels,
+				up_split;
+	int64		cand_n;			/* edge-only graphs: endpoints of removed rows */
+	int64	   *cand;
+	const char *reload;			/* why the changes cannot be merged: reload instead */
+} Refresh;
+
+/* edge rows by (source, destination, weight bits) */
+typedef struct EdgeKey
+{
+	int64		s;
+	int64		d;
+	uint32		w;
+	int64		i;
+} EdgeKey;
+
+static int
+EdgeKeyCmp(const void *a, const void *b)
+{
+	const EdgeKey *x = a,
+			   *y = b;
+
+	if (x->s != y->s)
+		return x->s < y->s ? -1 : 1;
+	if (x->d != y->d)
+		return x->d < y->d ? -1 : 1;
+	if (x->w != y->w)
+		return x->w < y->w ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static EdgeKey *
+EdgeKeys(GrowArray *s, GrowArray *d, GrowArray *w)
+{
+	EdgeKey    *k = palloc_extended(sizeof(EdgeKey) * Max(s->n, 1), MCXT_ALLOC_HUGE);
+
+	for (int64 i = 0; i < s->n; i++)
+	{
+		k[i].s = ((int64 *) s->data)[i];
+		k[i].d = ((int64 *) d->data)[i];
+		memcpy(&k[i].w, &((float *) w->data)[i], sizeof(uint32));
+		k[i].i = i;
+	}
+	qsort(k, s->n, sizeof(EdgeKey), EdgeKeyCmp);
+	return k;
+}
+
+static void
+Compact(GrowArray *s, GrowArray *d, GrowArray *w, const bool *gone)
+{
+	int64		m = 0;
+
+	for (int64 i = 0; i < s->n; i++)
+		if (!gone[i])
+		{
+			((int64 *) s->data)[m] = ((int64 *) s->data)[i];
+			((int64 *) d->data)[m] = ((int64 *) d->data)[i];
+			((float *) w->data)[m] = ((float *) w->data)[i];
+			m++;
+		}
+	s->n = d->n = w->n = m;
+}
+
+/*
+ * A row added and removed again since the base (an insert then a delete,
+ * an update undone) is no change: the core applies removals before
+ * additions and would find no such row in the base.
+ */
+static void
+CancelPairs(Refresh *R)
+{
+	EdgeKey    *a,
+			   *r;
+	bool	   *ga,
+			   *gr;
+	int64		i = 0,
+				j = 0,
+				na = R->add_src.n,
+				nr = R->rm_src.n;
+
+	if (na == 0 || nr == 0)
+		return;
+	a = EdgeKeys(&R->add_src, &R->add_dst, &R->add_w);
+	r = EdgeKeys(&R->rm_src, &R->rm_dst, &R->rm_w);
+	ga = palloc0(na);
+	gr = palloc0(nr);
+	while (i < na && j < nr)
+	{
+		EdgeKey		x = a[i],
+					y = r[j];
+		int			c;
+
+		x.i = y.i = 0;
+		c = EdgeKeyCmp(&x, &y);
+		if (c < 0)
+			i++;
+		else if (c > 0)
+			j++;
+		else
+		{
+			ga[a[i++].i] = true;
+			gr[r[j++].i] = true;
+		}
+	}
+	Compact(&R->add_src, &R->add_dst, &R->add_w, ga);
+	Compact(&R->rm_src, &R->rm_dst, &R->rm_w, gr);
+}
+
+/* class id of a text label in the base, or -1 */
+static int32
+ClassOf(const gnn_graph *g, const char *t, int32 len)
+{
+	const char *p = g->class_names;
+	int32		c = 0;
+
+	if (p == NULL)
+		return -1;
+	while (p < g->class_names + g->class_names_bytes)
+	{
+		size_t		l = strlen(p);
+
+		if ((int32) l == len && memcmp(p, t, len) == 0)
+			return c;
+		p += l + 1;
+		c++;
+	}
+	return -1;
+}
+
+static void
+CollectChanges(Refresh *R, LogRow *rows, int64 nrows, List *edge_rels, List *node_rels)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	const gnn_graph *g = R->base;
+	bool		weighted = R->entry.weight_col[0] != '\0';
+	NodeEv	   *ev = NULL;
+	int64		nev = 0,
+				evcap = 0;
+	GrowArray	cand;
+
+	GrowInit(&R->rm_src, cxt, sizeof(int64), 64);
+	GrowInit(&R->rm_dst, cxt, sizeof(int64), 64);
+	GrowInit(&R->rm_w, cxt, sizeof(float), 64);
+	GrowInit(&R->add_src, cxt, sizeof(int64), 64);
+	GrowInit(&R->add_dst, cxt, sizeof(int64), 64);
+	GrowInit(&R->add_w, cxt, sizeof(float), 64);
+	GrowInit(&cand, cxt, sizeof(int64), 64);
+
+	for (int64 k = 0; k < nrows && !R->reload; k++)
+	{
+		LogRow	   *lr = &rows[k];
+		Reader		r;
+		const ChangeHdr *h;
+		Section		sec[2];
+
+		if (lr->kind == 't')
+		{
+			if (OidIn(edge_rels, lr->relid) || OidIn(node_rels, lr->relid))
+				R->reload = psprintf("%s was truncated, or a loaded column of it changed", QualifiedRelName(lr->relid));
+			continue;
+		}
+		if (lr->changes == NULL ||
+			!(lr->kind == 'e' ? OidIn(edge_rels, lr->relid) : OidIn(node_rels, lr->relid)))
+			continue;			/* not this graph's tables: never applied */
+		r.p = VARDATA_ANY(lr->changes);
+		r.end = r.p + VARSIZE_ANY_EXHDR(lr->changes);
+		h = Take(&r, sizeof(ChangeHdr));
+		if (h->magic != (lr->kind == 'e' ? EDGE_MAGIC : NODE_MAGIC) || h->nrm < 0 || h->nadd < 0)
+			(void) Take(&r, (Size) (r.end - r.p) + 1);	/* malformed */
+		ReadSection(&r, lr->kind, h->flags, h->nrm, &sec[0]);
+		ReadSection(&r, lr->kind, h->flags, h->nadd, &sec[1]);
+		if (lr->kind == 'e')
+		{
+			if (((h->flags & 1) != 0) != weighted)
+			{
+				R->reload = "the edge weight column changed";
+				break;
+			}
+			for (int s = 0; s < 2; s++)
+				for (int64 i = 0; i < sec[s].n; i++)
+				{
+					if (sec[s].flags[i])
+					{
+						R->reload = psprintf("a row of %s has a NULL endpoint or an invalid weight",
+											 QualifiedRelName(lr->relid));
+						break;
+					}
+					*(int64 *) GrowPush(s ? &R->add_src : &R->rm_src) = sec[s].a[i];
+					*(int64 *) GrowPush(s ? &R->add_dst : &R->rm_dst) = sec[s].b[i];
+					*(float *) GrowPush(s ? &R->add_w : &R->rm_w) = weighted ? sec[s].w[i] : 1.0f;
+					if (s == 0 && !OidIsValid(R->entry.nodes_rel))
+					{
+						*(int64 *) GrowPush(&cand) = sec[s].a[i];
+						*(int64 *) GrowPush(&cand) = sec[s].b[i];
+					}
+				}
+			continue;
+		}
+		/* node rows */
+		{
+			const float *fp[2] = {sec[0].feat, sec[1].feat};
+			const char *lp[2] = {sec[0].lbytes, sec[1].lbytes};
+
+			for (int s = 0; s < 2; s++)
+				for (int64 i = 0; i < sec[s].n; i++)
+				{
+					NodeEv	   *e;
+
+					if (nev == evcap)
+					{
+						evcap = evcap ? evcap * 2 : 256;
+						ev = ev ? repalloc_huge(ev, sizeof(NodeEv) * evcap) : palloc_extended(sizeof(NodeEv) * evcap, MCXT_ALLOC_HUGE);
+					}
+					e = &ev[nev++];
+					memset(e, 0, sizeof(*e));
+					e->id = sec[s].a[i];
+					e->seq = lr->seq;
+					e->sub = s * h->nrm + i;
+					e->upsert = s == 1;
+					e->flags = sec[s].flags[i];
+					e->split = sec[s].split ? sec[s].split[i] : GNN_SPLIT_NONE;
+					if (sec[s].nfeat)
+					{
+						e->nfeat = sec[s].nfeat[i];
+						e->feat = fp[s];
+						fp[s] += Max(e->nfeat, 0);
+					}
+					if (sec[s].b)
+					{
+						e->has_label = true;
+						e->ilabel = sec[s].b[i];
+					}
+					if (sec[s].llen)
+					{
+						e->has_label = true;
+						e->tlen = sec[s].llen[i];
+						e->tlabel = lp[s];
+						lp[s] += Max(e->tlen, 0);
+					}
+					if (!e->upsert && (e->flags & F_NULL_A))
+						nev--;	/* a row without id was never a node */
+				}
+		}
+	}
+	if (R->reload)
+		return;
+	CancelPairs(R);
+
+	/* nodes: the last change of each id */
+	if (nev > 0)
+	{
+		bool		dense = g->feat_kind == GNN_FEAT_DENSE;
+		bool		has_labels = R->entry.label_col[0] != '\0';
+		bool		has_split = R->entry.split_col[0] != '\0';
+
+		qsort(ev, nev, sizeof(NodeEv), NodeEvCmp);
+		GrowInit(&R->rm_nodes, cxt, sizeof(int64), 64);
+		GrowInit(&R->up_ids, cxt, sizeof(int64), 64);
+		if (dense)
+			GrowInit(&R->up_feat, cxt, sizeof(float) * g->feat_dim, 64);
+		if (has_labels)
+			GrowInit(&R->up_labels, cxt, sizeof(int32), 64);
+		if (has_split)
+			GrowInit(&R->up_split, cxt, 1, 64);
+		for (int64 i = 0; i < nev; i++)
+		{
+			NodeEv	   *e = &ev[i];
+
+			if (i + 1 < nev && ev[i + 1].id == e->id)
+				continue;
+			if (!e->upsert)
+			{
+				if (gnn_graph_find(g, e->id) >= 0)
+					*(int64 *) GrowPush(&R->rm_nodes) = e->id;
+				continue;
+			}
+			if (e->flags & (F_NULL_A | F_NULL_B | F_BAD))
+			{
+				R->reload = "a node row has a NULL id, NULL or invalid features, or a negative label";
+				return;
+			}
+			if (R->entry.skip_dangling && gnn_graph_find(g, e->id) < 0)
+			{
+				R->reload = "a new node may complete edges that were left out as dangling";
+				return;
+			}
+			*(int64 *) GrowPush(&R->up_ids) = e->id;
+			if (dense)
+			{
+				if (e->nfeat != g->feat_dim)
+				{
+					R->reload = psprintf("node %lld now has %d features, the graph %d",
+										 (long long) e->id, e->nfeat, g->feat_dim);
+					return;
+				}
+				memcpy(GrowPush(&R->up_feat), e->feat, sizeof(float) * g->feat_dim);
+			}
+			if (has_labels)
+			{
+				int32		l = -1;
+
+				if (!(e->flags & F_NULL_LABEL) && e->tlabel)
+				{
+					l = ClassOf(g, e->tlabel, e->tlen);
+					if (l < 0)
+					{
+						R->reload = psprintf("node %lld has a new class \"%s\"", (long long) e->id,
+											 pnstrdup(e->tlabel, e->tlen));
+						return;
+					}
+				}
+				else if (!(e->flags & F_NULL_LABEL) && e->has_label)
+				{
+					if (e->ilabel >= g->num_classes)
+					{
+						R->reload = psprintf("node %lld has label %lld, beyond the graph's %d classes",
+											 (long long) e->id, (long long) e->ilabel, g->num_classes);
+						return;
+					}
+					l = (int32) e->ilabel;
+				}
+				*(int32 *) GrowPush(&R->up_labels) = l;
+			}
+			if (has_split)
+			{
+				if (e->split == 255)
+				{
+					R->reload = psprintf("node %lld has a split that is not train, val, test or NULL", (long long) e->id);
+					return;
+				}
+				*(uint8 *) GrowPush(&R->up_split) = e->split;
+			}
+		}
+		R->ch.num_removed_nodes = R->rm_nodes.n;
+		R->ch.rm_nodes = (int64_t *) R->rm_nodes.data;
+		R->ch.num_upserted_nodes = R->up_ids.n;
+		R->ch.up_ids = (int64_t *) R->up_ids.data;
+		R->ch.up_feat = dense ? (float *) R->up_feat.data : NULL;
+		R->ch.up_labels = has_labels ? (int32_t *) R->up_labels.data : NULL;
+		R->ch.up_split = has_split ? (uint8_t *) R->up_split.data : NULL;
+	}
+	else if (!OidIsValid(R->entry.nodes_rel) && R->add_src.n > 0)
+	{
+		/* endpoints only: an endpoint the graph lacks is a new node */
+		int64		n = 0;
+		int64	   *ids = palloc_extended(sizeof(int64) * 2 * R->add_src.n, MCXT_ALLOC_HUGE);
+
+		for (int64 i = 0; i < R->add_src.n; i++)
+		{
+			int64		s = ((int64 *) R->add_src.data)[i],
+						d = ((int64 *) R->add_dst.data)[i];
+
+			if (gnn_graph_find(g, s) < 0)
+				ids[n++] = s;
+			if (gnn_graph_find(g, d) < 0)
+				ids[n++] = d;
+		}
+		qsort(ids, n, sizeof(int64), Int64Cmp);
+		{
+			int64		u = 0;
+
+			for (int64 i = 0; i < n; i++)
+				if (u == 0 || ids[u - 1] != ids[i])
+					ids[u++] = ids[i];
+			n = u;
+		}
+		R->ch.num_upserted_nodes = n;
+		R->ch.up_ids = ids;
+	}
+	R->ch.num_removed_edges = R->rm_src.n;
+	R->ch.rm_src = (int64_t *) R->rm_src.data;
+	R->ch.rm_dst = (int64_t *) R->rm_dst.data;
+	R->ch.rm_weight = weighted ? (float *) R->rm_w.data : NULL;
+	R->ch.num_added_edges = R->add_src.n;
+	R->ch.add_src = (int64_t *) R->add_src.data;
+	R->ch.add_dst = (int64_t *) R->add_dst.data;
+	R->ch.add_weight = weighted ? (float *) R->add_w.data : NULL;
+	R->ch.skip_dangling = R->entry.skip_dangling;
+	R->ch.undirected = R->entry.undirected;
+	R->ch.nthreads = gnn_threads;
+	R->cand = (int64 *) cand.data;
+	R->cand_n = cand.n;
+}
+
+/* Apply ch to base into a new segment (mapped until commit); false with *why for a reload */
+static bool
+ApplyChanges(Refresh *R, const gnn_graph *base, const gnn_graph_changes *ch, RegionRequest *rq,
+			 void **region, uint64 *size, gnn_graph_change_stats *st, const char **why)
+{
+	gnn_error	err;
+	gnn_status	s;
+
+	memset(rq, 0, sizeof(*rq));
+	rq->name = R->name;
+	rq->mcxt = CurrentMemoryContext;
+	rq->top_owner = true;
+	GnnCoreThreadsInit();
+	s = gnn_graph_apply_changes(base, ch, RegionAlloc, rq, region, size, st, &err);
+	if (rq->error)
+		ReThrowError(rq->error);
+	if (s == GNN_OK)
+		return true;
+	if (rq->seg)
+	{
+		dsm_detach(rq->seg);
+		rq->seg = NULL;
+	}
+	if (rq->reserved)
+		GnnGraphUnreserve(rq->reserved);
+	rq->reserved = 0;
+	if (s == GNN_ERR_NOMEM)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("graph \"%s\": out of memory while refreshing", R->name),
+				 errdetail("%s", err.msg)));
+	/* the log and the graph disagree, a row dangles or has a bad value: a reload says exactly what */
+	*why = pstrdup(err.msg);
+	return false;
+}
+
+/*
+ * Text classes are numbered in name order of the labels present: when one
+ * loses its last node, a load numbers the rest anew, so the merged graph
+ * (which keeps the names) is not what a load makes.
+ */
+static const char *
+VanishedClass(void *region, uint64 size)
+{
+	gnn_graph	g;
+	gnn_error	err;
+	bool	   *seen;
+	const char *p;
+
+	if (gnn_graph_attach(region, size, &g, &err) != GNN_OK)
+		elog(ERROR, "%s", err.msg);
+	if (g.class_names == NULL || g.labels == NULL)
+		return NULL;
+	seen = palloc0(Max(g.num_classes, 1) + 1);
+	for (int64 v = 0; v < g.num_nodes; v++)
+		if (g.labels[v] >= 0 && g.labels[v] < g.num_classes)
+			seen[g.labels[v]] = true;
+	p = g.class_names;
+	for (int32 c = 0; p < g.class_names + g.class_names_bytes; c++)
+	{
+		if (c >= g.num_classes || !seen[c])
+			return psprintf("no node is left in class \"%s\"", p);
+		p += strlen(p) + 1;
+	}
+	return NULL;
+}
+
+typedef struct RefreshResult
+{
+	int64		ins_e,
+				del_e,
+				ins_n,
+				del_n,
+				upd_n;
+	bool		reloaded;
+} RefreshResult;
+
+static void
+RefreshGraph(const char *name, RefreshResult *out)
+{
+	Oid			owner = GetUserId();
+	GnnGraphEntry entry;
+	GnnGraphRef ref;
+	gnn_graph	base;
+	gnn_error	err;
+	Relation	lr;
+	LogRow	   *rows;
+	int64		nrows;
+	Refresh		R;
+	List	   *edge_rels,
+			   *node_rels = NIL;
+	RegionRequest rq;
+	void	   *region = NULL;
+	uint64		size = 0;
+	gnn_graph_change_stats st;
+	const char *why = NULL;
+
+	memset(out, 0, sizeof(*out));
+	memset(&ref, 0, sizeof(ref));
+	GnnRequirePreload();
+	GnnCheckGraphName(name);
+	LockGraph(name, owner);
+	GnnGraphForgetStatement(name);
+	/* this transaction's own unpublished version, if any, else the registered one */
+	GnnGraphAcquire(name, &ref);
+	entry = ref.entry;
+	base = ref.g;
+	if (!entry.tracked || ExistingTriggers(TriggerPrefix(name, owner)) == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("graph \"%s\" is not tracked", name),
+				 errhint("Capture its tables' changes with gnn.track('%s'), or reload it with gnn.load_graph(..., replace => true).", name)));
+	edge_rels = WithPartitions(entry.edges_rel);
+	if (OidIsValid(entry.nodes_rel))
+		node_rels = WithPartitions(entry.nodes_rel);
+
+	PushActiveSnapshot(GetLatestSnapshot());
+	lr = table_open(LogRelid(), RowExclusiveLock);
+	rows = ReadLog(lr, GetActiveSnapshot(), name, owner, true, &nrows);
+
+	memset(&R, 0, sizeof(R));
+	R.name = name;
+	R.entry = entry;
+	R.base = &base;
+	CollectChanges(&R, rows, nrows, edge_rels, node_rels);
+	why = R.reload;
+	memset(&st, 0, sizeof(st));
+	if (!why && nrows > 0 &&
+		ApplyChanges(&R, &base, &R.ch, &rq, &region, &size, &st, &why) && R.cand_n > 0)
+	{
+		/* endpoints only: a node whose last edge row went is no node */
+		gnn_graph	g1;
+		GrowArray	gone;
+
+		if (gnn_graph_attach(region, size, &g1, &err) != GNN_OK)
+			elog(ERROR, "graph \"%s\": %s", name, err.msg);
+		qsort(R.cand, R.cand_n, sizeof(int64), Int64Cmp);
+		GrowInit(&gone, CurrentMemoryContext, sizeof(int64), 64);
+		for (int64 i = 0; i < R.cand_n; i++)
+		{
+			int64		v;
+
+			if (i > 0 && R.cand[i] == R.cand[i - 1])
+				continue;
+			v = gnn_graph_find(&g1, R.cand[i]);
+			if (v >= 0 && gnn_graph_out_degree(&g1, v) == 0 && gnn_graph_in_degree(&g1, v) == 0)
+				*(int64 *) GrowPush(&gone) = R.cand[i];
+		}
+		if (gone.n > 0)
+		{
+			gnn_graph_changes c2;
+			gnn_graph_change_stats st2;
+			RegionRequest rq2;
+			void	   *region2 = NULL;
+			uint64		size2 = 0;
+
+			memset(&c2, 0, sizeof(c2));
+			c2.num_removed_nodes = gone.n;
+			c2.rm_nodes = (int64_t *) gone.data;
+			c2.undirected = R.ch.undirected;
+			c2.nthreads = gnn_threads;
+			if (!ApplyChanges(&R, &g1, &c2, &rq2, &region2, &size2, &st2, &why))
+				elog(ERROR, "graph \"%s\": %s", name, why);
+			dsm_detach(rq.seg);
+			GnnGraphUnreserve(rq.reserved);
+			rq = rq2;
+			region = region2;
+			size = size2;
+			st.deleted_nodes += st2.deleted_nodes;
+		}
+	}
+	if (!why && region != NULL)
+		why = VanishedClass(region, size);
+	if (why && region != NULL)
+	{
+		dsm_detach(rq.seg);
+		GnnGraphUnreserve(rq.reserved);
+		region = NULL;
+	}
+	if (why)
+	{
+		/* what the log cannot say as a merge, a reload of the tables does */
+		GnnLoadArgs a;
+		GnnGraphEntry res;
+		int64		nodes0 = entry.nodes,
+					edges0 = entry.edges;
+
+		table_close(lr, RowExclusiveLock);
+		PopActiveSnapshot();
+		GnnGraphRelease(&ref);
+		ereport(NOTICE,
+				(errmsg("graph \"%s\" is reloaded in full: %s", name, why)));
+		GnnLoadArgsFromEntry(&entry, &a);
+		a.replace = true;
+		a.track = true;
+		GnnLoadGraph(&a, &res);
+		out->reloaded = true;
+		out->ins_e = res.edges;
+		out->del_e = edges0;
+		out->ins_n = res.nodes;
+		out->del_n = nodes0;
+		return;
+	}
+	DeleteLogRows(lr, rows, nrows);
+	table_close(lr, RowExclusiveLock);
+	PopActiveSnapshot();
+	if (region != NULL)
+	{
+		gnn_graph	g;
+		GnnGraphEntry proto = entry;
+
+		if (gnn_graph_attach(region, size, &g, &err) != GNN_OK)
+			elog(ERROR, "graph \"%s\": %s", name, err.msg);
+		proto.nodes = g.num_nodes;
+		proto.edges = g.num_edges;
+		proto.classes = g.num_classes;
+		proto.n_train = g.n_train;
+		proto.n_val = g.n_val;
+		proto.n_test = g.n_test;
+		proto.feat_dim = g.feat_dim;
+		proto.feat_kind = g.feat_kind;
+		proto.refreshed_at = GetCurrentTimestamp();
+		proto.part_handle = DSM_HANDLE_INVALID;
+		proto.part_bytes = 0;
+		proto.holders = 0;
+		GnnPublishAtCommit(&proto, rq.seg, rq.reserved);
+	}
+	GnnGraphRelease(&ref);
+	out->ins_e = st.inserted_edges;
+	out->del_e = st.deleted_edges;
+	out->ins_n = st.inserted_nodes;
+	out->del_n = st.deleted_nodes;
+	out->upd_n = st.updated_nodes;
+}
+
+Datum
+gnn_refresh_graph(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	RefreshResult r;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+	instr_time	t0,
+				t1;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph name must not be NULL")));
+	INSTR_TIME_SET_CURRENT(t0);
+	RefreshGraph(text_to_cstring(PG_GETARG_TEXT_PP(0)), &r);
+	INSTR_TIME_SET_CURRENT(t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	InitMaterializedSRF(fcinfo, 0);
+	values[0] = Int64GetDatum(r.ins_e);
+	values[1] = Int64GetDatum(r.del_e);
+	values[2] = Int64GetDatum(r.ins_n);
+	values[3] = Int64GetDatum(r.del_n);
+	values[4] = Int64GetDatum(r.upd_n);
+	values[5] = Float8GetDatum(INSTR_TIME_GET_DOUBLE(t1));
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	return (Datum) 0;
+}
+
+/* gnn.track(graph, enabled) */
+Datum
+gnn_track(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	bool		enabled = PG_ARGISNULL(1) ? true : PG_GETARG_BOOL(1);
+	GnnGraphRef ref;
+	GnnGraphEntry entry;
+	GnnLoadArgs a;
+	GnnGraphEntry res;
+	List	   *trig;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph name must not be NULL")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	GnnRequirePreload();
+	if (!enabled)
+	{
+		GnnTrackDropAll(name, GetUserId());
+		PG_RETURN_INT32(0);
+	}
+	/* the caller's own graph: names are per role */
+	GnnGraphAcquire(name, &ref);
+	entry = ref.entry;
+	GnnGraphRelease(&ref);
+	if (!entry.trackable)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot track graph \"%s\"", name),
+				 errdetail(OidIsValid(entry.edges_rel) ?
+						   "Change capture follows graphs loaded by gnn.load_graph with integer node ids and no sparse feature table." :
+						   "Change capture follows graphs loaded by gnn.load_graph; schema graphs are not tracked yet."),
+				 errhint("Keep it fresh by reloading it (for example from pg_cron).")));
+	GnnLoadArgsFromEntry(&entry, &a);
+	a.replace = true;
+	a.track = true;
+	/* triggers first, then a reload under a snapshot after them: graph and log agree */
+	GnnLoadGraph(&a, &res);
+	trig = ExistingTriggers(TriggerPrefix(name, GetUserId()));
+	PG_RETURN_INT32(list_length(trig));
+}
+
+/* gnn._graph_tracking(graph, owner): tracked, pending_changes, refreshed_at */
+Datum
+gnn_graph_tracking(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {0};
+	char	   *name;
+	Oid			owner;
+	bool		found = false;
+	GnnGraphEntry e = {0};
+	bool		tracked;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	owner = PG_GETARG_OID(1);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	GnnRequirePreload();
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	for (int i = 0; i < gnn_shared->max_graphs; i++)
+	{
+		GnnGraphEntry *x = &gnn_shared->graphs[i];
+
+		if (x->in_use && x->dbid == MyDatabaseId && x->owner == owner && strcmp(x->name, name) == 0)
+		{
+			e = *x;
+			found = true;
+			break;
+		}
+	}
+	LWLockRelease(gnn_shared->lock);
+	tracked = ExistingTriggers(TriggerPrefix(name, owner)) != NIL;
+	values[0] = BoolGetDatum(tracked && found && e.tracked);
+	/* only the owner (or a member, a superuser) reads the log */
+	if (tracked && (owner == GetUserId() || GnnIsOwnerOrSuper(owner)))
+	{
+		Relation	lr = table_open(LogRelid(), AccessShareLock);
+		int64		n;
+		int64		total = 0;
+		LogRow	   *rows = ReadLog(lr, GetActiveSnapshot(), name, owner, false, &n);
+
+		for (int64 i = 0; i < n; i++)
+			total += rows[i].kind == 't' ? 1 : rows[i].rows;
+		table_close(lr, AccessShareLock);
+		values[1] = Int64GetDatum(total);
+	}
+	else
+		nulls[1] = true;
+	if (found && e.refreshed_at != 0)
+		values[2] = TimestampTzGetDatum(e.refreshed_at);
+	else
+		nulls[2] = true;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
