@@ -261,6 +261,43 @@ REVOKE ALL ON gnn.change_log FROM PUBLIC;
 GRANT SELECT ON gnn.change_log TO PUBLIC;
 REVOKE ALL ON SEQUENCE gnn.change_seq FROM PUBLIC;
 
+-- What each refresh changed (gnn.refresh_graph writes it): the nodes whose
+-- data or arcs changed between two versions of a graph in one server
+-- lifetime (instance).  gnn.embed(..., incremental => true) follows this
+-- chain from the version it last wrote (gnn.embed_state) to the current
+-- one and recomputes only the rows within the model's reach of these.
+CREATE TABLE gnn.graph_history (
+    owner           regrole NOT NULL,
+    graph           text NOT NULL,
+    instance        bigint NOT NULL,
+    base_generation bigint NOT NULL,
+    generation      bigint NOT NULL,
+    touched         bigint[] NOT NULL,
+    at              timestamptz NOT NULL DEFAULT now()
+);
+-- The graph version each embedding table was last written from.
+CREATE TABLE gnn.embed_state (
+    owner       regrole NOT NULL,
+    relid       oid NOT NULL,
+    model_id    bigint NOT NULL,
+    layer       int NOT NULL,
+    graph       text NOT NULL,
+    instance    bigint NOT NULL,
+    generation  bigint NOT NULL,
+    at          timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (owner, relid)
+);
+DO $$
+DECLARE t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['graph_history', 'embed_state'] LOOP
+        EXECUTE format('ALTER TABLE gnn.%I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format('CREATE POLICY owner_only ON gnn.%I FOR SELECT USING (pg_has_role(owner, ''MEMBER''))', t);
+        EXECUTE format('REVOKE ALL ON gnn.%I FROM PUBLIC', t);
+        EXECUTE format('GRANT SELECT ON gnn.%I TO PUBLIC', t);
+    END LOOP;
+END $$;
+
 CREATE FUNCTION gnn._capture() RETURNS trigger
 AS 'MODULE_PATHNAME', 'gnn_capture' LANGUAGE C;
 
@@ -370,10 +407,22 @@ AS 'MODULE_PATHNAME', 'gnn_embedding_rows' LANGUAGE C STABLE;
 -- (id bigint PRIMARY KEY, embedding real[]) created if missing, its rows
 -- replaced in the caller's transaction; or, with column =>, into a real[]
 -- column of the node table named by into.  Returns the rows written.
+-- incremental => true (a table written by an earlier gnn.embed of the same
+-- model and layer, the graph tracked and refreshed since): only the rows
+-- whose value can have changed are recomputed, new nodes' rows inserted and
+-- removed nodes' rows deleted; equal to a full write within float rounding.
+-- Without the history to follow (a reload, a restart, another model) it
+-- writes every row, saying so.
 CREATE FUNCTION gnn.embed(model text, "into" text, layer int DEFAULT NULL, "column" text DEFAULT NULL,
-                          id_column text DEFAULT 'id', version int DEFAULT NULL, node_type text DEFAULT NULL)
+                          id_column text DEFAULT 'id', version int DEFAULT NULL, node_type text DEFAULT NULL,
+                          incremental boolean DEFAULT false)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_embed' LANGUAGE C VOLATILE;
+
+-- How many nodes this session's last gnn.embed computed (all of them, or an
+-- incremental write's share).
+CREATE FUNCTION gnn.embed_recomputed() RETURNS bigint
+AS 'MODULE_PATHNAME', 'gnn_embed_recomputed' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION gnn.predict(model text, nodes bigint[] DEFAULT NULL, version int DEFAULT NULL)
 RETURNS TABLE (id bigint, label int, score real, class text, key text)

@@ -578,6 +578,246 @@ CheckEmbedTarget(const ModelRow *c, Oid relid, const char *into, const char *col
 	}
 }
 
+/* ------------------------------------------------------------------ incremental embed */
+
+/* how many nodes this session's last gnn.embed computed (gnn._embed_recomputed) */
+static int64 last_recomputed = -1;
+
+PG_FUNCTION_INFO_V1(gnn_embed_recomputed);
+Datum
+gnn_embed_recomputed(PG_FUNCTION_ARGS)
+{
+	if (last_recomputed < 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(last_recomputed);
+}
+
+/* Remember the graph version a table's embeddings were written from (gnn.embed_state). */
+static void
+SaveEmbedState(Oid relid, const InferCtx *x, int64 recomputed)
+{
+	Oid			types[7] = {OIDOID, OIDOID, INT8OID, INT4OID, TEXTOID, INT8OID, INT8OID};
+	Datum		values[7];
+
+	values[0] = ObjectIdGetDatum(GetUserId());
+	values[1] = ObjectIdGetDatum(relid);
+	values[2] = Int64GetDatum(x->mr.id);
+	values[3] = Int32GetDatum(x->want);
+	values[4] = CStringGetTextDatum(x->mr.graph);
+	values[5] = Int64GetDatum((int64) gnn_shared->instance);
+	values[6] = Int64GetDatum((int64) x->ref.entry.generation);
+	(void) recomputed;
+	GnnCatalogExec("INSERT INTO gnn.embed_state AS s (owner, relid, model_id, layer, graph, instance, generation) "
+				   "VALUES ($1::regrole, $2, $3, $4, $5, $6, $7) ON CONFLICT (owner, relid) DO UPDATE SET "
+				   "model_id = excluded.model_id, layer = excluded.layer, graph = excluded.graph, "
+				   "instance = excluded.instance, generation = excluded.generation, at = now()",
+				   7, types, values, NULL, 0);
+}
+
+static int
+CmpInt64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a,
+				y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The node ids touched since the version relid was last written from, by
+ * following gnn.graph_history to the version x sees.  False when there is
+ * no such chain (no earlier write of this model and layer, a reload, a
+ * restart): then every row is written.  SPI is connected.
+ */
+static bool
+TouchedSince(Oid relid, const InferCtx *x, int64 **ids, int64 *n_out, const char **why)
+{
+	Oid			t2[2] = {OIDOID, OIDOID};
+	Datum		v2[2];
+	bool		isnull;
+	int64		gen;
+	int64		cur = (int64) x->ref.entry.generation;
+	int64		n = 0,
+				cap = 256;
+	int64	   *t = palloc(sizeof(int64) * cap);
+
+	v2[0] = ObjectIdGetDatum(GetUserId());
+	v2[1] = ObjectIdGetDatum(relid);
+	if (SPI_execute_with_args("SELECT model_id, layer, graph, instance, generation FROM gnn.embed_state "
+							  "WHERE owner = $1::regrole AND relid = $2", 2, t2, v2, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read gnn.embed_state");
+	if (SPI_processed == 0)
+	{
+		*why = "no earlier gnn.embed wrote this table";
+		return false;
+	}
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		int64		model_id = DatumGetInt64(SPI_getbinval(tup, td, 1, &isnull));
+		int32		layer = DatumGetInt32(SPI_getbinval(tup, td, 2, &isnull));
+		char	   *graph = TextDatumGetCString(SPI_getbinval(tup, td, 3, &isnull));
+		int64		instance = DatumGetInt64(SPI_getbinval(tup, td, 4, &isnull));
+
+		gen = DatumGetInt64(SPI_getbinval(tup, td, 5, &isnull));
+		if (model_id != x->mr.id || layer != x->want || strcmp(graph, x->mr.graph) != 0)
+		{
+			*why = "the table was last written by another model, version or layer";
+			return false;
+		}
+		if (instance != (int64) gnn_shared->instance)
+		{
+			*why = "the server restarted since the table was written";
+			return false;
+		}
+	}
+	for (int hop = 0; gen != cur; hop++)
+	{
+		Oid			t4[4] = {OIDOID, TEXTOID, INT8OID, INT8OID};
+		Datum		v4[4];
+		ArrayType  *a;
+		Datum	   *d;
+		bool	   *dn;
+		int			k;
+
+		CHECK_FOR_INTERRUPTS();
+		v4[0] = ObjectIdGetDatum(GetUserId());
+		v4[1] = CStringGetTextDatum(x->mr.graph);
+		v4[2] = Int64GetDatum((int64) gnn_shared->instance);
+		v4[3] = Int64GetDatum(gen);
+		if (SPI_execute_with_args("SELECT generation, touched FROM gnn.graph_history WHERE owner = $1::regrole "
+								  "AND graph = $2 AND instance = $3 AND base_generation = $4",
+								  4, t4, v4, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read gnn.graph_history");
+		if (SPI_processed == 0)
+		{
+			*why = "the graph was reloaded (not only refreshed) since the table was written";
+			return false;
+		}
+		gen = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		a = DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		deconstruct_array(a, INT8OID, 8, true, TYPALIGN_DOUBLE, &d, &dn, &k);
+		if (n + k > cap)
+		{
+			cap = Max(cap * 2, n + k);
+			t = repalloc_huge(t, sizeof(int64) * cap);
+		}
+		for (int i = 0; i < k; i++)
+			t[n++] = DatumGetInt64(d[i]);
+	}
+	qsort(t, n, sizeof(int64), CmpInt64);
+	{
+		int64		u = 0;
+
+		for (int64 i = 0; i < n; i++)
+			if (u == 0 || t[u - 1] != t[i])
+				t[u++] = t[i];
+		n = u;
+	}
+	*ids = t;
+	*n_out = n;
+	return true;
+}
+
+/*
+ * Rewrite the rows of relid (id, embedding) that the touched nodes can have
+ * changed: a node's output at the layer written depends on its
+ * in-neighbourhood of hops hops, so the rows that can change are the
+ * touched nodes' out-neighbourhood of that many hops (in the graph now).
+ * Touched ids no longer in the graph lose their rows.  Returns the rows
+ * written; *recomputed the nodes whose rows were computed.
+ */
+static int64
+EmbedIncremental(InferCtx *x, const char *qname, const int64 *touched, int64 nt, int64 *recomputed)
+{
+	const gnn_graph *g = &x->ref.g;
+	int			hops = x->want < 0 ? INT_MAX : x->want + 1;
+	bool	   *in = palloc_extended(Max(g->num_nodes, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	int64	   *front = palloc_extended(sizeof(int64) * Max(g->num_nodes, 1), MCXT_ALLOC_HUGE);
+	int64		nf = 0,
+				done = 0;
+	Datum	   *gone = palloc(sizeof(Datum) * Max(nt, 1));
+	int			ngone = 0;
+	float	   *out;
+	SPIPlanPtr	ins;
+	int64		written = 0;
+
+	for (int64 i = 0; i < nt; i++)
+	{
+		int64		v = gnn_graph_find(g, touched[i]);
+
+		if (v < 0)
+			gone[ngone++] = Int64GetDatum(touched[i]);
+		else if (!in[v])
+		{
+			in[v] = true;
+			front[nf++] = v;
+		}
+	}
+	for (int h = 0; h < hops && done < nf; h++)
+	{
+		int64		end = nf;
+
+		for (; done < end; done++)
+		{
+			int64		v = front[done];
+
+			for (int64 e = g->indptr[v]; e < g->indptr[v + 1]; e++)
+			{
+				int32		u = g->indices[e];
+
+				if (!in[u])
+				{
+					in[u] = true;
+					front[nf++] = u;
+				}
+			}
+		}
+	}
+	*recomputed = nf;
+	/* rows of removed nodes and of the nodes recomputed go; the recomputed come back */
+	{
+		Datum	   *d = palloc_extended(sizeof(Datum) * (nf + ngone + 1), MCXT_ALLOC_HUGE);
+		Oid			t1[1] = {INT8ARRAYOID};
+		Datum		v1[1];
+
+		for (int64 i = 0; i < nf; i++)
+			d[i] = Int64GetDatum(g->ids[front[i]]);
+		memcpy(d + nf, gone, sizeof(Datum) * ngone);
+		v1[0] = PointerGetDatum(construct_array(d, (int) (nf + ngone), INT8OID, 8, true, TYPALIGN_DOUBLE));
+		if (SPI_execute_with_args(psprintf("DELETE FROM %s WHERE id = ANY($1)", qname), 1, t1, v1, NULL,
+								  false, 0) < 0)
+			elog(ERROR, "could not delete from %s", qname);
+	}
+	if (nf == 0)
+		return 0;
+	qsort(front, nf, sizeof(int64), CmpInt64);
+	ins = SPI_prepare(psprintf("INSERT INTO %s (id, embedding) VALUES ($1, $2)", qname), 2,
+					  (Oid[]) {INT8OID, FLOAT4ARRAYOID});
+	if (ins == NULL)
+		elog(ERROR, "could not prepare the insert into %s", qname);
+	/* in chunks: the rows of a chunk computed together (one neighbourhood) */
+	out = palloc_extended(sizeof(float) * (Size) Min(nf, 65536) * x->cols, MCXT_ALLOC_HUGE);
+	for (int64 c0 = 0; c0 < nf; c0 += 65536)
+	{
+		int			cn = (int) Min(nf - c0, 65536);
+
+		InferFew(x, front + c0, cn, out);
+		for (int i = 0; i < cn; i++)
+		{
+			Datum		v[2];
+
+			v[0] = Int64GetDatum(g->ids[front[c0 + i]]);
+			v[1] = PointerGetDatum(RowArray(out + (Size) i * x->cols, x->cols));
+			if (SPI_execute_plan(ins, v, NULL, false, 0) != SPI_OK_INSERT)
+				elog(ERROR, "could not insert into %s", qname);
+			written++;
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	return written;
+}
+
 /*
  * gnn.embed(model, into, layer, column, id_column, version): write every
  * node's embedding into a table, in the caller's transaction.
@@ -604,26 +844,62 @@ gnn_embed(PG_FUNCTION_ARGS)
 	char	   *node_type = PG_NARGS() > 6 && !PG_ARGISNULL(6) ? text_to_cstring(PG_GETARG_TEXT_PP(6)) : NULL;
 	char	   *key_type = NULL;	/* the node key's SQL type; NULL: bigint */
 	int32		type;
+	bool		incremental = PG_NARGS() > 7 && !PG_ARGISNULL(7) && PG_GETARG_BOOL(7);
+	InferCtx	x;
 
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("into must name a table")));
 	into = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	/* compute first (or find it shared): a bad model or layer fails before anything is written */
-	{
-		InferCtx	x;
-		GnnResult	r;
-
-		InferBegin(model, version, OUT_EMBED, layer, &x);
-		type = node_type ? GnnResultType(&x.ref.g, node_type, x.mr.graph) : x.type;
-		InferFull(&x, &r);
-		InferEnd(&x);
-		c = x.mr;
-	}
-
 	names = stringToQualifiedNameList(into);
 	rv = makeRangeVarFromNameList(names);
 	relid = RangeVarGetRelid(rv, NoLock, true);
+	InferBegin(model, version, OUT_EMBED, layer, &x);
+	type = node_type ? GnnResultType(&x.ref.g, node_type, x.mr.graph) : x.type;
+	c = x.mr;
+	if (incremental && (column != NULL || !OidIsValid(relid) || x.ref.g.num_node_types > 1 || node_type))
+	{
+		ereport(NOTICE,
+				(errmsg("gnn.embed: writing every row of %s", into),
+				 errdetail("%s", column ? "Incremental writes go to an embedding table, not a column." :
+						   !OidIsValid(relid) ? "The table does not exist yet." :
+						   "Incremental writes follow graphs of one node type.")));
+		incremental = false;
+	}
+	if (incremental)
+	{
+		int64	   *touched;
+		int64		nt,
+					recomputed;
+		const char *why = NULL;
+
+		CheckEmbedTarget(&c, relid, into, column, idcol);
+		qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (TouchedSince(relid, &x, &touched, &nt, &why))
+		{
+			written = EmbedIncremental(&x, qname, touched, nt, &recomputed);
+			SaveEmbedState(relid, &x, recomputed);
+			SPI_finish();
+			InferEnd(&x);
+			ereport(NOTICE,
+					(errmsg("gnn.embed: recomputed %lld of %lld nodes", (long long) recomputed,
+							(long long) x.ref.g.num_nodes)));
+			last_recomputed = recomputed;
+			PG_RETURN_INT64(written);
+		}
+		SPI_finish();
+		ereport(NOTICE,
+				(errmsg("gnn.embed: writing every row of %s", into),
+				 errdetail("Incremental writes need the graph's change history since the last write: %s.", why)));
+	}
+	/* compute first (or find it shared): a bad model or layer fails before anything is written */
+	{
+		GnnResult	r;
+
+		InferFull(&x, &r);
+	}
 	CheckEmbedTarget(&c, relid, into, column, idcol);
 	values[0] = CStringGetTextDatum(model);
 	values[1] = Int32GetDatum(layer);
@@ -686,7 +962,12 @@ gnn_embed(PG_FUNCTION_ARGS)
 	if (SPI_execute_with_args(q.data, 4, types, values, nulls, false, 0) < 0)
 		elog(ERROR, "could not write embeddings into %s", qname);
 	written = (int64) SPI_processed;
+	/* the version written from: the start of the next incremental write */
+	if (column == NULL && x.ref.g.num_node_types <= 1 && node_type == NULL)
+		SaveEmbedState(RangeVarGetRelid(rv, NoLock, false), &x, x.ref.g.num_nodes);
 	SPI_finish();
+	InferEnd(&x);
+	last_recomputed = x.ref.g.num_nodes;
 	PG_RETURN_INT64(written);
 }
 

@@ -88,6 +88,15 @@ _PG_init(void)
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("gnn.refresh_naptime",
+							"Seconds between background refreshes of tracked graphs (0: off).",
+							"A background worker applies the captured changes of every tracked graph "
+							"(gnn.track) that has any, as its owner, so a graph lags its tables by about this much.",
+							&gnn_refresh_naptime,
+							0, 0, 86400,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
 	GnnPartitionInit();
 
 	/* everything below needs shared memory reserved at server start */
@@ -103,4 +112,5 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("gnn");
 	GnnShmemInit();
+	GnnRefresherInit();
 }

@@ -291,6 +291,8 @@ typedef struct GnnGraphRef
 extern void GnnGraphAcquire(const char *name, GnnGraphRef *ref);
 extern void GnnGraphRelease(GnnGraphRef *ref);
 extern void GnnGraphForgetStatement(const char *name);
+extern void GnnGraphSetTracked(const char *name, Oid owner, bool tracked);
+extern uint64 GnnGraphNewGeneration(void);
 extern void GnnGraphKeepMapping(GnnGraphRef *ref);
 extern void GnnEdgelessView(const gnn_graph *g, gnn_graph *out);
 extern void GnnCheckGraphName(const char *name);
@@ -339,6 +341,21 @@ extern void GnnTrackEnd(const char *name);
 extern void GnnTrackDropAll(const char *name, Oid owner);
 extern void GnnPublishAtCommit(const GnnGraphEntry *proto, dsm_segment *seg, uint64 reserved);
 extern dsm_segment *GnnPendingSegment(const char *name, GnnGraphEntry *entry);
+typedef struct GnnRefreshResult
+{
+	int64		ins_e,
+				del_e,
+				ins_n,
+				del_n,
+				upd_n;
+	int64		touched;		/* nodes whose data or arcs changed */
+	bool		reloaded;
+} GnnRefreshResult;
+extern void GnnRefreshGraph(const char *name, GnnRefreshResult *out);
+
+/* refresher.c: gnn.refresh_naptime's background refresher */
+extern int	gnn_refresh_naptime;
+extern void GnnRefresherInit(void);
 /* keys.c: nodes by key, keys of nodes (see there) */
 extern char *GnnTypeNames(const gnn_graph *g, bool relations);
 extern int32 GnnResultType(const gnn_graph *g, const char *node_type, const char *graph);

@@ -101,6 +101,33 @@ GnnGraphForgetStatement(const char *name)
 	SnapInvalidate(name);
 }
 
+/* A generation number no graph version has had (a refresh's, ahead of publishing). */
+uint64
+GnnGraphNewGeneration(void)
+{
+	uint64		g;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	g = gnn_shared->next_generation++;
+	LWLockRelease(gnn_shared->lock);
+	return g;
+}
+
+/* Mark (owner's) graph name as following its tables or not (track.c). */
+void
+GnnGraphSetTracked(const char *name, Oid owner, bool tracked)
+{
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < gnn_shared->max_graphs; i++)
+	{
+		GnnGraphEntry *e = &gnn_shared->graphs[i];
+
+		if (e->in_use && e->dbid == MyDatabaseId && e->owner == owner && strcmp(e->name, name) == 0)
+			e->tracked = tracked;
+	}
+	LWLockRelease(gnn_shared->lock);
+}
+
 /* ------------------------------------------------------------------ long-term holders
  * A training worker maps its graph for the whole job.  The graph's entry
  * counts such holders; dropping or replacing a held graph moves its memory to
@@ -500,7 +527,8 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 	slot->dbid = MyDatabaseId;
 	slot->handle = dsm_segment_handle(seg);
 	slot->bytes = reserved;
-	slot->generation = gnn_shared->next_generation++;
+	/* a refresh numbers its version ahead (its change history names it) */
+	slot->generation = proto->generation ? proto->generation : gnn_shared->next_generation++;
 	{
 		uint64		live = slot->generation;
 

@@ -642,6 +642,8 @@ GnnTrackDropAll(const char *name, Oid owner)
 	PushActiveSnapshot(GetLatestSnapshot());
 	DeleteSeenLog(name, owner);
 	PopActiveSnapshot();
+	/* the background refresher passes it by (a rollback leaves it to be tracked again) */
+	GnnGraphSetTracked(name, owner, false);
 }
 
 static void
@@ -1631,18 +1633,112 @@ VanishedClass(void *region, uint64 size)
 	return NULL;
 }
 
-typedef struct RefreshResult
+/*
+ * The nodes whose own data or in- or out-arcs the changes alter: endpoints
+ * of edge rows in and out, new nodes and those whose features changed, and
+ * removed nodes with every neighbour they had.  A model's output can change
+ * only within its receptive field's reach of these (gnn.embed's
+ * incremental mode).
+ */
+static int64 *
+TouchedNodes(const Refresh *R, const gnn_graph *base, int64 *n_out)
 {
-	int64		ins_e,
-				del_e,
-				ins_n,
-				del_n,
-				upd_n;
-	bool		reloaded;
-} RefreshResult;
+	const gnn_graph_changes *ch = &R->ch;
+	int64		cap = 2 * (ch->num_removed_edges + ch->num_added_edges) + ch->num_upserted_nodes +
+		ch->num_removed_nodes + 16;
+	int64	   *t;
+	int64		n = 0;
 
+	for (int64 i = 0; i < ch->num_removed_nodes; i++)
+	{
+		int64		o = gnn_graph_find(base, ch->rm_nodes[i]);
+
+		if (o >= 0)
+			cap += gnn_graph_out_degree(base, o) + gnn_graph_in_degree(base, o);
+	}
+	t = palloc_extended(sizeof(int64) * cap, MCXT_ALLOC_HUGE);
+	for (int64 i = 0; i < ch->num_removed_edges; i++)
+	{
+		t[n++] = ch->rm_src[i];
+		t[n++] = ch->rm_dst[i];
+	}
+	for (int64 i = 0; i < ch->num_added_edges; i++)
+	{
+		t[n++] = ch->add_src[i];
+		t[n++] = ch->add_dst[i];
+	}
+	for (int64 i = 0; i < ch->num_upserted_nodes; i++)
+	{
+		int64		o = gnn_graph_find(base, ch->up_ids[i]);
+
+		if (o < 0 || (ch->up_feat && base->feat &&
+					  memcmp(ch->up_feat + i * base->feat_dim, base->feat + o * base->feat_dim,
+							 sizeof(float) * base->feat_dim) != 0))
+			t[n++] = ch->up_ids[i];
+	}
+	for (int64 i = 0; i < ch->num_removed_nodes; i++)
+	{
+		int64		o = gnn_graph_find(base, ch->rm_nodes[i]);
+
+		t[n++] = ch->rm_nodes[i];
+		if (o < 0)
+			continue;
+		for (int64 e = base->indptr[o]; e < base->indptr[o + 1]; e++)
+			t[n++] = base->ids[base->indices[e]];
+		for (int64 e = base->rindptr[o]; e < base->rindptr[o + 1]; e++)
+			t[n++] = base->ids[base->rindices[e]];
+	}
+	qsort(t, n, sizeof(int64), Int64Cmp);
+	{
+		int64		u = 0;
+
+		for (int64 i = 0; i < n; i++)
+			if (u == 0 || t[u - 1] != t[i])
+				t[u++] = t[i];
+		n = u;
+	}
+	*n_out = n;
+	return t;
+}
+
+/*
+ * Keep what the refresh from base_gen to gen touched (gnn.graph_history),
+ * in the refresh's transaction, and forget history no incremental embed can
+ * need any more (older than every gnn.embed_state of the graph, or of an
+ * earlier server lifetime).
+ */
 static void
-RefreshGraph(const char *name, RefreshResult *out)
+RecordHistory(const char *name, uint64 base_gen, uint64 gen, const int64 *touched, int64 n)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
+	Oid			types[5] = {OIDOID, TEXTOID, INT8OID, INT8OID, INT8OID};
+	Datum		values[5];
+	Oid			htypes[6] = {OIDOID, TEXTOID, INT8OID, INT8OID, INT8OID, INT8ARRAYOID};
+	Datum		hvalues[6];
+
+	for (int64 i = 0; i < n; i++)
+		d[i] = Int64GetDatum(touched[i]);
+	values[0] = ObjectIdGetDatum(GetUserId());
+	values[1] = CStringGetTextDatum(name);
+	values[2] = Int64GetDatum((int64) gnn_shared->instance);
+	values[3] = Int64GetDatum((int64) base_gen);
+	values[4] = Int64GetDatum((int64) gen);
+	memcpy(hvalues, values, sizeof(values));
+	hvalues[5] = PointerGetDatum(construct_array(d, (int) n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	GnnCatalogExec("DELETE FROM gnn.graph_history h WHERE h.owner = $1::regrole AND h.graph = $2 "
+				   "AND (h.instance <> $3 OR h.base_generation < coalesce("
+				   "(SELECT min(s.generation) FROM gnn.embed_state s WHERE s.owner = $1::regrole "
+				   "AND s.graph = $2 AND s.instance = $3), $4))",
+				   5, types, values, NULL, 0);
+	GnnCatalogExec("INSERT INTO gnn.graph_history (owner, graph, instance, base_generation, generation, touched) "
+				   "VALUES ($1::regrole, $2, $3, $4, $5, $6)", 6, htypes, hvalues, NULL, 0);
+	SPI_finish();
+}
+
+void
+GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 {
 	Oid			owner = GetUserId();
 	GnnGraphEntry entry;
@@ -1789,6 +1885,14 @@ RefreshGraph(const char *name, RefreshResult *out)
 		proto.part_handle = DSM_HANDLE_INVALID;
 		proto.part_bytes = 0;
 		proto.holders = 0;
+		proto.generation = GnnGraphNewGeneration();
+		{
+			int64		nt;
+			int64	   *t = TouchedNodes(&R, &base, &nt);
+
+			RecordHistory(name, entry.generation, proto.generation, t, nt);
+			out->touched = nt;
+		}
 		GnnPublishAtCommit(&proto, rq.seg, rq.reserved);
 	}
 	GnnGraphRelease(&ref);
@@ -1803,7 +1907,7 @@ Datum
 gnn_refresh_graph(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	RefreshResult r;
+	GnnRefreshResult r;
 	Datum		values[6];
 	bool		nulls[6] = {0};
 	instr_time	t0,
@@ -1812,7 +1916,7 @@ gnn_refresh_graph(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph name must not be NULL")));
 	INSTR_TIME_SET_CURRENT(t0);
-	RefreshGraph(text_to_cstring(PG_GETARG_TEXT_PP(0)), &r);
+	GnnRefreshGraph(text_to_cstring(PG_GETARG_TEXT_PP(0)), &r);
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
 	InitMaterializedSRF(fcinfo, 0);

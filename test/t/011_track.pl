@@ -133,6 +133,20 @@ my $r = sq("SELECT inserted_edges, deleted_edges FROM gnn.refresh_graph('g')");
 like($r, qr/^1\|\d+$/, 'only the changes after the load are applied');
 is(sq('SELECT same()'), 't', 'equal to a fresh load: nothing applied twice or lost');
 
+# ---- the background refresher (gnn.refresh_naptime)
+sq(q{ALTER SYSTEM SET gnn.refresh_naptime = 1; SELECT pg_reload_conf()});
+sq(q{INSERT INTO e VALUES (8, 9, 3); UPDATE n SET label = 4 WHERE id = 30});
+my $caught_up = 0;
+for (1 .. 150)
+{
+	if (sq("SELECT pending_changes FROM gnn.graphs WHERE name = 'g'") eq '0') { $caught_up = 1; last; }
+	select(undef, undef, undef, 0.2);
+}
+ok($caught_up, 'the background refresher applied the changes');
+is(sq('SELECT same()'), 't', 'and the graph equals a fresh load');
+ok(sq("SELECT refreshed_at > now() - interval '1 minute' FROM gnn.graphs WHERE name = 'g'") eq 't', 'refreshed_at says when');
+sq(q{ALTER SYSTEM RESET gnn.refresh_naptime; SELECT pg_reload_conf()});
+
 # ---- roles
 sq(q{
 	CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN;

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# bench/track.sh: a graph that follows its tables (issue #12, "Speed").
+#
+# NODES nodes (FEAT-wide real[] features, a label, a split) and EDGES
+# weighted edges, tracked (gnn.track), then:
+#   - a full reload of the graph (gnn.load_graph, replace; best of 3): the
+#     baseline;
+#   - refresh after changing 1% of the edges (half deleted, half inserted,
+#     each in one statement): gnn.refresh_graph, best of 3 rounds, as a ratio
+#     to the reload (goal: at most 0.10);
+#   - capture cost: rows/s of a bulk INSERT ... SELECT of BULK rows and of
+#     single-row INSERTs (pgbench, one client, SECS s) into the tracked edge
+#     table and into an untracked copy of it, as ratios (goal: at least 0.6).
+# Writes a markdown report to stdout and bench/results/track-<UTC>.md.
+#
+#   bash bench/track.sh                              # 1M nodes, 10M edges
+#   NODES=100000 EDGES=1000000 bash bench/track.sh   # quick
+set -euo pipefail
+source "$(dirname "$0")/../test/lib.sh"
+BENCH="$REPO_ROOT/bench"
+NODES=${NODES:-1000000}
+EDGES=${EDGES:-10000000}
+FEAT=${FEAT:-16}
+BULK=${BULK:-1000000}
+SECS=${SECS:-10}
+
+mkdir -p "$BENCH/results"
+make_workdir DIR
+PORT=$(free_port)
+cleanup() { if [ -n "${KEEP:-}" ]; then echo "kept: $DIR (port $PORT)" >&2; else pg_stop "$DIR"; rm -rf "$DIR"; fi; }
+trap cleanup EXIT
+pg_start "$DIR" "$PORT" "shared_buffers = 2GB" "gnn.max_graph_memory = 12GB" "max_wal_size = 8GB" \
+  "autovacuum = off" "max_parallel_workers_per_gather = 0"
+psql_pg() { su postgres -s /bin/bash -c "'$PG_BINDIR/psql' -X -q -At -h '$DIR' -p $PORT -d postgres -v ON_ERROR_STOP=1 $*"; }
+stmt_s() {
+  psql_pg <<<"\\timing on
+$1" | awk '/^Time:/ {t = $2} END {printf "%.3f", t / 1000}'
+}
+best3() { local b=""; for i in 1 2 3; do t=$(stmt_s "$1"); b=$(awk -v a="$b" -v t="$t" 'BEGIN {print (a == "" || t < a) ? t : a}'); done; echo "$b"; }
+
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+REPORT="$BENCH/results/track-$STAMP.md"
+COMMIT=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+GEN_START=$(date +%s)
+psql_pg <<SQL
+CREATE EXTENSION gnn;
+SELECT setseed(0.42);
+CREATE TABLE n (id bigint PRIMARY KEY, feat real[] NOT NULL, label int, split text);
+INSERT INTO n SELECT i, (SELECT array_agg(((i * 7 + j) % 100) / 100.0)::real[] FROM generate_series(1, $FEAT) j),
+       i % 7, (ARRAY['train', 'val', 'test'])[1 + i % 3] FROM generate_series(0, $NODES - 1) i;
+CREATE TABLE e (src bigint NOT NULL, dst bigint NOT NULL, w real NOT NULL);
+INSERT INTO e SELECT (random() * ($NODES - 1))::bigint, (random() * ($NODES - 1))::bigint, 1 + (random() * 3)::int
+FROM generate_series(1, $EDGES);
+CREATE TABLE e_plain (LIKE e);
+VACUUM ANALYZE n, e;
+CHECKPOINT;
+SQL
+GEN_S=$(( $(date +%s) - GEN_START ))
+LOAD="SELECT edges FROM gnn.load_graph('g', 'e', nodes => 'n', features => 'feat', label => 'label', split => 'split', weight => 'w', replace => true, track => true);"
+psql_pg -c "\"$LOAD\"" >/dev/null
+RELOAD_S=$(best3 "$LOAD")
+GRAPH=$(psql_pg -F "' | '" -c "\"SELECT nodes, edges, pg_size_pretty(bytes) FROM gnn.graphs WHERE name = 'g'\"")
+
+# 1% of the edges: half deleted, half inserted
+CH=$(( EDGES / 100 / 2 ))
+REFRESH_BEST=""
+CHANGE_ROWS=""
+for round in 1 2 3; do
+  psql_pg <<SQL >/dev/null
+DELETE FROM e WHERE ctid IN (SELECT ctid FROM e TABLESAMPLE SYSTEM (1) LIMIT $CH);
+INSERT INTO e SELECT (random() * ($NODES - 1))::bigint, (random() * ($NODES - 1))::bigint, 1 + (random() * 3)::int
+FROM generate_series(1, $CH);
+SQL
+  CHANGE_ROWS=$(psql_pg -c "\"SELECT pending_changes FROM gnn.graphs WHERE name = 'g'\"")
+  t=$(stmt_s "SELECT * FROM gnn.refresh_graph('g');")
+  REFRESH_BEST=$(awk -v a="$REFRESH_BEST" -v t="$t" 'BEGIN {print (a == "" || t < a) ? t : a}')
+done
+SAME=$(psql_pg <<'SQL'
+SELECT gnn.load_graph('fresh', 'e', nodes => 'n', features => 'feat', label => 'label', split => 'split', weight => 'w') IS NOT NULL;
+SELECT gnn.graph_digest('g') = gnn.graph_digest('fresh');
+SELECT gnn.drop_graph('fresh');
+SQL
+)
+SAME=$(echo "$SAME" | sed -n 2p)
+
+# capture cost: bulk
+BULK_SQL="INSERT INTO %s SELECT (random() * ($NODES - 1))::bigint, (random() * ($NODES - 1))::bigint, 1 FROM generate_series(1, $BULK);"
+bulk_best() { local b=""; for i in 1 2 3; do t=$(stmt_s "$(printf "$BULK_SQL" "$1")"); b=$(awk -v a="$b" -v t="$t" 'BEGIN {print (a == "" || t < a) ? t : a}'); done; echo "$b"; }
+PLAIN_BULK=$(bulk_best e_plain)
+TRACKED_BULK=$(bulk_best e)
+# capture cost: single rows (pgbench, one client)
+SCRIPT="$DIR/one.sql"
+pgb() {
+  printf '\\set a random(0, %d)\n\\set b random(0, %d)\nINSERT INTO %s VALUES (:a, :b, 1);\n' $((NODES - 1)) $((NODES - 1)) "$1" > "$SCRIPT"
+  chown postgres "$SCRIPT"
+  su postgres -s /bin/bash -c "'$PG_BINDIR/pgbench' -n -h '$DIR' -p $PORT -c 1 -T $SECS -f '$SCRIPT' postgres" 2>/dev/null |
+    awk '/^tps/ {printf "%.0f", $3}'
+}
+PLAIN_TPS=$(pgb e_plain)
+TRACKED_TPS=$(pgb e)
+PLAIN_TPS2=$(pgb e_plain)
+TRACKED_TPS2=$(pgb e)
+PLAIN_TPS=$(( (PLAIN_TPS + PLAIN_TPS2) / 2 ))
+TRACKED_TPS=$(( (TRACKED_TPS + TRACKED_TPS2) / 2 ))
+PENDING=$(psql_pg -c "\"SELECT pending_changes FROM gnn.graphs WHERE name = 'g'\"")
+T_ALL=$(stmt_s "SELECT * FROM gnn.refresh_graph('g');")
+
+{
+  echo "# bench/track.sh, $STAMP"
+  echo
+  echo "Commit $COMMIT; $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2 / 1048576}' /proc/meminfo); PostgreSQL $(pg_config --version | awk '{print $2}')."
+  echo "$NODES nodes ($FEAT features, label, split), $EDGES weighted edges, random endpoints (generated in $GEN_S s)."
+  echo "Graph (nodes | arcs | size): $GRAPH"
+  echo
+  echo "## Refresh after changing 1% of the edges"
+  echo
+  echo "| what | seconds | ratio |"
+  echo "|---|---|---|"
+  echo "| full reload, gnn.load_graph(..., replace => true) (baseline, best of 3) | $RELOAD_S | 1.00 |"
+  echo "| gnn.refresh_graph after $CH deletes + $CH inserts ($CHANGE_ROWS row changes; best of 3 rounds) | $REFRESH_BEST | $(awk -v a="$REFRESH_BEST" -v b="$RELOAD_S" 'BEGIN {printf "%.3f", a / b}') |"
+  echo
+  echo "After the three rounds the refreshed graph equals a fresh load (gnn.graph_digest): $SAME."
+  echo
+  echo "## Capture cost"
+  echo
+  echo "| insert into the edge table | untracked | tracked | ratio |"
+  echo "|---|---|---|---|"
+  echo "| bulk INSERT ... SELECT of $BULK rows (rows/s, best of 3) | $(awk -v t="$PLAIN_BULK" -v n="$BULK" 'BEGIN {printf "%.0f", n / t}') | $(awk -v t="$TRACKED_BULK" -v n="$BULK" 'BEGIN {printf "%.0f", n / t}') | $(awk -v a="$PLAIN_BULK" -v b="$TRACKED_BULK" 'BEGIN {printf "%.2f", a / b}') |"
+  echo "| single-row INSERTs, pgbench, 1 client, 2 x $SECS s (rows/s) | $PLAIN_TPS | $TRACKED_TPS | $(awk -v a="$PLAIN_TPS" -v b="$TRACKED_TPS" 'BEGIN {printf "%.2f", b / a}') |"
+  echo
+  echo "Then one refresh applied the $PENDING captured row changes in $T_ALL s."
+} | tee "$REPORT"
