@@ -10,7 +10,11 @@
 #     to the reload (goal: at most 0.10);
 #   - capture cost: rows/s of a bulk INSERT ... SELECT of BULK rows and of
 #     single-row INSERTs (pgbench, one client, SECS s) into the tracked edge
-#     table and into an untracked copy of it, as ratios (goal: at least 0.6).
+#     table and into an untracked copy of it, as ratios (goal: at least 0.6);
+#   - incremental embeddings: a second graph of ENODES nodes and EDEG random
+#     out-edges each, a 2-layer GraphSAGE; after 100 edge changes (50 in, 50
+#     out) and a refresh, gnn.embed(..., incremental => true) against a full
+#     gnn.embed of the same graph, best of 3 rounds each (goal: 10x).
 # Writes a markdown report to stdout and bench/results/track-<UTC>.md.
 #
 #   bash bench/track.sh                              # 1M nodes, 10M edges
@@ -23,6 +27,8 @@ EDGES=${EDGES:-10000000}
 FEAT=${FEAT:-16}
 BULK=${BULK:-1000000}
 SECS=${SECS:-10}
+ENODES=${ENODES:-100000}
+EDEG=${EDEG:-10}
 
 mkdir -p "$BENCH/results"
 make_workdir DIR
@@ -105,6 +111,39 @@ TRACKED_TPS=$(( (TRACKED_TPS + TRACKED_TPS2) / 2 ))
 PENDING=$(psql_pg -c "\"SELECT pending_changes FROM gnn.graphs WHERE name = 'g'\"")
 T_ALL=$(stmt_s "SELECT * FROM gnn.refresh_graph('g');")
 
+# incremental embeddings
+psql_pg <<SQL >/dev/null
+SET client_min_messages = warning;
+SELECT setseed(0.17);
+CREATE TABLE en (id bigint PRIMARY KEY, feat real[] NOT NULL, label int, split text);
+INSERT INTO en SELECT i, ARRAY[random(), random(), random(), random(), random(), random(), random(), (i % 5) / 5.0]::real[],
+       i % 5, (ARRAY['train', 'val', 'test'])[1 + i % 3] FROM generate_series(0, $ENODES - 1) i;
+CREATE TABLE ee (src bigint NOT NULL, dst bigint NOT NULL);
+INSERT INTO ee SELECT i, (random() * ($ENODES - 1))::bigint FROM generate_series(0, $ENODES - 1) i, generate_series(1, $EDEG);
+SELECT gnn.load_graph('emb', 'ee', nodes => 'en', features => 'feat', label => 'label', split => 'split', track => true);
+SELECT gnn.train('emb', model => 'graphsage', name => 'emb_sage', hidden => 64, epochs => 2, seed => 1, wait => true);
+SELECT gnn.embed('emb_sage', 'emb_inc');
+SQL
+FULL_BEST=""; INC_BEST=""; RECOMP=""
+for round in 1 2 3; do
+  psql_pg <<SQL >/dev/null
+DELETE FROM ee WHERE ctid IN (SELECT ctid FROM ee TABLESAMPLE SYSTEM (1) LIMIT 50);
+INSERT INTO ee SELECT (random() * ($ENODES - 1))::bigint, (random() * ($ENODES - 1))::bigint FROM generate_series(1, 50);
+SELECT gnn.refresh_graph('emb');
+SQL
+  OUT=$(psql_pg <<<"\\timing on
+SELECT gnn.embed('emb_sage', 'emb_inc', incremental => true);
+\\timing off
+SELECT 'recomputed=' || gnn.embed_recomputed();" 2>/dev/null)
+  t=$(echo "$OUT" | awk '/^Time:/ {printf "%.3f", $2 / 1000}')
+  RECOMP=$(echo "$OUT" | sed -n 's/^recomputed=//p')
+  INC_BEST=$(awk -v a="$INC_BEST" -v t="$t" 'BEGIN {print (a == "" || t < a) ? t : a}')
+  psql_pg -c "\"SELECT gnn.cache_drop('emb_sage')\"" >/dev/null
+  t=$(stmt_s "SELECT gnn.embed('emb_sage', 'emb_full');")
+  FULL_BEST=$(awk -v a="$FULL_BEST" -v t="$t" 'BEGIN {print (a == "" || t < a) ? t : a}')
+done
+EMB_SAME=$(psql_pg -c "\"SELECT count(DISTINCT id) || ' rows, equal within 1e-5: ' || (max(abs(x - y)) < 1e-5) FROM emb_inc a JOIN emb_full b USING (id), unnest(a.embedding, b.embedding) u(x, y)\"")
+
 {
   echo "# bench/track.sh, $STAMP"
   echo
@@ -129,4 +168,16 @@ T_ALL=$(stmt_s "SELECT * FROM gnn.refresh_graph('g');")
   echo "| single-row INSERTs, pgbench, 1 client, 2 x $SECS s (rows/s) | $PLAIN_TPS | $TRACKED_TPS | $(awk -v a="$PLAIN_TPS" -v b="$TRACKED_TPS" 'BEGIN {printf "%.2f", b / a}') |"
   echo
   echo "Then one refresh applied the $PENDING captured row changes in $T_ALL s."
+  echo
+  echo "## Incremental embeddings"
+  echo
+  echo "$ENODES nodes, $EDEG random out-edges each, 2-layer GraphSAGE (hidden 64), the default embedding layer;"
+  echo "each round changes 100 edge rows (50 deleted, 50 inserted) and refreshes."
+  echo
+  echo "| write | seconds (best of 3 rounds) | ratio |"
+  echo "|---|---|---|"
+  echo "| full gnn.embed (shared results dropped first: inference and every row) | $FULL_BEST | 1.00 |"
+  echo "| gnn.embed(..., incremental => true) | $INC_BEST | $(awk -v a="$INC_BEST" -v b="$FULL_BEST" 'BEGIN {printf "%.3f (%.0fx faster)", a / b, b / a}') |"
+  echo
+  echo "The last incremental write recomputed about $RECOMP nodes; afterwards incremental and full tables: $EMB_SAME."
 } | tee "$REPORT"

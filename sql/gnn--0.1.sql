@@ -217,22 +217,6 @@ CREATE TABLE gnn.models (
     PRIMARY KEY (owner, name, version)
 );
 
-DO $$
-DECLARE t text;
-BEGIN
-    FOREACH t IN ARRAY ARRAY['job_history', 'training_log', 'models'] LOOP
-        EXECUTE format('ALTER TABLE gnn.%I ENABLE ROW LEVEL SECURITY', t);
-        EXECUTE format('CREATE POLICY owner_only ON gnn.%I FOR SELECT USING (pg_has_role(owner, ''MEMBER''))', t);
-        EXECUTE format('REVOKE ALL ON gnn.%I FROM PUBLIC', t);
-        EXECUTE format('GRANT SELECT ON gnn.%I TO PUBLIC', t);
-    END LOOP;
-END $$;
-REVOKE ALL ON SEQUENCE gnn.job_id_seq, gnn.model_id_seq FROM PUBLIC;
-
--- models, jobs and logs are data: pg_dump keeps them
-SELECT pg_catalog.pg_extension_config_dump('gnn.models', '');
-SELECT pg_catalog.pg_extension_config_dump('gnn.job_history', '');
-SELECT pg_catalog.pg_extension_config_dump('gnn.training_log', '');
 -- Change capture.  gnn.track() puts statement-level AFTER triggers with
 -- transition tables on the tables a graph was loaded from; each statement
 -- appends one row per tracked graph here, in the statement's transaction (a
@@ -255,11 +239,6 @@ CREATE TABLE gnn.change_log (
     changes     bytea
 );
 ALTER TABLE gnn.change_log ALTER COLUMN changes SET STORAGE EXTERNAL;  -- no compression: capture stays cheap
-ALTER TABLE gnn.change_log ENABLE ROW LEVEL SECURITY;
-CREATE POLICY owner_only ON gnn.change_log FOR SELECT USING (pg_has_role(owner, 'MEMBER'));
-REVOKE ALL ON gnn.change_log FROM PUBLIC;
-GRANT SELECT ON gnn.change_log TO PUBLIC;
-REVOKE ALL ON SEQUENCE gnn.change_seq FROM PUBLIC;
 
 -- What each refresh changed (gnn.refresh_graph writes it): the nodes whose
 -- data or arcs changed between two versions of a graph in one server
@@ -287,17 +266,23 @@ CREATE TABLE gnn.embed_state (
     at          timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (owner, relid)
 );
+
 DO $$
 DECLARE t text;
 BEGIN
-    FOREACH t IN ARRAY ARRAY['graph_history', 'embed_state'] LOOP
+    FOREACH t IN ARRAY ARRAY['job_history', 'training_log', 'models', 'change_log', 'graph_history', 'embed_state'] LOOP
         EXECUTE format('ALTER TABLE gnn.%I ENABLE ROW LEVEL SECURITY', t);
         EXECUTE format('CREATE POLICY owner_only ON gnn.%I FOR SELECT USING (pg_has_role(owner, ''MEMBER''))', t);
         EXECUTE format('REVOKE ALL ON gnn.%I FROM PUBLIC', t);
         EXECUTE format('GRANT SELECT ON gnn.%I TO PUBLIC', t);
     END LOOP;
 END $$;
+REVOKE ALL ON SEQUENCE gnn.job_id_seq, gnn.model_id_seq, gnn.change_seq FROM PUBLIC;
 
+-- models, jobs and logs are data: pg_dump keeps them
+SELECT pg_catalog.pg_extension_config_dump('gnn.models', '');
+SELECT pg_catalog.pg_extension_config_dump('gnn.job_history', '');
+SELECT pg_catalog.pg_extension_config_dump('gnn.training_log', '');
 CREATE FUNCTION gnn._capture() RETURNS trigger
 AS 'MODULE_PATHNAME', 'gnn_capture' LANGUAGE C;
 

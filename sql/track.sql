@@ -109,6 +109,22 @@ ALTER TABLE tr_edges RENAME weight2 TO w;
 SELECT inserted_edges > 0 AS reloaded FROM gnn.refresh_graph('tr');
 SELECT tr_same() AS same_after_rename;
 
+-- the new version counts against gnn.max_graph_memory: a refresh that does not
+-- fit fails with the figure and changes nothing
+CREATE TABLE tr_bigedges AS SELECT i AS src, i + 1 AS dst FROM generate_series(1, 100000) i;
+SELECT (SELECT edges FROM gnn.load_graph('tr_big', 'tr_bigedges')) AS big_edges,
+       gnn.memory_used() > 1048576 AS over_1mb_after;
+INSERT INTO tr_edges VALUES (7, 8, 1);
+SET gnn.max_graph_memory = 1;
+DO $$ BEGIN PERFORM gnn.refresh_graph('tr');
+EXCEPTION WHEN configuration_limit_exceeded THEN
+    RAISE NOTICE 'refused: %', regexp_replace(SQLERRM, '[0-9]+ MB', 'N MB', 'g'); END $$;
+RESET gnn.max_graph_memory;
+SELECT gnn.drop_graph('tr_big');
+SELECT pending_changes FROM gnn.graphs WHERE name = 'tr';
+SELECT inserted_edges FROM gnn.refresh_graph('tr');
+SELECT tr_same() AS same_after_memory_refusal;
+
 -- random DML over many seeds: always equal to a fresh load
 CREATE FUNCTION tr_random(seed int, steps int) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE r float8; a bigint; b bigint;

@@ -64,6 +64,10 @@ FROM te_names ORDER BY name;
 SELECT gnn.embed('te_gcn', 'te_gcn_out', layer => 1, incremental => true) > 0 AS wrote,
        gnn.embed_recomputed() = te_reach(2) AS two_hops;
 
+-- the new node is answered for without retraining
+SELECT id, label IS NOT NULL AS predicted FROM gnn.predict('te_graphsage', ARRAY[301]::bigint[]);
+SELECT array_length(gnn.embedding('te_graphsage', 301), 1) AS dim;
+
 -- equal to a full write of the refreshed graph, every row
 CREATE FUNCTION te_check(name text, layer int DEFAULT NULL) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE inc text := CASE WHEN layer IS NULL THEN name || '_inc' ELSE name || '_out' END;

@@ -112,6 +112,38 @@ SELECT gnn.drop_graph('$G');
 RESET ROLE;
 SELECT name, owner, nodes, edges FROM gnn.graphs;
 SQL
+cat <<'SQL' | run_sql
+\echo == a graph that follows its tables: capture, refresh, and rewrite only the embeddings that changed
+SET client_min_messages = warning;
+SELECT setseed(0.5);
+CREATE TABLE users (id bigint PRIMARY KEY, feat real[] NOT NULL, label int, split text);
+INSERT INTO users SELECT i, ARRAY[random(), random(), (i % 4) / 4.0 + random() / 4]::real[], i % 4,
+       (ARRAY['train', 'train', 'val', 'test'])[1 + i % 4] FROM generate_series(1, 5000) i;
+CREATE TABLE follows (follower bigint NOT NULL REFERENCES users ON DELETE CASCADE,
+                      followee bigint NOT NULL REFERENCES users ON DELETE CASCADE);
+INSERT INTO follows SELECT i, 1 + ((i + k * k * 37) % 5000) FROM generate_series(1, 5000) i, generate_series(1, 4) k;
+SELECT name, nodes, edges FROM gnn.load_graph('social', edges => 'follows', src => 'follower', dst => 'followee',
+    nodes => 'users', features => 'feat', label => 'label', split => 'split', track => true);
+SELECT gnn.train('social', model => 'graphsage', name => 'social_sage', hidden => 16, epochs => 10, seed => 1,
+                 wait => true) > 0 AS trained;
+SELECT gnn.embed('social_sage', 'user_embeddings') AS rows_written;
+\echo == rows change as usual; the graph notes them (gnn.graphs.pending_changes)
+INSERT INTO follows SELECT i, i + 1 FROM generate_series(1, 50) i;
+DELETE FROM follows WHERE follower BETWEEN 100 AND 110;
+UPDATE users SET feat = '{1, 1, 1}' WHERE id = 42;
+INSERT INTO users VALUES (5001, '{0.5, 0.5, 0.5}', 1, 'train');
+INSERT INTO follows VALUES (5001, 1), (2, 5001);
+SELECT name, edges, tracked, pending_changes FROM gnn.graphs WHERE name = 'social';
+SELECT inserted_edges, deleted_edges, inserted_nodes, deleted_nodes, updated_nodes FROM gnn.refresh_graph('social');
+SELECT name, nodes, edges, pending_changes, refreshed_at IS NOT NULL AS refreshed FROM gnn.graphs WHERE name = 'social';
+\echo == only the rows within the model's reach of the changes are recomputed
+SET client_min_messages = notice;
+SELECT gnn.embed('social_sage', 'user_embeddings', incremental => true) AS rows_rewritten;
+SET client_min_messages = warning;
+SELECT gnn.embed('social_sage', 'user_embeddings_full') AS full_rows;
+SELECT count(DISTINCT id) AS rows, max(abs(x - y)) < 1e-5 AS equal_to_a_full_write
+FROM user_embeddings a JOIN user_embeddings_full b USING (id), unnest(a.embedding, b.embedding) u(x, y);
+SQL
 echo "== a relational schema as one typed graph: shop tables (uuid, bigint and text keys)"
 { echo "SET client_min_messages = warning;"; echo "\\set ECHO none";
   echo "\\set customers 1000"; echo "\\set products 300"; echo "\\set reviews 10000"; echo "\\set visits 20000";

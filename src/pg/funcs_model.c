@@ -614,15 +614,6 @@ SaveEmbedState(Oid relid, const InferCtx *x, int64 recomputed)
 				   7, types, values, NULL, 0);
 }
 
-static int
-CmpInt64(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a,
-				y = *(const int64 *) b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * The node ids touched since the version relid was last written from, by
  * following gnn.graph_history to the version x sees.  False when there is
@@ -705,17 +696,8 @@ TouchedSince(Oid relid, const InferCtx *x, int64 **ids, int64 *n_out, const char
 		for (int i = 0; i < k; i++)
 			t[n++] = DatumGetInt64(d[i]);
 	}
-	qsort(t, n, sizeof(int64), CmpInt64);
-	{
-		int64		u = 0;
-
-		for (int64 i = 0; i < n; i++)
-			if (u == 0 || t[u - 1] != t[i])
-				t[u++] = t[i];
-		n = u;
-	}
 	*ids = t;
-	*n_out = n;
+	*n_out = GnnSortUnique64(t, n);
 	return true;
 }
 
@@ -791,7 +773,7 @@ EmbedIncremental(InferCtx *x, const char *qname, const int64 *touched, int64 nt,
 	}
 	if (nf == 0)
 		return 0;
-	qsort(front, nf, sizeof(int64), CmpInt64);
+	qsort(front, nf, sizeof(int64), GnnCmpInt64);
 	ins = SPI_prepare(psprintf("INSERT INTO %s (id, embedding) VALUES ($1, $2)", qname), 2,
 					  (Oid[]) {INT8OID, FLOAT4ARRAYOID});
 	if (ins == NULL)

@@ -352,6 +352,8 @@ typedef struct GnnRefreshResult
 	bool		reloaded;
 } GnnRefreshResult;
 extern void GnnRefreshGraph(const char *name, GnnRefreshResult *out);
+extern int	GnnCmpInt64(const void *a, const void *b);
+extern int64 GnnSortUnique64(int64 *a, int64 n);
 
 /* refresher.c: gnn.refresh_naptime's background refresher */
 extern int	gnn_refresh_naptime;

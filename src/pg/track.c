@@ -1152,13 +1152,26 @@ NodeEvCmp(const void *a, const void *b)
 	return x->sub < y->sub ? -1 : x->sub > y->sub;
 }
 
-static int
-Int64Cmp(const void *a, const void *b)
+int
+GnnCmpInt64(const void *a, const void *b)
 {
 	int64		x = *(const int64 *) a,
 				y = *(const int64 *) b;
 
 	return x < y ? -1 : x > y;
+}
+
+/* Sort a[0..n) and drop repeats; returns how many stay. */
+int64
+GnnSortUnique64(int64 *a, int64 n)
+{
+	int64		u = 0;
+
+	qsort(a, n, sizeof(int64), GnnCmpInt64);
+	for (int64 i = 0; i < n; i++)
+		if (u == 0 || a[u - 1] != a[i])
+			a[u++] = a[i];
+	return u;
 }
 
 static bool
@@ -1539,15 +1552,7 @@ CollectChanges(Refresh *R, LogRow *rows, int64 nrows, List *edge_rels, List *nod
 			if (gnn_graph_find(g, d) < 0)
 				ids[n++] = d;
 		}
-		qsort(ids, n, sizeof(int64), Int64Cmp);
-		{
-			int64		u = 0;
-
-			for (int64 i = 0; i < n; i++)
-				if (u == 0 || ids[u - 1] != ids[i])
-					ids[u++] = ids[i];
-			n = u;
-		}
+		n = GnnSortUnique64(ids, n);
 		R->ch.num_upserted_nodes = n;
 		R->ch.up_ids = ids;
 	}
@@ -1688,16 +1693,7 @@ TouchedNodes(const Refresh *R, const gnn_graph *base, int64 *n_out)
 		for (int64 e = base->rindptr[o]; e < base->rindptr[o + 1]; e++)
 			t[n++] = base->ids[base->rindices[e]];
 	}
-	qsort(t, n, sizeof(int64), Int64Cmp);
-	{
-		int64		u = 0;
-
-		for (int64 i = 0; i < n; i++)
-			if (u == 0 || t[u - 1] != t[i])
-				t[u++] = t[i];
-		n = u;
-	}
-	*n_out = n;
+	*n_out = GnnSortUnique64(t, n);
 	return t;
 }
 
@@ -1796,15 +1792,12 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 
 		if (gnn_graph_attach(region, size, &g1, &err) != GNN_OK)
 			elog(ERROR, "graph \"%s\": %s", name, err.msg);
-		qsort(R.cand, R.cand_n, sizeof(int64), Int64Cmp);
+		R.cand_n = GnnSortUnique64(R.cand, R.cand_n);
 		GrowInit(&gone, CurrentMemoryContext, sizeof(int64), 64);
 		for (int64 i = 0; i < R.cand_n; i++)
 		{
-			int64		v;
+			int64		v = gnn_graph_find(&g1, R.cand[i]);
 
-			if (i > 0 && R.cand[i] == R.cand[i - 1])
-				continue;
-			v = gnn_graph_find(&g1, R.cand[i]);
 			if (v >= 0 && gnn_graph_out_degree(&g1, v) == 0 && gnn_graph_in_degree(&g1, v) == 0)
 				*(int64 *) GrowPush(&gone) = R.cand[i];
 		}
