@@ -81,6 +81,15 @@ SQL
   t=$(stmt_s "SELECT * FROM gnn.refresh_graph('g');")
   REFRESH_BEST=$(awk -v a="$REFRESH_BEST" -v t="$t" 'BEGIN {print (a == "" || t < a) ? t : a}')
 done
+# the phases of one more refresh (DEBUG1 lines of gnn.refresh_graph)
+psql_pg <<SQL >/dev/null
+DELETE FROM e WHERE ctid IN (SELECT ctid FROM e TABLESAMPLE SYSTEM (1) LIMIT $CH);
+INSERT INTO e SELECT (random() * ($NODES - 1))::bigint, (random() * ($NODES - 1))::bigint, 1 + (random() * 3)::int
+FROM generate_series(1, $CH);
+SQL
+PHASES=$(psql_pg <<<"SET client_min_messages = debug1;
+SELECT * FROM gnn.refresh_graph('g');" 2>&1 | sed -n -e 's/.*gnn.refresh_graph: \(.*\) took \(.*\) s/\1: \2 s/p' -e 's/.*gnn: \(mapping in the .*\) took \(.*\) s/(\1: \2 s)/p' | paste -sd ';' | sed 's/;/; /g')
+[ -n "${REFRESH_ONLY:-}" ] && { echo "reload $RELOAD_S s, refresh $REFRESH_BEST s; phases: $PHASES"; exit 0; }
 SAME=$(psql_pg <<'SQL'
 SELECT gnn.load_graph('fresh', 'e', nodes => 'n', features => 'feat', label => 'label', split => 'split', weight => 'w') IS NOT NULL;
 SELECT gnn.graph_digest('g') = gnn.graph_digest('fresh');
@@ -157,6 +166,8 @@ EMB_SAME=$(psql_pg -c "\"SELECT count(DISTINCT id) || ' rows, equal within 1e-5:
   echo "|---|---|---|"
   echo "| full reload, gnn.load_graph(..., replace => true) (baseline, best of 3) | $RELOAD_S | 1.00 |"
   echo "| gnn.refresh_graph after $CH deletes + $CH inserts ($CHANGE_ROWS row changes; best of 3 rounds) | $REFRESH_BEST | $(awk -v a="$REFRESH_BEST" -v b="$RELOAD_S" 'BEGIN {printf "%.3f", a / b}') |"
+  echo
+  echo "Phases of one more refresh: $PHASES."
   echo
   echo "After the three rounds the refreshed graph equals a fresh load (gnn.graph_digest): $SAME."
   echo

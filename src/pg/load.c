@@ -25,6 +25,7 @@
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "portability/instr_time.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -413,7 +414,17 @@ RegionAlloc(void *arg, uint64_t bytes)
 			rq->seg = dsm_create(bytes, 0);
 		addr = dsm_segment_address(rq->seg);
 		/* the pages all at once, before the build writes them */
-		gnn_prefault(addr, bytes, gnn_threads);
+		{
+			instr_time	t0,
+						t1;
+
+			INSTR_TIME_SET_CURRENT(t0);
+			gnn_prefault(addr, bytes, gnn_threads);
+			INSTR_TIME_SET_CURRENT(t1);
+			INSTR_TIME_SUBTRACT(t1, t0);
+			elog(DEBUG1, "gnn: mapping in the %llu MB of graph \"%s\" took %.3f s",
+				 (unsigned long long) (bytes >> 20), rq->name, INSTR_TIME_GET_DOUBLE(t1));
+		}
 	}
 	PG_CATCH();
 	{

@@ -54,6 +54,7 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "portability/instr_time.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/array.h"
@@ -1733,6 +1734,25 @@ RecordHistory(const char *name, uint64 base_gen, uint64 gen, const int64 *touche
 	SPI_finish();
 }
 
+/* DEBUG1 lines with the time of each phase of a refresh */
+static instr_time phase_start;
+
+static void
+RefreshPhase(const char *done)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	if (done)
+	{
+		instr_time	d = now;
+
+		INSTR_TIME_SUBTRACT(d, phase_start);
+		elog(DEBUG1, "gnn.refresh_graph: %s took %.3f s", done, INSTR_TIME_GET_DOUBLE(d));
+	}
+	phase_start = now;
+}
+
 void
 GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 {
@@ -1755,6 +1775,7 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 
 	memset(out, 0, sizeof(*out));
 	memset(&ref, 0, sizeof(ref));
+	RefreshPhase(NULL);
 	GnnRequirePreload();
 	GnnCheckGraphName(name);
 	LockGraph(name, owner);
@@ -1775,12 +1796,14 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 	PushActiveSnapshot(GetLatestSnapshot());
 	lr = table_open(LogRelid(), RowExclusiveLock);
 	rows = ReadLog(lr, GetActiveSnapshot(), name, owner, true, &nrows);
+	RefreshPhase("locking and reading the log");
 
 	memset(&R, 0, sizeof(R));
 	R.name = name;
 	R.entry = entry;
 	R.base = &base;
 	CollectChanges(&R, rows, nrows, edge_rels, node_rels);
+	RefreshPhase("decoding the changes");
 	why = R.reload;
 	memset(&st, 0, sizeof(st));
 	if (!why && nrows > 0 &&
@@ -1824,6 +1847,7 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 			st.deleted_nodes += st2.deleted_nodes;
 		}
 	}
+	RefreshPhase("merging (gnn_graph_apply_changes)");
 	if (!why && region != NULL)
 		why = VanishedClass(region, size);
 	if (why && region != NULL)
@@ -1859,6 +1883,7 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 	DeleteLogRows(lr, rows, nrows);
 	table_close(lr, RowExclusiveLock);
 	PopActiveSnapshot();
+	RefreshPhase("deleting the log rows");
 	if (region != NULL)
 	{
 		gnn_graph	g;
@@ -1883,8 +1908,10 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 			int64		nt;
 			int64	   *t = TouchedNodes(&R, &base, &nt);
 
+			RefreshPhase("attaching the result");
 			RecordHistory(name, entry.generation, proto.generation, t, nt);
 			out->touched = nt;
+			RefreshPhase("recording the touched nodes");
 		}
 		GnnPublishAtCommit(&proto, rq.seg, rq.reserved);
 	}
