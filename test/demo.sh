@@ -136,7 +136,7 @@ INSERT INTO follows VALUES (5001, 1), (2, 5001);
 SELECT name, edges, tracked, pending_changes FROM gnn.graphs WHERE name = 'social';
 SELECT inserted_edges, deleted_edges, inserted_nodes, deleted_nodes, updated_nodes FROM gnn.refresh_graph('social');
 SELECT name, nodes, edges, pending_changes, refreshed_at IS NOT NULL AS refreshed FROM gnn.graphs WHERE name = 'social';
-\echo == only the rows within the model's reach of the changes are recomputed
+\echo == only the rows the changes can reach through the model are recomputed
 SET client_min_messages = notice;
 SELECT gnn.embed('social_sage', 'user_embeddings', incremental => true) AS rows_rewritten;
 SET client_min_messages = warning;
