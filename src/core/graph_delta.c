@@ -37,6 +37,9 @@
 #define FAIL_ROW(r, i, st, ...) do { if (err) { err->row = (r); err->id = (i); } \
 		FAIL(st, __VA_ARGS__); } while (0)
 
+/* rows per block of the parallel fill loops */
+#define DELTA_BLOCK 4096
+
 /* one edge change on one arc: rows < 0 removes, > 0 adds */
 typedef struct dentry
 {
@@ -109,7 +112,158 @@ typedef struct delta_ctx
 	const int64_t *src_old;		/* per new node: base index or -1 */
 	const dentry *ent;
 	const int64_t *eptr;		/* per new node: its entries [eptr[v], eptr[v+1]) */
+	bool		shift;			/* nodes come or go: old2new is not the identity */
+	/* the changed arcs (src, dst) by destination: rsrc[reptr[t] .. reptr[t+1]) */
+	const int64_t *reptr;
+	const int32_t *rsrc;
 } delta_ctx;
+
+/* the number of arcs base row o keeps (those not at removed nodes) */
+static int64_t
+kept_len(const delta_ctx *c, const int64_t *bptr, const int32_t *bidx, int64_t o)
+{
+	int64_t		k = 0;
+
+	if (o < 0)
+		return 0;
+	if (!c->shift)
+		return bptr[o + 1] - bptr[o];
+	for (int64_t p = bptr[o]; p < bptr[o + 1]; p++)
+		k += c->old2new[bidx[p]] >= 0;
+	return k;
+}
+
+/*
+ * Rows [v, w) that have no changes of their own (no entries, for the
+ * forward CSR; no changed arcs in, for the reverse): the base rows mapped.
+ * Without node changes a run of such rows is one slice of the base, copied
+ * as it is; else each row is mapped arc by arc, dropping arcs at removed
+ * nodes.  bptr / bidx / bw are the base's forward or reverse arrays; rows
+ * (forward only) gets the arcs' row counts, as merge_row counts them.
+ */
+static void
+copy_rows(const delta_ctx *c, int64_t v, int64_t w, const int64_t *bptr, const int32_t *bidx,
+		  const float *bw, int32_t *out_idx, float *out_w, int32_t *out_rows)
+{
+	const gnn_graph *b = c->base;
+
+	if (!c->shift)
+	{
+		int64_t		p0 = bptr[v],
+					len = bptr[w] - p0;
+
+		if (len <= 0)
+			return;
+		memcpy(out_idx, bidx + p0, sizeof(int32_t) * len);
+		if (out_w)
+			memcpy(out_w, bw + p0, sizeof(float) * len);
+		if (out_rows && b->arc_rows)
+			memcpy(out_rows, b->arc_rows + p0, sizeof(int32_t) * len);
+		else if (out_rows)
+			for (int64_t u = v; u < w; u++)
+				for (int64_t p = bptr[u]; p < bptr[u + 1]; p++)
+					out_rows[p - p0] = c->undirected && bidx[p] == u ? 2 : 1;
+		return;
+	}
+	for (int64_t u = v, k = 0; u < w; u++)
+	{
+		int64_t		o = c->src_old[u];
+
+		if (o < 0)
+			continue;
+		for (int64_t p = bptr[o]; p < bptr[o + 1]; p++)
+		{
+			int32_t		t = c->old2new[bidx[p]];
+
+			if (t < 0)
+				continue;
+			out_idx[k] = t;
+			if (out_w)
+				out_w[k] = bw[p];
+			if (out_rows)
+				out_rows[k] = b->arc_rows ? b->arc_rows[p] : (c->undirected && bidx[p] == o ? 2 : 1);
+			k++;
+		}
+	}
+}
+
+/*
+ * Reverse row t of the new CSR: the base's reverse row mapped, merged with
+ * the sources of t's changed arcs.  A changed arc's presence and weight are
+ * the new forward CSR's (indptr / fidx / fw, already written), so that the
+ * reverse weights are the forward ones exactly; an arc without changes is
+ * as the base has it, forward and reverse alike.  With out_src NULL only
+ * counts.
+ */
+static int64_t
+merge_rrow(const delta_ctx *c, int64_t t, const int64_t *indptr, const int32_t *fidx, const float *fw,
+		   int32_t *out_src, float *out_w)
+{
+	const gnn_graph *b = c->base;
+	int64_t		o = c->src_old[t];
+	int64_t		p = 0,
+				pe = 0;
+	int64_t		q = c->reptr[t],
+				qe = c->reptr[t + 1];
+	int64_t		k = 0;
+
+	if (o >= 0)
+	{
+		p = b->rindptr[o];
+		pe = b->rindptr[o + 1];
+	}
+	for (;;)
+	{
+		int32_t		bs = -1;	/* next mapped base source */
+
+		while (p < pe && (bs = c->old2new[b->rindices[p]]) < 0)
+			p++;
+		if (p >= pe)
+			bs = -1;
+		if (bs < 0 && q >= qe)
+			break;
+		if (bs >= 0 && (q >= qe || bs < c->rsrc[q]))
+		{
+			if (out_src)
+			{
+				out_src[k] = bs;
+				if (out_w)
+					out_w[k] = b->rweights[p];
+			}
+			k++;
+			p++;
+			continue;
+		}
+
+		/* a changed arc s -> t: is it in forward row s (sorted by target)? */
+		int32_t		s = c->rsrc[q++];
+		int64_t		lo = indptr[s],
+					hi = indptr[s + 1];
+
+		if (bs == s)
+			p++;
+		while (lo < hi)
+		{
+			int64_t		mid = lo + (hi - lo) / 2;
+
+			if (fidx[mid] < t)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < indptr[s + 1] && fidx[lo] == t)
+		{
+			if (out_src)
+			{
+				out_src[k] = s;
+				if (out_w)
+					out_w[k] = fw[lo];
+			}
+			k++;
+		}
+	}
+	return k;
+}
 
 /*
  * Row v of the new CSR: the base row mapped, merged with v's entries.  With
@@ -194,9 +348,11 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 			   *src_up = NULL,
 			   *eptr = NULL,
 			   *indptr = NULL,
-			   *fptr = NULL;
+			   *fptr = NULL,
+			   *reptr = NULL,
+			   *rcnt = NULL;
 	int32_t    *old2new = NULL,
-			   *asrc = NULL;
+			   *rsrc = NULL;
 	dentry	   *ent = NULL;
 	int64_t		nent = 0,
 				n = 0,
@@ -425,16 +581,42 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 	for (int64_t v = 0; v < n; v++)
 		eptr[v + 1] += eptr[v];
 
-	/* 3. count each row (and check the removals) */
-	delta_ctx	ctx = {base, ch->undirected, old2new, src_old, ent, eptr};
+	/*
+	 * the changed arcs by destination, for the reverse CSR: the distinct
+	 * (source, destination) pairs of the entries, which are in source order,
+	 * counted into destination buckets (so each bucket is in source order)
+	 */
+	reptr = calloc(n + 1, sizeof(int64_t));
+	rsrc = malloc(sizeof(int32_t) * (nent ? nent : 1));
+	if (!reptr || !rsrc)
+		FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) nent);
+	for (int64_t i = 0; i < nent; i++)
+		if (i == 0 || ent[i].src != ent[i - 1].src || ent[i].dst != ent[i - 1].dst)
+			reptr[ent[i].dst + 1]++;
+	for (int64_t v = 0; v < n; v++)
+		reptr[v + 1] += reptr[v];
+	{
+		int64_t    *next = indptr = malloc(sizeof(int64_t) * (n + 1));	/* (scratch here) */
+
+		if (!next)
+			FAIL(GNN_ERR_NOMEM, "out of memory");
+		memcpy(next, reptr, sizeof(int64_t) * n);
+		for (int64_t i = 0; i < nent; i++)
+			if (i == 0 || ent[i].src != ent[i - 1].src || ent[i].dst != ent[i - 1].dst)
+				rsrc[next[ent[i].dst]++] = ent[i].src;
+	}
+
+	/*
+	 * 3. count each row (and check the removals); a row without entries
+	 * keeps its base arcs less those at removed nodes
+	 */
+	delta_ctx	ctx = {base, ch->undirected, old2new, src_old, ent, eptr, n_removed > 0 || nfresh > 0, reptr, rsrc};
 	int64_t		bad = INT64_MAX;
 
-	indptr = malloc(sizeof(int64_t) * (n + 1));
-	if (!indptr)
-		FAIL(GNN_ERR_NOMEM, "out of memory");
 #pragma omp parallel for schedule(dynamic, 4096) num_threads(T) reduction(min:bad)
 	for (int64_t v = 0; v < n; v++)
-		indptr[v + 1] = merge_row(&ctx, v, NULL, NULL, NULL, &bad);
+		indptr[v + 1] = eptr[v] == eptr[v + 1] ? kept_len(&ctx, base->indptr, base->indices, src_old[v]) :
+			merge_row(&ctx, v, NULL, NULL, NULL, &bad);
 	if (bad != INT64_MAX)
 		FAIL_ROW(bad, ch->rm_src[bad], GNN_ERR_INVALID,
 				 "removed edge %lld -> %lld (change %lld) is not in the graph (or not that many times)",
@@ -503,9 +685,9 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 			has_targets |= base->targets && !isnan(base->targets[o]);
 		}
 	}
-	asrc = malloc(sizeof(int32_t) * (m ? m : 1));
-	if (!asrc)
-		FAIL(GNN_ERR_NOMEM, "out of memory for the reverse of %lld arcs", (long long) m);
+	rcnt = malloc(sizeof(int64_t) * (n + 1));
+	if (!rcnt)
+		FAIL(GNN_ERR_NOMEM, "out of memory");
 
 	/* 4. the region, laid out as a build lays it out */
 	{
@@ -570,22 +752,84 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		float	   *rw = weighted ? (float *) (region + h->off_weights) : NULL;
 		int32_t    *ra = (int32_t *) (region + h->off_arc_rows);
 
+		int64_t    *rrp = (int64_t *) (region + h->off_rindptr);
+		int32_t    *rri = (int32_t *) (region + h->off_rindices);
+		float	   *rrw = weighted ? (float *) (region + h->off_rweights) : NULL;
+		int64_t		nblk = (n + DELTA_BLOCK - 1) / DELTA_BLOCK;
+
 		memcpy(region + h->off_ids, nid, 8 * un);
 		memcpy(rp, indptr, 8 * (un + 1));
-#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
-		for (int64_t v = 0; v < n; v++)
-		{
-			int64_t		unused = INT64_MAX;
 
-			merge_row(&ctx, v, ri + indptr[v], rw ? rw + indptr[v] : NULL, ra + indptr[v], &unused);
-			for (int64_t p = indptr[v]; p < indptr[v + 1]; p++)
-				asrc[p] = (int32_t) v;
+		/*
+		 * the forward CSR: rows with entries merged, runs of rows without
+		 * copied (a run is one memcpy when no node comes or goes)
+		 */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(T)
+		for (int64_t bk = 0; bk < nblk; bk++)
+		{
+			int64_t		v = bk * DELTA_BLOCK,
+						ve = v + DELTA_BLOCK < n ? v + DELTA_BLOCK : n;
+
+			while (v < ve)
+			{
+				int64_t		w = v;
+
+				while (w < ve && eptr[w] == eptr[w + 1])
+					w++;
+				if (w > v)
+					copy_rows(&ctx, v, w, base->indptr, base->indices, base->weights, ri + indptr[v],
+							  rw ? rw + indptr[v] : NULL, ra + indptr[v]);
+				if (w < ve)
+				{
+					int64_t		unused = INT64_MAX;
+
+					merge_row(&ctx, w, ri + indptr[w], rw ? rw + indptr[w] : NULL, ra + indptr[w], &unused);
+					w++;
+				}
+				v = w;
+			}
 		}
-		status = gnn_graph_counting_sort(m, n, ri, asrc, rw, NULL, NULL, (int32_t *) (region + h->off_rindices),
-										 weighted ? (float *) (region + h->off_rweights) : NULL, NULL,
-										 (int64_t *) (region + h->off_rindptr), T, err);
-		if (status != GNN_OK)
-			goto done;
+
+		/*
+		 * the reverse CSR likewise from the base's: each row the base's
+		 * sources mapped, merged with the sources of its changed arcs (what
+		 * the build's stable counting sort of the forward arcs gives)
+		 */
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
+		for (int64_t t = 0; t < n; t++)
+			rcnt[t + 1] = reptr[t] == reptr[t + 1] ?
+				kept_len(&ctx, base->rindptr, base->rindices, src_old[t]) :
+				merge_rrow(&ctx, t, indptr, ri, rw, NULL, NULL);
+		rcnt[0] = 0;
+		for (int64_t t = 0; t < n; t++)
+			rcnt[t + 1] += rcnt[t];
+		if (rcnt[n] != m)
+			FAIL(GNN_ERR_CORRUPT, "the base graph's reverse arcs (%lld after the changes) do not match its arcs (%lld)",
+				 (long long) rcnt[n], (long long) m);
+		memcpy(rrp, rcnt, 8 * (un + 1));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(T)
+		for (int64_t bk = 0; bk < nblk; bk++)
+		{
+			int64_t		t = bk * DELTA_BLOCK,
+						te = t + DELTA_BLOCK < n ? t + DELTA_BLOCK : n;
+
+			while (t < te)
+			{
+				int64_t		w = t;
+
+				while (w < te && reptr[w] == reptr[w + 1])
+					w++;
+				if (w > t)
+					copy_rows(&ctx, t, w, base->rindptr, base->rindices, base->rweights, rri + rcnt[t],
+							  rrw ? rrw + rcnt[t] : NULL, NULL);
+				if (w < te)
+				{
+					merge_rrow(&ctx, w, indptr, ri, rw, rri + rcnt[w], rrw ? rrw + rcnt[w] : NULL);
+					w++;
+				}
+				t = w;
+			}
+		}
 
 		if (dense)
 		{
@@ -711,6 +955,8 @@ done:
 	free(eptr);
 	free(indptr);
 	free(fptr);
-	free(asrc);
+	free(reptr);
+	free(rcnt);
+	free(rsrc);
 	return status;
 }
