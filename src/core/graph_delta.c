@@ -116,6 +116,16 @@ typedef struct delta_ctx
 	/* the changed arcs (src, dst) by destination: rsrc[reptr[t] .. reptr[t+1]) */
 	const int64_t *reptr;
 	const int32_t *rsrc;
+	/*
+	 * per changed arc (by an entry's index, rpos[], into the order of rsrc):
+	 * what the forward rows found, for the reverse rows to take: whether
+	 * the arc is there after the changes, that less whether it was before,
+	 * and its weight after (written with the forward rows)
+	 */
+	const int64_t *rpos;
+	uint8_t    *rpresent;
+	int8_t	   *rdelta;
+	float	   *rwt;
 } delta_ctx;
 
 /* the number of arcs base row o keeps (those not at removed nodes) */
@@ -189,15 +199,13 @@ copy_rows(const delta_ctx *c, int64_t v, int64_t w, const int64_t *bptr, const i
 
 /*
  * Reverse row t of the new CSR: the base's reverse row mapped, merged with
- * the sources of t's changed arcs.  A changed arc's presence and weight are
- * the new forward CSR's (indptr / fidx / fw, already written), so that the
- * reverse weights are the forward ones exactly; an arc without changes is
- * as the base has it, forward and reverse alike.  With out_src NULL only
- * counts.
+ * the sources of t's changed arcs, each there or not, and weighed, as the
+ * forward rows found it (so that the reverse weights are the forward ones
+ * exactly); an arc without changes is as the base has it, forward and
+ * reverse alike.
  */
-static int64_t
-merge_rrow(const delta_ctx *c, int64_t t, const int64_t *indptr, const int32_t *fidx, const float *fw,
-		   int32_t *out_src, float *out_w)
+static void
+merge_rrow(const delta_ctx *c, int64_t t, int32_t *out_src, float *out_w)
 {
 	const gnn_graph *b = c->base;
 	int64_t		o = c->src_old[t];
@@ -224,45 +232,24 @@ merge_rrow(const delta_ctx *c, int64_t t, const int64_t *indptr, const int32_t *
 			break;
 		if (bs >= 0 && (q >= qe || bs < c->rsrc[q]))
 		{
-			if (out_src)
-			{
-				out_src[k] = bs;
-				if (out_w)
-					out_w[k] = b->rweights[p];
-			}
+			out_src[k] = bs;
+			if (out_w)
+				out_w[k] = b->rweights[p];
 			k++;
 			p++;
 			continue;
 		}
-
-		/* a changed arc s -> t: is it in forward row s (sorted by target)? */
-		int32_t		s = c->rsrc[q++];
-		int64_t		lo = indptr[s],
-					hi = indptr[s + 1];
-
-		if (bs == s)
+		if (bs == c->rsrc[q])
 			p++;
-		while (lo < hi)
+		if (c->rpresent[q])
 		{
-			int64_t		mid = lo + (hi - lo) / 2;
-
-			if (fidx[mid] < t)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo < indptr[s + 1] && fidx[lo] == t)
-		{
-			if (out_src)
-			{
-				out_src[k] = s;
-				if (out_w)
-					out_w[k] = fw[lo];
-			}
+			out_src[k] = c->rsrc[q];
+			if (out_w)
+				out_w[k] = c->rwt[q];
 			k++;
 		}
+		q++;
 	}
-	return k;
 }
 
 /*
@@ -300,9 +287,12 @@ merge_row(const delta_ctx *c, int64_t v, int32_t *out_idx, float *out_w, int32_t
 		int32_t		t;
 		int64_t		rows = 0;
 		double		w = 0;
+		int64_t		e0 = e;
+		bool		had = false;	/* the base has the arc */
 
 		if (bt >= 0 && (e >= ee || bt <= c->ent[e].dst))
 		{
+			had = true;
 			t = bt;
 			rows = b->arc_rows ? b->arc_rows[p] : (c->undirected && b->indices[p] == o ? 2 : 1);
 			w = b->weights ? b->weights[p] : 0;
@@ -317,6 +307,18 @@ merge_row(const delta_ctx *c, int64_t v, int32_t *out_idx, float *out_w, int32_t
 			/* removals come first: a negative count is a row the base lacks */
 			if (rows < 0 && c->ent[e].idx < *bad)
 				*bad = c->ent[e].idx;
+		}
+		if (e > e0)
+		{
+			int64_t		q = c->rpos[e0];
+
+			if (!out_idx)
+			{
+				c->rpresent[q] = rows > 0;
+				c->rdelta[q] = (int8_t) ((rows > 0) - had);
+			}
+			else if (rows > 0 && c->rwt)
+				c->rwt[q] = (float) w;
 		}
 		if (rows <= 0)
 			continue;
@@ -350,9 +352,14 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 			   *indptr = NULL,
 			   *fptr = NULL,
 			   *reptr = NULL,
-			   *rcnt = NULL;
+			   *rcnt = NULL,
+			   *rpos = NULL;
+	uint8_t    *rpresent = NULL;
+	int8_t	   *rdelta = NULL;
+	float	   *rwt = NULL;
 	int32_t    *old2new = NULL,
-			   *rsrc = NULL;
+			   *rsrc = NULL,
+			   *eidx = NULL;
 	dentry	   *ent = NULL;
 	int64_t		nent = 0,
 				n = 0,
@@ -525,6 +532,13 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		if (!ent || !eptr)
 			FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) cap);
 	}
+	{
+		int64_t		cap = ch->num_removed_edges > ch->num_added_edges ? ch->num_removed_edges : ch->num_added_edges;
+
+		eidx = malloc(sizeof(int32_t) * 2 * (cap ? cap : 1));
+		if (!eidx)
+			FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) cap);
+	}
 	for (int pass = 0; pass < 2; pass++)
 	{
 		bool		rm = pass == 0;
@@ -533,21 +547,36 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		const int64_t *ed = rm ? ch->rm_dst : ch->add_dst;
 		const float *ew = rm ? ch->rm_weight : ch->add_weight;
 
+		/*
+		 * the endpoints' new indices (-1: none), in parallel: two binary
+		 * searches over the nodes per change add up; -2: a removed row at
+		 * a node removed now (its arcs went with the node)
+		 */
+#pragma omp parallel for schedule(static) num_threads(T)
 		for (int64_t i = 0; i < ne; i++)
 		{
 			int64_t		s = find_sorted(nid, n, es[i]),
 						d = find_sorted(nid, n, ed[i]);
-			float		w = weighted && ew ? ew[i] : 1;
 
-			if (rm)
+			if (rm && n_removed > 0)
 			{
 				int64_t		os = gnn_graph_find(base, es[i]),
 							od = gnn_graph_find(base, ed[i]);
 
-				/* an endpoint removed now: its arcs went with it */
 				if ((os >= 0 && removed[os]) || (od >= 0 && removed[od]))
-					continue;
+					s = -2;
 			}
+			eidx[2 * i] = (int32_t) s;
+			eidx[2 * i + 1] = (int32_t) d;
+		}
+		for (int64_t i = 0; i < ne; i++)
+		{
+			int64_t		s = eidx[2 * i],
+						d = eidx[2 * i + 1];
+			float		w = weighted && ew ? ew[i] : 1;
+
+			if (s == -2)
+				continue;
 			if (s < 0 || d < 0)
 			{
 				int64_t		which = s < 0 ? es[i] : ed[i];
@@ -588,7 +617,12 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 	 */
 	reptr = calloc(n + 1, sizeof(int64_t));
 	rsrc = malloc(sizeof(int32_t) * (nent ? nent : 1));
-	if (!reptr || !rsrc)
+	rpos = malloc(sizeof(int64_t) * (nent ? nent : 1));
+	rpresent = malloc(nent ? nent : 1);
+	rdelta = malloc(nent ? nent : 1);
+	rwt = malloc(sizeof(float) * (nent ? nent : 1));
+	rcnt = malloc(sizeof(int64_t) * (n + 1));
+	if (!reptr || !rsrc || !rpos || !rpresent || !rdelta || !rwt || !rcnt)
 		FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) nent);
 	for (int64_t i = 0; i < nent; i++)
 		if (i == 0 || ent[i].src != ent[i - 1].src || ent[i].dst != ent[i - 1].dst)
@@ -603,14 +637,20 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		memcpy(next, reptr, sizeof(int64_t) * n);
 		for (int64_t i = 0; i < nent; i++)
 			if (i == 0 || ent[i].src != ent[i - 1].src || ent[i].dst != ent[i - 1].dst)
-				rsrc[next[ent[i].dst]++] = ent[i].src;
+			{
+				rpos[i] = next[ent[i].dst]++;
+				rsrc[rpos[i]] = ent[i].src;
+			}
+			else
+				rpos[i] = rpos[i - 1];
 	}
 
 	/*
 	 * 3. count each row (and check the removals); a row without entries
 	 * keeps its base arcs less those at removed nodes
 	 */
-	delta_ctx	ctx = {base, ch->undirected, old2new, src_old, ent, eptr, n_removed > 0 || nfresh > 0, reptr, rsrc};
+	delta_ctx	ctx = {base, ch->undirected, old2new, src_old, ent, eptr, n_removed > 0 || nfresh > 0, reptr, rsrc,
+		rpos, rpresent, rdelta, weighted ? rwt : NULL};
 	int64_t		bad = INT64_MAX;
 
 #pragma omp parallel for schedule(dynamic, 4096) num_threads(T) reduction(min:bad)
@@ -625,6 +665,23 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 	for (int64_t v = 0; v < n; v++)
 		indptr[v + 1] += indptr[v];
 	m = indptr[n];
+
+	/* the reverse rows' lengths: the base's, less and plus the changed arcs */
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
+	for (int64_t t = 0; t < n; t++)
+	{
+		int64_t		k = kept_len(&ctx, base->rindptr, base->rindices, src_old[t]);
+
+		for (int64_t q = reptr[t]; q < reptr[t + 1]; q++)
+			k += rdelta[q];
+		rcnt[t + 1] = k;
+	}
+	rcnt[0] = 0;
+	for (int64_t t = 0; t < n; t++)
+		rcnt[t + 1] += rcnt[t];
+	if (rcnt[n] != m)
+		FAIL(GNN_ERR_CORRUPT, "the base graph's reverse arcs (%lld after the changes) do not match its arcs (%lld)",
+			 (long long) rcnt[n], (long long) m);
 
 	/* node data: sizes and counts */
 	int64_t		feat_nnz = 0,
@@ -685,9 +742,6 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 			has_targets |= base->targets && !isnan(base->targets[o]);
 		}
 	}
-	rcnt = malloc(sizeof(int64_t) * (n + 1));
-	if (!rcnt)
-		FAIL(GNN_ERR_NOMEM, "out of memory");
 
 	/* 4. the region, laid out as a build lays it out */
 	{
@@ -795,17 +849,6 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		 * sources mapped, merged with the sources of its changed arcs (what
 		 * the build's stable counting sort of the forward arcs gives)
 		 */
-#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
-		for (int64_t t = 0; t < n; t++)
-			rcnt[t + 1] = reptr[t] == reptr[t + 1] ?
-				kept_len(&ctx, base->rindptr, base->rindices, src_old[t]) :
-				merge_rrow(&ctx, t, indptr, ri, rw, NULL, NULL);
-		rcnt[0] = 0;
-		for (int64_t t = 0; t < n; t++)
-			rcnt[t + 1] += rcnt[t];
-		if (rcnt[n] != m)
-			FAIL(GNN_ERR_CORRUPT, "the base graph's reverse arcs (%lld after the changes) do not match its arcs (%lld)",
-				 (long long) rcnt[n], (long long) m);
 		memcpy(rrp, rcnt, 8 * (un + 1));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(T)
 		for (int64_t bk = 0; bk < nblk; bk++)
@@ -824,7 +867,7 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 							  rrw ? rrw + rcnt[t] : NULL, NULL);
 				if (w < te)
 				{
-					merge_rrow(&ctx, w, indptr, ri, rw, rri + rcnt[w], rrw ? rrw + rcnt[w] : NULL);
+					merge_rrow(&ctx, w, rri + rcnt[w], rrw ? rrw + rcnt[w] : NULL);
 					w++;
 				}
 				t = w;
@@ -958,5 +1001,10 @@ done:
 	free(reptr);
 	free(rcnt);
 	free(rsrc);
+	free(eidx);
+	free(rpos);
+	free(rpresent);
+	free(rdelta);
+	free(rwt);
 	return status;
 }
