@@ -136,7 +136,7 @@ main(int argc, char **argv)
 	{
 		src[i] = ids[rnd() % n];
 		dst[i] = ids[rnd() % n];
-		w[i] = (float) (1 + rnd() % 1000) / 256.0f;
+		w[i] = (float) (1 + rnd() % 1000000) / 7919.0f;	/* not on a grid: sums round */
 	}
 
 	gnn_graph_input in = {0};
@@ -192,7 +192,7 @@ main(int argc, char **argv)
 	{
 		add_src[k] = ids[rnd() % n];
 		add_dst[k] = ids[rnd() % n];
-		add_w[k] = (float) (1 + rnd() % 1000) / 256.0f;
+		add_w[k] = (float) (1 + rnd() % 1000000) / 7919.0f;
 	}
 
 	gnn_graph_changes ch = {0};
