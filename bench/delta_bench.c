@@ -4,11 +4,17 @@
  * features; CHANGES edge rows (half removed, half added), then the same
  * with NODECH node removals and NODECH upserts (half of them new ids).
  * Best of 3 each, and a hash of the result's arrays, so that two versions
- * of the code can be checked to give the same region bit for bit.
+ * of the code can be checked to give the same region bit for bit.  Each
+ * with the region in a shared mapping mapped in by gnn_prefault as the
+ * server's allocator does ("shared"), and in malloc's memory, faulted in a
+ * page at a time as it is written ("malloc": here the page faults alone
+ * cost about as much as the rest).
  *
  *   bash bench/delta_bench.sh [nodes edges changes nodech threads]
  */
 #include "graph.h"
+
+#include <sys/mman.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,11 +41,27 @@ now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static int	nthreads;
+
+/* malloc: a fresh mapping, faulted in page by page as it is written */
 static void *
-alloc_fn(void *arg, uint64_t bytes)
+alloc_malloc(void *arg, uint64_t bytes)
 {
 	(void) arg;
 	return malloc(bytes);
+}
+
+/* as the server allocates a region: a shared mapping, mapped in at once */
+static void *
+alloc_shared(void *arg, uint64_t bytes)
+{
+	void	   *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	(void) arg;
+	if (p == MAP_FAILED)
+		return NULL;
+	gnn_prefault(p, bytes, nthreads);
+	return p;
 }
 
 static uint64_t
@@ -78,7 +100,7 @@ graph_hash(const gnn_graph *g)
 }
 
 static void
-run(const char *what, const gnn_graph *base, const gnn_graph_changes *ch)
+run(const char *what, const gnn_graph *base, const gnn_graph_changes *ch, bool shared)
 {
 	double		best = 1e30;
 	uint64_t	h = 0;
@@ -92,7 +114,8 @@ run(const char *what, const gnn_graph *base, const gnn_graph_changes *ch)
 		gnn_graph	g;
 		double		t0 = now();
 
-		if (gnn_graph_apply_changes(base, ch, alloc_fn, NULL, &reg, &sz, NULL, &err) != GNN_OK)
+		if (gnn_graph_apply_changes(base, ch, shared ? alloc_shared : alloc_malloc, NULL, &reg, &sz, NULL,
+									&err) != GNN_OK)
 		{
 			fprintf(stderr, "apply: %s\n", err.msg);
 			exit(1);
@@ -108,9 +131,13 @@ run(const char *what, const gnn_graph *base, const gnn_graph_changes *ch)
 		}
 		h = graph_hash(&g);
 		m = g.num_edges;
-		free(reg);
+		if (shared)
+			munmap(reg, sz);
+		else
+			free(reg);
 	}
-	printf("%-28s %8.3f s  (%lld arcs, hash %016llx)\n", what, best, (long long) m, (unsigned long long) h);
+	printf("%-24s %-8s %8.3f s  (%lld arcs, hash %016llx)\n", what, shared ? "shared" : "malloc", best,
+		   (long long) m, (unsigned long long) h);
 }
 
 int
@@ -120,7 +147,7 @@ main(int argc, char **argv)
 				e = argc > 2 ? atoll(argv[2]) : 10000000,
 				nc = argc > 3 ? atoll(argv[3]) : 100000,
 				nn = argc > 4 ? atoll(argv[4]) : 1000;
-	int			T = argc > 5 ? atoi(argv[5]) : 2;
+	int			T = nthreads = argc > 5 ? atoi(argv[5]) : 2;
 	int			dim = 16;
 	int64_t    *ids = malloc(8 * n),
 			   *src = malloc(8 * e),
@@ -206,7 +233,8 @@ main(int argc, char **argv)
 	ch.add_dst = add_dst;
 	ch.add_weight = add_w;
 	ch.nthreads = T;
-	run("edge changes", &g, &ch);
+	run("edge changes", &g, &ch, true);
+	run("edge changes", &g, &ch, false);
 
 	/* and node changes: removals, updates and new ids (odd: between the old ones) */
 	int64_t    *rm_nodes = malloc(8 * (nn + 1)),
@@ -229,12 +257,14 @@ main(int argc, char **argv)
 	ch.up_ids = up_ids;
 	ch.up_feat = up_feat;
 	ch.skip_dangling = true;	/* added rows at removed nodes */
-	run("edge and node changes", &g, &ch);
+	run("edge and node changes", &g, &ch, true);
+	run("edge and node changes", &g, &ch, false);
 
 	/* no changes at all: the floor (a copy of the region) */
 	gnn_graph_changes none = {0};
 
 	none.nthreads = T;
-	run("no changes", &g, &none);
+	run("no changes", &g, &none, true);
+	run("no changes", &g, &none, false);
 	return 0;
 }

@@ -85,13 +85,41 @@ idpos_cmp(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-/* index of id in sorted ids[0..n), or -1 */
+/*
+ * index of id in ascending ids[0..n), or -1.  A few interpolation steps
+ * first: node ids are mostly dense (serial keys), where the first guess is
+ * the place, and a change set looks up two ids per edge row; then a binary
+ * search of what is left.
+ */
 static int64_t
 find_sorted(const int64_t *ids, int64_t n, int64_t id)
 {
 	int64_t		lo = 0,
 				hi = n;
 
+	for (int step = 0; step < 3 && hi - lo > 16; step++)
+	{
+		int64_t		a = ids[lo],
+					b = ids[hi - 1],
+					g;
+
+		if (id < a || id > b)
+			return -1;
+		if (a == b)
+			break;
+		/* in double: b - a may not fit an int64 */
+		g = lo + (int64_t) (((double) id - (double) a) / ((double) b - (double) a) * (double) (hi - 1 - lo));
+		if (g < lo)
+			g = lo;
+		if (g > hi - 1)
+			g = hi - 1;
+		if (ids[g] == id)
+			return g;
+		if (ids[g] < id)
+			lo = g + 1;
+		else
+			hi = g;
+	}
 	while (lo < hi)
 	{
 		int64_t		mid = lo + (hi - lo) / 2;
@@ -560,8 +588,8 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 
 			if (rm && n_removed > 0)
 			{
-				int64_t		os = gnn_graph_find(base, es[i]),
-							od = gnn_graph_find(base, ed[i]);
+				int64_t		os = find_sorted(base->ids, n0, es[i]),
+							od = find_sorted(base->ids, n0, ed[i]);
 
 				if ((os >= 0 && removed[os]) || (od >= 0 && removed[od]))
 					s = -2;
@@ -604,11 +632,52 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 			}
 		}
 	}
-	qsort(ent, nent, sizeof(dentry), dentry_cmp);
+
+	/*
+	 * sorted by source with a counting sort into eptr's buckets (a qsort of
+	 * every entry costs more than the rest before the copy), then each
+	 * bucket, mostly of one or two entries, by the rest of the key
+	 */
 	for (int64_t i = 0; i < nent; i++)
 		eptr[ent[i].src + 1]++;
 	for (int64_t v = 0; v < n; v++)
 		eptr[v + 1] += eptr[v];
+	{
+		int64_t    *next = malloc(sizeof(int64_t) * (n ? n : 1));
+		dentry	   *sorted = malloc(sizeof(dentry) * (nent ? nent : 1));
+
+		if (!next || !sorted)
+		{
+			free(next);
+			free(sorted);
+			FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) nent);
+		}
+		memcpy(next, eptr, sizeof(int64_t) * n);
+		for (int64_t i = 0; i < nent; i++)
+			sorted[next[ent[i].src]++] = ent[i];
+		free(next);
+		free(ent);
+		ent = sorted;
+	}
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
+	for (int64_t v = 0; v < n; v++)
+	{
+		int64_t		b = eptr[v],
+					e = eptr[v + 1];
+
+		if (e - b > 16)
+			qsort(ent + b, e - b, sizeof(dentry), dentry_cmp);
+		else
+			for (int64_t i = b + 1; i < e; i++)
+			{
+				dentry		x = ent[i];
+				int64_t		j = i;
+
+				for (; j > b && dentry_cmp(&ent[j - 1], &x) > 0; j--)
+					ent[j] = ent[j - 1];
+				ent[j] = x;
+			}
+	}
 
 	/*
 	 * the changed arcs by destination, for the reverse CSR: the distinct
