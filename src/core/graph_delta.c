@@ -12,12 +12,23 @@
  *      sorted;
  *   2. the edge changes as entries (source, destination, rows, weight),
  *      removals negative, sorted by (source, destination, removals first,
- *      change index);
- *   3. each row: the base row mapped (arcs to removed nodes dropped) merged
- *      with its entries, once to count (and find a removal the base does not
- *      hold) and once, with the region laid out, to write; both in parallel
- *      over rows;
- *   4. the reverse CSR by the build's stable counting sort, and node data.
+ *      change index); and the changed arcs again by destination;
+ *   3. each row with entries: the base row mapped (arcs to removed nodes
+ *      dropped) merged with its entries, once to count (and find a removal
+ *      the base does not hold) and once, with the region laid out, to
+ *      write; both in parallel over rows.  The merge notes for each changed
+ *      arc whether it is there after the changes (and was before) and its
+ *      weight.  A row without entries is its base row: its length known
+ *      without a look at it unless nodes go, and a run of such rows copied
+ *      as one slice when no node comes or goes (else mapped arc by arc);
+ *   4. the reverse CSR the same way from the base's reverse CSR: a row
+ *      without changed arcs in is its base row, and a row with some is its
+ *      base row merged with them as step 3 found them, so its weights are
+ *      the forward ones bit for bit (as the build's counting sort gives
+ *      them); then node data.
+ *
+ * So the work is a copy of the base plus work in proportion to the changes
+ * (and passes over the node arrays): no pass sorts or scatters every arc.
  *
  * Floating-point sums: an arc's weight is the base's sum less the removed
  * rows' weights plus the added ones, which is the build's sum of the
