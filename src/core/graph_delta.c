@@ -12,12 +12,23 @@
  *      sorted;
  *   2. the edge changes as entries (source, destination, rows, weight),
  *      removals negative, sorted by (source, destination, removals first,
- *      change index);
- *   3. each row: the base row mapped (arcs to removed nodes dropped) merged
- *      with its entries, once to count (and find a removal the base does not
- *      hold) and once, with the region laid out, to write; both in parallel
- *      over rows;
- *   4. the reverse CSR by the build's stable counting sort, and node data.
+ *      change index); and the changed arcs again by destination;
+ *   3. each row with entries: the base row mapped (arcs to removed nodes
+ *      dropped) merged with its entries, once to count (and find a removal
+ *      the base does not hold) and once, with the region laid out, to
+ *      write; both in parallel over rows.  The merge notes for each changed
+ *      arc whether it is there after the changes (and was before) and its
+ *      weight.  A row without entries is its base row: its length known
+ *      without a look at it unless nodes go, and a run of such rows copied
+ *      as one slice when no node comes or goes (else mapped arc by arc);
+ *   4. the reverse CSR the same way from the base's reverse CSR: a row
+ *      without changed arcs in is its base row, and a row with some is its
+ *      base row merged with them as step 3 found them, so its weights are
+ *      the forward ones bit for bit (as the build's counting sort gives
+ *      them); then node data.
+ *
+ * So the work is a copy of the base plus work in proportion to the changes
+ * (and passes over the node arrays): no pass sorts or scatters every arc.
  *
  * Floating-point sums: an arc's weight is the base's sum less the removed
  * rows' weights plus the added ones, which is the build's sum of the
@@ -36,6 +47,9 @@
 #define FAIL(st, ...) do { status = gnn_error_set(err, (st), __VA_ARGS__); goto done; } while (0)
 #define FAIL_ROW(r, i, st, ...) do { if (err) { err->row = (r); err->id = (i); } \
 		FAIL(st, __VA_ARGS__); } while (0)
+
+/* rows per block of the parallel fill loops */
+#define DELTA_BLOCK 4096
 
 /* one edge change on one arc: rows < 0 removes, > 0 adds */
 typedef struct dentry
@@ -82,13 +96,41 @@ idpos_cmp(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-/* index of id in sorted ids[0..n), or -1 */
+/*
+ * index of id in ascending ids[0..n), or -1.  A few interpolation steps
+ * first: node ids are mostly dense (serial keys), where the first guess is
+ * the place, and a change set looks up two ids per edge row; then a binary
+ * search of what is left.
+ */
 static int64_t
 find_sorted(const int64_t *ids, int64_t n, int64_t id)
 {
 	int64_t		lo = 0,
 				hi = n;
 
+	for (int step = 0; step < 3 && hi - lo > 16; step++)
+	{
+		int64_t		a = ids[lo],
+					b = ids[hi - 1],
+					g;
+
+		if (id < a || id > b)
+			return -1;
+		if (a == b)
+			break;
+		/* in double: b - a may not fit an int64 */
+		g = lo + (int64_t) (((double) id - (double) a) / ((double) b - (double) a) * (double) (hi - 1 - lo));
+		if (g < lo)
+			g = lo;
+		if (g > hi - 1)
+			g = hi - 1;
+		if (ids[g] == id)
+			return g;
+		if (ids[g] < id)
+			lo = g + 1;
+		else
+			hi = g;
+	}
 	while (lo < hi)
 	{
 		int64_t		mid = lo + (hi - lo) / 2;
@@ -109,7 +151,145 @@ typedef struct delta_ctx
 	const int64_t *src_old;		/* per new node: base index or -1 */
 	const dentry *ent;
 	const int64_t *eptr;		/* per new node: its entries [eptr[v], eptr[v+1]) */
+	bool		shift;			/* nodes come or go: old2new is not the identity */
+	/* the changed arcs (src, dst) by destination: rsrc[reptr[t] .. reptr[t+1]) */
+	const int64_t *reptr;
+	const int32_t *rsrc;
+	/*
+	 * per changed arc (by an entry's index, rpos[], into the order of rsrc):
+	 * what the forward rows found, for the reverse rows to take: whether
+	 * the arc is there after the changes, that less whether it was before,
+	 * and its weight after (written with the forward rows)
+	 */
+	const int64_t *rpos;
+	uint8_t    *rpresent;
+	int8_t	   *rdelta;
+	float	   *rwt;
 } delta_ctx;
+
+/* the number of arcs base row o keeps (those not at removed nodes) */
+static int64_t
+kept_len(const delta_ctx *c, const int64_t *bptr, const int32_t *bidx, int64_t o)
+{
+	int64_t		k = 0;
+
+	if (o < 0)
+		return 0;
+	if (!c->shift)
+		return bptr[o + 1] - bptr[o];
+	for (int64_t p = bptr[o]; p < bptr[o + 1]; p++)
+		k += c->old2new[bidx[p]] >= 0;
+	return k;
+}
+
+/*
+ * Rows [v, w) that have no changes of their own (no entries, for the
+ * forward CSR; no changed arcs in, for the reverse): the base rows mapped.
+ * Without node changes a run of such rows is one slice of the base, copied
+ * as it is; else each row is mapped arc by arc, dropping arcs at removed
+ * nodes.  bptr / bidx / bw are the base's forward or reverse arrays; rows
+ * (forward only) gets the arcs' row counts, as merge_row counts them.
+ */
+static void
+copy_rows(const delta_ctx *c, int64_t v, int64_t w, const int64_t *bptr, const int32_t *bidx,
+		  const float *bw, int32_t *out_idx, float *out_w, int32_t *out_rows)
+{
+	const gnn_graph *b = c->base;
+
+	if (!c->shift)
+	{
+		int64_t		p0 = bptr[v],
+					len = bptr[w] - p0;
+
+		if (len <= 0)
+			return;
+		memcpy(out_idx, bidx + p0, sizeof(int32_t) * len);
+		if (out_w)
+			memcpy(out_w, bw + p0, sizeof(float) * len);
+		if (out_rows && b->arc_rows)
+			memcpy(out_rows, b->arc_rows + p0, sizeof(int32_t) * len);
+		else if (out_rows)
+			for (int64_t u = v; u < w; u++)
+				for (int64_t p = bptr[u]; p < bptr[u + 1]; p++)
+					out_rows[p - p0] = c->undirected && bidx[p] == u ? 2 : 1;
+		return;
+	}
+	for (int64_t u = v, k = 0; u < w; u++)
+	{
+		int64_t		o = c->src_old[u];
+
+		if (o < 0)
+			continue;
+		for (int64_t p = bptr[o]; p < bptr[o + 1]; p++)
+		{
+			int32_t		t = c->old2new[bidx[p]];
+
+			if (t < 0)
+				continue;
+			out_idx[k] = t;
+			if (out_w)
+				out_w[k] = bw[p];
+			if (out_rows)
+				out_rows[k] = b->arc_rows ? b->arc_rows[p] : (c->undirected && bidx[p] == o ? 2 : 1);
+			k++;
+		}
+	}
+}
+
+/*
+ * Reverse row t of the new CSR: the base's reverse row mapped, merged with
+ * the sources of t's changed arcs, each there or not, and weighed, as the
+ * forward rows found it (so that the reverse weights are the forward ones
+ * exactly); an arc without changes is as the base has it, forward and
+ * reverse alike.
+ */
+static void
+merge_rrow(const delta_ctx *c, int64_t t, int32_t *out_src, float *out_w)
+{
+	const gnn_graph *b = c->base;
+	int64_t		o = c->src_old[t];
+	int64_t		p = 0,
+				pe = 0;
+	int64_t		q = c->reptr[t],
+				qe = c->reptr[t + 1];
+	int64_t		k = 0;
+
+	if (o >= 0)
+	{
+		p = b->rindptr[o];
+		pe = b->rindptr[o + 1];
+	}
+	for (;;)
+	{
+		int32_t		bs = -1;	/* next mapped base source */
+
+		while (p < pe && (bs = c->old2new[b->rindices[p]]) < 0)
+			p++;
+		if (p >= pe)
+			bs = -1;
+		if (bs < 0 && q >= qe)
+			break;
+		if (bs >= 0 && (q >= qe || bs < c->rsrc[q]))
+		{
+			out_src[k] = bs;
+			if (out_w)
+				out_w[k] = b->rweights[p];
+			k++;
+			p++;
+			continue;
+		}
+		if (bs == c->rsrc[q])
+			p++;
+		if (c->rpresent[q])
+		{
+			out_src[k] = c->rsrc[q];
+			if (out_w)
+				out_w[k] = c->rwt[q];
+			k++;
+		}
+		q++;
+	}
+}
 
 /*
  * Row v of the new CSR: the base row mapped, merged with v's entries.  With
@@ -146,9 +326,12 @@ merge_row(const delta_ctx *c, int64_t v, int32_t *out_idx, float *out_w, int32_t
 		int32_t		t;
 		int64_t		rows = 0;
 		double		w = 0;
+		int64_t		e0 = e;
+		bool		had = false;	/* the base has the arc */
 
 		if (bt >= 0 && (e >= ee || bt <= c->ent[e].dst))
 		{
+			had = true;
 			t = bt;
 			rows = b->arc_rows ? b->arc_rows[p] : (c->undirected && b->indices[p] == o ? 2 : 1);
 			w = b->weights ? b->weights[p] : 0;
@@ -163,6 +346,18 @@ merge_row(const delta_ctx *c, int64_t v, int32_t *out_idx, float *out_w, int32_t
 			/* removals come first: a negative count is a row the base lacks */
 			if (rows < 0 && c->ent[e].idx < *bad)
 				*bad = c->ent[e].idx;
+		}
+		if (e > e0)
+		{
+			int64_t		q = c->rpos[e0];
+
+			if (!out_idx)
+			{
+				c->rpresent[q] = rows > 0;
+				c->rdelta[q] = (int8_t) ((rows > 0) - had);
+			}
+			else if (rows > 0 && c->rwt)
+				c->rwt[q] = (float) w;
 		}
 		if (rows <= 0)
 			continue;
@@ -194,9 +389,16 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 			   *src_up = NULL,
 			   *eptr = NULL,
 			   *indptr = NULL,
-			   *fptr = NULL;
+			   *fptr = NULL,
+			   *reptr = NULL,
+			   *rcnt = NULL,
+			   *rpos = NULL;
+	uint8_t    *rpresent = NULL;
+	int8_t	   *rdelta = NULL;
+	float	   *rwt = NULL;
 	int32_t    *old2new = NULL,
-			   *asrc = NULL;
+			   *rsrc = NULL,
+			   *eidx = NULL;
 	dentry	   *ent = NULL;
 	int64_t		nent = 0,
 				n = 0,
@@ -369,6 +571,13 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		if (!ent || !eptr)
 			FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) cap);
 	}
+	{
+		int64_t		cap = ch->num_removed_edges > ch->num_added_edges ? ch->num_removed_edges : ch->num_added_edges;
+
+		eidx = malloc(sizeof(int32_t) * 2 * (cap ? cap : 1));
+		if (!eidx)
+			FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) cap);
+	}
 	for (int pass = 0; pass < 2; pass++)
 	{
 		bool		rm = pass == 0;
@@ -377,21 +586,36 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		const int64_t *ed = rm ? ch->rm_dst : ch->add_dst;
 		const float *ew = rm ? ch->rm_weight : ch->add_weight;
 
+		/*
+		 * the endpoints' new indices (-1: none), in parallel: two binary
+		 * searches over the nodes per change add up; -2: a removed row at
+		 * a node removed now (its arcs went with the node)
+		 */
+#pragma omp parallel for schedule(static) num_threads(T)
 		for (int64_t i = 0; i < ne; i++)
 		{
 			int64_t		s = find_sorted(nid, n, es[i]),
 						d = find_sorted(nid, n, ed[i]);
+
+			if (rm && n_removed > 0)
+			{
+				int64_t		os = find_sorted(base->ids, n0, es[i]),
+							od = find_sorted(base->ids, n0, ed[i]);
+
+				if ((os >= 0 && removed[os]) || (od >= 0 && removed[od]))
+					s = -2;
+			}
+			eidx[2 * i] = (int32_t) s;
+			eidx[2 * i + 1] = (int32_t) d;
+		}
+		for (int64_t i = 0; i < ne; i++)
+		{
+			int64_t		s = eidx[2 * i],
+						d = eidx[2 * i + 1];
 			float		w = weighted && ew ? ew[i] : 1;
 
-			if (rm)
-			{
-				int64_t		os = gnn_graph_find(base, es[i]),
-							od = gnn_graph_find(base, ed[i]);
-
-				/* an endpoint removed now: its arcs went with it */
-				if ((os >= 0 && removed[os]) || (od >= 0 && removed[od]))
-					continue;
-			}
+			if (s == -2)
+				continue;
 			if (s < 0 || d < 0)
 			{
 				int64_t		which = s < 0 ? es[i] : ed[i];
@@ -419,22 +643,100 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 			}
 		}
 	}
-	qsort(ent, nent, sizeof(dentry), dentry_cmp);
+
+	/*
+	 * sorted by source with a counting sort into eptr's buckets (a qsort of
+	 * every entry costs more than the rest before the copy), then each
+	 * bucket, mostly of one or two entries, by the rest of the key
+	 */
 	for (int64_t i = 0; i < nent; i++)
 		eptr[ent[i].src + 1]++;
 	for (int64_t v = 0; v < n; v++)
 		eptr[v + 1] += eptr[v];
+	{
+		int64_t    *next = malloc(sizeof(int64_t) * (n ? n : 1));
+		dentry	   *sorted = malloc(sizeof(dentry) * (nent ? nent : 1));
 
-	/* 3. count each row (and check the removals) */
-	delta_ctx	ctx = {base, ch->undirected, old2new, src_old, ent, eptr};
+		if (!next || !sorted)
+		{
+			free(next);
+			free(sorted);
+			FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) nent);
+		}
+		memcpy(next, eptr, sizeof(int64_t) * n);
+		for (int64_t i = 0; i < nent; i++)
+			sorted[next[ent[i].src]++] = ent[i];
+		free(next);
+		free(ent);
+		ent = sorted;
+	}
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
+	for (int64_t v = 0; v < n; v++)
+	{
+		int64_t		b = eptr[v],
+					e = eptr[v + 1];
+
+		if (e - b > 16)
+			qsort(ent + b, e - b, sizeof(dentry), dentry_cmp);
+		else
+			for (int64_t i = b + 1; i < e; i++)
+			{
+				dentry		x = ent[i];
+				int64_t		j = i;
+
+				for (; j > b && dentry_cmp(&ent[j - 1], &x) > 0; j--)
+					ent[j] = ent[j - 1];
+				ent[j] = x;
+			}
+	}
+
+	/*
+	 * the changed arcs by destination, for the reverse CSR: the distinct
+	 * (source, destination) pairs of the entries, which are in source order,
+	 * counted into destination buckets (so each bucket is in source order)
+	 */
+	reptr = calloc(n + 1, sizeof(int64_t));
+	rsrc = malloc(sizeof(int32_t) * (nent ? nent : 1));
+	rpos = malloc(sizeof(int64_t) * (nent ? nent : 1));
+	rpresent = malloc(nent ? nent : 1);
+	rdelta = malloc(nent ? nent : 1);
+	rwt = malloc(sizeof(float) * (nent ? nent : 1));
+	rcnt = malloc(sizeof(int64_t) * (n + 1));
+	if (!reptr || !rsrc || !rpos || !rpresent || !rdelta || !rwt || !rcnt)
+		FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) nent);
+	for (int64_t i = 0; i < nent; i++)
+		if (i == 0 || ent[i].src != ent[i - 1].src || ent[i].dst != ent[i - 1].dst)
+			reptr[ent[i].dst + 1]++;
+	for (int64_t v = 0; v < n; v++)
+		reptr[v + 1] += reptr[v];
+	{
+		int64_t    *next = indptr = malloc(sizeof(int64_t) * (n + 1));	/* (scratch here) */
+
+		if (!next)
+			FAIL(GNN_ERR_NOMEM, "out of memory");
+		memcpy(next, reptr, sizeof(int64_t) * n);
+		for (int64_t i = 0; i < nent; i++)
+			if (i == 0 || ent[i].src != ent[i - 1].src || ent[i].dst != ent[i - 1].dst)
+			{
+				rpos[i] = next[ent[i].dst]++;
+				rsrc[rpos[i]] = ent[i].src;
+			}
+			else
+				rpos[i] = rpos[i - 1];
+	}
+
+	/*
+	 * 3. count each row (and check the removals); a row without entries
+	 * keeps its base arcs less those at removed nodes
+	 */
+	delta_ctx	ctx = {base, ch->undirected, old2new, src_old, ent, eptr, n_removed > 0 || nfresh > 0, reptr, rsrc,
+		rpos, rpresent, rdelta, weighted ? rwt : NULL};
 	int64_t		bad = INT64_MAX;
 
-	indptr = malloc(sizeof(int64_t) * (n + 1));
-	if (!indptr)
-		FAIL(GNN_ERR_NOMEM, "out of memory");
 #pragma omp parallel for schedule(dynamic, 4096) num_threads(T) reduction(min:bad)
 	for (int64_t v = 0; v < n; v++)
-		indptr[v + 1] = merge_row(&ctx, v, NULL, NULL, NULL, &bad);
+		indptr[v + 1] = eptr[v] == eptr[v + 1] ? kept_len(&ctx, base->indptr, base->indices, src_old[v]) :
+			merge_row(&ctx, v, NULL, NULL, NULL, &bad);
 	if (bad != INT64_MAX)
 		FAIL_ROW(bad, ch->rm_src[bad], GNN_ERR_INVALID,
 				 "removed edge %lld -> %lld (change %lld) is not in the graph (or not that many times)",
@@ -443,6 +745,23 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 	for (int64_t v = 0; v < n; v++)
 		indptr[v + 1] += indptr[v];
 	m = indptr[n];
+
+	/* the reverse rows' lengths: the base's, less and plus the changed arcs */
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
+	for (int64_t t = 0; t < n; t++)
+	{
+		int64_t		k = kept_len(&ctx, base->rindptr, base->rindices, src_old[t]);
+
+		for (int64_t q = reptr[t]; q < reptr[t + 1]; q++)
+			k += rdelta[q];
+		rcnt[t + 1] = k;
+	}
+	rcnt[0] = 0;
+	for (int64_t t = 0; t < n; t++)
+		rcnt[t + 1] += rcnt[t];
+	if (rcnt[n] != m)
+		FAIL(GNN_ERR_CORRUPT, "the base graph's reverse arcs (%lld after the changes) do not match its arcs (%lld)",
+			 (long long) rcnt[n], (long long) m);
 
 	/* node data: sizes and counts */
 	int64_t		feat_nnz = 0,
@@ -503,9 +822,6 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 			has_targets |= base->targets && !isnan(base->targets[o]);
 		}
 	}
-	asrc = malloc(sizeof(int32_t) * (m ? m : 1));
-	if (!asrc)
-		FAIL(GNN_ERR_NOMEM, "out of memory for the reverse of %lld arcs", (long long) m);
 
 	/* 4. the region, laid out as a build lays it out */
 	{
@@ -570,22 +886,73 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		float	   *rw = weighted ? (float *) (region + h->off_weights) : NULL;
 		int32_t    *ra = (int32_t *) (region + h->off_arc_rows);
 
+		int64_t    *rrp = (int64_t *) (region + h->off_rindptr);
+		int32_t    *rri = (int32_t *) (region + h->off_rindices);
+		float	   *rrw = weighted ? (float *) (region + h->off_rweights) : NULL;
+		int64_t		nblk = (n + DELTA_BLOCK - 1) / DELTA_BLOCK;
+
 		memcpy(region + h->off_ids, nid, 8 * un);
 		memcpy(rp, indptr, 8 * (un + 1));
-#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
-		for (int64_t v = 0; v < n; v++)
-		{
-			int64_t		unused = INT64_MAX;
 
-			merge_row(&ctx, v, ri + indptr[v], rw ? rw + indptr[v] : NULL, ra + indptr[v], &unused);
-			for (int64_t p = indptr[v]; p < indptr[v + 1]; p++)
-				asrc[p] = (int32_t) v;
+		/*
+		 * the forward CSR: rows with entries merged, runs of rows without
+		 * copied (a run is one memcpy when no node comes or goes)
+		 */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(T)
+		for (int64_t bk = 0; bk < nblk; bk++)
+		{
+			int64_t		v = bk * DELTA_BLOCK,
+						ve = v + DELTA_BLOCK < n ? v + DELTA_BLOCK : n;
+
+			while (v < ve)
+			{
+				int64_t		w = v;
+
+				while (w < ve && eptr[w] == eptr[w + 1])
+					w++;
+				if (w > v)
+					copy_rows(&ctx, v, w, base->indptr, base->indices, base->weights, ri + indptr[v],
+							  rw ? rw + indptr[v] : NULL, ra + indptr[v]);
+				if (w < ve)
+				{
+					int64_t		unused = INT64_MAX;
+
+					merge_row(&ctx, w, ri + indptr[w], rw ? rw + indptr[w] : NULL, ra + indptr[w], &unused);
+					w++;
+				}
+				v = w;
+			}
 		}
-		status = gnn_graph_counting_sort(m, n, ri, asrc, rw, NULL, NULL, (int32_t *) (region + h->off_rindices),
-										 weighted ? (float *) (region + h->off_rweights) : NULL, NULL,
-										 (int64_t *) (region + h->off_rindptr), T, err);
-		if (status != GNN_OK)
-			goto done;
+
+		/*
+		 * the reverse CSR likewise from the base's: each row the base's
+		 * sources mapped, merged with the sources of its changed arcs (what
+		 * the build's stable counting sort of the forward arcs gives)
+		 */
+		memcpy(rrp, rcnt, 8 * (un + 1));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(T)
+		for (int64_t bk = 0; bk < nblk; bk++)
+		{
+			int64_t		t = bk * DELTA_BLOCK,
+						te = t + DELTA_BLOCK < n ? t + DELTA_BLOCK : n;
+
+			while (t < te)
+			{
+				int64_t		w = t;
+
+				while (w < te && reptr[w] == reptr[w + 1])
+					w++;
+				if (w > t)
+					copy_rows(&ctx, t, w, base->rindptr, base->rindices, base->rweights, rri + rcnt[t],
+							  rrw ? rrw + rcnt[t] : NULL, NULL);
+				if (w < te)
+				{
+					merge_rrow(&ctx, w, rri + rcnt[w], rrw ? rrw + rcnt[w] : NULL);
+					w++;
+				}
+				t = w;
+			}
+		}
 
 		if (dense)
 		{
@@ -711,6 +1078,13 @@ done:
 	free(eptr);
 	free(indptr);
 	free(fptr);
-	free(asrc);
+	free(reptr);
+	free(rcnt);
+	free(rsrc);
+	free(eidx);
+	free(rpos);
+	free(rpresent);
+	free(rdelta);
+	free(rwt);
 	return status;
 }

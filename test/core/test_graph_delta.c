@@ -216,6 +216,44 @@ graph_diff(const gnn_graph *a, const gnn_graph *b)
 	return NULL;
 }
 
+/*
+ * the reverse CSR is the forward one transposed, sources ascending, with
+ * the forward weights bit for bit (what the build's counting sort gives;
+ * graph_diff allows rounding between a build and a refresh)
+ */
+static const char *
+reverse_diff(const gnn_graph *g)
+{
+	static char why[200];
+	int64_t		n = g->num_nodes;
+
+	if (g->rindptr[0] != 0 || g->rindptr[n] != g->num_edges)
+		return "rindptr ends";
+	for (int64_t t = 0; t < n; t++)
+		for (int64_t q = g->rindptr[t]; q < g->rindptr[t + 1]; q++)
+		{
+			int32_t		s = g->rindices[q];
+			int64_t		p;
+
+			if (q > g->rindptr[t] && g->rindices[q - 1] >= s)
+				return "reverse row not ascending";
+			for (p = g->indptr[s]; p < g->indptr[s + 1] && g->indices[p] != t; p++)
+				;
+			if (p == g->indptr[s + 1])
+			{
+				snprintf(why, sizeof(why), "reverse arc %d <- %d is not a forward arc", (int) t, (int) s);
+				return why;
+			}
+			if (g->weights && memcmp(&g->weights[p], &g->rweights[q], sizeof(float)) != 0)
+			{
+				snprintf(why, sizeof(why), "reverse weight of %d -> %d: %a vs %a", (int) s, (int) t,
+						 (double) g->rweights[q], (double) g->weights[p]);
+				return why;
+			}
+		}
+	return NULL;
+}
+
 static int	alloc_calls;
 
 static void *
@@ -328,7 +366,14 @@ random_round(uint64_t seed, const opts *o, char *why, size_t whylen)
 	ch.undirected = o->undirected;
 	ch.nthreads = o->nthreads;
 	/* node removals (with some of their rows logged as removed too, as a cascade does) */
-	int64_t		nrm = rint_(4),
+	/*
+	 * a third of the rounds change few rows, so that most rows have no
+	 * change of their own (copied, not merged), and a third change no node
+	 * set (no index moves: runs of such rows are copied as slices)
+	 */
+	bool		few = rint_(3) == 0,
+				same_nodes = rint_(3) == 0;
+	int64_t		nrm = same_nodes ? 0 : rint_(4),
 				nre = 0;
 
 	for (int64_t k = 0; k < nrm && r->n > 2; k++)
@@ -367,7 +412,7 @@ random_round(uint64_t seed, const opts *o, char *why, size_t whylen)
 	}
 	/* upserts: updates of nodes that stay, and new nodes */
 	int64_t		nup = rint_(5),
-				nnew = rint_(4),
+				nnew = same_nodes ? 0 : rint_(4),
 				fp = 0;
 
 	up_fptr[0] = 0;
@@ -420,7 +465,7 @@ random_round(uint64_t seed, const opts *o, char *why, size_t whylen)
 	ch.rm_nodes = rm_nodes;
 	ch.up_ids = up_ids;
 	/* edge removals: rows that remain (one of two duplicates, say) */
-	int64_t		ner = r->m ? rint_(r->m / 2 + 1) : 0;
+	int64_t		ner = r->m ? rint_(few ? 3 : r->m / 2 + 1) : 0;
 
 	for (int64_t k = 0; k < ner && r->m > 0; k++)
 	{
@@ -450,7 +495,7 @@ random_round(uint64_t seed, const opts *o, char *why, size_t whylen)
 	ch.rm_dst = rm_dst;
 	ch.rm_weight = rm_w;
 	/* edge additions: new rows, duplicates of existing ones, self-loops, new nodes */
-	int64_t		nea = rint_(3 * r->n);
+	int64_t		nea = rint_(few ? 3 : 3 * r->n);
 
 	for (int64_t k = 0; k < nea; k++)
 	{
@@ -500,6 +545,11 @@ random_round(uint64_t seed, const opts *o, char *why, size_t whylen)
 	if (d)
 	{
 		snprintf(why, whylen, "differs: %s", d);
+		goto out;
+	}
+	if ((d = reverse_diff(&dg)) != NULL)
+	{
+		snprintf(why, whylen, "reverse: %s", d);
 		goto out;
 	}
 	if (memcmp(bcopy, breg, bsz) != 0)
