@@ -594,7 +594,7 @@ gnn_embed_recomputed(PG_FUNCTION_ARGS)
 
 /* Remember the graph version a table's embeddings were written from (gnn.embed_state). */
 static void
-SaveEmbedState(Oid relid, const InferCtx *x, int64 recomputed)
+SaveEmbedState(Oid relid, const InferCtx *x)
 {
 	Oid			types[7] = {OIDOID, OIDOID, INT8OID, INT4OID, TEXTOID, INT8OID, INT8OID};
 	Datum		values[7];
@@ -606,7 +606,6 @@ SaveEmbedState(Oid relid, const InferCtx *x, int64 recomputed)
 	values[4] = CStringGetTextDatum(x->mr.graph);
 	values[5] = Int64GetDatum((int64) gnn_shared->instance);
 	values[6] = Int64GetDatum((int64) x->ref.entry.generation);
-	(void) recomputed;
 	GnnCatalogExec("INSERT INTO gnn.embed_state AS s (owner, relid, model_id, layer, graph, instance, generation) "
 				   "VALUES ($1::regrole, $2, $3, $4, $5, $6, $7) ON CONFLICT (owner, relid) DO UPDATE SET "
 				   "model_id = excluded.model_id, layer = excluded.layer, graph = excluded.graph, "
@@ -862,7 +861,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 		if (TouchedSince(relid, &x, &touched, &nt, &why))
 		{
 			written = EmbedIncremental(&x, qname, touched, nt, &recomputed);
-			SaveEmbedState(relid, &x, recomputed);
+			SaveEmbedState(relid, &x);
 			SPI_finish();
 			InferEnd(&x);
 			ereport(NOTICE,
@@ -946,7 +945,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 	written = (int64) SPI_processed;
 	/* the version written from: the start of the next incremental write */
 	if (column == NULL && x.ref.g.num_node_types <= 1 && node_type == NULL)
-		SaveEmbedState(RangeVarGetRelid(rv, NoLock, false), &x, x.ref.g.num_nodes);
+		SaveEmbedState(RangeVarGetRelid(rv, NoLock, false), &x);
 	SPI_finish();
 	InferEnd(&x);
 	last_recomputed = x.ref.g.num_nodes;

@@ -336,7 +336,7 @@ extern void GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result);
 extern void GnnLoadArgsFromEntry(const GnnGraphEntry *e, GnnLoadArgs *a);
 
 /* track.c: change capture and refresh */
-extern bool GnnTrackBegin(const GnnLoadArgs *args, Oid key_type_check);
+extern bool GnnTrackBegin(const GnnLoadArgs *args);
 extern void GnnTrackEnd(const char *name);
 extern void GnnTrackDropAll(const char *name, Oid owner);
 extern void GnnPublishAtCommit(const GnnGraphEntry *proto, dsm_segment *seg, uint64 reserved);

@@ -563,7 +563,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				 errmsg("features, label and split need a node table"),
 				 errhint("Pass nodes => 'your_node_table'.")));
 	/* a tracked graph: its triggers, and the snapshot it and the log are read under */
-	tracked = GnnTrackBegin(args, InvalidOid);
+	tracked = GnnTrackBegin(args);
 	memset(&in, 0, sizeof(in));
 	in.undirected = args->undirected;
 	in.skip_dangling = args->skip_dangling;

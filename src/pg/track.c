@@ -428,7 +428,7 @@ IntColumn(Oid relid, const char *col)
  * pops it).
  */
 bool
-GnnTrackBegin(const GnnLoadArgs *args, Oid unused)
+GnnTrackBegin(const GnnLoadArgs *args)
 {
 	Oid			owner = GetUserId();
 	char	   *prefix = TriggerPrefix(args->name, owner);
@@ -1175,12 +1175,6 @@ GnnSortUnique64(int64 *a, int64 n)
 	return u;
 }
 
-static bool
-OidIn(List *l, Oid o)
-{
-	return list_member_oid(l, o);
-}
-
 typedef struct Refresh
 {
 	const char *name;
@@ -1353,12 +1347,12 @@ CollectChanges(Refresh *R, LogRow *rows, int64 nrows, List *edge_rels, List *nod
 
 		if (lr->kind == 't')
 		{
-			if (OidIn(edge_rels, lr->relid) || OidIn(node_rels, lr->relid))
+			if (list_member_oid(edge_rels, lr->relid) || list_member_oid(node_rels, lr->relid))
 				R->reload = psprintf("%s was truncated, or a loaded column of it changed", QualifiedRelName(lr->relid));
 			continue;
 		}
 		if (lr->changes == NULL ||
-			!(lr->kind == 'e' ? OidIn(edge_rels, lr->relid) : OidIn(node_rels, lr->relid)))
+			!(lr->kind == 'e' ? list_member_oid(edge_rels, lr->relid) : list_member_oid(node_rels, lr->relid)))
 			continue;			/* not this graph's tables: never applied */
 		r.p = VARDATA_ANY(lr->changes);
 		r.end = r.p + VARSIZE_ANY_EXHDR(lr->changes);
