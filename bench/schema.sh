@@ -47,10 +47,10 @@ su postgres -s /bin/bash -c "cd /tmp && CUSTOMERS=$CUSTOMERS PRODUCTS=$PRODUCTS 
   SEED=$SEED VISITS=0 bash '$BENCH/schema_gen.sh' -h '$DIR' -p $PORT -d postgres" >&2
 GEN_S=$(( $(date +%s) - GEN_START ))
 # a quiet machine: the generator's dirty buffers written out before anything is
-# timed, then a fresh server (RESTART=0 keeps the generating one).  Right after
-# generating 10M rows the loads ran 3.5x the scans, on a restarted server 2.8x
-# with the same tables (2026-12-01, BENCHMARKS.md): the baseline scans and the
-# loads are timed under the same conditions either way.
+# timed, then a fresh server (RESTART=0 keeps the generating one), so that
+# neither the scans nor the loads run in the generator's aftermath; both are
+# timed under the same conditions either way.  On the 2-core VM the ratio
+# still varied from 2.5x to 3.7x between runs (BENCHMARKS.md, 2026-12-01).
 psql_pg -c "'CHECKPOINT'"
 RESTARTED=no
 if [ "${RESTART:-1}" = 1 ]; then
