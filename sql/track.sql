@@ -180,6 +180,10 @@ SELECT count(*) AS seeds, count(*) FILTER (WHERE same) AS equal FROM tr_results;
 CREATE TABLE tr_e2 (a int NOT NULL, b int NOT NULL);
 INSERT INTO tr_e2 SELECT i, i + 1 FROM generate_series(1, 30) i;
 SELECT edges FROM gnn.load_graph('tr2', 'tr_e2', src => 'a', dst => 'b', undirected => true, track => true);
+-- a NULL column name on a tracked graph: an error, before tracking looks it up (it crashed)
+SELECT gnn.load_graph('tr2', 'tr_e2', src => NULL, dst => 'b', replace => true);
+SELECT gnn.load_graph('tr2', 'tr_e2', src => 'a', dst => NULL, replace => true);
+SELECT tracked, edges FROM gnn.graphs WHERE name = 'tr2';
 CREATE FUNCTION tr2_same() RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM gnn.load_graph('tr2_fresh', 'tr_e2', src => 'a', dst => 'b', undirected => true, replace => true);

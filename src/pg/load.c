@@ -562,6 +562,14 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("features, label and split need a node table"),
 				 errhint("Pass nodes => 'your_node_table'.")));
+	/* column names before anything reads them (tracking looks them up first) */
+	if (!args->src || !args->dst || (OidIsValid(args->nodes) && !args->id))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the %s column name must not be NULL",
+						!args->src ? "source" : !args->dst ? "destination" : "node id"),
+				 errhint("Name it with %s => 'column', or leave the argument out for its default.",
+						 !args->src ? "src" : !args->dst ? "dst" : "id")));
 	/* a tracked graph: its triggers, and the snapshot it and the log are read under */
 	tracked = GnnTrackBegin(args);
 	memset(&in, 0, sizeof(in));

@@ -409,7 +409,7 @@ CreateTriggers(Oid relid, const char *prefix, const TrigSpec *spec)
 static bool
 IntColumn(Oid relid, const char *col)
 {
-	AttrNumber	att = get_attnum(relid, col);
+	AttrNumber	att = col ? get_attnum(relid, col) : InvalidAttrNumber;
 	Oid			t;
 
 	if (att == InvalidAttrNumber)
