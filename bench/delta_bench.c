@@ -124,12 +124,15 @@ run(const char *what, const gnn_graph *base, const gnn_graph_changes *ch, bool s
 
 		if (t < best)
 			best = t;
-		if (gnn_graph_attach(reg, sz, &g, &err) != GNN_OK)
+		if (ch->as_delta ? gnn_graph_attach_delta(base->region, ((const gnn_graph_header *) base->region)->total_bytes,
+												  reg, sz, &g, &err) != GNN_OK
+			: gnn_graph_attach(reg, sz, &g, &err) != GNN_OK)
 		{
 			fprintf(stderr, "attach: %s\n", err.msg);
 			exit(1);
 		}
-		h = graph_hash(&g);
+		/* a delta: its size (the view reads the rows through it) */
+		h = ch->as_delta ? sz : graph_hash(&g);
 		m = g.num_edges;
 		if (shared)
 			munmap(reg, sz);
@@ -235,6 +238,10 @@ main(int argc, char **argv)
 	ch.nthreads = T;
 	run("edge changes", &g, &ch, true);
 	run("edge changes", &g, &ch, false);
+	/* the same as a delta over the graph (a refresh under gnn.merge_threshold); "hash": its bytes */
+	ch.as_delta = true;
+	run("edge changes, delta", &g, &ch, true);
+	ch.as_delta = false;
 
 	/* and node changes: removals, updates and new ids (odd: between the old ones) */
 	int64_t    *rm_nodes = malloc(8 * (nn + 1)),

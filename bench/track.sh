@@ -70,6 +70,7 @@ GRAPH=$(psql_pg -F "' | '" -c "\"SELECT nodes, edges, pg_size_pretty(bytes) FROM
 # 1% of the edges: half deleted, half inserted
 CH=$(( EDGES / 100 / 2 ))
 REFRESH_BEST=""
+REFRESH_ROUNDS=""
 CHANGE_ROWS=""
 for round in 1 2 3; do
   psql_pg <<SQL >/dev/null
@@ -80,6 +81,8 @@ SQL
   CHANGE_ROWS=$(psql_pg -c "\"SELECT pending_changes FROM gnn.graphs WHERE name = 'g'\"")
   t=$(stmt_s "SELECT * FROM gnn.refresh_graph('g');")
   REFRESH_BEST=$(awk -v a="$REFRESH_BEST" -v t="$t" 'BEGIN {print (a == "" || t < a) ? t : a}')
+  # each round: its time and the delta it left (0: it merged into a new graph; gnn.merge_threshold)
+  REFRESH_ROUNDS="$REFRESH_ROUNDS${REFRESH_ROUNDS:+, }$t s (delta $(psql_pg -c "\"SELECT pg_size_pretty(delta_bytes) FROM gnn.graphs WHERE name = 'g'\""))"
 done
 # the phases of one more refresh (DEBUG1 lines of gnn.refresh_graph)
 psql_pg <<SQL >/dev/null
@@ -89,7 +92,7 @@ FROM generate_series(1, $CH);
 SQL
 PHASES=$(psql_pg <<<"SET client_min_messages = debug1;
 SELECT * FROM gnn.refresh_graph('g');" 2>&1 | sed -n -e 's/.*gnn.refresh_graph: \(.*\) took \(.*\) s/\1: \2 s/p' -e 's/.*gnn: \(mapping in the .*\) took \(.*\) s/(\1: \2 s)/p' | paste -sd ';' | sed 's/;/; /g')
-[ -n "${REFRESH_ONLY:-}" ] && { echo "reload $RELOAD_S s, refresh $REFRESH_BEST s; phases: $PHASES"; exit 0; }
+[ -n "${REFRESH_ONLY:-}" ] && { echo "reload $RELOAD_S s, refresh $REFRESH_BEST s (rounds: $REFRESH_ROUNDS); phases: $PHASES"; exit 0; }
 SAME=$(psql_pg <<'SQL'
 SELECT gnn.load_graph('fresh', 'e', nodes => 'n', features => 'feat', label => 'label', split => 'split', weight => 'w') IS NOT NULL;
 SELECT gnn.graph_digest('g') = gnn.graph_digest('fresh');

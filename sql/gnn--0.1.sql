@@ -59,14 +59,16 @@ AS 'MODULE_PATHNAME', 'gnn_graph_list' LANGUAGE C VOLATILE;
 
 -- The graphs of this database that the current role owns (all of them for a superuser).
 -- Change capture (see gnn.track below): whether a graph follows its tables,
--- how many captured row changes wait for gnn.refresh_graph(), and when it
--- last refreshed.
+-- how many captured row changes wait for gnn.refresh_graph(), when it
+-- last refreshed, and the bytes of the delta refreshes keep over the loaded
+-- graph (0: none; included in bytes; gnn.merge_threshold bounds it).
 CREATE FUNCTION gnn._graph_tracking(graph text, owner regrole,
-    OUT tracked boolean, OUT pending_changes bigint, OUT refreshed_at timestamptz)
+    OUT tracked boolean, OUT pending_changes bigint, OUT refreshed_at timestamptz,
+    OUT delta_bytes bigint)
 AS 'MODULE_PATHNAME', 'gnn_graph_tracking' LANGUAGE C STABLE;
 
 CREATE VIEW gnn.graphs AS
-SELECT l.*, t.tracked, t.pending_changes, t.refreshed_at
+SELECT l.*, t.tracked, t.pending_changes, t.refreshed_at, t.delta_bytes
 FROM gnn.graph_list() l, LATERAL gnn._graph_tracking(l.name, l.owner) t;
 
 CREATE FUNCTION gnn.memory_used() RETURNS bigint
@@ -254,6 +256,8 @@ CREATE TABLE gnn.graph_history (
     touched         bigint[] NOT NULL,
     at              timestamptz NOT NULL DEFAULT now()
 );
+-- sorted node ids compress poorly and every refresh writes them: stored as they are
+ALTER TABLE gnn.graph_history ALTER touched SET STORAGE EXTERNAL;
 -- The graph version each embedding table was last written from.
 CREATE TABLE gnn.embed_state (
     owner       regrole NOT NULL,

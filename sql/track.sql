@@ -176,6 +176,7 @@ BEGIN
 END $$;
 SELECT count(*) AS seeds, count(*) FILTER (WHERE same) AS equal FROM tr_results;
 
+
 -- edges only (the node set is the endpoints), undirected, unweighted
 CREATE TABLE tr_e2 (a int NOT NULL, b int NOT NULL);
 INSERT INTO tr_e2 SELECT i, i + 1 FROM generate_series(1, 30) i;
@@ -249,6 +250,115 @@ DELETE FROM tr_pe2 WHERE src = 70;
 SELECT inserted_edges, deleted_edges FROM gnn.refresh_graph('trp');
 SELECT gnn.load_graph('trp_fresh', 'tr_pe') IS NOT NULL AS loaded;
 SELECT gnn.graph_digest('trp') = gnn.graph_digest('trp_fresh') AS partitioned_same;
+
+-- deltas: changes that keep the node set (edge rows, node data) stay a delta
+-- over the loaded graph that every reader consults, piling up over refreshes
+-- until they pass gnn.merge_threshold; the graph equals a fresh load, and so
+-- does every row that gnn.degree and gnn.neighbors read
+SET gnn.merge_threshold = 0.9;
+SELECT edges > 0 AS loaded FROM gnn.load_graph('tr', 'tr_edges', nodes => 'tr_nodes', features => 'feat',
+    label => 'label', split => 'split', weight => 'w', replace => true, track => true);
+CREATE FUNCTION tr_rows_same() RETURNS boolean LANGUAGE sql AS $$
+    SELECT NOT EXISTS (
+        SELECT 1 FROM tr_nodes n, (VALUES ('in'), ('out')) d(dir)
+        WHERE gnn.degree('tr', n.id, d.dir) <> gnn.degree('tr_fresh', n.id, d.dir)
+           OR ARRAY(SELECT (x.neighbor, x.weight) FROM gnn.neighbors('tr', n.id, d.dir) x ORDER BY 1)
+              <> ARRAY(SELECT (x.neighbor, x.weight) FROM gnn.neighbors('tr_fresh', n.id, d.dir) x ORDER BY 1))
+$$;
+CREATE FUNCTION tr_delta_dml(seed int, steps int) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE r float8; a bigint; b bigint;
+BEGIN
+    PERFORM setseed(seed / 1000.0);
+    FOR s IN 1..steps LOOP
+        r := random();
+        SELECT id INTO a FROM tr_nodes ORDER BY random() LIMIT 1;
+        SELECT id INTO b FROM tr_nodes ORDER BY random() LIMIT 1;
+        BEGIN
+            IF r < 0.35 THEN
+                INSERT INTO tr_edges VALUES (a, b, 1 + floor(random() * 3)::int);
+            ELSIF r < 0.55 THEN
+                DELETE FROM tr_edges WHERE ctid = (SELECT ctid FROM tr_edges WHERE src = a LIMIT 1);
+            ELSIF r < 0.65 THEN
+                UPDATE tr_edges SET w = w + 1 WHERE src = a;
+            ELSIF r < 0.75 THEN
+                UPDATE tr_edges SET dst = b WHERE src = a;
+            ELSIF r < 0.92 THEN
+                UPDATE tr_nodes SET feat = ARRAY[random(), random()]::real[],
+                                    split = (ARRAY['train', 'val', 'test', NULL])[1 + floor(random() * 4)::int]
+                WHERE id = a;
+            ELSE
+                INSERT INTO tr_edges VALUES (a, a, 9);
+                RAISE EXCEPTION 'roll back';
+            END IF;
+        EXCEPTION WHEN raise_exception THEN NULL;
+        END;
+    END LOOP;
+END $$;
+CREATE TABLE tr_delta_results (seed int, delta_bytes bigint, same boolean, rows_same boolean);
+-- (a refresh is published at commit: one transaction per round)
+CREATE PROCEDURE tr_delta_rounds(n int) LANGUAGE plpgsql AS $$
+BEGIN
+    FOR seed IN 1..n LOOP
+        PERFORM tr_delta_dml(seed, 8);
+        COMMIT;
+        PERFORM gnn.refresh_graph('tr');
+        COMMIT;
+        INSERT INTO tr_delta_results
+        SELECT seed, (SELECT delta_bytes FROM gnn.graphs WHERE name = 'tr'), tr_same(), tr_rows_same();
+        COMMIT;
+    END LOOP;
+END $$;
+CALL tr_delta_rounds(12);
+SELECT count(*) AS seeds, count(*) FILTER (WHERE same AND rows_same) AS equal,
+       count(*) FILTER (WHERE delta_bytes > 0) AS as_deltas,
+       bool_and(delta_bytes >= coalesce(prev, 0)) AS deltas_pile_up
+FROM (SELECT *, lag(delta_bytes) OVER (ORDER BY seed) AS prev FROM tr_delta_results) x;
+-- sampling and walks read the delta in place: with a seed, what they draw is what they draw on the fresh load
+SELECT (SELECT array_agg((layer, src, dst) ORDER BY layer, src, dst)
+        FROM gnn.sample_neighbors('tr', ARRAY(SELECT id FROM tr_nodes ORDER BY id LIMIT 10), ARRAY[3, 2], seed => 7)) =
+       (SELECT array_agg((layer, src, dst) ORDER BY layer, src, dst)
+        FROM gnn.sample_neighbors('tr_fresh', ARRAY(SELECT id FROM tr_nodes ORDER BY id LIMIT 10), ARRAY[3, 2], seed => 7))
+       AS samples_same,
+       (SELECT array_agg((walk, step, node) ORDER BY walk, step)
+        FROM gnn.random_walk('tr', ARRAY(SELECT id FROM tr_nodes ORDER BY id LIMIT 10), 6, p => 0.5, q => 2, seed => 3)) =
+       (SELECT array_agg((walk, step, node) ORDER BY walk, step)
+        FROM gnn.random_walk('tr_fresh', ARRAY(SELECT id FROM tr_nodes ORDER BY id LIMIT 10), 6, p => 0.5, q => 2, seed => 3))
+       AS walks_same,
+       (SELECT delta_bytes > 0 FROM gnn.graphs WHERE name = 'tr') AS over_a_delta;
+-- the bytes of graph and delta both count
+SELECT bytes > delta_bytes AND delta_bytes > 0 AS both_counted FROM gnn.graphs WHERE name = 'tr';
+-- a refresh in a transaction: seen by the transaction at once, by others at commit; a rollback drops it
+BEGIN;
+INSERT INTO tr_edges SELECT 1, id, 1 FROM tr_nodes WHERE id BETWEEN 2 AND 4;
+SELECT inserted_edges FROM gnn.refresh_graph('tr');
+SELECT gnn.degree('tr', 1, 'out') = (SELECT count(DISTINCT dst) FROM tr_edges WHERE src = 1) AS seen_in_transaction;
+INSERT INTO tr_edges VALUES (2, 1, 1);
+SELECT inserted_edges FROM gnn.refresh_graph('tr');    -- a second delta over the same base
+SELECT gnn.degree('tr', 2, 'out') = (SELECT count(DISTINCT dst) FROM tr_edges WHERE src = 2) AS second_seen;
+ROLLBACK;
+SELECT tr_same() AS same_after_rolled_back_delta, pending_changes FROM gnn.graphs WHERE name = 'tr';
+-- a node that comes merges (a delta keeps the node set)
+INSERT INTO tr_nodes VALUES (1000, '{1,1}', 'c1', 'train');
+INSERT INTO tr_edges VALUES (1000, 1, 1);
+SELECT inserted_nodes FROM gnn.refresh_graph('tr');
+SELECT delta_bytes AS delta_after_new_node FROM gnn.graphs WHERE name = 'tr';
+SELECT tr_same() AS same_after_merge, tr_rows_same() AS rows_same_after_merge;
+-- past the threshold the refresh merges too; 0 always merges
+INSERT INTO tr_edges VALUES (1, 2, 1);
+SELECT inserted_edges FROM gnn.refresh_graph('tr');
+SELECT delta_bytes > 0 AS delta_again FROM gnn.graphs WHERE name = 'tr';
+SET gnn.merge_threshold = 0.0001;
+INSERT INTO tr_edges VALUES (2, 3, 1);
+SELECT inserted_edges FROM gnn.refresh_graph('tr');
+SELECT delta_bytes AS delta_past_threshold FROM gnn.graphs WHERE name = 'tr';
+SET gnn.merge_threshold = 0.9;
+INSERT INTO tr_edges VALUES (3, 2, 1);
+SELECT inserted_edges FROM gnn.refresh_graph('tr');
+SET gnn.merge_threshold = 0;
+INSERT INTO tr_edges VALUES (1, 3, 1);
+SELECT inserted_edges FROM gnn.refresh_graph('tr');
+SELECT delta_bytes AS delta_when_off, tr_same() AS same_merged FROM gnn.graphs WHERE name = 'tr';
+RESET gnn.merge_threshold;
 
 SELECT gnn.drop_graph(name) FROM gnn.graphs WHERE name LIKE 'tr%' ORDER BY name;
 SELECT count(*) AS log_left FROM gnn.change_log;

@@ -143,6 +143,11 @@ SET client_min_messages = warning;
 SELECT gnn.embed('social_sage', 'user_embeddings_full') AS full_rows;
 SELECT count(DISTINCT id) AS rows, max(abs(x - y)) < 1e-5 AS equal_to_a_full_write
 FROM user_embeddings a JOIN user_embeddings_full b USING (id), unnest(a.embedding, b.embedding) u(x, y);
+\echo == follows between existing users stay a delta over the loaded graph, read in place
+INSERT INTO follows SELECT i, i + 7 FROM generate_series(200, 260) i;
+SELECT inserted_edges FROM gnn.refresh_graph('social');
+SELECT pg_size_pretty(bytes) AS graph, pg_size_pretty(delta_bytes) AS delta FROM gnn.graphs WHERE name = 'social';
+SELECT gnn.degree('social', 200) AS follows_of_200;
 SQL
 echo "== a relational schema as one typed graph: shop tables (uuid, bigint and text keys)"
 { echo "SET client_min_messages = warning;"; echo "\\set ECHO none";

@@ -52,10 +52,9 @@ gnn_block_from_graph(const gnn_graph *g, gnn_block *blk)
 double
 gnn_graph_gcn_degree(const gnn_graph *g, int64_t v, bool in)
 {
-	const int64_t *ptr = in ? g->rindptr : g->indptr;
-	const int32_t *nb = (in ? g->rindices : g->indices) + ptr[v];
-	const float *w = in ? g->rweights : g->weights;
-	int64_t		deg = ptr[v + 1] - ptr[v],
+	const int32_t *nb;
+	const float *w;
+	int64_t		deg = in ? gnn_graph_in_row(g, v, &nb, &w) : gnn_graph_out_row(g, v, &nb, &w, NULL),
 				lo = 0,
 				hi = deg;
 	double		s = 0;
@@ -73,7 +72,6 @@ gnn_graph_gcn_degree(const gnn_graph *g, int64_t v, bool in)
 	}
 	if (!w)						/* sums of ones are exact */
 		return (double) deg + ((lo < deg && nb[lo] == v) ? 0.0 : 1.0);
-	w += ptr[v];
 	for (int64_t k = 0; k < deg; k++)
 	{
 		if (!placed && k == lo && nb[k] != v)

@@ -109,6 +109,24 @@ gnn_rng_split(const gnn_rng *parent, uint64_t stream, gnn_rng *child)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23	/* Linux 5.14 */
 #endif
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22	/* Linux 5.14 */
+#endif
+
+void
+gnn_premap(const void *addr, uint64_t bytes)
+{
+	long		ps = sysconf(_SC_PAGESIZE);
+	uintptr_t	lo,
+				hi;
+
+	if (ps <= 0)
+		ps = 4096;
+	lo = (uintptr_t) addr & ~((uintptr_t) ps - 1);
+	hi = ((uintptr_t) addr + bytes + (uintptr_t) ps - 1) & ~((uintptr_t) ps - 1);
+	if (addr && hi > lo)
+		(void) madvise((void *) lo, hi - lo, MADV_POPULATE_READ);	/* a hint: failure changes nothing */
+}
 
 void
 gnn_prefault(void *addr, uint64_t bytes, int nthreads)

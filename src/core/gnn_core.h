@@ -163,6 +163,13 @@ double		gnn_now_s(void);
  */
 void		gnn_prefault(void *addr, uint64_t bytes, int nthreads);
 
+/*
+ * Map in the pages of memory this process will read all over but has not
+ * touched (another process's shared segment): one call instead of a page
+ * fault per page (MADV_POPULATE_READ; a no-op where the kernel lacks it).
+ */
+void		gnn_premap(const void *addr, uint64_t bytes);
+
 /* ------------------------------------------------------------------ callbacks
  * Long-running core work reports progress and asks whether to stop.  Both may
  * be NULL.  They are called from the thread that called the core, never from

@@ -2118,6 +2118,7 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 	g->time = h->off_time ? (const int64_t *) (base + h->off_time) : NULL;
 	g->seed_time = h->off_seed_time ? (const int64_t *) (base + h->off_seed_time) : NULL;
 	g->arc_rows = h->off_arc_rows ? (const int32_t *) (base + h->off_arc_rows) : NULL;
+	g->region = region;
 	g->targets = h->off_targets ? (const float *) (base + h->off_targets) : NULL;
 	g->meta = h->off_meta ? base + h->off_meta : NULL;
 	g->meta_bytes = h->off_meta ? h->meta_bytes : 0;

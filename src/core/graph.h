@@ -233,6 +233,22 @@ typedef struct gnn_graph_header
 	uint64_t	checksum;		/* of the header fields above (not the arrays) */
 } gnn_graph_header;
 
+/*
+ * Rows a delta replaces in one direction of the CSR (or node feature rows):
+ * bit v of bits says row v is replaced, and it is then row k of ptr / idx /
+ * w / rows, k = rank[v / 64] + the set bits below v's in its word.
+ */
+typedef struct gnn_graph_patch
+{
+	const uint64_t *bits;		/* [ceil(n / 64)] */
+	const int32_t *rank;		/* [ceil(n / 64)]: replaced rows before each word */
+	const int64_t *ptr;			/* [k + 1] */
+	const int32_t *idx;			/* neighbours */
+	const float *w;				/* weights (weighted graphs) */
+	const int32_t *rows;		/* edge rows per arc (forward rows only) */
+	const float *feat;			/* feature rows, feat_dim each (node patches only) */
+} gnn_graph_patch;
+
 /* A process-local pointer view of a region. */
 typedef struct gnn_graph
 {
@@ -282,7 +298,104 @@ typedef struct gnn_graph
 	const float *targets;		/* [n], NULL when no regression targets */
 	const char *meta;			/* NULL when none */
 	uint64_t	meta_bytes;
+
+	/*
+	 * A delta over the region (gnn_graph_attach_delta): the rows and feature
+	 * rows it replaces.  indptr / indices / weights, their reverse and feat
+	 * are then the base's: read rows through gnn_graph_out_row /
+	 * gnn_graph_in_row and features through gnn_graph_feat_row, or take a
+	 * flat copy (gnn_graph_flatten).  Counts, labels, split and etypes are
+	 * the delta's.
+	 */
+	bool		has_delta;
+	gnn_graph_patch dfwd;
+	gnn_graph_patch drev;
+	gnn_graph_patch dnode;
+	const void *region;			/* the base region (gnn_graph_attach) */
+	const void *delta;			/* the delta region, NULL when none */
+	uint64_t	delta_bytes;
 } gnn_graph;
+
+/* the slot of row v in patch p, or -1 when p leaves it to the base */
+static inline int64_t
+gnn_graph_patch_slot(const gnn_graph_patch *p, int64_t v)
+{
+	uint64_t	w,
+				bit;
+
+	if (!p->bits)
+		return -1;
+	w = p->bits[v >> 6];
+	bit = (uint64_t) 1 << (v & 63);
+	if (!(w & bit))
+		return -1;
+	return p->rank[v >> 6] + __builtin_popcountll(w & (bit - 1));
+}
+
+/*
+ * Node v's out-neighbours (sorted): *nb, with weights *w (NULL when
+ * unweighted; w may be NULL) and edge rows per arc *rows (NULL: one each, or
+ * two for an undirected self loop; rows may be NULL); returns their number.
+ */
+static inline int64_t
+gnn_graph_out_row(const gnn_graph *g, int64_t v, const int32_t **nb, const float **w, const int32_t **rows)
+{
+	int64_t		b,
+				k;
+
+	if (g->has_delta && (k = gnn_graph_patch_slot(&g->dfwd, v)) >= 0)
+	{
+		b = g->dfwd.ptr[k];
+		*nb = g->dfwd.idx + b;
+		if (w)
+			*w = g->dfwd.w ? g->dfwd.w + b : NULL;
+		if (rows)
+			*rows = g->dfwd.rows + b;
+		return g->dfwd.ptr[k + 1] - b;
+	}
+	b = g->indptr[v];
+	*nb = g->indices + b;
+	if (w)
+		*w = g->weights ? g->weights + b : NULL;
+	if (rows)
+		*rows = g->arc_rows ? g->arc_rows + b : NULL;
+	return g->indptr[v + 1] - b;
+}
+
+/* Node v's in-neighbours (the nodes it aggregates from), as gnn_graph_out_row. */
+static inline int64_t
+gnn_graph_in_row(const gnn_graph *g, int64_t v, const int32_t **nb, const float **w)
+{
+	int64_t		b,
+				k;
+
+	if (g->has_delta && (k = gnn_graph_patch_slot(&g->drev, v)) >= 0)
+	{
+		b = g->drev.ptr[k];
+		*nb = g->drev.idx + b;
+		if (w)
+			*w = g->drev.w ? g->drev.w + b : NULL;
+		return g->drev.ptr[k + 1] - b;
+	}
+	b = g->rindptr[v];
+	*nb = g->rindices + b;
+	if (w)
+		*w = g->rweights ? g->rweights + b : NULL;
+	return g->rindptr[v + 1] - b;
+}
+
+/* Node v's dense feature row (feat_dim floats); NULL without dense features. */
+static inline const float *
+gnn_graph_feat_row(const gnn_graph *g, int64_t v)
+{
+	int64_t		k;
+
+	if (!g->feat)
+		return NULL;
+	if (g->has_delta && (k = gnn_graph_patch_slot(&g->dnode, v)) >= 0)
+		return g->dnode.feat + k * (int64_t) g->feat_dim;
+	return g->feat + v * (int64_t) g->feat_dim;
+}
 
 /*
  * The time a seed at node v samples at: its seed time when it has one, else
@@ -346,13 +459,17 @@ int32_t		gnn_graph_edge_type_by_name(const gnn_graph *g, const char *name);
 static inline int64_t
 gnn_graph_out_degree(const gnn_graph *g, int64_t v)
 {
-	return g->indptr[v + 1] - g->indptr[v];
+	const int32_t *nb;
+
+	return gnn_graph_out_row(g, v, &nb, NULL, NULL);
 }
 
 static inline int64_t
 gnn_graph_in_degree(const gnn_graph *g, int64_t v)
 {
-	return g->rindptr[v + 1] - g->rindptr[v];
+	const int32_t *nb;
+
+	return gnn_graph_in_row(g, v, &nb, NULL);
 }
 
 /* ------------------------------------------------------------------ changes (graph_delta.c)
@@ -447,6 +564,18 @@ typedef struct gnn_graph_changes
 	const uint8_t *up_split;	/* GNN_SPLIT_*; NULL: keep / none */
 
 	int			nthreads;		/* 0: all cores */
+
+	/*
+	 * Make a delta over base instead of a new region (gnn_graph_attach_delta
+	 * reads it): the rows and feature rows that differ from base's region,
+	 * all of them, those of a delta base is read through included, so a
+	 * reader always needs one region and one delta.  Changes that add or
+	 * remove nodes, sparse features, and a delta over max_delta_bytes (0: no
+	 * bound) are GNN_ERR_UNSUPPORTED, found before the region is asked for:
+	 * the caller then makes a new region (as_delta false) instead.
+	 */
+	bool		as_delta;
+	uint64_t	max_delta_bytes;
 } gnn_graph_changes;
 
 typedef struct gnn_graph_change_stats
@@ -467,6 +596,74 @@ typedef struct gnn_graph_change_stats
 gnn_status	gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 									gnn_region_alloc_fn alloc, void *alloc_arg, void **region_out,
 									uint64_t *size_out, gnn_graph_change_stats *stats, gnn_error *err);
+
+/*
+ * A delta region: the rows of one base region that changed (see
+ * gnn_graph_patch), in its own memory; the header ties it to its base by
+ * the base header's checksum and counts.
+ */
+#define GNN_DELTA_MAGIC   0x474e4e44u	/* "GNND" */
+#define GNN_DELTA_VERSION 1
+
+typedef struct gnn_delta_header
+{
+	uint32_t	magic;
+	uint32_t	version;
+	uint64_t	total_bytes;
+	uint64_t	base_checksum;	/* the base header's checksum */
+	int64_t		num_nodes;		/* = the base's */
+	int64_t		base_edges;
+	int64_t		num_edges;		/* arcs with the delta */
+	int64_t		n_train;
+	int64_t		n_val;
+	int64_t		n_test;
+	int64_t		n_labelled;
+	int32_t		num_classes;
+	int32_t		feat_dim;
+	int64_t		fwd_rows;
+	int64_t		fwd_arcs;
+	int64_t		rev_rows;
+	int64_t		rev_arcs;
+	int64_t		feat_rows;
+	uint64_t	off_fbits;
+	uint64_t	off_frank;
+	uint64_t	off_fptr;
+	uint64_t	off_fidx;
+	uint64_t	off_fw;
+	uint64_t	off_frows;
+	uint64_t	off_rbits;
+	uint64_t	off_rrank;
+	uint64_t	off_rptr;
+	uint64_t	off_ridx;
+	uint64_t	off_rw;
+	uint64_t	off_nbits;
+	uint64_t	off_nrank;
+	uint64_t	off_nfeat;
+	uint64_t	off_labels;		/* int32[n]: all labels (0: the base's) */
+	uint64_t	off_split;		/* uint8[n]: the whole split (0: the base's) */
+	gnn_edge_type etype;
+	uint64_t	checksum;		/* of the fields above */
+} gnn_delta_header;
+
+/*
+ * A view of base with delta over it (delta NULL: gnn_graph_attach).  The
+ * delta must have been made over this base (checked: checksum and counts).
+ */
+gnn_status	gnn_graph_attach_delta(const void *region, uint64_t size, const void *delta, uint64_t delta_size,
+								   gnn_graph *g, gnn_error *err);
+
+/*
+ * Attaching checks a delta's header and the ends of its arrays only; this
+ * checks every row pointer, rank and arc (tests, tools; GNN_ERR_CORRUPT).
+ */
+gnn_status	gnn_graph_check_delta(const gnn_graph *g, gnn_error *err);
+
+/*
+ * A graph without a delta: *out = *g and *mem NULL when g has none, else
+ * base and delta merged into a new region in private memory (*mem; free() it
+ * when done with *out), the region a build of the same rows makes.
+ */
+gnn_status	gnn_graph_flatten(const gnn_graph *g, gnn_graph *out, void **mem, gnn_error *err);
 
 /* Convenience for tools and tests: build straight into a malloc'd region. */
 gnn_status	gnn_graph_build_region(const gnn_graph_input *in, void **region, uint64_t *size,

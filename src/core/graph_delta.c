@@ -147,8 +147,8 @@ typedef struct delta_ctx
 {
 	const gnn_graph *base;
 	bool		undirected;
-	const int32_t *old2new;		/* per base node, -1 removed */
-	const int64_t *src_old;		/* per new node: base index or -1 */
+	const int32_t *old2new;		/* per base node, -1 removed (NULL: the identity) */
+	const int64_t *src_old;		/* per new node: base index or -1 (NULL: the identity) */
 	const dentry *ent;
 	const int64_t *eptr;		/* per new node: its entries [eptr[v], eptr[v+1]) */
 	bool		shift;			/* nodes come or go: old2new is not the identity */
@@ -167,37 +167,56 @@ typedef struct delta_ctx
 	float	   *rwt;
 } delta_ctx;
 
+/* base row o, forward or reverse, read through the base's delta if it has one */
+static inline int64_t
+base_row(const gnn_graph *b, bool rev, int64_t o, const int32_t **nb, const float **w, const int32_t **rows)
+{
+	if (rev)
+	{
+		if (rows)
+			*rows = NULL;
+		return gnn_graph_in_row(b, o, nb, w);
+	}
+	return gnn_graph_out_row(b, o, nb, w, rows);
+}
+
 /* the number of arcs base row o keeps (those not at removed nodes) */
 static int64_t
-kept_len(const delta_ctx *c, const int64_t *bptr, const int32_t *bidx, int64_t o)
+kept_len(const delta_ctx *c, bool rev, int64_t o)
 {
-	int64_t		k = 0;
+	const int32_t *nb;
+	int64_t		len,
+				k = 0;
 
 	if (o < 0)
 		return 0;
+	len = base_row(c->base, rev, o, &nb, NULL, NULL);
 	if (!c->shift)
-		return bptr[o + 1] - bptr[o];
-	for (int64_t p = bptr[o]; p < bptr[o + 1]; p++)
-		k += c->old2new[bidx[p]] >= 0;
+		return len;
+	for (int64_t p = 0; p < len; p++)
+		k += c->old2new[nb[p]] >= 0;
 	return k;
 }
 
 /*
  * Rows [v, w) that have no changes of their own (no entries, for the
  * forward CSR; no changed arcs in, for the reverse): the base rows mapped.
- * Without node changes a run of such rows is one slice of the base, copied
- * as it is; else each row is mapped arc by arc, dropping arcs at removed
- * nodes.  bptr / bidx / bw are the base's forward or reverse arrays; rows
+ * Without node changes or a delta under the base a run of such rows is one
+ * slice of the base, copied as it is; else each row is copied (mapped arc
+ * by arc, dropping arcs at removed nodes, when nodes come or go).  rows
  * (forward only) gets the arcs' row counts, as merge_row counts them.
  */
 static void
-copy_rows(const delta_ctx *c, int64_t v, int64_t w, const int64_t *bptr, const int32_t *bidx,
-		  const float *bw, int32_t *out_idx, float *out_w, int32_t *out_rows)
+copy_rows(const delta_ctx *c, int64_t v, int64_t w, bool rev, int32_t *out_idx, float *out_w,
+		  int32_t *out_rows)
 {
 	const gnn_graph *b = c->base;
 
-	if (!c->shift)
+	if (!c->shift && !b->has_delta)
 	{
+		const int64_t *bptr = rev ? b->rindptr : b->indptr;
+		const int32_t *bidx = rev ? b->rindices : b->indices;
+		const float *bw = rev ? b->rweights : b->weights;
 		int64_t		p0 = bptr[v],
 					len = bptr[w] - p0;
 
@@ -216,21 +235,26 @@ copy_rows(const delta_ctx *c, int64_t v, int64_t w, const int64_t *bptr, const i
 	}
 	for (int64_t u = v, k = 0; u < w; u++)
 	{
-		int64_t		o = c->src_old[u];
+		int64_t		o = c->shift ? c->src_old[u] : u;
+		const int32_t *nb,
+				   *nr;
+		const float *nw;
+		int64_t		len;
 
 		if (o < 0)
 			continue;
-		for (int64_t p = bptr[o]; p < bptr[o + 1]; p++)
+		len = base_row(b, rev, o, &nb, &nw, out_rows ? &nr : NULL);
+		for (int64_t p = 0; p < len; p++)
 		{
-			int32_t		t = c->old2new[bidx[p]];
+			int32_t		t = c->shift ? c->old2new[nb[p]] : nb[p];
 
 			if (t < 0)
 				continue;
 			out_idx[k] = t;
 			if (out_w)
-				out_w[k] = bw[p];
+				out_w[k] = nw[p];
 			if (out_rows)
-				out_rows[k] = b->arc_rows ? b->arc_rows[p] : (c->undirected && bidx[p] == o ? 2 : 1);
+				out_rows[k] = nr ? nr[p] : (c->undirected && nb[p] == o ? 2 : 1);
 			k++;
 		}
 	}
@@ -246,24 +270,22 @@ copy_rows(const delta_ctx *c, int64_t v, int64_t w, const int64_t *bptr, const i
 static void
 merge_rrow(const delta_ctx *c, int64_t t, int32_t *out_src, float *out_w)
 {
-	const gnn_graph *b = c->base;
-	int64_t		o = c->src_old[t];
+	int64_t		o = c->src_old ? c->src_old[t] : t;
 	int64_t		p = 0,
 				pe = 0;
 	int64_t		q = c->reptr[t],
 				qe = c->reptr[t + 1];
 	int64_t		k = 0;
+	const int32_t *bi = NULL;
+	const float *bw = NULL;
 
 	if (o >= 0)
-	{
-		p = b->rindptr[o];
-		pe = b->rindptr[o + 1];
-	}
+		pe = base_row(c->base, true, o, &bi, &bw, NULL);
 	for (;;)
 	{
 		int32_t		bs = -1;	/* next mapped base source */
 
-		while (p < pe && (bs = c->old2new[b->rindices[p]]) < 0)
+		while (p < pe && (bs = c->old2new ? c->old2new[bi[p]] : bi[p]) < 0)
 			p++;
 		if (p >= pe)
 			bs = -1;
@@ -273,7 +295,7 @@ merge_rrow(const delta_ctx *c, int64_t t, int32_t *out_src, float *out_w)
 		{
 			out_src[k] = bs;
 			if (out_w)
-				out_w[k] = b->rweights[p];
+				out_w[k] = bw[p];
 			k++;
 			p++;
 			continue;
@@ -299,24 +321,23 @@ merge_rrow(const delta_ctx *c, int64_t t, int32_t *out_src, float *out_w)
 static int64_t
 merge_row(const delta_ctx *c, int64_t v, int32_t *out_idx, float *out_w, int32_t *out_rows, int64_t *bad)
 {
-	const gnn_graph *b = c->base;
-	int64_t		o = c->src_old[v];
+	int64_t		o = c->src_old ? c->src_old[v] : v;
 	int64_t		p = 0,
 				pe = 0;
 	int64_t		e = c->eptr[v],
 				ee = c->eptr[v + 1];
 	int64_t		k = 0;
+	const int32_t *bi = NULL,
+			   *br = NULL;
+	const float *bw = NULL;
 
 	if (o >= 0)
-	{
-		p = b->indptr[o];
-		pe = b->indptr[o + 1];
-	}
+		pe = base_row(c->base, false, o, &bi, &bw, &br);
 	for (;;)
 	{
 		int32_t		bt = -1;	/* next mapped base target */
 
-		while (p < pe && (bt = c->old2new[b->indices[p]]) < 0)
+		while (p < pe && (bt = c->old2new ? c->old2new[bi[p]] : bi[p]) < 0)
 			p++;
 		if (p >= pe)
 			bt = -1;
@@ -333,8 +354,8 @@ merge_row(const delta_ctx *c, int64_t v, int32_t *out_idx, float *out_w, int32_t
 		{
 			had = true;
 			t = bt;
-			rows = b->arc_rows ? b->arc_rows[p] : (c->undirected && b->indices[p] == o ? 2 : 1);
-			w = b->weights ? b->weights[p] : 0;
+			rows = br ? br[p] : (c->undirected && bi[p] == o ? 2 : 1);
+			w = bw ? bw[p] : 0;
 			p++;
 		}
 		else
@@ -371,6 +392,283 @@ merge_row(const delta_ctx *c, int64_t v, int32_t *out_idx, float *out_w, int32_t
 		k++;
 	}
 	return k;
+}
+
+/* ------------------------------------------------------------------ deltas */
+
+static uint64_t
+delta_checksum(const gnn_delta_header *h)
+{
+	/* FNV-1a over the header bytes before the checksum field */
+	const unsigned char *p = (const unsigned char *) h;
+	uint64_t	x = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < offsetof(gnn_delta_header, checksum); i++)
+	{
+		x ^= p[i];
+		x *= 0x100000001b3ULL;
+	}
+	return x;
+}
+
+/* does p point into g's delta region? */
+static bool
+in_delta(const gnn_graph *g, const void *p)
+{
+	const char *d = g->delta;
+
+	return g->has_delta && p && (const char *) p >= d && (const char *) p < d + g->delta_bytes;
+}
+
+/* ranks of a bit set of n bits: rank[w] = bits set in words before w; returns the total */
+static int64_t
+rank_bits(const uint64_t *bits, int64_t W, int32_t *rank)
+{
+	int64_t		k = 0;
+
+	for (int64_t w = 0; w < W; w++)
+	{
+		rank[w] = (int32_t) k;
+		k += __builtin_popcountll(bits[w]);
+	}
+	return k;
+}
+
+/* the rows of a bit set, ascending */
+static void
+list_bits(const uint64_t *bits, int64_t W, int32_t *out)
+{
+	int64_t		k = 0;
+
+	for (int64_t w = 0; w < W; w++)
+		for (uint64_t x = bits[w]; x; x &= x - 1)
+			out[k++] = (int32_t) (w * 64 + __builtin_ctzll(x));
+}
+
+/*
+ * The delta of base with the changes (as_delta; no node comes or goes, so
+ * every index is the base's): the forward rows that have entries or that
+ * base's own delta replaced, the reverse rows with changed arcs in or
+ * replaced, the feature rows upserted or replaced, and labels and split
+ * whole when an upsert gives them or base's delta has them.  Rows are
+ * written by merge_row / merge_rrow / copy_rows, as a new region's are.
+ */
+static gnn_status
+write_delta(delta_ctx *c, const gnn_graph_changes *ch, int64_t n, int64_t m, const int64_t *indptr,
+			const int64_t *rcnt, const dentry *ent, int64_t nent, const int64_t *src_up, int64_t n_train,
+			int64_t n_val, int64_t n_test, int64_t n_labelled, int32_t num_classes,
+			gnn_region_alloc_fn alloc, void *alloc_arg, void **region_out, uint64_t *size_out, int T,
+			gnn_error *err)
+{
+	const gnn_graph *base = c->base;
+	gnn_status	status = GNN_OK;
+	int64_t		W = (n + 63) / 64;
+	uint64_t   *fb = calloc(W + 1, 8),
+			   *rb = calloc(W + 1, 8),
+			   *nb = calloc(W + 1, 8);
+	int32_t    *fl = NULL,
+			   *rl = NULL,
+			   *nl = NULL;
+	int64_t		kf,
+				kr,
+				kn,
+				af = 0,
+				ar = 0;
+	int32_t		dim = base->feat_dim;
+	bool		weighted = base->weighted;
+	bool		labels = base->labels && ((ch->up_labels && ch->num_upserted_nodes > 0) || in_delta(base, base->labels));
+	bool		split = base->split && ((ch->up_split && ch->num_upserted_nodes > 0) || in_delta(base, base->split));
+	bool		feats = base->feat_kind == GNN_FEAT_DENSE;
+	char	   *region = NULL;
+	int32_t    *frank = malloc(sizeof(int32_t) * (W + 1)),
+			   *rrank = malloc(sizeof(int32_t) * (W + 1)),
+			   *nrank = malloc(sizeof(int32_t) * (W + 1));
+
+	if (!fb || !rb || !nb || !frank || !rrank || !nrank)
+		FAIL(GNN_ERR_NOMEM, "out of memory for a delta of %lld nodes", (long long) n);
+	if (base->has_delta)
+	{
+		if (base->dfwd.bits)
+			memcpy(fb, base->dfwd.bits, 8 * W);
+		if (base->drev.bits)
+			memcpy(rb, base->drev.bits, 8 * W);
+		if (base->dnode.bits)
+			memcpy(nb, base->dnode.bits, 8 * W);
+	}
+	for (int64_t i = 0; i < nent; i++)
+	{
+		fb[ent[i].src >> 6] |= (uint64_t) 1 << (ent[i].src & 63);
+		rb[ent[i].dst >> 6] |= (uint64_t) 1 << (ent[i].dst & 63);
+	}
+	if (feats && ch->up_feat)
+		for (int64_t v = 0; v < n; v++)
+			if (src_up[v] >= 0)
+				nb[v >> 6] |= (uint64_t) 1 << (v & 63);
+	kf = rank_bits(fb, W, frank);
+	kr = rank_bits(rb, W, rrank);
+	kn = feats ? rank_bits(nb, W, nrank) : 0;
+	fl = malloc(sizeof(int32_t) * (kf + 1));
+	rl = malloc(sizeof(int32_t) * (kr + 1));
+	nl = malloc(sizeof(int32_t) * (kn + 1));
+	if (!fl || !rl || !nl)
+		FAIL(GNN_ERR_NOMEM, "out of memory for a delta of %lld rows", (long long) (kf + kr));
+	list_bits(fb, W, fl);
+	list_bits(rb, W, rl);
+	if (feats)
+		list_bits(nb, W, nl);
+	for (int64_t k = 0; k < kf; k++)
+		af += indptr[fl[k] + 1] - indptr[fl[k]];
+	for (int64_t k = 0; k < kr; k++)
+		ar += rcnt[rl[k] + 1] - rcnt[rl[k]];
+
+	{
+		uint64_t	off = ALIGN64(sizeof(gnn_delta_header));
+		gnn_delta_header hd;
+		int64_t	   *fptr,
+				   *rptr;
+
+		memset(&hd, 0, sizeof(hd));
+#define PLACE(field, bytes, cond) do { if (cond) { hd.field = off; off = ALIGN64(off + (uint64_t) (bytes)); } } while (0)
+		PLACE(off_fbits, 8 * W, true);
+		PLACE(off_frank, 4 * W, true);
+		PLACE(off_fptr, 8 * (kf + 1), true);
+		PLACE(off_fidx, 4 * af, true);
+		PLACE(off_fw, 4 * af, weighted);
+		PLACE(off_frows, 4 * af, true);
+		PLACE(off_rbits, 8 * W, true);
+		PLACE(off_rrank, 4 * W, true);
+		PLACE(off_rptr, 8 * (kr + 1), true);
+		PLACE(off_ridx, 4 * ar, true);
+		PLACE(off_rw, 4 * ar, weighted);
+		PLACE(off_nbits, 8 * W, feats);
+		PLACE(off_nrank, 4 * W, feats);
+		PLACE(off_nfeat, 4 * kn * (int64_t) dim, feats);
+		PLACE(off_labels, 4 * n, labels);
+		PLACE(off_split, n, split);
+#undef PLACE
+		if (ch->max_delta_bytes > 0 && off > ch->max_delta_bytes)
+			FAIL(GNN_ERR_UNSUPPORTED, "the delta would take %llu bytes, more than the %llu allowed",
+				 (unsigned long long) off, (unsigned long long) ch->max_delta_bytes);
+		region = alloc(alloc_arg, off);
+		if (!region)
+			FAIL(GNN_ERR_LIMIT, "a region of %llu bytes was refused", (unsigned long long) off);
+		hd.magic = GNN_DELTA_MAGIC;
+		hd.version = GNN_DELTA_VERSION;
+		hd.total_bytes = off;
+		hd.base_checksum = ((const gnn_graph_header *) base->region)->checksum;
+		hd.num_nodes = n;
+		hd.base_edges = ((const gnn_graph_header *) base->region)->num_edges;
+		hd.num_edges = m;
+		hd.n_train = n_train;
+		hd.n_val = n_val;
+		hd.n_test = n_test;
+		hd.n_labelled = n_labelled;
+		hd.num_classes = num_classes;
+		hd.feat_dim = dim;
+		hd.fwd_rows = kf;
+		hd.fwd_arcs = af;
+		hd.rev_rows = kr;
+		hd.rev_arcs = ar;
+		hd.feat_rows = kn;
+		hd.etype.src_type = hd.etype.dst_type = 0;
+		hd.etype.count = m;
+		hd.checksum = delta_checksum(&hd);
+		memcpy(region, &hd, sizeof(hd));
+
+		memcpy(region + hd.off_fbits, fb, 8 * W);
+		memcpy(region + hd.off_frank, frank, 4 * W);
+		memcpy(region + hd.off_rbits, rb, 8 * W);
+		memcpy(region + hd.off_rrank, rrank, 4 * W);
+		fptr = (int64_t *) (region + hd.off_fptr);
+		rptr = (int64_t *) (region + hd.off_rptr);
+		fptr[0] = rptr[0] = 0;
+		for (int64_t k = 0; k < kf; k++)
+			fptr[k + 1] = fptr[k] + indptr[fl[k] + 1] - indptr[fl[k]];
+		for (int64_t k = 0; k < kr; k++)
+			rptr[k + 1] = rptr[k] + rcnt[rl[k] + 1] - rcnt[rl[k]];
+		{
+			int32_t    *fi = (int32_t *) (region + hd.off_fidx),
+					   *fr = (int32_t *) (region + hd.off_frows),
+					   *ri = (int32_t *) (region + hd.off_ridx);
+			float	   *fw = weighted ? (float *) (region + hd.off_fw) : NULL,
+					   *rw = weighted ? (float *) (region + hd.off_rw) : NULL;
+
+			/* forward rows first: they note the changed arcs' weights for the reverse ones */
+#pragma omp parallel for schedule(dynamic, 1024) num_threads(T)
+			for (int64_t k = 0; k < kf; k++)
+			{
+				int64_t		v = fl[k],
+							unused = INT64_MAX;
+
+				if (c->eptr[v] < c->eptr[v + 1])
+					merge_row(c, v, fi + fptr[k], fw ? fw + fptr[k] : NULL, fr + fptr[k], &unused);
+				else
+					copy_rows(c, v, v + 1, false, fi + fptr[k], fw ? fw + fptr[k] : NULL, fr + fptr[k]);
+			}
+#pragma omp parallel for schedule(dynamic, 1024) num_threads(T)
+			for (int64_t k = 0; k < kr; k++)
+			{
+				int64_t		t = rl[k];
+
+				if (c->reptr[t] < c->reptr[t + 1])
+					merge_rrow(c, t, ri + rptr[k], rw ? rw + rptr[k] : NULL);
+				else
+					copy_rows(c, t, t + 1, true, ri + rptr[k], rw ? rw + rptr[k] : NULL, NULL);
+			}
+		}
+		if (feats)
+		{
+			float	   *f = (float *) (region + hd.off_nfeat);
+			size_t		row = sizeof(float) * (size_t) dim;
+
+			memcpy(region + hd.off_nbits, nb, 8 * W);
+			memcpy(region + hd.off_nrank, nrank, 4 * W);
+			for (int64_t k = 0; k < kn; k++)
+			{
+				int64_t		v = nl[k],
+							u = src_up[v];
+
+				memcpy(f + k * dim, u >= 0 && ch->up_feat ? ch->up_feat + u * dim : gnn_graph_feat_row(base, v), row);
+			}
+		}
+		if (labels)
+		{
+			int32_t    *lab = (int32_t *) (region + hd.off_labels);
+
+			for (int64_t v = 0; v < n; v++)
+			{
+				int64_t		u = src_up[v];
+				int32_t		x = u >= 0 && ch->up_labels ? ch->up_labels[u] : base->labels[v];
+
+				lab[v] = x < 0 ? -1 : x;
+			}
+		}
+		if (split)
+		{
+			uint8_t    *sp = (uint8_t *) (region + hd.off_split);
+
+			for (int64_t v = 0; v < n; v++)
+			{
+				int64_t		u = src_up[v];
+				uint8_t		x = u >= 0 && ch->up_split ? ch->up_split[u] : base->split[v];
+
+				sp[v] = x <= GNN_SPLIT_TEST ? x : GNN_SPLIT_NONE;
+			}
+		}
+		*region_out = region;
+		*size_out = off;
+	}
+done:
+	free(fb);
+	free(rb);
+	free(nb);
+	free(fl);
+	free(rl);
+	free(nl);
+	free(frank);
+	free(rrank);
+	free(nrank);
+	return status;
 }
 
 gnn_status
@@ -422,6 +720,12 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 #else
 	T = 1;
 #endif
+	if (ch->as_delta && !base->region)
+		FAIL(GNN_ERR_INVALID, "a delta needs an attached base (gnn_graph_attach)");
+	/* a delta keeps every row its base's delta has: it cannot come out smaller */
+	if (ch->as_delta && ch->max_delta_bytes > 0 && base->has_delta && base->delta_bytes > ch->max_delta_bytes)
+		FAIL(GNN_ERR_UNSUPPORTED, "the delta already takes %llu bytes, more than the %llu allowed",
+			 (unsigned long long) base->delta_bytes, (unsigned long long) ch->max_delta_bytes);
 	if (base->num_node_types > 1 || base->num_edge_types > 1)
 		FAIL(GNN_ERR_UNSUPPORTED, "changes apply to homogeneous graphs only (this one has %d node types and %d relations)",
 			 base->num_node_types, base->num_edge_types);
@@ -523,16 +827,28 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		nfresh = k;
 	}
 	n = n0 - n_removed + nfresh;
+	if (ch->as_delta && (n_removed > 0 || nfresh > 0))
+		FAIL(GNN_ERR_UNSUPPORTED, "a delta cannot add or remove nodes (%lld new, %lld removed)",
+			 (long long) nfresh, (long long) n_removed);
+	if (ch->as_delta && !dense && base->feat_kind != GNN_FEAT_NONE)
+		FAIL(GNN_ERR_UNSUPPORTED, "a delta cannot hold sparse features");
+	if (!ch->as_delta && base->has_delta && sparse)
+		FAIL(GNN_ERR_CORRUPT, "a sparse-featured graph has a delta");
 	if (n == 0)
 		FAIL(GNN_ERR_EMPTY, "the changes leave the graph without nodes");
 	if (n > INT32_MAX)
 		FAIL(GNN_ERR_LIMIT, "graph has %lld nodes; at most %d are supported", (long long) n, INT32_MAX);
-	nid = malloc(sizeof(int64_t) * n);
-	src_old = malloc(sizeof(int64_t) * n);
-	src_up = malloc(sizeof(int64_t) * n);
-	old2new = malloc(sizeof(int32_t) * n0);
-	if (!nid || !src_old || !src_up || !old2new)
+	/* without node changes every index stays: the maps are the identity (NULL), the ids the base's */
+	if (n_removed > 0 || nfresh > 0)
+	{
+		nid = malloc(sizeof(int64_t) * n);
+		src_old = malloc(sizeof(int64_t) * n);
+		src_up = malloc(sizeof(int64_t) * n);
+		old2new = malloc(sizeof(int32_t) * n0);
+	}
+	if ((n_removed > 0 || nfresh > 0) && (!nid || !src_old || !src_up || !old2new))
 		FAIL(GNN_ERR_NOMEM, "out of memory for %lld nodes", (long long) n);
+	if (nid)
 	{
 		int64_t		o = 0,
 					f = 0,
@@ -562,6 +878,10 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		}
 	}
 
+	const int64_t *ids_new = nid ? nid : base->ids;	/* per new node */
+	const int64_t *up_of = src_up ? src_up : upd_of;	/* per new node: its upsert, -1 */
+
+#define SRC_OLD(v) (src_old ? src_old[v] : (int64_t) (v))
 	/* 2. edge changes as entries */
 	{
 		int64_t		cap = 2 * (ch->num_removed_edges + ch->num_added_edges);
@@ -594,8 +914,8 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 #pragma omp parallel for schedule(static) num_threads(T)
 		for (int64_t i = 0; i < ne; i++)
 		{
-			int64_t		s = find_sorted(nid, n, es[i]),
-						d = find_sorted(nid, n, ed[i]);
+			int64_t		s = find_sorted(ids_new, n, es[i]),
+						d = find_sorted(ids_new, n, ed[i]);
 
 			if (rm && n_removed > 0)
 			{
@@ -735,7 +1055,7 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 
 #pragma omp parallel for schedule(dynamic, 4096) num_threads(T) reduction(min:bad)
 	for (int64_t v = 0; v < n; v++)
-		indptr[v + 1] = eptr[v] == eptr[v + 1] ? kept_len(&ctx, base->indptr, base->indices, src_old[v]) :
+		indptr[v + 1] = eptr[v] == eptr[v + 1] ? kept_len(&ctx, false, SRC_OLD(v)) :
 			merge_row(&ctx, v, NULL, NULL, NULL, &bad);
 	if (bad != INT64_MAX)
 		FAIL_ROW(bad, ch->rm_src[bad], GNN_ERR_INVALID,
@@ -750,7 +1070,7 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 #pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
 	for (int64_t t = 0; t < n; t++)
 	{
-		int64_t		k = kept_len(&ctx, base->rindptr, base->rindices, src_old[t]);
+		int64_t		k = kept_len(&ctx, true, SRC_OLD(t));
 
 		for (int64_t q = reptr[t]; q < reptr[t + 1]; q++)
 			k += rdelta[q];
@@ -782,8 +1102,8 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		fptr[0] = 0;
 		for (int64_t v = 0; v < n; v++)
 		{
-			int64_t		u = src_up[v],
-						o = src_old[v],
+			int64_t		u = up_of[v],
+						o = SRC_OLD(v),
 						len = 0;
 
 			if (u >= 0 && ch->up_fptr)
@@ -796,8 +1116,8 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 	}
 	for (int64_t v = 0; v < n; v++)
 	{
-		int64_t		u = src_up[v],
-					o = src_old[v];
+		int64_t		u = up_of[v],
+					o = SRC_OLD(v);
 
 		if (base->labels)
 		{
@@ -821,6 +1141,16 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 			has_seed_time |= base->seed_time && base->seed_time[o] != GNN_TIME_NONE;
 			has_targets |= base->targets && !isnan(base->targets[o]);
 		}
+	}
+
+	if (ch->as_delta)
+	{
+		status = write_delta(&ctx, ch, n, m, indptr, rcnt, ent, nent, up_of, n_train, n_val, n_test,
+							 n_labelled, base->labels ? maxl + 1 : 0, alloc, alloc_arg, region_out, size_out, T,
+							 err);
+		if (status != GNN_OK)
+			goto done;
+		goto finish;
 	}
 
 	/* 4. the region, laid out as a build lays it out */
@@ -891,7 +1221,7 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		float	   *rrw = weighted ? (float *) (region + h->off_rweights) : NULL;
 		int64_t		nblk = (n + DELTA_BLOCK - 1) / DELTA_BLOCK;
 
-		memcpy(region + h->off_ids, nid, 8 * un);
+		memcpy(region + h->off_ids, ids_new, 8 * un);
 		memcpy(rp, indptr, 8 * (un + 1));
 
 		/*
@@ -911,8 +1241,7 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 				while (w < ve && eptr[w] == eptr[w + 1])
 					w++;
 				if (w > v)
-					copy_rows(&ctx, v, w, base->indptr, base->indices, base->weights, ri + indptr[v],
-							  rw ? rw + indptr[v] : NULL, ra + indptr[v]);
+					copy_rows(&ctx, v, w, false, ri + indptr[v], rw ? rw + indptr[v] : NULL, ra + indptr[v]);
 				if (w < ve)
 				{
 					int64_t		unused = INT64_MAX;
@@ -943,8 +1272,7 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 				while (w < te && reptr[w] == reptr[w + 1])
 					w++;
 				if (w > t)
-					copy_rows(&ctx, t, w, base->rindptr, base->rindices, base->rweights, rri + rcnt[t],
-							  rrw ? rrw + rcnt[t] : NULL, NULL);
+					copy_rows(&ctx, t, w, true, rri + rcnt[t], rrw ? rrw + rcnt[t] : NULL, NULL);
 				if (w < te)
 				{
 					merge_rrow(&ctx, w, rri + rcnt[w], rrw ? rrw + rcnt[w] : NULL);
@@ -962,13 +1290,13 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 #pragma omp parallel for schedule(static) num_threads(T)
 			for (int64_t v = 0; v < n; v++)
 			{
-				int64_t		u = src_up[v],
-							o = src_old[v];
+				int64_t		u = up_of[v],
+							o = SRC_OLD(v);
 
 				if (u >= 0 && ch->up_feat)
 					memcpy(f + v * dim, ch->up_feat + u * dim, row);
 				else if (o >= 0)
-					memcpy(f + v * dim, base->feat + o * dim, row);
+					memcpy(f + v * dim, gnn_graph_feat_row(base, o), row);
 				else
 					memset(f + v * dim, 0, row);
 			}
@@ -982,8 +1310,8 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 #pragma omp parallel for schedule(static) num_threads(T)
 			for (int64_t v = 0; v < n; v++)
 			{
-				int64_t		u = src_up[v],
-							o = src_old[v],
+				int64_t		u = up_of[v],
+							o = SRC_OLD(v),
 							len = fptr[v + 1] - fptr[v];
 
 				if (u >= 0 && ch->up_fptr)
@@ -1004,8 +1332,8 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 
 			for (int64_t v = 0; v < n; v++)
 			{
-				int64_t		u = src_up[v],
-							o = src_old[v];
+				int64_t		u = up_of[v],
+							o = SRC_OLD(v);
 				int32_t		x = u >= 0 && ch->up_labels ? ch->up_labels[u] : o >= 0 ? base->labels[o] : -1;
 
 				lab[v] = x < 0 ? -1 : x;
@@ -1017,8 +1345,8 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 
 			for (int64_t v = 0; v < n; v++)
 			{
-				int64_t		u = src_up[v],
-							o = src_old[v];
+				int64_t		u = up_of[v],
+							o = SRC_OLD(v);
 				uint8_t		x = u >= 0 && ch->up_split ? ch->up_split[u] : o >= 0 ? base->split[o] : GNN_SPLIT_NONE;
 
 				sp[v] = x <= GNN_SPLIT_TEST ? x : GNN_SPLIT_NONE;
@@ -1040,7 +1368,7 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		/* times and targets: kept for nodes that stay, none for new ones */
 		for (int64_t v = 0; v < n; v++)
 		{
-			int64_t		o = src_old[v];
+			int64_t		o = SRC_OLD(v);
 
 			if (h->off_time)
 				((int64_t *) (region + h->off_time))[v] = o >= 0 && base->time ? base->time[o] : GNN_TIME_NONE;
@@ -1055,6 +1383,7 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		*region_out = region;
 		*size_out = l.total;
 	}
+finish:
 	if (stats)
 	{
 		stats->inserted_edges = ch->num_added_edges;
@@ -1087,4 +1416,192 @@ done:
 	free(rdelta);
 	free(rwt);
 	return status;
+}
+
+/* ------------------------------------------------------------------ reading a delta */
+
+static bool
+dspan_ok(uint64_t off, uint64_t count, uint64_t elem, uint64_t size)
+{
+	return off >= sizeof(gnn_delta_header) && off <= size && count <= (size - off) / elem;
+}
+
+/* one direction's patch: bits and ranks agree, row pointers ascend to the arc count */
+static bool
+patch_ok(const gnn_graph_patch *p, int64_t W, int64_t rows, int64_t arcs)
+{
+	int64_t		k = 0;
+
+	for (int64_t w = 0; w < W; w++)
+	{
+		if (p->rank[w] != k)
+			return false;
+		k += __builtin_popcountll(p->bits[w]);
+	}
+	if (k != rows)
+		return false;
+	if (!p->ptr)
+		return true;
+	if (p->ptr[0] != 0 || p->ptr[rows] != arcs)
+		return false;
+	for (int64_t i = 0; i < rows; i++)
+		if (p->ptr[i + 1] < p->ptr[i])
+			return false;
+	return true;
+}
+
+/* the ends of a patch: the last word's rank and bits give the row count, the pointers the arc count */
+static bool
+patch_ends_ok(const gnn_graph_patch *p, int64_t W, int64_t rows, int64_t arcs)
+{
+	if (W > 0 && (p->rank[0] != 0 || p->rank[W - 1] + __builtin_popcountll(p->bits[W - 1]) != rows))
+		return false;
+	return !p->ptr || (p->ptr[0] == 0 && p->ptr[rows] == arcs);
+}
+
+gnn_status
+gnn_graph_check_delta(const gnn_graph *g, gnn_error *err)
+{
+	int64_t		n = g->num_nodes,
+				W = (n + 63) / 64;
+	const gnn_delta_header *h = g->delta;
+
+	if (!g->has_delta)
+		return GNN_OK;
+	if (!patch_ok(&g->dfwd, W, h->fwd_rows, h->fwd_arcs) || !patch_ok(&g->drev, W, h->rev_rows, h->rev_arcs) ||
+		(g->dnode.bits && !patch_ok(&g->dnode, W, h->feat_rows, 0)))
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph delta rows are inconsistent");
+	for (int64_t k = 0; k < h->fwd_arcs; k++)
+		if ((uint32_t) g->dfwd.idx[k] >= (uint64_t) n)
+			return gnn_error_set(err, GNN_ERR_CORRUPT, "graph delta arcs point outside the graph");
+	for (int64_t k = 0; k < h->rev_arcs; k++)
+		if ((uint32_t) g->drev.idx[k] >= (uint64_t) n)
+			return gnn_error_set(err, GNN_ERR_CORRUPT, "graph delta arcs point outside the graph");
+	return GNN_OK;
+}
+
+gnn_status
+gnn_graph_attach_delta(const void *region, uint64_t size, const void *delta, uint64_t delta_size,
+					   gnn_graph *g, gnn_error *err)
+{
+	gnn_status	st = gnn_graph_attach(region, size, g, err);
+	const gnn_delta_header *h = delta;
+	const char *d = delta;
+	const gnn_graph_header *bh = region;
+	int64_t		n,
+				W;
+	uint64_t	sz = delta_size;
+
+	if (st != GNN_OK || delta == NULL)
+		return st;
+	if (delta_size < sizeof(gnn_delta_header) || h->magic != GNN_DELTA_MAGIC || h->version != GNN_DELTA_VERSION)
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph delta has a bad magic number or version");
+	if (h->checksum != delta_checksum(h) || h->total_bytes > delta_size)
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph delta header is corrupt");
+	if (h->base_checksum != bh->checksum || h->num_nodes != bh->num_nodes || h->base_edges != bh->num_edges ||
+		h->feat_dim != bh->feat_dim || g->num_node_types != 1 || g->num_edge_types != 1)
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph delta does not belong to this graph");
+	n = h->num_nodes;
+	W = (n + 63) / 64;
+	if (h->num_edges < 0 || h->fwd_rows < 0 || h->rev_rows < 0 || h->feat_rows < 0 || h->fwd_arcs < 0 ||
+		h->rev_arcs < 0 || h->fwd_rows > n || h->rev_rows > n || h->feat_rows > n ||
+		!dspan_ok(h->off_fbits, W, 8, sz) || !dspan_ok(h->off_frank, W, 4, sz) ||
+		!dspan_ok(h->off_fptr, h->fwd_rows + 1, 8, sz) || !dspan_ok(h->off_fidx, h->fwd_arcs, 4, sz) ||
+		!dspan_ok(h->off_frows, h->fwd_arcs, 4, sz) ||
+		(h->off_fw && !dspan_ok(h->off_fw, h->fwd_arcs, 4, sz)) ||
+		!dspan_ok(h->off_rbits, W, 8, sz) || !dspan_ok(h->off_rrank, W, 4, sz) ||
+		!dspan_ok(h->off_rptr, h->rev_rows + 1, 8, sz) || !dspan_ok(h->off_ridx, h->rev_arcs, 4, sz) ||
+		(h->off_rw && !dspan_ok(h->off_rw, h->rev_arcs, 4, sz)) ||
+		(!h->off_fw) != (!h->off_rw) || (h->off_fw != 0) != g->weighted ||
+		(h->off_nbits && (!dspan_ok(h->off_nbits, W, 8, sz) || !dspan_ok(h->off_nrank, W, 4, sz) ||
+						  !dspan_ok(h->off_nfeat, (uint64_t) h->feat_rows * (uint64_t) h->feat_dim, 4, sz))) ||
+		(h->off_nbits && g->feat_kind != GNN_FEAT_DENSE) ||
+		(h->off_labels && (!g->labels || !dspan_ok(h->off_labels, n, 4, sz))) ||
+		(h->off_split && (!g->split || !dspan_ok(h->off_split, n, 1, sz))))
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph delta arrays fall outside the delta");
+
+	g->dfwd.bits = (const uint64_t *) (d + h->off_fbits);
+	g->dfwd.rank = (const int32_t *) (d + h->off_frank);
+	g->dfwd.ptr = (const int64_t *) (d + h->off_fptr);
+	g->dfwd.idx = (const int32_t *) (d + h->off_fidx);
+	g->dfwd.w = h->off_fw ? (const float *) (d + h->off_fw) : NULL;
+	g->dfwd.rows = (const int32_t *) (d + h->off_frows);
+	g->drev.bits = (const uint64_t *) (d + h->off_rbits);
+	g->drev.rank = (const int32_t *) (d + h->off_rrank);
+	g->drev.ptr = (const int64_t *) (d + h->off_rptr);
+	g->drev.idx = (const int32_t *) (d + h->off_ridx);
+	g->drev.w = h->off_rw ? (const float *) (d + h->off_rw) : NULL;
+	if (h->off_nbits)
+	{
+		g->dnode.bits = (const uint64_t *) (d + h->off_nbits);
+		g->dnode.rank = (const int32_t *) (d + h->off_nrank);
+		g->dnode.feat = (const float *) (d + h->off_nfeat);
+	}
+	/*
+	 * constant-time checks only: every statement that reads the graph
+	 * attaches it (as the base region's arcs, the delta's are trusted once
+	 * its header and spans are sound; gnn_graph_check_delta looks at all)
+	 */
+	if (!patch_ends_ok(&g->dfwd, W, h->fwd_rows, h->fwd_arcs) || !patch_ends_ok(&g->drev, W, h->rev_rows, h->rev_arcs) ||
+		(g->dnode.bits && !patch_ends_ok(&g->dnode, W, h->feat_rows, 0)))
+	{
+		memset(g, 0, sizeof(*g));
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph delta rows are inconsistent");
+	}
+	g->has_delta = true;
+	g->delta = delta;
+	g->delta_bytes = delta_size;
+	g->num_edges = h->num_edges;
+	g->n_train = h->n_train;
+	g->n_val = h->n_val;
+	g->n_test = h->n_test;
+	g->num_classes = h->num_classes;
+	g->etypes = &h->etype;
+	if (h->off_labels)
+		g->labels = (const int32_t *) (d + h->off_labels);
+	if (h->off_split)
+		g->split = (const uint8_t *) (d + h->off_split);
+	/*
+	 * a weighted graph whose base has no arcs has no weights arrays: readers
+	 * that ask "weighted?" of them must still say yes
+	 */
+	if (g->weighted && !g->weights)
+		g->weights = g->dfwd.w;
+	if (g->weighted && !g->rweights)
+		g->rweights = g->drev.w;
+	return GNN_OK;
+}
+
+static void *
+flat_alloc(void *arg, uint64_t bytes)
+{
+	(void) arg;
+	return malloc(bytes ? bytes : 1);
+}
+
+gnn_status
+gnn_graph_flatten(const gnn_graph *g, gnn_graph *out, void **mem, gnn_error *err)
+{
+	gnn_graph_changes none;
+	void	   *region = NULL;
+	uint64_t	size = 0;
+	gnn_status	st;
+
+	*mem = NULL;
+	if (!g->has_delta)
+	{
+		*out = *g;
+		return GNN_OK;
+	}
+	memset(&none, 0, sizeof(none));
+	st = gnn_graph_apply_changes(g, &none, flat_alloc, NULL, &region, &size, NULL, err);
+	if (st == GNN_OK)
+		st = gnn_graph_attach(region, size, out, err);
+	if (st != GNN_OK)
+	{
+		free(region);
+		return st;
+	}
+	*mem = region;
+	return GNN_OK;
 }

@@ -304,8 +304,11 @@ khop_build(khop *k, const int64_t *idx, int64_t n, int hops, int64_t max_nodes,
 		for (; row < end; row++)
 		{
 			int32_t		v = k->nodes[row];
-			int64_t		b = g->rindptr[v],
-						deg = g->rindptr[v + 1] - b;
+			const int32_t *nb;
+			const float *nw;
+			/* (a delta graph is homogeneous: no arc types) */
+			int64_t		b = g->has_delta ? 0 : g->rindptr[v],
+						deg = gnn_graph_in_row(g, v, &nb, &nw);
 			int32_t		first_new = (int32_t) k->n;
 			int32_t    *ix;
 			float	   *w = NULL;
@@ -324,8 +327,8 @@ khop_build(khop *k, const int64_t *idx, int64_t n, int hops, int64_t max_nodes,
 			for (int64_t e = 0; e < deg; e++)
 			{
 				if (e + 8 < deg)
-					__builtin_prefetch(&k->map.s[map_hash(g->rindices[b + e + 8], k->map.bits)]);
-				if ((ix[e] = khop_local(k, g->rindices[b + e])) < 0)
+					__builtin_prefetch(&k->map.s[map_hash(nb[e + 8], k->map.bits)]);
+				if ((ix[e] = khop_local(k, nb[e])) < 0)
 					return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 				if (max_nodes > 0 && k->n > max_nodes)
 					return khop_limit(k, hops, max_nodes, err);
@@ -333,7 +336,7 @@ khop_build(khop *k, const int64_t *idx, int64_t n, int hops, int64_t max_nodes,
 			if (g->rweights)
 			{
 				w = k->w + k->nnz;
-				memcpy(w, g->rweights + b, sizeof(float) * deg);
+				memcpy(w, nw, sizeof(float) * deg);
 			}
 			if (g->rarc_type)
 			{

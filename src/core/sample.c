@@ -230,6 +230,12 @@ gnn_sampler_create(const gnn_graph *g, const gnn_sampler_config *cfg, gnn_sample
 		gnn_sampler_free(s);
 		return st;
 	}
+	if (g->has_delta && (cfg->temporal || s->nrel > 0))
+	{
+		gnn_sampler_free(s);
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+							 "typed and temporal sampling read a flat graph: merge its delta first (gnn_graph_flatten)");
+	}
 	if (cfg->kind == GNN_SAMPLER_LADIES)
 	{
 		s->cmark = calloc(g->num_nodes + 1, sizeof(int32_t));
@@ -559,10 +565,11 @@ hop_neighbor(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 	for (int64_t i = 0; i < nd; i++)
 	{
 		int32_t		v = dst[i];
-		int64_t		b = g->rindptr[v],
-					deg = g->rindptr[v + 1] - b;
+		const int32_t *nb;
+		const float *nw;
+		int64_t		deg = gnn_graph_in_row(g, v, &nb, &nw);
 
-		ptr[i + 1] = ptr[i] + row_count(weighted ? positive_count(g->rweights + b, deg) : deg, k, replace);
+		ptr[i + 1] = ptr[i] + row_count(weighted ? positive_count(nw, deg) : deg, k, replace);
 	}
 	nnz = ptr[nd];
 	if (nnz > INT32_MAX)
@@ -586,12 +593,13 @@ hop_neighbor(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 			for (int64_t i = c * CHUNK; i < end; i++)
 			{
 				int32_t		v = dst[i];
-				int64_t		b = g->rindptr[v];
-				int64_t		deg = g->rindptr[v + 1] - b;
+				const int32_t *nb;
+				const float *nw;
+				int64_t		deg = gnn_graph_in_row(g, v, &nb, &nw);
 
-				if (i + PREFETCH < end)
+				if (i + PREFETCH < end && !g->has_delta)
 					__builtin_prefetch(&g->rindptr[dst[i + PREFETCH]]);
-				if (!draw_row(&r, g->rindices + b, g->rweights ? g->rweights + b : NULL, deg, k,
+				if (!draw_row(&r, nb, nw, deg, k,
 							  ptr[i + 1] - ptr[i], replace, weighted, &sc, s->picked + ptr[i],
 							  keep_w ? s->weights[h] + ptr[i] : NULL))
 					ok = false;
@@ -1108,7 +1116,7 @@ hop_ladies(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 	{
 		int32_t		v = s->nodes[d0 + i];
 
-		ncap += g->rindptr[v + 1] - g->rindptr[v];
+		ncap += gnn_graph_in_degree(g, v);
 	}
 	cand = malloc(sizeof(int32_t) * (ncap + 1));
 	acc = malloc(sizeof(double) * (ncap + 1));
@@ -1123,12 +1131,13 @@ hop_ladies(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 	for (int64_t i = 0; i < nd; i++)
 	{
 		int32_t		v = s->nodes[d0 + i];
-		int64_t		deg = g->rindptr[v + 1] - g->rindptr[v];
+		const int32_t *nb;
+		int64_t		deg = gnn_graph_in_row(g, v, &nb, NULL);
 		double		a = deg > 0 ? 1.0 / ((double) deg * (double) deg) : 0;
 
-		for (int64_t e = g->rindptr[v]; e < g->rindptr[v + 1]; e++)
+		for (int64_t e = 0; e < deg; e++)
 		{
-			int32_t		u = g->rindices[e];
+			int32_t		u = nb[e];
 
 			if (s->cmark[u] != s->cgen)
 			{
@@ -1166,9 +1175,11 @@ hop_ladies(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 	for (int64_t i = 0; i < nd; i++)
 	{
 		int32_t		v = s->nodes[d0 + i];
+		const int32_t *nb;
+		int64_t		deg = gnn_graph_in_row(g, v, &nb, NULL);
 
-		for (int64_t e = g->rindptr[v]; e < g->rindptr[v + 1]; e++)
-			nnz += cnt[s->cpos[g->rindices[e]]] > 0;
+		for (int64_t e = 0; e < deg; e++)
+			nnz += cnt[s->cpos[nb[e]]] > 0;
 		ptr[i + 1] = nnz;
 	}
 	if (!grow((void **) &s->indices[h], &s->cap_indices[h], nnz + 1, sizeof(int32_t)) ||
@@ -1184,12 +1195,13 @@ hop_ladies(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 	for (int64_t i = 0; i < nd; i++)
 	{
 		int32_t		v = s->nodes[d0 + i];
-		int64_t		deg = g->rindptr[v + 1] - g->rindptr[v];
+		const int32_t *nb;
+		int64_t		deg = gnn_graph_in_row(g, v, &nb, NULL);
 		int64_t		k = ptr[i];
 
-		for (int64_t e = g->rindptr[v]; e < g->rindptr[v + 1]; e++)
+		for (int64_t e = 0; e < deg; e++)
 		{
-			int32_t		u = g->rindices[e];
+			int32_t		u = nb[e];
 			int64_t		c = s->cpos[u];
 
 			if (cnt[c] == 0)
@@ -1310,9 +1322,10 @@ gnn_sampler_sample_at(gnn_sampler *s, const int32_t *seeds, const int64_t *seed_
 static inline bool
 has_out_edge(const gnn_graph *g, int32_t a, int32_t b)
 {
-	const int32_t *nb = g->indices + g->indptr[a];
-	int64_t		lo = 0,
-				hi = g->indptr[a + 1] - g->indptr[a];
+	const int32_t *nb;
+	int64_t		deg = gnn_graph_out_row(g, a, &nb, NULL, NULL),
+				lo = 0,
+				hi = deg;
 
 	while (lo < hi)
 	{
@@ -1323,12 +1336,12 @@ has_out_edge(const gnn_graph *g, int32_t a, int32_t b)
 		else
 			hi = mid;
 	}
-	return lo < g->indptr[a + 1] - g->indptr[a] && nb[lo] == b;
+	return lo < deg && nb[lo] == b;
 }
 
 /* One node2vec step drawn exactly: each neighbour in proportion to its bias. */
 static int32_t
-walk_exact_step(const gnn_graph *g, int64_t b, int64_t deg, int32_t prev, double wp, double wq,
+walk_exact_step(const gnn_graph *g, const int32_t *nb, int64_t deg, int32_t prev, double wp, double wq,
 				gnn_rng *r)
 {
 	double		total = 0,
@@ -1336,20 +1349,20 @@ walk_exact_step(const gnn_graph *g, int64_t b, int64_t deg, int32_t prev, double
 
 	for (int64_t k = 0; k < deg; k++)
 	{
-		int32_t		u = g->indices[b + k];
+		int32_t		u = nb[k];
 
 		total += u == prev ? wp : has_out_edge(g, prev, u) ? 1.0 : wq;
 	}
 	x = gnn_rng_double(r) * total;
 	for (int64_t k = 0; k < deg; k++)
 	{
-		int32_t		u = g->indices[b + k];
+		int32_t		u = nb[k];
 
 		x -= u == prev ? wp : has_out_edge(g, prev, u) ? 1.0 : wq;
 		if (x < 0)
 			return u;
 	}
-	return g->indices[b + deg - 1];
+	return nb[deg - 1];
 }
 
 gnn_status
@@ -1391,8 +1404,8 @@ gnn_random_walk(const gnn_graph *g, const int32_t *starts, int64_t n, const gnn_
 			w[0] = cur;
 			for (int64_t t = 1; t <= len; t++)
 			{
-				int64_t		b = g->indptr[cur],
-							deg = g->indptr[cur + 1] - b;
+				const int32_t *nb;
+				int64_t		deg = gnn_graph_out_row(g, cur, &nb, NULL, NULL);
 				int32_t		nx;
 
 				if (deg == 0)
@@ -1402,7 +1415,7 @@ gnn_random_walk(const gnn_graph *g, const int32_t *starts, int64_t n, const gnn_
 					break;
 				}
 				if (!biased || prev < 0)
-					nx = g->indices[b + (int64_t) gnn_rng_below(&r, deg)];
+					nx = nb[gnn_rng_below(&r, deg)];
 				else
 				{
 					int			tries = 0;
@@ -1419,10 +1432,10 @@ gnn_random_walk(const gnn_graph *g, const int32_t *starts, int64_t n, const gnn_
 						 */
 						if (++tries > 32)
 						{
-							nx = walk_exact_step(g, b, deg, prev, wp, wq, &r);
+							nx = walk_exact_step(g, nb, deg, prev, wp, wq, &r);
 							break;
 						}
-						nx = g->indices[b + (int64_t) gnn_rng_below(&r, deg)];
+						nx = nb[gnn_rng_below(&r, deg)];
 						bias = nx == prev ? wp : has_out_edge(g, prev, nx) ? 1.0 : wq;
 						if (gnn_rng_double(&r) * wmax < bias)
 							break;
@@ -1451,11 +1464,11 @@ gnn_gather_dense(const gnn_graph *g, const int32_t *nodes, int64_t n, bool row_n
 #pragma omp parallel for num_threads(nt) schedule(static) if (n * d > 65536 && nt > 1)
 	for (int64_t i = 0; i < n; i++)
 	{
-		const float *src = g->feat + (int64_t) nodes[i] * d;
+		const float *src = gnn_graph_feat_row(g, nodes[i]);
 		float	   *dst = out + i * d;
 
 		if (i + 4 < n)
-			__builtin_prefetch(g->feat + (int64_t) nodes[i + 4] * d);
+			__builtin_prefetch(gnn_graph_feat_row(g, nodes[i + 4]));
 		memcpy(dst, src, sizeof(float) * d);
 		if (row_normalise)
 		{

@@ -52,7 +52,7 @@ GnnEntryToValues(const GnnGraphEntry *e, Datum *values, bool *nulls)
 	values[8] = Int64GetDatum(e->n_val);
 	values[9] = Int64GetDatum(e->n_test);
 	values[10] = BoolGetDatum(e->undirected);
-	values[11] = Int64GetDatum((int64) e->bytes);
+	values[11] = Int64GetDatum((int64) (e->bytes + e->delta_bytes));
 	values[12] = TimestampTzGetDatum(e->loaded_at);
 }
 
@@ -218,7 +218,7 @@ gnn_degree(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_NULL();
 	dir = ParseDirection(fcinfo, 2);
-	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
+	GnnGraphAcquireView(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
 	v = NodeArg(fcinfo, &ref, 1, 3);
 	deg = dir == DIR_IN ? gnn_graph_in_degree(&ref.g, v) :
 		dir == DIR_OUT ? gnn_graph_out_degree(&ref.g, v) :
@@ -240,13 +240,13 @@ gnn_neighbors(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph and node must not be NULL")));
 	dir = ParseDirection(fcinfo, 2);
 	InitMaterializedSRF(fcinfo, 0);
-	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
+	GnnGraphAcquireView(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
 	v = NodeArg(fcinfo, &ref, 1, 3);
 	for (int pass = 0; pass < 2; pass++)
 	{
-		const int64 *ptr;
 		const int32 *idx;
 		const float *w;
+		int64		len;
 
 		if ((pass == 0 && dir == DIR_IN) || (pass == 1 && dir != DIR_IN))
 		{
@@ -256,18 +256,10 @@ gnn_neighbors(PG_FUNCTION_ARGS)
 				continue;
 		}
 		if (pass == 0)
-		{
-			ptr = ref.g.indptr;
-			idx = ref.g.indices;
-			w = ref.g.weights;
-		}
+			len = gnn_graph_out_row(&ref.g, v, &idx, &w, NULL);
 		else
-		{
-			ptr = ref.g.rindptr;
-			idx = ref.g.rindices;
-			w = ref.g.rweights;
-		}
-		for (int64 p = ptr[v]; p < ptr[v + 1]; p++)
+			len = gnn_graph_in_row(&ref.g, v, &idx, &w);
+		for (int64 p = 0; p < len; p++)
 		{
 			Datum		values[4];
 			bool		nulls[4] = {false, false, false, false};

@@ -286,9 +286,12 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, InferCtx
 				 errhint("Use gnn.embedding(), gnn.similar() or gnn.embed() with a link-prediction model: "
 						 "its embeddings' dot products score links.")));
 	/* the graph version this statement sees (pinned for the statement by the registry) */
-	GnnGraphAcquire(x->mr.graph, &x->ref);
+	GnnGraphAcquireView(x->mr.graph, &x->ref);
 	if (x->mr.mlp)
+	{
+		GnnGraphFlattenRef(&x->ref);
 		GnnEdgelessView(&x->ref.g, &x->ref.g);
+	}
 	x->m = LoadModel(&x->mr);
 	mc = gnn_model_config_of(x->m);
 	if (mc->in_dim != x->ref.g.feat_dim)
@@ -317,6 +320,8 @@ ComputeFull(void *arg, GnnResult *res)
 
 	memcpy((int64 *) res->ids, x->ref.g.ids, sizeof(int64) * res->rows);
 	GnnCoreThreadsInit();
+	/* the whole graph: a delta merged in first (the few-node path reads it in place) */
+	GnnGraphFlattenRef(&x->ref);
 	if (gnn_model_infer(x->m, &x->ref.g, x->mr.row_normalise, x->want, x->kind == OUT_PROBS,
 						(float *) res->out, &err) != GNN_OK)
 		GnnReportCoreError(psprintf("inference with model \"%s\" failed", x->mr.name), &err);
@@ -743,9 +748,12 @@ EmbedIncremental(InferCtx *x, const char *qname, const int64 *touched, int64 nt,
 		{
 			int64		v = front[done];
 
-			for (int64 e = g->indptr[v]; e < g->indptr[v + 1]; e++)
+			const int32 *nb;
+			int64		len = gnn_graph_out_row(g, v, &nb, NULL, NULL);
+
+			for (int64 e = 0; e < len; e++)
 			{
-				int32		u = g->indices[e];
+				int32		u = nb[e];
 
 				if (!in[u])
 				{

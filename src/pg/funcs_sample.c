@@ -219,7 +219,8 @@ gnn_sample_neighbors(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	GnnCoreThreadsInit();
-	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
+	/* node-wise sampling reads a refreshed graph's delta in place (typed and temporal: flat) */
+	GnnGraphAcquireView(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
 	seeds = StartNodes(&ref, fcinfo, ids, nseeds, 5, 6, "seed", &nseeds);
 	/* seed_times: one per seed, sampling only what is not later than it */
 	if (PG_NARGS() > 7 && !PG_ARGISNULL(7))
@@ -253,6 +254,8 @@ gnn_sample_neighbors(PG_FUNCTION_ARGS)
 			stimes[i] = nulls[i] ? INT64_MAX : DatumGetTimestampTz(elems[i]);
 		cfg.temporal = true;
 	}
+	if (cfg.temporal || ref.g.num_node_types > 1 || ref.g.num_edge_types > 1)
+		GnnGraphFlattenRef(&ref);
 	if (gnn_sampler_create(&ref.g, &cfg, &s, &err) != GNN_OK)
 		ReportAndRelease(&ref, "could not create the sampler", &err);
 	if (gnn_sampler_sample_at(s, seeds, stimes, nseeds, seed, &mb, &err) != GNN_OK)
@@ -341,7 +344,7 @@ gnn_random_walk_sql(PG_FUNCTION_ARGS)
 				 errhint("p = q = 1 gives uniform walks; node2vec uses e.g. p = 1, q = 0.5.")));
 	InitMaterializedSRF(fcinfo, 0);
 	GnnCoreThreadsInit();
-	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
+	GnnGraphAcquireView(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);		/* walks read a delta in place */
 	starts = StartNodes(&ref, fcinfo, ids, n, 6, 7, "start", &n);
 	cells = (int64) n * ((int64) wc.length + 1);
 	if (cells > 100000000)

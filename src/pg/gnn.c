@@ -19,6 +19,7 @@ int			gnn_fault_backend_calls = -1;
 int			gnn_max_classes = 10000;
 int			gnn_max_cache_memory_mb = 1024;
 double		gnn_khop_max_fraction = 0.5;
+double		gnn_merge_threshold = 0.25;
 
 void		_PG_init(void);
 
@@ -96,6 +97,17 @@ _PG_init(void)
 							0, 0, 86400,
 							PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
+
+	DefineCustomRealVariable("gnn.merge_threshold",
+							 "Largest delta, as a fraction of its graph's size, that a refresh keeps over the loaded graph.",
+							 "gnn.refresh_graph writes the rows its changes touch (with those of earlier refreshes) as a "
+							 "delta that readers consult in place of the graph's own rows; once the delta would pass this "
+							 "fraction of the graph's bytes, or the changes add or remove nodes, the refresh merges "
+							 "everything into a new graph instead.  0: always merge.",
+							 &gnn_merge_threshold,
+							 0.25, 0.0, 1.0,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 
 	GnnPartitionInit();
 

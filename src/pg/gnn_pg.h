@@ -39,6 +39,9 @@ typedef struct GnnGraphEntry
 	char		name[GNN_GRAPH_NAME_LEN];
 	dsm_handle	handle;
 	uint64		bytes;
+	/* the rows refreshes changed since the base (gnn_graph_attach_delta); INVALID: none */
+	dsm_handle	delta_handle;
+	uint64		delta_bytes;
 	uint64		generation;		/* changes on every load / replace */
 	int64		nodes;
 	int64		edges;
@@ -282,6 +285,8 @@ extern void GnnRequirePreload(void);
 typedef struct GnnGraphRef
 {
 	dsm_segment *seg;
+	dsm_segment *dseg;			/* the delta's, NULL when none */
+	void	   *flat;			/* base and delta merged (GnnGraphAcquire): malloc'd, freed on release */
 	gnn_graph	g;
 	GnnGraphEntry entry;		/* a copy taken when attached */
 	bool		kept;			/* GnnGraphKeepMapping: counted in the entry's holders */
@@ -289,6 +294,9 @@ typedef struct GnnGraphRef
 } GnnGraphRef;
 
 extern void GnnGraphAcquire(const char *name, GnnGraphRef *ref);
+extern void GnnGraphAcquireView(const char *name, GnnGraphRef *ref);
+extern void GnnGraphFlattenRef(GnnGraphRef *ref);
+extern void GnnGraphRegisterDelta(const GnnGraphEntry *proto, dsm_segment *dseg, uint64 reserved);
 extern void GnnGraphRelease(GnnGraphRef *ref);
 extern void GnnGraphForgetStatement(const char *name);
 extern void GnnGraphSetTracked(const char *name, Oid owner, bool tracked);
@@ -340,7 +348,8 @@ extern bool GnnTrackBegin(const GnnLoadArgs *args);
 extern void GnnTrackEnd(const char *name);
 extern void GnnTrackDropAll(const char *name, Oid owner);
 extern void GnnPublishAtCommit(const GnnGraphEntry *proto, dsm_segment *seg, uint64 reserved);
-extern dsm_segment *GnnPendingSegment(const char *name, GnnGraphEntry *entry);
+extern bool GnnPendingVersion(const char *name, GnnGraphEntry *entry, dsm_segment **seg, dsm_segment **dseg);
+extern void GnnPublishDeltaAtCommit(const GnnGraphEntry *proto, dsm_segment *dseg, uint64 reserved);
 typedef struct GnnRefreshResult
 {
 	int64		ins_e,
@@ -350,6 +359,7 @@ typedef struct GnnRefreshResult
 				upd_n;
 	int64		touched;		/* nodes whose data or arcs changed */
 	bool		reloaded;
+	bool		delta;			/* kept as a delta over the loaded graph (gnn.merge_threshold) */
 } GnnRefreshResult;
 extern void GnnRefreshGraph(const char *name, GnnRefreshResult *out);
 extern int	GnnCmpInt64(const void *a, const void *b);
@@ -357,6 +367,7 @@ extern int64 GnnSortUnique64(int64 *a, int64 n);
 
 /* refresher.c: gnn.refresh_naptime's background refresher */
 extern int	gnn_refresh_naptime;
+extern double gnn_merge_threshold;
 extern void GnnRefresherInit(void);
 /* keys.c: nodes by key, keys of nodes (see there) */
 extern char *GnnTypeNames(const gnn_graph *g, bool relations);

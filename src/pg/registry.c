@@ -33,6 +33,7 @@
 typedef struct SnapGraph
 {
 	dsm_segment *seg;
+	dsm_segment *dseg;			/* its delta's, NULL when none */
 	GnnGraphEntry entry;
 } SnapGraph;
 
@@ -46,7 +47,11 @@ static void
 SnapForget(int i, bool detach)
 {
 	if (detach)
+	{
 		dsm_detach(snap[i].seg);
+		if (snap[i].dseg)
+			dsm_detach(snap[i].dseg);
+	}
 	snap[i] = snap[--nsnap];
 }
 
@@ -169,10 +174,23 @@ HolderRelease(dsm_handle h)
 }
 
 /* caller holds the lock exclusively: e's segment leaves the registry */
+/* caller holds the lock exclusively: e's delta leaves the registry (mappings keep it alive) */
+static void
+DeltaRetire(GnnGraphEntry *e)
+{
+	if (e->delta_handle == DSM_HANDLE_INVALID)
+		return;
+	dsm_unpin_segment(e->delta_handle);
+	gnn_shared->graph_bytes -= Min(e->delta_bytes, gnn_shared->graph_bytes);
+	e->delta_handle = DSM_HANDLE_INVALID;
+	e->delta_bytes = 0;
+}
+
 static void
 EntryRetire(GnnGraphEntry *e)
 {
 	GnnPartitionFree(e);
+	DeltaRetire(e);
 	if (e->holders > 0)
 	{
 		for (int i = 0; i < GNN_JOB_SLOTS; i++)
@@ -217,6 +235,8 @@ GnnGraphKeepMapping(GnnGraphRef *ref)
 			break;
 		}
 	dsm_pin_mapping(ref->seg);
+	if (ref->dseg)
+		dsm_pin_mapping(ref->dseg);
 	if (kept_handle != DSM_HANDLE_INVALID)
 		return;					/* already holding one: not counted twice */
 	if (!kept_callback)
@@ -321,8 +341,17 @@ GnnGraphGeneration(const char *name)
 	return gen;
 }
 
-void
-GnnGraphAcquire(const char *name, GnnGraphRef *ref)
+/* ref->g from its mappings: the base region with its delta over it */
+static gnn_status
+AttachRef(GnnGraphRef *ref, gnn_error *err)
+{
+	return gnn_graph_attach_delta(dsm_segment_address(ref->seg), dsm_segment_map_length(ref->seg),
+								  ref->dseg ? dsm_segment_address(ref->dseg) : NULL,
+								  ref->dseg ? dsm_segment_map_length(ref->dseg) : 0, &ref->g, err);
+}
+
+static void
+AcquireImpl(const char *name, GnnGraphRef *ref)
 {
 	GnnGraphEntry *e;
 	gnn_error	err;
@@ -332,10 +361,36 @@ GnnGraphAcquire(const char *name, GnnGraphRef *ref)
 	GnnCheckGraphName(name);
 	memset(ref, 0, sizeof(*ref));
 	/* a graph this transaction refreshed (or loaded tracked) is seen as it will be published */
-	if (IsTransactionState() && (ref->seg = GnnPendingSegment(name, &ref->entry)) != NULL)
+	if (IsTransactionState() && GnnPendingVersion(name, &ref->entry, &ref->seg, &ref->dseg))
 	{
-		if (gnn_graph_attach(dsm_segment_address(ref->seg), dsm_segment_map_length(ref->seg),
-							 &ref->g, &err) != GNN_OK)
+		/* a delta over the registered base: the base as this backend maps it, or mapped for the statement */
+		if (ref->seg == NULL && (ref->seg = dsm_find_mapping(ref->entry.handle)) == NULL)
+		{
+			ResourceOwner save = CurrentResourceOwner;
+
+			if (nsnap >= SNAP_MAX)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("too many graphs in one statement (at most %d)", SNAP_MAX)));
+			CurrentResourceOwner = TopTransactionResourceOwner;
+			ref->seg = dsm_attach(ref->entry.handle);
+			CurrentResourceOwner = save;
+			if (ref->seg == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("could not map graph \"%s\": it was dropped or replaced since this transaction refreshed it", name)));
+			if (!snap_callback)
+			{
+				RegisterXactCallback(SnapXactCallback, NULL);
+				snap_callback = true;
+			}
+			(void) SnapFind(name);	/* (resets a previous statement's entries) */
+			snap[nsnap].seg = ref->seg;
+			snap[nsnap].dseg = NULL;
+			snap[nsnap].entry = ref->entry;
+			nsnap++;
+		}
+		if (AttachRef(ref, &err) != GNN_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("graph \"%s\" is corrupt: %s", name, err.msg)));
@@ -347,8 +402,8 @@ GnnGraphAcquire(const char *name, GnnGraphRef *ref)
 		/* the version this statement already uses (the caller's: SnapFind matches the owner) */
 		ref->entry = snap[i].entry;
 		ref->seg = snap[i].seg;
-		if (gnn_graph_attach(dsm_segment_address(ref->seg), dsm_segment_map_length(ref->seg),
-							 &ref->g, &err) != GNN_OK)
+		ref->dseg = snap[i].dseg;
+		if (AttachRef(ref, &err) != GNN_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("graph \"%s\" is corrupt in shared memory: %s", name, err.msg)));
@@ -370,6 +425,12 @@ GnnGraphAcquire(const char *name, GnnGraphRef *ref)
 		/* kept for the statement: a subtransaction's abort must not unmap it */
 		CurrentResourceOwner = TopTransactionResourceOwner;
 		ref->seg = dsm_attach(e->handle);
+		if (ref->seg && e->delta_handle != DSM_HANDLE_INVALID &&
+			(ref->dseg = dsm_attach(e->delta_handle)) == NULL)
+		{
+			dsm_detach(ref->seg);
+			ref->seg = NULL;
+		}
 		CurrentResourceOwner = save;
 		if (ref->seg)
 		{
@@ -379,19 +440,27 @@ GnnGraphAcquire(const char *name, GnnGraphRef *ref)
 				snap_callback = true;
 			}
 			snap[nsnap].seg = ref->seg;
+			snap[nsnap].dseg = ref->dseg;
 			snap[nsnap].entry = *e;
 			nsnap++;
 		}
 	}
 	else
+	{
 		ref->seg = dsm_attach(e->handle);
+		if (ref->seg && e->delta_handle != DSM_HANDLE_INVALID &&
+			(ref->dseg = dsm_attach(e->delta_handle)) == NULL)
+		{
+			dsm_detach(ref->seg);
+			ref->seg = NULL;
+		}
+	}
 	LWLockRelease(gnn_shared->lock);
 	if (ref->seg == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("could not map graph \"%s\"", name)));
-	if (gnn_graph_attach(dsm_segment_address(ref->seg), dsm_segment_map_length(ref->seg),
-						 &ref->g, &err) != GNN_OK)
+	if (AttachRef(ref, &err) != GNN_OK)
 	{
 		for (i = 0; i < nsnap; i++)
 			if (snap[i].seg == ref->seg)
@@ -400,11 +469,64 @@ GnnGraphAcquire(const char *name, GnnGraphRef *ref)
 				break;
 			}
 		dsm_detach(ref->seg);
-		ref->seg = NULL;
+		if (ref->dseg)
+			dsm_detach(ref->dseg);
+		ref->seg = ref->dseg = NULL;
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("graph \"%s\" is corrupt in shared memory: %s", name, err.msg)));
 	}
+}
+
+/*
+ * The graph as one flat region: its base and delta merged into private
+ * memory when it has a delta (whole-graph work: training, full passes,
+ * partitioning, digests), freed by GnnGraphRelease.
+ */
+void
+GnnGraphFlattenRef(GnnGraphRef *ref)
+{
+	gnn_graph	flat;
+	gnn_error	err;
+	void	   *mem = NULL;
+
+	if (!ref->g.has_delta)
+		return;
+	GnnCoreThreadsInit();
+	if (gnn_graph_flatten(&ref->g, &flat, &mem, &err) != GNN_OK)
+		ereport(ERROR,
+				(errcode(err.status == GNN_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_INTERNAL_ERROR),
+				 errmsg("graph \"%s\": could not merge its delta: %s", ref->entry.name, err.msg)));
+	free(ref->flat);
+	ref->flat = mem;
+	ref->g = flat;
+}
+
+/* The graph version this statement sees, flat (see GnnGraphFlattenRef). */
+void
+GnnGraphAcquire(const char *name, GnnGraphRef *ref)
+{
+	AcquireImpl(name, ref);
+	PG_TRY();
+	{
+		GnnGraphFlattenRef(ref);
+	}
+	PG_CATCH();
+	{
+		GnnGraphRelease(ref);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+/*
+ * The graph version this statement sees, with its delta read in place: for
+ * callers that read it through gnn_graph_out_row / in_row / feat_row only.
+ */
+void
+GnnGraphAcquireView(const char *name, GnnGraphRef *ref)
+{
+	AcquireImpl(name, ref);
 }
 
 void
@@ -420,9 +542,11 @@ GnnGraphRelease(GnnGraphRef *ref)
 		kept_handle = DSM_HANDLE_INVALID;
 	}
 	ref->kept = false;
+	free(ref->flat);
+	ref->flat = NULL;
 	if (ref->borrowed)
 	{
-		ref->seg = NULL;
+		ref->seg = ref->dseg = NULL;
 		return;
 	}
 
@@ -430,8 +554,12 @@ GnnGraphRelease(GnnGraphRef *ref)
 		kept |= snap[i].seg == ref->seg;
 	/* a mapping kept for the statement goes at its end */
 	if (ref->seg && !kept)
+	{
 		dsm_detach(ref->seg);
-	ref->seg = NULL;
+		if (ref->dseg)
+			dsm_detach(ref->dseg);
+	}
+	ref->seg = ref->dseg = NULL;
 }
 
 /*
@@ -527,6 +655,8 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 	slot->dbid = MyDatabaseId;
 	slot->handle = dsm_segment_handle(seg);
 	slot->bytes = reserved;
+	slot->delta_handle = DSM_HANDLE_INVALID;
+	slot->delta_bytes = 0;
 	/* a refresh numbers its version ahead (its change history names it) */
 	slot->generation = proto->generation ? proto->generation : gnn_shared->next_generation++;
 	{
@@ -536,6 +666,51 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 		/* results computed on the graph it replaced can never be asked for again */
 		GnnCachePurgeGraph(proto->name, live);
 	}
+}
+
+/*
+ * Publish a refresh's delta over the base the registry holds for the graph
+ * now (proto->handle): the graph's new version, the base unchanged.  The
+ * reservation becomes the delta's; the delta it replaces leaves the
+ * accounting (its segment lives on while mapped).  Fails, changing nothing,
+ * if the graph was dropped or replaced since.
+ */
+void
+GnnGraphRegisterDelta(const GnnGraphEntry *proto, dsm_segment *dseg, uint64 reserved)
+{
+	GnnGraphEntry *e;
+	GnnGraphEntry keep;
+	uint64		live;
+
+	SnapInvalidate(proto->name);
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = FindEntry(proto->name);
+	if (e == NULL || e->handle != proto->handle)
+	{
+		LWLockRelease(gnn_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("graph \"%s\" was dropped or replaced while it was being refreshed", proto->name),
+				 errhint("Refresh it again, or reload it.")));
+	}
+	dsm_pin_segment(dseg);
+	GnnPartitionFree(e);
+	DeltaRetire(e);
+	keep = *e;
+	*e = *proto;
+	e->in_use = true;
+	e->dbid = keep.dbid;
+	e->handle = keep.handle;
+	e->bytes = keep.bytes;
+	e->holders = keep.holders;
+	e->part_handle = DSM_HANDLE_INVALID;
+	e->part_bytes = 0;
+	e->delta_handle = dsm_segment_handle(dseg);
+	e->delta_bytes = reserved;
+	e->generation = proto->generation ? proto->generation : gnn_shared->next_generation++;
+	live = e->generation;
+	LWLockRelease(gnn_shared->lock);
+	GnnCachePurgeGraph(proto->name, live);
 }
 
 /*

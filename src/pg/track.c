@@ -141,7 +141,8 @@ LockGraph(const char *graph, Oid owner)
 typedef struct Pending
 {
 	GnnGraphEntry proto;
-	dsm_segment *seg;
+	dsm_segment *seg;			/* the version's region (a delta's: its base, mapped for us) */
+	dsm_segment *dseg;			/* a delta over the registered base, NULL for a new region */
 	uint64		reserved;
 	SubTransactionId subid;
 } Pending;
@@ -157,6 +158,8 @@ PendingForget(int i, bool detach)
 		GnnGraphUnreserve(pending[i].reserved);
 	if (detach && pending[i].seg)
 		dsm_detach(pending[i].seg);
+	if (detach && pending[i].dseg)
+		dsm_detach(pending[i].dseg);
 	pending[i] = pending[--npending];
 }
 
@@ -173,9 +176,15 @@ TrackXactCallback(XactEvent event, void *arg)
 				Pending    *p = &pending[npending - 1];
 
 				/* can fail (gnn.max_graphs): then the transaction aborts, log rows and all */
-				GnnGraphRegister(&p->proto, p->seg, true, p->reserved);
+				if (p->dseg)
+					GnnGraphRegisterDelta(&p->proto, p->dseg, p->reserved);
+				else
+					GnnGraphRegister(&p->proto, p->seg, true, p->reserved);
 				p->reserved = 0;
-				dsm_detach(p->seg);
+				if (p->seg)
+					dsm_detach(p->seg);
+				if (p->dseg)
+					dsm_detach(p->dseg);
 				npending--;
 			}
 			break;
@@ -215,8 +224,27 @@ TrackSubXactCallback(SubXactEvent event, SubTransactionId mySubid, SubTransactio
  * becomes the graph's.  An earlier pending version of the same graph in this
  * transaction is superseded.
  */
+static void PublishPending(const GnnGraphEntry *proto, dsm_segment *seg, dsm_segment *dseg, uint64 reserved);
+
 void
 GnnPublishAtCommit(const GnnGraphEntry *proto, dsm_segment *seg, uint64 reserved)
+{
+	PublishPending(proto, seg, NULL, reserved);
+}
+
+/*
+ * Publish dseg, a delta over the base registered now (proto->handle), as
+ * graph proto->name when the transaction commits.
+ */
+void
+GnnPublishDeltaAtCommit(const GnnGraphEntry *proto, dsm_segment *dseg, uint64 reserved)
+{
+	/* the base is the registry's: readers in this transaction map it as they need it */
+	PublishPending(proto, NULL, dseg, reserved);
+}
+
+static void
+PublishPending(const GnnGraphEntry *proto, dsm_segment *seg, dsm_segment *dseg, uint64 reserved)
 {
 	if (!callbacks_set)
 	{
@@ -235,22 +263,30 @@ GnnPublishAtCommit(const GnnGraphEntry *proto, dsm_segment *seg, uint64 reserved
 						PENDING_MAX)));
 	pending[npending].proto = *proto;
 	pending[npending].seg = seg;
+	pending[npending].dseg = dseg;
 	pending[npending].reserved = reserved;
 	pending[npending].subid = GetCurrentSubTransactionId();
 	npending++;
 }
 
-/* This transaction's unpublished version of the caller's graph name, or NULL. */
-dsm_segment *
-GnnPendingSegment(const char *name, GnnGraphEntry *entry)
+/*
+ * This transaction's unpublished version of the caller's graph name: false
+ * when none; else *seg its region and *dseg NULL, or *seg NULL and *dseg a
+ * delta over the registered base entry->handle.
+ */
+bool
+GnnPendingVersion(const char *name, GnnGraphEntry *entry, dsm_segment **seg, dsm_segment **dseg)
 {
+	*seg = *dseg = NULL;
 	for (int i = 0; i < npending; i++)
 		if (strcmp(pending[i].proto.name, name) == 0 && pending[i].proto.owner == GetUserId())
 		{
 			*entry = pending[i].proto;
-			return pending[i].seg;
+			*seg = pending[i].seg;
+			*dseg = pending[i].dseg;
+			return true;
 		}
-	return NULL;
+	return false;
 }
 
 /* ------------------------------------------------------------------ triggers */
@@ -1162,13 +1198,61 @@ GnnCmpInt64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Sort a[0..n) and drop repeats; returns how many stay. */
+/*
+ * Sort a[0..n) and drop repeats; returns how many stay.  Long arrays (a
+ * refresh's touched nodes: two per changed edge row) by a byte-wise radix
+ * sort, skipping bytes all keys share; short ones by qsort.
+ */
 int64
 GnnSortUnique64(int64 *a, int64 n)
 {
 	int64		u = 0;
 
-	qsort(a, n, sizeof(int64), GnnCmpInt64);
+	if (n > 4096)
+	{
+		uint64	   *x = (uint64 *) a,
+				   *tmp = palloc_extended(sizeof(uint64) * n, MCXT_ALLOC_HUGE),
+				   *src = x,
+				   *dst = tmp;
+		int64		cnt[256];
+
+		for (int64 i = 0; i < n; i++)
+			x[i] ^= UINT64CONST(1) << 63;	/* signed order as unsigned */
+		for (int shift = 0; shift < 64; shift += 8)
+		{
+			int64		sum = 0;
+			bool		one = false;
+
+			memset(cnt, 0, sizeof(cnt));
+			for (int64 i = 0; i < n; i++)
+				cnt[(src[i] >> shift) & 255]++;
+			for (int b = 0; b < 256; b++)
+			{
+				int64		c = cnt[b];
+
+				one |= c == n;
+				cnt[b] = sum;
+				sum += c;
+			}
+			if (one)
+				continue;		/* every key has this byte: already in order by it */
+			for (int64 i = 0; i < n; i++)
+				dst[cnt[(src[i] >> shift) & 255]++] = src[i];
+			{
+				uint64	   *t = src;
+
+				src = dst;
+				dst = t;
+			}
+		}
+		if (src != x)
+			memcpy(x, src, sizeof(uint64) * n);
+		pfree(tmp);
+		for (int64 i = 0; i < n; i++)
+			x[i] ^= UINT64CONST(1) << 63;
+	}
+	else
+		qsort(a, n, sizeof(int64), GnnCmpInt64);
 	for (int64 i = 0; i < n; i++)
 		if (u == 0 || a[u - 1] != a[i])
 			a[u++] = a[i];
@@ -1566,22 +1650,48 @@ CollectChanges(Refresh *R, LogRow *rows, int64 nrows, List *edge_rels, List *nod
 	R->cand_n = cand.n;
 }
 
-/* Apply ch to base into a new segment (mapped until commit); false with *why for a reload */
+/*
+ * Apply ch to base into a new segment (mapped until commit): a delta over
+ * base's region when max_delta > 0 and the changes fit one (*is_delta),
+ * else a new region; false with *why for a reload
+ */
 static bool
-ApplyChanges(Refresh *R, const gnn_graph *base, const gnn_graph_changes *ch, RegionRequest *rq,
-			 void **region, uint64 *size, gnn_graph_change_stats *st, const char **why)
+ApplyChanges(Refresh *R, const gnn_graph *base, const gnn_graph_changes *ch, uint64 max_delta,
+			 RegionRequest *rq, void **region, uint64 *size, gnn_graph_change_stats *st, bool *is_delta,
+			 const char **why)
 {
 	gnn_error	err;
-	gnn_status	s;
+	gnn_status	s = GNN_ERR_UNSUPPORTED;
 
 	memset(rq, 0, sizeof(*rq));
 	rq->name = R->name;
 	rq->mcxt = CurrentMemoryContext;
 	rq->top_owner = true;
+	*is_delta = false;
 	GnnCoreThreadsInit();
-	s = gnn_graph_apply_changes(base, ch, RegionAlloc, rq, region, size, st, &err);
-	if (rq->error)
-		ReThrowError(rq->error);
+	if (max_delta > 0)
+	{
+		gnn_graph_changes dc = *ch;
+
+		dc.as_delta = true;
+		dc.max_delta_bytes = max_delta;
+		s = gnn_graph_apply_changes(base, &dc, RegionAlloc, rq, region, size, st, &err);
+		if (rq->error)
+			ReThrowError(rq->error);
+		if (s == GNN_OK)
+		{
+			*is_delta = true;
+			return true;
+		}
+		if (s == GNN_ERR_UNSUPPORTED)
+			elog(DEBUG1, "gnn.refresh_graph: \"%s\" merges: %s", R->name, err.msg);
+	}
+	if (s == GNN_ERR_UNSUPPORTED)
+	{
+		s = gnn_graph_apply_changes(base, ch, RegionAlloc, rq, region, size, st, &err);
+		if (rq->error)
+			ReThrowError(rq->error);
+	}
 	if (s == GNN_OK)
 		return true;
 	if (rq->seg)
@@ -1608,15 +1718,12 @@ ApplyChanges(Refresh *R, const gnn_graph *base, const gnn_graph_changes *ch, Reg
  * (which keeps the names) is not what a load makes.
  */
 static const char *
-VanishedClass(void *region, uint64 size)
+VanishedClass(const gnn_graph *gp)
 {
-	gnn_graph	g;
-	gnn_error	err;
+	gnn_graph	g = *gp;
 	bool	   *seen;
 	const char *p;
 
-	if (gnn_graph_attach(region, size, &g, &err) != GNN_OK)
-		elog(ERROR, "%s", err.msg);
 	if (g.class_names == NULL || g.labels == NULL)
 		return NULL;
 	seen = palloc0(Max(g.num_classes, 1) + 1);
@@ -1672,7 +1779,7 @@ TouchedNodes(const Refresh *R, const gnn_graph *base, int64 *n_out)
 		int64		o = gnn_graph_find(base, ch->up_ids[i]);
 
 		if (o < 0 || (ch->up_feat && base->feat &&
-					  memcmp(ch->up_feat + i * base->feat_dim, base->feat + o * base->feat_dim,
+					  memcmp(ch->up_feat + i * base->feat_dim, gnn_graph_feat_row(base, o),
 							 sizeof(float) * base->feat_dim) != 0))
 			t[n++] = ch->up_ids[i];
 	}
@@ -1683,10 +1790,16 @@ TouchedNodes(const Refresh *R, const gnn_graph *base, int64 *n_out)
 		t[n++] = ch->rm_nodes[i];
 		if (o < 0)
 			continue;
-		for (int64 e = base->indptr[o]; e < base->indptr[o + 1]; e++)
-			t[n++] = base->ids[base->indices[e]];
-		for (int64 e = base->rindptr[o]; e < base->rindptr[o + 1]; e++)
-			t[n++] = base->ids[base->rindices[e]];
+		{
+			const int32 *nb;
+			int64		len = gnn_graph_out_row(base, o, &nb, NULL, NULL);
+
+			for (int64 e = 0; e < len; e++)
+				t[n++] = base->ids[nb[e]];
+			len = gnn_graph_in_row(base, o, &nb, NULL);
+			for (int64 e = 0; e < len; e++)
+				t[n++] = base->ids[nb[e]];
+		}
 	}
 	*n_out = GnnSortUnique64(t, n);
 	return t;
@@ -1766,6 +1879,9 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 	uint64		size = 0;
 	gnn_graph_change_stats st;
 	const char *why = NULL;
+	uint64		max_delta = 0;
+	bool		is_delta = false;
+	gnn_graph	result;
 
 	memset(out, 0, sizeof(*out));
 	memset(&ref, 0, sizeof(ref));
@@ -1774,10 +1890,16 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 	GnnCheckGraphName(name);
 	LockGraph(name, owner);
 	GnnGraphForgetStatement(name);
-	/* this transaction's own unpublished version, if any, else the registered one */
-	GnnGraphAcquire(name, &ref);
+	/* this transaction's own unpublished version, if any, else the registered one; its delta in place */
+	GnnGraphAcquireView(name, &ref);
 	entry = ref.entry;
 	base = ref.g;
+	/*
+	 * the changes become a delta over the registered base (one this
+	 * transaction loaded or merged is not registered yet: a new region then)
+	 */
+	if (gnn_merge_threshold > 0 && !(ref.borrowed && ref.dseg == NULL))
+		max_delta = Max((uint64) (gnn_merge_threshold * (double) dsm_segment_map_length(ref.seg)), 1);
 	if (!entry.tracked || ExistingTriggers(TriggerPrefix(name, owner)) == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1800,15 +1922,28 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 	RefreshPhase("decoding the changes");
 	why = R.reload;
 	memset(&st, 0, sizeof(st));
+	if (!why && nrows > 0)
+	{
+		/* the merge reads rows all over the base: its page tables in one go, not a fault per page */
+		gnn_premap(dsm_segment_address(ref.seg), dsm_segment_map_length(ref.seg));
+		if (ref.dseg)
+			gnn_premap(dsm_segment_address(ref.dseg), dsm_segment_map_length(ref.dseg));
+		RefreshPhase("mapping in the graph");
+	}
 	if (!why && nrows > 0 &&
-		ApplyChanges(&R, &base, &R.ch, &rq, &region, &size, &st, &why) && R.cand_n > 0)
+		ApplyChanges(&R, &base, &R.ch, max_delta, &rq, &region, &size, &st, &is_delta, &why))
+	{
+		if (gnn_graph_attach_delta(is_delta ? base.region : region,
+								   is_delta ? dsm_segment_map_length(ref.seg) : size,
+								   is_delta ? region : NULL, is_delta ? size : 0, &result, &err) != GNN_OK)
+			elog(ERROR, "graph \"%s\": %s", name, err.msg);
+	}
+	if (!why && region != NULL && R.cand_n > 0)
 	{
 		/* endpoints only: a node whose last edge row went is no node */
-		gnn_graph	g1;
+		gnn_graph	g1 = result;
 		GrowArray	gone;
 
-		if (gnn_graph_attach(region, size, &g1, &err) != GNN_OK)
-			elog(ERROR, "graph \"%s\": %s", name, err.msg);
 		R.cand_n = GnnSortUnique64(R.cand, R.cand_n);
 		GrowInit(&gone, CurrentMemoryContext, sizeof(int64), 64);
 		for (int64 i = 0; i < R.cand_n; i++)
@@ -1831,7 +1966,8 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 			c2.rm_nodes = (int64_t *) gone.data;
 			c2.undirected = R.ch.undirected;
 			c2.nthreads = gnn_threads;
-			if (!ApplyChanges(&R, &g1, &c2, &rq2, &region2, &size2, &st2, &why))
+			/* nodes go: a new region, from the view of the first step's result */
+			if (!ApplyChanges(&R, &g1, &c2, 0, &rq2, &region2, &size2, &st2, &is_delta, &why))
 				elog(ERROR, "graph \"%s\": %s", name, why);
 			dsm_detach(rq.seg);
 			GnnGraphUnreserve(rq.reserved);
@@ -1839,11 +1975,13 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 			region = region2;
 			size = size2;
 			st.deleted_nodes += st2.deleted_nodes;
+			if (gnn_graph_attach(region, size, &result, &err) != GNN_OK)
+				elog(ERROR, "graph \"%s\": %s", name, err.msg);
 		}
 	}
 	RefreshPhase("merging (gnn_graph_apply_changes)");
 	if (!why && region != NULL)
-		why = VanishedClass(region, size);
+		why = VanishedClass(&result);
 	if (why && region != NULL)
 	{
 		dsm_detach(rq.seg);
@@ -1880,11 +2018,9 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 	RefreshPhase("deleting the log rows");
 	if (region != NULL)
 	{
-		gnn_graph	g;
+		gnn_graph	g = result;
 		GnnGraphEntry proto = entry;
 
-		if (gnn_graph_attach(region, size, &g, &err) != GNN_OK)
-			elog(ERROR, "graph \"%s\": %s", name, err.msg);
 		proto.nodes = g.num_nodes;
 		proto.edges = g.num_edges;
 		proto.classes = g.num_classes;
@@ -1907,7 +2043,19 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 			out->touched = nt;
 			RefreshPhase("recording the touched nodes");
 		}
-		GnnPublishAtCommit(&proto, rq.seg, rq.reserved);
+		if (is_delta)
+		{
+			elog(DEBUG1, "gnn.refresh_graph: \"%s\" keeps a delta of %llu bytes over its %llu", name,
+				 (unsigned long long) size, (unsigned long long) dsm_segment_map_length(ref.seg));
+			GnnPublishDeltaAtCommit(&proto, rq.seg, rq.reserved);
+		}
+		else
+		{
+			proto.delta_handle = DSM_HANDLE_INVALID;
+			proto.delta_bytes = 0;
+			GnnPublishAtCommit(&proto, rq.seg, rq.reserved);
+		}
+		out->delta = is_delta;
 	}
 	GnnGraphRelease(&ref);
 	out->ins_e = st.inserted_edges;
@@ -1991,8 +2139,8 @@ Datum
 gnn_graph_tracking(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[3];
-	bool		nulls[3] = {0};
+	Datum		values[4];
+	bool		nulls[4] = {0};
 	char	   *name;
 	Oid			owner;
 	bool		found = false;
@@ -2040,5 +2188,6 @@ gnn_graph_tracking(PG_FUNCTION_ARGS)
 		values[2] = TimestampTzGetDatum(e.refreshed_at);
 	else
 		nulls[2] = true;
+	values[3] = Int64GetDatum(found ? (int64) e.delta_bytes : 0);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }

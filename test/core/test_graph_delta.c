@@ -254,7 +254,56 @@ reverse_diff(const gnn_graph *g)
 	return NULL;
 }
 
+/*
+ * a view with a delta against a flat graph, through the readers' interface:
+ * every row both ways (neighbours, weights, row counts), feature rows,
+ * labels, split, counts; bit for bit (both come from the same row merges)
+ */
+static const char *
+view_diff(const gnn_graph *v, const gnn_graph *f)
+{
+	static char why[200];
+
+#define D(cond, ...) do { if (cond) { snprintf(why, sizeof(why), __VA_ARGS__); return why; } } while (0)
+	D(v->num_nodes != f->num_nodes || v->num_edges != f->num_edges, "counts %lld/%lld vs %lld/%lld",
+	  (long long) v->num_nodes, (long long) v->num_edges, (long long) f->num_nodes, (long long) f->num_edges);
+	D(v->etypes[0].count != f->num_edges, "etype count");
+	D(!v->weights != !f->weights || !v->rweights != !f->rweights, "weightedness");
+	for (int64_t u = 0; u < v->num_nodes; u++)
+	{
+		const int32_t *a,
+				   *b,
+				   *ar,
+				   *br;
+		const float *aw,
+				   *bw;
+		int64_t		la = gnn_graph_out_row(v, u, &a, &aw, &ar),
+					lb = gnn_graph_out_row(f, u, &b, &bw, &br);
+
+		D(la != lb || memcmp(a, b, 4 * la), "out row %lld", (long long) u);
+		D(la && (!aw) != (!bw), "out weights of %lld", (long long) u);
+		D(aw && memcmp(aw, bw, 4 * la), "out weights of %lld", (long long) u);
+		D(la && (!ar || !br || memcmp(ar, br, 4 * la)), "arc rows of %lld", (long long) u);
+		D(gnn_graph_out_degree(v, u) != la, "out degree of %lld", (long long) u);
+		la = gnn_graph_in_row(v, u, &a, &aw);
+		lb = gnn_graph_in_row(f, u, &b, &bw);
+		D(la != lb || memcmp(a, b, 4 * la), "in row %lld", (long long) u);
+		D(aw && memcmp(aw, bw, 4 * la), "in weights of %lld", (long long) u);
+		D(gnn_graph_in_degree(v, u) != la, "in degree of %lld", (long long) u);
+		if (f->feat_kind == GNN_FEAT_DENSE)
+			D(memcmp(gnn_graph_feat_row(v, u), gnn_graph_feat_row(f, u), 4 * f->feat_dim), "features of %lld",
+			  (long long) u);
+	}
+	D(!v->labels != !f->labels || (v->labels && memcmp(v->labels, f->labels, 4 * f->num_nodes)), "labels");
+	D(!v->split != !f->split || (v->split && memcmp(v->split, f->split, f->num_nodes)), "split");
+	D(v->num_classes != f->num_classes || v->n_train != f->n_train || v->n_val != f->n_val ||
+	  v->n_test != f->n_test, "node counts");
+#undef D
+	return NULL;
+}
+
 static int	alloc_calls;
+static int	delta_rounds;	/* rounds whose changes were also checked as deltas, undone too */
 
 static void *
 count_alloc(void *arg, uint64_t bytes)
@@ -557,6 +606,135 @@ random_round(uint64_t seed, const opts *o, char *why, size_t whylen)
 		snprintf(why, whylen, "the base region changed");
 		goto out;
 	}
+	/*
+	 * the same changes as a delta over the base: read through the view it
+	 * must be the new region; flattened, the new region again.  Then the
+	 * changes undone (added rows removed, removed rows added back, the
+	 * upserted nodes' old data) as a delta over that view (the deltas pile
+	 * up over one base) and as a new region from it: the two agree, and
+	 * both are the base again
+	 */
+	{
+		gnn_graph_changes dc = ch;
+		void	   *xreg = NULL,
+				   *xreg2 = NULL,
+				   *mreg = NULL,
+				   *freg = NULL;
+		uint64_t	xsz = 0,
+					xsz2 = 0,
+					msz = 0;
+		gnn_graph	xv,
+					xv2,
+					mg,
+					fg;
+		gnn_status	s;
+		bool		nodes_change = ch.num_removed_nodes > 0 || nnew > 0;
+
+		dc.as_delta = true;
+		s = gnn_graph_apply_changes(&bg, &dc, count_alloc, NULL, &xreg, &xsz, NULL, &err);
+		if (nodes_change || o->feat == GNN_FEAT_SPARSE)
+		{
+			if (s != GNN_ERR_UNSUPPORTED || xreg)
+			{
+				snprintf(why, whylen, "a delta that adds or removes nodes or has sparse features: %d", (int) s);
+				goto out;
+			}
+			goto delta_done;
+		}
+		if (s != GNN_OK || gnn_graph_attach_delta(breg, bsz, xreg, xsz, &xv, &err) != GNN_OK)
+		{
+			snprintf(why, whylen, "delta: %.200s", err.msg);
+			free(xreg);
+			goto out;
+		}
+		if (gnn_graph_check_delta(&xv, &err) != GNN_OK)
+			d = err.msg;
+		else
+			d = view_diff(&xv, &dg);
+		if (d != NULL)
+		{
+			snprintf(why, whylen, "delta view: %s", d);
+			free(xreg);
+			goto out;
+		}
+		if (gnn_graph_flatten(&xv, &fg, &freg, &err) != GNN_OK || (d = graph_diff(&fg, &dg)) != NULL)
+		{
+			snprintf(why, whylen, "flattened delta: %s", freg ? d : err.msg);
+			free(xreg);
+			free(freg);
+			goto out;
+		}
+		free(freg);
+		if (xv.num_classes < bg.num_classes)
+		{
+			/* the top class lost its last node: its label is no class now (a caller reloads) */
+			free(xreg);
+			goto delta_done;
+		}
+		{
+			gnn_graph_changes un = {0};
+			static float oldfeat[MAXN * DIM];
+			static int32_t oldlab[MAXN];
+			static uint8_t oldsplit[MAXN];
+
+			un.undirected = ch.undirected;
+			un.nthreads = ch.nthreads;
+			un.num_removed_edges = ch.num_added_edges;
+			un.rm_src = ch.add_src;
+			un.rm_dst = ch.add_dst;
+			un.rm_weight = ch.add_weight;
+			un.num_added_edges = ch.num_removed_edges;
+			un.add_src = ch.rm_src;
+			un.add_dst = ch.rm_dst;
+			un.add_weight = ch.rm_weight;
+			un.num_upserted_nodes = ch.num_upserted_nodes;
+			un.up_ids = ch.up_ids;
+			for (int64_t u = 0; u < ch.num_upserted_nodes; u++)
+				for (int64_t i = 0; i < b->n; i++)
+					if (b->id[i] == ch.up_ids[u])
+					{
+						memcpy(oldfeat + u * DIM, b->feat[i], sizeof(float) * DIM);
+						oldlab[u] = o->labels ? b->label[i] : -1;
+						oldsplit[u] = o->split ? b->split[i] : 0;
+					}
+			un.up_feat = ch.up_feat ? oldfeat : NULL;
+			un.up_labels = ch.up_labels ? oldlab : NULL;
+			un.up_split = ch.up_split ? oldsplit : NULL;
+			un.as_delta = true;
+			s = gnn_graph_apply_changes(&xv, &un, count_alloc, NULL, &xreg2, &xsz2, NULL, &err);
+			if (s != GNN_OK || gnn_graph_attach_delta(breg, bsz, xreg2, xsz2, &xv2, &err) != GNN_OK)
+			{
+				snprintf(why, whylen, "undo as a delta: %.200s", err.msg);
+				free(xreg);
+				free(xreg2);
+				goto out;
+			}
+			un.as_delta = false;
+			if (apply(&xv, &un, &mreg, &msz, &mg, NULL, &err) != GNN_OK)
+			{
+				snprintf(why, whylen, "undo as a region from a delta view: %.200s", err.msg);
+				free(xreg);
+				free(xreg2);
+				goto out;
+			}
+			d = view_diff(&xv2, &mg);
+			if (!d)
+				d = graph_diff(&mg, &bg);
+			if (!d && memcmp(bcopy, breg, bsz) != 0)
+				d = "the base region changed";
+			free(xreg);
+			free(xreg2);
+			free(mreg);
+			if (d)
+			{
+				snprintf(why, whylen, "undone: %s", d);
+				goto out;
+			}
+			delta_rounds++;
+		}
+delta_done:
+		;
+	}
 	if (st.arcs_before != bg.num_edges || st.arcs_after != rg.num_edges || st.inserted_nodes != nnew ||
 		st.deleted_nodes != ch.num_removed_nodes || st.inserted_edges != ch.num_added_edges ||
 		st.deleted_edges != nre)
@@ -617,6 +795,8 @@ test_random(void)
 	if (failed)
 		NOTE("first failure: %s", why);
 	NOTE("%d random rounds, %d failed", rounds, failed);
+	CHECK(delta_rounds > rounds / 8, "deltas checked in %d of the rounds (made, read, flattened, piled up, undone)",
+		  delta_rounds);
 }
 
 /* a small fixed graph for the error cases */
@@ -929,9 +1109,91 @@ test_no_arc_rows_and_node_data(void)
 	free(region);
 }
 
+/* a delta belongs to its base, says when it cannot be one, and a corrupt one is refused */
+static void
+test_delta_errors(void)
+{
+	int64_t		ids[] = {1, 2, 3, 4};
+	int64_t		src[] = {1, 2, 3, 4};
+	int64_t		dst[] = {2, 3, 4, 1};
+	gnn_graph_input in = {0};
+	gnn_graph	g,
+				g2,
+				v,
+				f;
+	gnn_error	err;
+	void	   *region,
+			   *region2,
+			   *dreg = NULL,
+			   *mem = NULL;
+	uint64_t	size,
+				size2,
+				dsz = 0;
+	gnn_graph_changes ch = {0};
+
+	in.num_nodes = 4;
+	in.node_ids = ids;
+	in.num_edges = 4;
+	in.src = src;
+	in.dst = dst;
+	in.keep_arc_rows = true;
+	CHECK(gnn_graph_build_region(&in, &region, &size, &g, &err) == GNN_OK, "delta base builds");
+	in.num_edges = 3;
+	CHECK(gnn_graph_build_region(&in, &region2, &size2, &g2, &err) == GNN_OK, "another graph of the same nodes");
+	CHECK(gnn_graph_flatten(&g, &f, &mem, &err) == GNN_OK && mem == NULL && f.indptr == g.indptr,
+		  "a graph without a delta flattens to itself");
+
+	ch.num_added_edges = 1;
+	ch.add_src = (int64_t[]) {1};
+	ch.add_dst = (int64_t[]) {3};
+	ch.as_delta = true;
+	ch.max_delta_bytes = 64;
+	alloc_calls = 0;
+	CHECK(gnn_graph_apply_changes(&g, &ch, count_alloc, NULL, &dreg, &dsz, NULL, &err) == GNN_ERR_UNSUPPORTED &&
+		  !dreg && alloc_calls == 0 && strstr(err.msg, "allowed"),
+		  "a delta over max_delta_bytes: unsupported, nothing allocated (%s)", err.msg);
+	ch.max_delta_bytes = 0;
+	ch.num_upserted_nodes = 1;
+	ch.up_ids = (int64_t[]) {9};
+	CHECK(gnn_graph_apply_changes(&g, &ch, count_alloc, NULL, &dreg, &dsz, NULL, &err) == GNN_ERR_UNSUPPORTED &&
+		  !dreg && alloc_calls == 0, "a new node cannot be a delta (%s)", err.msg);
+	ch.num_upserted_nodes = 0;
+	CHECK(gnn_graph_apply_changes(&g, &ch, count_alloc, NULL, &dreg, &dsz, NULL, &err) == GNN_OK && dreg,
+		  "an added arc is a delta: %s", err.msg);
+	CHECK(gnn_graph_attach_delta(region, size, dreg, dsz, &v, &err) == GNN_OK && v.has_delta && v.num_edges == 5 &&
+		  gnn_graph_out_degree(&v, 0) == 2 && gnn_graph_in_degree(&v, 2) == 2 && gnn_graph_out_degree(&g, 0) == 1,
+		  "read through the delta: node 1 has two out-arcs, node 3 two in-arcs; the base is as it was");
+	CHECK(gnn_graph_check_delta(&v, &err) == GNN_OK, "the delta checks out");
+	CHECK(gnn_graph_attach_delta(region2, size2, dreg, dsz, &v, &err) == GNN_ERR_CORRUPT &&
+		  strstr(err.msg, "belong"), "a delta over another graph is refused (%s)", err.msg);
+	CHECK(gnn_graph_attach_delta(region, size, dreg, sizeof(gnn_delta_header) - 1, &v, &err) == GNN_ERR_CORRUPT,
+		  "a short delta is refused");
+	{
+		gnn_delta_header *h = dreg;
+		int32_t		keep;
+
+		h->num_edges++;
+		CHECK(gnn_graph_attach_delta(region, size, dreg, dsz, &v, &err) == GNN_ERR_CORRUPT,
+			  "a delta whose header was changed is refused (checksum)");
+		h->num_edges--;
+		CHECK(gnn_graph_attach_delta(region, size, dreg, dsz, &v, &err) == GNN_OK, "and taken again");
+		keep = ((int32_t *) ((char *) dreg + h->off_fidx))[0];
+		((int32_t *) ((char *) dreg + h->off_fidx))[0] = 1000;
+		CHECK(gnn_graph_check_delta(&v, &err) == GNN_ERR_CORRUPT, "an arc outside the graph: the full check finds it");
+		((int32_t *) ((char *) dreg + h->off_fidx))[0] = keep;
+		((int64_t *) ((char *) dreg + h->off_fptr))[h->fwd_rows] += 1;
+		CHECK(gnn_graph_attach_delta(region, size, dreg, dsz, &v, &err) == GNN_ERR_CORRUPT,
+			  "row pointers that do not end at the arc count are refused");
+	}
+	free(dreg);
+	free(region);
+	free(region2);
+}
+
 int
 main(void)
 {
+	test_delta_errors();
 	test_no_arc_rows_and_node_data();
 	test_errors();
 	test_undirected_rows();

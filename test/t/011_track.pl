@@ -20,6 +20,7 @@ $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'gnn'
 max_connections = 40
 gnn.threads = 1
+gnn.merge_threshold = 0.9
 });
 $node->start;
 sub sq { return $node->safe_psql('postgres', $_[0]); }
@@ -114,6 +115,8 @@ ok($flipper->finish, 'flips and refreshes ran') or diag($ferr);
 note(join("\n", grep { /processed/ } split /\n/, $fout . $qout));
 ok($readers->finish, 'every answer during refreshes matched one version') or diag($qerr);
 like($fout, qr/number of transactions actually processed: [1-9]/, 'the graph changed version during the reads');
+# edge rows only: every version the readers raced over was a delta over the one loaded graph
+ok(sq("SELECT delta_bytes > 0 FROM gnn.graphs WHERE name = 'g'") eq 't', 'the refreshed versions were deltas');
 sq("SELECT * FROM gnn.refresh_graph('g')");
 is(sq('SELECT same()'), 't', 'equal to a fresh load after the race');
 
