@@ -84,6 +84,15 @@ SQL
   # each round: its time and the delta it left (0: it merged into a new graph; gnn.merge_threshold)
   REFRESH_ROUNDS="$REFRESH_ROUNDS${REFRESH_ROUNDS:+, }$t s (delta $(psql_pg -c "\"SELECT pg_size_pretty(delta_bytes) FROM gnn.graphs WHERE name = 'g'\""))"
 done
+# readers over the delta the rounds left against the same graph loaded flat (same run):
+# node-wise sampling of 20,000 seeds, fan-outs {10, 5}, and a k-hop neighbourhood count
+psql_pg -c "\"SELECT gnn.load_graph('flat', 'e', nodes => 'n', features => 'feat', label => 'label', split => 'split', weight => 'w') IS NOT NULL\"" >/dev/null
+DELTA_NOW=$(psql_pg -c "\"SELECT pg_size_pretty(delta_bytes) FROM gnn.graphs WHERE name = 'g'\"")
+SAMPLE_SQL="SELECT count(*) FROM gnn.sample_neighbors('%s', ARRAY(SELECT id FROM n ORDER BY id LIMIT 20000), ARRAY[10, 5], seed => 1);"
+SAMPLE_DELTA=$(best3 "$(printf "$SAMPLE_SQL" g)")
+SAMPLE_FLAT=$(best3 "$(printf "$SAMPLE_SQL" flat)")
+SAME_SAMPLE=$(psql_pg -c "\"SELECT (SELECT array_agg((layer, src, dst) ORDER BY 1, 2, 3) FROM gnn.sample_neighbors('g', ARRAY(SELECT id FROM n ORDER BY id LIMIT 2000), ARRAY[10, 5], seed => 1)) = (SELECT array_agg((layer, src, dst) ORDER BY 1, 2, 3) FROM gnn.sample_neighbors('flat', ARRAY(SELECT id FROM n ORDER BY id LIMIT 2000), ARRAY[10, 5], seed => 1))\"")
+psql_pg -c "\"SELECT gnn.drop_graph('flat')\"" >/dev/null
 # the phases of one more refresh (DEBUG1 lines of gnn.refresh_graph)
 psql_pg <<SQL >/dev/null
 DELETE FROM e WHERE ctid IN (SELECT ctid FROM e TABLESAMPLE SYSTEM (1) LIMIT $CH);
@@ -92,7 +101,7 @@ FROM generate_series(1, $CH);
 SQL
 PHASES=$(psql_pg <<<"SET client_min_messages = debug1;
 SELECT * FROM gnn.refresh_graph('g');" 2>&1 | sed -n -e 's/.*gnn.refresh_graph: \(.*\) took \(.*\) s/\1: \2 s/p' -e 's/.*gnn: \(mapping in the .*\) took \(.*\) s/(\1: \2 s)/p' | paste -sd ';' | sed 's/;/; /g')
-[ -n "${REFRESH_ONLY:-}" ] && { echo "reload $RELOAD_S s, refresh $REFRESH_BEST s (rounds: $REFRESH_ROUNDS); phases: $PHASES"; exit 0; }
+[ -n "${REFRESH_ONLY:-}" ] && { echo "reload $RELOAD_S s, refresh $REFRESH_BEST s (rounds: $REFRESH_ROUNDS); sampling over the $DELTA_NOW delta $SAMPLE_DELTA s vs flat $SAMPLE_FLAT s (same: $SAME_SAMPLE); phases: $PHASES"; exit 0; }
 SAME=$(psql_pg <<'SQL'
 SELECT gnn.load_graph('fresh', 'e', nodes => 'n', features => 'feat', label => 'label', split => 'split', weight => 'w') IS NOT NULL;
 SELECT gnn.graph_digest('g') = gnn.graph_digest('fresh');
@@ -170,7 +179,11 @@ EMB_SAME=$(psql_pg -c "\"SELECT count(DISTINCT id) || ' rows, equal within 1e-5:
   echo "| full reload, gnn.load_graph(..., replace => true) (baseline, best of 3) | $RELOAD_S | 1.00 |"
   echo "| gnn.refresh_graph after $CH deletes + $CH inserts ($CHANGE_ROWS row changes; best of 3 rounds) | $REFRESH_BEST | $(awk -v a="$REFRESH_BEST" -v b="$RELOAD_S" 'BEGIN {printf "%.3f", a / b}') |"
   echo
-  echo "Phases of one more refresh: $PHASES."
+  echo "Rounds (each: its time, and the delta it left; 0 B: it merged into a new graph): $REFRESH_ROUNDS."
+  echo
+  echo "Reading through the $DELTA_NOW delta the rounds left, against the same tables loaded flat: gnn.sample_neighbors of 20,000 seeds, fan-outs {10, 5} (best of 3): $SAMPLE_DELTA s vs $SAMPLE_FLAT s = $(awk -v a="$SAMPLE_DELTA" -v b="$SAMPLE_FLAT" 'BEGIN {printf "%.2f", a / b}'); the same draws (2,000 seeds): $SAME_SAMPLE."
+  echo
+  echo "Phases of one more refresh (past gnn.merge_threshold: a merge into a new graph): $PHASES."
   echo
   echo "After the three rounds the refreshed graph equals a fresh load (gnn.graph_digest): $SAME."
   echo
