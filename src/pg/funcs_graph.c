@@ -290,7 +290,7 @@ gnn_graph_meta(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
+	GnnGraphAcquireView(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
 	if (ref.g.meta && ref.g.meta_bytes > 0)
 		m = pnstrdup(ref.g.meta, ref.g.meta_bytes);
 	GnnGraphRelease(&ref);
@@ -310,7 +310,7 @@ gnn_graph_type_counts(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph must not be NULL")));
 	InitMaterializedSRF(fcinfo, 0);
-	GnnGraphAcquire(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
+	GnnGraphAcquireView(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
 	g = &ref.g;
 	for (int t = 0; t < g->num_node_types; t++)
 	{

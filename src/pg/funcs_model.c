@@ -535,7 +535,7 @@ CheckEmbedTarget(const ModelRow *c, Oid relid, const char *into, const char *col
 
 	if (!OidIsValid(relid))
 		return;					/* a new table (or the error for a missing one, below) */
-	GnnGraphAcquire(c->graph, &ref);
+	GnnGraphAcquireView(c->graph, &ref);
 	e = ref.entry;
 	GnnGraphRelease(&ref);
 	if (column != NULL)

@@ -779,7 +779,7 @@ CheckGraph(GnnTrainRequest *r)
 	int64		labelled[4] = {0, 0, 0, 0};
 	const gnn_graph *g;
 
-	GnnGraphAcquire(r->graph, &ref);
+	GnnGraphAcquireView(r->graph, &ref);	/* counts, labels and split only */
 	g = &ref.g;
 	PG_TRY();
 	{
@@ -858,7 +858,7 @@ GraphIsTyped(const char *name)
 
 	if (!GnnGraphExists(name))
 		return false;			/* CheckGraph reports it */
-	GnnGraphAcquire(name, &ref);
+	GnnGraphAcquireView(name, &ref);
 	typed = ref.g.num_node_types > 1 || ref.g.num_edge_types > 1 ||
 		(ref.g.meta && ref.g.meta_bytes > 17 && strncmp(ref.g.meta, "{\"kind\":\"schema\"", 17) == 0);
 	GnnGraphRelease(&ref);

@@ -1130,7 +1130,7 @@ OldColumns(const char *graph)
 	JsonbIteratorToken tok;
 	List	   *out = NIL;
 
-	GnnGraphAcquire(graph, &ref);
+	GnnGraphAcquireView(graph, &ref);
 	if (ref.g.meta && ref.g.meta_bytes > 0)
 		meta = pnstrdup(ref.g.meta, ref.g.meta_bytes);
 	GnnGraphRelease(&ref);

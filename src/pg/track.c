@@ -2114,7 +2114,7 @@ gnn_track(PG_FUNCTION_ARGS)
 		PG_RETURN_INT32(0);
 	}
 	/* the caller's own graph: names are per role */
-	GnnGraphAcquire(name, &ref);
+	GnnGraphAcquireView(name, &ref);
 	entry = ref.entry;
 	GnnGraphRelease(&ref);
 	if (!entry.trackable)
