@@ -77,6 +77,20 @@ sq(q{
 	FROM fn;
 	SELECT gnn.load_graph('fg', 'fe', nodes => 'fn', features => 'feat', label => 'label', split => 'split');
 	SELECT gnn.train('fg', model => 'gcn', name => 'fm', hidden => 8, epochs => 3, seed => 1, wait => true);
+	-- a tracked graph whose refreshes keep a delta (edge rows change, the node set stays):
+	-- fuzzed calls on 'ft' (and the model trained on it) read through one
+	CREATE TABLE ftn AS SELECT * FROM fn;
+	ALTER TABLE ftn ADD PRIMARY KEY (id);
+	-- weights on a quarter grid: sums of them are exact, so a refresh's arithmetic (the base's sum
+	-- less the removed rows plus the added) is a load's bit for bit
+	CREATE TABLE fte AS SELECT src, dst, (1 + floor(w * 8)) / 4.0 AS w FROM fe;
+	SELECT gnn.load_graph('ft', 'fte', nodes => 'ftn', features => 'feat', label => 'label', split => 'split',
+	                      weight => 'w', track => true);
+	SELECT gnn.train('ft', model => 'graphsage', name => 'ftm', hidden => 8, epochs => 2, seed => 1, wait => true);
+	INSERT INTO fte SELECT s, (s * 11) % 200, 0.5 FROM generate_series(0, 199, 3) s;
+	DELETE FROM fte WHERE src % 17 = 0;
+	UPDATE ftn SET feat = array_fill(0.25::real, ARRAY[8]) WHERE id % 13 = 0;
+	SELECT gnn.refresh_graph('ft');
 });
 sq(q{SET ROLE other; CREATE TABLE other_e AS SELECT 1 AS src, 2 AS dst; SELECT gnn.load_graph('og', 'other_e')});
 # foreign tables over a loopback server, where postgres_fdw is installed
@@ -119,9 +133,9 @@ my @hostile_text = ("''", "'O''Reilly'", q{'"; DROP TABLE fe; --'}, q{'Mixed"Cas
 	"repeat('y', 5000)", q{'%s%n%x'}, q{E'\\x01\\x7f'}, q{'ünï©ødé'}, "' '", q{'fe; SELECT 1'}, "'NULL'",
 	q{'"fe"'}, q{'public.fe'}, q{'pg_catalog.pg_class'}, "NULL");
 my %by_name = (
-	graph => [ "'fg'", "'og'", "'nope'", "'fg2'" ],
+	graph => [ "'fg'", "'og'", "'nope'", "'fg2'", "'ft'" ],
 	name => [ "'fg'", "'fg2'", "'fm'", "'f''g'", q{'f"g;'}, "'og'" ],
-	model => [ "'fm'", "'gcn'", "'graphsage'", "'gat'", "'nope'", "'GCN'" ],
+	model => [ "'fm'", "'gcn'", "'graphsage'", "'gat'", "'nope'", "'GCN'", "'ftm'" ],
 	task => [ "'node_classification'", "'link_prediction'" ],
 	device => [ "'cpu'", "'auto'", "'cuda'", "'tpu'" ],
 	direction => [ "'out'", "'in'", "'both'", "'sideways'" ],
@@ -250,7 +264,11 @@ for my $i (1 .. $calls)
 		# the fuzzed calls drop fg now and then: bring it back so later calls get deep
 		$script .= "SELECT gnn.load_graph('fg', 'fe', nodes => 'fn', features => 'feat', label => 'label', "
 		  . "split => 'split', replace => true);\n";
-		$script .= "SELECT gnn.drop_graph(name) FROM gnn.graphs WHERE name NOT IN ('fg');\n" if $i % 100 == 0;
+		$script .= "SELECT gnn.drop_graph(name) FROM gnn.graphs WHERE name NOT IN ('fg', 'ft');\n" if $i % 100 == 0;
+		# 'ft' follows its tables: more edge rows, refreshed into its delta (or a merge, or back if dropped)
+		$script .= "INSERT INTO fte SELECT (random() * 199)::int, (random() * 199)::int, (1 + floor(random() * 8)) / 4.0 FROM generate_series(1, 5);\n"
+		  . "DELETE FROM fte WHERE ctid IN (SELECT ctid FROM fte ORDER BY random() LIMIT 3);\n"
+		  . "SELECT gnn.refresh_graph('ft');\n";
 	}
 }
 my $dir = PostgreSQL::Test::Utils::tempdir();
@@ -337,5 +355,19 @@ is(sq('SELECT gnn.memory_used() = coalesce((SELECT sum(bytes) FROM gnn.graphs), 
 	'registry accounting equals the listed graphs');
 is(sq("SELECT count(*) FROM gnn.graphs WHERE name = 'og'"), '1', "another role's graph survived");
 is(sq("SELECT count(*) FROM fe"), '600', 'the fuzzed role\'s tables are intact');
+# the tracked graph (if the fuzzed calls left it tracked and loaded) still equals its tables
+if (sq("SELECT count(*) FROM gnn.graphs WHERE name = 'ft' AND tracked") eq '1')
+{
+	my $same = $node->safe_psql('postgres', q{SET ROLE fuzz; SELECT gnn.refresh_graph('ft');
+		SELECT gnn.load_graph('ft_fresh', 'fte', nodes => 'ftn', features => 'feat', label => 'label',
+		                      split => 'split', weight => 'w') IS NOT NULL;
+		SELECT gnn.graph_digest('ft') = gnn.graph_digest('ft_fresh')});
+	like($same, qr/t$/, 'the tracked graph equals a fresh load of its tables after the run')
+	  or diag($same . "\n" . $node->safe_psql('postgres', q{SELECT name, nodes, edges, bytes, delta_bytes, tracked FROM gnn.graphs WHERE name LIKE 'ft%'}));
+}
+else
+{
+	pass('the tracked graph was dropped or untracked by the fuzzed calls');
+}
 $node->stop;
 done_testing();
