@@ -336,11 +336,17 @@ gnn_graph_header_from_layout(gnn_graph_header *h, const layout *l, const uint64_
 uint64_t
 gnn_graph_header_checksum(const gnn_graph_header *h)
 {
-	/* FNV-1a over the header bytes before the checksum field */
-	const unsigned char *p = (const unsigned char *) h;
+	/* the header bytes before the checksum field */
+	return gnn_graph_fnv1a(h, offsetof(gnn_graph_header, checksum));
+}
+
+uint64_t
+gnn_graph_fnv1a(const void *bytes, size_t n)
+{
+	const unsigned char *p = bytes;
 	uint64_t	x = 0xcbf29ce484222325ULL;
 
-	for (size_t i = 0; i < offsetof(gnn_graph_header, checksum); i++)
+	for (size_t i = 0; i < n; i++)
 	{
 		x ^= p[i];
 		x *= 0x100000001b3ULL;

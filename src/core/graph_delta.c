@@ -399,16 +399,8 @@ merge_row(const delta_ctx *c, int64_t v, int32_t *out_idx, float *out_w, int32_t
 static uint64_t
 delta_checksum(const gnn_delta_header *h)
 {
-	/* FNV-1a over the header bytes before the checksum field */
-	const unsigned char *p = (const unsigned char *) h;
-	uint64_t	x = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < offsetof(gnn_delta_header, checksum); i++)
-	{
-		x ^= p[i];
-		x *= 0x100000001b3ULL;
-	}
-	return x;
+	/* the header bytes before the checksum field, as a region's */
+	return gnn_graph_fnv1a(h, offsetof(gnn_delta_header, checksum));
 }
 
 /* does p point into g's delta region? */
