@@ -499,7 +499,9 @@ gnn_graph_in_degree(const gnn_graph *g, int64_t v)
  * (then the row is no arc, but still counted in the stats).
  *
  * Node rows (graphs built with node rows, node_ids given).  Removed nodes
- * go with every arc at them (the rows pointing at them would be dangling);
+ * go with every arc at them: the changes must remove the edge rows at them
+ * too (as a cascade logs them), else those rows dangle, GNN_ERR_DANGLING
+ * (err->row: the node's index in rm_nodes) unless skip_dangling;
  * upserted nodes are new (added, with no arcs until edge rows add some) or
  * existing (their features, label and split replaced).  Features: dense
  * rows of feat_dim, or NULL to keep (existing) / zeros (new); a sparse-

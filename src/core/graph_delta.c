@@ -920,6 +920,90 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 			eidx[2 * i] = (int32_t) s;
 			eidx[2 * i + 1] = (int32_t) d;
 		}
+		/*
+		 * a removed node that edge rows still refer to (rows at it that these
+		 * changes do not remove): a build of the rows would find them dangling
+		 */
+		if (rm && n_removed > 0 && !ch->skip_dangling)
+		{
+			int64_t    *left = calloc(n0, sizeof(int64_t));
+
+			if (!left)
+				FAIL(GNN_ERR_NOMEM, "out of memory for %lld nodes", (long long) n0);
+			for (int64_t o = 0; o < n0; o++)
+			{
+				const int32_t *nb,
+						   *nr,
+						   *ib;
+				int64_t		len,
+							ilen;
+
+				if (!removed[o])
+					continue;
+				len = gnn_graph_out_row(base, o, &nb, NULL, &nr);
+				for (int64_t p = 0; p < len; p++)
+				{
+					int64_t		rows = nr ? nr[p] : (ch->undirected && nb[p] == o ? 2 : 1);
+
+					/* undirected: a row is both arcs, so o's out-arcs count each row once (a self loop twice) */
+					left[o] += ch->undirected && nb[p] == o ? (rows + 1) / 2 : rows;
+				}
+				if (ch->undirected)
+					continue;
+				ilen = gnn_graph_in_row(base, o, &ib, NULL);
+				for (int64_t q = 0; q < ilen; q++)
+				{
+					int32_t		u = ib[q];
+					int64_t		ul,
+								lo = 0,
+								hi;
+
+					if (u == o)
+						continue;	/* the self loop: counted with the out-arcs */
+					ul = gnn_graph_out_row(base, u, &nb, NULL, &nr);
+					hi = ul;
+					while (lo < hi)
+					{
+						int64_t		mid = (lo + hi) / 2;
+
+						if (nb[mid] < o)
+							lo = mid + 1;
+						else
+							hi = mid;
+					}
+					left[o] += lo < ul && nr ? nr[lo] : 1;
+				}
+			}
+			for (int64_t i = 0; i < ch->num_removed_edges; i++)
+			{
+				int64_t		os,
+							od;
+
+				if (eidx[2 * i] != -2)
+					continue;
+				os = find_sorted(base->ids, n0, ch->rm_src[i]);
+				od = find_sorted(base->ids, n0, ch->rm_dst[i]);
+				if (os >= 0 && removed[os])
+					left[os]--;
+				if (od >= 0 && removed[od] && od != os)
+					left[od]--;
+			}
+			for (int64_t i = 0; i < ch->num_removed_nodes; i++)
+			{
+				int64_t		o = find_sorted(base->ids, n0, ch->rm_nodes[i]);
+
+				if (o >= 0 && left[o] > 0)
+				{
+					int64_t		k = left[o];
+
+					free(left);
+					FAIL_ROW(i, ch->rm_nodes[i], GNN_ERR_DANGLING,
+							 "node %lld is removed, but %lld edge row%s still refer%s to it", (long long) ch->rm_nodes[i],
+							 (long long) k, k == 1 ? "" : "s", k == 1 ? "s" : "");
+				}
+			}
+			free(left);
+		}
 		for (int64_t i = 0; i < ne; i++)
 		{
 			int64_t		s = eidx[2 * i],
@@ -1555,12 +1639,15 @@ gnn_graph_attach_delta(const void *region, uint64_t size, const void *delta, uin
 		g->split = (const uint8_t *) (d + h->off_split);
 	/*
 	 * a weighted graph whose base has no arcs has no weights arrays: readers
-	 * that ask "weighted?" of them must still say yes
+	 * that ask "weighted?" of them must still say yes once the delta has arcs
+	 * (and no, as a region of no arcs says, when it has none)
 	 */
-	if (g->weighted && !g->weights)
+	if (g->weighted && !g->weights && g->num_edges > 0)
 		g->weights = g->dfwd.w;
-	if (g->weighted && !g->rweights)
+	if (g->weighted && !g->rweights && g->num_edges > 0)
 		g->rweights = g->drev.w;
+	if (g->num_edges == 0)		/* every row is the delta's, and empty */
+		g->weights = g->rweights = NULL;
 	return GNN_OK;
 }
 

@@ -183,7 +183,9 @@ graph_diff(const gnn_graph *a, const gnn_graph *b)
 	D(memcmp(a->rindices, b->rindices, 4 * m), "rindices");
 	D(!a->arc_rows || !b->arc_rows, "arc_rows missing");
 	D(memcmp(a->arc_rows, b->arc_rows, 4 * m), "arc_rows");
-	D(!a->weights != !b->weights || !a->rweights != !b->rweights || a->weighted != b->weighted, "weightedness");
+	D(!a->weights != !b->weights || !a->rweights != !b->rweights || a->weighted != b->weighted,
+	  "weightedness (%d%d%d vs %d%d%d, %lld arcs)", !!a->weights, !!a->rweights, a->weighted, !!b->weights,
+	  !!b->rweights, b->weighted, (long long) m);
 	for (int64_t p = 0; a->weights && p < m; p++)
 	{
 		D(fabsf(a->weights[p] - b->weights[p]) > 1e-5f * fmaxf(1.0f, fabsf(b->weights[p])),
@@ -282,13 +284,13 @@ view_diff(const gnn_graph *v, const gnn_graph *f)
 
 		D(la != lb || memcmp(a, b, 4 * la), "out row %lld", (long long) u);
 		D(la && (!aw) != (!bw), "out weights of %lld", (long long) u);
-		D(aw && memcmp(aw, bw, 4 * la), "out weights of %lld", (long long) u);
+		D(la && aw && memcmp(aw, bw, 4 * la), "out weights of %lld", (long long) u);
 		D(la && (!ar || !br || memcmp(ar, br, 4 * la)), "arc rows of %lld", (long long) u);
 		D(gnn_graph_out_degree(v, u) != la, "out degree of %lld", (long long) u);
 		la = gnn_graph_in_row(v, u, &a, &aw);
 		lb = gnn_graph_in_row(f, u, &b, &bw);
 		D(la != lb || memcmp(a, b, 4 * la), "in row %lld", (long long) u);
-		D(aw && memcmp(aw, bw, 4 * la), "in weights of %lld", (long long) u);
+		D(la && aw && memcmp(aw, bw, 4 * la), "in weights of %lld", (long long) u);
 		D(gnn_graph_in_degree(v, u) != la, "in degree of %lld", (long long) u);
 		if (f->feat_kind == GNN_FEAT_DENSE)
 			D(memcmp(gnn_graph_feat_row(v, u), gnn_graph_feat_row(f, u), 4 * f->feat_dim), "features of %lld",
@@ -414,7 +416,8 @@ random_round(uint64_t seed, const opts *o, char *why, size_t whylen)
 
 	ch.undirected = o->undirected;
 	ch.nthreads = o->nthreads;
-	/* node removals (with some of their rows logged as removed too, as a cascade does) */
+	/* node removals (with their rows logged as removed too, as a cascade does) */
+	ch.skip_dangling = rint_(2) == 0;
 	/*
 	 * a third of the rounds change few rows, so that most rows have no
 	 * change of their own (copied, not merged), and a third change no node
@@ -445,7 +448,11 @@ random_round(uint64_t seed, const opts *o, char *why, size_t whylen)
 		{
 			if (r->src[e] == id || r->dst[e] == id)
 			{
-				if (rint_(2) == 0)
+				/*
+				 * rows at a removed node: all logged (a cascade), or, where
+				 * dangling rows are skipped, some
+				 */
+				if (!ch.skip_dangling || rint_(2) == 0)
 				{
 					rm_src[nre] = r->src[e];
 					rm_dst[nre] = r->dst[e];
@@ -894,10 +901,14 @@ test_errors(void)
 		CHECK(d.num_edges == 5 && st.inserted_edges == 3 && st.arcs_after == 5, "one arc added of three rows");
 		free(dreg);
 	}
-	/* removing both rows of 1->2 takes the arc; removing a row at a removed node is quiet */
+	/*
+	 * removing both rows of 1->2 takes the arc; removing a row at a removed
+	 * node is quiet; a row left at a removed node dangles, as in a build,
+	 * unless dangling rows are skipped
+	 */
 	{
-		int64_t		rs[] = {1, 3, 1},
-					rd[] = {2, 3, 2},
+		int64_t		rs[] = {1, 3, 1, 2},
+					rd[] = {2, 3, 2, 3},
 					rn = 3;
 		gnn_graph_changes ch = {0};
 
@@ -906,6 +917,14 @@ test_errors(void)
 		ch.rm_dst = rd;
 		ch.num_removed_nodes = 1;
 		ch.rm_nodes = &rn;
+		CHECK(apply(&g, &ch, &dreg, &dsz, &d, NULL, &err) == GNN_ERR_DANGLING && err.row == 0 && err.id == 3 &&
+			  !dreg && strstr(err.msg, "1 edge row still refers"),
+			  "a removed node that an edge row (2->3) still refers to: dangling (%s)", err.msg);
+		ch.skip_dangling = true;
+		CHECK(apply(&g, &ch, &dreg, &dsz, &d, NULL, &err) == GNN_OK, "skipped, as a build skips it: %s", err.msg);
+		free(dreg);
+		ch.skip_dangling = false;
+		ch.num_removed_edges = 4;
 		CHECK(apply(&g, &ch, &dreg, &dsz, &d, NULL, &err) == GNN_OK, "remove rows and a node: %s", err.msg);
 		CHECK(d.num_nodes == 3 && d.num_edges == 1 && d.ids[2] == 4 && d.indices[d.indptr[2]] == 0,
 			  "only 4->1 is left");
@@ -1049,6 +1068,7 @@ test_no_arc_rows_and_node_data(void)
 	ch.num_added_edges = 1;
 	ch.add_src = as;
 	ch.add_dst = ad;
+	ch.skip_dangling = true;	/* 30's other rows go with it */
 	CHECK(apply(&g, &ch, &dreg, &dsz, &d, &st, &err) == GNN_OK, "remove, re-add, upsert: %s", err.msg);
 
 	int64_t		rids[] = {10, 20, 30, 40};
