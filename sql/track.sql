@@ -250,6 +250,16 @@ DELETE FROM tr_pe2 WHERE src = 70;
 SELECT inserted_edges, deleted_edges FROM gnn.refresh_graph('trp');
 SELECT gnn.load_graph('trp_fresh', 'tr_pe') IS NOT NULL AS loaded;
 SELECT gnn.graph_digest('trp') = gnn.graph_digest('trp_fresh') AS partitioned_same;
+-- a partition attached after tracking began: its rows were never logged, so the
+-- refresh reloads, and captures the partition from then on
+CREATE TABLE tr_pe3 (src int NOT NULL, dst int NOT NULL);
+INSERT INTO tr_pe3 VALUES (1000, 1), (1001, 2);
+ALTER TABLE tr_pe ATTACH PARTITION tr_pe3 FOR VALUES FROM (1000) TO (2000);
+SELECT inserted_edges > 0 AS reloaded FROM gnn.refresh_graph('trp');
+INSERT INTO tr_pe3 VALUES (1002, 3);
+SELECT inserted_edges, deleted_edges FROM gnn.refresh_graph('trp');
+SELECT gnn.load_graph('trp_fresh', 'tr_pe', replace => true) IS NOT NULL AS loaded;
+SELECT gnn.graph_digest('trp') = gnn.graph_digest('trp_fresh') AS attached_partition_same;
 
 -- deltas: changes that keep the node set (edge rows, node data) stay a delta
 -- over the loaded graph that every reader consults, piling up over refreshes

@@ -63,13 +63,39 @@ SnapReset(void)
 	snap_lxid = InvalidLocalTransactionId;
 }
 
+/*
+ * Merged copies of graphs with a delta (GnnGraphFlattenRef) live in malloc'd
+ * memory; those a statement made go when its transaction ends, also when an
+ * error skipped GnnGraphRelease (a kept mapping's copy is its holder's).
+ */
+#define FLAT_MAX 16
+static void *flat_live[FLAT_MAX];
+static int	nflat = 0;
+
+static void
+FlatForget(void *mem, bool do_free)
+{
+	for (int i = 0; i < nflat; i++)
+		if (flat_live[i] == mem)
+		{
+			flat_live[i] = flat_live[--nflat];
+			break;
+		}
+	if (do_free)
+		free(mem);
+}
+
 static void
 SnapXactCallback(XactEvent event, void *arg)
 {
 	/* before the resource owner would complain about the mappings */
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE ||
 		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
+	{
 		SnapReset();
+		while (nflat > 0)
+			free(flat_live[--nflat]);
+	}
 }
 
 /* the snapshot entry of graph name for this statement, or -1 */
@@ -237,6 +263,8 @@ GnnGraphKeepMapping(GnnGraphRef *ref)
 	dsm_pin_mapping(ref->seg);
 	if (ref->dseg)
 		dsm_pin_mapping(ref->dseg);
+	if (ref->flat)
+		FlatForget(ref->flat, false);	/* the holder's now, freed by its release */
 	if (kept_handle != DSM_HANDLE_INVALID)
 		return;					/* already holding one: not counted twice */
 	if (!kept_callback)
@@ -497,9 +525,28 @@ GnnGraphFlattenRef(GnnGraphRef *ref)
 		ereport(ERROR,
 				(errcode(err.status == GNN_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_INTERNAL_ERROR),
 				 errmsg("graph \"%s\": could not merge its delta: %s", ref->entry.name, err.msg)));
-	free(ref->flat);
+	if (ref->flat)
+		FlatForget(ref->flat, true);
 	ref->flat = mem;
 	ref->g = flat;
+	/* freed with the transaction if an error skips the release */
+	if (IsTransactionState())
+	{
+		if (nflat >= FLAT_MAX)
+		{
+			ref->flat = NULL;
+			free(mem);
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("too many merged graph copies in one transaction (at most %d)", FLAT_MAX)));
+		}
+		if (!snap_callback)
+		{
+			RegisterXactCallback(SnapXactCallback, NULL);
+			snap_callback = true;
+		}
+		flat_live[nflat++] = mem;
+	}
 }
 
 /* The graph version this statement sees, flat (see GnnGraphFlattenRef). */
@@ -542,7 +589,8 @@ GnnGraphRelease(GnnGraphRef *ref)
 		kept_handle = DSM_HANDLE_INVALID;
 	}
 	ref->kept = false;
-	free(ref->flat);
+	if (ref->flat)
+		FlatForget(ref->flat, true);
 	ref->flat = NULL;
 	if (ref->borrowed)
 	{

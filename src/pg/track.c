@@ -1841,6 +1841,34 @@ RecordHistory(const char *name, uint64 base_gen, uint64 gen, const int64 *touche
 	SPI_finish();
 }
 
+/*
+ * A table the graph reads that has no capture trigger: a partition attached
+ * (or created) after tracking began.  Its rows, and every change to it made
+ * directly, were never logged, so the log cannot bring the graph up to date:
+ * the refresh reloads, and the reload puts triggers on it.  NULL when every
+ * table is captured.
+ */
+static const char *
+UncapturedTable(List *trig, List *edge_rels, List *node_rels)
+{
+	List	   *rels = list_concat_copy(edge_rels, node_rels);
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		Oid			relid = lfirst_oid(lc);
+		bool		found = false;
+		ListCell   *lt;
+
+		foreach(lt, trig)
+			found |= ((ExistingTrig *) lfirst(lt))->relid == relid;
+		if (!found)
+			return psprintf("%s is not captured (a partition attached after tracking began)",
+							QualifiedRelName(relid));
+	}
+	return NULL;
+}
+
 /* DEBUG1 lines with the time of each phase of a refresh */
 static instr_time phase_start;
 
@@ -1882,6 +1910,7 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 	uint64		max_delta = 0;
 	bool		is_delta = false;
 	gnn_graph	result;
+	List	   *trig;
 
 	memset(out, 0, sizeof(*out));
 	memset(&ref, 0, sizeof(ref));
@@ -1900,7 +1929,8 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 	 */
 	if (gnn_merge_threshold > 0 && !(ref.borrowed && ref.dseg == NULL))
 		max_delta = Max((uint64) (gnn_merge_threshold * (double) dsm_segment_map_length(ref.seg)), 1);
-	if (!entry.tracked || ExistingTriggers(TriggerPrefix(name, owner)) == NIL)
+	trig = ExistingTriggers(TriggerPrefix(name, owner));
+	if (!entry.tracked || trig == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("graph \"%s\" is not tracked", name),
@@ -1921,6 +1951,8 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 	CollectChanges(&R, rows, nrows, edge_rels, node_rels);
 	RefreshPhase("decoding the changes");
 	why = R.reload;
+	if (!why)
+		why = UncapturedTable(trig, edge_rels, node_rels);
 	memset(&st, 0, sizeof(st));
 	if (!why && nrows > 0)
 	{
