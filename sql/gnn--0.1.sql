@@ -298,8 +298,9 @@ CREATE FUNCTION gnn.track(graph text, enabled boolean DEFAULT true) RETURNS inte
 AS 'MODULE_PATHNAME', 'gnn_track' LANGUAGE C VOLATILE;
 
 -- Apply every change committed before the call to the in-memory graph.
--- Takes effect when the calling transaction commits.
-CREATE FUNCTION gnn.refresh_graph(graph text)
+-- Takes effect when the calling transaction commits.  merge => true merges
+-- the graph's delta (and the changes) into a new graph however small it is.
+CREATE FUNCTION gnn.refresh_graph(graph text, merge boolean DEFAULT false)
 RETURNS TABLE (inserted_edges bigint, deleted_edges bigint, inserted_nodes bigint,
                deleted_nodes bigint, updated_nodes bigint, seconds float8)
 AS 'MODULE_PATHNAME', 'gnn_refresh_graph' LANGUAGE C VOLATILE;

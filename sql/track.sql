@@ -369,6 +369,16 @@ INSERT INTO tr_edges VALUES (1, 3, 1);
 SELECT inserted_edges FROM gnn.refresh_graph('tr');
 SELECT delta_bytes AS delta_when_off, tr_same() AS same_merged FROM gnn.graphs WHERE name = 'tr';
 RESET gnn.merge_threshold;
+-- merge => true merges a delta without any change pending (what the background refresher does
+-- with a graph found idle)
+SET gnn.merge_threshold = 0.9;
+INSERT INTO tr_edges VALUES (2, 3, 1);
+SELECT inserted_edges FROM gnn.refresh_graph('tr');
+SELECT delta_bytes > 0 AS delta_before FROM gnn.graphs WHERE name = 'tr';
+SELECT inserted_edges, deleted_edges FROM gnn.refresh_graph('tr', merge => true);
+SELECT delta_bytes AS delta_after_merge, tr_same() AS same_after_merge_call, tr_rows_same() AS rows_same
+FROM gnn.graphs WHERE name = 'tr';
+RESET gnn.merge_threshold;
 
 -- no foreign key: a node row deleted while edge rows still point at it is what a
 -- load refuses; so does the refresh (with the load's own error), keeping the changes

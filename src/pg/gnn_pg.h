@@ -361,7 +361,8 @@ typedef struct GnnRefreshResult
 	bool		reloaded;
 	bool		delta;			/* kept as a delta over the loaded graph (gnn.merge_threshold) */
 } GnnRefreshResult;
-extern void GnnRefreshGraph(const char *name, GnnRefreshResult *out);
+extern void GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out);
+extern bool GnnGraphHasDelta(const char *name);
 extern int	GnnCmpInt64(const void *a, const void *b);
 extern int64 GnnSortUnique64(int64 *a, int64 n);
 

@@ -3,7 +3,9 @@
  * started with the server) wakes every naptime seconds and, for each
  * (database, role) with tracked graphs loaded, starts one short-lived worker
  * that connects to that database as that role and refreshes each of them
- * that has changes pending, one transaction per graph.  So a tracked graph
+ * that has changes pending, one transaction per graph; a graph found without
+ * changes that still has a delta (gnn.merge_threshold) gets it merged into a
+ * new graph.  So a tracked graph
  * lags its tables by about the naptime, and a refresh runs with its
  * owner's rights, as if the owner had called gnn.refresh_graph().  A
  * failing refresh (a table a load would refuse) is logged and retried at
@@ -95,15 +97,24 @@ RunOne(const RefreshTarget *t)
 	snprintf(w.bgw_name, BGW_MAXLEN, "gnn refresh (database %u, role %u)", t->dbid, t->owner);
 	strlcpy(w.bgw_type, "gnn refresh", BGW_MAXLEN);
 	memcpy(w.bgw_extra, t, sizeof(*t));
-	w.bgw_notify_pid = MyProcPid;
+	w.bgw_notify_pid = 0;
 	if (!RegisterDynamicBackgroundWorker(&w, &h))
 	{
 		ereport(LOG, (errmsg("gnn refresh launcher: no background worker slot free; retrying at the next round"),
 					  errhint("Raise max_worker_processes.")));
 		return;
 	}
-	if (WaitForBackgroundWorkerStartup(h, &pid) == BGWH_STARTED)
-		(void) WaitForBackgroundWorkerShutdown(h);
+	/* until it is gone (polled: the postmaster's notifications are not needed) */
+	for (;;)
+	{
+		BgwHandleStatus st = GetBackgroundWorkerPid(h, &pid);
+
+		if (st == BGWH_STOPPED || st == BGWH_POSTMASTER_DIED)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 	pfree(h);
 }
 
@@ -115,19 +126,37 @@ GnnRefreshLauncherMain(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	pgstat_report_appname("gnn refresh launcher");
 
+	/*
+	 * A round every naptime.  The latch is also set when a worker this
+	 * launcher started changes state (bgw_notify_pid), so a wakeup before the
+	 * round is due waits again for what is left: the next round never starts
+	 * right on the heels of the last one (whose worker the postmaster may
+	 * still be cleaning up; a registration then was seen to wait for ever).
+	 */
+	TimestampTz next = 0;
+
 	for (;;)
 	{
-		long		wait_ms = gnn_refresh_naptime > 0 ? gnn_refresh_naptime * 1000L : 10000L;
+		long		nap_ms = gnn_refresh_naptime > 0 ? gnn_refresh_naptime * 1000L : 10000L;
+		long		wait_ms;
+		TimestampTz now = GetCurrentTimestamp();
 
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wait_ms, PG_WAIT_EXTENSION);
+		if (next == 0)
+			next = TimestampTzPlusMilliseconds(now, nap_ms);
+		wait_ms = (long) Max((next - now) / 1000, 0);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(wait_ms, 1), PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
-			continue;			/* a new naptime starts now */
+			next = 0;			/* a new naptime starts now */
+			continue;
 		}
+		if (GetCurrentTimestamp() < next)
+			continue;			/* woken early: not due yet */
+		next = 0;
 		if (gnn_refresh_naptime <= 0)
 			continue;
 		{
@@ -176,15 +205,33 @@ GnnRefreshWorkerMain(Datum arg)
 		PG_TRY();
 		{
 			GnnRefreshResult r;
+			bool		idle;
 
-			GnnRefreshGraph(names[i], &r);
+			GnnRefreshGraph(names[i], false, &r);
 			PopActiveSnapshot();
 			CommitTransactionCommand();
-			if (r.ins_e + r.del_e + r.ins_n + r.del_n + r.upd_n > 0)
+			idle = r.ins_e + r.del_e + r.ins_n + r.del_n + r.upd_n == 0 && !r.reloaded;
+			if (!idle)
 				ereport(DEBUG1,
 						(errmsg("gnn: refreshed graph \"%s\": %lld edges in, %lld out, %lld nodes in, %lld out, %lld updated",
 								names[i], (long long) r.ins_e, (long long) r.del_e, (long long) r.ins_n,
 								(long long) r.del_n, (long long) r.upd_n)));
+			/*
+			 * a round without changes: the delta the earlier rounds left is
+			 * merged into a new graph now, in the background, so readers and
+			 * whole-graph work read one flat graph again
+			 */
+			if (idle && GnnGraphHasDelta(names[i]))
+			{
+				SetCurrentStatementStartTimestamp();
+				StartTransactionCommand();
+				PushActiveSnapshot(GetTransactionSnapshot());
+				pgstat_report_activity(STATE_RUNNING, psprintf("gnn: merging the delta of graph \"%s\"", names[i]));
+				GnnRefreshGraph(names[i], true, &r);
+				PopActiveSnapshot();
+				CommitTransactionCommand();
+				ereport(DEBUG1, (errmsg("gnn: merged the delta of graph \"%s\"", names[i])));
+			}
 		}
 		PG_CATCH();
 		{

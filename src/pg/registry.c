@@ -761,6 +761,20 @@ GnnGraphRegisterDelta(const GnnGraphEntry *proto, dsm_segment *dseg, uint64 rese
 	GnnCachePurgeGraph(proto->name, live);
 }
 
+/* Does the caller's graph name have a delta over its loaded graph (registered, not pending)? */
+bool
+GnnGraphHasDelta(const char *name)
+{
+	GnnGraphEntry *e;
+	bool		has;
+
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	e = FindEntry(name);
+	has = e != NULL && e->delta_handle != DSM_HANDLE_INVALID;
+	LWLockRelease(gnn_shared->lock);
+	return has;
+}
+
 /*
  * Drop the current role's graph name, or with owner another role's: a
  * superuser's (or a member of owner's) way to free the graphs of a role,

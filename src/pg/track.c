@@ -1889,7 +1889,7 @@ RefreshPhase(const char *done)
 }
 
 void
-GnnRefreshGraph(const char *name, GnnRefreshResult *out)
+GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 {
 	Oid			owner = GetUserId();
 	GnnGraphEntry entry;
@@ -1911,6 +1911,7 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 	bool		is_delta = false;
 	gnn_graph	result;
 	List	   *trig;
+	bool		nrows_or_merge;
 
 	memset(out, 0, sizeof(*out));
 	memset(&ref, 0, sizeof(ref));
@@ -1927,7 +1928,7 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 	 * the changes become a delta over the registered base (one this
 	 * transaction loaded or merged is not registered yet: a new region then)
 	 */
-	if (gnn_merge_threshold > 0 && !(ref.borrowed && ref.dseg == NULL))
+	if (gnn_merge_threshold > 0 && !merge && !(ref.borrowed && ref.dseg == NULL))
 		max_delta = Max((uint64) (gnn_merge_threshold * (double) dsm_segment_map_length(ref.seg)), 1);
 	trig = ExistingTriggers(TriggerPrefix(name, owner));
 	if (!entry.tracked || trig == NIL)
@@ -1949,12 +1950,16 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 	R.entry = entry;
 	R.base = &base;
 	CollectChanges(&R, rows, nrows, edge_rels, node_rels);
+	nrows_or_merge = nrows > 0;
 	RefreshPhase("decoding the changes");
 	why = R.reload;
 	if (!why)
 		why = UncapturedTable(trig, edge_rels, node_rels);
 	memset(&st, 0, sizeof(st));
-	if (!why && nrows > 0)
+	/* merge => true: a delta is merged even without changes */
+	if (merge && base.has_delta)
+		nrows_or_merge = true;
+	if (!why && nrows_or_merge)
 	{
 		/* the merge reads rows all over the base: its page tables in one go, not a fault per page */
 		gnn_premap(dsm_segment_address(ref.seg), dsm_segment_map_length(ref.seg));
@@ -1962,7 +1967,7 @@ GnnRefreshGraph(const char *name, GnnRefreshResult *out)
 			gnn_premap(dsm_segment_address(ref.dseg), dsm_segment_map_length(ref.dseg));
 		RefreshPhase("mapping in the graph");
 	}
-	if (!why && nrows > 0 &&
+	if (!why && nrows_or_merge &&
 		ApplyChanges(&R, &base, &R.ch, max_delta, &rq, &region, &size, &st, &is_delta, &why))
 	{
 		if (gnn_graph_attach_delta(is_delta ? base.region : region,
@@ -2110,7 +2115,7 @@ gnn_refresh_graph(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph name must not be NULL")));
 	INSTR_TIME_SET_CURRENT(t0);
-	GnnRefreshGraph(text_to_cstring(PG_GETARG_TEXT_PP(0)), &r);
+	GnnRefreshGraph(text_to_cstring(PG_GETARG_TEXT_PP(0)), PG_NARGS() > 1 && !PG_ARGISNULL(1) && PG_GETARG_BOOL(1), &r);
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
 	InitMaterializedSRF(fcinfo, 0);
