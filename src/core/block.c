@@ -55,21 +55,10 @@ gnn_graph_gcn_degree(const gnn_graph *g, int64_t v, bool in)
 	const int32_t *nb;
 	const float *w;
 	int64_t		deg = in ? gnn_graph_in_row(g, v, &nb, &w) : gnn_graph_out_row(g, v, &nb, &w, NULL),
-				lo = 0,
-				hi = deg;
+				lo = gnn_row_lower_bound(nb, deg, v);	/* the first neighbour >= v */
 	double		s = 0;
 	bool		placed = false;
 
-	/* lo = first neighbour >= v */
-	while (lo < hi)
-	{
-		int64_t		mid = (lo + hi) / 2;
-
-		if (nb[mid] < v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!w)						/* sums of ones are exact */
 		return (double) deg + ((lo < deg && nb[lo] == v) ? 0.0 : 1.0);
 	for (int64_t k = 0; k < deg; k++)

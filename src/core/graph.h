@@ -384,6 +384,25 @@ gnn_graph_in_row(const gnn_graph *g, int64_t v, const int32_t **nb, const float 
 	return g->rindptr[v + 1] - b;
 }
 
+/* The first position in a sorted neighbour row nb[0..len) holding v or more (len: none). */
+static inline int64_t
+gnn_row_lower_bound(const int32_t *nb, int64_t len, int64_t v)
+{
+	int64_t		lo = 0,
+				hi = len;
+
+	while (lo < hi)
+	{
+		int64_t		mid = (lo + hi) / 2;
+
+		if (nb[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Node v's dense feature row (feat_dim floats); NULL without dense features. */
 static inline const float *
 gnn_graph_feat_row(const gnn_graph *g, int64_t v)

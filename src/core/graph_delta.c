@@ -955,22 +955,12 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 				{
 					int32_t		u = ib[q];
 					int64_t		ul,
-								lo = 0,
-								hi;
+								lo;
 
 					if (u == o)
 						continue;	/* the self loop: counted with the out-arcs */
 					ul = gnn_graph_out_row(base, u, &nb, NULL, &nr);
-					hi = ul;
-					while (lo < hi)
-					{
-						int64_t		mid = (lo + hi) / 2;
-
-						if (nb[mid] < o)
-							lo = mid + 1;
-						else
-							hi = mid;
-					}
+					lo = gnn_row_lower_bound(nb, ul, o);
 					left[o] += lo < ul && nr ? nr[lo] : 1;
 				}
 			}

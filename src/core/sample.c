@@ -1324,18 +1324,8 @@ has_out_edge(const gnn_graph *g, int32_t a, int32_t b)
 {
 	const int32_t *nb;
 	int64_t		deg = gnn_graph_out_row(g, a, &nb, NULL, NULL),
-				lo = 0,
-				hi = deg;
+				lo = gnn_row_lower_bound(nb, deg, b);
 
-	while (lo < hi)
-	{
-		int64_t		mid = (lo + hi) / 2;
-
-		if (nb[mid] < b)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < deg && nb[lo] == b;
 }
 
