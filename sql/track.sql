@@ -345,6 +345,12 @@ SELECT gnn.degree('tr', 1, 'out') = (SELECT count(DISTINCT dst) FROM tr_edges WH
 INSERT INTO tr_edges VALUES (2, 1, 1);
 SELECT inserted_edges FROM gnn.refresh_graph('tr');    -- a second delta over the same base
 SELECT gnn.degree('tr', 2, 'out') = (SELECT count(DISTINCT dst) FROM tr_edges WHERE src = 2) AS second_seen;
+-- a later statement reads the pending delta over a base mapped afresh for it, alongside other graphs
+SELECT gnn.degree('tr', 2, 'out') + gnn.degree('tr_fresh', 2, 'out') * 0 + gnn.degree('tr', 1, 'out') * 0 =
+       (SELECT count(DISTINCT dst) FROM tr_edges WHERE src = 2) AS with_other_graphs;
+SELECT (SELECT count(*) FROM gnn.neighbors('tr_fresh', 2, 'in')) >= 0 AND
+       (SELECT count(*) FROM gnn.neighbors('tr', 2, 'out')) = (SELECT count(DISTINCT dst) FROM tr_edges WHERE src = 2)
+       AS neighbours_with_other_graphs;
 ROLLBACK;
 SELECT tr_same() AS same_after_rolled_back_delta, pending_changes FROM gnn.graphs WHERE name = 'tr';
 -- a node that comes merges (a delta keeps the node set)

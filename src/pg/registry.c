@@ -391,7 +391,14 @@ AcquireImpl(const char *name, GnnGraphRef *ref)
 	/* a graph this transaction refreshed (or loaded tracked) is seen as it will be published */
 	if (IsTransactionState() && GnnPendingVersion(name, &ref->entry, &ref->seg, &ref->dseg))
 	{
-		/* a delta over the registered base: the base as this backend maps it, or mapped for the statement */
+		/*
+		 * a delta over the registered base: the base as this backend maps it
+		 * for this statement (SnapFind first drops an earlier statement's
+		 * mappings, which could otherwise go from under this one), or mapped
+		 * for the statement now
+		 */
+		if (ref->seg == NULL)
+			(void) SnapFind(name);
 		if (ref->seg == NULL && (ref->seg = dsm_find_mapping(ref->entry.handle)) == NULL)
 		{
 			ResourceOwner save = CurrentResourceOwner;
@@ -412,7 +419,6 @@ AcquireImpl(const char *name, GnnGraphRef *ref)
 				RegisterXactCallback(SnapXactCallback, NULL);
 				snap_callback = true;
 			}
-			(void) SnapFind(name);	/* (resets a previous statement's entries) */
 			snap[nsnap].seg = ref->seg;
 			snap[nsnap].dseg = NULL;
 			snap[nsnap].entry = ref->entry;
