@@ -2272,9 +2272,10 @@ gnn_graph_edge_type_by_name(const gnn_graph *g, const char *name)
 	return -1;
 }
 
-static void *
-malloc_region(void *arg, uint64_t bytes)
+void *
+gnn_graph_malloc_region(void *arg, uint64_t bytes)
 {
+	(void) arg;
 	return aligned_alloc(64, ALIGN64(bytes));
 }
 
@@ -2282,7 +2283,7 @@ gnn_status
 gnn_graph_build_region(const gnn_graph_input *in, void **region, uint64_t *size,
 					   gnn_graph *g, gnn_error *err)
 {
-	gnn_status	st = gnn_graph_build_into(in, malloc_region, NULL, region, size, err);
+	gnn_status	st = gnn_graph_build_into(in, gnn_graph_malloc_region, NULL, region, size, err);
 
 	if (st != GNN_OK)
 		return st;

@@ -147,11 +147,11 @@ typedef struct delta_ctx
 {
 	const gnn_graph *base;
 	bool		undirected;
-	const int32_t *old2new;		/* per base node, -1 removed (NULL: the identity) */
-	const int64_t *src_old;		/* per new node: base index or -1 (NULL: the identity) */
+	/* both NULL (the identity) exactly when no node comes or goes */
+	const int32_t *old2new;		/* per base node, -1 removed */
+	const int64_t *src_old;		/* per new node: base index or -1 */
 	const dentry *ent;
 	const int64_t *eptr;		/* per new node: its entries [eptr[v], eptr[v+1]) */
-	bool		shift;			/* nodes come or go: old2new is not the identity */
 	/* the changed arcs (src, dst) by destination: rsrc[reptr[t] .. reptr[t+1]) */
 	const int64_t *reptr;
 	const int32_t *rsrc;
@@ -191,7 +191,7 @@ kept_len(const delta_ctx *c, bool rev, int64_t o)
 	if (o < 0)
 		return 0;
 	len = base_row(c->base, rev, o, &nb, NULL, NULL);
-	if (!c->shift)
+	if (!c->old2new)
 		return len;
 	for (int64_t p = 0; p < len; p++)
 		k += c->old2new[nb[p]] >= 0;
@@ -212,7 +212,7 @@ copy_rows(const delta_ctx *c, int64_t v, int64_t w, bool rev, int32_t *out_idx, 
 {
 	const gnn_graph *b = c->base;
 
-	if (!c->shift && !b->has_delta)
+	if (!c->old2new && !b->has_delta)
 	{
 		const int64_t *bptr = rev ? b->rindptr : b->indptr;
 		const int32_t *bidx = rev ? b->rindices : b->indices;
@@ -235,7 +235,7 @@ copy_rows(const delta_ctx *c, int64_t v, int64_t w, bool rev, int32_t *out_idx, 
 	}
 	for (int64_t u = v, k = 0; u < w; u++)
 	{
-		int64_t		o = c->shift ? c->src_old[u] : u;
+		int64_t		o = c->src_old ? c->src_old[u] : u;
 		const int32_t *nb,
 				   *nr;
 		const float *nw;
@@ -246,7 +246,7 @@ copy_rows(const delta_ctx *c, int64_t v, int64_t w, bool rev, int32_t *out_idx, 
 		len = base_row(b, rev, o, &nb, &nw, out_rows ? &nr : NULL);
 		for (int64_t p = 0; p < len; p++)
 		{
-			int32_t		t = c->shift ? c->old2new[nb[p]] : nb[p];
+			int32_t		t = c->old2new ? c->old2new[nb[p]] : nb[p];
 
 			if (t < 0)
 				continue;
@@ -1115,7 +1115,7 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 	 * 3. count each row (and check the removals); a row without entries
 	 * keeps its base arcs less those at removed nodes
 	 */
-	delta_ctx	ctx = {base, ch->undirected, old2new, src_old, ent, eptr, n_removed > 0 || nfresh > 0, reptr, rsrc,
+	delta_ctx	ctx = {base, ch->undirected, old2new, src_old, ent, eptr, reptr, rsrc,
 		rpos, rpresent, rdelta, weighted ? rwt : NULL};
 	int64_t		bad = INT64_MAX;
 
@@ -1641,13 +1641,6 @@ gnn_graph_attach_delta(const void *region, uint64_t size, const void *delta, uin
 	return GNN_OK;
 }
 
-static void *
-flat_alloc(void *arg, uint64_t bytes)
-{
-	(void) arg;
-	return malloc(bytes ? bytes : 1);
-}
-
 gnn_status
 gnn_graph_flatten(const gnn_graph *g, gnn_graph *out, void **mem, gnn_error *err)
 {
@@ -1663,7 +1656,7 @@ gnn_graph_flatten(const gnn_graph *g, gnn_graph *out, void **mem, gnn_error *err
 		return GNN_OK;
 	}
 	memset(&none, 0, sizeof(none));
-	st = gnn_graph_apply_changes(g, &none, flat_alloc, NULL, &region, &size, NULL, err);
+	st = gnn_graph_apply_changes(g, &none, gnn_graph_malloc_region, NULL, &region, &size, NULL, err);
 	if (st == GNN_OK)
 		st = gnn_graph_attach(region, size, out, err);
 	if (st != GNN_OK)

@@ -29,6 +29,8 @@ typedef struct layout
 /* sizes of each array (0: absent); present[] marks arrays that exist even when empty */
 void		gnn_graph_compute_layout(const uint64_t *sz, const bool *present, layout *l);
 uint64_t	gnn_graph_header_checksum(const gnn_graph_header *h);
+/* a gnn_region_alloc_fn for private regions: 64-byte aligned malloc memory (free() it) */
+void	   *gnn_graph_malloc_region(void *arg, uint64_t bytes);
 /* FNV-1a of n bytes: the checksum of region and delta headers */
 uint64_t	gnn_graph_fnv1a(const void *bytes, size_t n);
 /*

@@ -708,22 +708,6 @@ relabel_at(gnn_sampler *s, int32_t v, int64_t b, int64_t *n)
 	}
 }
 
-/* first position in idx[lo, hi) holding a value >= x (rows are sorted) */
-static inline int64_t
-lower_bound(const int32_t *idx, int64_t lo, int64_t hi, int64_t x)
-{
-	while (lo < hi)
-	{
-		int64_t		mid = (lo + hi) / 2;
-
-		if (idx[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /*
  * The arcs of v's row that relation rel can use: the sources of its source
  * type, a sub-range of the sorted row (rel < 0: the whole row).
@@ -742,8 +726,8 @@ rel_range(const gnn_graph *g, int32_t v, int32_t rel, int64_t *lo, int64_t *hi)
 		return;
 	}
 	st = g->etypes[rel].src_type;
-	*lo = lower_bound(g->rindices, b, e, g->type_ptr[st]);
-	*hi = lower_bound(g->rindices, *lo, e, g->type_ptr[st + 1]);
+	*lo = b + gnn_row_lower_bound(g->rindices + b, e - b, g->type_ptr[st]);
+	*hi = *lo + gnn_row_lower_bound(g->rindices + *lo, e - *lo, g->type_ptr[st + 1]);
 }
 
 /* a candidate of the 'last' strategy */
