@@ -98,6 +98,28 @@ SnapXactCallback(XactEvent event, void *arg)
 	}
 }
 
+/* what a transaction's end must let go of: the statement's mappings, merged copies */
+static void
+SnapCallbackOnce(void)
+{
+	if (!snap_callback)
+	{
+		RegisterXactCallback(SnapXactCallback, NULL);
+		snap_callback = true;
+	}
+}
+
+/* keep seg (and its delta's dseg) for the statement: the version entry names */
+static void
+SnapPush(dsm_segment *seg, dsm_segment *dseg, const GnnGraphEntry *entry)
+{
+	SnapCallbackOnce();
+	snap[nsnap].seg = seg;
+	snap[nsnap].dseg = dseg;
+	snap[nsnap].entry = *entry;
+	nsnap++;
+}
+
 /* the snapshot entry of graph name for this statement, or -1 */
 static int
 SnapFind(const char *name)
@@ -199,19 +221,29 @@ HolderRelease(dsm_handle h)
 	}
 }
 
-/* caller holds the lock exclusively: e's segment leaves the registry */
-/* caller holds the lock exclusively: e's delta leaves the registry (mappings keep it alive) */
+/*
+ * Caller holds the lock exclusively: a pinned segment an entry owns (its
+ * delta, its partition) leaves the registry and the accounting; mappings
+ * keep it alive until they go.
+ */
+static void
+SegmentRetire(dsm_handle *h, uint64 *bytes)
+{
+	if (*h == DSM_HANDLE_INVALID)
+		return;
+	dsm_unpin_segment(*h);
+	gnn_shared->graph_bytes -= Min(*bytes, gnn_shared->graph_bytes);
+	*h = DSM_HANDLE_INVALID;
+	*bytes = 0;
+}
+
 static void
 DeltaRetire(GnnGraphEntry *e)
 {
-	if (e->delta_handle == DSM_HANDLE_INVALID)
-		return;
-	dsm_unpin_segment(e->delta_handle);
-	gnn_shared->graph_bytes -= Min(e->delta_bytes, gnn_shared->graph_bytes);
-	e->delta_handle = DSM_HANDLE_INVALID;
-	e->delta_bytes = 0;
+	SegmentRetire(&e->delta_handle, &e->delta_bytes);
 }
 
+/* caller holds the lock exclusively: e's segment leaves the registry */
 static void
 EntryRetire(GnnGraphEntry *e)
 {
@@ -378,6 +410,19 @@ AttachRef(GnnGraphRef *ref, gnn_error *err)
 								  ref->dseg ? dsm_segment_map_length(ref->dseg) : 0, &ref->g, err);
 }
 
+/* map e's base and delta (caller holds the lock); ref->seg NULL when either is gone */
+static void
+MapEntry(const GnnGraphEntry *e, GnnGraphRef *ref)
+{
+	ref->seg = dsm_attach(e->handle);
+	if (ref->seg && e->delta_handle != DSM_HANDLE_INVALID &&
+		(ref->dseg = dsm_attach(e->delta_handle)) == NULL)
+	{
+		dsm_detach(ref->seg);
+		ref->seg = NULL;
+	}
+}
+
 static void
 AcquireImpl(const char *name, GnnGraphRef *ref)
 {
@@ -414,15 +459,7 @@ AcquireImpl(const char *name, GnnGraphRef *ref)
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("could not map graph \"%s\": it was dropped or replaced since this transaction refreshed it", name)));
-			if (!snap_callback)
-			{
-				RegisterXactCallback(SnapXactCallback, NULL);
-				snap_callback = true;
-			}
-			snap[nsnap].seg = ref->seg;
-			snap[nsnap].dseg = NULL;
-			snap[nsnap].entry = ref->entry;
-			nsnap++;
+			SnapPush(ref->seg, NULL, &ref->entry);
 		}
 		if (AttachRef(ref, &err) != GNN_OK)
 			ereport(ERROR,
@@ -458,37 +495,13 @@ AcquireImpl(const char *name, GnnGraphRef *ref)
 
 		/* kept for the statement: a subtransaction's abort must not unmap it */
 		CurrentResourceOwner = TopTransactionResourceOwner;
-		ref->seg = dsm_attach(e->handle);
-		if (ref->seg && e->delta_handle != DSM_HANDLE_INVALID &&
-			(ref->dseg = dsm_attach(e->delta_handle)) == NULL)
-		{
-			dsm_detach(ref->seg);
-			ref->seg = NULL;
-		}
+		MapEntry(e, ref);
 		CurrentResourceOwner = save;
 		if (ref->seg)
-		{
-			if (!snap_callback)
-			{
-				RegisterXactCallback(SnapXactCallback, NULL);
-				snap_callback = true;
-			}
-			snap[nsnap].seg = ref->seg;
-			snap[nsnap].dseg = ref->dseg;
-			snap[nsnap].entry = *e;
-			nsnap++;
-		}
+			SnapPush(ref->seg, ref->dseg, e);
 	}
 	else
-	{
-		ref->seg = dsm_attach(e->handle);
-		if (ref->seg && e->delta_handle != DSM_HANDLE_INVALID &&
-			(ref->dseg = dsm_attach(e->delta_handle)) == NULL)
-		{
-			dsm_detach(ref->seg);
-			ref->seg = NULL;
-		}
-	}
+		MapEntry(e, ref);
 	LWLockRelease(gnn_shared->lock);
 	if (ref->seg == NULL)
 		ereport(ERROR,
@@ -546,11 +559,7 @@ GnnGraphFlattenRef(GnnGraphRef *ref)
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("too many merged graph copies in one transaction (at most %d)", FLAT_MAX)));
 		}
-		if (!snap_callback)
-		{
-			RegisterXactCallback(SnapXactCallback, NULL);
-			snap_callback = true;
-		}
+		SnapCallbackOnce();
 		flat_live[nflat++] = mem;
 	}
 }
@@ -834,10 +843,7 @@ GnnPartitionFree(GnnGraphEntry *e)
 {
 	if (e->part_handle == DSM_HANDLE_INVALID)
 		return;
-	dsm_unpin_segment(e->part_handle);
-	gnn_shared->graph_bytes -= Min(e->part_bytes, gnn_shared->graph_bytes);
-	e->part_handle = DSM_HANDLE_INVALID;
-	e->part_bytes = 0;
+	SegmentRetire(&e->part_handle, &e->part_bytes);
 	e->part_parts = 0;
 	e->part_method[0] = '\0';
 }

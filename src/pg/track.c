@@ -141,8 +141,8 @@ LockGraph(const char *graph, Oid owner)
 typedef struct Pending
 {
 	GnnGraphEntry proto;
-	dsm_segment *seg;			/* the version's region (a delta's: its base, mapped for us) */
-	dsm_segment *dseg;			/* a delta over the registered base, NULL for a new region */
+	dsm_segment *seg;			/* the new region, NULL for a delta */
+	dsm_segment *dseg;			/* a delta over the registered base (proto.handle), NULL for a new region */
 	uint64		reserved;
 	SubTransactionId subid;
 } Pending;
@@ -1911,7 +1911,6 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 	bool		is_delta = false;
 	gnn_graph	result;
 	List	   *trig;
-	bool		nrows_or_merge;
 
 	memset(out, 0, sizeof(*out));
 	memset(&ref, 0, sizeof(ref));
@@ -1950,27 +1949,21 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 	R.entry = entry;
 	R.base = &base;
 	CollectChanges(&R, rows, nrows, edge_rels, node_rels);
-	nrows_or_merge = nrows > 0;
 	RefreshPhase("decoding the changes");
 	why = R.reload;
 	if (!why)
 		why = UncapturedTable(trig, edge_rels, node_rels);
 	memset(&st, 0, sizeof(st));
-	/* merge => true: a delta is merged even without changes */
-	if (merge && base.has_delta)
-		nrows_or_merge = true;
-	if (!why && nrows_or_merge)
+	/* changes to apply, or merge => true: a delta is merged even without changes */
+	if (!why && (nrows > 0 || (merge && base.has_delta)))
 	{
 		/* the merge reads rows all over the base: its page tables in one go, not a fault per page */
 		gnn_premap(dsm_segment_address(ref.seg), dsm_segment_map_length(ref.seg));
 		if (ref.dseg)
 			gnn_premap(dsm_segment_address(ref.dseg), dsm_segment_map_length(ref.dseg));
 		RefreshPhase("mapping in the graph");
-	}
-	if (!why && nrows_or_merge &&
-		ApplyChanges(&R, &base, &R.ch, max_delta, &rq, &region, &size, &st, &is_delta, &why))
-	{
-		if (gnn_graph_attach_delta(is_delta ? base.region : region,
+		if (ApplyChanges(&R, &base, &R.ch, max_delta, &rq, &region, &size, &st, &is_delta, &why) &&
+			gnn_graph_attach_delta(is_delta ? base.region : region,
 								   is_delta ? dsm_segment_map_length(ref.seg) : size,
 								   is_delta ? region : NULL, is_delta ? size : 0, &result, &err) != GNN_OK)
 			elog(ERROR, "graph \"%s\": %s", name, err.msg);
