@@ -216,7 +216,7 @@ CREATE TABLE tr_text (s text, d text);
 INSERT INTO tr_text VALUES ('a', 'b');
 SELECT edges FROM gnn.load_graph('trt', 'tr_text', src => 's', dst => 'd');
 SELECT gnn.track('trt');
-SELECT gnn.load_graph('trt', 'tr_text', src => 's', dst => 'd', replace => true, track => true);
+SELECT edges FROM gnn.load_graph('trt', 'tr_text', src => 's', dst => 'd', replace => true, track => true);
 -- the trigger function only works as set up by gnn.track
 SELECT gnn._capture();
 CREATE TRIGGER bad AFTER INSERT ON tr_text FOR EACH ROW EXECUTE FUNCTION gnn._capture();

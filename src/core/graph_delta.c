@@ -721,8 +721,6 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 	if (base->num_node_types > 1 || base->num_edge_types > 1)
 		FAIL(GNN_ERR_UNSUPPORTED, "changes apply to homogeneous graphs only (this one has %d node types and %d relations)",
 			 base->num_node_types, base->num_edge_types);
-	if (base->keys != base->ids || base->key_off)
-		FAIL(GNN_ERR_UNSUPPORTED, "changes do not apply to a graph with keys of its own");
 	if (ch->num_removed_edges < 0 || ch->num_added_edges < 0 || ch->num_removed_nodes < 0 ||
 		ch->num_upserted_nodes < 0 ||
 		(ch->num_removed_edges > 0 && (!ch->rm_src || !ch->rm_dst)) ||
@@ -819,6 +817,10 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		nfresh = k;
 	}
 	n = n0 - n_removed + nfresh;
+	/* keys of its own (text keys) number the nodes: a node that comes or goes renumbers them */
+	if ((base->keys != base->ids || base->key_off) && (n_removed > 0 || nfresh > 0))
+		FAIL(GNN_ERR_UNSUPPORTED, "nodes cannot come or go (%lld new, %lld removed) in a graph with keys of its own",
+			 (long long) nfresh, (long long) n_removed);
 	if (ch->as_delta && (n_removed > 0 || nfresh > 0))
 		FAIL(GNN_ERR_UNSUPPORTED, "a delta cannot add or remove nodes (%lld new, %lld removed)",
 			 (long long) nfresh, (long long) n_removed);
@@ -1249,6 +1251,13 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		sz[L_TARGETS] = has_targets ? 4 * un : 0;
 		sz[L_META] = base->meta ? base->meta_bytes : 0;
 		sz[L_ARC_ROWS] = 4 * um;
+		/* keys of its own: the node set is the base's (checked above), so are they */
+		sz[L_KEYS] = base->keys != base->ids ? 8 * un : 0;
+		sz[L_KEY_OFF] = base->key_off ? 8 * (un + 1) : 0;
+		sz[L_KEY_BYTES] = base->key_off ? (uint64_t) base->key_off[n] : 0;
+		sz[L_TYPE_TEXT_KEY] = base->key_off && base->type_text_key ? 1 : 0;
+		present[L_KEY_OFF] = present[L_KEY_BYTES] = base->key_off != NULL;
+		present[L_TYPE_TEXT_KEY] = base->key_off && base->type_text_key;
 		present[L_IDS] = present[L_INDPTR] = present[L_INDICES] = true;
 		present[L_TYPE_PTR] = present[L_ETYPES] = true;
 		present[L_RINDPTR] = present[L_RINDICES] = true;
@@ -1445,6 +1454,15 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		}
 		if (sz[L_META])
 			memcpy(region + h->off_meta, base->meta, sz[L_META]);
+		if (sz[L_KEYS])
+			memcpy(region + h->off_keys, base->keys, sz[L_KEYS]);
+		if (base->key_off)
+		{
+			memcpy(region + h->off_key_off, base->key_off, sz[L_KEY_OFF]);
+			memcpy(region + h->off_key_bytes, base->key_bytes, sz[L_KEY_BYTES]);
+		}
+		if (sz[L_TYPE_TEXT_KEY])
+			memcpy(region + h->off_type_text_key, base->type_text_key, 1);
 		h->checksum = gnn_graph_header_checksum(h);
 		*region_out = region;
 		*size_out = l.total;

@@ -706,6 +706,27 @@ TouchedSince(Oid relid, const InferCtx *x, int64 **ids, int64 *n_out, const char
 }
 
 /*
+ * The SQL type of a node type's keys as the loader recorded it (text, uuid,
+ * ...), or NULL when they are integers and travel as the bigint id.  SPI is
+ * connected.
+ */
+static char *
+EmbedKeyType(const char *graph, int32 type)
+{
+	char	   *key_type = NULL;
+
+	if (SPI_execute_with_args("SELECT gnn._graph_meta($1)->'types'->$2->>'key_type'", 2,
+							  (Oid[]) {TEXTOID, INT4OID},
+							  (Datum[]) {CStringGetTextDatum(graph), Int32GetDatum(type)},
+							  NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+		key_type = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (key_type && (strcmp(key_type, "bigint") == 0 || strcmp(key_type, "integer") == 0 ||
+					 strcmp(key_type, "smallint") == 0))
+		key_type = NULL;
+	return key_type;
+}
+
+/*
  * Rewrite the rows of relid (id, embedding) that the touched nodes can have
  * changed: a node's output at the layer written depends on its
  * in-neighbourhood of hops hops, so the rows that can change are the
@@ -714,7 +735,8 @@ TouchedSince(Oid relid, const InferCtx *x, int64 **ids, int64 *n_out, const char
  * written; *recomputed the nodes whose rows were computed.
  */
 static int64
-EmbedIncremental(InferCtx *x, const char *qname, const int64 *touched, int64 nt, int64 *recomputed)
+EmbedIncremental(InferCtx *x, const char *qname, const char *key_type, const int64 *touched, int64 nt,
+				 int64 *recomputed)
 {
 	const gnn_graph *g = &x->ref.g;
 	int			hops = x->want < 0 ? INT_MAX : x->want + 1;
@@ -764,7 +786,23 @@ EmbedIncremental(InferCtx *x, const char *qname, const int64 *touched, int64 nt,
 		}
 	}
 	*recomputed = nf;
+	/* text keys: a node that goes renumbers the graph, so a refresh reloads it and no history leads here */
+	if (key_type && ngone > 0)
+		elog(ERROR, "gnn.embed: %d touched nodes of a text-keyed graph are gone", ngone);
 	/* rows of removed nodes and of the nodes recomputed go; the recomputed come back */
+	if (key_type)
+	{
+		Datum	   *d = palloc_extended(sizeof(Datum) * (nf + 1), MCXT_ALLOC_HUGE);
+
+		for (int64 i = 0; i < nf; i++)
+			d[i] = GnnNodeKeyText(g, front[i]);
+		if (SPI_execute_with_args(psprintf("DELETE FROM %s WHERE id = ANY($1::%s[])", qname, key_type), 1,
+								  (Oid[]) {TEXTARRAYOID},
+								  (Datum[]) {PointerGetDatum(construct_array(d, (int) nf, TEXTOID, -1, false, TYPALIGN_INT))},
+								  NULL, false, 0) < 0)
+			elog(ERROR, "could not delete from %s", qname);
+	}
+	else
 	{
 		Datum	   *d = palloc_extended(sizeof(Datum) * (nf + ngone + 1), MCXT_ALLOC_HUGE);
 		Oid			t1[1] = {INT8ARRAYOID};
@@ -781,8 +819,10 @@ EmbedIncremental(InferCtx *x, const char *qname, const int64 *touched, int64 nt,
 	if (nf == 0)
 		return 0;
 	qsort(front, nf, sizeof(int64), GnnCmpInt64);
-	ins = SPI_prepare(psprintf("INSERT INTO %s (id, embedding) VALUES ($1, $2)", qname), 2,
-					  (Oid[]) {INT8OID, FLOAT4ARRAYOID});
+	ins = key_type ? SPI_prepare(psprintf("INSERT INTO %s (id, embedding) VALUES ($1::%s, $2)", qname, key_type), 2,
+								 (Oid[]) {TEXTOID, FLOAT4ARRAYOID}) :
+		SPI_prepare(psprintf("INSERT INTO %s (id, embedding) VALUES ($1, $2)", qname), 2,
+					(Oid[]) {INT8OID, FLOAT4ARRAYOID});
 	if (ins == NULL)
 		elog(ERROR, "could not prepare the insert into %s", qname);
 	/* in chunks: the rows of a chunk computed together (one neighbourhood) */
@@ -796,7 +836,7 @@ EmbedIncremental(InferCtx *x, const char *qname, const int64 *touched, int64 nt,
 		{
 			Datum		v[2];
 
-			v[0] = Int64GetDatum(g->ids[front[c0 + i]]);
+			v[0] = key_type ? GnnNodeKeyText(g, front[c0 + i]) : Int64GetDatum(g->ids[front[c0 + i]]);
 			v[1] = PointerGetDatum(RowArray(out + (Size) i * x->cols, x->cols));
 			if (SPI_execute_plan(ins, v, NULL, false, 0) != SPI_OK_INSERT)
 				elog(ERROR, "could not insert into %s", qname);
@@ -868,7 +908,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 			elog(ERROR, "SPI_connect failed");
 		if (TouchedSince(relid, &x, &touched, &nt, &why))
 		{
-			written = EmbedIncremental(&x, qname, touched, nt, &recomputed);
+			written = EmbedIncremental(&x, qname, EmbedKeyType(c.graph, type), touched, nt, &recomputed);
 			SaveEmbedState(relid, &x);
 			SPI_finish();
 			InferEnd(&x);
@@ -898,15 +938,8 @@ gnn_embed(PG_FUNCTION_ARGS)
 	initStringInfo(&q);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	/* the key's own type, as the loader recorded it (schema graphs) */
-	if (SPI_execute_with_args("SELECT gnn._graph_meta($1)->'types'->$2->>'key_type'", 2,
-							  (Oid[]) {TEXTOID, INT4OID},
-							  (Datum[]) {CStringGetTextDatum(c.graph), Int32GetDatum(type)},
-							  NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
-		key_type = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (key_type && (strcmp(key_type, "bigint") == 0 || strcmp(key_type, "integer") == 0 ||
-					 strcmp(key_type, "smallint") == 0))
-		key_type = NULL;		/* integer keys travel as the id column */
+	/* the key's own type, as the loader recorded it (text and uuid keys; integer keys travel as the id) */
+	key_type = EmbedKeyType(c.graph, type);
 	values[3] = node_type ? CStringGetTextDatum(node_type) : (Datum) 0;
 	nulls[3] = node_type ? ' ' : 'n';
 	if (column == NULL)

@@ -65,7 +65,7 @@ typedef struct GnnGraphEntry
 	char		dst_col[NAMEDATALEN];
 	char		weight_col[NAMEDATALEN];
 	bool		skip_dangling;
-	bool		trackable;		/* integer ids, no sparse feature table (track.c) */
+	bool		trackable;		/* no sparse feature table (track.c) */
 	bool		tracked;		/* follows its tables: gnn.track (track.c) */
 	TimestampTz refreshed_at;	/* last gnn.refresh_graph (0: never) */
 	/* training workers holding the segment beyond a statement (GnnGraphKeepMapping) */

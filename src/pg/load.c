@@ -1198,7 +1198,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		if (args->weight)
 			strlcpy(proto.weight_col, args->weight, sizeof(proto.weight_col));
 		proto.skip_dangling = args->skip_dangling;
-		proto.trackable = !text_ids && !OidIsValid(args->sparse);
+		proto.trackable = !OidIsValid(args->sparse);
 		proto.tracked = tracked;
 		if (OidIsValid(args->nodes))
 		{

@@ -85,7 +85,8 @@ PG_FUNCTION_INFO_V1(gnn_graph_tracking);
 typedef struct ChangeHdr
 {
 	uint32		magic;
-	uint32		flags;			/* edges: 1 weighted; nodes: 1 features, 2 label, 4 text label, 8 split */
+	uint32		flags;			/* edges: 1 weighted, 2 text keys; nodes: 1 features, 2 label, 4 text label,
+								 * 8 split, 16 text keys */
 	int64		nrm;
 	int64		nadd;
 } ChangeHdr;
@@ -442,18 +443,6 @@ CreateTriggers(Oid relid, const char *prefix, const TrigSpec *spec)
 					 quote_identifier(psprintf("%s_t", prefix)), rel, args.data));
 }
 
-static bool
-IntColumn(Oid relid, const char *col)
-{
-	AttrNumber	att = col ? get_attnum(relid, col) : InvalidAttrNumber;
-	Oid			t;
-
-	if (att == InvalidAttrNumber)
-		return true;			/* the load reports a missing column */
-	t = get_atttype(relid, att);
-	return t == INT2OID || t == INT4OID || t == INT8OID;
-}
-
 /*
  * Called by a load before it reads anything.  Returns whether the graph is
  * to be tracked: asked for (args->track), or already tracked (its triggers
@@ -479,13 +468,6 @@ GnnTrackBegin(const GnnLoadArgs *args)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot track graph \"%s\": it has a sparse feature table", args->name),
 				 errhint("Track a graph with features => (an array column of the node table), or reload this one with gnn.load_graph(..., replace => true).")));
-	if (!IntColumn(args->edges, args->src) || !IntColumn(args->edges, args->dst) ||
-		(OidIsValid(args->nodes) && !IntColumn(args->nodes, args->id)))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot track graph \"%s\": its node ids are not integers", args->name),
-				 errdetail("Change capture follows graphs keyed by smallint, integer or bigint ids."),
-				 errhint("Reload the graph with gnn.load_graph(..., replace => true) to refresh it.")));
 	CheckTrackable(args->edges, args->name);
 	if (OidIsValid(args->nodes))
 		CheckTrackable(args->nodes, args->name);
@@ -750,7 +732,14 @@ FindCol(TupleDesc td, const char *name, const Oid *accepted, Col *c)
 	return false;
 }
 
-static const Oid cap_int_types[] = {INT2OID, INT4OID, INT8OID, InvalidOid};
+/* node ids as a load takes them (load.c's id_types): integers, or keys as text (text, varchar, char, uuid) */
+static const Oid cap_id_types[] = {INT2OID, INT4OID, INT8OID, TEXTOID, VARCHAROID, BPCHAROID, UUIDOID, InvalidOid};
+
+static bool
+TextKeyType(Oid t)
+{
+	return t != INT2OID && t != INT4OID && t != INT8OID;
+}
 static const Oid cap_feat_types[] = {FLOAT4ARRAYOID, FLOAT8ARRAYOID, InvalidOid};
 
 /* one captured row, before packing */
@@ -758,6 +747,8 @@ typedef struct CapRow
 {
 	int64		a;				/* edge: source; node: id */
 	int64		b;				/* edge: destination; node: integer label */
+	char	   *ka;				/* text keys (CapCtx.text_keys): a's and (edges) b's, NULL: NULL */
+	char	   *kb;
 	float		w;				/* edge weight */
 	uint8		flags;
 	uint8		split;
@@ -771,6 +762,7 @@ typedef struct CapCtx
 	char		kind;
 	Col			c[4];
 	bool		text_label;
+	bool		text_keys;		/* ids are text keys (GnnKeyText), packed as bytes */
 } CapCtx;
 
 static void
@@ -783,6 +775,8 @@ CaptureRow(CapCtx *cx, TupleTableSlot *slot, CapRow *r)
 	d = slot_getattr(slot, cx->c[0].att, &isnull);
 	if (isnull)
 		r->flags |= F_NULL_A;
+	else if (cx->text_keys)
+		r->ka = GnnKeyText(d, cx->c[0].type);
 	else
 		r->a = IntDatum(d, cx->c[0].type);
 	if (cx->kind == 'e')
@@ -790,6 +784,8 @@ CaptureRow(CapCtx *cx, TupleTableSlot *slot, CapRow *r)
 		d = slot_getattr(slot, cx->c[1].att, &isnull);
 		if (isnull)
 			r->flags |= F_NULL_B;
+		else if (cx->text_keys)
+			r->kb = GnnKeyText(d, cx->c[1].type);
 		else
 			r->b = IntDatum(d, cx->c[1].type);
 		r->w = 1;
@@ -874,6 +870,9 @@ CapRowEqual(const CapCtx *cx, const CapRow *x, const CapRow *y)
 		return false;
 	if (x->nfeat && memcmp(x->feat, y->feat, sizeof(float) * x->nfeat) != 0)
 		return false;
+	if ((x->ka == NULL) != (y->ka == NULL) || (x->ka && strcmp(x->ka, y->ka) != 0) ||
+		(x->kb == NULL) != (y->kb == NULL) || (x->kb && strcmp(x->kb, y->kb) != 0))
+		return false;
 	if ((x->label == NULL) != (y->label == NULL))
 		return false;
 	return x->label == NULL || strcmp(x->label, y->label) == 0;
@@ -907,20 +906,48 @@ ReadTransition(CapCtx *cx, Tuplestorestate *ts, TupleDesc td, int64 *n_out)
 	return rows;
 }
 
+/* text keys of kept rows (second: edges' destinations): lengths (-1: NULL), then the bytes */
 static void
-PackRows(StringInfo b, const CapCtx *cx, const CapRow *rows, const bool *skip, int64 n)
+PackKeys(StringInfo b, const CapRow *rows, const bool *skip, int64 n, bool second)
 {
 	for (int64 i = 0; i < n; i++)
 		if (!skip || !skip[i])
-			appendBinaryStringInfo(b, (const char *) &rows[i].a, sizeof(int64));
+		{
+			const char *k = second ? rows[i].kb : rows[i].ka;
+			int32		len = k ? (int32) strlen(k) : -1;
+
+			appendBinaryStringInfo(b, (const char *) &len, sizeof(int32));
+		}
+	for (int64 i = 0; i < n; i++)
+		if (!skip || !skip[i])
+		{
+			const char *k = second ? rows[i].kb : rows[i].ka;
+
+			if (k)
+				appendBinaryStringInfo(b, k, strlen(k));
+		}
+}
+
+static void
+PackRows(StringInfo b, const CapCtx *cx, const CapRow *rows, const bool *skip, int64 n)
+{
+	if (cx->text_keys)
+		PackKeys(b, rows, skip, n, false);
+	else
+		for (int64 i = 0; i < n; i++)
+			if (!skip || !skip[i])
+				appendBinaryStringInfo(b, (const char *) &rows[i].a, sizeof(int64));
 	for (int64 i = 0; i < n; i++)
 		if (!skip || !skip[i])
 			appendBinaryStringInfo(b, (const char *) &rows[i].flags, 1);
 	if (cx->kind == 'e')
 	{
-		for (int64 i = 0; i < n; i++)
-			if (!skip || !skip[i])
-				appendBinaryStringInfo(b, (const char *) &rows[i].b, sizeof(int64));
+		if (cx->text_keys)
+			PackKeys(b, rows, skip, n, true);
+		else
+			for (int64 i = 0; i < n; i++)
+				if (!skip || !skip[i])
+					appendBinaryStringInfo(b, (const char *) &rows[i].b, sizeof(int64));
 		if (cx->c[2].att)
 			for (int64 i = 0; i < n; i++)
 				if (!skip || !skip[i])
@@ -1013,18 +1040,21 @@ gnn_capture(PG_FUNCTION_ARGS)
 	cx.kind = tg->tgargs[2][0];
 	if (cx.kind == 'e')
 	{
-		ok = FindCol(desc, tg->tgargs[3], cap_int_types, &cx.c[0]) && cx.c[0].att &&
-			FindCol(desc, tg->tgargs[4], cap_int_types, &cx.c[1]) && cx.c[1].att &&
-			FindCol(desc, tg->tgargs[5], num_types, &cx.c[2]);
+		ok = FindCol(desc, tg->tgargs[3], cap_id_types, &cx.c[0]) && cx.c[0].att &&
+			FindCol(desc, tg->tgargs[4], cap_id_types, &cx.c[1]) && cx.c[1].att &&
+			FindCol(desc, tg->tgargs[5], num_types, &cx.c[2]) &&
+			TextKeyType(cx.c[0].type) == TextKeyType(cx.c[1].type);
+		cx.text_keys = ok && TextKeyType(cx.c[0].type);
 	}
 	else
 	{
-		ok = FindCol(desc, tg->tgargs[3], cap_int_types, &cx.c[0]) && cx.c[0].att &&
+		ok = FindCol(desc, tg->tgargs[3], cap_id_types, &cx.c[0]) && cx.c[0].att &&
 			FindCol(desc, tg->tgargs[4], cap_feat_types, &cx.c[1]) &&
 			FindCol(desc, tg->tgargs[5], label_types, &cx.c[2]) &&
 			FindCol(desc, tg->tgargs[6], text_types, &cx.c[3]);
 		cx.text_label = cx.c[2].att && cx.c[2].type != INT2OID && cx.c[2].type != INT4OID &&
 			cx.c[2].type != INT8OID;
+		cx.text_keys = ok && TextKeyType(cx.c[0].type);
 	}
 	if (!ok)
 	{
@@ -1064,13 +1094,13 @@ gnn_capture(PG_FUNCTION_ARGS)
 		if (cx.kind == 'e')
 		{
 			h.magic = EDGE_MAGIC;
-			h.flags = cx.c[2].att ? 1 : 0;
+			h.flags = (cx.c[2].att ? 1 : 0) | (cx.text_keys ? 2 : 0);
 		}
 		else
 		{
 			h.magic = NODE_MAGIC;
 			h.flags = (cx.c[1].att ? 1 : 0) | (cx.c[2].att ? 2 : 0) | (cx.text_label ? 4 : 0) |
-				(cx.c[3].att ? 8 : 0);
+				(cx.c[3].att ? 8 : 0) | (cx.text_keys ? 16 : 0);
 		}
 		h.nrm = kept_old;
 		h.nadd = kept_new;
@@ -1119,18 +1149,40 @@ typedef struct Section
 	const int32 *llen;			/* text labels */
 	const char *lbytes;
 	const uint8 *split;
+	/* text keys (then a, b are NULL until KeySectionIds): lengths (-1: NULL) and bytes */
+	const int32 *klen[2];
+	const char *kbytes[2];
 } Section;
+
+static void
+ReadKeys(Reader *r, int64 n, Section *s, int which)
+{
+	int64		tot = 0;
+
+	s->klen[which] = Take(r, sizeof(int32) * n);
+	for (int64 i = 0; i < n; i++)
+		tot += Max(s->klen[which][i], 0);
+	s->kbytes[which] = Take(r, tot);
+}
 
 static void
 ReadSection(Reader *r, char kind, uint32 flags, int64 n, Section *s)
 {
+	bool		text_keys = (flags & (kind == 'e' ? 2 : 16)) != 0;
+
 	memset(s, 0, sizeof(*s));
 	s->n = n;
-	s->a = Take(r, sizeof(int64) * n);
+	if (text_keys)
+		ReadKeys(r, n, s, 0);
+	else
+		s->a = Take(r, sizeof(int64) * n);
 	s->flags = Take(r, n);
 	if (kind == 'e')
 	{
-		s->b = Take(r, sizeof(int64) * n);
+		if (text_keys)
+			ReadKeys(r, n, s, 1);
+		else
+			s->b = Take(r, sizeof(int64) * n);
 		if (flags & 1)
 			s->w = Take(r, sizeof(float) * n);
 		return;
@@ -1279,7 +1331,118 @@ typedef struct Refresh
 	int64		cand_n;			/* edge-only graphs: endpoints of removed rows */
 	int64	   *cand;
 	const char *reload;			/* why the changes cannot be merged: reload instead */
+	/* text keys the base lacks, by provisional id -1, -2, ... (KeySectionIds) */
+	HTAB	   *new_keys;
+	GrowArray	new_key_list;
 } Refresh;
+
+/* a text key in a log row's payload */
+typedef struct KeyRef
+{
+	const char *p;
+	int32		len;
+} KeyRef;
+
+typedef struct NewKey
+{
+	KeyRef		k;				/* hash key */
+	int64		id;
+} NewKey;
+
+static uint32
+KeyRefHash(const void *key, Size keysize)
+{
+	const KeyRef *k = key;
+
+	return hash_bytes((const unsigned char *) k->p, k->len);
+}
+
+static int
+KeyRefMatch(const void *a, const void *b, Size keysize)
+{
+	const KeyRef *x = a,
+			   *y = b;
+
+	return x->len == y->len && memcmp(x->p, y->p, x->len) == 0 ? 0 : 1;
+}
+
+/*
+ * A key the base does not have: one provisional id per distinct key, below
+ * every real one (a text-keyed graph's ids are 0..n-1).  Rows at such keys
+ * may still cancel (inserted and deleted since the base); what is left
+ * means nodes come, which a text-keyed graph takes as a reload.
+ */
+static int64
+NewKeyId(Refresh *R, const char *p, int32 len)
+{
+	KeyRef		k = {p, len};
+	NewKey	   *e;
+	bool		found;
+
+	if (R->new_keys == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(KeyRef);
+		ctl.entrysize = sizeof(NewKey);
+		ctl.hash = KeyRefHash;
+		ctl.match = KeyRefMatch;
+		ctl.hcxt = CurrentMemoryContext;
+		R->new_keys = hash_create("gnn refresh keys", 256, &ctl,
+								  HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
+		GrowInit(&R->new_key_list, CurrentMemoryContext, sizeof(KeyRef), 64);
+	}
+	e = hash_search(R->new_keys, &k, HASH_ENTER, &found);
+	if (!found)
+	{
+		*(KeyRef *) GrowPush(&R->new_key_list) = k;
+		e->id = -R->new_key_list.n;
+	}
+	return e->id;
+}
+
+/* A section's text keys as the base's node ids (ReadSection left a, and for edges b, NULL). */
+static void
+KeySectionIds(Refresh *R, Section *s, char kind)
+{
+	for (int w = 0; w < (kind == 'e' ? 2 : 1); w++)
+	{
+		const char *p = s->kbytes[w];
+		int64	   *ids;
+
+		if (s->klen[w] == NULL)
+			continue;
+		ids = palloc_extended(sizeof(int64) * Max(s->n, 1), MCXT_ALLOC_HUGE);
+		for (int64 i = 0; i < s->n; i++)
+		{
+			int32		len = s->klen[w][i];
+			int64		v;
+
+			if (len < 0)
+			{
+				ids[i] = 0;		/* NULL: the row's flags say so */
+				continue;
+			}
+			v = gnn_graph_find_text(R->base, 0, p, len);
+			ids[i] = v >= 0 ? R->base->ids[v] : NewKeyId(R, p, len);
+			p += len;
+		}
+		if (w == 0)
+			s->a = ids;
+		else
+			s->b = ids;
+	}
+}
+
+/* The key of a provisional id, for messages. */
+static char *
+NewKeyText(const Refresh *R, int64 id)
+{
+	const KeyRef *k = &((const KeyRef *) R->new_key_list.data)[-id - 1];
+
+	return pnstrdup(k->p, k->len);
+}
 
 /* edge rows by (source, destination, weight bits) */
 typedef struct EdgeKey
@@ -1445,6 +1608,13 @@ CollectChanges(Refresh *R, LogRow *rows, int64 nrows, List *edge_rels, List *nod
 			(void) Take(&r, (Size) (r.end - r.p) + 1);	/* malformed */
 		ReadSection(&r, lr->kind, h->flags, h->nrm, &sec[0]);
 		ReadSection(&r, lr->kind, h->flags, h->nadd, &sec[1]);
+		if (((h->flags & (lr->kind == 'e' ? 2 : 16)) != 0) != (g->key_off != NULL))
+		{
+			R->reload = psprintf("the id columns of %s changed type", QualifiedRelName(lr->relid));
+			break;
+		}
+		KeySectionIds(R, &sec[0], lr->kind);
+		KeySectionIds(R, &sec[1], lr->kind);
 		if (lr->kind == 'e')
 		{
 			if (((h->flags & 1) != 0) != weighted)
@@ -1634,6 +1804,22 @@ CollectChanges(Refresh *R, LogRow *rows, int64 nrows, List *edge_rels, List *nod
 		n = GnnSortUnique64(ids, n);
 		R->ch.num_upserted_nodes = n;
 		R->ch.up_ids = ids;
+	}
+	/* text keys: what is still at a key the base lacks makes a node (or a dangling row) */
+	if (R->new_keys)
+	{
+		int64		id = 0;
+
+		for (int64 i = 0; i < R->add_src.n && id >= 0; i++)
+			id = Min(((int64 *) R->add_src.data)[i], ((int64 *) R->add_dst.data)[i]);
+		for (int64 i = 0; i < R->ch.num_upserted_nodes && id >= 0; i++)
+			id = R->ch.up_ids[i];
+		if (id < 0)
+		{
+			R->reload = psprintf("node \"%s\" is new, and a reload numbers the nodes of a text-keyed graph",
+								 NewKeyText(R, id));
+			return;
+		}
 	}
 	R->ch.num_removed_edges = R->rm_src.n;
 	R->ch.rm_src = (int64_t *) R->rm_src.data;
@@ -1996,9 +2182,9 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 			c2.rm_nodes = (int64_t *) gone.data;
 			c2.undirected = R.ch.undirected;
 			c2.nthreads = gnn_threads;
-			/* nodes go: a new region, from the view of the first step's result */
+			/* nodes go: a new region, from the view of the first step's result (text keys: a reload) */
 			if (!ApplyChanges(&R, &g1, &c2, 0, &rq2, &region2, &size2, &st2, &is_delta, &why))
-				elog(ERROR, "graph \"%s\": %s", name, why);
+				goto merged;
 			dsm_detach(rq.seg);
 			GnnGraphUnreserve(rq.reserved);
 			rq = rq2;
@@ -2009,6 +2195,7 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 				elog(ERROR, "graph \"%s\": %s", name, err.msg);
 		}
 	}
+merged:
 	RefreshPhase("merging (gnn_graph_apply_changes)");
 	if (!why && region != NULL)
 		why = VanishedClass(&result);
@@ -2152,7 +2339,7 @@ gnn_track(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot track graph \"%s\"", name),
 				 errdetail(OidIsValid(entry.edges_rel) ?
-						   "Change capture follows graphs loaded by gnn.load_graph with integer node ids and no sparse feature table." :
+						   "Change capture follows graphs loaded by gnn.load_graph without a sparse feature table." :
 						   "Change capture follows graphs loaded by gnn.load_graph; schema graphs are not tracked yet."),
 				 errhint("Keep it fresh by reloading it (for example from pg_cron).")));
 	GnnLoadArgsFromEntry(&entry, &a);

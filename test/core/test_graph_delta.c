@@ -1210,9 +1210,137 @@ test_delta_errors(void)
 	free(region2);
 }
 
+/*
+ * A graph with text keys of its own: edge rows and node data change in
+ * place (a merge and a delta), and the keys stay with the nodes; a node that
+ * comes or goes would renumber them (unsupported: the caller reloads).
+ */
+static void
+test_text_keys(void)
+{
+	int64_t		ids[] = {0, 1, 2, 3};
+	const char	kb[] = "alicebobcarolda";
+	int64_t		koff[] = {0, 5, 8, 13, 15};
+	float		feat[] = {1, 2, 3, 4, 5, 6, 7, 8};
+	int64_t		src[] = {0, 1, 2, 3},
+				dst[] = {1, 2, 3, 0};
+	gnn_graph_input in = {0};
+	gnn_graph	g,
+				d,
+				v,
+				r;
+	gnn_error	err;
+	void	   *region,
+			   *dreg,
+			   *vreg,
+			   *rreg;
+	uint64_t	size,
+				dsz,
+				vsz,
+				rsz;
+
+	in.num_nodes = 4;
+	in.node_ids = ids;
+	in.key_off = koff;
+	in.key_bytes = kb;
+	in.type_text_key = (const uint8_t *) "\1";
+	in.keep_arc_rows = true;
+	in.feat_dim = 2;
+	in.feat = feat;
+	in.num_edges = 4;
+	in.src = src;
+	in.dst = dst;
+	CHECK(gnn_graph_build_region(&in, &region, &size, &g, &err) == GNN_OK && g.key_off,
+		  "a text-keyed base: %s", err.msg);
+
+	int64_t		rs[] = {0},
+				rd[] = {1},
+				as[] = {0, 3},
+				ad[] = {2, 3},
+				up[] = {2};
+	float		uf[] = {-1, -1};
+	gnn_graph_changes ch = {0};
+
+	ch.num_removed_edges = 1;
+	ch.rm_src = rs;
+	ch.rm_dst = rd;
+	ch.num_added_edges = 2;
+	ch.add_src = as;
+	ch.add_dst = ad;
+	ch.num_upserted_nodes = 1;
+	ch.up_ids = up;
+	ch.up_feat = uf;
+	CHECK(apply(&g, &ch, &dreg, &dsz, &d, NULL, &err) == GNN_OK, "edge rows and features of a text-keyed graph: %s",
+		  err.msg);
+
+	/* the reference: a build of the changed rows with the same keys */
+	int64_t		s2[] = {0, 1, 2, 3, 3},
+				d2[] = {2, 2, 3, 0, 3};
+	float		f2[] = {1, 2, 3, 4, -1, -1, 7, 8};
+	gnn_graph_input ri = in;
+
+	ri.feat = f2;
+	ri.num_edges = 5;
+	ri.src = s2;
+	ri.dst = d2;
+	CHECK(gnn_graph_build_region(&ri, &rreg, &rsz, &r, &err) == GNN_OK, "reference: %s", err.msg);
+	{
+		const char *why = graph_diff(&d, &r);
+
+		CHECK(!why, "equals the build of the changed rows (%s)", why ? why : "");
+	}
+	CHECK(d.key_off && memcmp(d.key_off, koff, sizeof(koff)) == 0 && memcmp(d.key_bytes, kb, 15) == 0 &&
+		  d.type_text_key && d.type_text_key[0] == 1, "the keys are kept");
+	CHECK(gnn_graph_find_text(&d, 0, "carol", 5) == 2 && gnn_graph_find_text(&d, 0, "zed", 3) == -1,
+		  "and found by key");
+
+	/* the same as a delta: read through the view, keys from the base */
+	ch.as_delta = true;
+	{
+		gnn_status	s = gnn_graph_apply_changes(&g, &ch, count_alloc, NULL, &vreg, &vsz, NULL, &err);
+
+		CHECK(s == GNN_OK && gnn_graph_attach_delta(region, size, vreg, vsz, &v, &err) == GNN_OK,
+			  "as a delta: %s", err.msg);
+		if (s == GNN_OK)
+		{
+			const char *why = view_diff(&v, &d);
+
+			CHECK(!why, "the delta view equals the merge (%s)", why ? why : "");
+			CHECK(gnn_graph_find_text(&v, 0, "dan", 3) == -1 && gnn_graph_find_text(&v, 0, "da", 2) == 3,
+				  "keys through the view");
+			free(vreg);
+		}
+	}
+	ch.as_delta = false;
+	free(dreg);
+
+	/* nodes that come or go: unsupported, nothing asked for */
+	{
+		int64_t		rn[] = {1},
+					nu[] = {7};
+		gnn_graph_changes c2 = {0};
+
+		c2.num_removed_nodes = 1;
+		c2.rm_nodes = rn;
+		alloc_calls = 0;
+		dreg = (void *) 1;
+		CHECK(apply(&g, &c2, &dreg, &dsz, &d, NULL, &err) == GNN_ERR_UNSUPPORTED && dreg == NULL && alloc_calls == 0,
+			  "a node removed from a text-keyed graph: unsupported (%s)", err.msg);
+		memset(&c2, 0, sizeof(c2));
+		c2.num_upserted_nodes = 1;
+		c2.up_ids = nu;
+		c2.up_feat = uf;
+		CHECK(apply(&g, &c2, &dreg, &dsz, &d, NULL, &err) == GNN_ERR_UNSUPPORTED && dreg == NULL && alloc_calls == 0,
+			  "a new node: unsupported (%s)", err.msg);
+	}
+	free(rreg);
+	free(region);
+}
+
 int
 main(void)
 {
+	test_text_keys();
 	test_delta_errors();
 	test_no_arc_rows_and_node_data();
 	test_errors();
