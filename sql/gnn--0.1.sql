@@ -109,7 +109,8 @@ CREATE FUNCTION gnn.load_schema_graph(
     label    text     DEFAULT NULL,
     split    text     DEFAULT NULL,
     options  jsonb    DEFAULT '{}',
-    replace  boolean  DEFAULT false)
+    replace  boolean  DEFAULT false,
+    track    boolean  DEFAULT false)
 RETURNS gnn.graph_info
 AS 'MODULE_PATHNAME', 'gnn_load_schema_graph' LANGUAGE C VOLATILE;
 

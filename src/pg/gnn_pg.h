@@ -66,6 +66,7 @@ typedef struct GnnGraphEntry
 	char		weight_col[NAMEDATALEN];
 	bool		skip_dangling;
 	bool		trackable;		/* no sparse feature table (track.c) */
+	bool		schema_graph;	/* gnn.load_schema_graph: its meta says how to load it again */
 	bool		tracked;		/* follows its tables: gnn.track (track.c) */
 	TimestampTz refreshed_at;	/* last gnn.refresh_graph (0: never) */
 	/* training workers holding the segment beyond a statement (GnnGraphKeepMapping) */
@@ -345,6 +346,7 @@ extern void GnnLoadArgsFromEntry(const GnnGraphEntry *e, GnnLoadArgs *a);
 
 /* track.c: change capture and refresh */
 extern bool GnnTrackBegin(const GnnLoadArgs *args);
+extern bool GnnTrackSchemaBegin(const char *name, const Oid *rels, int nrel, bool track);
 extern void GnnTrackEnd(const char *name);
 extern void GnnTrackDropAll(const char *name, Oid owner);
 extern void GnnPublishAtCommit(const GnnGraphEntry *proto, dsm_segment *seg, uint64 reserved);

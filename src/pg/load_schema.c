@@ -1333,6 +1333,8 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 			   *opt_time;
 	JsonbValue *jv;
 	bool		replace;
+	bool		track;
+	bool		tracked;
 	gnn_graph_input in;
 	GnnGraphEntry proto;
 	TupleDesc	tupdesc;
@@ -1359,6 +1361,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 	L.options = PG_ARGISNULL(5) ? DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"))) :
 		PG_GETARG_JSONB_P(5);
 	replace = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
+	track = PG_NARGS() > 7 && !PG_ARGISNULL(7) && PG_GETARG_BOOL(7);
 	L.target = -1;
 	if (!JB_ROOT_IS_OBJECT(L.options))
 		ereport(ERROR,
@@ -1467,6 +1470,8 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("label and split need a target table"),
 				 errhint("Pass target => the table whose rows carry the label.")));
+	/* change capture: the triggers, and a snapshot after them that the scans read under */
+	tracked = GnnTrackSchemaBegin(L.name, rels, nrel, track);
 
 	/* keys: options.keys, else the single-column primary key */
 	cons = ReadConstraints(rels, nrel, ctx);
@@ -2287,7 +2292,10 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 					appendStringInfo(&meta, ",\"reverse\":%s}", rev ? "true" : "false");
 				}
 	}
-	appendStringInfoString(&meta, "]}");
+	appendStringInfoString(&meta, "],\"load\":{\"options\":");
+	/* how to load it again (a tracked graph's refresh): the tables are the types' oids */
+	appendStringInfoString(&meta, JsonbToCString(NULL, &L.options->root, VARSIZE(L.options)));
+	appendStringInfoString(&meta, "}}");
 	in.meta = meta.data;
 	in.meta_bytes = meta.len;
 
@@ -2304,7 +2312,12 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		if (L.split)
 			strlcpy(proto.split_col, L.split, sizeof(proto.split_col));
 	}
+	proto.trackable = true;
+	proto.tracked = tracked;
+	proto.schema_graph = true;
 	GnnBuildAndRegister(L.name, replace, &in, &proto, SchemaReport, &L, ctx);
+	if (tracked)
+		GnnTrackEnd(L.name);
 	Phase("building the graph");
 	MemoryContextSwitchTo(old);
 	{

@@ -294,7 +294,7 @@ GnnPendingVersion(const char *name, GnnGraphEntry *entry, dsm_segment **seg, dsm
 typedef struct TrigSpec
 {
 	Oid			relid;
-	char		kind;			/* 'e', 'n' */
+	char		kind;			/* 'e' edge table, 'n' node table, 's' a table of a schema graph */
 	char	   *args;			/* the trigger's arguments, NUL-separated as in pg_trigger.tgargs */
 	int			args_len;
 } TrigSpec;
@@ -315,7 +315,7 @@ SpecArgs(TrigSpec *t, const char *graph, Oid owner, char kind, const char *c1, c
 
 	parts[0] = graph;
 	parts[1] = psprintf("%u", owner);
-	parts[2] = kind == 'e' ? "e" : "n";
+	parts[2] = kind == 'e' ? "e" : kind == 's' ? "s" : "n";
 	parts[3] = NonEmpty(c1);
 	parts[4] = NonEmpty(c2);
 	parts[5] = NonEmpty(c3);
@@ -444,13 +444,60 @@ CreateTriggers(Oid relid, const char *prefix, const TrigSpec *spec)
 }
 
 /*
+ * Make the capture triggers of (owner, graph) those of want (TrigSpec
+ * list): drop those on tables no longer read or with other columns, create
+ * the missing ones; then push a snapshot taken after all that, under which
+ * the load reads tables and log alike (GnnTrackEnd pops it).  The graph's
+ * lock is held.
+ */
+static void
+SyncTriggers(const char *prefix, List *existing, List *want)
+{
+	ListCell   *lc;
+
+	foreach(lc, existing)
+	{
+		ExistingTrig *x = lfirst(lc);
+		bool		keep = false;
+		ListCell   *lw;
+
+		foreach(lw, want)
+		{
+			TrigSpec   *t = lfirst(lw);
+
+			if (t->relid == x->relid && x->args && VARSIZE_ANY_EXHDR(x->args) == t->args_len &&
+				memcmp(VARDATA_ANY(x->args), t->args, t->args_len) == 0)
+			{
+				keep = true;
+				t->relid = InvalidOid;	/* already there */
+			}
+		}
+		if (!keep && get_rel_name(x->relid) != NULL)
+			DropTriggers(x->relid, prefix);
+	}
+	foreach(lc, want)
+	{
+		TrigSpec   *t = lfirst(lc);
+
+		if (OidIsValid(t->relid))
+			CreateTriggers(t->relid, prefix, t);
+	}
+	CommandCounterIncrement();
+	/*
+	 * Read after every writer that started before the triggers existed has
+	 * finished (CREATE TRIGGER waited for them): what this snapshot does not
+	 * see, the triggers capture.
+	 */
+	PushActiveSnapshot(GetLatestSnapshot());
+}
+
+/*
  * Called by a load before it reads anything.  Returns whether the graph is
  * to be tracked: asked for (args->track), or already tracked (its triggers
  * exist: a reload after a restart keeps following the tables).  If so:
  * checks that it can be, takes the graph's lock, makes the triggers match
  * the tables and columns of this load, and pushes a snapshot taken after
- * all that, under which the load reads tables and log alike (GnnTrackEnd
- * pops it).
+ * all that (SyncTriggers).
  */
 bool
 GnnTrackBegin(const GnnLoadArgs *args)
@@ -496,41 +543,42 @@ GnnTrackBegin(const GnnLoadArgs *args)
 			SpecArgs(t, args->name, owner, 'n', args->id, args->features, args->label, args->split);
 			want = lappend(want, t);
 		}
-	/* drop triggers on tables this load does not read, or with other columns */
-	foreach(lc, existing)
-	{
-		ExistingTrig *x = lfirst(lc);
-		bool		keep = false;
-		ListCell   *lw;
+	SyncTriggers(prefix, existing, want);
+	return true;
+}
 
-		foreach(lw, want)
+/*
+ * The same for a schema graph (gnn.load_schema_graph): triggers of kind 's'
+ * on every table and partition.  Its refresh reloads (GnnRefreshGraph says
+ * why), so the triggers log only which table changed and how many rows.
+ */
+bool
+GnnTrackSchemaBegin(const char *name, const Oid *rels, int nrel, bool track)
+{
+	Oid			owner = GetUserId();
+	char	   *prefix = TriggerPrefix(name, owner);
+	List	   *existing = ExistingTriggers(prefix);
+	List	   *want = NIL;
+
+	if (!track && existing == NIL)
+		return false;
+	for (int i = 0; i < nrel; i++)
+		CheckTrackable(rels[i], name);
+	LockGraph(name, owner);
+	for (int i = 0; i < nrel; i++)
+	{
+		ListCell   *lc;
+
+		foreach(lc, WithPartitions(rels[i]))
 		{
-			TrigSpec   *t = lfirst(lw);
+			TrigSpec   *t = palloc0(sizeof(TrigSpec));
 
-			if (t->relid == x->relid && x->args && VARSIZE_ANY_EXHDR(x->args) == t->args_len &&
-				memcmp(VARDATA_ANY(x->args), t->args, t->args_len) == 0)
-			{
-				keep = true;
-				t->relid = InvalidOid;	/* already there */
-			}
+			t->relid = lfirst_oid(lc);
+			SpecArgs(t, name, owner, 's', NULL, NULL, NULL, NULL);
+			want = lappend(want, t);
 		}
-		if (!keep && get_rel_name(x->relid) != NULL)
-			DropTriggers(x->relid, prefix);
 	}
-	foreach(lc, want)
-	{
-		TrigSpec   *t = lfirst(lc);
-
-		if (OidIsValid(t->relid))
-			CreateTriggers(t->relid, prefix, t);
-	}
-	CommandCounterIncrement();
-	/*
-	 * Read after every writer that started before the triggers existed has
-	 * finished (CREATE TRIGGER waited for them): what this snapshot does not
-	 * see, the triggers capture.
-	 */
-	PushActiveSnapshot(GetLatestSnapshot());
+	SyncTriggers(prefix, existing, want);
 	return true;
 }
 
@@ -1038,6 +1086,16 @@ gnn_capture(PG_FUNCTION_ARGS)
 	}
 	memset(&cx, 0, sizeof(cx));
 	cx.kind = tg->tgargs[2][0];
+	if (cx.kind == 's')
+	{
+		/* a schema graph's table: which one changed, and how many rows (its refresh reloads) */
+		int64		rows = (td->tg_oldtable ? tuplestore_tuple_count(td->tg_oldtable) : 0) +
+			(td->tg_newtable ? tuplestore_tuple_count(td->tg_newtable) : 0);
+
+		if (rows > 0)
+			LogWrite(graph, owner, RelationGetRelid(rel), 's', rows, NULL);
+		return PointerGetDatum(NULL);
+	}
 	if (cx.kind == 'e')
 	{
 		ok = FindCol(desc, tg->tgargs[3], cap_id_types, &cx.c[0]) && cx.c[0].att &&
@@ -2058,6 +2116,140 @@ UncapturedTable(List *trig, List *edge_rels, List *node_rels)
 /* DEBUG1 lines with the time of each phase of a refresh */
 static instr_time phase_start;
 
+/* ------------------------------------------------------------------ schema graphs */
+
+/* A schema graph's tables (its node types' relations, in type order), from its meta. */
+static Oid *
+SchemaTables(const gnn_graph *g, const char *name, int *n_out)
+{
+	Oid		   *rels;
+	int			n;
+
+	if (g->meta == NULL)
+		elog(ERROR, "schema graph \"%s\" has no metadata", name);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT (t->>'oid')::oid FROM jsonb_array_elements($1::jsonb->'types') "
+							  "WITH ORDINALITY a(t, i) ORDER BY i", 1, (Oid[]) {TEXTOID},
+							  (Datum[]) {PointerGetDatum(cstring_to_text_with_len(g->meta, (int) g->meta_bytes))},
+							  NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the metadata of graph \"%s\"", name);
+	n = (int) SPI_processed;
+	rels = MemoryContextAlloc(TopTransactionContext, sizeof(Oid) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		rels[i] = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_finish();
+	*n_out = n;
+	return rels;
+}
+
+/*
+ * Load a schema graph again from its tables, as it was loaded (its meta
+ * keeps the tables and options; the entry the target, label and split),
+ * tracked: what gnn.track and a schema graph's refresh do.
+ */
+static void
+ReloadSchema(const GnnGraphEntry *e, const char *meta, uint64 meta_bytes, int64 *nodes, int64 *edges)
+{
+	Oid			types[5] = {TEXTOID, TEXTOID, OIDOID, TEXTOID, TEXTOID};
+	Datum		values[5];
+	char		nulls[6] = "     ";
+	bool		isnull;
+
+	values[0] = CStringGetTextDatum(e->name);
+	values[1] = PointerGetDatum(cstring_to_text_with_len(meta, (int) meta_bytes));
+	values[2] = ObjectIdGetDatum(e->nodes_rel);
+	nulls[2] = OidIsValid(e->nodes_rel) ? ' ' : 'n';
+	values[3] = CStringGetTextDatum(e->label_col);
+	nulls[3] = e->label_col[0] ? ' ' : 'n';
+	values[4] = CStringGetTextDatum(e->split_col);
+	nulls[4] = e->split_col[0] ? ' ' : 'n';
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	/* a table dropped since: say so, rather than what a missing OID makes of the load */
+	if (SPI_execute_with_args("SELECT (t->>'table') FROM jsonb_array_elements($2::jsonb->'types') t "
+							  "WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = (t->>'oid')::oid) "
+							  "LIMIT 1", 5, types, values, nulls, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the metadata of graph \"%s\"", e->name);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("table %s of schema graph \"%s\" was dropped", 
+						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), e->name),
+				 errhint("Load the graph again from the tables there are: gnn.load_schema_graph('%s', ..., replace => true).",
+						 e->name)));
+	if (SPI_execute_with_args("SELECT nodes, edges FROM gnn.load_schema_graph($1, "
+							  "ARRAY(SELECT (t->>'oid')::oid::regclass FROM jsonb_array_elements($2::jsonb->'types') "
+							  "WITH ORDINALITY a(t, i) ORDER BY i), $3::regclass, $4, $5, "
+							  "coalesce($2::jsonb->'load'->'options', '{}'), replace => true, track => true)",
+							  5, types, values, nulls, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not reload graph \"%s\"", e->name);
+	*nodes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*edges = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	SPI_finish();
+}
+
+/*
+ * A schema graph's refresh: its features are encoded over whole columns
+ * (normalised, categories counted), so a changed row can move every node's
+ * features; its edges are foreign-key columns of node rows.  It follows its
+ * tables by a reload, when a statement changed one of them since the last.
+ */
+static void
+RefreshSchema(const char *name, GnnGraphRef *ref, List *trig, GnnRefreshResult *out)
+{
+	Oid			owner = GetUserId();
+	GnnGraphEntry entry = ref->entry;
+	int			nrel;
+	Oid		   *rels = SchemaTables(&ref->g, name, &nrel);
+	List	   *all = NIL;
+	Relation	lr;
+	LogRow	   *rows;
+	int64		nrows;
+	const char *why = NULL;
+	char	   *meta;
+	uint64		meta_bytes = ref->g.meta_bytes;
+
+	for (int i = 0; i < nrel; i++)
+		if (get_rel_name(rels[i]) != NULL)
+			all = list_concat(all, WithPartitions(rels[i]));
+		else
+			why = "one of its tables was dropped";	/* the reload says which */
+	PushActiveSnapshot(GetLatestSnapshot());
+	lr = table_open(LogRelid(), RowExclusiveLock);
+	rows = ReadLog(lr, GetActiveSnapshot(), name, owner, false, &nrows);
+	for (int64 k = 0; k < nrows && !why; k++)
+		if (list_member_oid(all, rows[k].relid) || rows[k].kind == 't')
+			why = psprintf("%s changed, and a schema graph follows its tables by a reload",
+						   QualifiedRelName(rows[k].relid));
+	if (!why)
+		why = UncapturedTable(trig, NIL, all);
+	if (!why)
+	{
+		/* nothing of its tables: rows of tables it no longer reads go */
+		DeleteLogRows(lr, rows, nrows);
+		table_close(lr, RowExclusiveLock);
+		PopActiveSnapshot();
+		GnnGraphRelease(ref);
+		return;
+	}
+	table_close(lr, RowExclusiveLock);
+	PopActiveSnapshot();
+	meta = MemoryContextAlloc(CurrentMemoryContext, meta_bytes + 1);
+	memcpy(meta, ref->g.meta, meta_bytes);
+	meta[meta_bytes] = '\0';
+	GnnGraphRelease(ref);
+	ereport(NOTICE, (errmsg("graph \"%s\" is reloaded in full: %s", name, why)));
+	ReloadSchema(&entry, meta, meta_bytes, &out->ins_n, &out->ins_e);
+	out->reloaded = true;
+	out->del_e = entry.edges;
+	out->del_n = entry.nodes;
+}
+
 static void
 RefreshPhase(const char *done)
 {
@@ -2121,6 +2313,11 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("graph \"%s\" is not tracked", name),
 				 errhint("Capture its tables' changes with gnn.track('%s'), or reload it with gnn.load_graph(..., replace => true).", name)));
+	if (entry.schema_graph)
+	{
+		RefreshSchema(name, &ref, trig, out);
+		return;
+	}
 	edge_rels = WithPartitions(entry.edges_rel);
 	if (OidIsValid(entry.nodes_rel))
 		node_rels = WithPartitions(entry.nodes_rel);
@@ -2340,13 +2537,27 @@ gnn_track(PG_FUNCTION_ARGS)
 				 errmsg("cannot track graph \"%s\"", name),
 				 errdetail(OidIsValid(entry.edges_rel) ?
 						   "Change capture follows graphs loaded by gnn.load_graph without a sparse feature table." :
-						   "Change capture follows graphs loaded by gnn.load_graph; schema graphs are not tracked yet."),
+						   "Change capture follows graphs loaded by gnn.load_graph or gnn.load_schema_graph."),
 				 errhint("Keep it fresh by reloading it (for example from pg_cron).")));
-	GnnLoadArgsFromEntry(&entry, &a);
-	a.replace = true;
-	a.track = true;
 	/* triggers first, then a reload under a snapshot after them: graph and log agree */
-	GnnLoadGraph(&a, &res);
+	if (entry.schema_graph)
+	{
+		int64		nodes,
+					edges;
+		char	   *meta;
+
+		GnnGraphAcquireView(name, &ref);
+		meta = pnstrdup(ref.g.meta ? ref.g.meta : "{}", ref.g.meta ? ref.g.meta_bytes : 2);
+		GnnGraphRelease(&ref);
+		ReloadSchema(&entry, meta, strlen(meta), &nodes, &edges);
+	}
+	else
+	{
+		GnnLoadArgsFromEntry(&entry, &a);
+		a.replace = true;
+		a.track = true;
+		GnnLoadGraph(&a, &res);
+	}
 	trig = ExistingTriggers(TriggerPrefix(name, GetUserId()));
 	PG_RETURN_INT32(list_length(trig));
 }
