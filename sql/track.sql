@@ -401,5 +401,47 @@ SELECT deleted_nodes, deleted_edges FROM gnn.refresh_graph('tr_nf');
 SELECT gnn.load_graph('tr_nf_fresh', 'tr_nf_edges', nodes => 'tr_nf_nodes', features => 'feat') IS NOT NULL AS loaded;
 SELECT gnn.graph_digest('tr_nf') = gnn.graph_digest('tr_nf_fresh') AS same_without_fk;
 
+-- a sparse feature table: edge rows and node labels merge; a change of the feature
+-- rows, or a node that goes, reloads (a node's sparse row is all its feature rows)
+CREATE TABLE tr_sp_nodes (id int PRIMARY KEY, label int);
+CREATE TABLE tr_sp_edges (src int NOT NULL REFERENCES tr_sp_nodes ON DELETE CASCADE,
+                          dst int NOT NULL REFERENCES tr_sp_nodes ON DELETE CASCADE);
+CREATE TABLE tr_sp_feat (id int NOT NULL REFERENCES tr_sp_nodes ON DELETE CASCADE, idx int NOT NULL, val real NOT NULL);
+INSERT INTO tr_sp_nodes SELECT i, i % 2 FROM generate_series(1, 12) i;
+INSERT INTO tr_sp_edges SELECT i, 1 + i % 12 FROM generate_series(1, 12) i;
+INSERT INTO tr_sp_feat SELECT i, (i * k) % 7, k FROM generate_series(1, 12) i, generate_series(1, 2) k;
+CREATE FUNCTION tr_sp_same() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM gnn.load_graph('tr_sp_fresh', 'tr_sp_edges', nodes => 'tr_sp_nodes', label => 'label',
+                           sparse_features => 'tr_sp_feat', sparse_index => 'idx', sparse_value => 'val', replace => true);
+    RETURN gnn.graph_digest('tr_sp') = gnn.graph_digest('tr_sp_fresh');
+END $$;
+SELECT edges, features FROM gnn.load_graph('tr_sp', 'tr_sp_edges', nodes => 'tr_sp_nodes', label => 'label',
+    sparse_features => 'tr_sp_feat', sparse_index => 'idx', sparse_value => 'val', track => true);
+SELECT tgrelid::regclass, count(*) FROM pg_trigger
+WHERE tgfoid = 'gnn._capture()'::regprocedure AND tgrelid::regclass::text LIKE 'tr_sp%' GROUP BY 1 ORDER BY tgrelid::regclass::text;
+INSERT INTO tr_sp_edges VALUES (1, 5), (2, 7);
+DELETE FROM tr_sp_edges WHERE src = 3;
+UPDATE tr_sp_nodes SET label = 1 - label WHERE id = 4;
+SELECT inserted_edges, deleted_edges, updated_nodes FROM gnn.refresh_graph('tr_sp');
+SELECT tr_sp_same() AS sparse_same_after_merge;
+INSERT INTO tr_sp_nodes VALUES (13, 0);                 -- a new node without feature rows: merges
+INSERT INTO tr_sp_edges VALUES (13, 1);
+SELECT inserted_nodes FROM gnn.refresh_graph('tr_sp');
+SELECT tr_sp_same() AS sparse_same_after_new_node;
+UPDATE tr_sp_feat SET val = 9 WHERE id = 2 AND idx = 2;
+SELECT inserted_nodes > 1 AS reloaded FROM gnn.refresh_graph('tr_sp');
+SELECT tr_sp_same() AS sparse_same_after_feature_change;
+DELETE FROM tr_sp_nodes WHERE id = 6;                   -- its edges and feature rows cascade
+SELECT inserted_nodes > 1 AS reloaded FROM gnn.refresh_graph('tr_sp');
+SELECT tr_sp_same() AS sparse_same_after_node_removed;
+DELETE FROM tr_sp_nodes WHERE id = 13;                  -- no feature rows: the node still goes by a reload
+SELECT inserted_nodes > 1 AS reloaded FROM gnn.refresh_graph('tr_sp');
+SELECT tr_sp_same() AS sparse_same_after_bare_node_removed;
+-- gnn.track of a sparse graph reloads it with the same feature table
+SELECT gnn.track('tr_sp', false);
+SELECT gnn.track('tr_sp') > 0 AS tracked_again;
+SELECT tr_sp_same() AS sparse_same_after_track, features FROM gnn.graphs WHERE name = 'tr_sp';
+
 SELECT gnn.drop_graph(name) FROM gnn.graphs WHERE name LIKE 'tr%' ORDER BY name;
 SELECT count(*) AS log_left FROM gnn.change_log;

@@ -65,7 +65,11 @@ typedef struct GnnGraphEntry
 	char		dst_col[NAMEDATALEN];
 	char		weight_col[NAMEDATALEN];
 	bool		skip_dangling;
-	bool		trackable;		/* no sparse feature table (track.c) */
+	/* the sparse feature table as loaded (InvalidOid: none) */
+	Oid			sparse_rel;
+	char		sparse_id_col[NAMEDATALEN];
+	char		sparse_index_col[NAMEDATALEN];
+	char		sparse_value_col[NAMEDATALEN];
 	bool		schema_graph;	/* gnn.load_schema_graph: its meta says how to load it again */
 	bool		tracked;		/* follows its tables: gnn.track (track.c) */
 	TimestampTz refreshed_at;	/* last gnn.refresh_graph (0: never) */

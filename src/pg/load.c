@@ -1198,7 +1198,13 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		if (args->weight)
 			strlcpy(proto.weight_col, args->weight, sizeof(proto.weight_col));
 		proto.skip_dangling = args->skip_dangling;
-		proto.trackable = !OidIsValid(args->sparse);
+		proto.sparse_rel = args->sparse;
+		if (args->sparse_id)
+			strlcpy(proto.sparse_id_col, args->sparse_id, sizeof(proto.sparse_id_col));
+		if (args->sparse_index)
+			strlcpy(proto.sparse_index_col, args->sparse_index, sizeof(proto.sparse_index_col));
+		if (args->sparse_value)
+			strlcpy(proto.sparse_value_col, args->sparse_value, sizeof(proto.sparse_value_col));
 		proto.tracked = tracked;
 		if (OidIsValid(args->nodes))
 		{
@@ -1236,4 +1242,8 @@ GnnLoadArgsFromEntry(const GnnGraphEntry *e, GnnLoadArgs *a)
 	a->split = e->split_col[0] ? e->split_col : NULL;
 	a->undirected = e->undirected;
 	a->skip_dangling = e->skip_dangling;
+	a->sparse = e->sparse_rel;
+	a->sparse_id = e->sparse_id_col[0] ? e->sparse_id_col : NULL;
+	a->sparse_index = e->sparse_index_col[0] ? e->sparse_index_col : NULL;
+	a->sparse_value = e->sparse_value_col[0] ? e->sparse_value_col : NULL;
 }

@@ -2312,7 +2312,6 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		if (L.split)
 			strlcpy(proto.split_col, L.split, sizeof(proto.split_col));
 	}
-	proto.trackable = true;
 	proto.tracked = tracked;
 	proto.schema_graph = true;
 	GnnBuildAndRegister(L.name, replace, &in, &proto, SchemaReport, &L, ctx);

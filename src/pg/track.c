@@ -294,7 +294,8 @@ GnnPendingVersion(const char *name, GnnGraphEntry *entry, dsm_segment **seg, dsm
 typedef struct TrigSpec
 {
 	Oid			relid;
-	char		kind;			/* 'e' edge table, 'n' node table, 's' a table of a schema graph */
+	char		kind;			/* 'e' edge table, 'n' node table, 'f' sparse feature table, 's' a table of a
+								 * schema graph */
 	char	   *args;			/* the trigger's arguments, NUL-separated as in pg_trigger.tgargs */
 	int			args_len;
 } TrigSpec;
@@ -315,7 +316,7 @@ SpecArgs(TrigSpec *t, const char *graph, Oid owner, char kind, const char *c1, c
 
 	parts[0] = graph;
 	parts[1] = psprintf("%u", owner);
-	parts[2] = kind == 'e' ? "e" : kind == 's' ? "s" : "n";
+	parts[2] = kind == 'e' ? "e" : kind == 's' ? "s" : kind == 'f' ? "f" : "n";
 	parts[3] = NonEmpty(c1);
 	parts[4] = NonEmpty(c2);
 	parts[5] = NonEmpty(c3);
@@ -510,14 +511,11 @@ GnnTrackBegin(const GnnLoadArgs *args)
 
 	if (!args->track && existing == NIL)
 		return false;
-	if (OidIsValid(args->sparse))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot track graph \"%s\": it has a sparse feature table", args->name),
-				 errhint("Track a graph with features => (an array column of the node table), or reload this one with gnn.load_graph(..., replace => true).")));
 	CheckTrackable(args->edges, args->name);
 	if (OidIsValid(args->nodes))
 		CheckTrackable(args->nodes, args->name);
+	if (OidIsValid(args->sparse))
+		CheckTrackable(args->sparse, args->name);
 
 	LockGraph(args->name, owner);
 	/* what this load's tables need */
@@ -541,6 +539,22 @@ GnnTrackBegin(const GnnLoadArgs *args)
 						 errmsg("cannot track graph \"%s\": its edges and nodes come from one table", args->name),
 						 errhint("Keep nodes and edges in separate tables.")));
 			SpecArgs(t, args->name, owner, 'n', args->id, args->features, args->label, args->split);
+			want = lappend(want, t);
+		}
+	/* a sparse feature table: which statements changed it (a refresh reloads) */
+	if (OidIsValid(args->sparse))
+		foreach(lc, WithPartitions(args->sparse))
+		{
+			TrigSpec   *t = palloc0(sizeof(TrigSpec));
+
+			t->relid = lfirst_oid(lc);
+			if (t->relid == args->edges || (OidIsValid(args->nodes) && t->relid == args->nodes))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot track graph \"%s\": its sparse features come from its edge or node table",
+								args->name),
+						 errhint("Keep the sparse features in a table of their own.")));
+			SpecArgs(t, args->name, owner, 'f', NULL, NULL, NULL, NULL);
 			want = lappend(want, t);
 		}
 	SyncTriggers(prefix, existing, want);
@@ -1086,14 +1100,14 @@ gnn_capture(PG_FUNCTION_ARGS)
 	}
 	memset(&cx, 0, sizeof(cx));
 	cx.kind = tg->tgargs[2][0];
-	if (cx.kind == 's')
+	if (cx.kind == 's' || cx.kind == 'f')
 	{
-		/* a schema graph's table: which one changed, and how many rows (its refresh reloads) */
+		/* a schema graph's table, a sparse feature table: which one changed, and how many rows (a reload) */
 		int64		rows = (td->tg_oldtable ? tuplestore_tuple_count(td->tg_oldtable) : 0) +
 			(td->tg_newtable ? tuplestore_tuple_count(td->tg_newtable) : 0);
 
 		if (rows > 0)
-			LogWrite(graph, owner, RelationGetRelid(rel), 's', rows, NULL);
+			LogWrite(graph, owner, RelationGetRelid(rel), cx.kind, rows, NULL);
 		return PointerGetDatum(NULL);
 	}
 	if (cx.kind == 'e')
@@ -1389,6 +1403,7 @@ typedef struct Refresh
 	int64		cand_n;			/* edge-only graphs: endpoints of removed rows */
 	int64	   *cand;
 	const char *reload;			/* why the changes cannot be merged: reload instead */
+	List	   *sparse_rels;	/* the sparse feature table and its partitions (NIL: none) */
 	/* text keys the base lacks, by provisional id -1, -2, ... (KeySectionIds) */
 	HTAB	   *new_keys;
 	GrowArray	new_key_list;
@@ -1652,8 +1667,16 @@ CollectChanges(Refresh *R, LogRow *rows, int64 nrows, List *edge_rels, List *nod
 
 		if (lr->kind == 't')
 		{
-			if (list_member_oid(edge_rels, lr->relid) || list_member_oid(node_rels, lr->relid))
+			if (list_member_oid(edge_rels, lr->relid) || list_member_oid(node_rels, lr->relid) ||
+				list_member_oid(R->sparse_rels, lr->relid))
 				R->reload = psprintf("%s was truncated, or a loaded column of it changed", QualifiedRelName(lr->relid));
+			continue;
+		}
+		if (lr->kind == 'f')
+		{
+			/* a node's sparse row is all its (index, value) rows: the load builds them */
+			if (list_member_oid(R->sparse_rels, lr->relid))
+				R->reload = psprintf("the sparse features in %s changed", QualifiedRelName(lr->relid));
 			continue;
 		}
 		if (lr->changes == NULL ||
@@ -2331,11 +2354,16 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 	R.name = name;
 	R.entry = entry;
 	R.base = &base;
+	if (OidIsValid(entry.sparse_rel))
+		R.sparse_rels = WithPartitions(entry.sparse_rel);
 	CollectChanges(&R, rows, nrows, edge_rels, node_rels);
 	RefreshPhase("decoding the changes");
 	why = R.reload;
 	if (!why)
-		why = UncapturedTable(trig, edge_rels, node_rels);
+		why = UncapturedTable(trig, edge_rels, list_concat_copy(node_rels, R.sparse_rels));
+	/* a node's sparse rows left without their node: what a load says of them, a reload says */
+	if (!why && R.sparse_rels && R.ch.num_removed_nodes > 0)
+		why = "nodes were removed from a graph with a sparse feature table";
 	memset(&st, 0, sizeof(st));
 	/* changes to apply, or merge => true: a delta is merged even without changes */
 	if (!why && (nrows > 0 || (merge && base.has_delta)))
@@ -2365,6 +2393,11 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 
 			if (v >= 0 && gnn_graph_out_degree(&g1, v) == 0 && gnn_graph_in_degree(&g1, v) == 0)
 				*(int64 *) GrowPush(&gone) = R.cand[i];
+		}
+		if (gone.n > 0 && R.sparse_rels)
+		{
+			why = "nodes were removed from a graph with a sparse feature table";
+			goto merged;
 		}
 		if (gone.n > 0)
 		{
@@ -2531,14 +2564,6 @@ gnn_track(PG_FUNCTION_ARGS)
 	GnnGraphAcquireView(name, &ref);
 	entry = ref.entry;
 	GnnGraphRelease(&ref);
-	if (!entry.trackable)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot track graph \"%s\"", name),
-				 errdetail(OidIsValid(entry.edges_rel) ?
-						   "Change capture follows graphs loaded by gnn.load_graph without a sparse feature table." :
-						   "Change capture follows graphs loaded by gnn.load_graph or gnn.load_schema_graph."),
-				 errhint("Keep it fresh by reloading it (for example from pg_cron).")));
 	/* triggers first, then a reload under a snapshot after them: graph and log agree */
 	if (entry.schema_graph)
 	{
