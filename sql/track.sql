@@ -386,6 +386,30 @@ SELECT delta_bytes AS delta_after_merge, tr_same() AS same_after_merge_call, tr_
 FROM gnn.graphs WHERE name = 'tr';
 RESET gnn.merge_threshold;
 
+-- a merged copy (whole-graph work over a delta: training, digests, full passes) counts
+-- against gnn.max_graph_memory while it lives, and is given back after
+CREATE TABLE tr_mc (src int NOT NULL, dst int NOT NULL);
+INSERT INTO tr_mc SELECT i, 1 + (i * 7) % 60000 FROM generate_series(1, 60000) i;
+SELECT edges FROM gnn.load_graph('tr_mc', 'tr_mc', track => true);
+SET gnn.merge_threshold = 0.9;
+INSERT INTO tr_mc VALUES (1, 2), (3, 4);
+SELECT inserted_edges FROM gnn.refresh_graph('tr_mc');
+SELECT delta_bytes > 0 AS has_delta FROM gnn.graphs WHERE name = 'tr_mc';
+SELECT gnn.memory_used() AS used_before \gset
+SELECT length(gnn.graph_digest('tr_mc')) > 0 AS digest_over_merged_copy;
+SELECT gnn.memory_used() = :used_before AS copy_given_back;
+-- room for the graph, not for a copy of it
+SELECT set_config('gnn.max_graph_memory', ((:used_before + 1048575) / 1048576)::text, false) IS NOT NULL AS limit_set;
+DO $$ BEGIN PERFORM gnn.graph_digest('tr_mc');
+EXCEPTION WHEN configuration_limit_exceeded THEN
+    RAISE NOTICE 'refused: %', regexp_replace(SQLERRM, '[0-9]+ MB', 'N MB', 'g'); END $$;
+RESET gnn.max_graph_memory;
+SELECT gnn.memory_used() = :used_before AS nothing_left_reserved;
+-- reading the delta in place needs no copy
+SELECT gnn.degree('tr_mc', 1) AS degree_in_place;
+RESET gnn.merge_threshold;
+SELECT gnn.drop_graph('tr_mc');
+
 -- no foreign key: a node row deleted while edge rows still point at it is what a
 -- load refuses; so does the refresh (with the load's own error), keeping the changes
 CREATE TABLE tr_nf_nodes (id int PRIMARY KEY, feat real[] NOT NULL);

@@ -65,24 +65,59 @@ SnapReset(void)
 
 /*
  * Merged copies of graphs with a delta (GnnGraphFlattenRef) live in malloc'd
- * memory; those a statement made go when its transaction ends, also when an
- * error skipped GnnGraphRelease (a kept mapping's copy is its holder's).
+ * memory, each counted against gnn.max_graph_memory while it lives; those a
+ * statement made go when its transaction ends, also when an error skipped
+ * GnnGraphRelease (a kept mapping's copy is its holder's: freed by its
+ * release, and its bytes given back when the process exits at the latest).
  */
 #define FLAT_MAX 16
-static void *flat_live[FLAT_MAX];
+typedef struct FlatCopy
+{
+	void	   *mem;
+	uint64		reserved;
+	bool		xact;			/* goes with the transaction */
+} FlatCopy;
+static FlatCopy flats[FLAT_MAX];
 static int	nflat = 0;
+static bool flat_exit_callback = false;
 
+/* a copy goes: freed (do_free) with its reservation, or kept by its holder beyond the transaction */
 static void
 FlatForget(void *mem, bool do_free)
 {
 	for (int i = 0; i < nflat; i++)
-		if (flat_live[i] == mem)
+		if (flats[i].mem == mem)
 		{
-			flat_live[i] = flat_live[--nflat];
+			if (!do_free)
+			{
+				flats[i].xact = false;
+				return;
+			}
+			GnnGraphUnreserve(flats[i].reserved);
+			flats[i] = flats[--nflat];
 			break;
 		}
 	if (do_free)
 		free(mem);
+}
+
+static void
+FlatContext(void *arg)
+{
+	errcontext("merging the delta of graph \"%s\" into a private copy for work on the whole graph "
+			   "(gnn.refresh_graph('%s', merge => true) merges it for good)", (const char *) arg, (const char *) arg);
+}
+
+static void
+FlatsAtExit(int code, Datum arg)
+{
+	if (gnn_shared == NULL)
+		return;
+	while (nflat > 0)
+	{
+		nflat--;
+		GnnGraphUnreserve(flats[nflat].reserved);
+	}
 }
 
 static void
@@ -93,8 +128,9 @@ SnapXactCallback(XactEvent event, void *arg)
 		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
 	{
 		SnapReset();
-		while (nflat > 0)
-			free(flat_live[--nflat]);
+		for (int i = nflat - 1; i >= 0; i--)
+			if (flats[i].xact)
+				FlatForget(flats[i].mem, true);
 	}
 }
 
@@ -536,32 +572,57 @@ GnnGraphFlattenRef(GnnGraphRef *ref)
 	gnn_graph	flat;
 	gnn_error	err;
 	void	   *mem = NULL;
+	uint64		reserved,
+				size;
 
 	if (!ref->g.has_delta)
 		return;
+	if (nflat >= FLAT_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many merged graph copies at once (at most %d)", FLAT_MAX)));
+	/* the copy holds at most the base and the delta's rows: counted before it is made */
+	{
+		ErrorContextCallback cb;
+
+		cb.callback = FlatContext;
+		cb.arg = ref->entry.name;
+		cb.previous = error_context_stack;
+		error_context_stack = &cb;
+		reserved = GnnGraphReserve(dsm_segment_map_length(ref->seg) +
+								   (ref->dseg ? dsm_segment_map_length(ref->dseg) : 0), ref->entry.name);
+		error_context_stack = cb.previous;
+	}
 	GnnCoreThreadsInit();
 	if (gnn_graph_flatten(&ref->g, &flat, &mem, &err) != GNN_OK)
+	{
+		GnnGraphUnreserve(reserved);
 		ereport(ERROR,
 				(errcode(err.status == GNN_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_INTERNAL_ERROR),
 				 errmsg("graph \"%s\": could not merge its delta: %s", ref->entry.name, err.msg)));
+	}
+	size = ((const gnn_graph_header *) mem)->total_bytes;
+	if (size < reserved)
+	{
+		GnnGraphUnreserve(reserved - size);
+		reserved = size;
+	}
 	if (ref->flat)
 		FlatForget(ref->flat, true);
 	ref->flat = mem;
 	ref->g = flat;
-	/* freed with the transaction if an error skips the release */
-	if (IsTransactionState())
+	if (!flat_exit_callback)
 	{
-		if (nflat >= FLAT_MAX)
-		{
-			ref->flat = NULL;
-			free(mem);
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("too many merged graph copies in one transaction (at most %d)", FLAT_MAX)));
-		}
-		SnapCallbackOnce();
-		flat_live[nflat++] = mem;
+		before_shmem_exit(FlatsAtExit, (Datum) 0);
+		flat_exit_callback = true;
 	}
+	/* freed with the transaction if an error skips the release (outside one: by the release) */
+	if (IsTransactionState())
+		SnapCallbackOnce();
+	flats[nflat].mem = mem;
+	flats[nflat].reserved = reserved;
+	flats[nflat].xact = IsTransactionState();
+	nflat++;
 }
 
 /* The graph version this statement sees, flat (see GnnGraphFlattenRef). */
