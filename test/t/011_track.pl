@@ -136,6 +136,38 @@ my $r = sq("SELECT inserted_edges, deleted_edges FROM gnn.refresh_graph('g')");
 like($r, qr/^1\|\d+$/, 'only the changes after the load are applied');
 is(sq('SELECT same()'), 't', 'equal to a fresh load: nothing applied twice or lost');
 
+# ---- a training job over a delta: its merged copy counts against gnn.max_graph_memory
+# while the job runs, and is given back when it ends (here: cancelled)
+sq(q{INSERT INTO e VALUES (11, 12, 1); SELECT gnn.refresh_graph('g')});
+ok(sq("SELECT delta_bytes > 0 FROM gnn.graphs WHERE name = 'g'") eq 't', 'the refresh left a delta');
+my $used0 = sq('SELECT gnn.memory_used()');
+my $job = sq(q{SELECT gnn.train('g', model => 'graphsage', name => 'long', epochs => 100000, hidden => 64,
+	options => '{"fanouts": [10, 10], "batch_size": 16}')});
+my ($counted, $state) = (0, '');
+for (1 .. 300)
+{
+	$state = sq("SELECT state FROM gnn.jobs WHERE id = $job");
+	if ($state eq 'running' && sq('SELECT gnn.memory_used()') > $used0) { $counted = 1; last; }
+	last if $state =~ /^(succeeded|failed|cancelled)$/;
+	select(undef, undef, undef, 0.1);
+}
+ok($counted, "the running job's merged copy is counted in gnn.memory_used() (state $state)");
+sq("SELECT gnn.cancel($job)");
+# (gnn.wait raises for a cancelled job: poll its state instead)
+for (1 .. 600)
+{
+	last if sq("SELECT state FROM gnn.jobs WHERE id = $job") =~ /^(succeeded|failed|cancelled)$/;
+	select(undef, undef, undef, 0.1);
+}
+my $back = 0;
+for (1 .. 100)
+{
+	if (sq('SELECT gnn.memory_used()') eq $used0) { $back = 1; last; }
+	select(undef, undef, undef, 0.1);
+}
+ok($back, 'and given back when the job ends');
+sq("SELECT gnn.drop_model('long')") if sq("SELECT count(*) FROM gnn.models WHERE name = 'long'") > 0;
+
 # ---- the background refresher (gnn.refresh_naptime)
 sq(q{ALTER SYSTEM SET gnn.refresh_naptime = 1; SELECT pg_reload_conf()});
 sq(q{INSERT INTO e VALUES (8, 9, 3); UPDATE n SET label = 4 WHERE id = 30});
