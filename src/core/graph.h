@@ -686,6 +686,21 @@ gnn_status	gnn_graph_check_delta(const gnn_graph *g, gnn_error *err);
  */
 gnn_status	gnn_graph_flatten(const gnn_graph *g, gnn_graph *out, void **mem, gnn_error *err);
 
+/*
+ * Map in the page tables of what gnn_graph_apply_changes reads of g
+ * (GNN_PREMAP_TOPOLOGY: both CSRs with their weights and arc rows, labels,
+ * split, the delta whole; GNN_PREMAP_FEATURES: the dense features), in a
+ * thread of its own, so that the caller can do other work meanwhile (a
+ * refresh decoding its log): one call into the kernel per array instead of
+ * a fault per page.  Returns a handle for gnn_graph_premap_join, or NULL
+ * when it mapped in at once (no thread could start).  g's memory must stay
+ * mapped until the join.
+ */
+#define GNN_PREMAP_TOPOLOGY 1
+#define GNN_PREMAP_FEATURES 2
+void	   *gnn_graph_premap_start(const gnn_graph *g, int what);
+void		gnn_graph_premap_join(void *handle);
+
 /* Convenience for tools and tests: build straight into a malloc'd region. */
 gnn_status	gnn_graph_build_region(const gnn_graph_input *in, void **region, uint64_t *size,
 								   gnn_graph *g, gnn_error *err);

@@ -38,6 +38,7 @@
 #include "graph_int.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -1684,4 +1685,71 @@ gnn_graph_flatten(const gnn_graph *g, gnn_graph *out, void **mem, gnn_error *err
 	}
 	*mem = region;
 	return GNN_OK;
+}
+
+/* ------------------------------------------------------------------ mapping in before a merge */
+
+typedef struct premap_job
+{
+	pthread_t	thread;
+	int			n;
+	const void *addr[12];
+	uint64_t	bytes[12];
+} premap_job;
+
+static void *
+premap_run(void *arg)
+{
+	premap_job *j = arg;
+
+	for (int i = 0; i < j->n; i++)
+		gnn_premap(j->addr[i], j->bytes[i]);
+	return NULL;
+}
+
+void *
+gnn_graph_premap_start(const gnn_graph *g, int what)
+{
+	premap_job *j = calloc(1, sizeof(premap_job));
+	const gnn_graph_header *h = g->region;
+	int64_t		n = g->num_nodes,
+				m = h ? h->num_edges : g->num_edges;	/* the base's arcs: its arrays' lengths */
+
+	if (!j)
+		return NULL;
+#define ADD(p, b) do { if ((p) && j->n < 12) { j->addr[j->n] = (p); j->bytes[j->n++] = (b); } } while (0)
+	if (what & GNN_PREMAP_TOPOLOGY)
+	{
+		ADD(g->indptr, 8 * (uint64_t) (n + 1));
+		ADD(g->indices, 4 * (uint64_t) m);
+		ADD(g->weights, 4 * (uint64_t) m);
+		ADD(g->arc_rows, 4 * (uint64_t) m);
+		ADD(g->rindptr, 8 * (uint64_t) (n + 1));
+		ADD(g->rindices, 4 * (uint64_t) m);
+		ADD(g->rweights, 4 * (uint64_t) m);
+		ADD(g->labels, 4 * (uint64_t) n);
+		ADD(g->split, (uint64_t) n);
+		ADD(g->delta, g->delta_bytes);
+	}
+	if ((what & GNN_PREMAP_FEATURES) && g->feat_kind == GNN_FEAT_DENSE)
+		ADD(g->feat, 4 * (uint64_t) n * (uint64_t) g->feat_dim);
+#undef ADD
+	if (pthread_create(&j->thread, NULL, premap_run, j) != 0)
+	{
+		premap_run(j);
+		free(j);
+		return NULL;
+	}
+	return j;
+}
+
+void
+gnn_graph_premap_join(void *handle)
+{
+	premap_job *j = handle;
+
+	if (!j)
+		return;
+	pthread_join(j->thread, NULL);
+	free(j);
 }

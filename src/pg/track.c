@@ -2312,6 +2312,7 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 	bool		is_delta = false;
 	gnn_graph	result;
 	List	   *trig;
+	void	   *premap;
 
 	memset(out, 0, sizeof(*out));
 	memset(&ref, 0, sizeof(ref));
@@ -2356,8 +2357,24 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 	R.base = &base;
 	if (OidIsValid(entry.sparse_rel))
 		R.sparse_rels = WithPartitions(entry.sparse_rel);
-	CollectChanges(&R, rows, nrows, edge_rels, node_rels);
+	/*
+	 * the merge reads rows all over the base: its page tables in one go (not
+	 * a fault per page), in a thread while the log is decoded
+	 */
+	premap = nrows > 0 || merge ? gnn_graph_premap_start(&base, GNN_PREMAP_TOPOLOGY) : NULL;
+	PG_TRY();
+	{
+		CollectChanges(&R, rows, nrows, edge_rels, node_rels);
+	}
+	PG_CATCH();
+	{
+		gnn_graph_premap_join(premap);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	RefreshPhase("decoding the changes");
+	gnn_graph_premap_join(premap);
+	RefreshPhase("mapping in the graph (what decoding left)");
 	why = R.reload;
 	if (!why)
 		why = UncapturedTable(trig, edge_rels, list_concat_copy(node_rels, R.sparse_rels));
@@ -2368,11 +2385,12 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 	/* changes to apply, or merge => true: a delta is merged even without changes */
 	if (!why && (nrows > 0 || (merge && base.has_delta)))
 	{
-		/* the merge reads rows all over the base: its page tables in one go, not a fault per page */
-		gnn_premap(dsm_segment_address(ref.seg), dsm_segment_map_length(ref.seg));
-		if (ref.dseg)
-			gnn_premap(dsm_segment_address(ref.dseg), dsm_segment_map_length(ref.dseg));
-		RefreshPhase("mapping in the graph");
+		/* and the features, when it writes feature rows or a whole new graph */
+		if (base.feat_kind == GNN_FEAT_DENSE && (R.ch.up_feat || max_delta == 0))
+		{
+			gnn_graph_premap_join(gnn_graph_premap_start(&base, GNN_PREMAP_FEATURES));
+			RefreshPhase("mapping in the features");
+		}
 		if (ApplyChanges(&R, &base, &R.ch, max_delta, &rq, &region, &size, &st, &is_delta, &why) &&
 			gnn_graph_attach_delta(is_delta ? base.region : region,
 								   is_delta ? dsm_segment_map_length(ref.seg) : size,

@@ -9,6 +9,7 @@
  */
 #include "check.h"
 #include "graph.h"
+#include "graph_int.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -1332,6 +1333,15 @@ test_text_keys(void)
 		c2.up_feat = uf;
 		CHECK(apply(&g, &c2, &dreg, &dsz, &d, NULL, &err) == GNN_ERR_UNSUPPORTED && dreg == NULL && alloc_calls == 0,
 			  "a new node: unsupported (%s)", err.msg);
+	}
+	/* mapping in ahead of a merge, in a thread: a hint, the graph as it was */
+	{
+		uint64_t	before = gnn_graph_fnv1a(region, size);
+		void	   *h = gnn_graph_premap_start(&g, GNN_PREMAP_TOPOLOGY | GNN_PREMAP_FEATURES);
+
+		gnn_graph_premap_join(h);
+		gnn_graph_premap_join(NULL);
+		CHECK(gnn_graph_fnv1a(region, size) == before, "premap reads, changes nothing");
 	}
 	free(rreg);
 	free(region);
