@@ -425,6 +425,36 @@ SELECT deleted_nodes, deleted_edges FROM gnn.refresh_graph('tr_nf');
 SELECT gnn.load_graph('tr_nf_fresh', 'tr_nf_edges', nodes => 'tr_nf_nodes', features => 'feat') IS NOT NULL AS loaded;
 SELECT gnn.graph_digest('tr_nf') = gnn.graph_digest('tr_nf_fresh') AS same_without_fk;
 
+-- the log's compact edge rows (int32 ids, no flags, one weight per statement) and
+-- the full ones: ids past int32 and negative, weights equal and not, NULL endpoints
+CREATE TABLE tr_cw (src bigint, dst bigint, w real NOT NULL DEFAULT 1);
+INSERT INTO tr_cw SELECT i, i + 1, 1 FROM generate_series(1, 20) i;
+SELECT edges FROM gnn.load_graph('tr_cw', 'tr_cw', weight => 'w', track => true);
+CREATE FUNCTION tr_cw_same() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM gnn.load_graph('tr_cw_fresh', 'tr_cw', weight => 'w', replace => true);
+    RETURN gnn.graph_digest('tr_cw') = gnn.graph_digest('tr_cw_fresh');
+END $$;
+INSERT INTO tr_cw SELECT i, i + 2 FROM generate_series(1, 10) i;                  -- compact: int32, no flags, w 1
+INSERT INTO tr_cw VALUES (5000000000, 1, 2), (-7000000000, 3, 2);               -- ids past int32, one weight
+INSERT INTO tr_cw VALUES (1, 5000000000, 0.5), (2, 3, 4.25);                    -- weights differ
+DELETE FROM tr_cw WHERE src = 4 AND dst = 5;                                     -- a delete, compact
+UPDATE tr_cw SET w = 3 WHERE src IN (6, 7);                                      -- an update (old and new rows)
+UPDATE tr_cw SET dst = -7000000000 WHERE src = 8 AND dst = 9;
+SELECT rows FROM gnn.change_log WHERE graph = 'tr_cw' ORDER BY seq;
+SELECT inserted_edges, deleted_edges, inserted_nodes FROM gnn.refresh_graph('tr_cw');
+SELECT tr_cw_same() AS compact_rows_same;
+DELETE FROM tr_cw WHERE src = 5000000000;
+INSERT INTO tr_cw SELECT -i, i, 7 FROM generate_series(1, 5) i;
+SELECT inserted_edges, deleted_edges, inserted_nodes, deleted_nodes FROM gnn.refresh_graph('tr_cw');
+SELECT tr_cw_same() AS compact_rows_same_again;
+INSERT INTO tr_cw VALUES (NULL, 1, 1), (1, 2, 1);                                -- a NULL endpoint: flags kept
+SELECT inserted_edges > 0 AS reloaded FROM gnn.refresh_graph('tr_cw');           -- the load's own error
+DELETE FROM tr_cw WHERE src IS NULL;
+SELECT inserted_edges > 0 AS reloaded FROM gnn.refresh_graph('tr_cw');
+SELECT tr_cw_same() AS same_after_null_row;
+SELECT gnn.drop_graph('tr_cw_fresh');
+
 -- a sparse feature table: edge rows and node labels merge; a change of the feature
 -- rows, or a node that goes, reloads (a node's sparse row is all its feature rows)
 CREATE TABLE tr_sp_nodes (id int PRIMARY KEY, label int);
