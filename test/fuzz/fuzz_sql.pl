@@ -91,6 +91,18 @@ sq(q{
 	DELETE FROM fte WHERE src % 17 = 0;
 	UPDATE ftn SET feat = array_fill(0.25::real, ARRAY[8]) WHERE id % 13 = 0;
 	SELECT gnn.refresh_graph('ft');
+	-- the same keyed by text (edge rows and node data in place, new keys reload) ...
+	CREATE TABLE fkn AS SELECT 'k' || id AS id, feat, label FROM fn;
+	ALTER TABLE fkn ADD PRIMARY KEY (id);
+	CREATE TABLE fke AS SELECT 'k' || src AS src, 'k' || dst AS dst, w FROM fte;
+	SELECT gnn.load_graph('fk', 'fke', nodes => 'fkn', features => 'feat', label => 'label', weight => 'w',
+	                      track => true);
+	-- ... and a tracked schema graph (a refresh reloads it)
+	CREATE TABLE fsc (id int PRIMARY KEY, name text);
+	CREATE TABLE fsi (id bigint PRIMARY KEY, cat int REFERENCES fsc, price numeric);
+	INSERT INTO fsc SELECT i, 'c' || i FROM generate_series(1, 5) i;
+	INSERT INTO fsi SELECT i, 1 + i % 5, i * 0.5 FROM generate_series(1, 50) i;
+	SELECT gnn.load_schema_graph('fs', ARRAY['fsc', 'fsi']::regclass[], track => true);
 });
 sq(q{SET ROLE other; CREATE TABLE other_e AS SELECT 1 AS src, 2 AS dst; SELECT gnn.load_graph('og', 'other_e')});
 # foreign tables over a loopback server, where postgres_fdw is installed
@@ -133,7 +145,7 @@ my @hostile_text = ("''", "'O''Reilly'", q{'"; DROP TABLE fe; --'}, q{'Mixed"Cas
 	"repeat('y', 5000)", q{'%s%n%x'}, q{E'\\x01\\x7f'}, q{'ünï©ødé'}, "' '", q{'fe; SELECT 1'}, "'NULL'",
 	q{'"fe"'}, q{'public.fe'}, q{'pg_catalog.pg_class'}, "NULL");
 my %by_name = (
-	graph => [ "'fg'", "'og'", "'nope'", "'fg2'", "'ft'" ],
+	graph => [ "'fg'", "'og'", "'nope'", "'fg2'", "'ft'", "'fk'", "'fs'" ],
 	name => [ "'fg'", "'fg2'", "'fm'", "'f''g'", q{'f"g;'}, "'og'" ],
 	model => [ "'fm'", "'gcn'", "'graphsage'", "'gat'", "'nope'", "'GCN'", "'ftm'" ],
 	task => [ "'node_classification'", "'link_prediction'" ],
@@ -264,11 +276,19 @@ for my $i (1 .. $calls)
 		# the fuzzed calls drop fg now and then: bring it back so later calls get deep
 		$script .= "SELECT gnn.load_graph('fg', 'fe', nodes => 'fn', features => 'feat', label => 'label', "
 		  . "split => 'split', replace => true);\n";
-		$script .= "SELECT gnn.drop_graph(name) FROM gnn.graphs WHERE name NOT IN ('fg', 'ft');\n" if $i % 100 == 0;
+		$script .= "SELECT gnn.drop_graph(name) FROM gnn.graphs WHERE name NOT IN ('fg', 'ft', 'fk');\n" if $i % 100 == 0;
 		# 'ft' follows its tables: more edge rows, refreshed into its delta (or a merge, or back if dropped)
 		$script .= "INSERT INTO fte SELECT (random() * 199)::int, (random() * 199)::int, (1 + floor(random() * 8)) / 4.0 FROM generate_series(1, 5);\n"
 		  . "DELETE FROM fte WHERE ctid IN (SELECT ctid FROM fte ORDER BY random() LIMIT 3);\n"
 		  . "SELECT gnn.refresh_graph('ft');\n";
+		# 'fk' (text keys) likewise, now and then with a new key (a reload); 'fs' (schema) reloads
+		$script .= "INSERT INTO fke SELECT 'k' || (random() * 199)::int, 'k' || (random() * 199)::int, (1 + floor(random() * 8)) / 4.0 FROM generate_series(1, 5);\n"
+		  . "DELETE FROM fke WHERE ctid IN (SELECT ctid FROM fke ORDER BY random() LIMIT 3);\n"
+		  . "UPDATE fkn SET feat = array_fill(0.5::real, ARRAY[8]) WHERE id = 'k' || (random() * 199)::int;\n"
+		  . ($i % 100 == 0 ? "INSERT INTO fkn SELECT 'new' || $i, array_fill(1::real, ARRAY[8]), 1;\n" : "")
+		  . "SELECT gnn.refresh_graph('fk');\n"
+		  . "INSERT INTO fsi VALUES (1000 + $i, 1 + $i % 5, $i);\n"
+		  . "SELECT gnn.refresh_graph('fs');\n";
 	}
 }
 my $dir = PostgreSQL::Test::Utils::tempdir();
@@ -368,6 +388,20 @@ if (sq("SELECT count(*) FROM gnn.graphs WHERE name = 'ft' AND tracked") eq '1')
 else
 {
 	pass('the tracked graph was dropped or untracked by the fuzzed calls');
+}
+# and the text-keyed one
+if (sq("SELECT count(*) FROM gnn.graphs WHERE name = 'fk' AND tracked") eq '1')
+{
+	my $same = $node->safe_psql('postgres', q{SET ROLE fuzz; SELECT gnn.refresh_graph('fk');
+		SELECT gnn.load_graph('fk_fresh', 'fke', nodes => 'fkn', features => 'feat', label => 'label',
+		                      weight => 'w') IS NOT NULL;
+		SELECT gnn.graph_digest('fk') = gnn.graph_digest('fk_fresh')});
+	like($same, qr/t$/, 'the text-keyed tracked graph equals a fresh load of its tables after the run')
+	  or diag($same);
+}
+else
+{
+	pass('the text-keyed tracked graph was dropped or untracked by the fuzzed calls');
 }
 $node->stop;
 done_testing();
