@@ -181,5 +181,13 @@ SELECT gnn.embed('shop_hetero_sage', 'customer_embeddings');
 SELECT pg_typeof(id) AS id_type, count(*) AS rows FROM customer_embeddings GROUP BY 1;
 SELECT c.id, c.country, p.class AS predicted, c.segment AS actual
 FROM customers c JOIN gnn.predict('shop_hetero_sage') p ON p.key = c.id::text WHERE c.split = 'test' ORDER BY c.id LIMIT 5;
+\echo == the schema graph follows its tables too: a refresh after changes reloads it
+\echo == (its features are encodings of whole columns, its edges foreign-key columns of rows)
+SELECT gnn.track('shop') > 0 AS tracked;
+UPDATE products SET price = price * 1.1 WHERE brand = 'brand-A';
+SELECT name, tracked, pending_changes FROM gnn.graphs WHERE name = 'shop';
+SET client_min_messages = notice;
+SELECT inserted_nodes, deleted_nodes FROM gnn.refresh_graph('shop');
+SELECT name, nodes, edges, pending_changes FROM gnn.graphs WHERE name = 'shop';
 SQL
 echo "== demo finished; the throwaway cluster is removed"
