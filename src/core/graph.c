@@ -124,6 +124,14 @@ idmap_free(idmap *map)
 /* ------------------------------------------------------------------ sorting */
 
 /* LSD radix sort of int64 keys (sign-flipped to sort as unsigned), 16-bit digits. */
+static gnn_status radix_sort_i64(int64_t *a, int64_t n, gnn_error *err);
+
+gnn_status
+gnn_sort_i64(int64_t *a, int64_t n, gnn_error *err)
+{
+	return radix_sort_i64(a, n, err);
+}
+
 static gnn_status
 radix_sort_i64(int64_t *a, int64_t n, gnn_error *err)
 {

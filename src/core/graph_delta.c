@@ -166,6 +166,20 @@ typedef struct delta_ctx
 	uint8_t    *rpresent;
 	int8_t	   *rdelta;
 	float	   *rwt;
+	/*
+	 * a delta's (eptr and reptr NULL): only the rows with entries, crow[k]
+	 * ascending with entries [cspan[k], cspan[k+1]) and merged length
+	 * clen[k]; the rows with changed arcs in, trow[k] with rsrc[tspan[k] ..
+	 * tspan[k+1]) and length tlen[k] (write_delta reads the lengths)
+	 */
+	const int32_t *crow;
+	const int64_t *cspan;
+	const int64_t *clen;
+	int64_t		ncrow;
+	const int32_t *trow;
+	const int64_t *tspan;
+	const int64_t *tlen;
+	int64_t		ntrow;
 } delta_ctx;
 
 /* base row o, forward or reverse, read through the base's delta if it has one */
@@ -197,6 +211,59 @@ kept_len(const delta_ctx *c, bool rev, int64_t o)
 	for (int64_t p = 0; p < len; p++)
 		k += c->old2new[nb[p]] >= 0;
 	return k;
+}
+
+/* the position of v in rows[0..n) (ascending), or -1 */
+static inline int64_t
+row_pos(const int32_t *rows, int64_t n, int64_t v)
+{
+	int64_t		lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (rows[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && rows[lo] == v ? lo : -1;
+}
+
+/* row v's entries [*e, *ee) (empty when it has none) */
+static inline void
+fwd_span(const delta_ctx *c, int64_t v, int64_t *e, int64_t *ee)
+{
+	int64_t		k;
+
+	if (c->eptr)
+	{
+		*e = c->eptr[v];
+		*ee = c->eptr[v + 1];
+		return;
+	}
+	k = row_pos(c->crow, c->ncrow, v);
+	*e = k >= 0 ? c->cspan[k] : 0;
+	*ee = k >= 0 ? c->cspan[k + 1] : 0;
+}
+
+/* reverse row t's changed arcs rsrc[*q .. *qe) (empty when none) */
+static inline void
+rev_span(const delta_ctx *c, int64_t t, int64_t *q, int64_t *qe)
+{
+	int64_t		k;
+
+	if (c->reptr)
+	{
+		*q = c->reptr[t];
+		*qe = c->reptr[t + 1];
+		return;
+	}
+	k = row_pos(c->trow, c->ntrow, t);
+	*q = k >= 0 ? c->tspan[k] : 0;
+	*qe = k >= 0 ? c->tspan[k + 1] : 0;
 }
 
 /*
@@ -274,12 +341,13 @@ merge_rrow(const delta_ctx *c, int64_t t, int32_t *out_src, float *out_w)
 	int64_t		o = c->src_old ? c->src_old[t] : t;
 	int64_t		p = 0,
 				pe = 0;
-	int64_t		q = c->reptr[t],
-				qe = c->reptr[t + 1];
+	int64_t		q,
+				qe;
 	int64_t		k = 0;
 	const int32_t *bi = NULL;
 	const float *bw = NULL;
 
+	rev_span(c, t, &q, &qe);
 	if (o >= 0)
 		pe = base_row(c->base, true, o, &bi, &bw, NULL);
 	for (;;)
@@ -320,13 +388,12 @@ merge_rrow(const delta_ctx *c, int64_t t, int32_t *out_src, float *out_w)
  * takes a row the base does not hold (unchanged when none).
  */
 static int64_t
-merge_row(const delta_ctx *c, int64_t v, int32_t *out_idx, float *out_w, int32_t *out_rows, int64_t *bad)
+merge_span(const delta_ctx *c, int64_t v, int64_t e, int64_t ee, int32_t *out_idx, float *out_w,
+		   int32_t *out_rows, int64_t *bad)
 {
 	int64_t		o = c->src_old ? c->src_old[v] : v;
 	int64_t		p = 0,
 				pe = 0;
-	int64_t		e = c->eptr[v],
-				ee = c->eptr[v + 1];
 	int64_t		k = 0;
 	const int32_t *bi = NULL,
 			   *br = NULL;
@@ -395,6 +462,198 @@ merge_row(const delta_ctx *c, int64_t v, int32_t *out_idx, float *out_w, int32_t
 	return k;
 }
 
+/* the same, v's entries looked up */
+static int64_t
+merge_row(const delta_ctx *c, int64_t v, int32_t *out_idx, float *out_w, int32_t *out_rows, int64_t *bad)
+{
+	int64_t		e,
+				ee;
+
+	fwd_span(c, v, &e, &ee);
+	return merge_span(c, v, e, ee, out_idx, out_w, out_rows, bad);
+}
+
+/*
+ * A delta's rows (no node comes or goes: every index is the base's), with
+ * nothing sized by the node count: the entries sorted by source (a radix
+ * sort of (source, position) keys keeps removals before additions, each in
+ * log order, as dentry_cmp has them), each row's run then by the rest of
+ * the key; the rows with entries (crow, cspan) and their merged lengths
+ * (clen); the changed arcs (src, dst) by destination (rsrc, rpos) and the
+ * reverse rows with changed arcs (trow, tspan) and their lengths (tlen);
+ * *m_out the arcs after.  Sets c's lists; the caller frees the arrays.
+ */
+static gnn_status
+sparse_rows(delta_ctx *c, dentry *ent, int64_t nent, int T, bool weighted, int64_t *m_out, int64_t *bad,
+			int32_t **crow, int64_t **cspan, int64_t **clen, int32_t **trow, int64_t **tspan, int64_t **tlen,
+			int32_t **rsrc, int64_t **rpos, uint8_t **rpresent, int8_t **rdelta, float **rwt, gnn_error *err)
+{
+	gnn_status	status = GNN_OK;
+	int64_t    *key = malloc(sizeof(int64_t) * (nent ? nent : 1));
+	dentry	   *sorted = malloc(sizeof(dentry) * (nent ? nent : 1));
+	int64_t    *pidx = NULL;	/* per entry: its distinct (src, dst) pair */
+	int32_t    *pdst = NULL,
+			   *psrc = NULL;
+	int64_t    *posof = NULL;
+	int64_t		nc = 0,
+				np = 0,
+				nt = 0,
+				dm = 0,
+				drm = 0;
+
+	if (!key || !sorted)
+		FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) nent);
+	for (int64_t i = 0; i < nent; i++)
+		key[i] = ((int64_t) ent[i].src << 32) | i;
+	if ((status = gnn_sort_i64(key, nent, err)) != GNN_OK)
+		goto done;
+	for (int64_t i = 0; i < nent; i++)
+		sorted[i] = ent[key[i] & 0xffffffff];
+	memcpy(ent, sorted, sizeof(dentry) * nent);
+	for (int64_t i = 0; i < nent; i++)
+		nc += i == 0 || ent[i].src != ent[i - 1].src;
+	*crow = malloc(sizeof(int32_t) * (nc + 1));
+	*cspan = malloc(sizeof(int64_t) * (nc + 1));
+	*clen = malloc(sizeof(int64_t) * (nc + 1));
+	if (!*crow || !*cspan || !*clen)
+		FAIL(GNN_ERR_NOMEM, "out of memory for %lld changed rows", (long long) nc);
+	for (int64_t i = 0, k = 0; i < nent; i++)
+		if (i == 0 || ent[i].src != ent[i - 1].src)
+		{
+			(*crow)[k] = ent[i].src;
+			(*cspan)[k++] = i;
+		}
+	(*cspan)[nc] = nent;
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
+	for (int64_t k = 0; k < nc; k++)
+	{
+		int64_t		b = (*cspan)[k],
+					e = (*cspan)[k + 1];
+
+		if (e - b > 16)
+			qsort(ent + b, e - b, sizeof(dentry), dentry_cmp);
+		else
+			for (int64_t i = b + 1; i < e; i++)
+			{
+				dentry		x = ent[i];
+				int64_t		j = i;
+
+				for (; j > b && dentry_cmp(&ent[j - 1], &x) > 0; j--)
+					ent[j] = ent[j - 1];
+				ent[j] = x;
+			}
+	}
+
+	/* the distinct (src, dst) pairs in source order, then by destination (source order kept) */
+	pidx = malloc(sizeof(int64_t) * (nent ? nent : 1));
+	pdst = malloc(sizeof(int32_t) * (nent ? nent : 1));
+	psrc = malloc(sizeof(int32_t) * (nent ? nent : 1));
+	if (!pidx || !pdst || !psrc)
+		FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) nent);
+	for (int64_t i = 0; i < nent; i++)
+	{
+		if (i == 0 || ent[i].src != ent[i - 1].src || ent[i].dst != ent[i - 1].dst)
+		{
+			pdst[np] = ent[i].dst;
+			psrc[np++] = ent[i].src;
+		}
+		pidx[i] = np - 1;
+	}
+	for (int64_t q = 0; q < np; q++)
+		key[q] = ((int64_t) pdst[q] << 32) | q;
+	if ((status = gnn_sort_i64(key, np, err)) != GNN_OK)
+		goto done;
+	*rsrc = malloc(sizeof(int32_t) * (np ? np : 1));
+	*rpos = malloc(sizeof(int64_t) * (nent ? nent : 1));
+	*rpresent = malloc(np ? np : 1);
+	*rdelta = malloc(np ? np : 1);
+	*rwt = malloc(sizeof(float) * (np ? np : 1));
+	posof = malloc(sizeof(int64_t) * (np ? np : 1));
+	if (!*rsrc || !*rpos || !*rpresent || !*rdelta || !*rwt || !posof)
+		FAIL(GNN_ERR_NOMEM, "out of memory for %lld changed arcs", (long long) np);
+	for (int64_t q = 0; q < np; q++)
+	{
+		int64_t		pq = key[q] & 0xffffffff;
+
+		(*rsrc)[q] = psrc[pq];
+		posof[pq] = q;
+		nt += q == 0 || pdst[pq] != pdst[key[q - 1] & 0xffffffff];
+	}
+	for (int64_t i = 0; i < nent; i++)
+		(*rpos)[i] = posof[pidx[i]];
+	*trow = malloc(sizeof(int32_t) * (nt + 1));
+	*tspan = malloc(sizeof(int64_t) * (nt + 1));
+	*tlen = malloc(sizeof(int64_t) * (nt + 1));
+	if (!*trow || !*tspan || !*tlen)
+		FAIL(GNN_ERR_NOMEM, "out of memory for %lld changed rows", (long long) nt);
+	for (int64_t q = 0, k = 0; q < np; q++)
+	{
+		int32_t		t = pdst[key[q] & 0xffffffff];
+
+		if (q == 0 || t != pdst[key[q - 1] & 0xffffffff])
+		{
+			(*trow)[k] = t;
+			(*tspan)[k++] = q;
+		}
+	}
+	(*tspan)[nt] = np;
+
+	c->ent = ent;
+	c->eptr = NULL;
+	c->reptr = NULL;
+	c->rsrc = *rsrc;
+	c->rpos = *rpos;
+	c->rpresent = *rpresent;
+	c->rdelta = *rdelta;
+	c->rwt = weighted ? *rwt : NULL;
+	c->crow = *crow;
+	c->cspan = *cspan;
+	c->clen = *clen;
+	c->ncrow = nc;
+	c->trow = *trow;
+	c->tspan = *tspan;
+	c->tlen = *tlen;
+	c->ntrow = nt;
+
+	/* the changed rows' lengths (which note each changed arc for the reverse rows), then the reverse's */
+	{
+		int64_t		b = *bad;
+
+#pragma omp parallel for schedule(dynamic, 1024) num_threads(T) reduction(min:b) reduction(+:dm)
+		for (int64_t k = 0; k < nc; k++)
+		{
+			int64_t		v = (*crow)[k];
+
+			(*clen)[k] = merge_span(c, v, (*cspan)[k], (*cspan)[k + 1], NULL, NULL, NULL, &b);
+			dm += (*clen)[k] - kept_len(c, false, v);
+		}
+		*bad = b;
+	}
+#pragma omp parallel for schedule(dynamic, 1024) num_threads(T) reduction(+:drm)
+	for (int64_t k = 0; k < nt; k++)
+	{
+		int64_t		t = (*trow)[k],
+					d = 0;
+
+		for (int64_t q = (*tspan)[k]; q < (*tspan)[k + 1]; q++)
+			d += (*rdelta)[q];
+		(*tlen)[k] = kept_len(c, true, t) + d;
+		drm += d;
+	}
+	*m_out = c->base->num_edges + dm;
+	if (*bad == INT64_MAX && drm != dm)
+		FAIL(GNN_ERR_CORRUPT, "the base graph's reverse arcs (%lld more after the changes) do not match its arcs (%lld more)",
+			 (long long) drm, (long long) dm);
+done:
+	free(key);
+	free(sorted);
+	free(pidx);
+	free(pdst);
+	free(psrc);
+	free(posof);
+	return status;
+}
+
 /* ------------------------------------------------------------------ deltas */
 
 static uint64_t
@@ -447,8 +706,8 @@ list_bits(const uint64_t *bits, int64_t W, int32_t *out)
  * written by merge_row / merge_rrow / copy_rows, as a new region's are.
  */
 static gnn_status
-write_delta(delta_ctx *c, const gnn_graph_changes *ch, int64_t n, int64_t m, const int64_t *indptr,
-			const int64_t *rcnt, const dentry *ent, int64_t nent, const int64_t *src_up, int64_t n_train,
+write_delta(delta_ctx *c, const gnn_graph_changes *ch, int64_t n, int64_t m,
+			const dentry *ent, int64_t nent, const int64_t *src_up, int64_t n_train,
 			int64_t n_val, int64_t n_test, int64_t n_labelled, int32_t num_classes,
 			gnn_region_alloc_fn alloc, void *alloc_arg, void **region_out, uint64_t *size_out, int T,
 			gnn_error *err)
@@ -462,6 +721,10 @@ write_delta(delta_ctx *c, const gnn_graph_changes *ch, int64_t n, int64_t m, con
 	int32_t    *fl = NULL,
 			   *rl = NULL,
 			   *nl = NULL;
+	int64_t    *flen = NULL,	/* per delta row: its length, and its place in crow / trow (-1: none) */
+			   *rlen = NULL,
+			   *fj = NULL,
+			   *rj = NULL;
 	int64_t		kf,
 				kr,
 				kn,
@@ -509,10 +772,29 @@ write_delta(delta_ctx *c, const gnn_graph_changes *ch, int64_t n, int64_t m, con
 	list_bits(rb, W, rl);
 	if (feats)
 		list_bits(nb, W, nl);
-	for (int64_t k = 0; k < kf; k++)
-		af += indptr[fl[k] + 1] - indptr[fl[k]];
-	for (int64_t k = 0; k < kr; k++)
-		ar += rcnt[rl[k] + 1] - rcnt[rl[k]];
+	flen = malloc(sizeof(int64_t) * (kf + 1));
+	fj = malloc(sizeof(int64_t) * (kf + 1));
+	rlen = malloc(sizeof(int64_t) * (kr + 1));
+	rj = malloc(sizeof(int64_t) * (kr + 1));
+	if (!flen || !fj || !rlen || !rj)
+		FAIL(GNN_ERR_NOMEM, "out of memory for a delta of %lld rows", (long long) (kf + kr));
+	/* rows with entries merge (lengths counted already); rows an earlier delta held are copied */
+	for (int64_t k = 0, j = 0; k < kf; k++)
+	{
+		while (j < c->ncrow && c->crow[j] < fl[k])
+			j++;
+		fj[k] = j < c->ncrow && c->crow[j] == fl[k] ? j : -1;
+		flen[k] = fj[k] >= 0 ? c->clen[j] : kept_len(c, false, fl[k]);
+		af += flen[k];
+	}
+	for (int64_t k = 0, j = 0; k < kr; k++)
+	{
+		while (j < c->ntrow && c->trow[j] < rl[k])
+			j++;
+		rj[k] = j < c->ntrow && c->trow[j] == rl[k] ? j : -1;
+		rlen[k] = rj[k] >= 0 ? c->tlen[j] : kept_len(c, true, rl[k]);
+		ar += rlen[k];
+	}
 
 	{
 		uint64_t	off = ALIGN64(sizeof(gnn_delta_header));
@@ -576,9 +858,9 @@ write_delta(delta_ctx *c, const gnn_graph_changes *ch, int64_t n, int64_t m, con
 		rptr = (int64_t *) (region + hd.off_rptr);
 		fptr[0] = rptr[0] = 0;
 		for (int64_t k = 0; k < kf; k++)
-			fptr[k + 1] = fptr[k] + indptr[fl[k] + 1] - indptr[fl[k]];
+			fptr[k + 1] = fptr[k] + flen[k];
 		for (int64_t k = 0; k < kr; k++)
-			rptr[k + 1] = rptr[k] + rcnt[rl[k] + 1] - rcnt[rl[k]];
+			rptr[k + 1] = rptr[k] + rlen[k];
 		{
 			int32_t    *fi = (int32_t *) (region + hd.off_fidx),
 					   *fr = (int32_t *) (region + hd.off_frows),
@@ -593,8 +875,9 @@ write_delta(delta_ctx *c, const gnn_graph_changes *ch, int64_t n, int64_t m, con
 				int64_t		v = fl[k],
 							unused = INT64_MAX;
 
-				if (c->eptr[v] < c->eptr[v + 1])
-					merge_row(c, v, fi + fptr[k], fw ? fw + fptr[k] : NULL, fr + fptr[k], &unused);
+				if (fj[k] >= 0)
+					merge_span(c, v, c->cspan[fj[k]], c->cspan[fj[k] + 1], fi + fptr[k], fw ? fw + fptr[k] : NULL,
+							   fr + fptr[k], &unused);
 				else
 					copy_rows(c, v, v + 1, false, fi + fptr[k], fw ? fw + fptr[k] : NULL, fr + fptr[k]);
 			}
@@ -603,7 +886,7 @@ write_delta(delta_ctx *c, const gnn_graph_changes *ch, int64_t n, int64_t m, con
 			{
 				int64_t		t = rl[k];
 
-				if (c->reptr[t] < c->reptr[t + 1])
+				if (rj[k] >= 0)
 					merge_rrow(c, t, ri + rptr[k], rw ? rw + rptr[k] : NULL);
 				else
 					copy_rows(c, t, t + 1, true, ri + rptr[k], rw ? rw + rptr[k] : NULL, NULL);
@@ -658,6 +941,10 @@ done:
 	free(fl);
 	free(rl);
 	free(nl);
+	free(flen);
+	free(fj);
+	free(rlen);
+	free(rj);
 	free(frank);
 	free(rrank);
 	free(nrank);
@@ -687,6 +974,12 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 	uint8_t    *rpresent = NULL;
 	int8_t	   *rdelta = NULL;
 	float	   *rwt = NULL;
+	int32_t    *crow = NULL,	/* a delta's changed rows (sparse_rows) */
+			   *trow = NULL;
+	int64_t    *cspan = NULL,
+			   *clen = NULL,
+			   *tspan = NULL,
+			   *tlen = NULL;
 	int32_t    *old2new = NULL,
 			   *rsrc = NULL,
 			   *eidx = NULL;
@@ -882,8 +1175,8 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		int64_t		cap = 2 * (ch->num_removed_edges + ch->num_added_edges);
 
 		ent = malloc(sizeof(dentry) * (cap ? cap : 1));
-		eptr = calloc(n + 1, sizeof(int64_t));
-		if (!ent || !eptr)
+		eptr = ch->as_delta ? NULL : calloc(n + 1, sizeof(int64_t));	/* a delta's rows: sparse_rows */
+		if (!ent || (!eptr && !ch->as_delta))
 			FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) cap);
 	}
 	{
@@ -1033,124 +1326,147 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 		}
 	}
 
-	/*
-	 * sorted by source with a counting sort into eptr's buckets (a qsort of
-	 * every entry costs more than the rest before the copy), then each
-	 * bucket, mostly of one or two entries, by the rest of the key
-	 */
-	for (int64_t i = 0; i < nent; i++)
-		eptr[ent[i].src + 1]++;
-	for (int64_t v = 0; v < n; v++)
-		eptr[v + 1] += eptr[v];
-	{
-		int64_t    *next = malloc(sizeof(int64_t) * (n ? n : 1));
-		dentry	   *sorted = malloc(sizeof(dentry) * (nent ? nent : 1));
-
-		if (!next || !sorted)
-		{
-			free(next);
-			free(sorted);
-			FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) nent);
-		}
-		memcpy(next, eptr, sizeof(int64_t) * n);
-		for (int64_t i = 0; i < nent; i++)
-			sorted[next[ent[i].src]++] = ent[i];
-		free(next);
-		free(ent);
-		ent = sorted;
-	}
-#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
-	for (int64_t v = 0; v < n; v++)
-	{
-		int64_t		b = eptr[v],
-					e = eptr[v + 1];
-
-		if (e - b > 16)
-			qsort(ent + b, e - b, sizeof(dentry), dentry_cmp);
-		else
-			for (int64_t i = b + 1; i < e; i++)
-			{
-				dentry		x = ent[i];
-				int64_t		j = i;
-
-				for (; j > b && dentry_cmp(&ent[j - 1], &x) > 0; j--)
-					ent[j] = ent[j - 1];
-				ent[j] = x;
-			}
-	}
-
-	/*
-	 * the changed arcs by destination, for the reverse CSR: the distinct
-	 * (source, destination) pairs of the entries, which are in source order,
-	 * counted into destination buckets (so each bucket is in source order)
-	 */
-	reptr = calloc(n + 1, sizeof(int64_t));
-	rsrc = malloc(sizeof(int32_t) * (nent ? nent : 1));
-	rpos = malloc(sizeof(int64_t) * (nent ? nent : 1));
-	rpresent = malloc(nent ? nent : 1);
-	rdelta = malloc(nent ? nent : 1);
-	rwt = malloc(sizeof(float) * (nent ? nent : 1));
-	rcnt = malloc(sizeof(int64_t) * (n + 1));
-	if (!reptr || !rsrc || !rpos || !rpresent || !rdelta || !rwt || !rcnt)
-		FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) nent);
-	for (int64_t i = 0; i < nent; i++)
-		if (i == 0 || ent[i].src != ent[i - 1].src || ent[i].dst != ent[i - 1].dst)
-			reptr[ent[i].dst + 1]++;
-	for (int64_t v = 0; v < n; v++)
-		reptr[v + 1] += reptr[v];
-	{
-		int64_t    *next = indptr = malloc(sizeof(int64_t) * (n + 1));	/* (scratch here) */
-
-		if (!next)
-			FAIL(GNN_ERR_NOMEM, "out of memory");
-		memcpy(next, reptr, sizeof(int64_t) * n);
-		for (int64_t i = 0; i < nent; i++)
-			if (i == 0 || ent[i].src != ent[i - 1].src || ent[i].dst != ent[i - 1].dst)
-			{
-				rpos[i] = next[ent[i].dst]++;
-				rsrc[rpos[i]] = ent[i].src;
-			}
-			else
-				rpos[i] = rpos[i - 1];
-	}
-
-	/*
-	 * 3. count each row (and check the removals); a row without entries
-	 * keeps its base arcs less those at removed nodes
-	 */
-	delta_ctx	ctx = {base, ch->undirected, old2new, src_old, ent, eptr, reptr, rsrc,
-		rpos, rpresent, rdelta, weighted ? rwt : NULL};
+	delta_ctx	ctx = {base, ch->undirected, old2new, src_old};
 	int64_t		bad = INT64_MAX;
 
-#pragma omp parallel for schedule(dynamic, 4096) num_threads(T) reduction(min:bad)
-	for (int64_t v = 0; v < n; v++)
-		indptr[v + 1] = eptr[v] == eptr[v + 1] ? kept_len(&ctx, false, SRC_OLD(v)) :
-			merge_row(&ctx, v, NULL, NULL, NULL, &bad);
-	if (bad != INT64_MAX)
-		FAIL_ROW(bad, ch->rm_src[bad], GNN_ERR_INVALID,
-				 "removed edge %lld -> %lld (change %lld) is not in the graph (or not that many times)",
-				 (long long) ch->rm_src[bad], (long long) ch->rm_dst[bad], (long long) bad);
-	indptr[0] = 0;
-	for (int64_t v = 0; v < n; v++)
-		indptr[v + 1] += indptr[v];
-	m = indptr[n];
-
-	/* the reverse rows' lengths: the base's, less and plus the changed arcs */
-#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
-	for (int64_t t = 0; t < n; t++)
+	if (ch->as_delta)
 	{
-		int64_t		k = kept_len(&ctx, true, SRC_OLD(t));
-
-		for (int64_t q = reptr[t]; q < reptr[t + 1]; q++)
-			k += rdelta[q];
-		rcnt[t + 1] = k;
+		/* a delta (no node comes or goes): only the rows with changes, no pass over all rows */
+		status = sparse_rows(&ctx, ent, nent, T, weighted, &m, &bad, &crow, &cspan, &clen, &trow, &tspan, &tlen,
+							 &rsrc, &rpos, &rpresent, &rdelta, &rwt, err);
+		if (status != GNN_OK)
+			goto done;
+		if (bad != INT64_MAX)
+			FAIL_ROW(bad, ch->rm_src[bad], GNN_ERR_INVALID,
+					 "removed edge %lld -> %lld (change %lld) is not in the graph (or not that many times)",
+					 (long long) ch->rm_src[bad], (long long) ch->rm_dst[bad], (long long) bad);
 	}
-	rcnt[0] = 0;
-	for (int64_t t = 0; t < n; t++)
-		rcnt[t + 1] += rcnt[t];
-	if (rcnt[n] != m)
-		FAIL(GNN_ERR_CORRUPT, "the base graph's reverse arcs (%lld after the changes) do not match its arcs (%lld)",
-			 (long long) rcnt[n], (long long) m);
+	else
+	{
+		/*
+		 * sorted by source with a counting sort into eptr's buckets (a qsort of
+		 * every entry costs more than the rest before the copy), then each
+		 * bucket, mostly of one or two entries, by the rest of the key
+		 */
+		for (int64_t i = 0; i < nent; i++)
+			eptr[ent[i].src + 1]++;
+		for (int64_t v = 0; v < n; v++)
+			eptr[v + 1] += eptr[v];
+		{
+			int64_t    *next = malloc(sizeof(int64_t) * (n ? n : 1));
+			dentry	   *sorted = malloc(sizeof(dentry) * (nent ? nent : 1));
+
+			if (!next || !sorted)
+			{
+				free(next);
+				free(sorted);
+				FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) nent);
+			}
+			memcpy(next, eptr, sizeof(int64_t) * n);
+			for (int64_t i = 0; i < nent; i++)
+				sorted[next[ent[i].src]++] = ent[i];
+			free(next);
+			free(ent);
+			ent = sorted;
+		}
+	#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
+		for (int64_t v = 0; v < n; v++)
+		{
+			int64_t		b = eptr[v],
+						e = eptr[v + 1];
+
+			if (e - b > 16)
+				qsort(ent + b, e - b, sizeof(dentry), dentry_cmp);
+			else
+				for (int64_t i = b + 1; i < e; i++)
+				{
+					dentry		x = ent[i];
+					int64_t		j = i;
+
+					for (; j > b && dentry_cmp(&ent[j - 1], &x) > 0; j--)
+						ent[j] = ent[j - 1];
+					ent[j] = x;
+				}
+		}
+
+		/*
+		 * the changed arcs by destination, for the reverse CSR: the distinct
+		 * (source, destination) pairs of the entries, which are in source order,
+		 * counted into destination buckets (so each bucket is in source order)
+		 */
+		reptr = calloc(n + 1, sizeof(int64_t));
+		rsrc = malloc(sizeof(int32_t) * (nent ? nent : 1));
+		rpos = malloc(sizeof(int64_t) * (nent ? nent : 1));
+		rpresent = malloc(nent ? nent : 1);
+		rdelta = malloc(nent ? nent : 1);
+		rwt = malloc(sizeof(float) * (nent ? nent : 1));
+		rcnt = malloc(sizeof(int64_t) * (n + 1));
+		if (!reptr || !rsrc || !rpos || !rpresent || !rdelta || !rwt || !rcnt)
+			FAIL(GNN_ERR_NOMEM, "out of memory for %lld edge changes", (long long) nent);
+		for (int64_t i = 0; i < nent; i++)
+			if (i == 0 || ent[i].src != ent[i - 1].src || ent[i].dst != ent[i - 1].dst)
+				reptr[ent[i].dst + 1]++;
+		for (int64_t v = 0; v < n; v++)
+			reptr[v + 1] += reptr[v];
+		{
+			int64_t    *next = indptr = malloc(sizeof(int64_t) * (n + 1));	/* (scratch here) */
+
+			if (!next)
+				FAIL(GNN_ERR_NOMEM, "out of memory");
+			memcpy(next, reptr, sizeof(int64_t) * n);
+			for (int64_t i = 0; i < nent; i++)
+				if (i == 0 || ent[i].src != ent[i - 1].src || ent[i].dst != ent[i - 1].dst)
+				{
+					rpos[i] = next[ent[i].dst]++;
+					rsrc[rpos[i]] = ent[i].src;
+				}
+				else
+					rpos[i] = rpos[i - 1];
+		}
+
+		/*
+		 * 3. count each row (and check the removals); a row without entries
+		 * keeps its base arcs less those at removed nodes
+		 */
+		ctx.ent = ent;
+		ctx.eptr = eptr;
+		ctx.reptr = reptr;
+		ctx.rsrc = rsrc;
+		ctx.rpos = rpos;
+		ctx.rpresent = rpresent;
+		ctx.rdelta = rdelta;
+		ctx.rwt = weighted ? rwt : NULL;
+
+	#pragma omp parallel for schedule(dynamic, 4096) num_threads(T) reduction(min:bad)
+		for (int64_t v = 0; v < n; v++)
+			indptr[v + 1] = eptr[v] == eptr[v + 1] ? kept_len(&ctx, false, SRC_OLD(v)) :
+				merge_row(&ctx, v, NULL, NULL, NULL, &bad);
+		if (bad != INT64_MAX)
+			FAIL_ROW(bad, ch->rm_src[bad], GNN_ERR_INVALID,
+					 "removed edge %lld -> %lld (change %lld) is not in the graph (or not that many times)",
+					 (long long) ch->rm_src[bad], (long long) ch->rm_dst[bad], (long long) bad);
+		indptr[0] = 0;
+		for (int64_t v = 0; v < n; v++)
+			indptr[v + 1] += indptr[v];
+		m = indptr[n];
+
+		/* the reverse rows' lengths: the base's, less and plus the changed arcs */
+	#pragma omp parallel for schedule(dynamic, 4096) num_threads(T)
+		for (int64_t t = 0; t < n; t++)
+		{
+			int64_t		k = kept_len(&ctx, true, SRC_OLD(t));
+
+			for (int64_t q = reptr[t]; q < reptr[t + 1]; q++)
+				k += rdelta[q];
+			rcnt[t + 1] = k;
+		}
+		rcnt[0] = 0;
+		for (int64_t t = 0; t < n; t++)
+			rcnt[t + 1] += rcnt[t];
+		if (rcnt[n] != m)
+			FAIL(GNN_ERR_CORRUPT, "the base graph's reverse arcs (%lld after the changes) do not match its arcs (%lld)",
+				 (long long) rcnt[n], (long long) m);
+	}
 
 	/* node data: sizes and counts */
 	int64_t		feat_nnz = 0,
@@ -1214,7 +1530,7 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 
 	if (ch->as_delta)
 	{
-		status = write_delta(&ctx, ch, n, m, indptr, rcnt, ent, nent, up_of, n_train, n_val, n_test,
+		status = write_delta(&ctx, ch, n, m, ent, nent, up_of, n_train, n_val, n_test,
 							 n_labelled, base->labels ? maxl + 1 : 0, alloc, alloc_arg, region_out, size_out, T,
 							 err);
 		if (status != GNN_OK)
@@ -1500,6 +1816,12 @@ done:
 	free(rpresent);
 	free(rdelta);
 	free(rwt);
+	free(crow);
+	free(cspan);
+	free(clen);
+	free(trow);
+	free(tspan);
+	free(tlen);
 	return status;
 }
 

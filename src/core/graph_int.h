@@ -33,6 +33,8 @@ uint64_t	gnn_graph_header_checksum(const gnn_graph_header *h);
 void	   *gnn_graph_malloc_region(void *arg, uint64_t bytes);
 /* FNV-1a of n bytes: the checksum of region and delta headers */
 uint64_t	gnn_graph_fnv1a(const void *bytes, size_t n);
+/* int64 keys ascending (an LSD radix sort; digits all keys share are skipped) */
+gnn_status	gnn_sort_i64(int64_t *a, int64_t n, gnn_error *err);
 /*
  * Start a region's header from its layout: magic, version, size, every
  * array's offset (0: absent) and the byte counts of the blobs; the caller
