@@ -217,18 +217,8 @@ kept_len(const delta_ctx *c, bool rev, int64_t o)
 static inline int64_t
 row_pos(const int32_t *rows, int64_t n, int64_t v)
 {
-	int64_t		lo = 0,
-				hi = n;
+	int64_t		lo = gnn_row_lower_bound(rows, n, v);
 
-	while (lo < hi)
-	{
-		int64_t		mid = lo + (hi - lo) / 2;
-
-		if (rows[mid] < v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < n && rows[lo] == v ? lo : -1;
 }
 
