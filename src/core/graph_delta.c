@@ -222,38 +222,26 @@ row_pos(const int32_t *rows, int64_t n, int64_t v)
 	return lo < n && rows[lo] == v ? lo : -1;
 }
 
-/* row v's entries [*e, *ee) (empty when it has none) */
+/*
+ * Row v's span [*b, *e): from the per-row offsets ptr when there are (a new
+ * region's), else from the rows listed with their spans (a delta's); empty
+ * when v is not listed.
+ */
 static inline void
-fwd_span(const delta_ctx *c, int64_t v, int64_t *e, int64_t *ee)
+row_span(const int64_t *ptr, const int32_t *rows, const int64_t *span, int64_t nrows, int64_t v,
+		 int64_t *b, int64_t *e)
 {
 	int64_t		k;
 
-	if (c->eptr)
+	if (ptr)
 	{
-		*e = c->eptr[v];
-		*ee = c->eptr[v + 1];
+		*b = ptr[v];
+		*e = ptr[v + 1];
 		return;
 	}
-	k = row_pos(c->crow, c->ncrow, v);
-	*e = k >= 0 ? c->cspan[k] : 0;
-	*ee = k >= 0 ? c->cspan[k + 1] : 0;
-}
-
-/* reverse row t's changed arcs rsrc[*q .. *qe) (empty when none) */
-static inline void
-rev_span(const delta_ctx *c, int64_t t, int64_t *q, int64_t *qe)
-{
-	int64_t		k;
-
-	if (c->reptr)
-	{
-		*q = c->reptr[t];
-		*qe = c->reptr[t + 1];
-		return;
-	}
-	k = row_pos(c->trow, c->ntrow, t);
-	*q = k >= 0 ? c->tspan[k] : 0;
-	*qe = k >= 0 ? c->tspan[k + 1] : 0;
+	k = row_pos(rows, nrows, v);
+	*b = k >= 0 ? span[k] : 0;
+	*e = k >= 0 ? span[k + 1] : 0;
 }
 
 /*
@@ -337,7 +325,7 @@ merge_rrow(const delta_ctx *c, int64_t t, int32_t *out_src, float *out_w)
 	const int32_t *bi = NULL;
 	const float *bw = NULL;
 
-	rev_span(c, t, &q, &qe);
+	row_span(c->reptr, c->trow, c->tspan, c->ntrow, t, &q, &qe);	/* its changed arcs rsrc[q .. qe) */
 	if (o >= 0)
 		pe = base_row(c->base, true, o, &bi, &bw, NULL);
 	for (;;)
@@ -459,7 +447,7 @@ merge_row(const delta_ctx *c, int64_t v, int32_t *out_idx, float *out_w, int32_t
 	int64_t		e,
 				ee;
 
-	fwd_span(c, v, &e, &ee);
+	row_span(c->eptr, c->crow, c->cspan, c->ncrow, v, &e, &ee);
 	return merge_span(c, v, e, ee, out_idx, out_w, out_rows, bad);
 }
 

@@ -2358,12 +2358,20 @@ static instr_time phase_start;
 
 /* ------------------------------------------------------------------ schema graphs */
 
+/* g's meta as a string of its own (it outlives the mapping); "{}" when it has none */
+static char *
+MetaCopy(const gnn_graph *g)
+{
+	return g->meta ? pnstrdup(g->meta, g->meta_bytes) : pstrdup("{}");
+}
+
 /* A schema graph's tables (its node types' relations, in type order), from its meta. */
 static Oid *
 SchemaTables(const gnn_graph *g, const char *name, int *n_out)
 {
 	Oid		   *rels;
 	int			n;
+	MemoryContext caller = CurrentMemoryContext;
 
 	if (g->meta == NULL)
 		elog(ERROR, "schema graph \"%s\" has no metadata", name);
@@ -2375,7 +2383,7 @@ SchemaTables(const gnn_graph *g, const char *name, int *n_out)
 							  NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the metadata of graph \"%s\"", name);
 	n = (int) SPI_processed;
-	rels = MemoryContextAlloc(TopTransactionContext, sizeof(Oid) * Max(n, 1));
+	rels = MemoryContextAlloc(caller, sizeof(Oid) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
 		bool		isnull;
@@ -2393,7 +2401,7 @@ SchemaTables(const gnn_graph *g, const char *name, int *n_out)
  * tracked: what gnn.track and a schema graph's refresh do.
  */
 static void
-ReloadSchema(const GnnGraphEntry *e, const char *meta, uint64 meta_bytes, int64 *nodes, int64 *edges)
+ReloadSchema(const GnnGraphEntry *e, const char *meta, int64 *nodes, int64 *edges)
 {
 	Oid			types[5] = {TEXTOID, TEXTOID, OIDOID, TEXTOID, TEXTOID};
 	Datum		values[5];
@@ -2401,7 +2409,7 @@ ReloadSchema(const GnnGraphEntry *e, const char *meta, uint64 meta_bytes, int64 
 	bool		isnull;
 
 	values[0] = CStringGetTextDatum(e->name);
-	values[1] = PointerGetDatum(cstring_to_text_with_len(meta, (int) meta_bytes));
+	values[1] = CStringGetTextDatum(meta);
 	values[2] = ObjectIdGetDatum(e->nodes_rel);
 	nulls[2] = OidIsValid(e->nodes_rel) ? ' ' : 'n';
 	values[3] = CStringGetTextDatum(e->label_col);
@@ -2452,7 +2460,6 @@ RefreshSchema(const char *name, GnnGraphRef *ref, List *trig, GnnRefreshResult *
 	int64		nrows;
 	const char *why = NULL;
 	char	   *meta;
-	uint64		meta_bytes = ref->g.meta_bytes;
 
 	for (int i = 0; i < nrel; i++)
 		if (get_rel_name(rels[i]) != NULL)
@@ -2479,12 +2486,10 @@ RefreshSchema(const char *name, GnnGraphRef *ref, List *trig, GnnRefreshResult *
 	}
 	table_close(lr, RowExclusiveLock);
 	PopActiveSnapshot();
-	meta = MemoryContextAlloc(CurrentMemoryContext, meta_bytes + 1);
-	memcpy(meta, ref->g.meta, meta_bytes);
-	meta[meta_bytes] = '\0';
+	meta = MetaCopy(&ref->g);
 	GnnGraphRelease(ref);
 	ereport(NOTICE, (errmsg("graph \"%s\" is reloaded in full: %s", name, why)));
-	ReloadSchema(&entry, meta, meta_bytes, &out->ins_n, &out->ins_e);
+	ReloadSchema(&entry, meta, &out->ins_n, &out->ins_e);
 	out->reloaded = true;
 	out->del_e = entry.edges;
 	out->del_n = entry.nodes;
@@ -2785,6 +2790,7 @@ gnn_track(PG_FUNCTION_ARGS)
 	GnnLoadArgs a;
 	GnnGraphEntry res;
 	List	   *trig;
+	char	   *meta;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph name must not be NULL")));
@@ -2798,18 +2804,15 @@ gnn_track(PG_FUNCTION_ARGS)
 	/* the caller's own graph: names are per role */
 	GnnGraphAcquireView(name, &ref);
 	entry = ref.entry;
+	meta = entry.schema_graph ? MetaCopy(&ref.g) : NULL;
 	GnnGraphRelease(&ref);
 	/* triggers first, then a reload under a snapshot after them: graph and log agree */
 	if (entry.schema_graph)
 	{
 		int64		nodes,
 					edges;
-		char	   *meta;
 
-		GnnGraphAcquireView(name, &ref);
-		meta = pnstrdup(ref.g.meta ? ref.g.meta : "{}", ref.g.meta ? ref.g.meta_bytes : 2);
-		GnnGraphRelease(&ref);
-		ReloadSchema(&entry, meta, strlen(meta), &nodes, &edges);
+		ReloadSchema(&entry, meta, &nodes, &edges);
 	}
 	else
 	{
