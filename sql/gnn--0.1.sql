@@ -198,6 +198,15 @@ CREATE TABLE gnn.training_log (
     test_acc    real,
     seconds     float8,
     owner       regrole NOT NULL,
+    -- where the epoch's time went (NULL: not measured by this kind of
+    -- training): sampling and gathering batches (ahead of the computation
+    -- when options.prefetch > 0), computing, waiting for the next batch,
+    -- evaluating
+    sample_seconds  float8,
+    gather_seconds  float8,
+    compute_seconds float8,
+    wait_seconds    float8,
+    eval_seconds    float8,
     PRIMARY KEY (job, epoch)
 );
 

@@ -80,6 +80,17 @@ SELECT state, error IS NULL AS no_error FROM gnn.jobs WHERE id = :job;
 SELECT params->'fanouts' AS fanouts, params->>'batch_size' AS batch_size, params->>'sampler' AS sampler,
        (metrics->>'test_acc')::float8 > 0.6 AS learned, (metrics->>'batches')::int = 15 * 3 AS batches
 FROM gnn.models WHERE name = 'sg_mb';
+-- batches are sampled and gathered ahead (options.prefetch, default 2); the
+-- log says where each epoch's time went, and in-line sampling trains the same
+SELECT params->>'prefetch' AS prefetch,
+       (SELECT count(*) FROM gnn.training_log WHERE job = :job
+          AND sample_seconds >= 0 AND gather_seconds >= 0 AND compute_seconds > 0 AND wait_seconds >= 0
+          AND eval_seconds >= 0 AND sample_seconds + gather_seconds + compute_seconds <= seconds * 1.5 + 0.01) AS split_epochs
+FROM gnn.models WHERE name = 'sg_mb';
+SELECT gnn.train('sg', model => 'graphsage', name => 'sg_mb0', hidden => 16, epochs => 15, seed => 3, wait => true,
+                 options => '{"fanouts": [5, 5], "batch_size": 32, "prefetch": 0}') AS job0 \gset
+SELECT count(*) AS epochs, count(*) FILTER (WHERE a.loss = b.loss AND a.val_acc = b.val_acc) AS same_epochs
+FROM gnn.training_log a JOIN gnn.training_log b USING (epoch) WHERE a.job = :job AND b.job = :job0;
 SELECT gnn.train('sg', model => 'graphsage', name => 'sg_ladies', hidden => 16, epochs => 10, seed => 3, wait => true,
                  options => '{"fanouts": [64, 64], "batch_size": 32, "sampler": "ladies"}') IS NOT NULL AS ladies_ran;
 SELECT (metrics->>'test_acc')::float8 > 0.5 AS learned FROM gnn.models WHERE name = 'sg_ladies';
@@ -89,6 +100,8 @@ SELECT gnn.train('sg', options => '{"fanouts": 5}');
 SELECT gnn.train('sg', options => '{"batch_size": 5}');
 SELECT gnn.train('sg', options => '{"fanouts": [5, 0]}');
 SELECT gnn.train('sg', options => '{"fanouts": [5, 5], "sampler": "bogus"}');
+SELECT gnn.train('sg', options => '{"fanouts": [5, 5], "prefetch": 65}');
+SELECT gnn.train('sg', options => '{"fanouts": [5, 5], "prefetch": "lots"}');
 
 -- link prediction: no labels needed; AUC and Hits@50 on held-out edges
 CREATE TABLE lp_nodes AS SELECT id, feat FROM s_nodes;

@@ -25,7 +25,10 @@ SELECT gnn.train('pp', model => 'gcn', name => 'pp_gcn', hidden => 16, epochs =>
 SELECT id = :job AS same_job, graph, model_name, model, state, epoch, epochs, error IS NULL AS no_error,
        finished >= started AS timed
 FROM gnn.jobs WHERE id = :job;
-SELECT count(*) = 60 AS one_log_row_per_epoch, bool_and(seconds >= 0) AS timed
+SELECT count(*) = 60 AS one_log_row_per_epoch, bool_and(seconds >= 0) AS timed,
+       bool_and(compute_seconds >= 0 AND eval_seconds >= 0 AND compute_seconds + eval_seconds <= seconds * 1.5 + 0.01)
+         AS compute_and_eval_timed,
+       bool_and(sample_seconds IS NULL AND gather_seconds IS NULL AND wait_seconds IS NULL) AS full_batch_samples_nothing
 FROM gnn.training_log WHERE job = :job;
 SELECT name, version, graph, model, task, job = :job AS from_job, params->>'hidden' AS hidden,
        (metrics->>'test_acc')::float8 > 0.8 AS accurate, (metrics->>'epochs_run')::int AS epochs_run,

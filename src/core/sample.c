@@ -1301,6 +1301,91 @@ gnn_sampler_sample_at(gnn_sampler *s, const int32_t *seeds, const int64_t *seed_
 	return GNN_OK;
 }
 
+/* ------------------------------------------------------------------ owned copies */
+
+static inline size_t
+al8(size_t n)
+{
+	return (n + 7) & ~(size_t) 7;
+}
+
+gnn_status
+gnn_minibatch_copy_from(gnn_minibatch_copy *dst, const gnn_minibatch *src, gnn_error *err)
+{
+	int64_t		n = src->n_input;
+	int			L = src->nhops;
+	const int16_t *ntypes = NULL;
+	size_t		need = al8(sizeof(int32_t) * n) + (src->bound ? al8(sizeof(int64_t) * n) : 0);
+	char	   *p;
+	gnn_minibatch *m = &dst->mb;
+
+	for (int l = 0; l < L; l++)
+	{
+		const gnn_block *b = &src->blocks[l];
+
+		need += al8(sizeof(int64_t) * (b->n_dst + 1)) + al8(sizeof(int32_t) * b->nnz) +
+			(b->weights ? al8(sizeof(float) * b->nnz) : 0) +
+			(b->etypes ? al8(sizeof(int16_t) * b->nnz) : 0);
+		if (b->dst_ntype)
+			ntypes = b->dst_ntype;	/* one array: every block's destinations are a prefix */
+	}
+	if (ntypes)
+		need += al8(sizeof(int16_t) * n);
+	if (need > dst->cap)
+	{
+		void	   *nb = malloc(need);
+
+		if (!nb)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory keeping a batch (%zu bytes)", need);
+		free(dst->buf);
+		dst->buf = nb;
+		dst->cap = need;
+	}
+	p = dst->buf;
+	*m = *src;
+#define TAKE(ptr_, type_, count_) do { \
+		memcpy(p, (ptr_), sizeof(type_) * (size_t) (count_)); \
+		(ptr_) = (const type_ *) p; \
+		p += al8(sizeof(type_) * (size_t) (count_)); \
+	} while (0)
+	TAKE(m->input_nodes, int32_t, n);
+	for (int h = 0; h <= L; h++)
+		m->nodes[h] = src->nodes[h] ? m->input_nodes : NULL;
+	if (src->bound)
+		TAKE(m->bound, int64_t, n);
+	if (ntypes)
+	{
+		const int16_t *t = ntypes;
+
+		TAKE(t, int16_t, n);
+		ntypes = t;
+	}
+	for (int l = 0; l < L; l++)
+	{
+		gnn_block  *b = &m->blocks[l];
+
+		TAKE(b->indptr, int64_t, b->n_dst + 1);
+		TAKE(b->indices, int32_t, b->nnz);
+		if (b->weights)
+			TAKE(b->weights, float, b->nnz);
+		if (b->etypes)
+			TAKE(b->etypes, int16_t, b->nnz);
+		if (b->dst_ntype)
+			b->dst_ntype = ntypes;
+	}
+#undef TAKE
+	return GNN_OK;
+}
+
+void
+gnn_minibatch_copy_free(gnn_minibatch_copy *c)
+{
+	if (!c)
+		return;
+	free(c->buf);
+	memset(c, 0, sizeof(*c));
+}
+
 /* ------------------------------------------------------------------ walks */
 
 static inline bool

@@ -106,6 +106,21 @@ typedef struct gnn_minibatch
 	const int64_t *bound;
 } gnn_minibatch;
 
+/*
+ * A minibatch that owns its arrays: a copy of a sampled batch that stays
+ * valid after the sampler's next call (the training pipeline queues them).
+ * mb points into buf; gnn_minibatch_copy_from reuses buf when it fits.
+ */
+typedef struct gnn_minibatch_copy
+{
+	gnn_minibatch mb;
+	void	   *buf;
+	size_t		cap;
+} gnn_minibatch_copy;
+
+gnn_status	gnn_minibatch_copy_from(gnn_minibatch_copy *dst, const gnn_minibatch *src, gnn_error *err);
+void		gnn_minibatch_copy_free(gnn_minibatch_copy *c);
+
 gnn_status	gnn_sampler_config_check(const gnn_sampler_config *cfg, gnn_error *err);
 gnn_status	gnn_sampler_create(const gnn_graph *g, const gnn_sampler_config *cfg,
 							   gnn_sampler **out, gnn_error *err);

@@ -10,6 +10,14 @@
 #include <time.h>
 
 void
+gnn_epoch_metrics_init(gnn_epoch_metrics *em, int32_t epoch)
+{
+	memset(em, 0, sizeof(*em));
+	em->epoch = epoch;
+	em->sample_s = em->gather_s = em->compute_s = em->wait_s = em->eval_s = NAN;
+}
+
+void
 gnn_train_config_default(gnn_model_kind kind, gnn_train_config *cfg)
 {
 	gnn_model_config mc;
@@ -266,8 +274,7 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 			st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
 			break;
 		}
-		memset(&em, 0, sizeof(em));
-		em.epoch = epoch;
+		gnn_epoch_metrics_init(&em, epoch);
 
 		/* train step */
 		if ((st = gnn_model_forward(model, blocks, &d.x, true, gnn_rng_next(&rng), &logits, err)) != GNN_OK)
@@ -295,11 +302,14 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		if ((st = gnn_optim_step(&opt, model, err)) != GNN_OK)
 			break;
 
+		em.compute_s = gnn_now_s() - t0;
+
 		/* evaluation */
 		if ((st = gnn_model_forward(model, blocks, &d.x, false, 0, &logits, err)) != GNN_OK)
 			break;
 		if ((st = gnn_eval_splits(be, &d, logits, n, c, &em, err)) != GNN_OK)
 			break;
+		em.eval_s = gnn_now_s() - t0 - em.compute_s;
 
 		if (gnn_selector_step(&sel, &em))
 		{

@@ -102,7 +102,21 @@ typedef struct gnn_epoch_metrics
 	float		test_rmse;
 	bool		best;			/* this epoch became the kept one */
 	double		seconds;		/* wall time of the epoch */
+	/*
+	 * Where the epoch's time went (NAN: not measured by this trainer):
+	 * sampling and gathering batches (on the pipeline's thread when it
+	 * runs ahead), computing (blocks, forward, loss, backward, step),
+	 * waiting for the next batch, and evaluating.
+	 */
+	double		sample_s;
+	double		gather_s;
+	double		compute_s;
+	double		wait_s;
+	double		eval_s;
 } gnn_epoch_metrics;
+
+/* em zeroed for epoch, its time splits NAN (not measured) */
+void		gnn_epoch_metrics_init(gnn_epoch_metrics *em, int32_t epoch);
 
 typedef void (*gnn_progress_fn) (void *arg, const gnn_epoch_metrics *m);
 

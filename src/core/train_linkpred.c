@@ -538,8 +538,7 @@ gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_li
 			st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
 			break;
 		}
-		memset(&em, 0, sizeof(em));
-		em.epoch = epoch;
+		gnn_epoch_metrics_init(&em, epoch);
 		if ((st = gnn_model_forward(model, blocks, &x, true, gnn_rng_next(&rng), &out, err)) != GNN_OK ||
 			(st = gnn_backend_error(be, gnn_backend_copy_d2h(be, z, out, sizeof(float) * n * d), err)) != GNN_OK)
 			break;

@@ -6,6 +6,8 @@
 #include "eval.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -239,6 +241,331 @@ eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibat
 	return st;
 }
 
+/* ------------------------------------------------------------------ the batch pipeline */
+
+/*
+ * Training batches come from a producer: it shuffles the training nodes at
+ * the start of each epoch, samples each batch's blocks, keeps a copy of
+ * them (the sampler's arrays are overwritten by its next call) and gathers
+ * the batch's input features into host memory.  With mbc->prefetch > 0 the
+ * producer runs on a thread of its own, up to prefetch batches ahead of the
+ * one being computed (a ring of prefetch + 1 items: one being computed, the
+ * rest filled ahead); with 0 it runs in line.  Both draw every shuffle,
+ * sampling seed and dropout seed from one stream in batch order, so their
+ * results are the same bit for bit.  The thread never calls back into the
+ * caller: cancellation is checked by the computing (calling) thread, which
+ * stops the producer; a producer's error reaches the caller with the batch
+ * it failed on, in order.  The producer's thread blocks every signal, so
+ * that a host process's handlers (PostgreSQL's) run on the calling thread.
+ */
+typedef struct mb_item
+{
+	gnn_minibatch_copy mb;
+	int64_t		bs;				/* seeds: the first bs of mb's nodes */
+	uint64_t	dropout_seed;
+	float	   *feat;			/* dense: n_input x dim rows, host memory */
+	size_t		feat_cap;		/* floats */
+	int64_t    *sptr;			/* sparse: n_input rows, owned */
+	int32_t    *sidx;
+	float	   *sval;
+	double		sample_s;
+	double		gather_s;
+	gnn_status	st;				/* not GNN_OK: the producer failed here */
+	gnn_error	err;
+} mb_item;
+
+typedef struct mb_pipe
+{
+	const gnn_graph *g;
+	const gnn_train_config *cfg;
+	const gnn_minibatch_config *mbc;
+	gnn_sampler *sampler;		/* the producer's own */
+	int32_t    *train;			/* shuffled in place at every epoch's start */
+	int64_t		ntrain;
+	int64_t		nbatch;			/* per epoch */
+	int64_t    *stimes;			/* temporal: the batch's seed times */
+	gnn_rng		rng;			/* shuffles, sampling and dropout seeds */
+	int64_t		total;			/* batches to produce in all */
+	int64_t		made;			/* batches produced (the stream position) */
+
+	int			nslots;
+	mb_item    *slots;
+	bool		threaded;
+	pthread_t	thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_ready;	/* an item was filled */
+	pthread_cond_t cv_free;		/* an item was given back, or stop */
+	int64_t		head;			/* items taken by the consumer */
+	int64_t		tail;			/* items filled */
+	bool		stop;
+} mb_pipe;
+
+static void
+item_free(mb_item *it)
+{
+	gnn_minibatch_copy_free(&it->mb);
+	free(it->feat);
+	free(it->sptr);
+	free(it->sidx);
+	free(it->sval);
+	memset(it, 0, sizeof(*it));
+}
+
+/* Produce the stream's next batch into it (a failure is kept in it). */
+static void
+produce(mb_pipe *P, mb_item *it)
+{
+	const gnn_graph *g = P->g;
+	const gnn_minibatch_config *mbc = P->mbc;
+	int64_t		b = P->made % P->nbatch,
+				b0 = b * mbc->batch_size,
+				bs = P->ntrain - b0 < mbc->batch_size ? P->ntrain - b0 : mbc->batch_size;
+	uint64_t	sseed;
+	gnn_minibatch mb;
+	double		t = gnn_now_s();
+
+	it->st = GNN_OK;
+	it->sample_s = it->gather_s = 0;
+	P->made++;
+	if (b == 0)
+		for (int64_t i = P->ntrain - 1; i > 0; i--)
+		{
+			int64_t		j = (int64_t) gnn_rng_below(&P->rng, (uint64_t) i + 1);
+			int32_t		x = P->train[i];
+
+			P->train[i] = P->train[j];
+			P->train[j] = x;
+		}
+	sseed = gnn_rng_next(&P->rng);
+	it->dropout_seed = gnn_rng_next(&P->rng);
+	it->bs = bs;
+	if (mbc->fail_batch > 0 && P->made == mbc->fail_batch)
+	{
+		it->st = gnn_error_set(&it->err, GNN_ERR_BACKEND, "injected failure producing batch %lld",
+							   (long long) P->made);
+		return;
+	}
+	if (mbc->sampler.temporal)
+		seed_bounds(g, mbc, P->train + b0, bs, P->stimes);
+	if ((it->st = gnn_sampler_sample_at(P->sampler, P->train + b0, mbc->sampler.temporal ? P->stimes : NULL,
+										bs, sseed, &mb, &it->err)) != GNN_OK ||
+		(it->st = gnn_minibatch_copy_from(&it->mb, &mb, &it->err)) != GNN_OK)
+		return;
+	it->sample_s = gnn_now_s() - t;
+	t = gnn_now_s();
+	if (g->feat_kind == GNN_FEAT_SPARSE)
+	{
+		free(it->sptr);
+		free(it->sidx);
+		free(it->sval);
+		it->sptr = NULL;
+		it->sidx = NULL;
+		it->sval = NULL;
+		it->st = gnn_gather_sparse(g, mb.input_nodes, mb.n_input, P->cfg->row_normalise, P->cfg->threads,
+								   &it->sptr, &it->sidx, &it->sval, &it->err);
+	}
+	else if (g->feat_kind == GNN_FEAT_DENSE)
+	{
+		size_t		need = (size_t) mb.n_input * g->feat_dim + 1;
+
+		if (need > it->feat_cap)
+		{
+			/* room for a larger batch than this one: batches vary */
+			size_t		cap = need + need / 4;
+			float	   *f = malloc(sizeof(float) * cap);
+
+			if (!f)
+			{
+				it->st = gnn_error_set(&it->err, GNN_ERR_NOMEM, "out of memory gathering %lld feature rows",
+									   (long long) mb.n_input);
+				return;
+			}
+			free(it->feat);
+			it->feat = f;
+			it->feat_cap = cap;
+		}
+		it->st = gnn_gather_dense(g, mb.input_nodes, mb.n_input, P->cfg->row_normalise, P->cfg->threads,
+								  it->feat, &it->err);
+	}
+	else
+		it->st = gnn_error_set(&it->err, GNN_ERR_EMPTY, "the graph has no node features");
+	it->gather_s = gnn_now_s() - t;
+}
+
+static void *
+producer_main(void *arg)
+{
+	mb_pipe    *P = arg;
+
+	pthread_mutex_lock(&P->mu);
+	while (!P->stop && P->tail < P->total)
+	{
+		mb_item    *it;
+
+		while (!P->stop && P->tail - P->head >= P->nslots)
+			pthread_cond_wait(&P->cv_free, &P->mu);
+		if (P->stop)
+			break;
+		it = &P->slots[P->tail % P->nslots];
+		pthread_mutex_unlock(&P->mu);
+		produce(P, it);
+		pthread_mutex_lock(&P->mu);
+		P->tail++;
+		pthread_cond_signal(&P->cv_ready);
+		if (it->st != GNN_OK)
+			break;				/* the consumer reports it */
+	}
+	pthread_mutex_unlock(&P->mu);
+	return NULL;
+}
+
+static gnn_status
+pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
+		   int32_t *train, int64_t ntrain, uint64_t stream, gnn_error *err)
+{
+	gnn_status	st;
+	int64_t		per = (ntrain + mbc->batch_size - 1) / mbc->batch_size;
+
+	memset(P, 0, sizeof(*P));
+	P->g = g;
+	P->cfg = cfg;
+	P->mbc = mbc;
+	P->train = train;
+	P->ntrain = ntrain;
+	P->nbatch = mbc->max_batches > 0 && mbc->max_batches < per ? mbc->max_batches : per;
+	P->total = P->nbatch * cfg->epochs;
+	gnn_rng_seed(&P->rng, stream);
+	P->nslots = mbc->prefetch > 0 ? mbc->prefetch + 1 : 1;
+	P->slots = calloc(P->nslots, sizeof(mb_item));
+	P->stimes = malloc(sizeof(int64_t) * (mbc->batch_size + 1));
+	if (!P->slots || !P->stimes)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	if ((st = gnn_sampler_create(g, &mbc->sampler, &P->sampler, err)) != GNN_OK)
+		return st;
+	if (mbc->prefetch > 0)
+	{
+		sigset_t	all,
+					old;
+
+		pthread_mutex_init(&P->mu, NULL);
+		pthread_cond_init(&P->cv_ready, NULL);
+		pthread_cond_init(&P->cv_free, NULL);
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		P->threaded = pthread_create(&P->thread, NULL, producer_main, P) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (!P->threaded)
+		{
+			/* no thread to be had: produce in line (same results) */
+			pthread_mutex_destroy(&P->mu);
+			pthread_cond_destroy(&P->cv_ready);
+			pthread_cond_destroy(&P->cv_free);
+		}
+	}
+	return GNN_OK;
+}
+
+/*
+ * The next batch, in stream order; *wait_s: how long it took to come.  The
+ * item stays the caller's until pipe_done.
+ */
+static mb_item *
+pipe_next(mb_pipe *P, double *wait_s)
+{
+	mb_item    *it;
+	double		t = gnn_now_s();
+
+	if (!P->threaded)
+	{
+		it = &P->slots[P->head % P->nslots];
+		produce(P, it);
+		*wait_s = 0;
+		return it;
+	}
+	pthread_mutex_lock(&P->mu);
+	while (P->tail <= P->head)
+		pthread_cond_wait(&P->cv_ready, &P->mu);
+	it = &P->slots[P->head % P->nslots];
+	pthread_mutex_unlock(&P->mu);
+	*wait_s = gnn_now_s() - t;
+	return it;
+}
+
+static void
+pipe_done(mb_pipe *P)
+{
+	if (!P->threaded)
+	{
+		P->head++;
+		return;
+	}
+	pthread_mutex_lock(&P->mu);
+	P->head++;
+	pthread_cond_signal(&P->cv_free);
+	pthread_mutex_unlock(&P->mu);
+}
+
+/* Stop the producer (it finishes the batch at hand) and free everything. */
+static void
+pipe_stop(mb_pipe *P)
+{
+	if (P->threaded)
+	{
+		pthread_mutex_lock(&P->mu);
+		P->stop = true;
+		pthread_cond_broadcast(&P->cv_free);
+		pthread_mutex_unlock(&P->mu);
+		pthread_join(P->thread, NULL);
+		pthread_mutex_destroy(&P->mu);
+		pthread_cond_destroy(&P->cv_ready);
+		pthread_cond_destroy(&P->cv_free);
+		P->threaded = false;
+	}
+	for (int i = 0; P->slots && i < P->nslots; i++)
+		item_free(&P->slots[i]);
+	free(P->slots);
+	free(P->stimes);
+	gnn_sampler_free(P->sampler);
+	memset(P, 0, sizeof(*P));
+}
+
+/*
+ * The batch's input features on the backend: host rows as they are on the
+ * CPU backend (borrowed from the item: not freed by the caller), uploaded
+ * into *dev (kept between batches) elsewhere; sparse rows uploaded into a
+ * feature the caller frees (*owned).
+ */
+static gnn_status
+item_features(gnn_backend *be, const gnn_graph *g, const mb_item *it, gnn_buf *dev, gnn_dfeat *x,
+			  bool *owned, gnn_error *err)
+{
+	int64_t		n = it->mb.mb.n_input;
+	gnn_status	st;
+
+	memset(x, 0, sizeof(*x));
+	*owned = false;
+	if (g->feat_kind == GNN_FEAT_SPARSE)
+	{
+		*owned = true;
+		return gnn_dfeat_sparse(be, n, g->feat_dim, it->sptr, it->sidx, it->sval, x, err);
+	}
+	x->rows = n;
+	x->dim = g->feat_dim;
+	x->dense.rows = n;
+	x->dense.cols = g->feat_dim;
+	x->dense.be = NULL;			/* not owned */
+	if (be->ops == gnn_backend_cpu())
+	{
+		x->dense.data = it->feat;
+		return GNN_OK;
+	}
+	if ((st = gnn_buf_ensure(be, dev, sizeof(float) * ((size_t) n * g->feat_dim + 1), err)) != GNN_OK)
+		return st;
+	x->dense.data = dev->p;
+	return gnn_backend_error(be, gnn_backend_copy_h2d(be, dev->p, it->feat, sizeof(float) * (size_t) n * g->feat_dim),
+							 err);
+}
+
 gnn_status
 gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
 					gnn_backend *be_in, gnn_progress_fn progress, void *progress_arg,
@@ -285,8 +612,11 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	bool		eval_ready = false;
 	bool		compensate;
 	double		t_start;
+	mb_pipe		pipe;
+	gnn_buf		dfeat = {0};	/* a batch's features on a device backend */
 
 	memset(&d, 0, sizeof(d));
+	memset(&pipe, 0, sizeof(pipe));
 	memset(res, 0, sizeof(*res));
 	gnn_selector_init(&sel, cfg->select);
 	memset(&stl, 0, sizeof(stl));
@@ -321,7 +651,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 
 	gnn_rng_seed(&rng, cfg->seed);
 	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK ||
-		(st = gnn_sampler_create(g, &mbc->sampler, &sampler, err)) != GNN_OK)
+		(sampled_eval && (st = gnn_sampler_create(g, &mbc->sampler, &sampler, err)) != GNN_OK))
 		goto done;
 	train = malloc(sizeof(int32_t) * (g->n_train + 1));
 	hlab = malloc(sizeof(int32_t) * (mbc->batch_size + 1));
@@ -361,6 +691,14 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	if ((st = gnn_backend_error(be, gnn_backend_copy_h2d(be, drows.p, hrows, sizeof(int32_t) * mbc->batch_size), err)) != GNN_OK)
 		goto done;
 	gnn_optim_init(&opt, cfg->optimizer, cfg->lr, cfg->weight_decay);
+	if (mbc->prefetch < 0 || mbc->prefetch > 64)
+	{
+		st = gnn_error_set(err, GNN_ERR_INVALID, "prefetch must be in [0, 64] batches, got %d", mbc->prefetch);
+		goto done;
+	}
+	/* the batches' stream, drawn after the weights */
+	if ((st = pipe_start(&pipe, g, cfg, mbc, train, ntrain, gnn_rng_next(&rng), err)) != GNN_OK)
+		goto done;
 
 	t_start = gnn_now_s();
 	for (int32_t epoch = 1; epoch <= cfg->epochs; epoch++)
@@ -370,62 +708,56 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 					loss_sum = 0;
 		int64_t		nb = 0;
 
-		memset(&em, 0, sizeof(em));
-		em.epoch = epoch;
-		/* shuffle the training nodes */
-		for (int64_t i = ntrain - 1; i > 0; i--)
-		{
-			int64_t		j = (int64_t) gnn_rng_below(&rng, (uint64_t) i + 1);
-			int32_t		t = train[i];
-
-			train[i] = train[j];
-			train[j] = t;
-		}
+		gnn_epoch_metrics_init(&em, epoch);
+		em.sample_s = em.gather_s = em.compute_s = em.wait_s = 0;
 		for (int64_t b0 = 0; b0 < ntrain; b0 += mbc->batch_size, nb++)
 		{
-			int64_t		bs = ntrain - b0 < mbc->batch_size ? ntrain - b0 : mbc->batch_size;
-			gnn_minibatch mb;
+			mb_item    *it;
+			const gnn_minibatch *mb;
 			gnn_dfeat	x;
+			bool		x_owned = false;
 			gnn_dblock	dblk[GNN_MAX_LAYERS];
 			gnn_dblock *blocks[GNN_MAX_LAYERS];
 			const float *logits;
 			float		loss;
-			double		t1;
+			double		t1,
+						waited;
 			int			made = 0;
 
-			if (mbc->max_batches > 0 && nb >= mbc->max_batches)
-				break;
+			if (nb >= pipe.nbatch)
+				break;			/* max_batches */
 			if (should_stop && should_stop(stop_arg))
 			{
 				st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
 				goto out;
 			}
-			t1 = gnn_now_s();
-			/* temporal: each training seed at its own time */
-			if (temporal)
-				seed_bounds(g, mbc, train + b0, bs, stimes);
-			if ((st = gnn_sampler_sample_at(sampler, train + b0, temporal ? stimes : NULL, bs, gnn_rng_next(&rng),
-											&mb, err)) != GNN_OK)
-				goto out;
-			stats->sample_s += gnn_now_s() - t1;
-			t1 = gnn_now_s();
-			if ((st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads,
-									   &x, err)) != GNN_OK)
-				goto out;
-			stats->gather_s += gnn_now_s() - t1;
-			t1 = gnn_now_s();
-			for (int64_t i = 0; !regress && i < bs; i++)
-				hlab[i] = g->labels[mb.input_nodes[i]];
-			for (made = 0; made < L; made++)
+			it = pipe_next(&pipe, &waited);
+			em.wait_s += waited;
+			em.sample_s += it->sample_s;
+			em.gather_s += it->gather_s;
+			if (it->st != GNN_OK)
 			{
-				if ((st = batch_block(be, &mb.blocks[made], compensate, &wbuf, &wcap, &dblk[made], err)) != GNN_OK)
+				*err = it->err;
+				st = it->st;
+				goto out;
+			}
+			mb = &it->mb.mb;
+			t1 = gnn_now_s();
+			st = item_features(be, g, it, &dfeat, &x, &x_owned, err);
+			em.gather_s += gnn_now_s() - t1;
+			t1 = gnn_now_s();
+			for (int64_t i = 0; st == GNN_OK && !regress && i < it->bs; i++)
+				hlab[i] = g->labels[mb->input_nodes[i]];
+			for (made = 0; st == GNN_OK && made < L; made++)
+			{
+				if ((st = batch_block(be, &mb->blocks[made], compensate, &wbuf, &wcap, &dblk[made], err)) != GNN_OK)
 					break;
 				blocks[made] = &dblk[made];
 			}
 			if (st == GNN_OK && !regress)
-				st = gnn_backend_error(be, gnn_backend_copy_h2d(be, dlab.p, hlab, sizeof(int32_t) * bs), err);
+				st = gnn_backend_error(be, gnn_backend_copy_h2d(be, dlab.p, hlab, sizeof(int32_t) * it->bs), err);
 			if (st == GNN_OK)
-				st = gnn_model_forward(model, blocks, &x, true, gnn_rng_next(&rng), &logits, err);
+				st = gnn_model_forward(model, blocks, &x, true, it->dropout_seed, &logits, err);
 			if (st == GNN_OK && regress)
 			{
 				double		bmse,
@@ -433,11 +765,11 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				int64_t		k;
 
 				/* the seeds are the batch's first rows (input_nodes starts with them) */
-				st = batch_regress(be, g, mb.input_nodes, bs, logits, hf, hd, dlogits.p, &bmse, &bmae, &k, err);
+				st = batch_regress(be, g, mb->input_nodes, it->bs, logits, hf, hd, dlogits.p, &bmse, &bmae, &k, err);
 				loss = (float) bmse;
 			}
 			else if (st == GNN_OK)
-				st = gnn_backend_error(be, gnn_backend_xent(be, logits, bs, c, dlab.p, drows.p, bs, dlogits.p,
+				st = gnn_backend_error(be, gnn_backend_xent(be, logits, it->bs, c, dlab.p, drows.p, it->bs, dlogits.p,
 															&loss, NULL, NULL), err);
 			if (st == GNN_OK)
 				st = gnn_model_backward(model, dlogits.p, err);
@@ -445,15 +777,24 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				st = gnn_optim_step(&opt, model, err);
 			for (int l = 0; l < made; l++)
 				gnn_dblock_free(&dblk[l]);
-			gnn_dfeat_free(&x);
+			if (x_owned)
+				gnn_dfeat_free(&x);
+			if (st == GNN_OK)
+			{
+				stats->sampled_edges += mb->sampled_edges;
+				stats->input_nodes += mb->n_input;
+			}
+			pipe_done(&pipe);
 			if (st != GNN_OK)
 				goto out;
-			stats->compute_s += gnn_now_s() - t1;
+			em.compute_s += gnn_now_s() - t1;
 			stats->batches++;
-			stats->sampled_edges += mb.sampled_edges;
-			stats->input_nodes += mb.n_input;
 			loss_sum += loss;
 		}
+		stats->sample_s += em.sample_s;
+		stats->gather_s += em.gather_s;
+		stats->compute_s += em.compute_s;
+		stats->wait_s += em.wait_s;
 		em.train_loss = nb ? (float) (loss_sum / nb) : 0;
 
 		/* evaluation with full neighbourhoods; skipped, the metrics are unknown */
@@ -466,7 +807,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			if ((st = eval_temporal(g, cfg, mbc, be, model, sampler, hlab, stimes, evnodes, &dlab, &drows,
 									hf, hd, &em, err)) != GNN_OK)
 				goto out;
-			stats->eval_s += gnn_now_s() - t1;
+			em.eval_s = gnn_now_s() - t1;
+			stats->eval_s += em.eval_s;
 		}
 		else if (!mbc->skip_eval)
 		{
@@ -485,7 +827,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			if ((st = gnn_model_forward(model, blocks, &d.x, false, 0, &logits, err)) != GNN_OK ||
 				(st = gnn_eval_splits(be, &d, logits, g->num_nodes, c, &em, err)) != GNN_OK)
 				goto out;
-			stats->eval_s += gnn_now_s() - t1;
+			em.eval_s = gnn_now_s() - t1;
+			stats->eval_s += em.eval_s;
 		}
 
 		if (gnn_selector_step(&sel, &em))
@@ -509,6 +852,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		}
 	}
 out:
+	pipe_stop(&pipe);
 	res->seconds = gnn_now_s() - t_start;
 	res->other_s = res->seconds;
 	/* the kept weights matter only to a model that is handed back */
@@ -520,6 +864,8 @@ out:
 		model = NULL;
 	}
 done:
+	pipe_stop(&pipe);
+	gnn_buf_free(be, &dfeat);
 	free(best_w);
 	free(wbuf);
 	free(train);

@@ -44,6 +44,17 @@ typedef struct gnn_minibatch_config
 	 */
 	bool		has_as_of;
 	int64_t		as_of;
+
+	/*
+	 * The pipeline: prefetch batches are sampled and gathered ahead of the
+	 * one being computed, on a thread of their own (0: in line, one after
+	 * the other).  Results do not depend on it: every batch's sampling
+	 * and dropout seeds come from one stream drawn in batch order.
+	 */
+	int32_t		prefetch;
+	/* tests: the batch producer fails at its fail_batch-th batch (1-based,
+	 * counted over the whole run; 0: never) */
+	int64_t		fail_batch;
 } gnn_minibatch_config;
 
 /* Where the time went (optional output). */
@@ -55,6 +66,7 @@ typedef struct gnn_minibatch_stats
 	double		sample_s;
 	double		gather_s;		/* feature gather + upload */
 	double		compute_s;		/* block upload, forward, loss, backward, step */
+	double		wait_s;			/* computing waited for the next batch (pipeline) */
 	double		eval_s;
 } gnn_minibatch_stats;
 

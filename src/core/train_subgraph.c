@@ -661,8 +661,7 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 		double		t0 = gnn_now_s(),
 					loss_sum = 0;
 
-		memset(&em, 0, sizeof(em));
-		em.epoch = epoch;
+		gnn_epoch_metrics_init(&em, epoch);
 		if (!saint)
 			for (int32_t i = x.nparts - 1; i > 0; i--)
 			{

@@ -123,6 +123,7 @@ typedef struct GnnTrainRequest
 	int32		nfanouts;
 	int32		fanouts[GNN_MAX_FANOUTS];
 	int32		batch_size;
+	int32		prefetch;		/* batches sampled ahead (options.prefetch; -1: not given) */
 	char		sampler[16];
 	int64		fault_after;	/* fault injection: backend calls after this many fail; < 0 off */
 	int32		threads;

@@ -161,7 +161,7 @@ static const char *const select_names[] = {"loss", "acc", "gat", NULL};
 static const char *const option_names[] = {"heads", "out_heads", "patience", "aggregator",
 	"optimizer", "attn_dropout", "select", "row_normalise", "fanouts", "batch_size", "sampler",
 	"num_parts", "clusters_per_batch", "walk_length", "roots", "presample", "batches",
-	"num_bases", "edge_type", "temporal", "temporal_strategy", "seed_time", NULL};
+	"num_bases", "edge_type", "temporal", "temporal_strategy", "seed_time", "prefetch", NULL};
 static const char *const temporal_names[] = {"uniform", "last", NULL};
 static const char *const sampler_names[] = {"full", "neighbor", "ladies", "cluster", "saint_rw", NULL};
 
@@ -353,6 +353,8 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 		}
 		else if (strcmp(key, "batch_size") == 0)
 			r->batch_size = OptInt(key, val, 1, 1000000);
+		else if (strcmp(key, "prefetch") == 0)
+			r->prefetch = OptInt(key, val, 0, 64);
 		else if (strcmp(key, "sampler") == 0)
 			SetText(r->sampler, sizeof(r->sampler), val, "sampler", sampler_names);
 		else if (strcmp(key, "heads") == 0)
@@ -461,6 +463,8 @@ CheckSampling(GnnTrainRequest *r)
 				 errmsg("link prediction trains full-batch; fanouts are not supported with it")));
 	if (r->batch_size == 0)
 		r->batch_size = 512;
+	if (r->prefetch < 0)
+		r->prefetch = 2;
 	if (r->sampler[0] == '\0')
 		strlcpy(r->sampler, "neighbor", sizeof(r->sampler));
 	for (int h = 0; h < r->nfanouts; h++)
@@ -475,8 +479,8 @@ CheckSampling(GnnTrainRequest *r)
 		char		buf[256];
 		int			o;
 
-		o = snprintf(buf, sizeof(buf), ", \"sampler\": \"%s\", \"batch_size\": %d, \"fanouts\": [",
-					 r->sampler, r->batch_size);
+		o = snprintf(buf, sizeof(buf), ", \"sampler\": \"%s\", \"batch_size\": %d, \"prefetch\": %d, \"fanouts\": [",
+					 r->sampler, r->batch_size, r->prefetch);
 		for (int h = 0; h < r->nfanouts; h++)
 			o += snprintf(buf + o, sizeof(buf) - o, "%s%d", h ? ", " : "", r->fanouts[h]);
 		snprintf(buf + o, sizeof(buf) - o, "]}");
@@ -935,6 +939,7 @@ gnn_train(PG_FUNCTION_ARGS)
 	r.patience = -1;
 	r.row_normalise = true;
 	r.temporal = -1;
+	r.prefetch = -1;
 	strlcpy(r.temporal_strategy, "uniform", sizeof(r.temporal_strategy));
 	r.fault_after = gnn_fault_backend_calls;
 	r.threads = gnn_threads;

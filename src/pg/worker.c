@@ -157,9 +157,11 @@ FlushLog(void)
 	for (int i = 0; i < wctx->npending; i++)
 	{
 		gnn_epoch_metrics *m = &wctx->pending[i];
-		Oid			t[9] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT8OID, OIDOID};
-		Datum		v[9];
-		char		n[10] = "         ";
+		Oid			t[14] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT8OID, OIDOID,
+		FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
+		Datum		v[14];
+		char		n[15] = "              ";
+		double		split[5] = {m->sample_s, m->gather_s, m->compute_s, m->wait_s, m->eval_s};
 
 		v[0] = Int64GetDatum(wctx->job);
 		v[1] = Int32GetDatum(m->epoch);
@@ -170,8 +172,15 @@ FlushLog(void)
 		v[6] = Float4OrNull(m->test_acc, &n[6]);
 		v[7] = Float8GetDatum(m->seconds);
 		v[8] = ObjectIdGetDatum(wctx->owner);
-		Exec("INSERT INTO gnn.training_log (job, epoch, loss, train_acc, val_acc, val_loss, test_acc, seconds, owner) "
-			 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::oid::regrole) ON CONFLICT (job, epoch) DO NOTHING", 9, t, v, n);
+		for (int k = 0; k < 5; k++)
+		{
+			v[9 + k] = Float8GetDatum(isfinite(split[k]) ? split[k] : 0);
+			n[9 + k] = isfinite(split[k]) ? ' ' : 'n';
+		}
+		Exec("INSERT INTO gnn.training_log (job, epoch, loss, train_acc, val_acc, val_loss, test_acc, seconds, owner, "
+			 "sample_seconds, gather_seconds, compute_seconds, wait_seconds, eval_seconds) "
+			 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::oid::regrole, $10, $11, $12, $13, $14) "
+			 "ON CONFLICT (job, epoch) DO NOTHING", 14, t, v, n);
 	}
 	{
 		gnn_epoch_metrics *m = &wctx->pending[wctx->npending - 1];
@@ -293,6 +302,7 @@ RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequ
 	mbc.sampler.nthreads = r->threads;
 	mbc.sampler.weighted = true;	/* as gnn.sample_neighbors: by weight where the graph has weights */
 	mbc.batch_size = r->batch_size;
+	mbc.prefetch = r->prefetch;
 	if (g->num_edge_types > 1 || r->ntype_fanouts > 0)
 	{
 		/*

@@ -682,7 +682,9 @@ mb_on_epoch(void *arg, const gnn_epoch_metrics *m)
 	if (c->n < MB_EPOCHS)
 	{
 		c->em[c->n] = *m;
-		c->em[c->n].seconds = 0;	/* wall time is not repeatable */
+		/* wall times are not repeatable */
+		c->em[c->n].seconds = c->em[c->n].sample_s = c->em[c->n].gather_s = 0;
+		c->em[c->n].compute_s = c->em[c->n].wait_s = c->em[c->n].eval_s = 0;
 		c->n++;
 	}
 }
@@ -770,6 +772,8 @@ mb_regress_check(const char *what, const gnn_graph *g, gnn_model_kind kind, cons
 	st = mb_regress(g, kind, type_fanouts, temporal, select, 1, MB_EPOCHS, c2, &r2, &err);
 	r1.seconds = r2.seconds = r1.other_s = r2.other_s = 0;
 	r1.best.seconds = r2.best.seconds = 0;
+	r1.best.sample_s = r1.best.gather_s = r1.best.compute_s = r1.best.wait_s = r1.best.eval_s = 0;
+	r2.best.sample_s = r2.best.gather_s = r2.best.compute_s = r2.best.wait_s = r2.best.eval_s = 0;
 	CHECK(st == GNN_OK && c1->n == c2->n && memcmp(c1->em, c2->em, sizeof(gnn_epoch_metrics) * c1->n) == 0 &&
 		  r1.best_epoch == r2.best_epoch && memcmp(&r1.best, &r2.best, sizeof(r1.best)) == 0,
 		  "%s: the same seed repeats bit for bit (1 thread)", what);

@@ -14,8 +14,10 @@ typedef struct rec
 {
 	int			n;
 	float		loss[1000];
+	float		val[1000];
 	int			polls;
 	int			stop_at;
+	bool		splits_ok;		/* every epoch had its time split */
 } rec;
 
 static void
@@ -24,7 +26,15 @@ on_epoch(void *arg, const gnn_epoch_metrics *m)
 	rec		   *r = arg;
 
 	if (r->n < 1000)
+	{
+		r->val[r->n] = m->val_acc;
 		r->loss[r->n++] = m->train_loss;
+	}
+	if (r->n == 1)
+		r->splits_ok = true;
+	if (!(m->sample_s > 0 && m->gather_s > 0 && m->compute_s > 0 && m->wait_s >= 0 && m->eval_s > 0 &&
+		  m->sample_s + m->gather_s + m->compute_s + m->eval_s <= m->seconds * 1.5 + 0.01))
+		r->splits_ok = false;
 }
 
 static bool
@@ -121,6 +131,61 @@ main(void)
 		mbc.sampler.fanouts[2] = 5;
 		CHECK(gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, NULL, NULL, NULL, NULL, NULL, &res, NULL, &err) == GNN_ERR_INVALID,
 			  "fan-out count must match layers: %s", err.msg);
+		free(a);
+		free(b);
+	}
+
+	/*
+	 * The pipeline: batches sampled and gathered ahead on a thread of their
+	 * own train exactly as in line; a producer that fails stops the job
+	 * with its error, and cancelling while it runs ahead stops it too.
+	 */
+	{
+		rec		   *a = calloc(1, sizeof(rec)),
+				   *b = calloc(1, sizeof(rec));
+		gnn_status	st;
+		int			depths[] = {1, 2, 5};
+
+		sage_config(&cfg, &mbc);
+		cfg.epochs = 4;
+		cfg.seed = 7;
+		mbc.prefetch = 0;
+		st = gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, a, NULL, NULL, NULL, &res, &stats, &err);
+		CHECK(st == GNN_OK && a->n == 4 && a->splits_ok && stats.wait_s == 0,
+			  "in line: every epoch reports sampling, gathering, computing and evaluating seconds, no waiting %s",
+			  st == GNN_OK ? "" : err.msg);
+		for (int k = 0; k < 3; k++)
+		{
+			memset(b, 0, sizeof(*b));
+			mbc.prefetch = depths[k];
+			st = gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, b, NULL, NULL, NULL, &res, &stats, &err);
+			CHECK(st == GNN_OK && b->n == 4 && memcmp(a->loss, b->loss, sizeof(float) * 4) == 0 &&
+				  memcmp(a->val, b->val, sizeof(float) * 4) == 0 && b->splits_ok,
+				  "prefetch %d: the same losses and validation accuracies bit for bit as in line, and the time split %s",
+				  depths[k], st == GNN_OK ? "" : err.msg);
+		}
+		for (int k = 0; k < 2; k++)
+		{
+			mbc.prefetch = k == 0 ? 0 : 2;
+			mbc.fail_batch = 8;	/* Cora's 140 training nodes: 3 batches an epoch; the 2nd of epoch 3 */
+			memset(b, 0, sizeof(*b));
+			st = gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, b, NULL, NULL, NULL, &res, &stats, &err);
+			CHECK(st == GNN_ERR_BACKEND && strstr(err.msg, "injected failure producing batch 8") != NULL &&
+				  stats.batches == 7 && b->n == 2,
+				  "prefetch %d: a producer failing at batch 8 stops training there with its error (%lld batches computed): %s",
+				  mbc.prefetch, (long long) stats.batches, err.msg);
+			mbc.fail_batch = 0;
+		}
+		mbc.prefetch = 3;
+		memset(b, 0, sizeof(*b));
+		b->stop_at = 4;
+		st = gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, b, stop_cb, b, NULL, &res, &stats, &err);
+		CHECK(st == GNN_ERR_CANCELLED && stats.batches == 4 && b->n == 1,
+			  "prefetch 3: cancelled after 4 batches while the producer runs ahead: stops cleanly (%lld batches)",
+			  (long long) stats.batches);
+		mbc.prefetch = 65;
+		st = gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, NULL, NULL, NULL, NULL, NULL, &res, NULL, &err);
+		CHECK(st == GNN_ERR_INVALID, "prefetch 65 is refused: %s", err.msg);
 		free(a);
 		free(b);
 	}
