@@ -29,7 +29,9 @@ typedef struct gnn_cpu_ctx
 	int			nthreads;
 } gnn_cpu_ctx;
 
-#define NT(be) (((gnn_cpu_ctx *) (be)->ctx)->nthreads)
+/* the configured threads, and the team a region uses now (gnn_team_size) */
+#define NT_CFG(be) (((gnn_cpu_ctx *) (be)->ctx)->nthreads)
+#define NT(be) gnn_team_size(NT_CFG(be))
 /* below this much work a parallel region costs more than it saves */
 #define GNN_PAR_MIN 8192
 
@@ -55,7 +57,7 @@ cpu_set_threads(gnn_backend *be, int nthreads)
 {
 	if (nthreads < 0)
 		return gnn_error_set(&be->err, GNN_ERR_INVALID, "thread count must be >= 0, got %d", nthreads);
-	NT(be) = nthreads == 0 ? gnn_cpu_default_threads() : nthreads;
+	NT_CFG(be) = nthreads == 0 ? gnn_cpu_default_threads() : nthreads;
 	/*
 	 * OpenBLAS's own pthreads would busy-wait against our OpenMP threads on
 	 * the same cores (2x slower on 2 cores); keep it single-threaded and
@@ -108,6 +110,13 @@ cpu_memset(gnn_backend *be, void *dst, int byte, size_t bytes)
 	return GNN_OK;
 }
 
+/* rows (columns) per GEMM block: a multiple of 64, at most 64 blocks */
+static inline int64_t
+gemm_blk(int64_t len)
+{
+	return ((len + 63) / 64 + 63) / 64 * 64;
+}
+
 static gnn_status
 cpu_gemm(gnn_backend *be, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
 		 float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
@@ -126,22 +135,33 @@ cpu_gemm(gnn_backend *be, bool trans_a, bool trans_b, int64_t m, int64_t n, int6
 		return GNN_OK;
 	}
 	{
-		/* split C into row (or column) blocks, one cblas call each: no
-		 * reduction is split, so results do not depend on the thread count */
+		/*
+		 * Split C into row (or column) blocks, one cblas call each: no
+		 * reduction is split.  The blocks depend on the shape alone - the
+		 * dimension split, and at most 64 blocks of a multiple of 64 rows
+		 * (columns) - and a team of any size makes the same calls, so the
+		 * results do not depend on the thread count.  (One call over all
+		 * rows and two over halves do not give the same bits: OpenBLAS
+		 * picks its kernels and blocking from the call's sizes.)
+		 */
 		int			nt = NT(be);
-		bool		by_rows = m >= 4 * nt;
-		int64_t		len = by_rows ? m : n;
-		int			parts = (double) m * n * k < 2e6 || len < 2 * nt ? 1 : nt;
+		bool		by_rows = m >= n;
+		int64_t		len = by_rows ? m : n,
+					blk = gemm_blk(len),
+					nblk = (len + blk - 1) / blk;
+		int			parts = (double) m * n * k < 2e6 ? 1 : (int) (nblk < nt ? nblk : nt);
 
-#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
-		for (int t = 0; t < parts; t++)
+#pragma omp parallel for num_threads(parts) schedule(dynamic, 1) if (parts > 1)
+		for (int64_t q = 0; q < nblk; q++)
 		{
-			int64_t		lo = len * t / parts,
-						hi = len * (t + 1) / parts;
+			int64_t		lo = q * blk,
+						hi = lo + blk;
 			const float *a = A,
 					   *b = B;
 			float	   *c = C;
 
+			if (hi > len)
+				hi = len;
 			if (hi <= lo)
 				continue;
 			if (by_rows)
@@ -407,16 +427,34 @@ cpu_bias_grad(gnn_backend *be, const float *dY, int64_t rows, int64_t cols, floa
 	return GNN_OK;
 }
 
+/*
+ * One thread's share of a dropout: the hash is 32-bit integer arithmetic,
+ * which the x86-64 baseline (SSE2: no 32-bit vector multiply) barely
+ * vectorises; clones for AVX2 and AVX-512 run it 8 and 16 lanes wide, with
+ * the same bits (integer math), picked once at load time by the CPU.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void
+dropout_range(const float *x, float *y, int64_t lo, int64_t hi, float p, float scale, uint64_t seed)
+{
+#pragma omp simd
+	for (int64_t i = lo; i < hi; i++)
+		y[i] = gnn_math_dropout(x[i], seed, (uint64_t) i, p, scale);
+}
+
 static gnn_status
 cpu_dropout_forward(gnn_backend *be, const float *x, float *y, int64_t n, float p, uint64_t seed)
 {
 	if (!(p >= 0.0f && p < 1.0f))
 		return gnn_error_set(&be->err, GNN_ERR_INVALID, "dropout: p must be in [0, 1), got %g", p);
 	float		scale = 1.0f / (1.0f - p);
+	int			parts = n > 4 * GNN_PAR_MIN ? NT(be) : 1;
 
-#pragma omp parallel for simd num_threads(NT(be)) schedule(static) if (n > 4 * GNN_PAR_MIN)
-	for (int64_t i = 0; i < n; i++)
-		y[i] = gnn_math_dropout(x[i], seed, (uint64_t) i, p, scale);
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+	for (int t = 0; t < parts; t++)
+		dropout_range(x, y, n * t / parts, n * (t + 1) / parts, p, scale, seed);
 	return GNN_OK;
 }
 

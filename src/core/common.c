@@ -2,6 +2,8 @@
  * common.c: status codes, error buffer, RNG seeding.
  */
 #include "gnn_core.h"
+#include <fcntl.h>
+#include <stdlib.h>
 
 #include <time.h>
 #include <unistd.h>
@@ -166,6 +168,95 @@ gnn_prefault(void *addr, uint64_t bytes, int nthreads)
 			for (volatile char *p = a; p < b; p += ps)
 				*p = *p;
 	}
+}
+
+/* runnable tasks of the whole system now (/proc/loadavg's 4th field), -1 unknown */
+static int
+procs_running(void)
+{
+	char		buf[128];
+	int			fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC),
+				n,
+				r = -1;
+	char	   *p;
+
+	if (fd < 0)
+		return -1;
+	n = (int) read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "0.52 0.61 0.70 3/412 12345" */
+	p = buf;
+	for (int f = 0; f < 3 && p; f++)
+	{
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (p)
+		r = atoi(p);
+	return r > 0 ? r : -1;
+}
+
+int
+gnn_team_size(int want)
+{
+	static int	adaptive = -1;	/* -1: not read yet */
+	static int	ncpu;
+	static double checked;		/* when /proc/loadavg was last read */
+	static int	seen[3];		/* other runnable tasks at the last three reads */
+	static int	nseen;
+	static int	last_team = 1;
+	double		now;
+	int			idle,
+				others,
+				team;
+
+	if (want <= 1)
+		return want < 1 ? 1 : want;
+	/* benign races: every field is a word written whole, and any value read is usable */
+	if (__atomic_load_n(&adaptive, __ATOMIC_RELAXED) < 0)
+	{
+		const char *e = getenv("GNN_ADAPTIVE_THREADS");
+		long		c = sysconf(_SC_NPROCESSORS_ONLN);
+
+		__atomic_store_n(&ncpu, c > 0 ? (int) c : 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&adaptive, !(e && strcmp(e, "0") == 0), __ATOMIC_RELAXED);
+	}
+	if (!__atomic_load_n(&adaptive, __ATOMIC_RELAXED))
+		return want;
+	now = gnn_now_s();
+	if (now - checked >= 0.02 || checked == 0)
+	{
+		int			r = procs_running();
+
+		checked = now;
+		if (r > 0)
+		{
+			int			o = r - __atomic_load_n(&last_team, __ATOMIC_RELAXED),
+						k = __atomic_fetch_add(&nseen, 1, __ATOMIC_RELAXED);
+
+			__atomic_store_n(&seen[(unsigned) k % 3], o > 0 ? o : 0, __ATOMIC_RELAXED);
+		}
+	}
+	/*
+	 * The least of the last three readings (about 40 ms): a task that was
+	 * runnable for an instant (a process starting, a short query) does not
+	 * shrink the team; load that stays does.
+	 */
+	others = __atomic_load_n(&seen[0], __ATOMIC_RELAXED);
+	for (int i = 1; i < 3; i++)
+	{
+		int			o = __atomic_load_n(&seen[i], __ATOMIC_RELAXED);
+
+		others = o < others ? o : others;
+	}
+	idle = __atomic_load_n(&ncpu, __ATOMIC_RELAXED) - others;
+	team = idle < 1 ? 1 : idle > want ? want : idle;
+	__atomic_store_n(&last_team, team, __ATOMIC_RELAXED);
+	return team;
 }
 
 double

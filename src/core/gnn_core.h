@@ -154,6 +154,22 @@ gnn_hash_bytes(const char *s, size_t len)
 double		gnn_now_s(void);
 
 /*
+ * How many of want threads a parallel region should use now (common.c).
+ * A fork-join region waits for its slowest thread, so on a server whose
+ * cores are busy with other processes a team of all cores waits for
+ * descheduled members (Cora GCN: 30x slower on 2 threads than on 1 with
+ * two busy processes).  The team is the cores that the other runnable
+ * tasks leave idle, at least 1 and at most want: the system's runnable
+ * count (/proc/loadavg), read at most every 20 ms, less the caller's own
+ * last team (its spinning workers count as runnable), the least of the
+ * last three readings (load that stays, not a task runnable for an
+ * instant).  Results never
+ * depend on it (every kernel is thread-count independent).  The
+ * environment variable GNN_ADAPTIVE_THREADS=0 turns it off (want as is).
+ */
+int			gnn_team_size(int want);
+
+/*
  * Map in the pages of a fresh, all-zero shared mapping before it is written
  * (common.c), on nthreads threads (0: all): one madvise(MADV_POPULATE_WRITE)
  * per thread instead of a page fault per 4 kB page, which on a virtual

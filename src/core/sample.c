@@ -90,7 +90,7 @@ static int
 threads_of(int32_t n)
 {
 #ifdef _OPENMP
-	return n > 0 ? n : omp_get_max_threads();
+	return gnn_team_size(n > 0 ? n : omp_get_max_threads());
 #else
 	(void) n;
 	return 1;

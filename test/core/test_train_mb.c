@@ -123,6 +123,14 @@ main(void)
 		gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, b, NULL, NULL, NULL, &res, NULL, &err);
 		CHECK(a->n == 5 && b->n == 5 && memcmp(a->loss, b->loss, sizeof(float) * 5) == 0,
 			  "same seed => identical CPU training curve (sampler on 1 vs 2 threads)");
+		/* the whole backend on 2 threads too (GEMM blocks are the shape's, not the team's) */
+		memset(b, 0, sizeof(*b));
+		cfg.threads = 2;
+		gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, b, NULL, NULL, NULL, &res, NULL, &err);
+		CHECK(b->n == 5 && memcmp(a->loss, b->loss, sizeof(float) * 5) == 0 &&
+			  memcmp(a->val, b->val, sizeof(float) * 5) == 0,
+			  "same seed => identical training curve on 1 and 2 backend threads");
+		cfg.threads = 1;
 		memset(b, 0, sizeof(*b));
 		b->stop_at = 7;
 		CHECK(gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, b, stop_cb, b, NULL, &res, NULL, &err) == GNN_ERR_CANCELLED &&
