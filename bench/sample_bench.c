@@ -12,6 +12,7 @@
  * the training nodes (8% of the nodes, as ogbn-products).
  */
 #include "train_mb.h"
+#include "feature_cache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,6 +237,92 @@ main(int argc, char **argv)
 			   best_es[2] / best_es[1], best_gbs[2] / best_gbs[1]);
 		free(seeds);
 		free(buf);
+	}
+
+	/*
+	 * The GPU feature cache's policies on this graph: a trace of nbatch
+	 * training batches (the training sampler's input rows), caches of 5%,
+	 * 10% and 20% of the rows planned by degree and by pre-sampling one
+	 * pass over the training nodes with another seed, against the clairvoyant static optimum and
+	 * Belady's MIN for the same number of rows.
+	 */
+	{
+		gnn_sampler_config sc = {0};
+		gnn_sampler *s;
+		int32_t    *train = malloc(sizeof(int32_t) * (g.n_train + 1)),
+				   *trace = NULL;
+		int64_t		nt = 0,
+					len = 0,
+					cap = 0;
+		gnn_rng		rr;
+
+		sc.kind = GNN_SAMPLER_NEIGHBOR;
+		sc.nhops = 3;
+		sc.fanouts[0] = 15;
+		sc.fanouts[1] = 10;
+		sc.fanouts[2] = 5;
+		sc.nthreads = 2;
+		for (int64_t v = 0; v < g.num_nodes; v++)
+			if (g.split[v] == GNN_SPLIT_TRAIN)
+				train[nt++] = (int32_t) v;
+		gnn_rng_seed(&rr, 77);
+		gnn_sampler_create(&g, &sc, &s, &err);
+		for (int b = 0; b < nbatch; b++)
+		{
+			gnn_minibatch mb;
+			int32_t		seeds[1024];
+
+			for (int i = 0; i < 1024; i++)
+				seeds[i] = train[gnn_rng_below(&rr, (uint64_t) nt)];
+			gnn_sampler_sample(s, seeds, 1024, gnn_rng_next(&rr), &mb, &err);
+			if (len + mb.n_input > cap)
+			{
+				cap = 2 * (len + mb.n_input);
+				trace = realloc(trace, sizeof(int32_t) * cap);
+			}
+			memcpy(trace + len, mb.input_nodes, sizeof(int32_t) * mb.n_input);
+			len += mb.n_input;
+		}
+		gnn_sampler_free(s);
+		for (int k = 0; k < 3; k++)
+		{
+			double		frac = k == 0 ? 0.05 : k == 1 ? 0.10 : 0.20,
+						pre,
+						deg,
+						ora,
+						bel,
+						tp;
+			gnn_cache_plan_config pc = {0};
+			int32_t    *rows;
+			int64_t		nrows;
+
+			pc.capacity = (int64_t) (frac * g.num_nodes);
+			pc.sampler = &sc;
+			pc.seeds = train;
+			pc.nseeds = nt;
+			pc.batch_size = 1024;
+			pc.batches = 0;	/* one pass over the training nodes, as GNNLab */
+			pc.seed = 4242;
+			pc.policy = GNN_CACHE_PRESAMPLE;
+			tp = now_s();
+			gnn_cache_plan(&g, &pc, &rows, &nrows, &err);
+			tp = now_s() - tp;
+			pre = gnn_cache_hit_rate(trace, len, rows, nrows, g.num_nodes);
+			free(rows);
+			pc.policy = GNN_CACHE_DEGREE;
+			gnn_cache_plan(&g, &pc, &rows, &nrows, &err);
+			deg = gnn_cache_hit_rate(trace, len, rows, nrows, g.num_nodes);
+			free(rows);
+			gnn_cache_oracle_static(trace, len, g.num_nodes, pc.capacity, &ora, &err);
+			gnn_cache_belady(trace, len, g.num_nodes, pc.capacity, &bel, &err);
+			printf("feature cache of %.0f%% of the rows over %lld accesses (%d batches): presample %.3f (planned in %.1f s), "
+				   "degree %.3f; clairvoyant static %.3f (presample %.0f%% of it, degree %.0f%%), Belady's MIN %.3f "
+				   "(presample %.0f%%)\n",
+				   100 * frac, (long long) len, nbatch, pre, tp, deg, ora, 100 * pre / ora, 100 * deg / ora, bel,
+				   100 * pre / bel);
+		}
+		free(trace);
+		free(train);
 	}
 
 	/*

@@ -67,8 +67,14 @@ main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "--fixed") == 0)
 	{
+		bool		fixed;
+
 		sleep_ms(30);
-		return gnn_team_size(want) == want && gnn_team_size(want) == want ? 0 : 1;
+		fixed = gnn_team_size(want) == want && gnn_team_size(want) == want;
+		free(one);
+		free(idle);
+		free(busy);
+		return fixed ? 0 : 1;
 	}
 	CHECK(gnn_team_size(1) == 1 && gnn_team_size(0) == 1, "a team of 1 (or 0) is 1");
 	team_idle = gnn_team_size(want);
