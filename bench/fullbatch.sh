@@ -10,7 +10,8 @@
 #     per-epoch ms from gnn.training_log (mean of seconds; compute and
 #     evaluation split), gnn.threads = 1 and 0 (all cores).
 #  3. Both again with BUSY (default 2) busy processes running: the default
-#     thread count against 1.
+#     thread count against 1, and the core with GNN_ADAPTIVE_THREADS=0 (a team
+#     of the configured size whatever the load: the behaviour before).
 #  4. The products-size minibatch step (bench/sample_bench, 10 batches) idle
 #     and busy, 2 threads against 1 (SKIP_PRODUCTS=1 leaves it out).
 # Writes bench/results/fullbatch-<UTC stamp>.md.
@@ -83,6 +84,10 @@ for mode in idle busy; do
     echo
     echo '```'
     bench/bin/fullbatch_bench "$DATA/cora" "$EPOCHS" 3
+    if [ "$mode" = busy ]; then
+      echo "# the same with the team fixed at the configured count (GNN_ADAPTIVE_THREADS=0: the behaviour before)"
+      GNN_ADAPTIVE_THREADS=0 bench/bin/fullbatch_bench "$DATA/cora" "$EPOCHS" 3 | grep threads
+    fi
     echo '```'
     echo
     echo "| through SQL, $EPOCHS epochs | gnn.threads | ms per epoch | training step | evaluation | the rest (catalog, worker) | test accuracy |"
@@ -99,6 +104,10 @@ for mode in idle busy; do
     {
       echo '```'
       PREFETCH=0 bench/bin/sample_bench 2500000 30000000 100 10 | grep -E '^training|^graph'
+      if [ "$mode" = busy ]; then
+        echo "# GNN_ADAPTIVE_THREADS=0"
+        GNN_ADAPTIVE_THREADS=0 PREFETCH=0 bench/bin/sample_bench 2500000 30000000 100 10 | grep -E '^training \(2'
+      fi
       echo '```'
       echo
     } | tee -a "$REPORT"
