@@ -32,6 +32,17 @@ typedef struct gnn_cpu_ctx
 /* the configured threads, and the team a region uses now (gnn_team_size) */
 #define NT_CFG(be) (((gnn_cpu_ctx *) (be)->ctx)->nthreads)
 #define NT(be) gnn_team_size(NT_CFG(be))
+/*
+ * Regions of at least this much work (multiply-adds, or elements) keep the whole
+ * configured team however busy the machine: a descheduled member then
+ * delays the region by a small fraction of it, and a fuller team gets its
+ * fair share of a contended machine (the products-size step under two busy
+ * processes: 0.64 s a batch on a full team, 0.90 s on one thread).  Only
+ * short regions, where waiting for a descheduled thread costs more than
+ * the region, shrink (Cora's aggregation and element-wise kernels).
+ */
+#define GNN_TEAM_BIG 4e6
+#define NT_WORK(be, work) ((double) (work) >= GNN_TEAM_BIG ? NT_CFG(be) : NT(be))
 /* below this much work a parallel region costs more than it saves */
 #define GNN_PAR_MIN 8192
 
@@ -144,7 +155,7 @@ cpu_gemm(gnn_backend *be, bool trans_a, bool trans_b, int64_t m, int64_t n, int6
 		 * rows and two over halves do not give the same bits: OpenBLAS
 		 * picks its kernels and blocking from the call's sizes.)
 		 */
-		int			nt = NT(be);
+		int			nt = NT_WORK(be, (double) m * n * k);
 		bool		by_rows = m >= n;
 		int64_t		len = by_rows ? m : n,
 					blk = gemm_blk(len),
@@ -248,7 +259,7 @@ cpu_spmm(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *row_scale,
 {
 	int64_t		nr = A->n_rows;
 
-#pragma omp parallel for num_threads(NT(be)) schedule(dynamic, row_chunk(nr, NT(be))) if (A->nnz * d > GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, A->nnz * d)) schedule(dynamic, row_chunk(nr, NT(be))) if (A->nnz * d > GNN_PAR_MIN)
 	for (int64_t i = 0; i < nr; i++)
 	{
 		float	   *y = Y + i * d;
@@ -298,7 +309,7 @@ cpu_spmm_t(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *row_scal
 
 	if (A->nnz > 0 && (!A->t_indptr || !A->t_indices || !A->t_perm))
 		return gnn_error_set(&be->err, GNN_ERR_INVALID, "spmm_t: the CSR has no transpose");
-#pragma omp parallel for num_threads(NT(be)) schedule(dynamic, 64) if (A->nnz * d > GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, A->nnz * d)) schedule(dynamic, 64) if (A->nnz * d > GNN_PAR_MIN)
 	for (int64_t j = 0; j < nc; j++)
 	{
 		float	   *y = Y + j * d;
@@ -340,7 +351,7 @@ static gnn_status
 cpu_gather_rows(gnn_backend *be, const float *src, int64_t d, const int32_t *idx,
 				int64_t n, float *dst)
 {
-#pragma omp parallel for num_threads(NT(be)) schedule(static) if (n * d > GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, n * d)) schedule(static) if (n * d > GNN_PAR_MIN)
 	for (int64_t r = 0; r < n; r++)
 		memcpy(dst + r * d, src + (int64_t) idx[r] * d, sizeof(float) * d);
 	return GNN_OK;
@@ -354,7 +365,7 @@ cpu_scatter_add_rows(gnn_backend *be, const float *src, int64_t d, const int32_t
 	int64_t		chunk = 64;
 	int64_t		nchunks = (d + chunk - 1) / chunk;
 
-#pragma omp parallel for num_threads(NT(be)) schedule(static) if (nchunks > 1 && n * d > GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, n * d)) schedule(static) if (nchunks > 1 && n * d > GNN_PAR_MIN)
 	for (int64_t c = 0; c < nchunks; c++)
 	{
 		int64_t		k0 = c * chunk,
@@ -375,7 +386,7 @@ cpu_scatter_add_rows(gnn_backend *be, const float *src, int64_t d, const int32_t
 static gnn_status
 cpu_act_forward(gnn_backend *be, gnn_act act, float param, const float *x, float *y, int64_t n)
 {
-#pragma omp parallel for num_threads(NT(be)) schedule(static) if (n > 4 * GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, n)) schedule(static) if (n > 4 * GNN_PAR_MIN)
 	for (int64_t i = 0; i < n; i++)
 		y[i] = gnn_math_act((int) act, param, x[i]);
 	return GNN_OK;
@@ -386,7 +397,7 @@ cpu_act_backward(gnn_backend *be, gnn_act act, float param, const float *x, cons
 				 const float *dy, float *dx, int64_t n)
 {
 	(void) y;
-#pragma omp parallel for num_threads(NT(be)) schedule(static) if (n > 4 * GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, n)) schedule(static) if (n > 4 * GNN_PAR_MIN)
 	for (int64_t i = 0; i < n; i++)
 		dx[i] = dy[i] * gnn_math_act_grad((int) act, param, x[i]);
 	return GNN_OK;
@@ -395,7 +406,7 @@ cpu_act_backward(gnn_backend *be, gnn_act act, float param, const float *x, cons
 static gnn_status
 cpu_axpby(gnn_backend *be, int64_t n, float alpha, const float *x, float beta, float *y)
 {
-#pragma omp parallel for num_threads(NT(be)) schedule(static) if (n > 4 * GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, n)) schedule(static) if (n > 4 * GNN_PAR_MIN)
 	for (int64_t i = 0; i < n; i++)
 		y[i] = alpha * x[i] + (beta == 0.0f ? 0.0f : beta * y[i]);
 	return GNN_OK;
@@ -404,7 +415,7 @@ cpu_axpby(gnn_backend *be, int64_t n, float alpha, const float *x, float beta, f
 static gnn_status
 cpu_add_bias(gnn_backend *be, float *Y, const float *bias, int64_t rows, int64_t cols)
 {
-#pragma omp parallel for num_threads(NT(be)) schedule(static) if (rows * cols > 4 * GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, rows * cols)) schedule(static) if (rows * cols > 4 * GNN_PAR_MIN)
 	for (int64_t i = 0; i < rows; i++)
 		for (int64_t k = 0; k < cols; k++)
 			Y[i * cols + k] += bias[k];
@@ -450,7 +461,7 @@ cpu_dropout_forward(gnn_backend *be, const float *x, float *y, int64_t n, float 
 	if (!(p >= 0.0f && p < 1.0f))
 		return gnn_error_set(&be->err, GNN_ERR_INVALID, "dropout: p must be in [0, 1), got %g", p);
 	float		scale = 1.0f / (1.0f - p);
-	int			parts = n > 4 * GNN_PAR_MIN ? NT(be) : 1;
+	int			parts = n > 4 * GNN_PAR_MIN ? NT_WORK(be, n) : 1;
 
 #pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
 	for (int t = 0; t < parts; t++)
@@ -467,7 +478,7 @@ cpu_dropout_backward(gnn_backend *be, const float *dy, float *dx, int64_t n, flo
 static gnn_status
 cpu_softmax_rows(gnn_backend *be, const float *X, float *Y, int64_t n, int64_t c)
 {
-#pragma omp parallel for num_threads(NT(be)) schedule(static) if (n * c > GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, n * c)) schedule(static) if (n * c > GNN_PAR_MIN)
 	for (int64_t i = 0; i < n; i++)
 	{
 		const float *x = X + i * c;
@@ -552,7 +563,7 @@ static gnn_status
 cpu_gat_node_scores(gnn_backend *be, const float *H, int64_t n, int64_t heads, int64_t f,
 					const float *att, float *s)
 {
-#pragma omp parallel for num_threads(NT(be)) schedule(static) if (n * heads * f > GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, n * heads * f)) schedule(static) if (n * heads * f > GNN_PAR_MIN)
 	for (int64_t i = 0; i < n; i++)
 		for (int64_t h = 0; h < heads; h++)
 		{
@@ -577,7 +588,7 @@ cpu_gat_node_scores_backward(gnn_backend *be, const float *H, int64_t n, int64_t
 
 	if (!acc)
 		return gnn_error_set(&be->err, GNN_ERR_NOMEM, "gat_node_scores_backward: out of memory");
-#pragma omp parallel for num_threads(NT(be)) schedule(static) if (n * hf > GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, n * hf)) schedule(static) if (n * hf > GNN_PAR_MIN)
 	for (int64_t i = 0; i < n; i++)
 		for (int64_t h = 0; h < heads; h++)
 		{
@@ -808,7 +819,7 @@ static gnn_status
 cpu_max_agg(gnn_backend *be, const gnn_csr *A, const float *X, int64_t d, float *Y,
 			int32_t *argmax)
 {
-#pragma omp parallel for num_threads(NT(be)) schedule(dynamic, 64) if (A->nnz * d > GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, A->nnz * d)) schedule(dynamic, 64) if (A->nnz * d > GNN_PAR_MIN)
 	for (int64_t i = 0; i < A->n_rows; i++)
 	{
 		float	   *y = Y + i * d;
@@ -856,7 +867,7 @@ cpu_max_agg_backward(gnn_backend *be, const gnn_csr *A, const float *dY, const i
 {
 	if (A->nnz > 0 && (!A->t_indptr || !A->t_indices))
 		return gnn_error_set(&be->err, GNN_ERR_INVALID, "max_agg_backward: the CSR has no transpose");
-#pragma omp parallel for num_threads(NT(be)) schedule(dynamic, 64) if (A->nnz * d > GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, A->nnz * d)) schedule(dynamic, 64) if (A->nnz * d > GNN_PAR_MIN)
 	for (int64_t j = 0; j < A->n_cols; j++)
 	{
 		float	   *y = dX + j * d;
@@ -883,7 +894,7 @@ cpu_adam_step(gnn_backend *be, float *w, const float *g, float *m, float *v, int
 
 	if (t < 1)
 		return gnn_error_set(&be->err, GNN_ERR_INVALID, "adam_step: step must be >= 1");
-#pragma omp parallel for num_threads(NT(be)) schedule(static) if (n > 4 * GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, n)) schedule(static) if (n > 4 * GNN_PAR_MIN)
 	for (int64_t i = 0; i < n; i++)
 		gnn_math_adam(&w[i], g[i], &m[i], &v[i], lr, beta1, beta2, eps, weight_decay, bc1, bc2);
 	return GNN_OK;
@@ -893,7 +904,7 @@ static gnn_status
 cpu_sgd_step(gnn_backend *be, float *w, const float *g, float *buf, int64_t n, float lr,
 			 float momentum, float weight_decay)
 {
-#pragma omp parallel for num_threads(NT(be)) schedule(static) if (n > 4 * GNN_PAR_MIN)
+#pragma omp parallel for num_threads(NT_WORK(be, n)) schedule(static) if (n > 4 * GNN_PAR_MIN)
 	for (int64_t i = 0; i < n; i++)
 		gnn_math_sgd(&w[i], g[i], buf ? &buf[i] : NULL, lr, momentum, weight_decay);
 	return GNN_OK;

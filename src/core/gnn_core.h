@@ -163,8 +163,10 @@ double		gnn_now_s(void);
  * count (/proc/loadavg), read at most every 20 ms, less the caller's own
  * last team (its spinning workers count as runnable), the least of the
  * last three readings (load that stays, not a task runnable for an
- * instant).  Results never
- * depend on it (every kernel is thread-count independent).  The
+ * instant).  Callers keep the whole team for regions of much work (the
+ * CPU backend's large GEMMs and aggregations), where a descheduled member
+ * costs little and a fuller team gets a fairer share of a busy machine.
+ * Results never depend on it (every kernel is thread-count independent).  The
  * environment variable GNN_ADAPTIVE_THREADS=0 turns it off (want as is).
  */
 int			gnn_team_size(int want);

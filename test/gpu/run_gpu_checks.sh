@@ -8,6 +8,11 @@
 #   4. the training CLI on Cora, GCN and GAT, CPU and CUDA, with timings
 #   5. GPU sampling (issue #6): parity of sample / walk / gather kernels with
 #      their CPU emulation, and sampled edges/s on an in-memory R-MAT
+#   6. end to end through SQL (issue #13, test/gpu/sql_checks.sh): PostgreSQL
+#      from the machine or from the carried bundle (test/gpu/debs: make it
+#      here with `bash test/gpu/pg_bundle.sh fetch` and name it in carry),
+#      Cora GCN / GAT and minibatch GraphSAGE with device => 'cuda' and 'cpu',
+#      gnn.sample_neighbors, compute-sanitizer.  SQL_CHECKS=0 skips it.
 # Logs go to $OUT (or test/gpu/out).  Exit status: 0 when every step passed.
 # Run from the repository root:  bash test/gpu/run_gpu_checks.sh
 set -u
@@ -123,6 +128,12 @@ cc -std=gnu11 -O2 -fopenmp -Wall -Wno-unused-function -Isrc/core -Itest/core -o 
 	bench/sample_gpu_bench.c $CORE_SRCS $LIBS > "$OUT/cc_sample_gpu_bench.log" 2>&1 \
 	|| { echo "cc sample_gpu_bench failed"; tail -n 5 "$OUT/cc_sample_gpu_bench.log"; FAIL=1; }
 [ -x bench/bin/sample_gpu_bench ] && run sample_gpu_bench timeout 300 bench/bin/sample_gpu_bench 20 16 50
+
+if [ "${SQL_CHECKS:-1}" != 0 ]; then
+	step "end to end through SQL"
+	run sql_checks timeout 330 bash test/gpu/sql_checks.sh
+	cat "$OUT/sql_checks.md" 2>/dev/null
+fi
 
 step "done: $([ $FAIL -eq 0 ] && echo ALL PASSED || echo SOME STEPS FAILED)"
 exit $FAIL

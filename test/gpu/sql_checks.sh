@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# sql_checks.sh: the GPU path end to end through SQL, on a throwaway cluster
+# (issue #13, "GPU checks, end to end through SQL").  Run by
+# run_gpu_checks.sh; alone:  bash test/gpu/sql_checks.sh   (as root or any user)
+#
+#  1. PostgreSQL: the machine's own pg_config, else (or with GNN_PG_BUNDLE=1)
+#     the bundle carried with the run (test/gpu/debs, made here by
+#     `bash test/gpu/pg_bundle.sh fetch`, named in the device tool's carry).
+#  2. gnn (with gnn_cuda.so when nvcc is there) built and installed into it.
+#  3. A cluster in a temporary directory, run by a non-root user.
+#  4. Through SQL: Cora GCN and GAT full batch with device => 'cuda' and
+#     'cpu' (test accuracy, ms per epoch from gnn.training_log), minibatch
+#     GraphSAGE on a generated R-MAT graph (NODES, default 500000, EDGES
+#     3000000 made undirected, 100-dim features; seconds per epoch and the
+#     sampling / gathering / compute split), gnn.sample_neighbors, and
+#     compute-sanitizer over one short job when it is installed.
+# Figures go to $OUT/sql_checks.md.  Exit status 0 when every check passed;
+# without a usable GPU the cuda jobs fail with their error and say so.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-test/gpu/out}
+mkdir -p "$OUT"
+REPORT=$OUT/sql_checks.md
+NODES=${NODES:-500000}
+EDGES=${EDGES:-3000000}
+FAIL=0
+note() { echo "$*" | tee -a "$REPORT"; }
+: > "$REPORT"
+
+# 1. PostgreSQL
+# GNN_PG_BUNDLE=1: the bundle even where the machine has its own (to test the bundle)
+if [ -z "${PG_CONFIG:-}" ] && [ "${GNN_PG_BUNDLE:-0}" != 1 ] && command -v pg_config > /dev/null &&
+	[ -x "$(pg_config --bindir)/initdb" ]; then
+	PG_CONFIG=$(command -v pg_config)
+fi
+if [ -z "${PG_CONFIG:-}" ]; then
+	# shellcheck source=test/gpu/pg_bundle.sh
+	source test/gpu/pg_bundle.sh install || { note "no PostgreSQL: neither pg_config nor a bundle"; exit 1; }
+fi
+BIN=$("$PG_CONFIG" --bindir)
+note "# GPU checks through SQL, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+note "- PostgreSQL: $("$PG_CONFIG" --version), $BIN"
+
+# 2. gnn into it
+if ! make -j"$(nproc)" PG_CONFIG="$PG_CONFIG" install > "$OUT/sql_build.log" 2>&1; then
+	note "- build failed: $(tail -n 3 "$OUT/sql_build.log" | tr '\n' ' ')"
+	exit 1
+fi
+note "- gnn installed into $("$PG_CONFIG" --pkglibdir) ($(ls "$("$PG_CONFIG" --pkglibdir)"/gnn*.so | xargs -n1 basename | tr '\n' ' '))"
+
+# 3. the cluster, owned by a user initdb accepts
+RUNAS=""
+if [ "$(id -u)" = 0 ]; then
+	id gnnrun > /dev/null 2>&1 || useradd -M -s /bin/bash gnnrun 2> /dev/null || true
+	RUNAS=gnnrun
+fi
+PGD=$(mktemp -d /tmp/gnn_gpu_sql.XXXXXX)
+chmod 755 "$PGD"
+[ -n "$RUNAS" ] && chown "$RUNAS" "$PGD"
+as_run() { if [ -n "$RUNAS" ]; then su "$RUNAS" -s /bin/bash -c "export LD_LIBRARY_PATH='${LD_LIBRARY_PATH:-}'; $*"; else bash -c "$*"; fi; }
+PORT=$((20000 + RANDOM % 20000))
+as_run "'$BIN/initdb' -D '$PGD/data' -A trust -U postgres > '$PGD/initdb.log' 2>&1" ||
+	{ note "- initdb failed: $(tail -n 3 "$PGD/initdb.log" | tr '\n' ' ')"; exit 1; }
+cat >> "$PGD/data/postgresql.conf" <<CONF
+shared_preload_libraries = 'gnn'
+gnn.max_graph_memory = 8GB
+port = $PORT
+unix_socket_directories = '$PGD'
+listen_addresses = ''
+fsync = off
+timezone = 'UTC'
+CONF
+as_run "'$BIN/pg_ctl' -D '$PGD/data' -l '$PGD/server.log' -w start > /dev/null" ||
+	{ note "- the server did not start: $(tail -n 5 "$PGD/server.log" | tr '\n' ' ')"; exit 1; }
+stop() { as_run "'$BIN/pg_ctl' -D '$PGD/data' -m fast stop > /dev/null 2>&1"; cp "$PGD/server.log" "$OUT/sql_server.log" 2>/dev/null; rm -rf "$PGD"; }
+trap stop EXIT
+psql_q() { as_run "'$BIN/psql' -X -q -At -h '$PGD' -p $PORT -U postgres -d postgres -v ON_ERROR_STOP=1 $*"; }
+psql_q -c "'CREATE EXTENSION gnn'" || { note "- CREATE EXTENSION failed"; exit 1; }
+note "- cluster up on port $PORT"
+# "state|FIGURES|error" of job $1 (a job id, or the error gnn.train raised), FIGURES an SQL text expression over j and m
+job_row() {
+	local id
+	id=$(echo "$1" | grep -E '^[0-9]+$' | tail -n 1)
+	if [ -n "$id" ]; then
+		psql_q -c "\"SELECT j.state || '|' || $2 || '|' || coalesce(j.error, '') FROM gnn.jobs j
+		              LEFT JOIN gnn.models m ON m.job = j.id WHERE j.id = $id\"" 2>&1 | tail -n 1
+	else
+		echo "failed|-|-|-|-|-|$(echo "$1" | tail -n 1)"
+	fi
+}
+
+# 4a. Cora, full batch
+DATA=${GNN_DATA_DIR:-}
+for d in shared/data ../shared/data ../../shared/data; do [ -z "$DATA" ] && [ -f "$d/cora/edges.csv" ] && DATA=$(cd "$d" && pwd); done
+if [ -n "$DATA" ]; then
+	chmod -R a+rX "$DATA" 2> /dev/null
+	psql_q > /dev/null <<SQL
+CREATE TABLE cora_nodes (id int PRIMARY KEY, label int, split text);
+CREATE TABLE cora_edges (src int, dst int);
+CREATE TABLE cora_coo (id int, feature int, value real);
+COPY cora_nodes FROM '$DATA/cora/nodes.csv' WITH (FORMAT csv, HEADER true);
+COPY cora_edges FROM '$DATA/cora/edges.csv' WITH (FORMAT csv, HEADER true);
+COPY cora_coo FROM '$DATA/cora/features_coo.csv' WITH (FORMAT csv, HEADER true);
+SELECT gnn.load_graph('cora', 'cora_edges', nodes => 'cora_nodes', label => 'label', split => 'split',
+                      sparse_features => 'cora_coo', undirected => true);
+SQL
+	note ""
+	note "| Cora, 200 epochs | device | state | test accuracy | ms per epoch |"
+	note "|---|---|---|---:|---:|"
+	for model in gcn gat; do
+		for dev in cuda cpu; do
+			# the job in one statement, its rows in the next (a statement's snapshot predates its job's commits)
+			job=$(psql_q -c "\"SELECT gnn.train('cora', model => '$model', name => 'c_${model}_$dev', epochs => 200,
+			                  device => '$dev', seed => 1, wait => true)\"" 2>&1)
+			row=$(job_row "$job" "coalesce(round((m.metrics->>'test_acc')::numeric, 3)::text, '-') || '|' ||
+			  coalesce((SELECT round(1000 * avg(seconds)::numeric, 2)::text FROM gnn.training_log l WHERE l.job = j.id), '-')")
+			note "| $model | $dev | $(echo "$row" | cut -d'|' -f1-3) |"
+			case "$row" in succeeded*) ;; *) FAIL=1; note "  error: ${row##*|}";; esac
+		done
+	done
+else
+	note "- no Cora data (GNN_DATA_DIR, shared/data or ../shared/data): Cora skipped"
+	FAIL=1
+fi
+
+# 4b. a generated R-MAT graph, minibatch GraphSAGE and sampling
+note ""
+t0=$(date +%s)
+psql_q > /dev/null <<SQL || { note "- generating the R-MAT graph failed"; FAIL=1; }
+SELECT setseed(0.42);
+CREATE UNLOGGED TABLE r_edges AS
+  SELECT (floor($NODES * power(random(), 2.5)))::int AS src, (random() * ($NODES - 1))::int AS dst
+  FROM generate_series(1, $EDGES);
+CREATE UNLOGGED TABLE r_nodes AS
+  SELECT i AS id, (i % 47) AS label, CASE WHEN random() < 0.08 THEN 'train' WHEN random() < 0.1 THEN 'val' ELSE 'test' END AS split,
+         (SELECT array_agg(random()::real) FROM generate_series(1, 100) WHERE i >= 0) AS feat
+  FROM generate_series(0, $NODES - 1) i;
+SELECT gnn.load_graph('rmat', 'r_edges', nodes => 'r_nodes', features => 'feat', label => 'label', split => 'split',
+                      undirected => true);
+SQL
+note "- R-MAT-like graph: $NODES nodes, $EDGES edges made undirected, 100-dim features, generated and loaded in $(( $(date +%s) - t0 )) s"
+note ""
+note "| minibatch GraphSAGE, fan-outs [15, 10, 5], batch 1024, hidden 256, 1 epoch | device | state | s per epoch | sampling | gathering | compute | waiting |"
+note "|---|---|---|---:|---:|---:|---:|---:|"
+for dev in cuda cpu; do
+	job=$(psql_q -c "\"SELECT gnn.train('rmat', model => 'graphsage', name => 'r_$dev', layers => 3, hidden => 256, epochs => 1,
+	                  device => '$dev', seed => 1, wait => true,
+	                  options => '{\\\"fanouts\\\": [15, 10, 5], \\\"batch_size\\\": 1024}')\"" 2>&1)
+	row=$(job_row "$job" "coalesce((SELECT round(sum(seconds)::numeric, 2) || '|' || round(sum(sample_seconds)::numeric, 2)
+	  || '|' || round(sum(gather_seconds)::numeric, 2) || '|' || round(sum(compute_seconds)::numeric, 2) || '|' ||
+	  round(sum(wait_seconds)::numeric, 2) FROM gnn.training_log l WHERE l.job = j.id), '-|-|-|-|-')")
+	note "| R-MAT | $dev | $(echo "$row" | cut -d'|' -f1-6) |"
+	case "$row" in succeeded*) ;; *) FAIL=1; note "  error: ${row##*|}";; esac
+done
+t0=$(date +%s%N)
+n=$(psql_q -c "\"SELECT count(*) FROM gnn.sample_neighbors('rmat', (SELECT array_agg(i::bigint) FROM generate_series(0, 1023) i), ARRAY[15, 10, 5], seed => 1)\"" 2>&1 | tail -n 1)
+note "- gnn.sample_neighbors, 1024 seeds, fan-outs [15, 10, 5]: $n rows in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+
+# 4c. compute-sanitizer over one short job: the worker is a server process,
+# so the sanitizer runs the core CLI on the same kind of job instead
+if command -v compute-sanitizer > /dev/null && [ -x test/core/bin/gnn_train_cli ] && [ -n "$DATA" ]; then
+	compute-sanitizer --tool memcheck --error-exitcode 9 test/core/bin/gnn_train_cli --data "$DATA/cora" --model gcn \
+		--epochs 5 --seeds 1 --backend cuda --cuda-so "$PWD/kernels/gnn_cuda.so" > "$OUT/sql_sanitizer.log" 2>&1
+	rc=$?
+	note "- compute-sanitizer (memcheck) over a 5-epoch GCN job: rc $rc, $(grep -m1 'ERROR SUMMARY' "$OUT/sql_sanitizer.log")"
+	[ $rc -eq 0 ] || FAIL=1
+fi
+note ""
+note "sql_checks: $([ $FAIL -eq 0 ] && echo ALL PASSED || echo SOME CHECKS FAILED)"
+exit $FAIL
