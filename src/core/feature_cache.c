@@ -84,14 +84,7 @@ gnn_cache_plan(const gnn_graph *g, const gnn_cache_plan_config *cfg, int32_t **r
 			gnn_minibatch mb;
 
 			if (b % per == 0)	/* a fresh shuffle for every pass, as training does */
-				for (int64_t i = cfg->nseeds - 1; i > 0; i--)
-				{
-					int64_t		j = (int64_t) gnn_rng_below(&rng, (uint64_t) i + 1);
-					int32_t		x = order[i];
-
-					order[i] = order[j];
-					order[j] = x;
-				}
+				gnn_shuffle_i32(&rng, order, cfg->nseeds);
 			if ((st = gnn_sampler_sample(s, order + b0, bs, gnn_rng_next(&rng), &mb, err)) != GNN_OK)
 				goto done;
 			for (int64_t i = 0; i < mb.n_input; i++)

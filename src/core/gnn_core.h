@@ -115,6 +115,20 @@ gnn_rng_below(gnn_rng *r, uint64_t n)
 	return (uint64_t) (m >> 64);
 }
 
+/* Fisher-Yates over a[0..n), drawing from r (the training loops' shuffles) */
+static inline void
+gnn_shuffle_i32(gnn_rng *r, int32_t *a, int64_t n)
+{
+	for (int64_t i = n - 1; i > 0; i--)
+	{
+		int64_t		j = (int64_t) gnn_rng_below(r, (uint64_t) i + 1);
+		int32_t		x = a[i];
+
+		a[i] = a[j];
+		a[j] = x;
+	}
+}
+
 /* ------------------------------------------------------------------ hashing, time
  * One 64-bit mixer (murmur3's finaliser) and one byte hash (64-bit chunks,
  * multiply-xorshift mixing) for every hash table of the core and the glue.

@@ -328,14 +328,7 @@ produce(mb_pipe *P, mb_item *it)
 	it->sample_s = it->gather_s = 0;
 	P->made++;
 	if (b == 0)
-		for (int64_t i = P->ntrain - 1; i > 0; i--)
-		{
-			int64_t		j = (int64_t) gnn_rng_below(&P->rng, (uint64_t) i + 1);
-			int32_t		x = P->train[i];
-
-			P->train[i] = P->train[j];
-			P->train[j] = x;
-		}
+		gnn_shuffle_i32(&P->rng, P->train, P->ntrain);
 	sseed = gnn_rng_next(&P->rng);
 	it->dropout_seed = gnn_rng_next(&P->rng);
 	it->bs = bs;
