@@ -117,5 +117,5 @@ SELECT gnn.train('lp', task => 'link_prediction', options => '{"fanouts": [5, 5]
 
 SELECT gnn.drop_graph(g) FROM unnest(ARRAY['sg', 's_tiny', 's_chain', 'lp']) g;
 -- leave the catalog as the later tests expect it
-DELETE FROM gnn.models WHERE name IN ('sg_mb', 'sg_ladies', 'lp_gcn');
+DELETE FROM gnn.models WHERE name IN ('sg_mb', 'sg_mb0', 'sg_ladies', 'lp_gcn');
 DROP TABLE s_nodes, s_edges, s_tiny, s_chain, lp_nodes;
