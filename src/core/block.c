@@ -22,6 +22,7 @@
  * in the block misses its edges to nodes outside it.
  */
 #include "model.h"
+#include "../../kernels/relabel_math.h"	/* the loop row, shared with the GPU builder */
 
 #include <math.h>
 #include <stdlib.h>
@@ -451,33 +452,10 @@ loop_csr(const gnn_block *blk, const double *deg_dst, const double *deg_src, int
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory preparing a block");
 	}
 	lptr[0] = 0;
-	for (int64_t i = 0, k = 0; i < nd; i++)
+	for (int64_t i = 0; i < nd; i++)
 	{
-		bool		has_self = false;
-		bool		placed = false;
-
-		for (int64_t e = blk->indptr[i]; e < blk->indptr[i + 1]; e++)
-			if (blk->indices[e] == i)
-				has_self = true;
-		for (int64_t e = blk->indptr[i]; e < blk->indptr[i + 1]; e++)
-		{
-			int32_t		j = blk->indices[e];
-
-			if (!has_self && !placed && j > i)
-			{
-				lidx[k] = (int32_t) i;
-				lval[k++] = 1.0f;
-				placed = true;
-			}
-			lidx[k] = j;
-			lval[k++] = blk->weights ? blk->weights[e] : 1.0f;
-		}
-		if (!has_self && !placed)
-		{
-			lidx[k] = (int32_t) i;
-			lval[k++] = 1.0f;
-		}
-		lptr[i + 1] = k;
+		gnn_b_loop_row(blk->indptr, blk->indices, blk->weights, i, lidx + lptr[i], lval + lptr[i]);
+		lptr[i + 1] = lptr[i] + gnn_b_loop_count(blk->indptr, blk->indices, i);
 	}
 	if (ddst || dsrc)
 		for (int64_t i = 0; i < nd; i++)
@@ -494,7 +472,7 @@ loop_csr(const gnn_block *blk, const double *deg_dst, const double *deg_src, int
 			double		dd = deg_dst ? deg_dst[i] : ddst[i],
 						ds = deg_src ? deg_src[lidx[e]] : dsrc[lidx[e]];
 
-			lval[e] = (dd > 0 && ds > 0) ? (float) (lval[e] / sqrt(dd * ds)) : 0.0f;
+			lval[e] = gnn_b_norm(lval[e], dd, ds);
 		}
 	free(ddst);
 	free(dsrc);

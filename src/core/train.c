@@ -15,6 +15,8 @@ gnn_epoch_metrics_init(gnn_epoch_metrics *em, int32_t epoch)
 	memset(em, 0, sizeof(*em));
 	em->epoch = epoch;
 	em->sample_s = em->gather_s = em->compute_s = em->wait_s = em->eval_s = NAN;
+	em->cache_hit_rate = NAN;
+	em->h2d_bytes = -1;
 }
 
 void

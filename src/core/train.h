@@ -113,6 +113,13 @@ typedef struct gnn_epoch_metrics
 	double		compute_s;
 	double		wait_s;
 	double		eval_s;
+	/*
+	 * Minibatch training on a GPU: the share of feature rows the device
+	 * cache served (NAN: no cache) and the bytes batches moved from host
+	 * to device (features, blocks; -1: not measured, the CPU backend).
+	 */
+	double		cache_hit_rate;
+	int64_t		h2d_bytes;
 } gnn_epoch_metrics;
 
 /* em zeroed for epoch, its time splits NAN (not measured) */

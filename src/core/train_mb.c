@@ -4,10 +4,12 @@
  */
 #include "train_mb.h"
 #include "eval.h"
+#include "gpu_batch.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -272,6 +274,13 @@ typedef struct mb_item
 	double		gather_s;
 	gnn_status	st;				/* not GNN_OK: the producer failed here */
 	gnn_error	err;
+	/* built on the GPU: blocks and features borrow the batcher's buffers */
+	bool		gpu;
+	gnn_dblock	gblk[GNN_MAX_LAYERS];
+	gnn_dfeat	gx;
+	const int32_t *seeds;		/* the batch's seeds (host, in the pipe's order) */
+	int64_t		edges,
+				inputs;
 } mb_item;
 
 typedef struct mb_pipe
@@ -280,6 +289,7 @@ typedef struct mb_pipe
 	const gnn_train_config *cfg;
 	const gnn_minibatch_config *mbc;
 	gnn_sampler *sampler;		/* the producer's own */
+	gnn_gpu_batcher *gpu;		/* batches built on the GPU, in line (not owned) */
 	int32_t    *train;			/* shuffled in place at every epoch's start */
 	int64_t		ntrain;
 	int64_t		nbatch;			/* per epoch */
@@ -336,6 +346,14 @@ produce(mb_pipe *P, mb_item *it)
 	{
 		it->st = gnn_error_set(&it->err, GNN_ERR_BACKEND, "injected failure producing batch %lld",
 							   (long long) P->made);
+		return;
+	}
+	if (P->gpu)
+	{
+		it->gpu = true;
+		it->seeds = P->train + b0;
+		it->st = gnn_gpu_batcher_next(P->gpu, P->train + b0, bs, sseed, it->gblk, &it->gx, &it->edges, &it->inputs,
+									  &it->sample_s, &it->gather_s, &it->err);
 		return;
 	}
 	if (mbc->sampler.temporal)
@@ -414,7 +432,7 @@ producer_main(void *arg)
 
 static gnn_status
 pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
-		   int32_t *train, int64_t ntrain, uint64_t stream, gnn_error *err)
+		   int32_t *train, int64_t ntrain, uint64_t stream, gnn_gpu_batcher *gpu, gnn_error *err)
 {
 	gnn_status	st;
 	int64_t		per = (ntrain + mbc->batch_size - 1) / mbc->batch_size;
@@ -428,11 +446,15 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 	P->nbatch = mbc->max_batches > 0 && mbc->max_batches < per ? mbc->max_batches : per;
 	P->total = P->nbatch * cfg->epochs;
 	gnn_rng_seed(&P->rng, stream);
-	P->nslots = mbc->prefetch > 0 ? mbc->prefetch + 1 : 1;
+	P->gpu = gpu;
+	/* GPU batches are built in line, on the backend's stream */
+	P->nslots = mbc->prefetch > 0 && !gpu ? mbc->prefetch + 1 : 1;
 	P->slots = calloc(P->nslots, sizeof(mb_item));
 	P->stimes = malloc(sizeof(int64_t) * (mbc->batch_size + 1));
 	if (!P->slots || !P->stimes)
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	if (gpu)
+		return GNN_OK;
 	if ((st = gnn_sampler_create(g, &mbc->sampler, &P->sampler, err)) != GNN_OK)
 		return st;
 	if (mbc->prefetch > 0)
@@ -523,6 +545,35 @@ pipe_stop(mb_pipe *P)
 }
 
 /*
+ * Bytes a batch moves from host to a device backend: the seeds and labels
+ * of a GPU-built batch (its feature misses are counted by the batcher), or
+ * the features and the block CSRs (with their transposes) of a CPU-built
+ * one.
+ */
+static int64_t
+batch_bytes_moved(const gnn_graph *g, const mb_item *it, bool regress)
+{
+	int64_t		b = (int64_t) sizeof(int32_t) * it->bs * (regress ? 1 : 2);
+	const gnn_minibatch *mb = &it->mb.mb;
+
+	if (it->gpu)
+		return b;
+	if (g->feat_kind == GNN_FEAT_SPARSE && it->sptr)
+		b += (int64_t) sizeof(int64_t) * (mb->n_input + 1) + (int64_t) 8 * it->sptr[mb->n_input];
+	else
+		b += (int64_t) sizeof(float) * mb->n_input * g->feat_dim;
+	for (int l = 0; l < mb->nhops; l++)
+	{
+		const gnn_block *k = &mb->blocks[l];
+
+		/* raw and looped CSR, each with its transpose: offsets, indices, values, positions */
+		b += 2 * ((int64_t) sizeof(int64_t) * (k->n_dst + k->n_src + 2) + (int64_t) 20 * k->nnz) +
+			(int64_t) 20 * k->n_dst;
+	}
+	return b;
+}
+
+/*
  * The batch's input features on the backend: host rows as they are on the
  * CPU backend (borrowed from the item: not freed by the caller), uploaded
  * into *dev (kept between batches) elsewhere; sparse rows uploaded into a
@@ -607,6 +658,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	double		t_start;
 	mb_pipe		pipe;
 	gnn_buf		dfeat = {0};	/* a batch's features on a device backend */
+	gnn_gpu_batcher *gpu = NULL;	/* batches built on the GPU */
+	bool		on_device;		/* a device backend: count what batches move */
 
 	memset(&d, 0, sizeof(d));
 	memset(&pipe, 0, sizeof(pipe));
@@ -689,8 +742,39 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		st = gnn_error_set(err, GNN_ERR_INVALID, "prefetch must be in [0, 64] batches, got %d", mbc->prefetch);
 		goto done;
 	}
+	on_device = be->ops != gnn_backend_cpu();
+	if (strncmp(be->name, "cuda", 4) == 0 || (mbc->gpu && mbc->gpu->api))
+	{
+		/* the GPU builds the batches where it can; else say why not */
+		const char *why = gnn_gpu_batch_unsupported(be, g, cfg, mbc);
+
+		if (!why)
+		{
+			gnn_gpu_batch_config gdef;
+			gnn_error	gerr;
+
+			gnn_gpu_batch_config_default(&gdef);
+			memset(&gerr, 0, sizeof(gerr));
+			st = gnn_gpu_batcher_create(be, g, cfg, mbc, mbc->gpu ? mbc->gpu : &gdef, train, ntrain,
+										sizeof(float) * gnn_model_weights_count(model), &gpu, &gerr);
+			if (st == GNN_ERR_UNSUPPORTED)
+				why = gerr.msg[0] ? gerr.msg : "the CUDA backend cannot build batches";
+			else if (st != GNN_OK)
+			{
+				*err = gerr;
+				goto done;
+			}
+			st = GNN_OK;
+			if (why)
+				snprintf(stats->cpu_batches_why, sizeof(stats->cpu_batches_why), "%.190s", why);
+		}
+		else
+			snprintf(stats->cpu_batches_why, sizeof(stats->cpu_batches_why), "%.190s", why);
+		stats->gpu_batches = gpu != NULL;
+	}
+	on_device |= gpu != NULL;	/* (an emulated device in tests) */
 	/* the batches' stream, drawn after the weights */
-	if ((st = pipe_start(&pipe, g, cfg, mbc, train, ntrain, gnn_rng_next(&rng), err)) != GNN_OK)
+	if ((st = pipe_start(&pipe, g, cfg, mbc, train, ntrain, gnn_rng_next(&rng), gpu, err)) != GNN_OK)
 		goto done;
 
 	t_start = gnn_now_s();
@@ -699,7 +783,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		gnn_epoch_metrics em;
 		double		t0 = gnn_now_s(),
 					loss_sum = 0;
-		int64_t		nb = 0;
+		int64_t		nb = 0,
+					moved = 0;
 
 		gnn_epoch_metrics_init(&em, epoch);
 		em.sample_s = em.gather_s = em.compute_s = em.wait_s = 0;
@@ -707,6 +792,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		{
 			mb_item    *it;
 			const gnn_minibatch *mb;
+			const int32_t *seeds;
 			gnn_dfeat	x;
 			bool		x_owned = false;
 			gnn_dblock	dblk[GNN_MAX_LAYERS];
@@ -735,18 +821,31 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				goto out;
 			}
 			mb = &it->mb.mb;
+			seeds = it->gpu ? it->seeds : mb->input_nodes;
 			t1 = gnn_now_s();
-			st = item_features(be, g, it, &dfeat, &x, &x_owned, err);
+			if (it->gpu)
+				x = it->gx;		/* the batcher's: not owned */
+			else
+				st = item_features(be, g, it, &dfeat, &x, &x_owned, err);
 			em.gather_s += gnn_now_s() - t1;
 			t1 = gnn_now_s();
 			for (int64_t i = 0; st == GNN_OK && !regress && i < it->bs; i++)
-				hlab[i] = g->labels[mb->input_nodes[i]];
+				hlab[i] = g->labels[seeds[i]];
 			for (made = 0; st == GNN_OK && made < L; made++)
 			{
-				if ((st = batch_block(be, &mb->blocks[made], compensate, &wbuf, &wcap, &dblk[made], err)) != GNN_OK)
-					break;
-				blocks[made] = &dblk[made];
+				if (it->gpu)
+					blocks[made] = &it->gblk[made];
+				else
+				{
+					if ((st = batch_block(be, &mb->blocks[made], compensate, &wbuf, &wcap, &dblk[made], err)) != GNN_OK)
+						break;
+					blocks[made] = &dblk[made];
+				}
 			}
+			if (it->gpu)
+				made = 0;		/* nothing of ours to free */
+			if (on_device)
+				moved += batch_bytes_moved(g, it, regress);
 			if (st == GNN_OK && !regress)
 				st = gnn_backend_error(be, gnn_backend_copy_h2d(be, dlab.p, hlab, sizeof(int32_t) * it->bs), err);
 			if (st == GNN_OK)
@@ -758,7 +857,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				int64_t		k;
 
 				/* the seeds are the batch's first rows (input_nodes starts with them) */
-				st = batch_regress(be, g, mb->input_nodes, it->bs, logits, hf, hd, dlogits.p, &bmse, &bmae, &k, err);
+				st = batch_regress(be, g, seeds, it->bs, logits, hf, hd, dlogits.p, &bmse, &bmae, &k, err);
 				loss = (float) bmse;
 			}
 			else if (st == GNN_OK)
@@ -774,8 +873,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				gnn_dfeat_free(&x);
 			if (st == GNN_OK)
 			{
-				stats->sampled_edges += mb->sampled_edges;
-				stats->input_nodes += mb->n_input;
+				stats->sampled_edges += it->gpu ? it->edges : mb->sampled_edges;
+				stats->input_nodes += it->gpu ? it->inputs : mb->n_input;
 			}
 			pipe_done(&pipe);
 			if (st != GNN_OK)
@@ -789,6 +888,23 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		stats->compute_s += em.compute_s;
 		stats->wait_s += em.wait_s;
 		em.train_loss = nb ? (float) (loss_sum / nb) : 0;
+		if (gpu)
+		{
+			gnn_gpu_batch_stats gs;
+
+			if ((st = gnn_gpu_batcher_take(gpu, &gs, err)) != GNN_OK)
+				goto out;
+			moved += gs.host_bytes;
+			em.cache_hit_rate = gs.rows > 0 ? (double) gs.hits / (double) gs.rows : NAN;
+			stats->cache_rows = gs.cache_rows;
+			stats->feature_rows += gs.rows;
+			stats->cache_hits += gs.hits;
+		}
+		if (on_device)
+		{
+			em.h2d_bytes = moved;
+			stats->h2d_bytes += moved;
+		}
 
 		/* evaluation with full neighbourhoods; skipped, the metrics are unknown */
 		em.train_acc = em.val_loss = em.val_acc = em.test_loss = em.test_acc = NAN;
@@ -858,6 +974,7 @@ out:
 	}
 done:
 	pipe_stop(&pipe);
+	gnn_gpu_batcher_free(gpu);
 	gnn_buf_free(be, &dfeat);
 	free(best_w);
 	free(wbuf);

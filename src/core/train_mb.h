@@ -55,6 +55,14 @@ typedef struct gnn_minibatch_config
 	/* tests: the batch producer fails at its fail_batch-th batch (1-based,
 	 * counted over the whole run; 0: never) */
 	int64_t		fail_batch;
+
+	/*
+	 * The CUDA backend builds batches on the GPU (gpu_batch.h) unless
+	 * cpu_batches is set or the job needs what only the CPU sampler does
+	 * (gnn_gpu_batch_unsupported); gpu: its cache and graph budgets.
+	 */
+	bool		cpu_batches;
+	struct gnn_gpu_batch_config *gpu;	/* NULL: defaults */
 } gnn_minibatch_config;
 
 /* Where the time went (optional output). */
@@ -68,6 +76,14 @@ typedef struct gnn_minibatch_stats
 	double		compute_s;		/* block upload, forward, loss, backward, step */
 	double		wait_s;			/* computing waited for the next batch (pipeline) */
 	double		eval_s;
+	/* where batches were built: on the GPU, or (the CUDA backend only) why
+	 * not there */
+	char		cpu_batches_why[200];
+	bool		gpu_batches;
+	int64_t		cache_rows;		/* GPU feature cache: rows held */
+	int64_t		feature_rows;	/* feature rows gathered, all batches */
+	int64_t		cache_hits;		/* of them served by the GPU cache */
+	int64_t		h2d_bytes;		/* bytes moved host -> device for batches */
 } gnn_minibatch_stats;
 
 gnn_status	gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg,

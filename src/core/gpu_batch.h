@@ -1,0 +1,93 @@
+/*
+ * gpu_batch.h: training minibatches built on the GPU (issue #13).  With
+ * the CUDA backend, gnn_train_minibatch samples, relabels, builds its
+ * blocks and gathers its features on the device: the graph's reverse CSR
+ * sits in device memory (or in pinned host memory read over UVA when it
+ * does not fit the budget), the GPU samplers draw each hop
+ * (kernels/sample.cu), a device hash table relabels the draws
+ * (kernels/relabel.cu), the blocks' transposes and GCN normalisation are
+ * computed there, and features come from a device cache filled by degree
+ * or by a pre-sampling pass (feature_cache.c), misses read from pinned host
+ * memory.  Per batch only the seeds go up and a few counts come back.
+ *
+ * The sample is the GPU samplers' (sample_gpu.h: another random stream
+ * than the CPU sampler's, the same distribution), and new nodes of a hop
+ * are ordered by graph index rather than by first occurrence: a GPU run
+ * is repeatable for a seed, but is not the CPU run.
+ */
+#ifndef GNN_GPU_BATCH_H
+#define GNN_GPU_BATCH_H
+
+#include "feature_cache.h"
+#include "model.h"
+#include "train.h"
+#include "train_mb.h"
+
+typedef struct gnn_gpu_batch_config
+{
+	/* device feature cache, bytes: < 0 what is left after the graph, the
+	 * model and a batch (with a margin); 0 none (every row read from host) */
+	int64_t		cache_bytes;
+	gnn_cache_policy policy;
+	int32_t		presample_batches;	/* 0: one pass over the training nodes */
+	/* device memory the reverse CSR may take: < 0 half of what is free;
+	 * 0: keep it in pinned host memory */
+	int64_t		graph_bytes;
+	/* tests: device entry points to use instead of the CUDA backend's (an
+	 * emulation over host memory with the CPU backend), NULL normally */
+	const struct gnn_gpu_sample_api *api;
+} gnn_gpu_batch_config;
+
+void		gnn_gpu_batch_config_default(gnn_gpu_batch_config *c);
+
+/* Where a run's feature rows came from (gnn_gpu_batcher_take). */
+typedef struct gnn_gpu_batch_stats
+{
+	int64_t		rows;			/* feature rows gathered */
+	int64_t		hits;			/* of them from the device cache */
+	int64_t		host_bytes;		/* bytes read from host memory (the misses) */
+	int64_t		cache_rows;		/* rows the cache holds */
+	int64_t		cache_bytes;
+	bool		graph_on_device;	/* else read from pinned host memory */
+} gnn_gpu_batch_stats;
+
+typedef struct gnn_gpu_batcher gnn_gpu_batcher;
+
+/*
+ * NULL when the GPU can build this job's batches, else why not (a static
+ * string): the CPU sampler then builds them, as before.
+ */
+const char *gnn_gpu_batch_unsupported(const gnn_backend *be, const gnn_graph *g, const gnn_train_config *cfg,
+									  const gnn_minibatch_config *mbc);
+
+/*
+ * Put the graph and the cache on the device.  train[0..ntrain): the
+ * training nodes (the pre-sampling pass draws batches of them);
+ * model_bytes: the model's weights (room is kept for them, their
+ * gradients and optimiser state).  GNN_ERR_UNSUPPORTED (the CPU path
+ * then runs) when the CUDA backend lacks the entry points or host memory
+ * cannot be registered.
+ */
+gnn_status	gnn_gpu_batcher_create(gnn_backend *be, const gnn_graph *g, const gnn_train_config *cfg,
+								   const gnn_minibatch_config *mbc, const gnn_gpu_batch_config *gc,
+								   const int32_t *train, int64_t ntrain, size_t model_bytes,
+								   gnn_gpu_batcher **out, gnn_error *err);
+
+/*
+ * One batch of seeds (host, unique graph nodes): blocks[0..layers) input
+ * first, as gnn_model_forward takes them, and x, the input features (n_src
+ * of blocks[0] rows, the seeds first); both borrow the batcher's device
+ * buffers, valid until the next call (gnn_dblock_free on them is a no-op
+ * but allowed).  *edges: sampled entries, *inputs: x's rows; sample_s /
+ * gather_s: wall time of the two phases.
+ */
+gnn_status	gnn_gpu_batcher_next(gnn_gpu_batcher *B, const int32_t *seeds, int64_t n, uint64_t seed,
+								 gnn_dblock *blocks, gnn_dfeat *x, int64_t *edges, int64_t *inputs,
+								 double *sample_s, double *gather_s, gnn_error *err);
+
+/* the counts since the last call (reads the device's hit counter) */
+gnn_status	gnn_gpu_batcher_take(gnn_gpu_batcher *B, gnn_gpu_batch_stats *st, gnn_error *err);
+
+void		gnn_gpu_batcher_free(gnn_gpu_batcher *B);
+
+#endif							/* GNN_GPU_BATCH_H */
