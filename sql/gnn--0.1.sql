@@ -207,6 +207,11 @@ CREATE TABLE gnn.training_log (
     compute_seconds float8,
     wait_seconds    float8,
     eval_seconds    float8,
+    -- minibatch training on a GPU: the share of feature rows its cache
+    -- served (NULL: no cache, or the batches were built on the CPU), and the
+    -- bytes batches moved from host to device (NULL on the CPU)
+    cache_hit_rate  float8,
+    h2d_bytes       bigint,
     PRIMARY KEY (job, epoch)
 );
 

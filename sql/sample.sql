@@ -91,6 +91,16 @@ SELECT gnn.train('sg', model => 'graphsage', name => 'sg_mb0', hidden => 16, epo
                  options => '{"fanouts": [5, 5], "batch_size": 32, "prefetch": 0}') AS job0 \gset
 SELECT count(*) AS epochs, count(*) FILTER (WHERE a.loss = b.loss AND a.val_acc = b.val_acc) AS same_epochs
 FROM gnn.training_log a JOIN gnn.training_log b USING (epoch) WHERE a.job = :job AND b.job = :job0;
+-- on a GPU the batches are built there, features behind a device cache
+-- (gnn.gpu_cache_size, options.cache_policy); the options are recorded, and
+-- on the CPU the log's cache and transfer columns stay NULL
+SELECT gnn.train('sg', model => 'graphsage', name => 'sg_mb0', hidden => 16, epochs => 2, seed => 3, wait => true,
+                 options => '{"fanouts": [5, 5], "batch_size": 32, "gpu_sampling": false, "cache_policy": "degree"}') AS job1 \gset
+SELECT params->>'gpu_sampling' AS gpu_sampling, params->>'cache_policy' AS cache_policy
+FROM gnn.models WHERE name = 'sg_mb0' AND version = 2;
+SELECT count(*) AS epochs, count(*) FILTER (WHERE cache_hit_rate IS NULL AND h2d_bytes IS NULL) AS cpu_epochs
+FROM gnn.training_log WHERE job = :job1;
+SELECT current_setting('gnn.gpu_cache_size') AS gpu_cache_size, current_setting('gnn.gpu_graph_memory') AS gpu_graph_memory;
 SELECT gnn.train('sg', model => 'graphsage', name => 'sg_ladies', hidden => 16, epochs => 10, seed => 3, wait => true,
                  options => '{"fanouts": [64, 64], "batch_size": 32, "sampler": "ladies"}') IS NOT NULL AS ladies_ran;
 SELECT (metrics->>'test_acc')::float8 > 0.5 AS learned FROM gnn.models WHERE name = 'sg_ladies';
@@ -102,6 +112,8 @@ SELECT gnn.train('sg', options => '{"fanouts": [5, 0]}');
 SELECT gnn.train('sg', options => '{"fanouts": [5, 5], "sampler": "bogus"}');
 SELECT gnn.train('sg', options => '{"fanouts": [5, 5], "prefetch": 65}');
 SELECT gnn.train('sg', options => '{"fanouts": [5, 5], "prefetch": "lots"}');
+SELECT gnn.train('sg', options => '{"fanouts": [5, 5], "gpu_sampling": "yes"}');
+SELECT gnn.train('sg', options => '{"fanouts": [5, 5], "cache_policy": "lru"}');
 
 -- link prediction: no labels needed; AUC and Hits@50 on held-out edges
 CREATE TABLE lp_nodes AS SELECT id, feat FROM s_nodes;

@@ -697,3 +697,52 @@ gnn_gpu_batcher_free(gnn_gpu_batcher *B)
 	}
 	free(B);
 }
+
+int64_t
+gnn_gpu_job_bytes(int64_t nodes, int64_t arcs, int64_t feat_bytes, int32_t feat_dim, int32_t classes, int32_t hidden,
+				  int32_t layers, int32_t heads, int32_t batch_size, int32_t nfanouts, const int32_t *fanouts)
+{
+	double		width = (double) hidden * (heads > 1 ? heads : 1),
+				params = (double) feat_dim * width + (double) (layers > 1 ? layers - 1 : 0) * width * width * 2 +
+		width * (classes > 0 ? classes : 1);
+	double		b = 4.0 * params * 4;	/* weights, gradients, two Adam moments */
+
+	if (nfanouts <= 0)
+	{
+		/* CSR + transpose + looped CSR, features, ~8 activation buffers per layer, logits */
+		b += 2.0 * (8.0 * (double) (nodes + 1) + 12.0 * (double) (arcs + nodes)) + (double) feat_bytes +
+			4.0 * (double) nodes * width * 8 * (layers > 0 ? layers : 1) +
+			16.0 * (double) nodes * (classes > 0 ? classes : 1);
+	}
+	else
+	{
+		double		level = batch_size > 0 ? batch_size : 512,
+					edges = 0;
+
+		for (int h = 0; h < nfanouts; h++)
+		{
+			double		f = fanouts[h] < 0 ? (nodes > 0 ? (double) arcs / (double) nodes + 1 : 1) : fanouts[h];
+
+			level = level < (double) nodes ? level : (double) nodes;
+			edges += level * f;
+			level *= 1 + f;
+		}
+		level = level < (double) nodes ? level : (double) nodes;
+		b += 2.0 * (level * (4.0 * feat_dim + 4.0 * width * 8 * nfanouts + 16) + edges * 64);
+	}
+	return (int64_t) b;
+}
+
+gnn_status
+gnn_gpu_mem_info(gnn_backend *be, size_t *free_bytes, size_t *total_bytes, gnn_error *err)
+{
+	gnn_gpu_sample_api api;
+	gnn_status	st;
+
+	*free_bytes = *total_bytes = 0;
+	if ((st = gnn_gpu_sample_bind(be, &api, err)) != GNN_OK)
+		return st;
+	if ((st = api.mem_info(be, free_bytes, total_bytes)) != GNN_OK)
+		return gnn_backend_error(be, st, err);
+	return GNN_OK;
+}

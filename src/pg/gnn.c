@@ -20,6 +20,8 @@ int			gnn_max_classes = 10000;
 int			gnn_max_cache_memory_mb = 1024;
 double		gnn_khop_max_fraction = 0.5;
 double		gnn_merge_threshold = 0.25;
+int			gnn_gpu_cache_size_mb = -1;
+int			gnn_gpu_graph_memory_mb = -1;
 
 void		_PG_init(void);
 
@@ -32,6 +34,23 @@ _PG_init(void)
 							&gnn_max_graph_memory_mb,
 							4096, 1, INT_MAX / 2,
 							PGC_SUSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("gnn.gpu_cache_size",
+							"GPU memory for the feature cache of minibatch training (-1: what is left after the graph, "
+							"the model and a batch; 0: none).",
+							"Rows are chosen by options.cache_policy (presample or degree); the rest are read from "
+							"pinned host memory.",
+							&gnn_gpu_cache_size_mb,
+							-1, -1, INT_MAX / 2,
+							PGC_SIGHUP, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("gnn.gpu_graph_memory",
+							"GPU memory a graph's topology may take in minibatch training (-1: half of what is free; "
+							"0: always read it from pinned host memory).",
+							"A graph over it stays in host memory and the GPU samples it over the bus.",
+							&gnn_gpu_graph_memory_mb,
+							-1, -1, INT_MAX / 2,
+							PGC_SIGHUP, GUC_UNIT_MB,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("gnn.threads",
 							"Threads the compute core may use in one process (0: all cores).",

@@ -27,6 +27,8 @@ extern int	gnn_fault_backend_calls;
 extern int	gnn_max_classes;
 extern int	gnn_max_cache_memory_mb;
 extern double gnn_khop_max_fraction;
+extern int	gnn_gpu_cache_size_mb;
+extern int	gnn_gpu_graph_memory_mb;
 
 #define GNN_JOB_SLOTS 64
 
@@ -124,6 +126,8 @@ typedef struct GnnTrainRequest
 	int32		fanouts[GNN_MAX_FANOUTS];
 	int32		batch_size;
 	int32		prefetch;		/* batches sampled ahead (options.prefetch; -1: not given) */
+	int32		gpu_sampling;	/* options.gpu_sampling: -1 not given (on), 0, 1 */
+	char		cache_policy[16];	/* options.cache_policy: presample (default), degree */
 	char		sampler[16];
 	int64		fault_after;	/* fault injection: backend calls after this many fail; < 0 off */
 	int32		threads;
@@ -317,6 +321,7 @@ extern void GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool 
 extern bool GnnGraphDrop(const char *name, bool if_exists, Oid owner);
 extern bool GnnGraphExists(const char *name);
 extern uint64 GnnGraphGeneration(const char *name);
+extern bool GnnGraphShape(const char *name, GnnGraphEntry *out);
 /* registry.c, partitions: attach / publish / free a graph's partition segment */
 extern dsm_segment *GnnPartitionAttach(const char *name, uint64 generation);
 extern void GnnPartitionPublish(const char *name, uint64 generation, dsm_segment *seg,

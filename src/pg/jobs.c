@@ -161,7 +161,9 @@ static const char *const select_names[] = {"loss", "acc", "gat", NULL};
 static const char *const option_names[] = {"heads", "out_heads", "patience", "aggregator",
 	"optimizer", "attn_dropout", "select", "row_normalise", "fanouts", "batch_size", "sampler",
 	"num_parts", "clusters_per_batch", "walk_length", "roots", "presample", "batches",
-	"num_bases", "edge_type", "temporal", "temporal_strategy", "seed_time", "prefetch", NULL};
+	"num_bases", "edge_type", "temporal", "temporal_strategy", "seed_time", "prefetch",
+	"gpu_sampling", "cache_policy", NULL};
+static const char *const cache_policy_names[] = {"presample", "degree", NULL};
 static const char *const temporal_names[] = {"uniform", "last", NULL};
 static const char *const sampler_names[] = {"full", "neighbor", "ladies", "cluster", "saint_rw", NULL};
 
@@ -355,6 +357,17 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 			r->batch_size = OptInt(key, val, 1, 1000000);
 		else if (strcmp(key, "prefetch") == 0)
 			r->prefetch = OptInt(key, val, 0, 64);
+		else if (strcmp(key, "gpu_sampling") == 0)
+		{
+			if (strcmp(val, "true") != 0 && strcmp(val, "false") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"gpu_sampling\" must be true or false, got %s", val),
+						 errhint("false builds minibatches on the CPU even on a GPU.")));
+			r->gpu_sampling = strcmp(val, "true") == 0;
+		}
+		else if (strcmp(key, "cache_policy") == 0)
+			SetText(r->cache_policy, sizeof(r->cache_policy), val, "cache_policy", cache_policy_names);
 		else if (strcmp(key, "sampler") == 0)
 			SetText(r->sampler, sizeof(r->sampler), val, "sampler", sampler_names);
 		else if (strcmp(key, "heads") == 0)
@@ -483,7 +496,12 @@ CheckSampling(GnnTrainRequest *r)
 					 r->sampler, r->batch_size, r->prefetch);
 		for (int h = 0; h < r->nfanouts; h++)
 			o += snprintf(buf + o, sizeof(buf) - o, "%s%d", h ? ", " : "", r->fanouts[h]);
-		snprintf(buf + o, sizeof(buf) - o, "]}");
+		o += snprintf(buf + o, sizeof(buf) - o, "]");
+		if (r->gpu_sampling >= 0)
+			o += snprintf(buf + o, sizeof(buf) - o, ", \"gpu_sampling\": %s", r->gpu_sampling ? "true" : "false");
+		if (r->cache_policy[0])
+			o += snprintf(buf + o, sizeof(buf) - o, ", \"cache_policy\": \"%s\"", r->cache_policy);
+		snprintf(buf + o, sizeof(buf) - o, "}");
 		r->params_json[len - 1] = '\0';
 		strlcat(r->params_json, buf, sizeof(r->params_json));
 	}
@@ -940,6 +958,7 @@ gnn_train(PG_FUNCTION_ARGS)
 	r.row_normalise = true;
 	r.temporal = -1;
 	r.prefetch = -1;
+	r.gpu_sampling = -1;
 	strlcpy(r.temporal_strategy, "uniform", sizeof(r.temporal_strategy));
 	r.fault_after = gnn_fault_backend_calls;
 	r.threads = gnn_threads;

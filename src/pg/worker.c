@@ -24,11 +24,13 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "backend.h"
+#include "gpu_batch.h"
 #include "serialize.h"
 #include "train.h"
 #include "train_mb.h"
@@ -157,10 +159,10 @@ FlushLog(void)
 	for (int i = 0; i < wctx->npending; i++)
 	{
 		gnn_epoch_metrics *m = &wctx->pending[i];
-		Oid			t[14] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT8OID, OIDOID,
-		FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
-		Datum		v[14];
-		char		n[15] = "              ";
+		Oid			t[16] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT8OID, OIDOID,
+		FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, INT8OID};
+		Datum		v[16];
+		char		n[17] = "                ";
 		double		split[5] = {m->sample_s, m->gather_s, m->compute_s, m->wait_s, m->eval_s};
 
 		v[0] = Int64GetDatum(wctx->job);
@@ -177,10 +179,14 @@ FlushLog(void)
 			v[9 + k] = Float8GetDatum(isfinite(split[k]) ? split[k] : 0);
 			n[9 + k] = isfinite(split[k]) ? ' ' : 'n';
 		}
+		v[14] = Float8GetDatum(isfinite(m->cache_hit_rate) ? m->cache_hit_rate : 0);
+		n[14] = isfinite(m->cache_hit_rate) ? ' ' : 'n';
+		v[15] = Int64GetDatum(m->h2d_bytes);
+		n[15] = m->h2d_bytes >= 0 ? ' ' : 'n';
 		Exec("INSERT INTO gnn.training_log (job, epoch, loss, train_acc, val_acc, val_loss, test_acc, seconds, owner, "
-			 "sample_seconds, gather_seconds, compute_seconds, wait_seconds, eval_seconds) "
-			 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::oid::regrole, $10, $11, $12, $13, $14) "
-			 "ON CONFLICT (job, epoch) DO NOTHING", 14, t, v, n);
+			 "sample_seconds, gather_seconds, compute_seconds, wait_seconds, eval_seconds, cache_hit_rate, h2d_bytes) "
+			 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::oid::regrole, $10, $11, $12, $13, $14, $15, $16) "
+			 "ON CONFLICT (job, epoch) DO NOTHING", 16, t, v, n);
 	}
 	{
 		gnn_epoch_metrics *m = &wctx->pending[wctx->npending - 1];
@@ -286,6 +292,7 @@ RecordFailure(GnnJobState st, const char *msg)
 
 /* minibatch node classification over sampled blocks (options fanouts / batch_size / sampler) */
 static bool job_temporal = false;	/* the minibatch job sampled by time */
+static gnn_gpu_batch_config job_gpu;	/* its GPU batch settings */
 
 static gnn_status
 RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *r, gnn_backend *be,
@@ -303,6 +310,14 @@ RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequ
 	mbc.sampler.weighted = true;	/* as gnn.sample_neighbors: by weight where the graph has weights */
 	mbc.batch_size = r->batch_size;
 	mbc.prefetch = r->prefetch;
+	/* on a GPU: batches built there, with a feature cache (gpu_batch.h) */
+	mbc.cpu_batches = r->gpu_sampling == 0;
+	gnn_gpu_batch_config_default(&job_gpu);
+	job_gpu.cache_bytes = gnn_gpu_cache_size_mb < 0 ? -1 : (int64_t) gnn_gpu_cache_size_mb << 20;
+	job_gpu.graph_bytes = gnn_gpu_graph_memory_mb < 0 ? -1 : (int64_t) gnn_gpu_graph_memory_mb << 20;
+	if (strcmp(r->cache_policy, "degree") == 0)
+		job_gpu.policy = GNN_CACHE_DEGREE;
+	mbc.gpu = &job_gpu;
 	if (g->num_edge_types > 1 || r->ntype_fanouts > 0)
 	{
 		/*
@@ -567,6 +582,32 @@ RunJob(void)
 						 errhint("Use device => 'auto' or 'cpu'.")));
 			snprintf(note, sizeof(note), "no usable GPU (%s)", err.msg);
 		}
+		else if (strcmp(r->device, "auto") == 0)
+		{
+			/* auto: the GPU when the job fits it, else the CPU, saying which limit */
+			GnnGraphEntry ge;
+			size_t		fr,
+						tot;
+			gnn_error	merr;
+
+			if (GnnGraphShape(r->graph, &ge) && gnn_gpu_mem_info(be, &fr, &tot, &merr) == GNN_OK)
+			{
+				int64		fb = ge.feat_kind == GNN_FEAT_DENSE ? ge.nodes * (int64) ge.feat_dim * 4 :
+					(int64) ge.bytes / 2;
+				int64		need = gnn_gpu_job_bytes(ge.nodes, ge.edges, fb, ge.feat_dim, ge.classes, r->hidden,
+													 r->layers, r->heads, r->batch_size, r->nfanouts, r->fanouts);
+
+				if ((double) need > 0.9 * (double) fr)
+				{
+					gnn_backend_destroy(be);
+					be = NULL;
+					snprintf(note, sizeof(note),
+							 "the job needs about %lld MB of GPU memory and %lld MB are free%s",
+							 (long long) (need >> 20), (long long) (fr >> 20),
+							 r->nfanouts > 0 ? "" : " (minibatch training, options.fanouts, needs far less)");
+				}
+			}
+		}
 	}
 	if (be == NULL)
 	{
@@ -717,6 +758,22 @@ RunJob(void)
 				JsonNum(&metrics, "sample_seconds", mstats.sample_s, false);
 				JsonNum(&metrics, "gather_seconds", mstats.gather_s, false);
 				JsonNum(&metrics, "compute_seconds", mstats.compute_s, false);
+				if (strncmp(devname, "cuda", 4) == 0)
+				{
+					appendStringInfo(&metrics, "\"gpu_batches\": %s, ", mstats.gpu_batches ? "true" : "false");
+					if (mstats.gpu_batches)
+					{
+						JsonNum(&metrics, "cache_rows", (double) mstats.cache_rows, false);
+						JsonNum(&metrics, "cache_hit_rate", mstats.feature_rows > 0 ?
+								(double) mstats.cache_hits / (double) mstats.feature_rows : NAN, false);
+					}
+					else
+					{
+						appendStringInfoString(&metrics, "\"cpu_batches_why\": ");
+						escape_json(&metrics, mstats.cpu_batches_why);
+						appendStringInfoString(&metrics, ", ");
+					}
+				}
 			}
 			if (pre.n > 0)
 				JsonNum(&metrics, "inference_seconds", pre.seconds, false);

@@ -191,7 +191,9 @@ my %by_name = (
 	options => [ "'{}'", "'[]'", "'null'", q{'"x"'}, q{'{"heads": 2}'}, q{'{"heads": 1000}'}, q{'{"nope": 1}'},
 		q{'{"heads": {"a": 1}}'}, q{'{"patience": -5}'}, q{'{"aggregator": "pool"}'}, q{'{"attn_dropout": "NaN"}'},
 		q{'{"heads": 1.5}'}, q{'{"row_normalise": "maybe"}'}, q{'{"select": "acc", "optimizer": "sgd"}'},
-		q{'{"a": [[[[[1]]]]]}'}, q{'{"heads": 99999999999999999999}'} ],
+		q{'{"a": [[[[[1]]]]]}'}, q{'{"heads": 99999999999999999999}'},
+		q{'{"fanouts": [3, 3], "gpu_sampling": false, "cache_policy": "degree"}'}, q{'{"gpu_sampling": 1}'},
+		q{'{"cache_policy": null}'}, q{'{"fanouts": [-1, 2], "cache_policy": "presample", "prefetch": 0}'} ],
 	timeout => [ "'0'", "'1 ms'", "'-1 s'", "'1 s'", "'1000 years'" ],
 );
 my %by_type = (

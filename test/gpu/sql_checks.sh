@@ -140,17 +140,24 @@ SELECT gnn.load_graph('rmat', 'r_edges', nodes => 'r_nodes', features => 'feat',
 SQL
 note "- R-MAT-like graph: $NODES nodes, $EDGES edges made undirected, 100-dim features, generated and loaded in $(( $(date +%s) - t0 )) s"
 note ""
-note "| minibatch GraphSAGE, fan-outs [15, 10, 5], batch 1024, hidden 256, 1 epoch | device | state | s per epoch | sampling | gathering | compute | waiting |"
-note "|---|---|---|---:|---:|---:|---:|---:|"
-for dev in cuda cpu; do
-	job=$(psql_q -c "\"SELECT gnn.train('rmat', model => 'graphsage', name => 'r_$dev', layers => 3, hidden => 256, epochs => 1,
+note "| minibatch GraphSAGE, fan-outs [15, 10, 5], batch 1024, hidden 256, 1 epoch | device | batches built | state | s per epoch | sampling | gathering | compute | waiting | cache hit rate | MB host to device |"
+note "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
+# cuda with batches built on the GPU (feature cache by pre-sampling), cuda with
+# CPU-built batches (gpu_sampling false), cpu
+for v in cuda:true cuda:false cpu:true; do
+	dev=${v%%:*}
+	gs=${v##*:}
+	job=$(psql_q -c "\"SELECT gnn.train('rmat', model => 'graphsage', name => 'r_${dev}_$gs', layers => 3, hidden => 256, epochs => 1,
 	                  device => '$dev', seed => 1, wait => true,
-	                  options => '{\\\"fanouts\\\": [15, 10, 5], \\\"batch_size\\\": 1024}')\"" 2>&1)
+	                  options => '{\\\"fanouts\\\": [15, 10, 5], \\\"batch_size\\\": 1024, \\\"gpu_sampling\\\": $gs}')\"" 2>&1)
 	row=$(job_row "$job" "coalesce((SELECT round(sum(seconds)::numeric, 2) || '|' || round(sum(sample_seconds)::numeric, 2)
 	  || '|' || round(sum(gather_seconds)::numeric, 2) || '|' || round(sum(compute_seconds)::numeric, 2) || '|' ||
-	  round(sum(wait_seconds)::numeric, 2) FROM gnn.training_log l WHERE l.job = j.id), '-|-|-|-|-')")
-	note "| R-MAT | $dev | $(echo "$row" | cut -d'|' -f1-6) |"
+	  round(sum(wait_seconds)::numeric, 2) || '|' || coalesce(round(avg(cache_hit_rate)::numeric, 3)::text, '-') || '|' ||
+	  coalesce(round(sum(h2d_bytes) / 1e6)::text, '-') FROM gnn.training_log l WHERE l.job = j.id), '-|-|-|-|-|-|-')")
+	built=$(psql_q -c "\"SELECT CASE WHEN '$dev' = 'cpu' THEN 'CPU' WHEN (metrics->>'gpu_batches')::bool THEN 'GPU' ELSE 'CPU: ' || coalesce(metrics->>'cpu_batches_why', '?') END FROM gnn.models WHERE name = 'r_${dev}_$gs'\"" 2>&1 | tail -n 1)
+	note "| R-MAT | $dev | $built | $(echo "$row" | cut -d'|' -f1-8) |"
 	case "$row" in succeeded*) ;; *) FAIL=1; note "  error: ${row##*|}";; esac
+	if [ "$v" = cuda:true ] && [ "$built" != GPU ]; then FAIL=1; note "  the GPU did not build the batches: $built"; fi
 done
 t0=$(date +%s%N)
 n=$(psql_q -c "\"SELECT count(*) FROM gnn.sample_neighbors('rmat', (SELECT array_agg(i::bigint) FROM generate_series(0, 1023) i), ARRAY[15, 10, 5], seed => 1)\"" 2>&1 | tail -n 1)
