@@ -4,9 +4,13 @@
  * calls, so tests can simulate a failing GPU without one) and the
  * per-category timing counters behind the epoch time breakdown.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE			/* dladdr */
+#endif
 #include "backend.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -124,6 +128,39 @@ gnn_backend_cuda_load(const char *so_path, int device, gnn_backend **out, gnn_er
 		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
 							 "CUDA backend \"%s\" was built for another backend ABI (want version %d)",
 							 path, GNN_BACKEND_ABI_VERSION);
+	}
+	(*out)->dl_handle = h;
+	(*out)->calls = 0;
+	(*out)->fail_after = -1;
+	(*out)->timing = false;
+	gnn_backend_timing_reset(*out);
+	return GNN_OK;
+}
+
+gnn_status
+gnn_backend_twin(gnn_backend *be, int nthreads, gnn_backend **out, gnn_error *err)
+{
+	gnn_backend_cuda_create_fn create;
+	Dl_info		info;
+	int			device = 0;
+	void	   *h;
+	gnn_status	st;
+
+	*out = NULL;
+	if (be->ops == gnn_backend_cpu())
+		return gnn_backend_cpu_create(nthreads, out, err);
+	if (!be->dl_handle || !(*(void **) (&create) = dlsym(be->dl_handle, GNN_BACKEND_CUDA_ENTRY)) ||
+		!dladdr(*(void **) (&create), &info) || !info.dli_fname)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "backend \"%s\" cannot make a second instance", be->name);
+	/* the same object again: dlopen counts references, so destroying either keeps the other's code */
+	if (!(h = dlopen(info.dli_fname, RTLD_NOW | RTLD_LOCAL)))
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "cannot reopen \"%s\"", info.dli_fname);
+	(void) sscanf(be->name, "cuda:%d", &device);
+	if ((st = create(GNN_BACKEND_ABI_VERSION, device, out, err)) != GNN_OK || !*out)
+	{
+		*out = NULL;
+		dlclose(h);
+		return st != GNN_OK ? st : gnn_error_set(err, GNN_ERR_BACKEND, "CUDA backend returned no instance");
 	}
 	(*out)->dl_handle = h;
 	(*out)->calls = 0;

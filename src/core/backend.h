@@ -347,6 +347,13 @@ gnn_status	gnn_backend_create(const char *name, int nthreads, const char *so_pat
 /* Destroy an instance (any kind, NULL ok); dlcloses a loaded object. */
 void		gnn_backend_destroy(gnn_backend *be);
 
+/*
+ * Another instance of be's kind on the same device, with its own stream and
+ * scratch (CPU: nthreads threads), for a second thread: memory either
+ * allocates is usable by both.  Destroy it with gnn_backend_destroy.
+ */
+gnn_status	gnn_backend_twin(gnn_backend *be, int nthreads, gnn_backend **out, gnn_error *err);
+
 /* Fault injection: the next n calls succeed, every later one fails with
  * GNN_ERR_BACKEND ("injected fault").  n < 0 disables. */
 void		gnn_backend_fail_after(gnn_backend *be, int64_t n);

@@ -39,6 +39,21 @@ typedef struct hop_bufs
 				lnnz;
 } hop_bufs;
 
+/* what one batch in flight owns (a pipeline slot) */
+typedef struct batch_slot
+{
+	int32_t    *keys,
+			   *vals,
+			   *nodes;
+	unsigned long long *hits;	/* device counter of the batch's cache hits */
+	gnn_buf		src,
+				fresh,
+				deg,
+				x;
+	hop_bufs	hop[GNN_MAX_LAYERS];
+	int64_t		n_at[GNN_MAX_LAYERS + 1];
+} batch_slot;
+
 struct gnn_gpu_batcher
 {
 	gnn_backend *be;
@@ -67,24 +82,14 @@ struct gnn_gpu_batcher
 	int32_t    *slot;
 	const float *host_feat;
 	int64_t		cache_rows;
-	unsigned long long *hits;	/* device counter */
 
-	/* per batch */
+	/* per batch, one set per pipeline slot */
 	int64_t		node_cap;		/* nodes a batch may reach */
 	int64_t		table_cap;
-	int32_t    *keys,
-			   *vals,
-			   *nodes;
-	gnn_buf		src,
-				fresh,
-				deg,
-				x;
-	hop_bufs	hop[GNN_MAX_LAYERS];
-	int64_t		n_at[GNN_MAX_LAYERS + 1];
+	int			nslots;
+	batch_slot *slots;
 
-	gnn_gpu_batch_stats st;		/* since the last take */
-	int64_t		all_hits;		/* hits counted on the host (everything cached) */
-	unsigned long long dev_taken;	/* the device counter at the last take */
+	gnn_gpu_batch_stats info;	/* cache_rows, cache_bytes, graph_on_device */
 };
 
 void
@@ -132,10 +137,11 @@ be_err(gnn_gpu_batcher *B, gnn_status st, gnn_error *err)
 	return gnn_backend_error(B->be, st, err);
 }
 
+/* grow b on the backend the batch runs on (memory is usable by every instance) */
 static gnn_status
-ensure(gnn_gpu_batcher *B, gnn_buf *b, size_t bytes, gnn_error *err)
+ensure(gnn_backend *be, gnn_buf *b, size_t bytes, gnn_error *err)
 {
-	return gnn_buf_ensure(B->be, b, bytes ? bytes : 8, err);
+	return gnn_buf_ensure(be, b, bytes ? bytes : 8, err);
 }
 
 /* upload host into a new device array */
@@ -263,7 +269,7 @@ fill_dense_from_sparse(gnn_gpu_batcher *B, gnn_error *err)
 gnn_status
 gnn_gpu_batcher_create(gnn_backend *be, const gnn_graph *g, const gnn_train_config *cfg,
 					   const gnn_minibatch_config *mbc, const gnn_gpu_batch_config *gc, const int32_t *train,
-					   int64_t ntrain, size_t model_bytes, gnn_gpu_batcher **out, gnn_error *err)
+					   int64_t ntrain, size_t model_bytes, int nslots, gnn_gpu_batcher **out, gnn_error *err)
 {
 	gnn_gpu_batcher *B;
 	const char *why;
@@ -275,8 +281,7 @@ gnn_gpu_batcher_create(gnn_backend *be, const gnn_graph *g, const gnn_train_conf
 				graph_bytes,
 				row_bytes,
 				batch_bytes,
-				budget,
-				edges_bound = 0;
+				budget;
 	const void *hp[3];
 	size_t		hb[3];
 	const void *hd[3];
@@ -322,7 +327,7 @@ gnn_gpu_batcher_create(gnn_backend *be, const gnn_graph *g, const gnn_train_conf
 			goto fail;
 		B->rindptr = B->own_rindptr;
 		B->rindices = B->own_rindices;
-		B->st.graph_on_device = true;
+		B->info.graph_on_device = true;
 		free_b = free_b > (size_t) graph_bytes ? free_b - graph_bytes : 0;
 	}
 	else
@@ -338,25 +343,14 @@ gnn_gpu_batcher_create(gnn_backend *be, const gnn_graph *g, const gnn_train_conf
 	/* the cache: what is left after the model (weights, gradients, two
 	 * Adam moments), two batches' buffers and a margin */
 	B->node_cap = node_bound(B, mbc->batch_size);
-	{
-		double		level = (double) mbc->batch_size,
-					avg = n > 0 ? (double) m / (double) n + 1 : 1;
-
-		for (int h = 0; h < B->layers; h++)
-		{
-			double		f = B->fanout[h] < 0 ? avg : (double) B->fanout[h];
-
-			level = level < (double) n ? level : (double) n;
-			edges_bound += (int64_t) (level * f < (double) m ? level * f : (double) m);
-			level *= 1 + f;
-		}
-	}
 	row_bytes = (int64_t) sizeof(float) * B->d;
-	batch_bytes = B->node_cap * (row_bytes + (int64_t) sizeof(float) * 8 * cfg->hidden * B->layers + 16) +
-		edges_bound * 64;
+	/* one batch's buffers: half of a minibatch job's estimate (which holds two) */
+	batch_bytes = gnn_gpu_job_bytes(n, m, 0, g->feat_dim, g->num_classes, cfg->hidden, B->layers, cfg->heads,
+									mbc->batch_size, B->layers, mbc->sampler.fanouts) / 2;
 	budget = gc->cache_bytes;
 	if (budget < 0)
-		budget = (int64_t) free_b - 4 * (int64_t) model_bytes - 2 * batch_bytes - GPU_MARGIN;
+		budget = (int64_t) free_b - 4 * (int64_t) model_bytes - (int64_t) (nslots > 0 ? nslots + 1 : 2) * batch_bytes -
+			GPU_MARGIN;
 	if (budget < 0)
 		budget = 0;
 	B->cache_rows = row_bytes > 0 ? budget / row_bytes : 0;
@@ -463,19 +457,29 @@ gnn_gpu_batcher_create(gnn_backend *be, const gnn_graph *g, const gnn_train_conf
 		if (st != GNN_OK)
 			goto fail;
 	}
-	B->st.cache_rows = B->cache_rows;
-	B->st.cache_bytes = B->cache_rows * row_bytes;
+	B->info.cache_rows = B->cache_rows;
+	B->info.cache_bytes = B->cache_rows * row_bytes;
 
-	/* the batch's fixed buffers */
+	/* the batches' fixed buffers, one set per slot */
 	B->table_cap = gnn_h_capacity(B->node_cap);
-	if ((st = gnn_backend_alloc(be, sizeof(int32_t) * B->table_cap, (void **) &B->keys)) != GNN_OK ||
-		(st = gnn_backend_alloc(be, sizeof(int32_t) * B->table_cap, (void **) &B->vals)) != GNN_OK ||
-		(st = gnn_backend_alloc(be, sizeof(int32_t) * (B->node_cap + 1), (void **) &B->nodes)) != GNN_OK ||
-		(st = gnn_backend_alloc(be, sizeof(unsigned long long), (void **) &B->hits)) != GNN_OK ||
-		(st = gnn_backend_memset(be, B->hits, 0, sizeof(unsigned long long))) != GNN_OK)
+	B->nslots = nslots > 0 ? nslots : 1;
+	if (!(B->slots = calloc(B->nslots, sizeof(batch_slot))))
 	{
-		st = be_err(B, st, err);
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 		goto fail;
+	}
+	for (int k = 0; k < B->nslots; k++)
+	{
+		batch_slot *S = &B->slots[k];
+
+		if ((st = gnn_backend_alloc(be, sizeof(int32_t) * B->table_cap, (void **) &S->keys)) != GNN_OK ||
+			(st = gnn_backend_alloc(be, sizeof(int32_t) * B->table_cap, (void **) &S->vals)) != GNN_OK ||
+			(st = gnn_backend_alloc(be, sizeof(int32_t) * (B->node_cap + 1), (void **) &S->nodes)) != GNN_OK ||
+			(st = gnn_backend_alloc(be, sizeof(unsigned long long), (void **) &S->hits)) != GNN_OK)
+		{
+			st = be_err(B, st, err);
+			goto fail;
+		}
 	}
 	*out = B;
 	return GNN_OK;
@@ -486,22 +490,22 @@ fail:
 
 /* grow a hop's buffers for nd destinations, ns sources and nnz entries */
 static gnn_status
-hop_ensure(gnn_gpu_batcher *B, hop_bufs *H, int64_t nd, int64_t ns, int64_t nnz, gnn_error *err)
+hop_ensure(gnn_gpu_batcher *B, gnn_backend *be, hop_bufs *H, int64_t nd, int64_t ns, int64_t nnz, gnn_error *err)
 {
 	gnn_status	st;
 
-	if ((st = ensure(B, &H->t_ptr, sizeof(int64_t) * (ns + 1), err)) != GNN_OK ||
-		(st = ensure(B, &H->t_idx, sizeof(int32_t) * nnz, err)) != GNN_OK ||
-		(st = ensure(B, &H->t_perm, sizeof(int64_t) * nnz, err)) != GNN_OK)
+	if ((st = ensure(be, &H->t_ptr, sizeof(int64_t) * (ns + 1), err)) != GNN_OK ||
+		(st = ensure(be, &H->t_idx, sizeof(int32_t) * nnz, err)) != GNN_OK ||
+		(st = ensure(be, &H->t_perm, sizeof(int64_t) * nnz, err)) != GNN_OK)
 		return st;
 	if (!B->loop)
 		return GNN_OK;
-	if ((st = ensure(B, &H->lptr, sizeof(int64_t) * (nd + 1), err)) != GNN_OK ||
-		(st = ensure(B, &H->lidx, sizeof(int32_t) * (nnz + nd), err)) != GNN_OK ||
-		(st = ensure(B, &H->lval, sizeof(float) * (nnz + nd), err)) != GNN_OK ||
-		(st = ensure(B, &H->lt_ptr, sizeof(int64_t) * (ns + 1), err)) != GNN_OK ||
-		(st = ensure(B, &H->lt_idx, sizeof(int32_t) * (nnz + nd), err)) != GNN_OK ||
-		(st = ensure(B, &H->lt_perm, sizeof(int64_t) * (nnz + nd), err)) != GNN_OK)
+	if ((st = ensure(be, &H->lptr, sizeof(int64_t) * (nd + 1), err)) != GNN_OK ||
+		(st = ensure(be, &H->lidx, sizeof(int32_t) * (nnz + nd), err)) != GNN_OK ||
+		(st = ensure(be, &H->lval, sizeof(float) * (nnz + nd), err)) != GNN_OK ||
+		(st = ensure(be, &H->lt_ptr, sizeof(int64_t) * (ns + 1), err)) != GNN_OK ||
+		(st = ensure(be, &H->lt_idx, sizeof(int32_t) * (nnz + nd), err)) != GNN_OK ||
+		(st = ensure(be, &H->lt_perm, sizeof(int64_t) * (nnz + nd), err)) != GNN_OK)
 		return st;
 	return GNN_OK;
 }
@@ -523,74 +527,83 @@ csr_set(gnn_dcsr *c, gnn_backend *be, int64_t nr, int64_t nc, int64_t nnz, const
 	c->csr.t_perm = tperm->p;
 }
 
-gnn_status
-gnn_gpu_batcher_next(gnn_gpu_batcher *B, const int32_t *seeds, int64_t n, uint64_t seed, gnn_dblock *blocks,
-					 gnn_dfeat *x, int64_t *edges, int64_t *inputs, double *sample_s, double *gather_s,
-					 gnn_error *err)
+int
+gnn_gpu_batcher_slots(const gnn_gpu_batcher *B)
 {
-	gnn_backend *be = B->be;
+	return B->nslots;
+}
+
+gnn_status
+gnn_gpu_batcher_next(gnn_gpu_batcher *B, int slot, gnn_backend *be, const int32_t *seeds, int64_t n, uint64_t seed,
+					 gnn_dblock *blocks, gnn_dfeat *x, gnn_gpu_batch_stats *bst, double *sample_s,
+					 double *gather_s, gnn_error *err)
+{
 	gnn_status	st;
 	double		t = gnn_now_s();
 	int			L = B->layers;
 	int64_t		nin;
+	batch_slot *S;
+	unsigned long long hits = 0;
 
-	*edges = 0;
-	*inputs = 0;
+	*bst = B->info;
+	bst->rows = bst->hits = bst->host_bytes = bst->edges = 0;
 	*sample_s = *gather_s = 0;
+	if (slot < 0 || slot >= B->nslots)
+		return gnn_error_set(err, GNN_ERR_INVALID, "GPU batch slot %d of %d", slot, B->nslots);
+	S = &B->slots[slot];
 	if (n < 1 || n > B->node_cap)
 		return gnn_error_set(err, GNN_ERR_INVALID, "a GPU batch of %lld seeds (room for %lld)", (long long) n,
 							 (long long) B->node_cap);
-	if ((st = gnn_backend_copy_h2d(be, B->nodes, seeds, sizeof(int32_t) * n)) != GNN_OK ||
-		(st = B->api.relabel_seeds(be, B->keys, B->vals, B->table_cap, B->nodes, n)) != GNN_OK)
-		return be_err(B, st, err);
-	B->n_at[0] = n;
+	if ((st = gnn_backend_copy_h2d(be, S->nodes, seeds, sizeof(int32_t) * n)) != GNN_OK ||
+		(st = B->api.relabel_seeds(be, S->keys, S->vals, B->table_cap, S->nodes, n)) != GNN_OK)
+		return gnn_backend_error(be, st, err);
+	S->n_at[0] = n;
 	for (int h = 0; h < L; h++)
 	{
-		hop_bufs   *H = &B->hop[h];
-		int64_t		nd = B->n_at[h],
+		hop_bufs   *H = &S->hop[h];
+		int64_t		nd = S->n_at[h],
 					nnz = 0,
 					fresh = 0;
 
-		if ((st = ensure(B, &H->ptr, sizeof(int64_t) * (nd + 1), err)) != GNN_OK)
+		if ((st = ensure(be, &H->ptr, sizeof(int64_t) * (nd + 1), err)) != GNN_OK)
 			return st;
-		if (B->fanout[h] >= 0 &&
-			(st = ensure(B, &B->src, sizeof(int32_t) * (nd * B->fanout[h] + 1), err)) != GNN_OK)
+		if (B->fanout[h] >= 0 && (st = ensure(be, &S->src, sizeof(int32_t) * (nd * B->fanout[h] + 1), err)) != GNN_OK)
 			return st;
-		st = B->api.sample_hop(be, B->rindptr, B->rindices, B->cumw, B->nodes, nd, h, B->fanout[h], B->replace, seed,
-							   H->ptr.p, B->src.p, NULL, (int64_t) (B->src.cap / sizeof(int32_t)), &nnz);
+		st = B->api.sample_hop(be, B->rindptr, B->rindices, B->cumw, S->nodes, nd, h, B->fanout[h], B->replace, seed,
+							   H->ptr.p, S->src.p, NULL, (int64_t) (S->src.cap / sizeof(int32_t)), &nnz);
 		if (st == GNN_ERR_LIMIT)
 		{
 			/* more draws than room: grow and draw again (the same draws) */
-			if ((st = ensure(B, &B->src, sizeof(int32_t) * (nnz + nnz / 4 + 1), err)) != GNN_OK)
+			if ((st = ensure(be, &S->src, sizeof(int32_t) * (nnz + nnz / 4 + 1), err)) != GNN_OK)
 				return st;
-			st = B->api.sample_hop(be, B->rindptr, B->rindices, B->cumw, B->nodes, nd, h, B->fanout[h], B->replace,
-								   seed, H->ptr.p, B->src.p, NULL, (int64_t) (B->src.cap / sizeof(int32_t)), &nnz);
+			st = B->api.sample_hop(be, B->rindptr, B->rindices, B->cumw, S->nodes, nd, h, B->fanout[h], B->replace,
+								   seed, H->ptr.p, S->src.p, NULL, (int64_t) (S->src.cap / sizeof(int32_t)), &nnz);
 		}
 		if (st != GNN_OK)
-			return be_err(B, st, err);
-		if ((st = ensure(B, &H->local, sizeof(int32_t) * nnz, err)) != GNN_OK ||
-			(st = ensure(B, &B->fresh, sizeof(int32_t) * nnz, err)) != GNN_OK)
+			return gnn_backend_error(be, st, err);
+		if ((st = ensure(be, &H->local, sizeof(int32_t) * nnz, err)) != GNN_OK ||
+			(st = ensure(be, &S->fresh, sizeof(int32_t) * nnz, err)) != GNN_OK)
 			return st;
-		if ((st = B->api.relabel_hop(be, B->keys, B->vals, B->table_cap, B->src.p, nnz, B->nodes, nd, B->fresh.p,
+		if ((st = B->api.relabel_hop(be, S->keys, S->vals, B->table_cap, S->src.p, nnz, S->nodes, nd, S->fresh.p,
 									 &fresh, H->local.p)) != GNN_OK)
-			return be_err(B, st, err);
+			return gnn_backend_error(be, st, err);
 		H->nnz = nnz;
-		B->n_at[h + 1] = nd + fresh;
-		*edges += nnz;
+		S->n_at[h + 1] = nd + fresh;
+		bst->edges += nnz;
 	}
 	/* the blocks, input first: blocks[L - 1 - h] is hop h */
 	for (int h = 0; h < L; h++)
 	{
-		hop_bufs   *H = &B->hop[h];
-		int64_t		nd = B->n_at[h],
-					ns = B->n_at[h + 1];
+		hop_bufs   *H = &S->hop[h];
+		int64_t		nd = S->n_at[h],
+					ns = S->n_at[h + 1];
 		gnn_dblock *b = &blocks[L - 1 - h];
 
-		if ((st = hop_ensure(B, H, nd, ns, H->nnz, err)) != GNN_OK)
+		if ((st = hop_ensure(B, be, H, nd, ns, H->nnz, err)) != GNN_OK)
 			return st;
 		if ((st = B->api.csr_transpose(be, nd, ns, H->nnz, H->ptr.p, H->local.p, H->t_ptr.p, H->t_idx.p,
 									   H->t_perm.p)) != GNN_OK)
-			return be_err(B, st, err);
+			return gnn_backend_error(be, st, err);
 		memset(b, 0, sizeof(*b));
 		b->be = be;
 		b->n_dst = nd;
@@ -598,66 +611,55 @@ gnn_gpu_batcher_next(gnn_gpu_batcher *B, const int32_t *seeds, int64_t n, uint64
 		csr_set(&b->raw, be, nd, ns, H->nnz, &H->ptr, &H->local, NULL, &H->t_ptr, &H->t_idx, &H->t_perm);
 		if (!B->loop)
 			continue;
-		if ((st = ensure(B, &B->deg, sizeof(double) * (nd + ns), err)) != GNN_OK)
+		if ((st = ensure(be, &S->deg, sizeof(double) * (nd + ns), err)) != GNN_OK)
 			return st;
 		if ((st = B->api.loop_csr(be, nd, H->ptr.p, H->local.p, NULL, H->lptr.p, H->lidx.p, H->lval.p,
 								  &H->lnnz)) != GNN_OK ||
 			(st = B->api.csr_transpose(be, nd, ns, H->lnnz, H->lptr.p, H->lidx.p, H->lt_ptr.p, H->lt_idx.p,
 									   H->lt_perm.p)) != GNN_OK ||
 			(st = B->api.gcn_norm(be, nd, ns, H->lptr.p, H->lidx.p, H->lval.p, H->lt_ptr.p, H->lt_perm.p,
-								  B->deg.p)) != GNN_OK)
-			return be_err(B, st, err);
+								  S->deg.p)) != GNN_OK)
+			return gnn_backend_error(be, st, err);
 		csr_set(&b->loop, be, nd, ns, H->lnnz, &H->lptr, &H->lidx, &H->lval, &H->lt_ptr, &H->lt_idx, &H->lt_perm);
 	}
 	if ((st = gnn_backend_sync(be)) != GNN_OK)
-		return be_err(B, st, err);
+		return gnn_backend_error(be, st, err);
 	*sample_s = gnn_now_s() - t;
 
 	/* the input features */
 	t = gnn_now_s();
-	nin = B->n_at[L];
-	if ((st = ensure(B, &B->x, sizeof(float) * (nin * B->d + 1), err)) != GNN_OK)
+	nin = S->n_at[L];
+	if ((st = ensure(be, &S->x, sizeof(float) * (nin * B->d + 1), err)) != GNN_OK)
 		return st;
 	if (B->slot)
-		st = B->api.gather_cached(be, B->cache, B->slot, B->host_feat, B->d, B->nodes, nin, B->row_normalise,
-								  B->x.p, B->hits);
+	{
+		if ((st = gnn_backend_memset(be, S->hits, 0, sizeof(unsigned long long))) == GNN_OK)
+			st = B->api.gather_cached(be, B->cache, B->slot, B->host_feat, B->d, S->nodes, nin, B->row_normalise,
+									  S->x.p, S->hits);
+		/* the copy waits for the gather: the batch is ready when this returns */
+		if (st == GNN_OK)
+			st = gnn_backend_copy_d2h(be, &hits, S->hits, sizeof(hits));
+	}
 	else
-		st = B->api.gather(be, B->cache ? B->cache : B->host_feat, B->d, B->nodes, nin, B->row_normalise, B->x.p);
-	if (st == GNN_OK)
-		st = gnn_backend_sync(be);
+	{
+		st = B->api.gather(be, B->cache ? B->cache : B->host_feat, B->d, S->nodes, nin, B->row_normalise, S->x.p);
+		if (st == GNN_OK)
+			st = gnn_backend_sync(be);
+		hits = B->cache ? (unsigned long long) nin : 0;
+	}
 	if (st != GNN_OK)
-		return be_err(B, st, err);
+		return gnn_backend_error(be, st, err);
 	*gather_s = gnn_now_s() - t;
-	B->st.rows += nin;
-	if (!B->slot && B->cache)
-		B->all_hits += nin;		/* every row cached: no device count */
+	bst->rows = nin;
+	bst->hits = (int64_t) hits;
+	bst->host_bytes = (nin - (int64_t) hits) * (int64_t) sizeof(float) * B->d;
 	memset(x, 0, sizeof(*x));
 	x->rows = nin;
 	x->dim = (int32_t) B->d;
 	x->dense.rows = nin;
 	x->dense.cols = B->d;
 	x->dense.be = NULL;			/* not owned */
-	x->dense.data = B->x.p;
-	*inputs = nin;
-	return GNN_OK;
-}
-
-gnn_status
-gnn_gpu_batcher_take(gnn_gpu_batcher *B, gnn_gpu_batch_stats *out, gnn_error *err)
-{
-	unsigned long long h = 0;
-	gnn_status	st;
-
-	if ((st = gnn_backend_copy_d2h(B->be, &h, B->hits, sizeof(h))) != GNN_OK)
-		return be_err(B, st, err);
-	B->st.hits = (int64_t) (h - B->dev_taken) + B->all_hits;
-	B->dev_taken = h;
-	B->all_hits = 0;
-	B->st.host_bytes = (B->st.rows - B->st.hits) * (int64_t) sizeof(float) * B->d;
-	*out = B->st;
-	B->st.rows = 0;
-	B->st.hits = 0;
-	B->st.host_bytes = 0;
+	x->dense.data = S->x.p;
 	return GNN_OK;
 }
 
@@ -678,23 +680,29 @@ gnn_gpu_batcher_free(gnn_gpu_batcher *B)
 	gnn_backend_free(be, B->cumw);
 	gnn_backend_free(be, B->cache);
 	gnn_backend_free(be, B->slot);
-	gnn_backend_free(be, B->hits);
-	gnn_backend_free(be, B->keys);
-	gnn_backend_free(be, B->vals);
-	gnn_backend_free(be, B->nodes);
-	gnn_buf_free(be, &B->src);
-	gnn_buf_free(be, &B->fresh);
-	gnn_buf_free(be, &B->deg);
-	gnn_buf_free(be, &B->x);
-	for (int h = 0; h < GNN_MAX_LAYERS; h++)
+	for (int k = 0; B->slots && k < B->nslots; k++)
 	{
-		hop_bufs   *H = &B->hop[h];
-		gnn_buf    *bs[] = {&H->ptr, &H->local, &H->t_ptr, &H->t_idx, &H->t_perm, &H->lptr, &H->lidx, &H->lval,
-		&H->lt_ptr, &H->lt_idx, &H->lt_perm};
+		batch_slot *S = &B->slots[k];
 
-		for (size_t i = 0; i < sizeof(bs) / sizeof(bs[0]); i++)
-			gnn_buf_free(be, bs[i]);
+		gnn_backend_free(be, S->hits);
+		gnn_backend_free(be, S->keys);
+		gnn_backend_free(be, S->vals);
+		gnn_backend_free(be, S->nodes);
+		gnn_buf_free(be, &S->src);
+		gnn_buf_free(be, &S->fresh);
+		gnn_buf_free(be, &S->deg);
+		gnn_buf_free(be, &S->x);
+		for (int h = 0; h < GNN_MAX_LAYERS; h++)
+		{
+			hop_bufs   *H = &S->hop[h];
+			gnn_buf    *bs[] = {&H->ptr, &H->local, &H->t_ptr, &H->t_idx, &H->t_perm, &H->lptr, &H->lidx, &H->lval,
+			&H->lt_ptr, &H->lt_idx, &H->lt_perm};
+
+			for (size_t i = 0; i < sizeof(bs) / sizeof(bs[0]); i++)
+				gnn_buf_free(be, bs[i]);
+		}
 	}
+	free(B->slots);
 	free(B);
 }
 
@@ -717,18 +725,22 @@ gnn_gpu_job_bytes(int64_t nodes, int64_t arcs, int64_t feat_bytes, int32_t feat_
 	else
 	{
 		double		level = batch_size > 0 ? batch_size : 512,
-					edges = 0;
+					edges = 0,
+					inner = 0;	/* rows of the hidden layers' outputs */
 
+		/* per batch: features and the first transform over the input nodes,
+		 * ~6 buffers per hidden layer over its destinations, the blocks */
 		for (int h = 0; h < nfanouts; h++)
 		{
 			double		f = fanouts[h] < 0 ? (nodes > 0 ? (double) arcs / (double) nodes + 1 : 1) : fanouts[h];
 
 			level = level < (double) nodes ? level : (double) nodes;
+			inner += level;
 			edges += level * f;
 			level *= 1 + f;
 		}
 		level = level < (double) nodes ? level : (double) nodes;
-		b += 2.0 * (level * (4.0 * feat_dim + 4.0 * width * 8 * nfanouts + 16) + edges * 64);
+		b += 2.0 * (level * (4.0 * feat_dim + 8.0 * width + 16) + inner * 24.0 * width + edges * 64);
 	}
 	return (int64_t) b;
 }

@@ -40,9 +40,10 @@ typedef struct gnn_gpu_batch_config
 
 void		gnn_gpu_batch_config_default(gnn_gpu_batch_config *c);
 
-/* Where a run's feature rows came from (gnn_gpu_batcher_take). */
+/* A batch's (or a run's) figures: where its feature rows came from. */
 typedef struct gnn_gpu_batch_stats
 {
+	int64_t		edges;			/* sampled block entries */
 	int64_t		rows;			/* feature rows gathered */
 	int64_t		hits;			/* of them from the device cache */
 	int64_t		host_bytes;		/* bytes read from host memory (the misses) */
@@ -64,29 +65,32 @@ const char *gnn_gpu_batch_unsupported(const gnn_backend *be, const gnn_graph *g,
  * Put the graph and the cache on the device.  train[0..ntrain): the
  * training nodes (the pre-sampling pass draws batches of them);
  * model_bytes: the model's weights (room is kept for them, their
- * gradients and optimiser state).  GNN_ERR_UNSUPPORTED (the CPU path
- * then runs) when the CUDA backend lacks the entry points or host memory
- * cannot be registered.
+ * gradients and optimiser state); nslots: batches in flight at once (the
+ * pipeline's depth + 1), each with buffers of its own.
+ * GNN_ERR_UNSUPPORTED (the CPU path then runs) when the CUDA backend
+ * lacks the entry points or host memory cannot be registered.
  */
 gnn_status	gnn_gpu_batcher_create(gnn_backend *be, const gnn_graph *g, const gnn_train_config *cfg,
 								   const gnn_minibatch_config *mbc, const gnn_gpu_batch_config *gc,
-								   const int32_t *train, int64_t ntrain, size_t model_bytes,
+								   const int32_t *train, int64_t ntrain, size_t model_bytes, int nslots,
 								   gnn_gpu_batcher **out, gnn_error *err);
 
-/*
- * One batch of seeds (host, unique graph nodes): blocks[0..layers) input
- * first, as gnn_model_forward takes them, and x, the input features (n_src
- * of blocks[0] rows, the seeds first); both borrow the batcher's device
- * buffers, valid until the next call (gnn_dblock_free on them is a no-op
- * but allowed).  *edges: sampled entries, *inputs: x's rows; sample_s /
- * gather_s: wall time of the two phases.
- */
-gnn_status	gnn_gpu_batcher_next(gnn_gpu_batcher *B, const int32_t *seeds, int64_t n, uint64_t seed,
-								 gnn_dblock *blocks, gnn_dfeat *x, int64_t *edges, int64_t *inputs,
-								 double *sample_s, double *gather_s, gnn_error *err);
+int			gnn_gpu_batcher_slots(const gnn_gpu_batcher *B);
 
-/* the counts since the last call (reads the device's hit counter) */
-gnn_status	gnn_gpu_batcher_take(gnn_gpu_batcher *B, gnn_gpu_batch_stats *st, gnn_error *err);
+/*
+ * One batch of seeds (host, unique graph nodes) into slot, on backend be
+ * (the batcher's, or a twin of it on another thread: gnn_backend_twin):
+ * blocks[0..layers) input first, as gnn_model_forward takes them, and x,
+ * the input features (n_src of blocks[0] rows, the seeds first); both
+ * borrow the slot's device buffers, valid until the slot's next batch
+ * (gnn_dblock_free on them is a no-op but allowed).  The batch is complete
+ * on the device when this returns (be was synchronised), so another
+ * stream may read it.  bst: the batch's figures; sample_s / gather_s:
+ * wall time of the two phases.
+ */
+gnn_status	gnn_gpu_batcher_next(gnn_gpu_batcher *B, int slot, gnn_backend *be, const int32_t *seeds, int64_t n,
+								 uint64_t seed, gnn_dblock *blocks, gnn_dfeat *x, gnn_gpu_batch_stats *bst,
+								 double *sample_s, double *gather_s, gnn_error *err);
 
 void		gnn_gpu_batcher_free(gnn_gpu_batcher *B);
 

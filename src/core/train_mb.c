@@ -278,9 +278,9 @@ typedef struct mb_item
 	bool		gpu;
 	gnn_dblock	gblk[GNN_MAX_LAYERS];
 	gnn_dfeat	gx;
-	const int32_t *seeds;		/* the batch's seeds (host, in the pipe's order) */
-	int64_t		edges,
-				inputs;
+	int32_t    *seeds;			/* the batch's seeds (a copy: the producer reshuffles ahead) */
+	int64_t		seeds_cap;
+	gnn_gpu_batch_stats gst;	/* its edges, rows, cache hits */
 } mb_item;
 
 typedef struct mb_pipe
@@ -289,7 +289,10 @@ typedef struct mb_pipe
 	const gnn_train_config *cfg;
 	const gnn_minibatch_config *mbc;
 	gnn_sampler *sampler;		/* the producer's own */
-	gnn_gpu_batcher *gpu;		/* batches built on the GPU, in line (not owned) */
+	gnn_gpu_batcher *gpu;		/* batches built on the GPU (not owned) */
+	gnn_backend *be;			/* the computing thread's backend */
+	gnn_backend *pbe;			/* GPU batches: the producer's (a twin with its own stream when
+								 * threaded, else be) */
 	int32_t    *train;			/* shuffled in place at every epoch's start */
 	int64_t		ntrain;
 	int64_t		nbatch;			/* per epoch */
@@ -318,6 +321,7 @@ item_free(mb_item *it)
 	free(it->sptr);
 	free(it->sidx);
 	free(it->sval);
+	free(it->seeds);
 	memset(it, 0, sizeof(*it));
 }
 
@@ -351,9 +355,21 @@ produce(mb_pipe *P, mb_item *it)
 	if (P->gpu)
 	{
 		it->gpu = true;
-		it->seeds = P->train + b0;
-		it->st = gnn_gpu_batcher_next(P->gpu, P->train + b0, bs, sseed, it->gblk, &it->gx, &it->edges, &it->inputs,
-									  &it->sample_s, &it->gather_s, &it->err);
+		if (bs > it->seeds_cap)
+		{
+			int32_t    *p = realloc(it->seeds, sizeof(int32_t) * bs);
+
+			if (!p)
+			{
+				it->st = gnn_error_set(&it->err, GNN_ERR_NOMEM, "out of memory");
+				return;
+			}
+			it->seeds = p;
+			it->seeds_cap = bs;
+		}
+		memcpy(it->seeds, P->train + b0, sizeof(int32_t) * bs);
+		it->st = gnn_gpu_batcher_next(P->gpu, (int) (it - P->slots), P->pbe, P->train + b0, bs, sseed, it->gblk,
+									  &it->gx, &it->gst, &it->sample_s, &it->gather_s, &it->err);
 		return;
 	}
 	if (mbc->sampler.temporal)
@@ -432,7 +448,7 @@ producer_main(void *arg)
 
 static gnn_status
 pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
-		   int32_t *train, int64_t ntrain, uint64_t stream, gnn_gpu_batcher *gpu, gnn_error *err)
+		   int32_t *train, int64_t ntrain, uint64_t stream, gnn_backend *be, gnn_gpu_batcher *gpu, gnn_error *err)
 {
 	gnn_status	st;
 	int64_t		per = (ntrain + mbc->batch_size - 1) / mbc->batch_size;
@@ -447,17 +463,28 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 	P->total = P->nbatch * cfg->epochs;
 	gnn_rng_seed(&P->rng, stream);
 	P->gpu = gpu;
-	/* GPU batches are built in line, on the backend's stream */
-	P->nslots = mbc->prefetch > 0 && !gpu ? mbc->prefetch + 1 : 1;
+	P->be = P->pbe = be;
+	P->nslots = mbc->prefetch > 0 ? mbc->prefetch + 1 : 1;
+	if (gpu && P->nslots > gnn_gpu_batcher_slots(gpu))
+		P->nslots = gnn_gpu_batcher_slots(gpu);
 	P->slots = calloc(P->nslots, sizeof(mb_item));
 	P->stimes = malloc(sizeof(int64_t) * (mbc->batch_size + 1));
 	if (!P->slots || !P->stimes)
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
-	if (gpu)
-		return GNN_OK;
-	if ((st = gnn_sampler_create(g, &mbc->sampler, &P->sampler, err)) != GNN_OK)
+	if (gpu && P->nslots > 1)
+	{
+		/* GPU batches ahead: the producer gets a stream of its own (a twin backend) */
+		gnn_error	terr;
+
+		if (gnn_backend_twin(be, cfg->threads, &P->pbe, &terr) != GNN_OK)
+		{
+			P->pbe = be;		/* none to be had: build them in line */
+			P->nslots = 1;
+		}
+	}
+	if (!gpu && (st = gnn_sampler_create(g, &mbc->sampler, &P->sampler, err)) != GNN_OK)
 		return st;
-	if (mbc->prefetch > 0)
+	if (P->nslots > 1)
 	{
 		sigset_t	all,
 					old;
@@ -475,6 +502,9 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 			pthread_mutex_destroy(&P->mu);
 			pthread_cond_destroy(&P->cv_ready);
 			pthread_cond_destroy(&P->cv_free);
+			if (P->pbe != P->be)
+				gnn_backend_destroy(P->pbe);
+			P->pbe = P->be;
 		}
 	}
 	return GNN_OK;
@@ -536,6 +566,8 @@ pipe_stop(mb_pipe *P)
 		pthread_cond_destroy(&P->cv_free);
 		P->threaded = false;
 	}
+	if (P->pbe && P->pbe != P->be)
+		gnn_backend_destroy(P->pbe);
 	for (int i = 0; P->slots && i < P->nslots; i++)
 		item_free(&P->slots[i]);
 	free(P->slots);
@@ -557,7 +589,7 @@ batch_bytes_moved(const gnn_graph *g, const mb_item *it, bool regress)
 	const gnn_minibatch *mb = &it->mb.mb;
 
 	if (it->gpu)
-		return b;
+		return b + it->gst.host_bytes;
 	if (g->feat_kind == GNN_FEAT_SPARSE && it->sptr)
 		b += (int64_t) sizeof(int64_t) * (mb->n_input + 1) + (int64_t) 8 * it->sptr[mb->n_input];
 	else
@@ -756,7 +788,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			gnn_gpu_batch_config_default(&gdef);
 			memset(&gerr, 0, sizeof(gerr));
 			st = gnn_gpu_batcher_create(be, g, cfg, mbc, mbc->gpu ? mbc->gpu : &gdef, train, ntrain,
-										sizeof(float) * gnn_model_weights_count(model), &gpu, &gerr);
+										sizeof(float) * gnn_model_weights_count(model),
+										mbc->prefetch > 0 ? mbc->prefetch + 1 : 1, &gpu, &gerr);
 			if (st == GNN_ERR_UNSUPPORTED)
 				why = gerr.msg[0] ? gerr.msg : "the CUDA backend cannot build batches";
 			else if (st != GNN_OK)
@@ -774,7 +807,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	}
 	on_device |= gpu != NULL;	/* (an emulated device in tests) */
 	/* the batches' stream, drawn after the weights */
-	if ((st = pipe_start(&pipe, g, cfg, mbc, train, ntrain, gnn_rng_next(&rng), gpu, err)) != GNN_OK)
+	if ((st = pipe_start(&pipe, g, cfg, mbc, train, ntrain, gnn_rng_next(&rng), be, gpu, err)) != GNN_OK)
 		goto done;
 
 	t_start = gnn_now_s();
@@ -784,7 +817,9 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		double		t0 = gnn_now_s(),
 					loss_sum = 0;
 		int64_t		nb = 0,
-					moved = 0;
+					moved = 0,
+					ep_rows = 0,
+					ep_hits = 0;
 
 		gnn_epoch_metrics_init(&em, epoch);
 		em.sample_s = em.gather_s = em.compute_s = em.wait_s = 0;
@@ -846,6 +881,12 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				made = 0;		/* nothing of ours to free */
 			if (on_device)
 				moved += batch_bytes_moved(g, it, regress);
+			if (it->gpu)
+			{
+				ep_rows += it->gst.rows;
+				ep_hits += it->gst.hits;
+				stats->cache_rows = it->gst.cache_rows;
+			}
 			if (st == GNN_OK && !regress)
 				st = gnn_backend_error(be, gnn_backend_copy_h2d(be, dlab.p, hlab, sizeof(int32_t) * it->bs), err);
 			if (st == GNN_OK)
@@ -873,9 +914,12 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				gnn_dfeat_free(&x);
 			if (st == GNN_OK)
 			{
-				stats->sampled_edges += it->gpu ? it->edges : mb->sampled_edges;
-				stats->input_nodes += it->gpu ? it->inputs : mb->n_input;
+				stats->sampled_edges += it->gpu ? it->gst.edges : mb->sampled_edges;
+				stats->input_nodes += it->gpu ? it->gst.rows : mb->n_input;
 			}
+			/* a slot the producer refills on its own stream: this one must be done reading it */
+			if (it->gpu && pipe.threaded && st == GNN_OK)
+				st = gnn_backend_error(be, gnn_backend_sync(be), err);
 			pipe_done(&pipe);
 			if (st != GNN_OK)
 				goto out;
@@ -890,15 +934,9 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		em.train_loss = nb ? (float) (loss_sum / nb) : 0;
 		if (gpu)
 		{
-			gnn_gpu_batch_stats gs;
-
-			if ((st = gnn_gpu_batcher_take(gpu, &gs, err)) != GNN_OK)
-				goto out;
-			moved += gs.host_bytes;
-			em.cache_hit_rate = gs.rows > 0 ? (double) gs.hits / (double) gs.rows : NAN;
-			stats->cache_rows = gs.cache_rows;
-			stats->feature_rows += gs.rows;
-			stats->cache_hits += gs.hits;
+			em.cache_hit_rate = ep_rows > 0 ? (double) ep_hits / (double) ep_rows : NAN;
+			stats->feature_rows += ep_rows;
+			stats->cache_hits += ep_hits;
 		}
 		if (on_device)
 		{

@@ -60,7 +60,6 @@ check_batch(const gnn_graph *g, gnn_model_kind kind, int64_t cache_bytes, int64_
 	gnn_error	err;
 	int64_t		f[3] = {15, 10, 5};
 	int64_t		n = 512,
-				edges,
 				inputs;
 	double		ts,
 				tg;
@@ -69,6 +68,7 @@ check_batch(const gnn_graph *g, gnn_model_kind kind, int64_t cache_bytes, int64_
 	int64_t    *o = emu_order(g->num_nodes, 31);
 	gnn_dblock	blocks[GNN_MAX_LAYERS];
 	gnn_dfeat	x;
+	gnn_gpu_batch_stats gs;
 	emu_batch	E;
 	bool		loop = kind != GNN_MODEL_SAGE,
 				ok = true;
@@ -83,10 +83,11 @@ check_batch(const gnn_graph *g, gnn_model_kind kind, int64_t cache_bytes, int64_
 	gc.cache_bytes = cache_bytes;
 	gc.graph_bytes = graph_bytes;
 	gc.policy = GNN_CACHE_DEGREE;
-	st = gnn_gpu_batcher_create(be, g, &cfg, &mbc, &gc, train, g->num_nodes, 4096, &B, &err);
+	st = gnn_gpu_batcher_create(be, g, &cfg, &mbc, &gc, train, g->num_nodes, 4096, 2, &B, &err);
 	if (!CHECK(st == GNN_OK, "%s: batcher (%s)", what, st == GNN_OK ? "ok" : err.msg))
 		goto out;
-	st = gnn_gpu_batcher_next(B, seeds, n, 99, blocks, &x, &edges, &inputs, &ts, &tg, &err);
+	st = gnn_gpu_batcher_next(B, 1, be, seeds, n, 99, blocks, &x, &gs, &ts, &tg, &err);
+	inputs = gs.rows;
 	if (!CHECK(st == GNN_OK, "%s: a batch (%s)", what, st == GNN_OK ? "ok" : err.msg))
 		goto out;
 	emu_batch_build(g, seeds, n, 3, f, mbc.sampler.replace, 99, loop, gnn_h_capacity(g->num_nodes), 0, &E);
@@ -116,12 +117,10 @@ check_batch(const gnn_graph *g, gnn_model_kind kind, int64_t cache_bytes, int64_
 		  loop ? ", looped normalised CSR" : "");
 	{
 		float	   *want = malloc(sizeof(float) * inputs * g->feat_dim + 1);
-		gnn_gpu_batch_stats gs;
-
 		gnn_gather_dense(g, E.nodes, inputs, false, 1, want, &err);
 		CHECK(dev_eq(x.dense.data, want, sizeof(float) * inputs * g->feat_dim),
 			  "%s: features = the host rows of the batch's nodes", what);
-		CHECK(gnn_gpu_batcher_take(B, &gs, &err) == GNN_OK && gs.rows == inputs && gs.hits >= 0 &&
+		CHECK(gs.edges == E.hop[0].nnz + E.hop[1].nnz + E.hop[2].nnz && gs.hits >= 0 &&
 			  gs.hits <= inputs && (gs.cache_rows < g->num_nodes || gs.hits == inputs) &&
 			  gs.host_bytes == (gs.rows - gs.hits) * (int64_t) sizeof(float) * g->feat_dim,
 			  "%s: cache %lld rows, %lld of %lld rows hit, %lld bytes from host", what, (long long) gs.cache_rows,
@@ -233,7 +232,7 @@ main(void)
 		CHECK(gnn_gpu_batch_unsupported(cpu, NULL, &cfg, &mbc) != NULL &&
 			  strstr(gnn_gpu_batch_unsupported(cpu, NULL, &cfg, &mbc), "not CUDA") != NULL,
 			  "the CPU backend: batches are built on the CPU (%s)", gnn_gpu_batch_unsupported(cpu, NULL, &cfg, &mbc));
-		CHECK(gnn_gpu_batcher_create(cpu, NULL, &cfg, &mbc, &gc, NULL, 0, 0, &B, &err) == GNN_ERR_UNSUPPORTED && !B,
+		CHECK(gnn_gpu_batcher_create(cpu, NULL, &cfg, &mbc, &gc, NULL, 0, 0, 1, &B, &err) == GNN_ERR_UNSUPPORTED && !B,
 			  "a GPU batcher on the CPU backend is refused cleanly");
 		gnn_backend_destroy(cpu);
 	}

@@ -378,7 +378,7 @@ check_batcher(const gnn_graph *g, gnn_backend *cpu, gnn_model_kind kind, int64_t
 	gc.cache_bytes = cache_rows * g->feat_dim * (int64_t) sizeof(float);
 	gc.graph_bytes = graph_bytes;
 	mbc.gpu = &gc;
-	st = gnn_gpu_batcher_create(cpu, g, &cfg, &mbc, &gc, train, g->num_nodes, 4096, &B, &err);
+	st = gnn_gpu_batcher_create(cpu, g, &cfg, &mbc, &gc, train, g->num_nodes, 4096, 2, &B, &err);
 	if (!CHECK(st == GNN_OK, "%s: batcher (%s)", what, st == GNN_OK ? "ok" : err.msg))
 		goto out;
 	for (int round = 0; round < 3 && ok; round++)
@@ -396,7 +396,9 @@ check_batcher(const gnn_graph *g, gnn_backend *cpu, gnn_model_kind kind, int64_t
 
 		for (int64_t i = 0; i < bs; i++)
 			seeds[i] = (int32_t) o[(i + round * n) % g->num_nodes];
-		st = gnn_gpu_batcher_next(B, seeds, bs, 50 + round, blocks, &x, &edges, &inputs, &ts, &tg, &err);
+		st = gnn_gpu_batcher_next(B, round % 2, cpu, seeds, bs, 50 + round, blocks, &x, &gs, &ts, &tg, &err);
+		edges = gs.edges;
+		inputs = gs.rows;
 		if (!CHECK(st == GNN_OK, "%s: batch %d (%s)", what, round, st == GNN_OK ? "ok" : err.msg))
 			break;
 		emu_batch_build(g, seeds, bs, 3, f, mbc.sampler.replace, 50 + round, loop, gnn_h_capacity(g->num_nodes), 0, &E);
@@ -421,7 +423,7 @@ check_batcher(const gnn_graph *g, gnn_backend *cpu, gnn_model_kind kind, int64_t
 		want = malloc(sizeof(float) * inputs * g->feat_dim + 1);
 		gnn_gather_dense(g, E.nodes, inputs, false, 1, want, &err);
 		ok &= memcmp(x.dense.data, want, sizeof(float) * inputs * g->feat_dim) == 0;
-		ok &= gnn_gpu_batcher_take(B, &gs, &err) == GNN_OK && gs.rows == inputs &&
+		ok &= edges == E.hop[0].nnz + E.hop[1].nnz + E.hop[2].nnz &&
 			gs.cache_rows == (cache_rows < g->num_nodes ? cache_rows : g->num_nodes) &&
 			(cache_rows > 0 || gs.hits == 0) && (cache_rows < g->num_nodes || gs.hits == inputs) &&
 			gs.host_bytes == (gs.rows - gs.hits) * (int64_t) sizeof(float) * g->feat_dim &&
@@ -568,6 +570,15 @@ check_cora(gnn_backend *cpu)
 	emu_api_order = 4242;
 	CHECK(a.n == 3 && b.n == 3 && memcmp(a.loss, b.loss, sizeof(a.loss[0]) * 3) == 0,
 		  "the same seed gives the same curve, whatever the thread order of the relabel");
+	/* batches built ahead on a thread (and stream) of their own: the same curve */
+	memset(&b, 0, sizeof(b));
+	mbc.prefetch = 2;
+	st = gnn_train_minibatch(&gd, &cfg, &mbc, cpu, on_epoch, &b, NULL, NULL, NULL, &res, &stats, &err);
+	CHECK(st == GNN_OK && stats.gpu_batches && b.n == 3 && memcmp(a.loss, b.loss, sizeof(a.loss[0]) * 3) == 0 &&
+		  memcmp(a.hit, b.hit, sizeof(a.hit[0]) * 3) == 0,
+		  "GPU batches built 2 ahead on a twin backend train the same curve as in line (waited %.3f s of %.3f)",
+		  stats.wait_s, res.seconds);
+	mbc.prefetch = 0;
 	CHECK(a.n == 3 && a.hit[0] > 0 && a.hit[0] < 1 && isnan(b.hit[2]) == 0 && a.moved[0] > 0,
 		  "training_log figures: hit rate %.3f, %lld bytes up in epoch 1", a.n ? a.hit[0] : -1.0,
 		  (long long) (a.n ? a.moved[0] : -1));
@@ -609,6 +620,25 @@ main(void)
 		CHECK(emu_api_limit_retries > before, "fan-out -1 draws more than the first guess: the batcher grew and drew again");
 	}
 	check_cora(cpu);
+	{
+		/* device => 'auto' sizes a job before choosing the GPU */
+		int32_t		f3[3] = {15, 10, 5};
+		int64_t		full = gnn_gpu_job_bytes(2449029, 123718280, 2449029LL * 100 * 4, 100, 47, 256, 3, 1, 0, 0, NULL),
+					mb = gnn_gpu_job_bytes(2449029, 123718280, 2449029LL * 100 * 4, 100, 47, 256, 3, 1, 1024, 3, f3),
+					cora = gnn_gpu_job_bytes(2708, 10556, 2708LL * 1433 * 4, 1433, 7, 16, 2, 1, 0, 0, NULL);
+
+		CHECK(full > 2 * mb && mb > ((int64_t) 64 << 20) && full > ((int64_t) 4 << 30) && cora < ((int64_t) 256 << 20) &&
+			  cora > 2708LL * 1433 * 4,
+			  "job sizes: products full batch %lld MB > minibatch %lld MB; Cora full batch %lld MB",
+			  (long long) (full >> 20), (long long) (mb >> 20), (long long) (cora >> 20));
+	}
+	{
+		gnn_backend *twin = NULL;
+
+		CHECK(gnn_backend_twin(cpu, 2, &twin, &err) == GNN_OK && twin && twin != cpu && strcmp(twin->name, cpu->name) == 0,
+			  "a twin of the CPU backend");
+		gnn_backend_destroy(twin);
+	}
 	gnn_backend_destroy(cpu);
 	free(region);
 	return check_done();
