@@ -728,9 +728,85 @@ test_gather(void)
 	}
 }
 
+/*
+ * Hops big enough for the parallel relabel (>= 65536 draws on several
+ * threads): the same batch, node order included, as on one thread.
+ */
+static void
+test_parallel_relabel(void)
+{
+	int64_t		n = 40000,
+				m = 600000;
+	int64_t    *src = malloc(sizeof(int64_t) * m),
+			   *dst = malloc(sizeof(int64_t) * m);
+	int32_t    *seeds = malloc(sizeof(int32_t) * 3000);
+	void	   *region = NULL;
+	gnn_graph	g;
+	gnn_error	err;
+	gnn_rng		r;
+
+	gnn_rng_seed(&r, 99);
+	for (int64_t e = 0; e < m; e++)
+	{
+		/* skewed: a quarter of the edges point at 1% of the nodes */
+		src[e] = (int64_t) (gnn_rng_next(&r) % (uint64_t) n);
+		dst[e] = (int64_t) (gnn_rng_next(&r) % (uint64_t) (e % 4 == 0 ? n / 100 : n));
+	}
+	for (int i = 0; i < 3000; i++)
+		seeds[i] = (int32_t) (gnn_rng_next(&r) % (uint64_t) n);
+	if (build(m, src, dst, NULL, n, true, &region, &g) == GNN_OK)
+	{
+		for (int replace = 0; replace < 2; replace++)
+		{
+			gnn_sampler_config cfg = {0};
+			gnn_sampler *s[3];
+			gnn_minibatch a0,
+						a,
+						b;
+			void	   *mem[32];
+			int			nmem = 0;
+			const char *why = "";
+			bool		same = true;
+
+			cfg.kind = GNN_SAMPLER_NEIGHBOR;
+			cfg.nhops = 2;
+			cfg.fanouts[0] = 25;
+			cfg.fanouts[1] = 15;
+			cfg.replace = replace;
+			for (int k = 0; k < 3; k++)
+			{
+				cfg.nthreads = 1 << k;
+				gnn_sampler_create(&g, &cfg, &s[k], &err);
+			}
+			gnn_sampler_sample(s[0], seeds, 3000, 5, &a0, &err);
+			copy_batch(&a0, &a, mem, &nmem);
+			for (int k = 1; k < 3; k++)
+				for (int rep = 0; rep < 2; rep++)
+				{
+					gnn_sampler_sample(s[k], seeds, 3000, 5, &b, &err);
+					same &= same_batch(&a, &b);
+				}
+			CHECK(a.blocks[0].nnz >= 65536 && well_formed(&g, &a, &why) && same,
+				  "parallel relabel (%lld draws in the big hop%s): 2 and 4 threads give the 1-thread batch %s",
+				  (long long) a.blocks[0].nnz, replace ? ", with replacement" : "", why);
+			for (int i = 0; i < nmem; i++)
+				free(mem[i]);
+			for (int k = 0; k < 3; k++)
+				gnn_sampler_free(s[k]);
+		}
+		free(region);
+	}
+	free(src);
+	free(dst);
+	free(seeds);
+}
+
 int
 main(void)
 {
+	/* thread-count tests must get the threads they ask for, however busy the machine */
+	setenv("GNN_ADAPTIVE_THREADS", "0", 1);
+	test_parallel_relabel();
 	test_star();
 	test_zero_weights();
 	test_large_fanout();
