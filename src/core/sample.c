@@ -5,9 +5,9 @@
  * Neighbour sampling runs in three passes per hop: row sizes (prefix sum),
  * parallel draws into global ids (each chunk of CHUNK destination rows with
  * its own RNG stream, so results do not depend on the thread count), then a
- * relabel through the generation-stamped marker (first appearance order;
- * large hops on several threads in parallel passes, relabel_hop, with the
- * same result) and a parallel per-row sort of the local ids.
+ * sequential relabel through the generation-stamped marker (first appearance
+ * order) and a parallel per-row sort of the local ids.  The relabel is the
+ * only sequential part; it touches each sampled edge once with a prefetch.
  */
 #include "sample.h"
 
@@ -28,11 +28,7 @@ struct gnn_sampler
 	int32_t    *mark;			/* [n] generation stamp */
 	int32_t    *local;			/* [n] local index, valid where mark == gen */
 	int32_t		gen;
-	/* the parallel relabel: first draw of each node in a hop (tag << 32 | draw) */
-	uint64_t   *first;			/* [n], allocated on first use */
-	uint32_t	ftag;
-	int64_t    *rcount;			/* per chunk of draws: new nodes, then offsets */
-	size_t		cap_rcount;
+	/* LADIES: candidate accumulation */
 	int32_t    *cmark;
 	int32_t    *cpos;
 	int32_t		cgen;
@@ -261,8 +257,6 @@ gnn_sampler_free(gnn_sampler *s)
 		return;
 	free(s->mark);
 	free(s->local);
-	free(s->first);
-	free(s->rcount);
 	free(s->cmark);
 	free(s->cpos);
 	for (int h = 0; h < GNN_MAX_LAYERS; h++)
@@ -308,122 +302,6 @@ relabel(gnn_sampler *s, int32_t v, int64_t *n)
 		s->nodes[(*n)++] = v;
 	}
 	return s->local[v];
-}
-
-#define RCHUNK 16384			/* draws per chunk of the parallel relabel */
-
-/*
- * Relabel a hop's draws pk[0..nnz) into ix (local indices), adding the nodes
- * not yet in the batch in first-appearance order, as relabel() one by one
- * would, so the batch does not depend on the thread count.  Large hops on
- * several threads go in four parallel passes: each new node's first draw
- * (an atomic minimum), the new nodes per chunk, their local indices in
- * chunk order, then every draw's index.
- */
-static bool
-relabel_hop(gnn_sampler *s, const int32_t *pk, int32_t *ix, int64_t nnz, int64_t *n_total, int nt)
-{
-	int64_t		n = *n_total,
-				nch = (nnz + RCHUNK - 1) / RCHUNK;
-	int32_t		gen = s->gen;
-	uint64_t	tag;
-	int64_t    *cnt;
-
-	if (nt <= 1 || nnz < 4 * RCHUNK)
-	{
-		for (int64_t e = 0; e < nnz; e++)
-		{
-			if (e + PREFETCH < nnz)
-			{
-				__builtin_prefetch(&s->mark[pk[e + PREFETCH]]);
-				__builtin_prefetch(&s->local[pk[e + PREFETCH]]);
-			}
-			ix[e] = relabel(s, pk[e], &n);
-		}
-		*n_total = n;
-		return true;
-	}
-	if (!s->first && !(s->first = calloc(s->g->num_nodes + 1, sizeof(uint64_t))))
-		return false;
-	if (!grow((void **) &s->rcount, &s->cap_rcount, nch + 1, sizeof(int64_t)))
-		return false;
-	cnt = s->rcount;
-	if (s->ftag == UINT32_MAX)
-	{
-		memset(s->first, 0, sizeof(uint64_t) * s->g->num_nodes);
-		s->ftag = 0;
-	}
-	tag = (uint64_t) ++s->ftag << 32;
-#pragma omp parallel num_threads(nt)
-	{
-		/* 1: each new node's first draw */
-#pragma omp for schedule(static)
-		for (int64_t e = 0; e < nnz; e++)
-		{
-			int32_t		v = pk[e];
-			uint64_t	want = tag | (uint64_t) e,
-						old;
-
-			if (s->mark[v] == gen)
-				continue;		/* in the batch before this hop */
-			old = __atomic_load_n(&s->first[v], __ATOMIC_RELAXED);
-			while ((old & ~(uint64_t) 0xffffffffu) != tag || old > want)
-				if (__atomic_compare_exchange_n(&s->first[v], &old, want, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-					break;
-		}
-		/* 2: new nodes per chunk */
-#pragma omp for schedule(static)
-		for (int64_t c = 0; c < nch; c++)
-		{
-			int64_t		k = 0,
-						end = (c + 1) * RCHUNK < nnz ? (c + 1) * RCHUNK : nnz;
-
-			for (int64_t e = c * RCHUNK; e < end; e++)
-				k += s->mark[pk[e]] != gen && s->first[pk[e]] == (tag | (uint64_t) e);
-			cnt[c] = k;
-		}
-#pragma omp single
-		{
-			int64_t		o = n;
-
-			for (int64_t c = 0; c < nch; c++)
-			{
-				int64_t		k = cnt[c];
-
-				cnt[c] = o;
-				o += k;
-			}
-			cnt[nch] = o;
-		}
-		/* 3: their local indices, in draw order */
-#pragma omp for schedule(static)
-		for (int64_t c = 0; c < nch; c++)
-		{
-			int64_t		r = cnt[c],
-						end = (c + 1) * RCHUNK < nnz ? (c + 1) * RCHUNK : nnz;
-
-			for (int64_t e = c * RCHUNK; e < end; e++)
-			{
-				int32_t		v = pk[e];
-
-				if (s->mark[v] != gen && s->first[v] == (tag | (uint64_t) e))
-				{
-					s->local[v] = (int32_t) r;
-					s->nodes[r++] = v;
-				}
-			}
-		}
-		/* (now they are in the batch) */
-#pragma omp for schedule(static)
-		for (int64_t r = n; r < cnt[nch]; r++)
-			s->mark[s->nodes[r]] = gen;
-		/* 4: every draw's index */
-#pragma omp for schedule(static)
-		for (int64_t e = 0; e < nnz; e++)
-			ix[e] = s->local[pk[e]];
-	}
-	*n_total = cnt[nch];
-	return true;
 }
 
 /* sort a row's (index, weight) pairs by index: rows are short, insertion sort */
@@ -737,8 +615,22 @@ hop_neighbor(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 	if (!grow((void **) &s->nodes, &s->cap_nodes, *n_total + nnz + 1, sizeof(int32_t)))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 	dst = s->nodes + d0;
-	if (!relabel_hop(s, s->picked, s->indices[h], nnz, n_total, nt))
-		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory relabelling");
+	{
+		int32_t    *pk = s->picked;
+		int32_t    *ix = s->indices[h];
+		int64_t		n = *n_total;
+
+		for (int64_t e = 0; e < nnz; e++)
+		{
+			if (e + PREFETCH < nnz)
+			{
+				__builtin_prefetch(&s->mark[pk[e + PREFETCH]]);
+				__builtin_prefetch(&s->local[pk[e + PREFETCH]]);
+			}
+			ix[e] = relabel(s, pk[e], &n);
+		}
+		*n_total = n;
+	}
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 64) if (nnz > 4096 && nt > 1)
 	for (int64_t i = 0; i < nd; i++)
 		sort_row(s->indices[h] + ptr[i], keep_w ? s->weights[h] + ptr[i] : NULL, ptr[i + 1] - ptr[i]);
@@ -1167,8 +1059,16 @@ hop_general(gnn_sampler *s, int h, int64_t nd, const gnn_rng *base, int64_t *n_t
 				for (int64_t e = ptr[i]; e < ptr[i + 1]; e++)
 					ix[e] = relabel_at(s, pk[e], b, &n);
 			}
-		else if (!relabel_hop(s, pk, ix, nnz, &n, nt))
-			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory relabelling");
+		else
+			for (int64_t e = 0; e < nnz; e++)
+			{
+				if (e + PREFETCH < nnz)
+				{
+					__builtin_prefetch(&s->mark[pk[e + PREFETCH]]);
+					__builtin_prefetch(&s->local[pk[e + PREFETCH]]);
+				}
+				ix[e] = relabel(s, pk[e], &n);
+			}
 		*n_total = n;
 	}
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 64) if (nnz > 4096 && nt > 1)

@@ -7,7 +7,9 @@
 #   3. the parity tests (every op, CPU against CUDA) and the kernel-body test
 #   4. the training CLI on Cora, GCN and GAT, CPU and CUDA, with timings
 #   5. GPU sampling (issue #6): parity of sample / walk / gather kernels with
-#      their CPU emulation, and sampled edges/s on an in-memory R-MAT
+#      their CPU emulation, and sampled edges/s on an in-memory R-MAT; the
+#      GPU-built training batches (issue #13: relabel, block CSRs, cached
+#      gather) against theirs, and minibatch GraphSAGE on Cora with them
 #   6. end to end through SQL (issue #13, test/gpu/sql_checks.sh): PostgreSQL
 #      from the machine or from the carried bundle (test/gpu/debs: make it
 #      here with `bash test/gpu/pg_bundle.sh fetch` and name it in carry),
@@ -71,7 +73,8 @@ CORE_SRCS=$(ls src/core/*.c)
 CFLAGS="-std=gnu11 -O2 -g -fopenmp -Wall -Wno-unused-function -Isrc/core -Itest/core"
 LIBS="-lopenblas -lmetis -lgomp -lpthread -lm -ldl"
 mkdir -p test/core/bin
-for t in test_backend_parity test_cuda_parity test_kernel_math test_sample_gpu_math test_sample_cuda_parity; do
+for t in test_backend_parity test_cuda_parity test_kernel_math test_sample_gpu_math test_sample_cuda_parity \
+	test_relabel_math test_gpu_batch_parity; do
 	[ -f test/core/$t.c ] && { cc $CFLAGS -o test/core/bin/$t test/core/$t.c $CORE_SRCS $LIBS > "$OUT/cc_$t.log" 2>&1 || { echo "cc $t failed"; tail -n 5 "$OUT/cc_$t.log"; FAIL=1; }; }
 done
 cc $CFLAGS -Isrc/core -o test/core/bin/gnn_train_cli bench/gnn_train_cli.c $CORE_SRCS $LIBS > "$OUT/cc_cli.log" 2>&1 \
@@ -110,8 +113,8 @@ else
 	grep -h -E "mean test accuracy|time per epoch" "$OUT"/train_*.log
 fi
 
-step "GPU sampling: parity with the CPU emulation, then speed"
-for t in test_sample_gpu_math test_sample_cuda_parity; do
+step "GPU sampling and GPU-built batches: parity with the CPU emulation, then speed"
+for t in test_sample_gpu_math test_sample_cuda_parity test_relabel_math test_gpu_batch_parity; do
 	[ -x test/core/bin/$t ] || { echo "$t not built"; FAIL=1; continue; }
 	run $t timeout 240 test/core/bin/$t
 	grep -E "^not ok|SKIP" "$OUT/$t.log" | head -n 20
@@ -122,6 +125,9 @@ if command -v compute-sanitizer > /dev/null && [ -x test/core/bin/test_sample_cu
 	run sanitizer_sample timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
 		test/core/bin/test_sample_cuda_parity || true
 	grep -E "ERROR SUMMARY|Invalid|misaligned" "$OUT/sanitizer_sample.log" | head -n 5
+	GNN_TEST_SEEDS=1 run sanitizer_batch timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
+		test/core/bin/test_gpu_batch_parity || true
+	grep -E "ERROR SUMMARY|Invalid|misaligned" "$OUT/sanitizer_batch.log" | head -n 5
 fi
 mkdir -p bench/bin
 cc -std=gnu11 -O2 -fopenmp -Wall -Wno-unused-function -Isrc/core -Itest/core -o bench/bin/sample_gpu_bench \
