@@ -101,6 +101,13 @@ gnn_gpu_batch_config_default(gnn_gpu_batch_config *c)
 	c->graph_bytes = -1;
 }
 
+/* draws by weight: asked for and the graph has weights (as the CPU sampler decides) */
+static bool
+draws_weighted(const gnn_sampler_config *s, const gnn_graph *g)
+{
+	return s->weighted && g->rweights != NULL;
+}
+
 const char *
 gnn_gpu_batch_unsupported(const gnn_backend *be, const gnn_graph *g, const gnn_train_config *cfg,
 						  const gnn_minibatch_config *mbc)
@@ -118,9 +125,9 @@ gnn_gpu_batch_unsupported(const gnn_backend *be, const gnn_graph *g, const gnn_t
 		return "only node-wise neighbour sampling runs on the GPU";
 	if (s->temporal)
 		return "temporal sampling runs on the CPU";
-	if (s->weighted && !s->replace)
+	if (draws_weighted(s, g) && !s->replace)
 		return "weighted sampling without replacement runs on the CPU";
-	if (!s->weighted && g->weights)
+	if (!draws_weighted(s, g) && g->rweights)
 		return "uniform sampling of a weighted graph carries edge weights, which the GPU sampler does not give";
 	if (g->feat_kind != GNN_FEAT_DENSE && g->feat_kind != GNN_FEAT_SPARSE)
 		return "the graph has no node features";
@@ -304,7 +311,7 @@ gnn_gpu_batcher_create(gnn_backend *be, const gnn_graph *g, const gnn_train_conf
 	for (int h = 0; h < B->layers; h++)
 		B->fanout[h] = mbc->sampler.fanouts[h];
 	B->replace = mbc->sampler.replace;
-	B->weighted = mbc->sampler.weighted;
+	B->weighted = draws_weighted(&mbc->sampler, g);
 	B->loop = cfg->model != GNN_MODEL_SAGE;
 	B->row_normalise = cfg->row_normalise;
 	B->d = g->feat_dim;
