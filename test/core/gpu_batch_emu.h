@@ -12,6 +12,7 @@
 
 #include "sample_gpu_emu.h"
 #include "../../kernels/relabel_math.h"
+#include "train.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -290,6 +291,28 @@ emu_gather_cached(const float *cache, const int32_t *slot, const float *host, in
 			(void) gnn_s_gather_lane(row, out + i * d, d, lane, EMU_WARP, v);
 	}
 	return hits;
+}
+
+/* a training run's per-epoch figures (a gnn_progress_fn recorder, up to 64 epochs) */
+typedef struct curve
+{
+	int			n;
+	float		loss[64];
+	double		hit[64];		/* cache_hit_rate */
+	int64_t		moved[64];		/* h2d_bytes */
+} curve;
+
+static void
+on_epoch(void *arg, const gnn_epoch_metrics *m)
+{
+	curve	   *c = arg;
+
+	if (c->n < 64)
+	{
+		c->hit[c->n] = m->cache_hit_rate;
+		c->moved[c->n] = m->h2d_bytes;
+		c->loss[c->n++] = m->train_loss;
+	}
 }
 
 #endif							/* GNN_GPU_BATCH_EMU_H */

@@ -135,25 +135,6 @@ out:
 	free(o);
 }
 
-typedef struct curve
-{
-	int			n;
-	float		loss[64];
-	double		hit[64];
-} curve;
-
-static void
-on_epoch(void *arg, const gnn_epoch_metrics *m)
-{
-	curve	   *c = arg;
-
-	if (c->n < 64)
-	{
-		c->hit[c->n] = m->cache_hit_rate;
-		c->loss[c->n++] = m->train_loss;
-	}
-}
-
 static void
 check_cora(void)
 {

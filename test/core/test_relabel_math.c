@@ -441,27 +441,6 @@ out:
 	free(o);
 }
 
-typedef struct curve
-{
-	int			n;
-	float		loss[64];
-	double		hit[64];
-	int64_t		moved[64];
-} curve;
-
-static void
-on_epoch(void *arg, const gnn_epoch_metrics *m)
-{
-	curve	   *c = arg;
-
-	if (c->n < 64)
-	{
-		c->hit[c->n] = m->cache_hit_rate;
-		c->moved[c->n] = m->h2d_bytes;
-		c->loss[c->n++] = m->train_loss;
-	}
-}
-
 /* minibatch GraphSAGE on Cora through the GPU path, its device emulated */
 static void
 check_cora(gnn_backend *cpu)
