@@ -368,7 +368,7 @@ produce(mb_pipe *P, mb_item *it)
 			it->seeds_cap = bs;
 		}
 		memcpy(it->seeds, P->train + b0, sizeof(int32_t) * bs);
-		it->st = gnn_gpu_batcher_next(P->gpu, (int) (it - P->slots), P->pbe, P->train + b0, bs, sseed, it->gblk,
+		it->st = gnn_gpu_batcher_next(P->gpu, (int) (it - P->slots), P->pbe, it->seeds, bs, sseed, it->gblk,
 									  &it->gx, &it->gst, &it->sample_s, &it->gather_s, &it->err);
 		return;
 	}
@@ -779,11 +779,11 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	{
 		/* the GPU builds the batches where it can; else say why not */
 		const char *why = gnn_gpu_batch_unsupported(be, g, cfg, mbc);
+		gnn_error	gerr;
 
 		if (!why)
 		{
 			gnn_gpu_batch_config gdef;
-			gnn_error	gerr;
 
 			gnn_gpu_batch_config_default(&gdef);
 			memset(&gerr, 0, sizeof(gerr));
@@ -798,10 +798,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				goto done;
 			}
 			st = GNN_OK;
-			if (why)
-				snprintf(stats->cpu_batches_why, sizeof(stats->cpu_batches_why), "%.190s", why);
 		}
-		else
+		if (why)
 			snprintf(stats->cpu_batches_why, sizeof(stats->cpu_batches_why), "%.190s", why);
 		stats->gpu_batches = gpu != NULL;
 	}
@@ -866,19 +864,12 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			t1 = gnn_now_s();
 			for (int64_t i = 0; st == GNN_OK && !regress && i < it->bs; i++)
 				hlab[i] = g->labels[seeds[i]];
-			for (made = 0; st == GNN_OK && made < L; made++)
-			{
+			/* made: the blocks uploaded here, freed after the step (GPU-built ones are the batcher's) */
+			for (int l = 0; st == GNN_OK && l < L; l++)
 				if (it->gpu)
-					blocks[made] = &it->gblk[made];
-				else
-				{
-					if ((st = batch_block(be, &mb->blocks[made], compensate, &wbuf, &wcap, &dblk[made], err)) != GNN_OK)
-						break;
-					blocks[made] = &dblk[made];
-				}
-			}
-			if (it->gpu)
-				made = 0;		/* nothing of ours to free */
+					blocks[l] = &it->gblk[l];
+				else if ((st = batch_block(be, &mb->blocks[l], compensate, &wbuf, &wcap, &dblk[l], err)) == GNN_OK)
+					blocks[made++] = &dblk[l];
 			if (on_device)
 				moved += batch_bytes_moved(g, it, regress);
 			if (it->gpu)
