@@ -292,13 +292,13 @@ RecordFailure(GnnJobState st, const char *msg)
 
 /* minibatch node classification over sampled blocks (options fanouts / batch_size / sampler) */
 static bool job_temporal = false;	/* the minibatch job sampled by time */
-static gnn_gpu_batch_config job_gpu;	/* its GPU batch settings */
 
 static gnn_status
 RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *r, gnn_backend *be,
 			 gnn_model **model, gnn_train_result *res, gnn_minibatch_stats *stats, gnn_error *err)
 {
 	gnn_minibatch_config mbc;
+	gnn_gpu_batch_config job_gpu;	/* its GPU batch settings */
 
 	memset(&mbc, 0, sizeof(mbc));
 	mbc.sampler.kind = strcmp(r->sampler, "ladies") == 0 ? GNN_SAMPLER_LADIES : GNN_SAMPLER_NEIGHBOR;
