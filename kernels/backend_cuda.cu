@@ -86,6 +86,7 @@ static const gnn_backend_ops gnn_cuda_ops = {
 	cuda_bias_grad,
 	cuda_dropout_forward,
 	cuda_dropout_backward,
+	cuda_gemm_dropout,
 	cuda_softmax_rows,
 	cuda_xent,
 	cuda_gat_node_scores,
@@ -103,7 +104,7 @@ static const gnn_backend_ops gnn_cuda_ops = {
 };
 
 /* a new op in backend.h must get an entry above: fail the build until it does */
-#define GNN_CUDA_NUM_OPS 35
+#define GNN_CUDA_NUM_OPS 36
 static_assert(sizeof(gnn_backend_ops) ==
 			  offsetof(gnn_backend_ops, destroy) + GNN_CUDA_NUM_OPS * sizeof(void (*)(void)),
 			  "gnn_backend_ops changed: update the CUDA op table");

@@ -238,6 +238,9 @@ gnn_status	cuda_dropout_forward(gnn_backend *be, const float *x, float *y, int64
 								 uint64_t seed);
 gnn_status	cuda_dropout_backward(gnn_backend *be, const float *dy, float *dx, int64_t n, float p,
 								  uint64_t seed);
+gnn_status	cuda_gemm_dropout(gnn_backend *be, bool trans_a, int64_t m, int64_t n, int64_t k,
+							  float alpha, const float *A, int64_t lda, float p, uint64_t seed,
+							  const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 /* bias.cu (and the column-sum kernel GAT reuses) */
 gnn_status	cuda_add_bias(gnn_backend *be, float *Y, const float *bias, int64_t rows, int64_t cols);

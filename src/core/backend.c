@@ -362,6 +362,15 @@ gnn_backend_dropout_backward(gnn_backend *be, const float *dy, float *dx,
 }
 
 gnn_status
+gnn_backend_gemm_dropout(gnn_backend *be, bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+						 const float *A, int64_t lda, float p, uint64_t seed, const float *B,
+						 int64_t ldb, float beta, float *C, int64_t ldc)
+{
+	GNN_DISPATCH(GNN_CAT_DENSE, gemm_dropout(be, trans_a, m, n, k, alpha, A, lda, p, seed, B, ldb,
+											 beta, C, ldc));
+}
+
+gnn_status
 gnn_backend_softmax_rows(gnn_backend *be, const float *X, float *Y, int64_t n, int64_t c)
 {
 	GNN_DISPATCH(GNN_CAT_OTHER, softmax_rows(be, X, Y, n, c));

@@ -38,7 +38,7 @@ extern "C"
 #endif
 
 /* Bump when gnn_backend_ops or any op's meaning changes. */
-#define GNN_BACKEND_ABI_VERSION 1
+#define GNN_BACKEND_ABI_VERSION 2
 
 /* Symbol a CUDA backend shared object exports (extern "C"), see below. */
 #define GNN_BACKEND_CUDA_ENTRY "gnn_backend_cuda_create"
@@ -197,6 +197,24 @@ typedef struct gnn_backend_ops
 									int64_t n, float p, uint64_t seed);
 	gnn_status	(*dropout_backward) (gnn_backend *be, const float *dy, float *dx,
 									 int64_t n, float p, uint64_t seed);
+
+	/*
+	 * gemm_dropout: gemm(trans_a, no trans_b) of D = dropout(A) without
+	 * writing D: D's element at A + i*lda + j is the dropout_forward element
+	 * of index i*lda + j (p, seed), so with a contiguous A (lda = its row
+	 * length) D is dropout_forward(A, rows*lda) and its backward pass (the
+	 * weight gradient D^T dZ, trans_a) draws the same mask again.  The
+	 * result equals dropout_forward then gemm within GEMM tolerance (on the
+	 * CPU bit for bit without trans_a: the same BLAS calls, on blocks of D
+	 * written into cache-sized scratch), and like gemm does not depend on
+	 * the thread count.
+	 * Used for a first layer's dense input, where the dropped copy would be
+	 * the largest matrix of the step.  p in [0, 1).
+	 */
+	gnn_status	(*gemm_dropout) (gnn_backend *be, bool trans_a, int64_t m, int64_t n,
+								 int64_t k, float alpha, const float *A, int64_t lda,
+								 float p, uint64_t seed, const float *B, int64_t ldb,
+								 float beta, float *C, int64_t ldc);
 
 	/*
 	 * ---- classification
@@ -402,6 +420,10 @@ gnn_status	gnn_backend_dropout_forward(gnn_backend *be, const float *x, float *y
 										int64_t n, float p, uint64_t seed);
 gnn_status	gnn_backend_dropout_backward(gnn_backend *be, const float *dy, float *dx,
 										 int64_t n, float p, uint64_t seed);
+gnn_status	gnn_backend_gemm_dropout(gnn_backend *be, bool trans_a, int64_t m, int64_t n,
+									 int64_t k, float alpha, const float *A, int64_t lda,
+									 float p, uint64_t seed, const float *B, int64_t ldb,
+									 float beta, float *C, int64_t ldc);
 gnn_status	gnn_backend_softmax_rows(gnn_backend *be, const float *X, float *Y,
 									 int64_t n, int64_t c);
 gnn_status	gnn_backend_xent(gnn_backend *be, const float *logits, int64_t n, int64_t c,

@@ -27,6 +27,8 @@ extern void openblas_set_num_threads(int num_threads);
 typedef struct gnn_cpu_ctx
 {
 	int			nthreads;
+	float	   *scratch;		/* gemm_dropout's blocks of D, grown as needed */
+	size_t		scratch_cap;	/* floats */
 } gnn_cpu_ctx;
 
 /* the configured threads, and the team a region uses now (gnn_team_size) */
@@ -59,6 +61,8 @@ cpu_destroy(gnn_backend *be)
 {
 	if (!be)
 		return;
+	if (be->ctx)
+		free(((gnn_cpu_ctx *) be->ctx)->scratch);
 	free(be->ctx);
 	free(be);
 }
@@ -128,6 +132,38 @@ gemm_blk(int64_t len)
 	return ((len + 63) / 64 + 63) / 64 * 64;
 }
 
+/*
+ * How cpu_gemm splits C into row (or column) blocks, one cblas call each: no
+ * reduction is split.  The blocks depend on the shape alone - the dimension
+ * split, and at most 64 blocks of a multiple of 64 rows (columns) - and a
+ * team of any size makes the same calls, so the results do not depend on
+ * the thread count.  (One call over all rows and two over halves do not give
+ * the same bits: OpenBLAS picks its kernels and blocking from the call's
+ * sizes.)  gemm_dropout makes the same calls.
+ */
+typedef struct gemm_plan
+{
+	bool		by_rows;		/* blocks of C's rows (else of its columns) */
+	int64_t		len;			/* rows (columns) split */
+	int64_t		blk;			/* per block */
+	int64_t		nblk;
+	int			parts;			/* threads */
+} gemm_plan;
+
+static gemm_plan
+plan_gemm(gnn_backend *be, int64_t m, int64_t n, int64_t k)
+{
+	gemm_plan	g;
+	int			nt = NT_WORK(be, (double) m * n * k);
+
+	g.by_rows = m >= n;
+	g.len = g.by_rows ? m : n;
+	g.blk = gemm_blk(g.len);
+	g.nblk = (g.len + g.blk - 1) / g.blk;
+	g.parts = (double) m * n * k < 2e6 ? 1 : (int) (g.nblk < nt ? g.nblk : nt);
+	return g;
+}
+
 static gnn_status
 cpu_gemm(gnn_backend *be, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
 		 float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
@@ -146,36 +182,22 @@ cpu_gemm(gnn_backend *be, bool trans_a, bool trans_b, int64_t m, int64_t n, int6
 		return GNN_OK;
 	}
 	{
-		/*
-		 * Split C into row (or column) blocks, one cblas call each: no
-		 * reduction is split.  The blocks depend on the shape alone - the
-		 * dimension split, and at most 64 blocks of a multiple of 64 rows
-		 * (columns) - and a team of any size makes the same calls, so the
-		 * results do not depend on the thread count.  (One call over all
-		 * rows and two over halves do not give the same bits: OpenBLAS
-		 * picks its kernels and blocking from the call's sizes.)
-		 */
-		int			nt = NT_WORK(be, (double) m * n * k);
-		bool		by_rows = m >= n;
-		int64_t		len = by_rows ? m : n,
-					blk = gemm_blk(len),
-					nblk = (len + blk - 1) / blk;
-		int			parts = (double) m * n * k < 2e6 ? 1 : (int) (nblk < nt ? nblk : nt);
+		gemm_plan	g = plan_gemm(be, m, n, k);
 
-#pragma omp parallel for num_threads(parts) schedule(dynamic, 1) if (parts > 1)
-		for (int64_t q = 0; q < nblk; q++)
+#pragma omp parallel for num_threads(g.parts) schedule(dynamic, 1) if (g.parts > 1)
+		for (int64_t q = 0; q < g.nblk; q++)
 		{
-			int64_t		lo = q * blk,
-						hi = lo + blk;
+			int64_t		lo = q * g.blk,
+						hi = lo + g.blk;
 			const float *a = A,
 					   *b = B;
 			float	   *c = C;
 
-			if (hi > len)
-				hi = len;
+			if (hi > g.len)
+				hi = g.len;
 			if (hi <= lo)
 				continue;
-			if (by_rows)
+			if (g.by_rows)
 			{
 				a = trans_a ? A + lo : A + lo * lda;
 				c = C + lo * ldc;
@@ -187,7 +209,7 @@ cpu_gemm(gnn_backend *be, bool trans_a, bool trans_b, int64_t m, int64_t n, int6
 			}
 			cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
 						trans_b ? CblasTrans : CblasNoTrans,
-						(int) (by_rows ? hi - lo : m), (int) (by_rows ? n : hi - lo), (int) k,
+						(int) (g.by_rows ? hi - lo : m), (int) (g.by_rows ? n : hi - lo), (int) k,
 						alpha, a, (int) lda, b, (int) ldb, beta, c, (int) ldc);
 		}
 	}
@@ -439,7 +461,8 @@ cpu_bias_grad(gnn_backend *be, const float *dY, int64_t rows, int64_t cols, floa
 }
 
 /*
- * One thread's share of a dropout: the hash is 32-bit integer arithmetic,
+ * A dropout of rows x n elements of x (row stride ldx) into y (stride n),
+ * element (r, i) with index index0 + r*ldx + i: the hash is 32-bit integer arithmetic,
  * which the x86-64 baseline (SSE2: no 32-bit vector multiply) barely
  * vectorises; clones for AVX2 and AVX-512 run it 8 and 16 lanes wide, with
  * the same bits (integer math), picked once at load time by the CPU.
@@ -448,11 +471,26 @@ cpu_bias_grad(gnn_backend *be, const float *dY, int64_t rows, int64_t cols, floa
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 static void
-dropout_range(const float *x, float *y, int64_t lo, int64_t hi, float p, float scale, uint64_t seed)
+dropout_rect(const float *x, int64_t ldx, float *y, int64_t rows, int64_t n, uint64_t index0,
+			 float p, float scale, uint64_t seed)
 {
+	for (int64_t r = 0; r < rows; r++)
+	{
+		const float *xr = x + r * ldx;
+		float	   *yr = y + r * n;
+		uint64_t	i0 = index0 + (uint64_t) (r * ldx);
+
 #pragma omp simd
-	for (int64_t i = lo; i < hi; i++)
-		y[i] = gnn_math_dropout(x[i], seed, (uint64_t) i, p, scale);
+		for (int64_t i = 0; i < n; i++)
+			yr[i] = gnn_math_dropout(xr[i], seed, i0 + (uint64_t) i, p, scale);
+	}
+}
+
+/* y[0..n) = dropout of x[0..n), whose first element has index index0 */
+static inline void
+dropout_span(const float *x, float *y, int64_t n, uint64_t index0, float p, float scale, uint64_t seed)
+{
+	dropout_rect(x, n, y, 1, n, index0, p, scale, seed);
 }
 
 static gnn_status
@@ -465,7 +503,11 @@ cpu_dropout_forward(gnn_backend *be, const float *x, float *y, int64_t n, float 
 
 #pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
 	for (int t = 0; t < parts; t++)
-		dropout_range(x, y, n * t / parts, n * (t + 1) / parts, p, scale, seed);
+		{
+			int64_t		lo = n * t / parts;
+
+			dropout_span(x + lo, y + lo, n * (t + 1) / parts - lo, (uint64_t) lo, p, scale, seed);
+		}
 	return GNN_OK;
 }
 
@@ -473,6 +515,145 @@ static gnn_status
 cpu_dropout_backward(gnn_backend *be, const float *dy, float *dx, int64_t n, float p, uint64_t seed)
 {
 	return cpu_dropout_forward(be, dy, dx, n, p, seed);
+}
+
+/* the context's scratch, at least n floats (its old contents are lost) */
+static float *
+cpu_scratch(gnn_backend *be, size_t n)
+{
+	gnn_cpu_ctx *ctx = be->ctx;
+
+	if (n > ctx->scratch_cap)
+	{
+		size_t		cap = n + n / 4 + 1024;
+
+		free(ctx->scratch);
+		ctx->scratch = aligned_alloc(256, (sizeof(float) * cap + 255) & ~(size_t) 255);
+		ctx->scratch_cap = ctx->scratch ? cap : 0;
+	}
+	return ctx->scratch;
+}
+
+#ifdef _OPENMP
+#define THREAD_NUM() omp_get_thread_num()
+#else
+#define THREAD_NUM() 0
+#endif
+
+/*
+ * gemm_dropout without the dropped copy of A, which on a first layer's dense
+ * input is the largest matrix of a step (Cora: 15.5 MB, outside the caches
+ * next to A itself).  Each thread writes blocks of D = dropout(A) into its
+ * scratch, a few hundred KB that stay in cache, and multiplies them there.
+ * D B makes cpu_gemm's calls (64 rows of D each; they differ only in lda,
+ * which OpenBLAS's packing does not see), so its bits are cpu_gemm's on
+ * dropout_forward(A).  D^T B sums over blocks of A's rows (see below): the
+ * same products in another order.  Blocks of C's columns (n > m) all need
+ * the whole of D: it is written once and cpu_gemm runs on it.
+ */
+#define GD_ROWS 128				/* rows of A per block of D^T B */
+#define GD_GROUPS 8				/* partial sums of D^T B */
+static gnn_status
+cpu_gemm_dropout(gnn_backend *be, bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+				 const float *A, int64_t lda, float p, uint64_t seed, const float *B, int64_t ldb,
+				 float beta, float *C, int64_t ldc)
+{
+	int64_t		ar = trans_a ? k : m,	/* A's rows and columns as stored */
+				ac = trans_a ? m : k;
+	float		scale;
+	gemm_plan	g;
+	float	   *scr;
+
+	if (!(p >= 0.0f && p < 1.0f))
+		return gnn_error_set(&be->err, GNN_ERR_INVALID, "gemm_dropout: p must be in [0, 1), got %g", p);
+	if (m < 0 || n < 0 || k < 0 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || lda < ac)
+		return gnn_error_set(&be->err, GNN_ERR_DIMENSION, "gemm_dropout: bad sizes %lld x %lld x %lld (lda %lld)",
+							 (long long) m, (long long) n, (long long) k, (long long) lda);
+	if (m == 0 || n == 0 || k == 0)
+		return cpu_gemm(be, trans_a, false, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+	scale = 1.0f / (1.0f - p);
+	g = plan_gemm(be, m, n, k);
+	if (!g.by_rows)
+	{
+		if (!(scr = cpu_scratch(be, (size_t) ar * ac)))
+			return gnn_error_set(&be->err, GNN_ERR_NOMEM, "gemm_dropout: out of memory for %lld x %lld",
+								 (long long) ar, (long long) ac);
+		dropout_rect(A, lda, scr, ar, ac, 0, p, scale, seed);
+		return cpu_gemm(be, trans_a, false, m, n, k, alpha, scr, ac, B, ldb, beta, C, ldc);
+	}
+	if (trans_a)
+	{
+		/*
+		 * D^T B, D = dropout(A) with A k x m: a sum over A's rows, in
+		 * GD_GROUPS groups of consecutive blocks of GD_ROWS rows, each
+		 * group's blocks added up in order into its own m x n partial, the
+		 * partials summed in group order.  The groups follow from the shape
+		 * alone, so any team gives the same bits; A is read once, row by
+		 * row, and each block of D is used while it is in cache.
+		 */
+		int64_t		nrb = (k + GD_ROWS - 1) / GD_ROWS,
+					ng = nrb < GD_GROUPS ? nrb : GD_GROUPS;
+		int			parts = g.parts < ng ? g.parts : (int) ng;
+		float	   *part;
+
+		if (!(scr = cpu_scratch(be, (size_t) ng * m * n + (size_t) parts * GD_ROWS * m)))
+			return gnn_error_set(&be->err, GNN_ERR_NOMEM, "gemm_dropout: out of memory for %lld partial sums of %lld x %lld",
+								 (long long) ng, (long long) m, (long long) n);
+		part = scr + (size_t) parts * GD_ROWS * m;
+
+#pragma omp parallel for num_threads(parts) schedule(dynamic, 1) if (parts > 1)
+		for (int64_t q = 0; q < ng; q++)
+		{
+			float	   *d = scr + (size_t) (parts > 1 ? THREAD_NUM() : 0) * GD_ROWS * m,
+					   *P = part + (size_t) q * m * n;
+			int64_t		b0 = q * nrb / ng,
+						b1 = (q + 1) * nrb / ng;
+
+			for (int64_t b = b0; b < b1; b++)
+			{
+				int64_t		r0 = b * GD_ROWS,
+							w = r0 + GD_ROWS > k ? k - r0 : GD_ROWS;
+
+				dropout_rect(A + r0 * lda, lda, d, w, m, (uint64_t) (r0 * lda), p, scale, seed);
+				cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int) m, (int) n, (int) w, 1.0f,
+							d, (int) m, B + r0 * ldb, (int) ldb, b == b0 ? 0.0f : 1.0f, P, (int) n);
+			}
+		}
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+		for (int64_t i = 0; i < m; i++)
+			for (int64_t j = 0; j < n; j++)
+			{
+				float		acc = 0.0f;
+
+				for (int64_t q = 0; q < ng; q++)
+					acc += part[(size_t) q * m * n + i * n + j];
+				C[i * ldc + j] = alpha * acc + (beta == 0.0f ? 0.0f : beta * C[i * ldc + j]);
+			}
+		return GNN_OK;
+	}
+	/* D B: cpu_gemm's blocks of 64 rows of D */
+	if (!(scr = cpu_scratch(be, (size_t) g.parts * g.blk * k)))
+		return gnn_error_set(&be->err, GNN_ERR_NOMEM, "gemm_dropout: out of memory for %d blocks of %lld x %lld",
+							 g.parts, (long long) g.blk, (long long) k);
+
+#pragma omp parallel for num_threads(g.parts) schedule(dynamic, 1) if (g.parts > 1)
+	for (int64_t q = 0; q < g.nblk; q++)
+	{
+		int64_t		lo = q * g.blk,
+					hi = lo + g.blk,
+					w;
+		float	   *d = scr + (size_t) (g.parts > 1 ? THREAD_NUM() : 0) * g.blk * k;
+
+		if (hi > g.len)
+			hi = g.len;
+		if (hi <= lo)
+			continue;
+		w = hi - lo;
+		dropout_rect(A + lo * lda, lda, d, w, k, (uint64_t) (lo * lda), p, scale, seed);
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int) w, (int) n, (int) k, alpha, d, (int) k,
+					B, (int) ldb, beta, C + lo * ldc, (int) ldc);
+	}
+	return GNN_OK;
 }
 
 static gnn_status
@@ -934,6 +1115,7 @@ static const gnn_backend_ops gnn_cpu_ops = {
 	.bias_grad = cpu_bias_grad,
 	.dropout_forward = cpu_dropout_forward,
 	.dropout_backward = cpu_dropout_backward,
+	.gemm_dropout = cpu_gemm_dropout,
 	.softmax_rows = cpu_softmax_rows,
 	.xent = cpu_xent,
 	.gat_node_scores = cpu_gat_node_scores,

@@ -57,8 +57,9 @@ typedef struct gnn_layer
 	bool		train;
 	bool		in_sparse;
 	bool		in_dropped;
+	bool		in_fused;		/* x is the input before dropout, which the products apply */
 	gnn_csr		xsp;			/* sparse input (values possibly dropped) */
-	const float *x;				/* dense input after dropout */
+	const float *x;				/* dense input after dropout (unless in_fused) */
 	uint64_t	seed_in;
 	uint64_t	seed_attn;
 	const float *alpha_used;	/* alpha after attention dropout */
@@ -569,6 +570,9 @@ lin_fwd(gnn_model *m, gnn_layer *L, const float *Wt, int64_t dout, int64_t rows,
 		c.n_rows = rows;		/* a row prefix of a CSR is a CSR */
 		TRY(gnn_backend_spmm(be, &c, GNN_AGG_SUM, NULL, NULL, Wt, dout, 0.0f, out));
 	}
+	else if (L->in_fused)
+		TRY(gnn_backend_gemm_dropout(be, false, rows, dout, L->d_in, 1.0f, L->x, L->d_in,
+									 m->cfg.dropout, L->seed_in, Wt, dout, 0.0f, out, dout));
 	else
 		TRY(gnn_backend_gemm(be, false, false, rows, dout, L->d_in, 1.0f, L->x, L->d_in,
 							 Wt, dout, 0.0f, out, dout));
@@ -584,6 +588,9 @@ lin_bwd_w(gnn_model *m, gnn_layer *L, const float *dOut, int64_t dout, int64_t r
 
 	if (L->in_sparse)
 		TRY(gnn_backend_spmm_t(be, &L->xsp, GNN_AGG_SUM, NULL, NULL, dOut, dout, 0.0f, dW));
+	else if (L->in_fused)
+		TRY(gnn_backend_gemm_dropout(be, true, L->d_in, dout, rows, 1.0f, L->x, L->d_in,
+									 m->cfg.dropout, L->seed_in, dOut, dout, 0.0f, dW, dout));
 	else
 		TRY(gnn_backend_gemm(be, true, false, L->d_in, dout, rows, 1.0f, L->x, L->d_in,
 							 dOut, dout, 0.0f, dW, dout));
@@ -955,6 +962,7 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 	L->seed_attn = gnn_model_dropout_seed(seed, L->index, true);
 	L->in_sparse = xin && xin->sparse;
 	L->in_dropped = p > 0.0f;
+	L->in_fused = false;
 
 	/* input (with dropout) */
 	if (L->in_sparse)
@@ -972,7 +980,14 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 	{
 		const float *x = xin ? xin->dense.data : xprev;
 
-		if (p > 0.0f)
+		/*
+		 * A GCN or GAT layer reads its input only through lin_fwd and
+		 * lin_bwd_w: on the input features (the largest matrix of a step,
+		 * which needs no gradient) those apply the dropout block by block
+		 * instead of reading a dropped copy of all of it.  Same bits.
+		 */
+		L->in_fused = p > 0.0f && xin && (cfg->kind == GNN_MODEL_GCN || cfg->kind == GNN_MODEL_GAT);
+		if (p > 0.0f && !L->in_fused)
 		{
 			TRYE(ensure(m, L, B_XD, ns * L->d_in, err));
 			TRY(gnn_backend_dropout_forward(be, x, lbuf(L, B_XD), ns * L->d_in, p, L->seed_in));

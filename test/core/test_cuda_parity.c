@@ -365,6 +365,46 @@ test_gemm(void)
 				}
 }
 
+/* gemm_dropout: the CPU's blocked product and the GPU's copy-then-cuBLAS agree */
+static void
+test_gemm_dropout(void)
+{
+	int64_t		sizes[][3] = {{300, 16, 200}, {130, 70, 129}, {9, 40, 5}};
+
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+		for (int ta = 0; ta < 2; ta++)
+		{
+			int64_t		m = sizes[s][0],
+						n = sizes[s][1],
+						k = sizes[s][2];
+			int64_t		lda = (ta ? m : k) + 2,
+						ldb = n + 1,
+						ldc = n + 3;
+			float	   *A = hrand((ta ? k : m) * lda, -1, 1);
+			float	   *B = hrand(k * ldb, -1, 1);
+			float	   *C = hrand(m * ldc, -1, 1);
+			dpair		a = pup(A, sizeof(float) * (ta ? k : m) * lda);
+			dpair		b = pup(B, sizeof(float) * k * ldb);
+			dpair		c = pup(C, sizeof(float) * m * ldc);
+			char		name[128];
+
+			ok_both("gemm_dropout",
+					gnn_backend_gemm_dropout(ref, ta, m, n, k, 1.5f, a.a, lda, 0.4f, 77 + s, b.a, ldb, 0.5f,
+											 c.a, ldc),
+					gnn_backend_gemm_dropout(tst, ta, m, n, k, 1.5f, a.b, lda, 0.4f, 77 + s, b.b, ldb, 0.5f,
+											 c.b, ldc));
+			snprintf(name, sizeof(name), "gemm_dropout %lldx%lldx%lld trans %d (same mask)",
+					 (long long) m, (long long) n, (long long) k, ta);
+			cmp_f(name, &c, m * ldc, 1e-4, 1e-4 * (1 + k));
+			pfree(&a);
+			pfree(&b);
+			pfree(&c);
+			free(A);
+			free(B);
+			free(C);
+		}
+}
+
 static void
 test_spmm(const hcsr *h, const char *tag)
 {
@@ -962,6 +1002,7 @@ main(void)
 
 	test_memory();
 	test_gemm();
+	test_gemm_dropout();
 	test_spmm(&small, "small");
 	test_spmm(&bip, "bipartite");
 	test_spmm(&big, "large");
