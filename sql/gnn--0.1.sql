@@ -43,7 +43,8 @@ CREATE FUNCTION gnn.load_graph(
     sparse_index    text     DEFAULT 'feature',
     sparse_value    text     DEFAULT 'value',
     skip_dangling   boolean  DEFAULT false,
-    track           boolean  DEFAULT false)
+    track           boolean  DEFAULT false,
+    persist         boolean  DEFAULT NULL)
 RETURNS gnn.graph_info
 AS 'MODULE_PATHNAME', 'gnn_load_graph' LANGUAGE C VOLATILE;
 
@@ -67,9 +68,19 @@ CREATE FUNCTION gnn._graph_tracking(graph text, owner regrole,
     OUT delta_bytes bigint)
 AS 'MODULE_PATHNAME', 'gnn_graph_tracking' LANGUAGE C STABLE;
 
+-- The graph store (persist => true, gnn.persist_graphs): whether the graph
+-- has files in $PGDATA/gnn/, and its state: 'memory' (mapped), 'disk' (back
+-- after a restart, mapped on first use) or 'invalid' (its files failed their
+-- checks: store_error says why; gnn.drop_graph removes them).
+CREATE FUNCTION gnn._graph_store(graph text, owner regrole,
+    OUT persisted boolean, OUT state text, OUT store_error text)
+AS 'MODULE_PATHNAME', 'gnn_graph_store' LANGUAGE C STABLE;
+
 CREATE VIEW gnn.graphs AS
-SELECT l.*, t.tracked, t.pending_changes, t.refreshed_at, t.delta_bytes
-FROM gnn.graph_list() l, LATERAL gnn._graph_tracking(l.name, l.owner) t;
+SELECT l.*, t.tracked, t.pending_changes, t.refreshed_at, t.delta_bytes,
+       s.persisted, s.state, s.store_error
+FROM gnn.graph_list() l, LATERAL gnn._graph_tracking(l.name, l.owner) t,
+     LATERAL gnn._graph_store(l.name, l.owner) s;
 
 CREATE FUNCTION gnn.memory_used() RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_memory_used' LANGUAGE C VOLATILE;

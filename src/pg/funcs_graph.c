@@ -97,6 +97,7 @@ gnn_load_graph(PG_FUNCTION_ARGS)
 	a.sparse_value = TextArgOrNull(fcinfo, 15);
 	a.skip_dangling = PG_ARGISNULL(16) ? false : PG_GETARG_BOOL(16);
 	a.track = PG_NARGS() > 17 && !PG_ARGISNULL(17) && PG_GETARG_BOOL(17);
+	a.persist = PG_NARGS() > 18 && !PG_ARGISNULL(18) ? (PG_GETARG_BOOL(18) ? 1 : 0) : -1;
 
 	GnnLoadGraph(&a, &result);
 

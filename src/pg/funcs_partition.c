@@ -24,19 +24,6 @@
 PG_FUNCTION_INFO_V1(gnn_partition);
 PG_FUNCTION_INFO_V1(gnn_partition_stats);
 
-#define GNN_PART_MAGIC 0x47505254u	/* "GPRT" */
-
-typedef struct GnnPartitionHeader
-{
-	uint32		magic;
-	int32		parts;
-	int64		nodes;
-	uint64		generation;		/* of the graph it was computed on */
-	double		seconds;
-	uint32		balance;
-	int32		method;
-	int32		part[FLEXIBLE_ARRAY_MEMBER];
-} GnnPartitionHeader;
 
 static int	gnn_max_partition_memory_kb = 8 * 1024 * 1024;
 static int	gnn_partition_objective = GNN_PART_CUT;

@@ -128,6 +128,15 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("gnn.persist_graphs",
+							 "Write loaded graphs to the graph store in the data directory, so that they survive a restart.",
+							 "gnn.load_graph(..., persist => ...) overrides it per load. Graphs that follow their "
+							 "tables (gnn.track) are never stored.",
+							 &gnn_persist_graphs,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
 	GnnPartitionInit();
 
 	/* everything below needs shared memory reserved at server start */
@@ -143,5 +152,6 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("gnn");
 	GnnShmemInit();
+	GnnStoreInit();
 	GnnRefresherInit();
 }

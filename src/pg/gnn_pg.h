@@ -29,6 +29,7 @@ extern int	gnn_max_cache_memory_mb;
 extern double gnn_khop_max_fraction;
 extern int	gnn_gpu_cache_size_mb;
 extern int	gnn_gpu_graph_memory_mb;
+extern bool gnn_persist_graphs;
 
 #define GNN_JOB_SLOTS 64
 
@@ -82,6 +83,16 @@ typedef struct GnnGraphEntry
 	uint64		part_bytes;		/* accounted against gnn.max_graph_memory */
 	int32		part_parts;
 	char		part_method[16];
+	/*
+	 * The graph store (store.c): the graph has files under
+	 * $PGDATA/gnn/<database>/<owner>_<name>/.  After a restart an entry
+	 * comes back from them unmapped (handle DSM_HANDLE_INVALID, nothing
+	 * counted against gnn.max_graph_memory) and is mapped on first use;
+	 * store_error says why its files were refused (then it is never mapped).
+	 */
+	bool		stored;
+	bool		part_stored;	/* partition.gnn holds this generation's partition */
+	char		store_error[192];
 } GnnGraphEntry;
 
 /* ------------------------------------------------------------------ jobs */
@@ -319,14 +330,40 @@ extern void GnnGraphUnreserve(uint64 bytes);
 extern void GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace,
 							 uint64 reserved);
 extern bool GnnGraphDrop(const char *name, bool if_exists, Oid owner);
+extern void GnnGraphDropDatabase(Oid dbid);
 extern bool GnnGraphExists(const char *name);
 extern uint64 GnnGraphGeneration(const char *name);
 extern bool GnnGraphShape(const char *name, GnnGraphEntry *out);
+/* a partition segment (funcs_partition.c), also as stored in partition.gnn */
+#define GNN_PART_MAGIC 0x47505254u	/* "GPRT" */
+
+typedef struct GnnPartitionHeader
+{
+	uint32		magic;
+	int32		parts;
+	int64		nodes;
+	uint64		generation;		/* of the graph it was computed on */
+	double		seconds;
+	uint32		balance;
+	int32		method;
+	int32		part[FLEXIBLE_ARRAY_MEMBER];
+} GnnPartitionHeader;
+
 /* registry.c, partitions: attach / publish / free a graph's partition segment */
 extern dsm_segment *GnnPartitionAttach(const char *name, uint64 generation);
 extern void GnnPartitionPublish(const char *name, uint64 generation, dsm_segment *seg,
 								uint64 bytes, int32 parts, const char *method);
 extern void GnnPartitionFree(GnnGraphEntry *e);
+
+/* store.c: loaded graphs on disk, back after a restart */
+extern void GnnStoreInit(void);
+extern void GnnStoreScan(void);
+extern void GnnStorePersist(GnnGraphEntry *proto, const void *region, uint64 size);
+extern void GnnStorePersistPartition(const GnnGraphEntry *e, const void *region, uint64 size);
+extern void GnnStoreRemove(Oid dbid, Oid owner, const char *name);
+extern void GnnStoreRemovePartition(Oid dbid, Oid owner, const char *name);
+extern bool GnnStoreMap(const char *name, Oid owner);
+extern char *GnnStoreDir(Oid dbid, Oid owner, const char *name);
 
 /* load.c */
 typedef struct GnnLoadArgs
@@ -349,12 +386,15 @@ typedef struct GnnLoadArgs
 	const char *sparse_value;
 	bool		skip_dangling;
 	bool		track;			/* capture changes of the tables from now on */
+	int			persist;		/* write it to the graph store: 1, 0, -1 = gnn.persist_graphs */
 } GnnLoadArgs;
 
 extern void GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result);
 extern void GnnLoadArgsFromEntry(const GnnGraphEntry *e, GnnLoadArgs *a);
 
 /* track.c: change capture and refresh */
+/* the (owner, graph) transaction lock: loads, refreshes, gnn.track and drops of one name in turn */
+extern void GnnLockGraph(const char *graph, Oid owner);
 extern bool GnnTrackBegin(const GnnLoadArgs *args);
 extern bool GnnTrackSchemaBegin(const char *name, const Oid *rels, int nrel, bool track);
 extern void GnnTrackEnd(const char *name);

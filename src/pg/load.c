@@ -514,7 +514,31 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in, G
 		}
 		else
 		{
-			GnnGraphRegister(proto, rq.seg, replace, rq.reserved);
+			bool		existed = GnnGraphExists(name);
+
+			if (!replace && existed)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_OBJECT),
+						 errmsg("graph \"%s\" already exists", name),
+						 errhint("Pass replace => true to replace it, or drop it first with gnn.drop_graph().")));
+			if (proto->stored)
+			{
+				/* on disk first (loads of the name in turn), so a registered graph is always stored */
+				GnnLockGraph(name, GetUserId());
+				proto->generation = GnnGraphNewGeneration();
+				GnnStorePersist(proto, region, size);
+			}
+			PG_TRY();
+			{
+				GnnGraphRegister(proto, rq.seg, replace, rq.reserved);
+			}
+			PG_CATCH();
+			{
+				if (proto->stored && !existed)
+					GnnStoreRemove(MyDatabaseId, GetUserId(), name);
+				PG_RE_THROW();
+			}
+			PG_END_TRY();
 			rq.reserved = 0;	/* now the graph's */
 			dsm_detach(rq.seg);
 		}
@@ -1206,6 +1230,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		if (args->sparse_value)
 			strlcpy(proto.sparse_value_col, args->sparse_value, sizeof(proto.sparse_value_col));
 		proto.tracked = tracked;
+		/* tracked graphs are not stored (store.c says why) */
+		proto.stored = !tracked && (args->persist < 0 ? gnn_persist_graphs : args->persist > 0);
 		if (OidIsValid(args->nodes))
 		{
 			strlcpy(proto.id_col, args->id, sizeof(proto.id_col));

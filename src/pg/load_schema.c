@@ -2313,6 +2313,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 			strlcpy(proto.split_col, L.split, sizeof(proto.split_col));
 	}
 	proto.tracked = tracked;
+	proto.stored = !tracked && gnn_persist_graphs;	/* tracked graphs are not stored (store.c) */
 	proto.schema_graph = true;
 	GnnBuildAndRegister(L.name, replace, &in, &proto, SchemaReport, &L, ctx);
 	if (tracked)

@@ -206,15 +206,28 @@ GnnGraphNewGeneration(void)
 void
 GnnGraphSetTracked(const char *name, Oid owner, bool tracked)
 {
+	bool		unstore = false;
+
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < gnn_shared->max_graphs; i++)
 	{
 		GnnGraphEntry *e = &gnn_shared->graphs[i];
 
 		if (e->in_use && e->dbid == MyDatabaseId && e->owner == owner && strcmp(e->name, name) == 0)
+		{
 			e->tracked = tracked;
+			/* a graph that follows its tables is not stored (store.c) */
+			if (tracked && e->stored && e->handle != DSM_HANDLE_INVALID)
+			{
+				unstore = true;
+				e->stored = false;
+				e->part_stored = false;
+			}
+		}
 	}
 	LWLockRelease(gnn_shared->lock);
+	if (unstore)
+		GnnStoreRemove(MyDatabaseId, owner, name);
 }
 
 /* ------------------------------------------------------------------ long-term holders
@@ -285,6 +298,8 @@ EntryRetire(GnnGraphEntry *e)
 {
 	GnnPartitionFree(e);
 	DeltaRetire(e);
+	if (e->handle == DSM_HANDLE_INVALID)
+		return;					/* stored, never mapped since the restart: nothing in memory */
 	if (e->holders > 0)
 	{
 		for (int i = 0; i < GNN_JOB_SLOTS; i++)
@@ -537,6 +552,22 @@ AcquireImpl(const char *name, GnnGraphRef *ref)
 		LWLockRelease(gnn_shared->lock);
 		ReportNoGraph(name);
 	}
+	if (e->handle == DSM_HANDLE_INVALID)
+	{
+		/* back from the graph store after a restart: mapped now, then looked up again */
+		LWLockRelease(gnn_shared->lock);
+		(void) GnnStoreMap(name, GetUserId());
+		LWLockAcquire(gnn_shared->lock, LW_SHARED);
+		e = FindEntry(name);
+		if (e == NULL || e->handle == DSM_HANDLE_INVALID)
+		{
+			LWLockRelease(gnn_shared->lock);
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("graph \"%s\" was dropped or replaced while it was being read from the graph store", name),
+					 errhint("Run the statement again.")));
+		}
+	}
 	ref->entry = *e;			/* the caller's own graph: FindEntry matches the owner */
 	/* the mapping belongs to the transaction's resource owner: an error detaches it */
 	if (IsTransactionState() && nsnap < SNAP_MAX)
@@ -750,6 +781,7 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 {
 	GnnGraphEntry *e;
 	GnnGraphEntry *slot = NULL;
+	bool		old_stored;
 
 	SnapInvalidate(proto->name);
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
@@ -786,6 +818,7 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 
 	/* nothing below can fail: pin, then swap */
 	dsm_pin_segment(seg);
+	old_stored = slot->in_use && slot->stored;
 	if (slot->in_use)
 		EntryRetire(slot);
 	*slot = *proto;
@@ -801,6 +834,9 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 		uint64		live = slot->generation;
 
 		LWLockRelease(gnn_shared->lock);
+		/* a stored version replaced by one kept in memory only must not come back after a restart */
+		if (old_stored && !proto->stored)
+			GnnStoreRemove(MyDatabaseId, proto->owner, proto->name);
 		/* results computed on the graph it replaced can never be asked for again */
 		GnnCachePurgeGraph(proto->name, live);
 	}
@@ -885,6 +921,7 @@ GnnGraphDrop(const char *name, bool if_exists, Oid owner)
 				 errmsg("permission denied to drop another role's graphs"),
 				 errhint("Only a superuser or a member of the owning role may pass owner =>.")));
 	SnapInvalidate(name);
+	GnnLockGraph(name, owner);	/* not while a load of the name writes its files */
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	e = FindEntryOf(name, owner);
 	if (e == NULL)
@@ -898,12 +935,41 @@ GnnGraphDrop(const char *name, bool if_exists, Oid owner)
 		}
 		ReportNoGraph(name);
 	}
-	EntryRetire(e);
-	memset(e, 0, sizeof(*e));
-	LWLockRelease(gnn_shared->lock);
+	{
+		bool		stored = e->stored;
+		Oid			dbid = e->dbid;
+
+		EntryRetire(e);
+		memset(e, 0, sizeof(*e));
+		LWLockRelease(gnn_shared->lock);
+		if (stored)
+			GnnStoreRemove(dbid, owner, name);
+	}
 	if (owner == GetUserId())
 		GnnCachePurgeGraph(name, 0);
 	return true;
+}
+
+/*
+ * Every graph of database dbid leaves the registry (DROP EXTENSION gnn
+ * committed there): mappings keep their segments until they go.  Runs in a
+ * commit callback, so it must not fail.
+ */
+void
+GnnGraphDropDatabase(Oid dbid)
+{
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < gnn_shared->max_graphs; i++)
+	{
+		GnnGraphEntry *e = &gnn_shared->graphs[i];
+
+		if (e->in_use && e->dbid == dbid)
+		{
+			EntryRetire(e);
+			memset(e, 0, sizeof(*e));
+		}
+	}
+	LWLockRelease(gnn_shared->lock);
 }
 
 /* ------------------------------------------------------------------ partitions
@@ -930,6 +996,7 @@ GnnPartitionAttach(const char *name, uint64 generation)
 	GnnGraphEntry *e;
 	dsm_segment *seg = NULL;
 
+	(void) GnnStoreMap(name, GetUserId());
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
 	e = FindEntry(name);
 	if (e && e->generation == generation && e->part_handle != DSM_HANDLE_INVALID)
@@ -966,7 +1033,22 @@ GnnPartitionPublish(const char *name, uint64 generation, dsm_segment *seg, uint6
 	e->part_bytes = bytes;
 	e->part_parts = parts;
 	strlcpy(e->part_method, method, sizeof(e->part_method));
-	LWLockRelease(gnn_shared->lock);
+	e->part_stored = false;
+	{
+		GnnGraphEntry copy = *e;
+
+		LWLockRelease(gnn_shared->lock);
+		if (copy.stored)
+		{
+			/* written after publishing: a restart in between finds no partition, never a wrong one */
+			GnnStorePersistPartition(&copy, dsm_segment_address(seg), dsm_segment_map_length(seg));
+			LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+			e = FindEntry(name);
+			if (e && e->generation == generation && e->part_handle == copy.part_handle)
+				e->part_stored = true;
+			LWLockRelease(gnn_shared->lock);
+		}
+	}
 }
 
 /*

@@ -54,6 +54,8 @@ GnnShmemStartup(void)
 		if (!pg_strong_random(&gnn_shared->instance, sizeof(gnn_shared->instance)))
 			gnn_shared->instance ^= (uint64) random();
 		gnn_shared->instance &= INT64_MAX;
+		/* but graphs in the graph store come back: registered now, mapped on first use */
+		GnnStoreScan();
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

@@ -134,8 +134,8 @@ TriggerPrefix(const char *graph, Oid owner)
 	return psprintf("gnn_capture_%016llx", (unsigned long long) h);
 }
 
-static void
-LockGraph(const char *graph, Oid owner)
+void
+GnnLockGraph(const char *graph, Oid owner)
 {
 	LOCKTAG		tag;
 
@@ -525,7 +525,7 @@ GnnTrackBegin(const GnnLoadArgs *args)
 	if (OidIsValid(args->sparse))
 		CheckTrackable(args->sparse, args->name);
 
-	LockGraph(args->name, owner);
+	GnnLockGraph(args->name, owner);
 	/* what this load's tables need */
 	foreach(lc, WithPartitions(args->edges))
 	{
@@ -586,7 +586,7 @@ GnnTrackSchemaBegin(const char *name, const Oid *rels, int nrel, bool track)
 		return false;
 	for (int i = 0; i < nrel; i++)
 		CheckTrackable(rels[i], name);
-	LockGraph(name, owner);
+	GnnLockGraph(name, owner);
 	for (int i = 0; i < nrel; i++)
 	{
 		ListCell   *lc;
@@ -719,7 +719,7 @@ GnnTrackDropAll(const char *name, Oid owner)
 
 	if (existing == NIL)
 		return;
-	LockGraph(name, owner);
+	GnnLockGraph(name, owner);
 	foreach(lc, existing)
 	{
 		ExistingTrig *x = lfirst(lc);
@@ -2541,7 +2541,7 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 	RefreshPhase(NULL);
 	GnnRequirePreload();
 	GnnCheckGraphName(name);
-	LockGraph(name, owner);
+	GnnLockGraph(name, owner);
 	GnnGraphForgetStatement(name);
 	/* this transaction's own unpublished version, if any, else the registered one; its delta in place */
 	GnnGraphAcquireView(name, &ref);

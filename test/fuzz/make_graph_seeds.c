@@ -1,5 +1,10 @@
-/* make_graph_seeds DIR: write valid small graph regions (dense, sparse, weighted, text labels) into DIR. */
+/*
+ * make_graph_seeds DIR [--store]: write valid small graph regions (dense,
+ * sparse, weighted, text labels) into DIR; with --store each as a graph
+ * store file around the region (the fuzz_store_file corpus).
+ */
 #include "graph.h"
+#include "store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +15,8 @@ alloc(void *arg, uint64_t bytes)
 {
 	return calloc(1, bytes);
 }
+
+static int	as_store;
 
 static void
 write_seed(const char *dir, const char *name, gnn_graph_input *in)
@@ -25,6 +32,16 @@ write_seed(const char *dir, const char *name, gnn_graph_input *in)
 		fprintf(stderr, "%s: %s\n", name, err.msg);
 		exit(1);
 	}
+	if (as_store)
+	{
+		if (gnn_store_write(dir, name, GNN_STORE_GRAPH, 7, "seed metadata", 13, region, size, &err) != GNN_OK)
+		{
+			fprintf(stderr, "%s: %s\n", name, err.msg);
+			exit(1);
+		}
+		free(region);
+		return;
+	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "wb");
 	if (!f || fwrite(region, 1, size, f) != size)
@@ -36,6 +53,7 @@ write_seed(const char *dir, const char *name, gnn_graph_input *in)
 int
 main(int argc, char **argv)
 {
+	as_store = argc > 2 && strcmp(argv[2], "--store") == 0;
 	int64_t		src[] = {1, 2, 3, 4, 5, 1};
 	int64_t		dst[] = {2, 3, 4, 5, 1, 3};
 	float		w[] = {1, 2, 3, 4, 5, 6};

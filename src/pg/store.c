@@ -1,0 +1,740 @@
+/*
+ * store.c: loaded graphs on disk, so that they survive a restart.
+ *
+ * Layout: $PGDATA/gnn/<database oid>/<owner oid>_<name in hex>/ holds
+ * graph.gnn (the graph's region: topology, id map, node data, features,
+ * exactly as in shared memory, with the registry entry as metadata) and
+ * partition.gnn (the last gnn.partition() assignment, when there is one).
+ * Names are hex-encoded so that any graph name is a safe file name.  Each
+ * file is a core store file (src/core/store.h): versioned, checksummed,
+ * written to a temporary name, fsynced and renamed, so a crash leaves the
+ * old version or the new one, never half of one.
+ *
+ * Startup: the postmaster's shared-memory initialisation (also after a crash
+ * restart, which rebuilds shared memory) reads every graph.gnn's header and
+ * metadata and registers the graph unmapped: owner and database as before,
+ * nothing counted against gnn.max_graph_memory.  The first use maps it: the
+ * payload is read into a new DSM segment and checked (checksum, then the
+ * region's own validation) before anything trusts it.  A file that fails is
+ * reported in gnn.graphs (state 'invalid', the reason in store_error) and
+ * refused with an error; gnn.drop_graph removes it.
+ *
+ * Which graphs: those loaded with persist => true (the default follows
+ * gnn.persist_graphs), not graphs that follow their tables (gnn.track):
+ * their refreshes delete the change-log rows they apply, so a file of an
+ * older version could not be brought up to date after a crash.  Making a
+ * persisted graph tracked removes its files.
+ *
+ * The store sits in the data directory, so pg_basebackup and file-level
+ * backups copy it, and a restored backup brings the graphs with it.
+ */
+#include "gnn_pg.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/xact.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "catalog/catalog.h"
+#include "storage/fd.h"
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+
+#include "partition.h"
+#include "store.h"
+
+#define STORE_ROOT "gnn"
+#define GRAPH_FILE "graph.gnn"
+#define PART_FILE "partition.gnn"
+
+bool		gnn_persist_graphs = true;
+
+/* the metadata of graph.gnn: the registry entry as this build lays it out */
+typedef struct StoredMeta
+{
+	uint32		entry_size;
+	uint32		reserved;
+	GnnGraphEntry entry;
+} StoredMeta;
+
+/* "gnn/<db>/<owner>_<hex name>", palloc'd; relative to the data directory */
+char *
+GnnStoreDir(Oid dbid, Oid owner, const char *name)
+{
+	size_t		n = strlen(name);
+	char	   *hex = palloc(2 * n + 1);
+
+	hex_encode(name, n, hex);
+	hex[2 * n] = '\0';
+	return psprintf(STORE_ROOT "/%u/%u_%s", dbid, owner, hex);
+}
+
+static void
+MakeDir(const char *path)
+{
+	if (mkdir(path, S_IRWXU) != 0 && errno != EEXIST)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create directory \"%s\": %m", path),
+				 errhint("Load the graph with persist => false to keep it in memory only.")));
+}
+
+static void
+ReportStoreError(const char *what, const char *name, const gnn_error *err)
+{
+	ereport(ERROR,
+			(errcode(err->status == GNN_ERR_CORRUPT ? ERRCODE_DATA_CORRUPTED : ERRCODE_IO_ERROR),
+			 errmsg("could not %s graph \"%s\" in the graph store: %s", what, name, err->msg),
+			 errhint("Free disk space in the data directory, or load the graph with persist => false "
+					 "(or SET gnn.persist_graphs = off) to keep it in memory only.")));
+}
+
+/*
+ * Write proto's region as its graph.gnn, before it is registered (the caller
+ * holds the graph's lock, so loads of one name write and register in the
+ * same order).  proto->generation must be set.  Any older partition.gnn
+ * goes: it belonged to the version this one replaces.
+ */
+void
+GnnStorePersist(GnnGraphEntry *proto, const void *region, uint64 size)
+{
+	StoredMeta *meta;
+	char	   *dir = GnnStoreDir(MyDatabaseId, proto->owner, proto->name);
+	char	   *dbdir = psprintf(STORE_ROOT "/%u", MyDatabaseId);
+	gnn_error	err;
+
+	MakeDir(STORE_ROOT);
+	MakeDir(dbdir);
+	MakeDir(dir);
+	meta = palloc0(sizeof(StoredMeta));
+	meta->entry_size = sizeof(GnnGraphEntry);
+	meta->entry = *proto;
+	meta->entry.dbid = MyDatabaseId;
+	meta->entry.stored = true;
+	meta->entry.part_stored = false;
+	if (gnn_store_write(dir, GRAPH_FILE, GNN_STORE_GRAPH, proto->generation, meta, sizeof(StoredMeta),
+						region, size, &err) != GNN_OK)
+		ReportStoreError("write", proto->name, &err);
+	GnnStoreRemovePartition(MyDatabaseId, proto->owner, proto->name);
+	proto->stored = true;
+	proto->part_stored = false;
+	pfree(meta);
+}
+
+/* Write the partition the entry now has as partition.gnn (after publishing it). */
+void
+GnnStorePersistPartition(const GnnGraphEntry *e, const void *region, uint64 size)
+{
+	char	   *dir = GnnStoreDir(e->dbid, e->owner, e->name);
+	gnn_error	err;
+
+	if (gnn_store_write(dir, PART_FILE, GNN_STORE_PARTITION, e->generation, NULL, 0, region, size, &err) != GNN_OK)
+		ereport(WARNING,
+				(errcode(ERRCODE_IO_ERROR),
+				 errmsg("the partition of graph \"%s\" was not written to the graph store: %s", e->name, err.msg),
+				 errdetail("It is in memory, and goes with a restart.")));
+}
+
+static void
+RemoveFile(const char *dir, const char *file)
+{
+	char	   *path = psprintf("%s/%s", dir, file);
+
+	if (unlink(path) != 0 && errno != ENOENT)
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not remove \"%s\": %m", path)));
+	pfree(path);
+}
+
+void
+GnnStoreRemovePartition(Oid dbid, Oid owner, const char *name)
+{
+	char	   *dir = GnnStoreDir(dbid, owner, name);
+	gnn_error	err;
+
+	RemoveFile(dir, PART_FILE);
+	RemoveFile(dir, PART_FILE ".tmp");
+	(void) gnn_store_sync_dir(dir, &err);
+	pfree(dir);
+}
+
+/* The graph's files go (drop, or it now follows its tables); a missing store is fine. */
+void
+GnnStoreRemove(Oid dbid, Oid owner, const char *name)
+{
+	char	   *dir = GnnStoreDir(dbid, owner, name);
+	char	   *dbdir = psprintf(STORE_ROOT "/%u", dbid);
+	struct stat st;
+	gnn_error	err;
+
+	if (stat(dir, &st) != 0)
+		return;
+	RemoveFile(dir, GRAPH_FILE);
+	RemoveFile(dir, GRAPH_FILE ".tmp");
+	RemoveFile(dir, PART_FILE);
+	RemoveFile(dir, PART_FILE ".tmp");
+	if (rmdir(dir) != 0 && errno != ENOENT)
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not remove directory \"%s\": %m", dir)));
+	(void) gnn_store_sync_dir(dbdir, &err);
+}
+
+/* ------------------------------------------------------------------ startup */
+
+/* a free registry slot, or NULL */
+static GnnGraphEntry *
+FreeSlot(void)
+{
+	for (int i = 0; i < gnn_shared->max_graphs; i++)
+		if (!gnn_shared->graphs[i].in_use)
+			return &gnn_shared->graphs[i];
+	return NULL;
+}
+
+/* "<owner>_<hex>" into owner and name; false if it is not one of ours */
+static bool
+ParseGraphDir(const char *d, Oid *owner, char *name)
+{
+	char	   *end;
+	unsigned long o = strtoul(d, &end, 10);
+	size_t		hl;
+
+	if (end == d || *end != '_' || o == 0 || o > PG_UINT32_MAX)
+		return false;
+	end++;
+	hl = strlen(end);
+	if (hl == 0 || hl % 2 != 0 || hl / 2 >= GNN_GRAPH_NAME_LEN)
+		return false;
+	for (size_t i = 0; i < hl; i++)
+		if (!isxdigit((unsigned char) end[i]))
+			return false;
+	for (size_t i = 0; i < hl / 2; i++)
+	{
+		int			hi = end[2 * i],
+					lo = end[2 * i + 1];
+
+		hi = isdigit(hi) ? hi - '0' : tolower(hi) - 'a' + 10;
+		lo = isdigit(lo) ? lo - '0' : tolower(lo) - 'a' + 10;
+		name[i] = (char) (hi * 16 + lo);
+	}
+	name[hl / 2] = '\0';
+	if (strlen(name) != hl / 2)
+		return false;			/* an embedded NUL */
+	*owner = (Oid) o;
+	return true;
+}
+
+/* register one graph directory's graph, unmapped (or invalid with the reason) */
+static void
+ScanGraph(Oid dbid, const char *dbpath, const char *d)
+{
+	char		path[MAXPGPATH],
+				name[GNN_GRAPH_NAME_LEN];
+	Oid			owner;
+	StoredMeta	meta;
+	gnn_store_header h;
+	gnn_error	err;
+	GnnGraphEntry *e;
+
+	if (!ParseGraphDir(d, &owner, name))
+		return;
+	/* a write a crash interrupted */
+	snprintf(path, sizeof(path), "%s/%s/%s.tmp", dbpath, d, GRAPH_FILE);
+	(void) unlink(path);
+	snprintf(path, sizeof(path), "%s/%s/%s.tmp", dbpath, d, PART_FILE);
+	(void) unlink(path);
+	snprintf(path, sizeof(path), "%s/%s/%s", dbpath, d, GRAPH_FILE);
+	if (access(path, F_OK) != 0)
+		return;					/* a directory a drop did not finish removing */
+	if ((e = FreeSlot()) == NULL)
+	{
+		elog(LOG, "gnn: graph store: no registry slot for graph \"%s\" (gnn.max_graphs = %d); it stays on disk",
+			 name, gnn_shared->max_graphs);
+		return;
+	}
+	memset(e, 0, sizeof(*e));
+	memset(&meta, 0, sizeof(meta));
+	if (gnn_store_read_header(path, &h, &meta, sizeof(meta), &err) == GNN_OK)
+	{
+		if (h.kind != GNN_STORE_GRAPH || h.meta_len != sizeof(StoredMeta) ||
+			meta.entry_size != sizeof(GnnGraphEntry))
+			gnn_error_set(&err, GNN_ERR_CORRUPT,
+						  "\"%s\" was written by another build of gnn (metadata of %llu bytes, this build's %zu)",
+						  path, (unsigned long long) h.meta_len, sizeof(StoredMeta));
+		else if (meta.entry.dbid != dbid || meta.entry.owner != owner ||
+				 strncmp(meta.entry.name, name, GNN_GRAPH_NAME_LEN) != 0 ||
+				 meta.entry.generation != h.generation)
+			gnn_error_set(&err, GNN_ERR_CORRUPT, "\"%s\" describes another graph than its directory names", path);
+		else
+			err.status = GNN_OK;
+	}
+	if (err.status == GNN_OK)
+		*e = meta.entry;
+	else
+	{
+		strlcpy(e->name, name, sizeof(e->name));
+		strlcpy(e->store_error, err.msg, sizeof(e->store_error));
+		elog(WARNING, "gnn: graph store: graph \"%s\" is refused: %s", name, err.msg);
+	}
+	e->in_use = true;
+	e->dbid = dbid;
+	e->owner = owner;
+	e->stored = true;
+	e->handle = DSM_HANDLE_INVALID;
+	e->delta_handle = DSM_HANDLE_INVALID;
+	e->delta_bytes = 0;
+	e->part_handle = DSM_HANDLE_INVALID;
+	e->part_bytes = 0;
+	e->holders = 0;
+	e->tracked = false;
+	if (err.status == GNN_OK)
+	{
+		gnn_store_header ph;
+
+		e->bytes = h.payload_len;
+		snprintf(path, sizeof(path), "%s/%s/%s", dbpath, d, PART_FILE);
+		e->part_stored = access(path, F_OK) == 0 &&
+			gnn_store_read_header(path, &ph, NULL, 0, &err) == GNN_OK &&
+			ph.kind == GNN_STORE_PARTITION && ph.generation == e->generation;
+		if (!e->part_stored)
+		{
+			e->part_parts = 0;
+			e->part_method[0] = '\0';
+		}
+		if (e->generation >= gnn_shared->next_generation)
+			gnn_shared->next_generation = e->generation + 1;
+	}
+	else
+		e->bytes = 0;
+}
+
+/* the database's directory is there (its default tablespace: base/, or pg_tblspc/) */
+static bool
+DatabaseExists(Oid db)
+{
+	char		path[MAXPGPATH];
+	DIR		   *ts;
+	struct dirent *te;
+	bool		found = false;
+
+	snprintf(path, sizeof(path), "base/%u", db);
+	if (access(path, F_OK) == 0)
+		return true;
+	if ((ts = opendir("pg_tblspc")) == NULL)
+		return false;
+	while (!found && (te = readdir(ts)) != NULL)
+	{
+		if (te->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "pg_tblspc/%s/%s/%u", te->d_name, TABLESPACE_VERSION_DIRECTORY, db);
+		found = access(path, F_OK) == 0;
+	}
+	closedir(ts);
+	return found;
+}
+
+/* remove a database's store directory: its graph directories' files, then them */
+static void
+RemoveTree(const char *dbpath)
+{
+	DIR		   *dd = opendir(dbpath);
+	struct dirent *ge;
+
+	if (dd == NULL)
+		return;
+	while ((ge = readdir(dd)) != NULL)
+	{
+		char		gpath[MAXPGPATH];
+		DIR		   *gd;
+		struct dirent *fe;
+
+		if (ge->d_name[0] == '.')
+			continue;
+		snprintf(gpath, sizeof(gpath), "%s/%s", dbpath, ge->d_name);
+		if ((gd = opendir(gpath)) != NULL)
+		{
+			while ((fe = readdir(gd)) != NULL)
+				if (fe->d_name[0] != '.')
+				{
+					char		fpath[MAXPGPATH];
+
+					snprintf(fpath, sizeof(fpath), "%s/%s", gpath, fe->d_name);
+					(void) unlink(fpath);
+				}
+			closedir(gd);
+		}
+		(void) rmdir(gpath);
+	}
+	closedir(dd);
+	(void) rmdir(dbpath);
+}
+
+/*
+ * At shared-memory initialisation (postmaster start, crash restart): register
+ * every stored graph, unmapped.  Never raises an error: a server must start
+ * whatever the store holds; what cannot be used is logged and shown invalid.
+ */
+void
+GnnStoreScan(void)
+{
+	DIR		   *root = opendir(STORE_ROOT);
+	struct dirent *de;
+	int			ngraphs = 0;
+
+	if (root == NULL)
+		return;
+	while ((de = readdir(root)) != NULL)
+	{
+		char	   *end;
+		unsigned long db = strtoul(de->d_name, &end, 10);
+		char		dbpath[MAXPGPATH];
+		DIR		   *dd;
+		struct dirent *ge;
+
+		if (end == de->d_name || *end != '\0' || db == 0 || db > PG_UINT32_MAX)
+			continue;
+		snprintf(dbpath, sizeof(dbpath), STORE_ROOT "/%s", de->d_name);
+		if (!DatabaseExists((Oid) db))
+		{
+			RemoveTree(dbpath);
+			elog(LOG, "gnn: graph store: removed the graphs of database %lu, which no longer exists", db);
+			continue;
+		}
+		if ((dd = opendir(dbpath)) == NULL)
+			continue;
+		while ((ge = readdir(dd)) != NULL)
+			if (ge->d_name[0] != '.')
+			{
+				ScanGraph((Oid) db, dbpath, ge->d_name);
+				ngraphs++;
+			}
+		closedir(dd);
+	}
+	closedir(root);
+	if (ngraphs > 0)
+		elog(LOG, "gnn: graph store: %d stored graph%s registered, mapped on first use", ngraphs,
+			 ngraphs == 1 ? "" : "s");
+}
+
+/* ------------------------------------------------------------------ mapping on first use */
+
+static GnnGraphEntry *
+FindOwned(const char *name, Oid owner)
+{
+	for (int i = 0; i < gnn_shared->max_graphs; i++)
+	{
+		GnnGraphEntry *e = &gnn_shared->graphs[i];
+
+		if (e->in_use && e->dbid == MyDatabaseId && e->owner == owner &&
+			strncmp(e->name, name, GNN_GRAPH_NAME_LEN) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/* mark the entry of this generation invalid with the reason (caller holds no lock) */
+static void
+MarkInvalid(const char *name, Oid owner, uint64 generation, const char *why)
+{
+	GnnGraphEntry *e;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = FindOwned(name, owner);
+	if (e && e->generation == generation && e->handle == DSM_HANDLE_INVALID)
+		strlcpy(e->store_error, why, sizeof(e->store_error));
+	LWLockRelease(gnn_shared->lock);
+}
+
+/* read a checked store file's payload into a new DSM segment (reserved against the limit) */
+static dsm_segment *
+ReadSegment(const char *path, const char *name, Oid owner, uint64 generation, gnn_store_kind kind,
+			uint64 *reserved)
+{
+	gnn_store_header h;
+	gnn_error	err;
+	dsm_segment *seg;
+
+	*reserved = 0;
+	if (gnn_store_read_header(path, &h, NULL, 0, &err) != GNN_OK ||
+		(h.kind != (uint32) kind &&
+		 gnn_error_set(&err, GNN_ERR_CORRUPT, "\"%s\" holds the wrong kind of data", path)) ||
+		(h.generation != generation &&
+		 gnn_error_set(&err, GNN_ERR_CORRUPT, "\"%s\" is of another version of the graph", path)) ||
+		(h.payload_len == 0 && gnn_error_set(&err, GNN_ERR_CORRUPT, "\"%s\" is empty", path)))
+	{
+		if (kind == GNN_STORE_GRAPH)
+			MarkInvalid(name, owner, generation, err.msg);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("graph \"%s\" cannot be used: its stored files failed their checks", name),
+				 errdetail("%s", err.msg),
+				 errhint("Drop it with gnn.drop_graph('%s') and load it again.", name)));
+	}
+	*reserved = GnnGraphReserve(h.payload_len, name);
+	seg = dsm_create(h.payload_len, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	if (seg == NULL)
+	{
+		GnnGraphUnreserve(*reserved);
+		*reserved = 0;
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("could not map graph \"%s\": too many dynamic shared memory segments", name)));
+	}
+	if (gnn_store_read_payload(path, &h, dsm_segment_address(seg), &err) != GNN_OK)
+	{
+		GnnGraphUnreserve(*reserved);
+		*reserved = 0;
+		dsm_detach(seg);
+		if (kind == GNN_STORE_GRAPH)
+			MarkInvalid(name, owner, generation, err.msg);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("graph \"%s\" cannot be used: its stored files failed their checks", name),
+				 errdetail("%s", err.msg),
+				 errhint("Drop it with gnn.drop_graph('%s') and load it again.", name)));
+	}
+	return seg;
+}
+
+/*
+ * Map the stored, unmapped graph name of owner into shared memory: its
+ * region read and checked, its partition too when it has one, then published
+ * in the entry unless another backend mapped it (or it was dropped or
+ * replaced) meanwhile.  false: nothing to do (not stored, or mapped already).
+ * An invalid store is an error.
+ */
+bool
+GnnStoreMap(const char *name, Oid owner)
+{
+	GnnGraphEntry copy;
+	GnnGraphEntry *e;
+	char	   *dir,
+			   *path;
+	dsm_segment *seg,
+			   *pseg = NULL;
+	uint64		reserved,
+				preserved = 0;
+	gnn_graph	g;
+	gnn_error	err;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	e = FindOwned(name, owner);
+	if (e == NULL || e->handle != DSM_HANDLE_INVALID || !e->stored)
+	{
+		LWLockRelease(gnn_shared->lock);
+		return false;
+	}
+	copy = *e;
+	LWLockRelease(gnn_shared->lock);
+	if (copy.store_error[0])
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("graph \"%s\" cannot be used: its stored files failed their checks", name),
+				 errdetail("%s", copy.store_error),
+				 errhint("Drop it with gnn.drop_graph('%s') and load it again.", name)));
+	dir = GnnStoreDir(MyDatabaseId, owner, name);
+	path = psprintf("%s/%s", dir, GRAPH_FILE);
+	seg = ReadSegment(path, name, owner, copy.generation, GNN_STORE_GRAPH, &reserved);
+	/* the checksum says the bytes are the ones written; the region's own checks say they make a graph */
+	if (gnn_graph_attach(dsm_segment_address(seg), dsm_segment_map_length(seg), &g, &err) != GNN_OK)
+	{
+		GnnGraphUnreserve(reserved);
+		dsm_detach(seg);
+		MarkInvalid(name, owner, copy.generation, err.msg);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("graph \"%s\" cannot be used: its stored region is not a valid graph", name),
+				 errdetail("%s", err.msg),
+				 errhint("Drop it with gnn.drop_graph('%s') and load it again.", name)));
+	}
+	if (copy.part_stored)
+	{
+		char	   *ppath = psprintf("%s/%s", dir, PART_FILE);
+		volatile uint64 pres = 0;
+		dsm_segment *volatile ps = NULL;
+		const GnnPartitionHeader *ph;
+
+		PG_TRY();
+		{
+			uint64		r;
+
+			ps = ReadSegment(ppath, name, owner, copy.generation, GNN_STORE_PARTITION, &r);
+			pres = r;
+			ph = dsm_segment_address(ps);
+			if (dsm_segment_map_length(ps) < offsetof(GnnPartitionHeader, part) || ph->magic != GNN_PART_MAGIC ||
+				ph->nodes != g.num_nodes || ph->parts < 1 || ph->generation != copy.generation ||
+				dsm_segment_map_length(ps) < offsetof(GnnPartitionHeader, part) + sizeof(int32) * (uint64) ph->nodes)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("graph \"%s\": its stored partition does not match the graph", name),
+						 errhint("Run gnn.partition('%s', parts) again.", name)));
+		}
+		PG_CATCH();
+		{
+			/* the graph is fine without it: used, with a warning, unpartitioned */
+			ErrorData  *ed;
+
+			MemoryContextSwitchTo(cxt);
+			ed = CopyErrorData();
+			FlushErrorState();
+			if (pres)
+				GnnGraphUnreserve(pres);
+			if (ps)
+				dsm_detach(ps);
+			pres = 0;
+			ps = NULL;
+			ereport(WARNING,
+					(errcode(ed->sqlerrcode),
+					 errmsg("graph \"%s\": its stored partition is not used: %s", name, ed->message),
+					 ed->detail ? errdetail("%s", ed->detail) : 0,
+					 errhint("Run gnn.partition('%s', parts) again.", name)));
+			FreeErrorData(ed);
+		}
+		PG_END_TRY();
+		pseg = ps;
+		preserved = pres;
+	}
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = FindOwned(name, owner);
+	if (e && e->handle == DSM_HANDLE_INVALID && e->generation == copy.generation && !e->store_error[0])
+	{
+		dsm_pin_segment(seg);
+		e->handle = dsm_segment_handle(seg);
+		e->bytes = reserved;
+		reserved = 0;
+		if (pseg)
+		{
+			const GnnPartitionHeader *ph = dsm_segment_address(pseg);
+
+			dsm_pin_segment(pseg);
+			e->part_handle = dsm_segment_handle(pseg);
+			e->part_bytes = preserved;
+			e->part_parts = ph->parts;
+			strlcpy(e->part_method, gnn_part_method_name((gnn_part_method) ph->method), sizeof(e->part_method));
+			preserved = 0;
+		}
+	}
+	LWLockRelease(gnn_shared->lock);
+	/* what was not published (another backend was first) goes with its mapping */
+	if (reserved)
+		GnnGraphUnreserve(reserved);
+	if (preserved)
+		GnnGraphUnreserve(preserved);
+	dsm_detach(seg);
+	if (pseg)
+		dsm_detach(pseg);
+	return true;
+}
+
+/* ------------------------------------------------------------------ gnn.graphs */
+
+PG_FUNCTION_INFO_V1(gnn_graph_store);
+
+/* persisted, state, store_error of one graph (gnn._graph_store) */
+Datum
+gnn_graph_store(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {0};
+	char	   *name;
+	GnnGraphEntry *x;
+	GnnGraphEntry e;
+	bool		found;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	GnnRequirePreload();
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	x = FindOwned(name, PG_GETARG_OID(1));
+	found = x != NULL;
+	if (found)
+		e = *x;
+	LWLockRelease(gnn_shared->lock);
+	if (!found)
+		PG_RETURN_NULL();
+	values[0] = BoolGetDatum(e.stored);
+	values[1] = CStringGetTextDatum(e.store_error[0] ? "invalid" : e.handle == DSM_HANDLE_INVALID ? "disk" : "memory");
+	if (e.store_error[0])
+		values[2] = CStringGetTextDatum(e.store_error);
+	else
+		nulls[2] = true;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+/* ------------------------------------------------------------------ DROP EXTENSION */
+
+/*
+ * Dropping the extension in a database drops that database's graphs, from
+ * shared memory and from the store, when the dropping transaction commits
+ * (a rolled-back DROP EXTENSION changes nothing).
+ */
+static object_access_hook_type prev_object_access = NULL;
+static bool drop_pending = false;
+static bool drop_callback = false;
+
+static void
+StoreXactCallback(XactEvent event, void *arg)
+{
+	if (!drop_pending)
+		return;
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
+	{
+		char	   *dbdir = psprintf(STORE_ROOT "/%u", MyDatabaseId);
+		DIR		   *dd;
+		struct dirent *de;
+
+		drop_pending = false;
+		GnnGraphDropDatabase(MyDatabaseId);
+		if ((dd = opendir(dbdir)) != NULL)
+		{
+			while ((de = readdir(dd)) != NULL)
+			{
+				char		name[GNN_GRAPH_NAME_LEN];
+				Oid			owner;
+
+				if (ParseGraphDir(de->d_name, &owner, name))
+					GnnStoreRemove(MyDatabaseId, owner, name);
+			}
+			closedir(dd);
+		}
+		(void) rmdir(dbdir);
+	}
+	else if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		drop_pending = false;
+}
+
+static void
+StoreObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int subId, void *arg)
+{
+	if (prev_object_access)
+		prev_object_access(access, classId, objectId, subId, arg);
+	if (access == OAT_DROP && classId == ExtensionRelationId && objectId == get_extension_oid("gnn", true))
+	{
+		drop_pending = true;
+		if (!drop_callback)
+		{
+			RegisterXactCallback(StoreXactCallback, NULL);
+			drop_callback = true;
+		}
+	}
+}
+
+void
+GnnStoreInit(void)
+{
+	prev_object_access = object_access_hook;
+	object_access_hook = StoreObjectAccess;
+}
