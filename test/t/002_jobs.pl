@@ -36,7 +36,7 @@ $node->safe_psql('postgres', q{
 	GRANT SELECT ON n, e TO alice, bob, nologin;
 });
 my $load = q{SELECT gnn.load_graph('g', 'e', nodes => 'n', features => 'feat', label => 'label',
-	split => 'split', undirected => true)};
+	split => 'split', undirected => true, replace => true)};
 $node->safe_psql('postgres', $load);
 
 sub job_state
