@@ -1,0 +1,381 @@
+/*
+ * feature_store.c: feature rows from a file through a SIEVE row cache (see
+ * feature_store.h).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "feature_store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RUN_MAX ((size_t) 4 << 20)	/* bytes one read fetches at most */
+
+struct gnn_fstore
+{
+	int			fd;
+	bool		direct;
+	uint64_t	offset;
+	int64_t		rows;
+	int32_t		dim;
+	size_t		row_bytes;
+	/* the cache: cap slots of dim floats, a doubly linked FIFO (head newest) */
+	int64_t		cap;
+	int64_t		used;
+	float	   *slot;
+	int32_t    *slot_row;
+	int32_t    *slot_of;		/* [rows]: the slot of a row, -1 */
+	uint8_t    *visited;
+	int32_t    *newer;			/* toward the head */
+	int32_t    *older;			/* toward the tail */
+	int32_t		head,
+				tail,
+				hand;
+	/* scratch */
+	int64_t    *miss;			/* (row << 32 | position) of one call's misses */
+	int64_t		miss_cap;
+	unsigned char *bounce;		/* RUN_MAX + 2 blocks, block-aligned */
+	gnn_fstore_stats st;
+};
+
+static void
+fs_free(gnn_fstore *fs)
+{
+	if (!fs)
+		return;
+	if (fs->fd >= 0)
+		close(fs->fd);
+	free(fs->slot);
+	free(fs->slot_row);
+	free(fs->slot_of);
+	free(fs->visited);
+	free(fs->newer);
+	free(fs->older);
+	free(fs->miss);
+	free(fs->bounce);
+	free(fs);
+}
+
+void
+gnn_fstore_close(gnn_fstore *fs)
+{
+	fs_free(fs);
+}
+
+gnn_status
+gnn_fstore_open(const char *path, uint64_t offset, int64_t rows, int32_t dim, int64_t cache_rows,
+				bool direct, gnn_fstore **out, gnn_error *err)
+{
+	gnn_fstore *fs;
+	struct stat sb;
+
+	*out = NULL;
+	if (rows < 0 || rows > INT32_MAX || dim <= 0 || cache_rows < 0 || offset % GNN_FSTORE_BLOCK != 0)
+		return gnn_error_set(err, GNN_ERR_INVALID,
+							 "feature store: bad shape (%lld rows of %d, cache %lld, offset %llu)",
+							 (long long) rows, dim, (long long) cache_rows, (unsigned long long) offset);
+	if (cache_rows > rows)
+		cache_rows = rows;
+	fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "feature store: out of memory");
+	fs->fd = -1;
+	fs->offset = offset;
+	fs->rows = rows;
+	fs->dim = dim;
+	fs->row_bytes = sizeof(float) * (size_t) dim;
+	fs->cap = cache_rows;
+	fs->head = fs->tail = fs->hand = -1;
+	if (direct)
+		fs->fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+	fs->direct = fs->fd >= 0;
+	if (fs->fd < 0)
+		fs->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fs->fd < 0)
+	{
+		gnn_error_set(err, GNN_ERR_INVALID, "feature store: could not open \"%s\": %s", path, strerror(errno));
+		fs_free(fs);
+		return err->status;
+	}
+	if (fstat(fs->fd, &sb) != 0 || (uint64_t) sb.st_size < offset + (uint64_t) rows * fs->row_bytes)
+	{
+		gnn_error_set(err, GNN_ERR_CORRUPT, "feature store: \"%s\" is too short for %lld rows of %d floats at %llu",
+					  path, (long long) rows, dim, (unsigned long long) offset);
+		fs_free(fs);
+		return err->status;
+	}
+	fs->slot_of = malloc(sizeof(int32_t) * (size_t) (rows ? rows : 1));
+	fs->bounce = aligned_alloc(GNN_FSTORE_BLOCK, (RUN_MAX + 3 * GNN_FSTORE_BLOCK + fs->row_bytes) /
+							   GNN_FSTORE_BLOCK * GNN_FSTORE_BLOCK);
+	if (cache_rows > 0)
+	{
+		fs->slot = malloc(fs->row_bytes * (size_t) cache_rows);
+		fs->slot_row = malloc(sizeof(int32_t) * (size_t) cache_rows);
+		fs->visited = calloc((size_t) cache_rows, 1);
+		fs->newer = malloc(sizeof(int32_t) * (size_t) cache_rows);
+		fs->older = malloc(sizeof(int32_t) * (size_t) cache_rows);
+	}
+	if (!fs->slot_of || !fs->bounce ||
+		(cache_rows > 0 && (!fs->slot || !fs->slot_row || !fs->visited || !fs->newer || !fs->older)))
+	{
+		fs_free(fs);
+		return gnn_error_set(err, GNN_ERR_NOMEM, "feature store: out of memory for a cache of %lld rows",
+							 (long long) cache_rows);
+	}
+	for (int64_t r = 0; r < rows; r++)
+		fs->slot_of[r] = -1;
+	fs->st.direct = fs->direct;
+	*out = fs;
+	return GNN_OK;
+}
+
+/* ------------------------------------------------------------------ SIEVE */
+
+static void
+list_push_head(gnn_fstore *fs, int32_t s)
+{
+	fs->newer[s] = -1;
+	fs->older[s] = fs->head;
+	if (fs->head >= 0)
+		fs->newer[fs->head] = s;
+	fs->head = s;
+	if (fs->tail < 0)
+		fs->tail = s;
+}
+
+static void
+list_unlink(gnn_fstore *fs, int32_t s)
+{
+	if (fs->newer[s] >= 0)
+		fs->older[fs->newer[s]] = fs->older[s];
+	else
+		fs->head = fs->older[s];
+	if (fs->older[s] >= 0)
+		fs->newer[fs->older[s]] = fs->newer[s];
+	else
+		fs->tail = fs->newer[s];
+}
+
+/* the slot SIEVE frees: the hand walks from the oldest toward the newest */
+static int32_t
+sieve_evict(gnn_fstore *fs)
+{
+	int32_t		p = fs->hand >= 0 ? fs->hand : fs->tail;
+
+	while (fs->visited[p])
+	{
+		fs->visited[p] = 0;
+		p = fs->newer[p] >= 0 ? fs->newer[p] : fs->tail;
+	}
+	fs->hand = fs->newer[p];	/* -1: back to the tail next time */
+	list_unlink(fs, p);
+	fs->slot_of[fs->slot_row[p]] = -1;
+	return p;
+}
+
+/* row r (its bytes at src) enters the cache, unvisited */
+static void
+cache_insert(gnn_fstore *fs, int32_t r, const void *src)
+{
+	int32_t		s;
+
+	if (fs->cap == 0 || fs->slot_of[r] >= 0)
+		return;
+	s = fs->used < fs->cap ? (int32_t) fs->used++ : sieve_evict(fs);
+	fs->slot_row[s] = r;
+	fs->slot_of[r] = s;
+	fs->visited[s] = 0;
+	memcpy(fs->slot + (size_t) s * fs->dim, src, fs->row_bytes);
+	list_push_head(fs, s);
+}
+
+/* ------------------------------------------------------------------ reading */
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t		x = *(const int64_t *) a,
+				y = *(const int64_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* bytes [lo, hi) of the file (block-aligned) into the bounce buffer */
+static gnn_status
+read_blocks(gnn_fstore *fs, uint64_t lo, uint64_t hi, gnn_error *err)
+{
+	size_t		done = 0,
+				want = (size_t) (hi - lo);
+
+	while (done < want)
+	{
+		ssize_t		r = pread(fs->fd, fs->bounce + done, want - done, (off_t) (lo + done));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return gnn_error_set(err, GNN_ERR_CORRUPT, "feature store: read failed at byte %llu: %s",
+								 (unsigned long long) (lo + done), strerror(errno));
+		if (r == 0)
+			break;				/* the end of the file: the last block is short */
+		done += (size_t) r;
+		if (fs->direct && (size_t) r % GNN_FSTORE_BLOCK != 0)
+			break;				/* a short O_DIRECT read ends at the end of the file */
+	}
+	fs->st.reads++;
+	fs->st.bytes_read += (int64_t) done;
+	return GNN_OK;
+}
+
+/*
+ * Read the rows of fs->miss[0..nm) (sorted by row) in runs of touching
+ * blocks; each row goes into the cache and, with out, to every position that
+ * asked for it.
+ */
+static gnn_status
+read_misses(gnn_fstore *fs, int64_t nm, float *out, gnn_error *err)
+{
+	const uint64_t B = GNN_FSTORE_BLOCK;
+	int64_t		i = 0;
+
+	while (i < nm)
+	{
+		int32_t		r0 = (int32_t) (fs->miss[i] >> 32);
+		uint64_t	lo = (fs->offset + (uint64_t) r0 * fs->row_bytes) / B * B,
+					hi = (fs->offset + ((uint64_t) r0 + 1) * fs->row_bytes + B - 1) / B * B;
+		int64_t		j = i + 1;
+		gnn_status	st;
+
+		/* extend the run while the next row's blocks touch it and it stays under RUN_MAX */
+		while (j < nm)
+		{
+			int32_t		r = (int32_t) (fs->miss[j] >> 32);
+			uint64_t	rlo = (fs->offset + (uint64_t) r * fs->row_bytes) / B * B,
+						rhi = (fs->offset + ((uint64_t) r + 1) * fs->row_bytes + B - 1) / B * B;
+
+			if (rlo > hi || rhi - lo > RUN_MAX)
+				break;
+			if (rhi > hi)
+				hi = rhi;
+			j++;
+		}
+		if ((st = read_blocks(fs, lo, hi, err)) != GNN_OK)
+			return st;
+		for (int64_t k = i; k < j; k++)
+		{
+			int32_t		r = (int32_t) (fs->miss[k] >> 32);
+			const unsigned char *src = fs->bounce + (fs->offset + (uint64_t) r * fs->row_bytes - lo);
+
+			if (k == i || r != (int32_t) (fs->miss[k - 1] >> 32))
+			{
+				fs->st.bytes_needed += (int64_t) fs->row_bytes;
+				cache_insert(fs, r, src);
+			}
+			if (out)
+				memcpy(out + (size_t) (fs->miss[k] & 0xffffffff) * fs->dim, src, fs->row_bytes);
+		}
+		i = j;
+	}
+	return GNN_OK;
+}
+
+static gnn_status
+grow_miss(gnn_fstore *fs, int64_t n, gnn_error *err)
+{
+	if (n > fs->miss_cap)
+	{
+		int64_t    *m = realloc(fs->miss, sizeof(int64_t) * (size_t) n);
+
+		if (!m)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "feature store: out of memory for %lld misses", (long long) n);
+		fs->miss = m;
+		fs->miss_cap = n;
+	}
+	return GNN_OK;
+}
+
+gnn_status
+gnn_fstore_gather(gnn_fstore *fs, const int32_t *idx, int64_t n, float *out, gnn_error *err)
+{
+	int64_t		nm = 0;
+	gnn_status	st;
+
+	if (n <= 0)
+		return GNN_OK;
+	if (n > UINT32_MAX)
+		return gnn_error_set(err, GNN_ERR_INVALID, "feature store: %lld rows in one gather", (long long) n);
+	if ((st = grow_miss(fs, n, err)) != GNN_OK)
+		return st;
+	for (int64_t k = 0; k < n; k++)
+	{
+		int32_t		r = idx[k],
+					s;
+
+		if (r < 0 || r >= fs->rows)
+			return gnn_error_set(err, GNN_ERR_INVALID, "feature store: row %d out of range (%lld rows)", r,
+								 (long long) fs->rows);
+		s = fs->slot_of[r];
+		if (s >= 0)
+		{
+			memcpy(out + (size_t) k * fs->dim, fs->slot + (size_t) s * fs->dim, fs->row_bytes);
+			fs->visited[s] = 1;
+			fs->st.hits++;
+		}
+		else
+			fs->miss[nm++] = ((int64_t) r << 32) | (int64_t) k;
+	}
+	fs->st.rows_requested += n;
+	fs->st.misses += nm;
+	if (nm == 0)
+		return GNN_OK;
+	qsort(fs->miss, (size_t) nm, sizeof(int64_t), cmp_i64);
+	return read_misses(fs, nm, out, err);
+}
+
+gnn_status
+gnn_fstore_prefetch(gnn_fstore *fs, const int32_t *idx, int64_t n, gnn_error *err)
+{
+	int64_t		nm = 0;
+	gnn_status	st;
+
+	if (n <= 0 || fs->cap == 0)
+		return GNN_OK;
+	if ((st = grow_miss(fs, n, err)) != GNN_OK)
+		return st;
+	for (int64_t k = 0; k < n; k++)
+	{
+		int32_t		r = idx[k];
+
+		if (r < 0 || r >= fs->rows)
+			return gnn_error_set(err, GNN_ERR_INVALID, "feature store: row %d out of range (%lld rows)", r,
+								 (long long) fs->rows);
+		if (fs->slot_of[r] < 0)
+			fs->miss[nm++] = ((int64_t) r << 32) | (int64_t) k;
+	}
+	if (nm == 0)
+		return GNN_OK;
+	qsort(fs->miss, (size_t) nm, sizeof(int64_t), cmp_i64);
+	for (int64_t k = 0; k < nm; k++)
+		fs->st.prefetched += k == 0 || (fs->miss[k] >> 32) != (fs->miss[k - 1] >> 32);
+	return read_misses(fs, nm, NULL, err);
+}
+
+void
+gnn_fstore_stats_get(const gnn_fstore *fs, gnn_fstore_stats *st)
+{
+	*st = fs->st;
+}
+
+void
+gnn_fstore_stats_reset(gnn_fstore *fs)
+{
+	bool		d = fs->st.direct;
+
+	memset(&fs->st, 0, sizeof(fs->st));
+	fs->st.direct = d;
+}
