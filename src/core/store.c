@@ -11,8 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* ------------------------------------------------------------------ CRC-32C */
 
@@ -322,6 +326,43 @@ gnn_store_read_header(const char *path, gnn_store_header *h, void *meta, size_t 
 	return st;
 }
 
+/*
+ * Fault dst's pages in before reading into them, in parallel: a fresh
+ * shared-memory segment's first touch (page faults and kernel zeroing) costs
+ * more than the read from the page cache (640 MB here: 0.8-1.6 s read into
+ * untouched pages, 0.55 s populated by two threads first, then read).
+ */
+static void
+populate(void *dst, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+	const size_t chunk = (size_t) 64 << 20;
+	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
+	uintptr_t	lo = ((uintptr_t) dst + page - 1) & ~(page - 1),
+				hi = ((uintptr_t) dst + n) & ~(page - 1);
+	int64_t		nchunks;
+	int			nt = 1;
+
+	if (hi <= lo || n < chunk)
+		return;
+	nchunks = (int64_t) ((hi - lo + chunk - 1) / chunk);
+#ifdef _OPENMP
+	nt = omp_get_num_procs() < 8 ? omp_get_num_procs() : 8;
+#endif
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
+	for (int64_t c = 0; c < nchunks; c++)
+	{
+		uintptr_t	a = lo + (uintptr_t) c * chunk,
+					b = a + chunk < hi ? a + chunk : hi;
+
+		(void) madvise((void *) a, b - a, MADV_POPULATE_WRITE);	/* a hint: failure is harmless */
+	}
+#else
+	(void) dst;
+	(void) n;
+#endif
+}
+
 gnn_status
 gnn_store_read_payload(const char *path, const gnn_store_header *h, void *dst, gnn_error *err)
 {
@@ -335,6 +376,7 @@ gnn_store_read_payload(const char *path, const gnn_store_header *h, void *dst, g
 #ifdef POSIX_FADV_SEQUENTIAL
 	(void) posix_fadvise(fd, (off_t) h->payload_offset, (off_t) h->payload_len, POSIX_FADV_SEQUENTIAL);
 #endif
+	populate(dst, h->payload_len);
 	/* in 8 MB pieces, each checksummed while it is in cache */
 	while (done < h->payload_len && st == GNN_OK)
 	{
