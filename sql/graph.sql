@@ -115,6 +115,15 @@ SELECT count(*) FROM e;
 CREATE VIEW e_view AS SELECT src, dst FROM e WHERE src <> 10;
 SELECT nodes, edges FROM gnn.load_graph('viewed', 'e_view');
 
+-- the graph store: persisted by default, persist => false and the GUC keep one in memory only
+SELECT name FROM gnn.load_graph('kept', 'e', persist => false);
+SET gnn.persist_graphs = off;
+SELECT name FROM gnn.load_graph('kept2', 'e');
+RESET gnn.persist_graphs;
+SELECT name, persisted, state, store_error FROM gnn.graphs ORDER BY name;
+SELECT name FROM gnn.load_graph('kept', 'e', replace => true);
+SELECT persisted FROM gnn.graphs WHERE name = 'kept';
+
 -- drop
 SELECT gnn.drop_graph(name) FROM gnn.graphs ORDER BY name;
 SELECT count(*), gnn.memory_used() FROM gnn.graphs;

@@ -190,4 +190,17 @@ SET client_min_messages = notice;
 SELECT inserted_nodes, deleted_nodes FROM gnn.refresh_graph('shop');
 SELECT name, nodes, edges, pending_changes FROM gnn.graphs WHERE name = 'shop';
 SQL
+
+echo "== graphs survive a restart: they are in the graph store (\$PGDATA/gnn), mapped on first use"
+cat <<'SQL' | run_sql
+SELECT name, nodes, edges, persisted, state FROM gnn.graphs ORDER BY name;
+SQL
+as_pg "'$PG_BINDIR/pg_ctl' -D '$DIR/data' -m fast -w restart -l '$DIR/server.log' >/dev/null"
+cat <<'SQL' | run_sql
+\echo == after the restart: the stored graphs are back, unmapped (the tracked ones, which follow their tables, are not stored)
+SELECT name, nodes, edges, persisted, state FROM gnn.graphs ORDER BY name;
+\echo == the first use of each maps it (here: its digest, over every byte of it)
+SELECT name, gnn.graph_digest(name) IS NOT NULL AS usable FROM gnn.graphs WHERE persisted ORDER BY name;
+SELECT name, state FROM gnn.graphs ORDER BY name;
+SQL
 echo "== demo finished; the throwaway cluster is removed"
