@@ -453,6 +453,20 @@ MarkInvalid(const char *name, Oid owner, uint64 generation, const char *why)
 	LWLockRelease(gnn_shared->lock);
 }
 
+/* the graph's files failed a check: marked invalid (mark) with why, and an error */
+static void
+pg_attribute_noreturn()
+Refuse(const char *name, Oid owner, uint64 generation, bool mark, const char *why)
+{
+	if (mark)
+		MarkInvalid(name, owner, generation, why);
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("graph \"%s\" cannot be used: its stored files failed their checks", name),
+			 errdetail("%s", why),
+			 errhint("Drop it with gnn.drop_graph('%s') and load it again.", name)));
+}
+
 /* read a checked store file's payload into a new DSM segment (reserved against the limit) */
 static dsm_segment *
 ReadSegment(const char *path, const char *name, Oid owner, uint64 generation, gnn_store_kind kind,
@@ -470,13 +484,7 @@ ReadSegment(const char *path, const char *name, Oid owner, uint64 generation, gn
 		 gnn_error_set(&err, GNN_ERR_CORRUPT, "\"%s\" is of another version of the graph", path)) ||
 		(h.payload_len == 0 && gnn_error_set(&err, GNN_ERR_CORRUPT, "\"%s\" is empty", path)))
 	{
-		if (kind == GNN_STORE_GRAPH)
-			MarkInvalid(name, owner, generation, err.msg);
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("graph \"%s\" cannot be used: its stored files failed their checks", name),
-				 errdetail("%s", err.msg),
-				 errhint("Drop it with gnn.drop_graph('%s') and load it again.", name)));
+		Refuse(name, owner, generation, kind == GNN_STORE_GRAPH, err.msg);
 	}
 	*reserved = GnnGraphReserve(h.payload_len, name);
 	seg = dsm_create(h.payload_len, DSM_CREATE_NULL_IF_MAXSEGMENTS);
@@ -493,13 +501,7 @@ ReadSegment(const char *path, const char *name, Oid owner, uint64 generation, gn
 		GnnGraphUnreserve(*reserved);
 		*reserved = 0;
 		dsm_detach(seg);
-		if (kind == GNN_STORE_GRAPH)
-			MarkInvalid(name, owner, generation, err.msg);
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("graph \"%s\" cannot be used: its stored files failed their checks", name),
-				 errdetail("%s", err.msg),
-				 errhint("Drop it with gnn.drop_graph('%s') and load it again.", name)));
+		Refuse(name, owner, generation, kind == GNN_STORE_GRAPH, err.msg);
 	}
 	return seg;
 }
@@ -536,11 +538,7 @@ GnnStoreMap(const char *name, Oid owner)
 	copy = *e;
 	LWLockRelease(gnn_shared->lock);
 	if (copy.store_error[0])
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("graph \"%s\" cannot be used: its stored files failed their checks", name),
-				 errdetail("%s", copy.store_error),
-				 errhint("Drop it with gnn.drop_graph('%s') and load it again.", name)));
+		Refuse(name, owner, copy.generation, false, copy.store_error);
 	dir = GnnStoreDir(MyDatabaseId, owner, name);
 	path = psprintf("%s/%s", dir, GRAPH_FILE);
 	seg = ReadSegment(path, name, owner, copy.generation, GNN_STORE_GRAPH, &reserved);
