@@ -218,6 +218,14 @@ SELECT name, nodes FROM gnn.load_schema_graph('mine', ARRAY['cat', 'item']::regc
 SELECT gnn.drop_graph('mine');
 RESET ROLE;
 
+-- the graph store: schema graphs are stored by default, options.persist = false keeps one in memory
+SELECT name FROM gnn.load_schema_graph('shop_mem', ARRAY['cat', 'item', 'person', 'buy']::regclass[],
+                                       options => '{"persist": false}');
+SELECT name, persisted FROM gnn.graphs WHERE name IN ('shop', 'shop_mem') ORDER BY name;
+SELECT gnn.load_schema_graph('shop_bad', ARRAY['cat', 'item', 'person', 'buy']::regclass[],
+                             options => '{"persist": "no"}');
+SELECT gnn.drop_graph('shop_mem');
+
 SELECT gnn.drop_graph(g) FROM unnest(ARRAY['shop', 'shop_vip', 'shop_age', 'shop_price', 'shop2', 'shop3', 'shop4']) g;
 DROP SCHEMA sg CASCADE;
 DROP ROLE sg_reader;

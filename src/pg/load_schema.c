@@ -233,6 +233,7 @@ typedef struct SchemaLoad
 	bool		bool_label;
 	int32		max_categories;
 	bool		skip_dangling;
+	int			persist;		/* options.persist: 1, 0, -1 = gnn.persist_graphs */
 	const char *seed_time;		/* options.seed_time: a time column of the target */
 	bool		refit;			/* options.encodings = 'refit' */
 	bool		kept;			/* the encodings are the replaced graph's */
@@ -1369,7 +1370,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				 errmsg("options must be a JSON object")));
 	{
 		static const char *const known[] = {"keys", "edges", "features", "exclude", "time",
-		"seed_time", "max_categories", "skip_dangling", "encodings", NULL};
+		"seed_time", "max_categories", "skip_dangling", "encodings", "persist", NULL};
 		ListCell   *k;
 
 		foreach(k, JKeys(&L.options->root))
@@ -1382,7 +1383,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("unknown option \"%s\"", (char *) lfirst(k)),
-						 errhint("Accepted options: keys, edges, features, exclude, time, seed_time, max_categories, skip_dangling, encodings.")));
+						 errhint("Accepted options: keys, edges, features, exclude, time, seed_time, max_categories, skip_dangling, encodings, persist.")));
 		}
 	}
 	L.max_categories = 32;
@@ -1404,6 +1405,15 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							errmsg("option \"encodings\" must be \"keep\" or \"refit\" (got \"%s\")", e)));
 		L.refit = strcmp(e, "refit") == 0;
+	}
+	L.persist = -1;
+	if ((jv = JGet(&L.options->root, "persist")) != NULL)
+	{
+		if (jv->type != jbvBool)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("option \"persist\" must be true or false"),
+							errhint("true writes the graph to the graph store (the default follows gnn.persist_graphs).")));
+		L.persist = jv->val.boolean ? 1 : 0;
 	}
 	if ((jv = JGet(&L.options->root, "skip_dangling")) != NULL)
 	{
@@ -2313,7 +2323,8 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 			strlcpy(proto.split_col, L.split, sizeof(proto.split_col));
 	}
 	proto.tracked = tracked;
-	proto.stored = !tracked && gnn_persist_graphs;	/* tracked graphs are not stored (store.c) */
+	/* tracked graphs are not stored (store.c) */
+	proto.stored = !tracked && (L.persist < 0 ? gnn_persist_graphs : L.persist > 0);
 	proto.schema_graph = true;
 	GnnBuildAndRegister(L.name, replace, &in, &proto, SchemaReport, &L, ctx);
 	if (tracked)
