@@ -332,6 +332,8 @@ extern void GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool 
 extern bool GnnGraphDrop(const char *name, bool if_exists, Oid owner);
 extern void GnnGraphDropDatabase(Oid dbid);
 extern bool GnnGraphExists(const char *name);
+/* owner's graph name in this database; the caller holds gnn_shared->lock */
+extern GnnGraphEntry *GnnGraphEntryOf(const char *name, Oid owner);
 extern uint64 GnnGraphGeneration(const char *name);
 extern bool GnnGraphShape(const char *name, GnnGraphEntry *out);
 /* a partition segment (funcs_partition.c), also as stored in partition.gnn */

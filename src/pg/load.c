@@ -476,6 +476,7 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in, G
 	gnn_graph	g;
 	gnn_error	err;
 	gnn_status	st;
+	volatile bool existed = false;
 
 	memset(&rq, 0, sizeof(rq));
 	rq.name = name;
@@ -502,25 +503,20 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in, G
 		proto->n_val = g.n_val;
 		proto->n_test = g.n_test;
 		proto->loaded_at = GetCurrentTimestamp();
+		existed = GnnGraphExists(name);
+		if (!replace && existed)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("graph \"%s\" already exists", name),
+					 errhint("Pass replace => true to replace it, or drop it first with gnn.drop_graph().")));
 		if (proto->tracked)
 		{
 			/* with the log rows it covers gone, at commit (track.c) */
-			if (!replace && GnnGraphExists(name))
-				ereport(ERROR,
-						(errcode(ERRCODE_DUPLICATE_OBJECT),
-						 errmsg("graph \"%s\" already exists", name)));
 			GnnPublishAtCommit(proto, rq.seg, rq.reserved);
 			rq.reserved = 0;
 		}
 		else
 		{
-			bool		existed = GnnGraphExists(name);
-
-			if (!replace && existed)
-				ereport(ERROR,
-						(errcode(ERRCODE_DUPLICATE_OBJECT),
-						 errmsg("graph \"%s\" already exists", name),
-						 errhint("Pass replace => true to replace it, or drop it first with gnn.drop_graph().")));
 			if (proto->stored)
 			{
 				/* on disk first (loads of the name in turn), so a registered graph is always stored */

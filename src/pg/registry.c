@@ -208,21 +208,18 @@ GnnGraphSetTracked(const char *name, Oid owner, bool tracked)
 {
 	bool		unstore = false;
 
-	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < gnn_shared->max_graphs; i++)
-	{
-		GnnGraphEntry *e = &gnn_shared->graphs[i];
+	GnnGraphEntry *e;
 
-		if (e->in_use && e->dbid == MyDatabaseId && e->owner == owner && strcmp(e->name, name) == 0)
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	if ((e = GnnGraphEntryOf(name, owner)) != NULL)
+	{
+		e->tracked = tracked;
+		/* a graph that follows its tables is not stored (store.c) */
+		if (tracked && e->stored && e->handle != DSM_HANDLE_INVALID)
 		{
-			e->tracked = tracked;
-			/* a graph that follows its tables is not stored (store.c) */
-			if (tracked && e->stored && e->handle != DSM_HANDLE_INVALID)
-			{
-				unstore = true;
-				e->stored = false;
-				e->part_stored = false;
-			}
+			unstore = true;
+			e->stored = false;
+			e->part_stored = false;
 		}
 	}
 	LWLockRelease(gnn_shared->lock);
@@ -396,8 +393,8 @@ GnnCheckGraphName(const char *name)
  * role's graph of that name (SET ROLE changes whose), so no role can see,
  * take or squat another's names.
  */
-static GnnGraphEntry *
-FindEntryOf(const char *name, Oid me)
+GnnGraphEntry *
+GnnGraphEntryOf(const char *name, Oid me)
 {
 	for (int i = 0; i < gnn_shared->max_graphs; i++)
 	{
@@ -412,7 +409,7 @@ FindEntryOf(const char *name, Oid me)
 static GnnGraphEntry *
 FindEntry(const char *name)
 {
-	return FindEntryOf(name, GetUserId());
+	return GnnGraphEntryOf(name, GetUserId());
 }
 
 static void
@@ -923,7 +920,7 @@ GnnGraphDrop(const char *name, bool if_exists, Oid owner)
 	SnapInvalidate(name);
 	GnnLockGraph(name, owner);	/* not while a load of the name writes its files */
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-	e = FindEntryOf(name, owner);
+	e = GnnGraphEntryOf(name, owner);
 	if (e == NULL)
 	{
 		LWLockRelease(gnn_shared->lock);
@@ -989,14 +986,17 @@ GnnPartitionFree(GnnGraphEntry *e)
 	e->part_method[0] = '\0';
 }
 
-/* Map the partition of graph name (of this generation), or NULL if none. */
+/*
+ * Map the partition of graph name (of this generation), or NULL if none.
+ * Callers hold the graph (GnnGraphAcquire), which mapped a stored graph and
+ * its stored partition together.
+ */
 dsm_segment *
 GnnPartitionAttach(const char *name, uint64 generation)
 {
 	GnnGraphEntry *e;
 	dsm_segment *seg = NULL;
 
-	(void) GnnStoreMap(name, GetUserId());
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
 	e = FindEntry(name);
 	if (e && e->generation == generation && e->part_handle != DSM_HANDLE_INVALID)

@@ -426,20 +426,6 @@ GnnStoreScan(void)
 
 /* ------------------------------------------------------------------ mapping on first use */
 
-static GnnGraphEntry *
-FindOwned(const char *name, Oid owner)
-{
-	for (int i = 0; i < gnn_shared->max_graphs; i++)
-	{
-		GnnGraphEntry *e = &gnn_shared->graphs[i];
-
-		if (e->in_use && e->dbid == MyDatabaseId && e->owner == owner &&
-			strncmp(e->name, name, GNN_GRAPH_NAME_LEN) == 0)
-			return e;
-	}
-	return NULL;
-}
-
 /* mark the entry of this generation invalid with the reason (caller holds no lock) */
 static void
 MarkInvalid(const char *name, Oid owner, uint64 generation, const char *why)
@@ -447,7 +433,7 @@ MarkInvalid(const char *name, Oid owner, uint64 generation, const char *why)
 	GnnGraphEntry *e;
 
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-	e = FindOwned(name, owner);
+	e = GnnGraphEntryOf(name, owner);
 	if (e && e->generation == generation && e->handle == DSM_HANDLE_INVALID)
 		strlcpy(e->store_error, why, sizeof(e->store_error));
 	LWLockRelease(gnn_shared->lock);
@@ -529,7 +515,7 @@ GnnStoreMap(const char *name, Oid owner)
 	MemoryContext cxt = CurrentMemoryContext;
 
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
-	e = FindOwned(name, owner);
+	e = GnnGraphEntryOf(name, owner);
 	if (e == NULL || e->handle != DSM_HANDLE_INVALID || !e->stored)
 	{
 		LWLockRelease(gnn_shared->lock);
@@ -602,7 +588,7 @@ GnnStoreMap(const char *name, Oid owner)
 		preserved = pres;
 	}
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-	e = FindOwned(name, owner);
+	e = GnnGraphEntryOf(name, owner);
 	if (e && e->handle == DSM_HANDLE_INVALID && e->generation == copy.generation && !e->store_error[0])
 	{
 		dsm_pin_segment(seg);
@@ -656,7 +642,7 @@ gnn_graph_store(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	GnnRequirePreload();
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
-	x = FindOwned(name, PG_GETARG_OID(1));
+	x = GnnGraphEntryOf(name, PG_GETARG_OID(1));
 	found = x != NULL;
 	if (found)
 		e = *x;
