@@ -141,16 +141,19 @@ GnnStorePersistPartition(const GnnGraphEntry *e, const void *region, uint64 size
 				 errdetail("It is in memory, and goes with a restart.")));
 }
 
-static void
+/* whether dir/file was there and is gone */
+static bool
 RemoveFile(const char *dir, const char *file)
 {
 	char	   *path = psprintf("%s/%s", dir, file);
+	bool		removed = unlink(path) == 0;
 
-	if (unlink(path) != 0 && errno != ENOENT)
+	if (!removed && errno != ENOENT)
 		ereport(WARNING,
 				(errcode_for_file_access(),
 				 errmsg("could not remove \"%s\": %m", path)));
 	pfree(path);
+	return removed;
 }
 
 void
@@ -159,9 +162,9 @@ GnnStoreRemovePartition(Oid dbid, Oid owner, const char *name)
 	char	   *dir = GnnStoreDir(dbid, owner, name);
 	gnn_error	err;
 
-	RemoveFile(dir, PART_FILE);
-	RemoveFile(dir, PART_FILE ".tmp");
-	(void) gnn_store_sync_dir(dir, &err);
+	/* every persisting load calls this: the directory is synced only when something went */
+	if (RemoveFile(dir, PART_FILE) | RemoveFile(dir, PART_FILE ".tmp"))
+		(void) gnn_store_sync_dir(dir, &err);
 	pfree(dir);
 }
 
