@@ -22,6 +22,7 @@
  * in the block misses its edges to nodes outside it.
  */
 #include "model.h"
+#include "sample.h"
 #include "../../kernels/relabel_math.h"	/* the loop row, shared with the GPU builder */
 
 #include <math.h>
@@ -607,7 +608,11 @@ gnn_dfeat_from_graph(gnn_backend *be, const gnn_graph *g, bool row_normalise,
 
 		if (!x)
 			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for features");
-		memcpy(x, g->feat, sizeof(float) * n * d);
+		if ((st = gnn_graph_feat_range(g, 0, n, x, err)) != GNN_OK)
+		{
+			free(x);
+			return st;
+		}
 		if (row_normalise)
 			for (int64_t i = 0; i < n; i++)
 			{

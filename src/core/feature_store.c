@@ -6,8 +6,11 @@
 #define _GNU_SOURCE
 #endif
 #include "feature_store.h"
+#include "store.h"
+#include "graph.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +21,13 @@
 
 struct gnn_fstore
 {
+	pthread_mutex_t mu;			/* one gather or prefetch at a time */
 	int			fd;
+	/* CRC-32C of each GNN_FSTORE_BLOCK of the file from offset (NULL: unchecked) */
+	const uint32_t *block_crc;
+	uint64_t	nblocks;
+	const int32_t *row_of;		/* [rows]: a gather's index -> the file's row (NULL: the same) */
+	void	   *owned;			/* a features file's metadata (gnn_fstore_open_file) */
 	bool		direct;
 	uint64_t	offset;
 	int64_t		rows;
@@ -50,6 +59,8 @@ fs_free(gnn_fstore *fs)
 		return;
 	if (fs->fd >= 0)
 		close(fs->fd);
+	pthread_mutex_destroy(&fs->mu);
+	free(fs->owned);
 	free(fs->slot);
 	free(fs->slot_row);
 	free(fs->slot_of);
@@ -84,6 +95,7 @@ gnn_fstore_open(const char *path, uint64_t offset, int64_t rows, int32_t dim, in
 	fs = calloc(1, sizeof(*fs));
 	if (!fs)
 		return gnn_error_set(err, GNN_ERR_NOMEM, "feature store: out of memory");
+	pthread_mutex_init(&fs->mu, NULL);
 	fs->fd = -1;
 	fs->offset = offset;
 	fs->rows = rows;
@@ -229,6 +241,23 @@ read_blocks(gnn_fstore *fs, uint64_t lo, uint64_t hi, gnn_error *err)
 	}
 	fs->st.reads++;
 	fs->st.bytes_read += (int64_t) done;
+	if (fs->block_crc)
+	{
+		/* every block read is checked, the short last one by its length */
+		uint64_t	b0 = (lo - fs->offset) / GNN_FSTORE_BLOCK;
+
+		for (size_t k = 0; k < done; k += GNN_FSTORE_BLOCK)
+		{
+			size_t		len = done - k < GNN_FSTORE_BLOCK ? done - k : GNN_FSTORE_BLOCK;
+			uint64_t	b = b0 + k / GNN_FSTORE_BLOCK;
+
+			if (b >= fs->nblocks || gnn_crc32c(0, fs->bounce + k, len) != fs->block_crc[b])
+				return gnn_error_set(err, GNN_ERR_CORRUPT,
+									 "feature store: block %llu (bytes %llu..%llu) fails its checksum",
+									 (unsigned long long) b, (unsigned long long) (lo + k),
+									 (unsigned long long) (lo + k + len));
+		}
+	}
 	return GNN_OK;
 }
 
@@ -299,8 +328,8 @@ grow_miss(gnn_fstore *fs, int64_t n, gnn_error *err)
 	return GNN_OK;
 }
 
-gnn_status
-gnn_fstore_gather(gnn_fstore *fs, const int32_t *idx, int64_t n, float *out, gnn_error *err)
+static gnn_status
+fs_gather(gnn_fstore *fs, const int32_t *idx, int64_t n, float *out, gnn_error *err)
 {
 	int64_t		nm = 0;
 	gnn_status	st;
@@ -319,6 +348,8 @@ gnn_fstore_gather(gnn_fstore *fs, const int32_t *idx, int64_t n, float *out, gnn
 		if (r < 0 || r >= fs->rows)
 			return gnn_error_set(err, GNN_ERR_INVALID, "feature store: row %d out of range (%lld rows)", r,
 								 (long long) fs->rows);
+		if (fs->row_of)
+			r = fs->row_of[r];
 		s = fs->slot_of[r];
 		if (s >= 0)
 		{
@@ -337,8 +368,8 @@ gnn_fstore_gather(gnn_fstore *fs, const int32_t *idx, int64_t n, float *out, gnn
 	return read_misses(fs, nm, out, err);
 }
 
-gnn_status
-gnn_fstore_prefetch(gnn_fstore *fs, const int32_t *idx, int64_t n, gnn_error *err)
+static gnn_status
+fs_prefetch(gnn_fstore *fs, const int32_t *idx, int64_t n, gnn_error *err)
 {
 	int64_t		nm = 0;
 	gnn_status	st;
@@ -354,6 +385,8 @@ gnn_fstore_prefetch(gnn_fstore *fs, const int32_t *idx, int64_t n, gnn_error *er
 		if (r < 0 || r >= fs->rows)
 			return gnn_error_set(err, GNN_ERR_INVALID, "feature store: row %d out of range (%lld rows)", r,
 								 (long long) fs->rows);
+		if (fs->row_of)
+			r = fs->row_of[r];
 		if (fs->slot_of[r] < 0)
 			fs->miss[nm++] = ((int64_t) r << 32) | (int64_t) k;
 	}
@@ -365,17 +398,267 @@ gnn_fstore_prefetch(gnn_fstore *fs, const int32_t *idx, int64_t n, gnn_error *er
 	return read_misses(fs, nm, NULL, err);
 }
 
-void
-gnn_fstore_stats_get(const gnn_fstore *fs, gnn_fstore_stats *st)
+gnn_status
+gnn_fstore_gather(gnn_fstore *fs, const int32_t *idx, int64_t n, float *out, gnn_error *err)
 {
+	gnn_status	st;
+
+	pthread_mutex_lock(&fs->mu);
+	st = fs_gather(fs, idx, n, out, err);
+	pthread_mutex_unlock(&fs->mu);
+	return st;
+}
+
+gnn_status
+gnn_fstore_prefetch(gnn_fstore *fs, const int32_t *idx, int64_t n, gnn_error *err)
+{
+	gnn_status	st;
+
+	pthread_mutex_lock(&fs->mu);
+	st = fs_prefetch(fs, idx, n, err);
+	pthread_mutex_unlock(&fs->mu);
+	return st;
+}
+
+void
+gnn_fstore_set_checksums(gnn_fstore *fs, const uint32_t *block_crc, uint64_t nblocks)
+{
+	fs->block_crc = block_crc;
+	fs->nblocks = nblocks;
+}
+
+int64_t
+gnn_fstore_rows(const gnn_fstore *fs)
+{
+	return fs->rows;
+}
+
+int32_t
+gnn_fstore_dim(const gnn_fstore *fs)
+{
+	return fs->dim;
+}
+
+int64_t
+gnn_fstore_cache_rows(const gnn_fstore *fs)
+{
+	return fs->cap;
+}
+
+void
+gnn_fstore_stats_get(gnn_fstore *fs, gnn_fstore_stats *st)
+{
+	pthread_mutex_lock(&fs->mu);
 	*st = fs->st;
+	pthread_mutex_unlock(&fs->mu);
 }
 
 void
 gnn_fstore_stats_reset(gnn_fstore *fs)
 {
-	bool		d = fs->st.direct;
+	bool		d;
 
+	pthread_mutex_lock(&fs->mu);
+	d = fs->st.direct;
 	memset(&fs->st, 0, sizeof(fs->st));
 	fs->st.direct = d;
+	pthread_mutex_unlock(&fs->mu);
+}
+
+/* ------------------------------------------------------------------ features files */
+
+#define FMETA_FIXED 24			/* "GNNFEAT1", i64 rows, i32 dim, i32 ordered */
+
+static uint64_t
+payload_blocks(int64_t rows, int32_t dim)
+{
+	return ((uint64_t) rows * sizeof(float) * (uint64_t) dim + GNN_FSTORE_BLOCK - 1) / GNN_FSTORE_BLOCK;
+}
+
+size_t
+gnn_fstore_file_meta_len(int64_t rows, int32_t dim, bool ordered)
+{
+	return FMETA_FIXED + (ordered ? sizeof(int32_t) * (size_t) rows : 0) +
+		sizeof(uint32_t) * (size_t) payload_blocks(rows, dim);
+}
+
+typedef struct fill_arg
+{
+	const float *feat;
+	const int32_t *order;
+	size_t		row_bytes;
+	uint32_t   *crc;
+} fill_arg;
+
+static gnn_status
+fill_rows(void *arg, uint64_t at, void *buf, size_t len, gnn_error *err)
+{
+	fill_arg   *a = arg;
+	unsigned char *p = buf;
+	uint64_t	pos = at;
+
+	(void) err;
+	while (pos < at + len)
+	{
+		uint64_t	r = pos / a->row_bytes,
+					in = pos % a->row_bytes;
+		size_t		n = (size_t) (a->row_bytes - in);
+		int64_t		node = a->order ? a->order[r] : (int64_t) r;
+
+		if (n > at + len - pos)
+			n = (size_t) (at + len - pos);
+		memcpy(p + (pos - at), (const unsigned char *) a->feat + (size_t) node * a->row_bytes + in, n);
+		pos += n;
+	}
+	/* chunks are whole blocks but the last */
+	for (size_t k = 0; k < len; k += GNN_FSTORE_BLOCK)
+		a->crc[(at + k) / GNN_FSTORE_BLOCK] = gnn_crc32c(0, p + k, len - k < GNN_FSTORE_BLOCK ? len - k : GNN_FSTORE_BLOCK);
+	return GNN_OK;
+}
+
+gnn_status
+gnn_fstore_write_file(const char *dir, const char *name, uint64_t generation, const float *feat,
+					  int64_t rows, int32_t dim, const int32_t *order, gnn_error *err)
+{
+	size_t		mlen;
+	unsigned char *meta;
+	int32_t    *row_of;
+	fill_arg	a;
+	gnn_status	st;
+	int64_t		v;
+
+	if (rows < 0 || rows > INT32_MAX || dim <= 0)
+		return gnn_error_set(err, GNN_ERR_INVALID, "feature store: bad shape (%lld rows of %d)", (long long) rows, dim);
+	mlen = gnn_fstore_file_meta_len(rows, dim, order != NULL);
+	meta = calloc(1, mlen);
+	if (!meta)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "feature store: out of memory for %zu bytes of metadata", mlen);
+	memcpy(meta, "GNNFEAT1", 8);
+	memcpy(meta + 8, &rows, 8);
+	memcpy(meta + 16, &dim, 4);
+	v = order != NULL;
+	memcpy(meta + 20, &(int32_t) {(int32_t) v}, 4);
+	row_of = (int32_t *) (meta + FMETA_FIXED);
+	if (order)
+	{
+		for (int64_t r = 0; r < rows; r++)
+			row_of[r] = -1;
+		for (int64_t r = 0; r < rows; r++)
+		{
+			if (order[r] < 0 || order[r] >= rows || row_of[order[r]] >= 0)
+			{
+				free(meta);
+				return gnn_error_set(err, GNN_ERR_INVALID, "feature store: the row order is not a permutation (row %lld)",
+									 (long long) r);
+			}
+			row_of[order[r]] = (int32_t) r;
+		}
+	}
+	a.feat = feat;
+	a.order = order;
+	a.row_bytes = sizeof(float) * (size_t) dim;
+	a.crc = (uint32_t *) (meta + FMETA_FIXED + (order ? sizeof(int32_t) * (size_t) rows : 0));
+	st = gnn_store_write_fill(dir, name, GNN_STORE_FEATURES, generation, meta, mlen,
+							  (size_t) rows * a.row_bytes, fill_rows, &a, err);
+	free(meta);
+	return st;
+}
+
+gnn_status
+gnn_fstore_open_file(const char *path, uint64_t generation, int64_t cache_rows, bool direct,
+					 gnn_fstore **out, gnn_error *err)
+{
+	gnn_store_header h;
+	unsigned char *meta;
+	int64_t		rows;
+	int32_t		dim,
+				ordered;
+	gnn_status	st;
+
+	*out = NULL;
+	/* the header first (its lengths are checked against the file), then the metadata */
+	if ((st = gnn_store_read_header(path, &h, NULL, 0, err)) != GNN_OK)
+		return st;
+	if (h.meta_len < FMETA_FIXED)
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "\"%s\": bad features metadata length %llu",
+							 path, (unsigned long long) h.meta_len);
+	meta = malloc(h.meta_len);
+	if (!meta)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "feature store: out of memory for %llu bytes of metadata",
+							 (unsigned long long) h.meta_len);
+	if ((st = gnn_store_read_header(path, &h, meta, h.meta_len, err)) != GNN_OK)
+	{
+		free(meta);
+		return st;
+	}
+	memcpy(&rows, meta + 8, 8);
+	memcpy(&dim, meta + 16, 4);
+	memcpy(&ordered, meta + 20, 4);
+	if (h.kind != GNN_STORE_FEATURES || memcmp(meta, "GNNFEAT1", 8) != 0)
+		st = gnn_error_set(err, GNN_ERR_CORRUPT, "\"%s\" is not a features file", path);
+	else if (generation && h.generation != generation)
+		st = gnn_error_set(err, GNN_ERR_CORRUPT, "\"%s\" belongs to graph version %llu, not %llu", path,
+						   (unsigned long long) h.generation, (unsigned long long) generation);
+	else if (rows < 0 || rows > INT32_MAX || dim <= 0 || (ordered != 0 && ordered != 1) ||
+			 h.meta_len != gnn_fstore_file_meta_len(rows, dim, ordered) ||
+			 h.payload_len != (uint64_t) rows * sizeof(float) * (uint64_t) dim ||
+			 h.payload_offset % GNN_FSTORE_BLOCK != 0)
+		st = gnn_error_set(err, GNN_ERR_CORRUPT, "\"%s\": features metadata does not match its payload", path);
+	else if (ordered)
+	{
+		/* a permutation, or a gather could read another node's row */
+		const int32_t *row_of = (const int32_t *) (meta + FMETA_FIXED);
+		uint8_t    *seen = calloc((size_t) rows + 1, 1);
+
+		if (!seen)
+			st = gnn_error_set(err, GNN_ERR_NOMEM, "feature store: out of memory");
+		for (int64_t r = 0; seen && r < rows && st == GNN_OK; r++)
+		{
+			if (row_of[r] < 0 || row_of[r] >= rows || seen[row_of[r]])
+				st = gnn_error_set(err, GNN_ERR_CORRUPT, "\"%s\": its row map is not a permutation (node %lld)",
+								   path, (long long) r);
+			else
+				seen[row_of[r]] = 1;
+		}
+		free(seen);
+	}
+	if (st == GNN_OK)
+		st = gnn_fstore_open(path, h.payload_offset, rows, dim, cache_rows, direct, out, err);
+	if (st != GNN_OK)
+	{
+		free(meta);
+		return st;
+	}
+	(*out)->owned = meta;
+	(*out)->row_of = ordered ? (const int32_t *) (meta + FMETA_FIXED) : NULL;
+	gnn_fstore_set_checksums(*out, (const uint32_t *) (meta + FMETA_FIXED + (ordered ? sizeof(int32_t) * (size_t) rows : 0)),
+							 payload_blocks(rows, dim));
+	return GNN_OK;
+}
+
+gnn_status
+gnn_fstore_degree_order(const gnn_graph *g, int32_t *order, gnn_error *err)
+{
+	int64_t		n = g->num_nodes;
+	int64_t    *key;
+
+	if (n > INT32_MAX)
+		return gnn_error_set(err, GNN_ERR_LIMIT, "feature store: %lld nodes (at most %d)", (long long) n, INT32_MAX);
+	key = malloc(sizeof(int64_t) * (size_t) (n + 1));
+	if (!key)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "feature store: out of memory ordering %lld rows", (long long) n);
+	/* (in + out degree) descending, then node ascending: one sort of packed keys */
+	for (int64_t v = 0; v < n; v++)
+	{
+		int64_t		d = (g->indptr[v + 1] - g->indptr[v]) + (g->rindptr ? g->rindptr[v + 1] - g->rindptr[v] : 0);
+
+		if (d > INT32_MAX)
+			d = INT32_MAX;
+		key[v] = ((int64_t) (INT32_MAX - d) << 32) | v;
+	}
+	qsort(key, (size_t) n, sizeof(int64_t), cmp_i64);
+	for (int64_t r = 0; r < n; r++)
+		order[r] = (int32_t) (key[r] & 0xffffffff);
+	free(key);
+	return GNN_OK;
 }

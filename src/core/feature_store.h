@@ -18,8 +18,12 @@
  * the cost of one bit per hit, which matters here because a minibatch
  * epoch reads every training node's neighbourhood once per epoch.
  *
- * One store is used by one thread at a time.  Results are the file's bytes
- * whatever the cache: a gather through a store equals one from memory.
+ * Gathers and prefetches of one store run one at a time (a mutex): the
+ * minibatch pipeline's thread gathers while evaluation may.  Results are the
+ * file's bytes whatever the cache: a gather through a store equals one from
+ * memory.  With block checksums (gnn_fstore_set_checksums) every block read
+ * from the file is checked before a byte of it is used; a block that fails
+ * is GNN_ERR_CORRUPT naming it.
  */
 #ifndef GNN_FEATURE_STORE_H
 #define GNN_FEATURE_STORE_H
@@ -63,7 +67,53 @@ gnn_status	gnn_fstore_gather(gnn_fstore *fs, const int32_t *idx, int64_t n, floa
  */
 gnn_status	gnn_fstore_prefetch(gnn_fstore *fs, const int32_t *idx, int64_t n, gnn_error *err);
 
-void		gnn_fstore_stats_get(const gnn_fstore *fs, gnn_fstore_stats *st);
+/*
+ * Check every block read against block_crc[b] = CRC-32C of the file's bytes
+ * [offset + b * GNN_FSTORE_BLOCK, + GNN_FSTORE_BLOCK) (the last one short),
+ * b < nblocks.  The array is the caller's and must outlive the store.
+ */
+void		gnn_fstore_set_checksums(gnn_fstore *fs, const uint32_t *block_crc, uint64_t nblocks);
+
+int64_t		gnn_fstore_rows(const gnn_fstore *fs);
+int32_t		gnn_fstore_dim(const gnn_fstore *fs);
+int64_t		gnn_fstore_cache_rows(const gnn_fstore *fs);
+
+void		gnn_fstore_stats_get(gnn_fstore *fs, gnn_fstore_stats *st);
 void		gnn_fstore_stats_reset(gnn_fstore *fs);
+
+/*
+ * Features files: a graph store file (store.h) of kind GNN_STORE_FEATURES.
+ * Its payload is rows x dim float32 in the file's row order; its metadata
+ * is "GNNFEAT1", the shape, the map from a node to its file row (when the
+ * rows were reordered) and the CRC-32C of every GNN_FSTORE_BLOCK of the
+ * payload, which reads check.  A store opened from one takes node indices:
+ * gathers translate them through the map.
+ *
+ * Write dir/name with feat's rows (node-major, rows x dim) so that file row
+ * r holds node order[r] (order a permutation; NULL: node order), durably
+ * (gnn_store_write_fill: a temporary name, fsync, rename).
+ */
+gnn_status	gnn_fstore_write_file(const char *dir, const char *name, uint64_t generation,
+								  const float *feat, int64_t rows, int32_t dim,
+								  const int32_t *order, gnn_error *err);
+size_t		gnn_fstore_file_meta_len(int64_t rows, int32_t dim, bool ordered);
+
+/*
+ * Open a features file (its header, metadata and row map checked; the
+ * payload's blocks are checked as they are read), of graph version
+ * generation (0: any), with a cache of cache_rows rows.
+ */
+gnn_status	gnn_fstore_open_file(const char *path, uint64_t generation, int64_t cache_rows,
+								 bool direct, gnn_fstore **out, gnn_error *err);
+
+/*
+ * A row order for a features file that keeps hot rows together: nodes by
+ * degree (in + out arcs) descending, ties by index (order[r] = the node of
+ * file row r, r < g->num_nodes).  The rows every epoch reads most are then
+ * a contiguous head of the file that the cache soon holds; the misses fall
+ * in the tail.
+ */
+struct gnn_graph;
+gnn_status	gnn_fstore_degree_order(const struct gnn_graph *g, int32_t *order, gnn_error *err);
 
 #endif							/* GNN_FEATURE_STORE_H */

@@ -314,6 +314,16 @@ typedef struct gnn_graph
 	const void *region;			/* the base region (gnn_graph_attach) */
 	const void *delta;			/* the delta region, NULL when none */
 	uint64_t	delta_bytes;
+
+	/*
+	 * Dense features kept on disk (feature_store.h), set by the caller after
+	 * attaching a region built without them: feat is then NULL, feat_kind
+	 * GNN_FEAT_DENSE and feat_dim the store's.  Every reader of dense
+	 * features goes through gnn_gather_dense / gnn_graph_feat_range
+	 * (sample.h), which read through the store's cache; gnn_graph_feat_row
+	 * returns NULL for such a graph.
+	 */
+	struct gnn_fstore *fstore;
 } gnn_graph;
 
 /* the slot of row v in patch p, or -1 when p leaves it to the base */
@@ -410,7 +420,7 @@ gnn_graph_feat_row(const gnn_graph *g, int64_t v)
 	int64_t		k;
 
 	if (!g->feat)
-		return NULL;
+		return NULL;			/* none, or on disk (g->fstore) */
 	if (g->has_delta && (k = gnn_graph_patch_slot(&g->dnode, v)) >= 0)
 		return g->dnode.feat + k * (int64_t) g->feat_dim;
 	return g->feat + v * (int64_t) g->feat_dim;

@@ -10,6 +10,7 @@
  * only sequential part; it touches each sampled edge once with a prefetch.
  */
 #include "sample.h"
+#include "feature_store.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -1520,6 +1521,27 @@ gnn_gather_dense(const gnn_graph *g, const int32_t *nodes, int64_t n, bool row_n
 
 	if (g->feat_kind != GNN_FEAT_DENSE)
 		return gnn_error_set(err, GNN_ERR_INVALID, "the graph has no dense features");
+	if (g->fstore)
+	{
+		/* through the store's cache: its misses are read sorted, in runs */
+		gnn_status	st = gnn_fstore_gather(g->fstore, nodes, n, out, err);
+
+		if (st != GNN_OK || !row_normalise)
+			return st;
+#pragma omp parallel for num_threads(nt) schedule(static) if (n * d > 65536 && nt > 1)
+		for (int64_t i = 0; i < n; i++)
+		{
+			float	   *dst = out + i * d;
+			double		s = 0;
+
+			for (int64_t k = 0; k < d; k++)
+				s += dst[k];
+			if (s != 0)
+				for (int64_t k = 0; k < d; k++)
+					dst[k] = (float) (dst[k] / s);
+		}
+		return GNN_OK;
+	}
 #pragma omp parallel for num_threads(nt) schedule(static) if (n * d > 65536 && nt > 1)
 	for (int64_t i = 0; i < n; i++)
 	{
@@ -1547,6 +1569,40 @@ gnn_gather_dense(const gnn_graph *g, const int32_t *nodes, int64_t n, bool row_n
 				for (int64_t k = 0; k < d; k++)
 					dst[k] = (float) (dst[k] / s);
 		}
+	}
+	return GNN_OK;
+}
+
+gnn_status
+gnn_graph_feat_range(const gnn_graph *g, int64_t first, int64_t count, float *out, gnn_error *err)
+{
+	int32_t		idx[4096];
+
+	if (g->feat_kind != GNN_FEAT_DENSE)
+		return gnn_error_set(err, GNN_ERR_INVALID, "the graph has no dense features");
+	if (first < 0 || count < 0 || first + count > g->num_nodes)
+		return gnn_error_set(err, GNN_ERR_INVALID, "feature rows %lld..%lld out of range (%lld nodes)",
+							 (long long) first, (long long) (first + count), (long long) g->num_nodes);
+	if (!g->fstore)
+	{
+		if (!g->has_delta)
+		{
+			memcpy(out, g->feat + first * (int64_t) g->feat_dim, sizeof(float) * (size_t) count * g->feat_dim);
+			return GNN_OK;
+		}
+		for (int64_t v = 0; v < count; v++)
+			memcpy(out + v * g->feat_dim, gnn_graph_feat_row(g, first + v), sizeof(float) * g->feat_dim);
+		return GNN_OK;
+	}
+	for (int64_t k0 = 0; k0 < count; k0 += 4096)
+	{
+		int64_t		k = count - k0 < 4096 ? count - k0 : 4096;
+		gnn_status	st;
+
+		for (int64_t i = 0; i < k; i++)
+			idx[i] = (int32_t) (first + k0 + i);
+		if ((st = gnn_fstore_gather(g->fstore, idx, k, out + k0 * g->feat_dim, err)) != GNN_OK)
+			return st;
 	}
 	return GNN_OK;
 }

@@ -183,6 +183,14 @@ gnn_status	gnn_random_walk(const gnn_graph *g, const int32_t *starts, int64_t n,
 gnn_status	gnn_gather_dense(const gnn_graph *g, const int32_t *nodes, int64_t n,
 							 bool row_normalise, int nthreads, float *out, gnn_error *err);
 
+/*
+ * Dense rows of nodes [first, first + count) into out, unnormalised, from
+ * memory or through the graph's feature store (for whole-graph readers:
+ * full-batch training, digests; they read a store in slices of this).
+ */
+gnn_status	gnn_graph_feat_range(const gnn_graph *g, int64_t first, int64_t count, float *out,
+								 gnn_error *err);
+
 /* Sparse: a CSR of the nodes' rows (ptr[n+1], idx, val; malloc'd, free with free()). */
 gnn_status	gnn_gather_sparse(const gnn_graph *g, const int32_t *nodes, int64_t n,
 							  bool row_normalise, int nthreads, int64_t **ptr, int32_t **idx,

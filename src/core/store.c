@@ -179,21 +179,56 @@ gnn_store_sync_dir(const char *dir, gnn_error *err)
 	return GNN_OK;
 }
 
-gnn_status
-gnn_store_write(const char *dir, const char *name, gnn_store_kind kind, uint64_t generation,
-				const void *meta, size_t meta_len, const void *payload, size_t payload_len,
-				gnn_error *err)
+/*
+ * The one writer: the payload from memory, or (payload NULL, fill set)
+ * produced chunk by chunk into a buffer of FILL_CHUNK bytes; the metadata is
+ * written after the payload, so a fill may compute it (block checksums).
+ */
+#define FILL_CHUNK ((size_t) 4 << 20)
+
+static gnn_status
+store_write(const char *dir, const char *name, gnn_store_kind kind, uint64_t generation,
+			const void *meta, size_t meta_len, const void *payload, size_t payload_len,
+			gnn_store_fill_fn fill, void *arg, gnn_error *err)
 {
 	char		path[4096],
 				tmp[4096 + 8];
 	unsigned char hdr[GNN_STORE_HEADER_SIZE];
 	uint64_t	off = (GNN_STORE_HEADER_SIZE + meta_len + GNN_STORE_ALIGN - 1) / GNN_STORE_ALIGN * GNN_STORE_ALIGN;
-	gnn_status	st;
+	uint32_t	pcrc = 0;
+	gnn_status	st = GNN_OK;
 	int			fd;
 
 	if ((size_t) snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
 		return gnn_error_set(err, GNN_ERR_INVALID, "store path too long: %s/%s", dir, name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return gnn_error_set(err, GNN_ERR_LIMIT, "could not create \"%s\": %s", tmp, strerror(errno));
+	if (payload || !fill)
+	{
+		pcrc = gnn_crc32c(0, payload, payload_len);
+		if (payload_len)
+			st = write_all(fd, payload, payload_len, (off_t) off, tmp, err);
+	}
+	else
+	{
+		unsigned char *buf = malloc(FILL_CHUNK);
+
+		if (!buf)
+			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory writing \"%s\"", tmp);
+		for (uint64_t at = 0; st == GNN_OK && at < payload_len; at += FILL_CHUNK)
+		{
+			size_t		len = payload_len - at < FILL_CHUNK ? (size_t) (payload_len - at) : FILL_CHUNK;
+
+			if ((st = fill(arg, at, buf, len, err)) == GNN_OK)
+			{
+				pcrc = gnn_crc32c(pcrc, buf, len);
+				st = write_all(fd, buf, len, (off_t) (off + at), tmp, err);
+			}
+		}
+		free(buf);
+	}
 	memset(hdr, 0, sizeof(hdr));
 	memcpy(hdr, GNN_STORE_MAGIC, 8);
 	put32(hdr + 8, GNN_STORE_VERSION);
@@ -203,16 +238,12 @@ gnn_store_write(const char *dir, const char *name, gnn_store_kind kind, uint64_t
 	put64(hdr + 32, payload_len);
 	put64(hdr + 40, off);
 	put32(hdr + 48, gnn_crc32c(0, meta, meta_len));
-	put32(hdr + 52, gnn_crc32c(0, payload, payload_len));
+	put32(hdr + 52, pcrc);
 	put32(hdr + 56, gnn_crc32c(0, hdr, 56));
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return gnn_error_set(err, GNN_ERR_LIMIT, "could not create \"%s\": %s", tmp, strerror(errno));
-	st = write_all(fd, hdr, sizeof(hdr), 0, tmp, err);
 	if (st == GNN_OK && meta_len)
 		st = write_all(fd, meta, meta_len, GNN_STORE_HEADER_SIZE, tmp, err);
-	if (st == GNN_OK && payload_len)
-		st = write_all(fd, payload, payload_len, (off_t) off, tmp, err);
+	if (st == GNN_OK)
+		st = write_all(fd, hdr, sizeof(hdr), 0, tmp, err);
 	if (st == GNN_OK && ftruncate(fd, (off_t) (off + payload_len)) != 0)
 		st = gnn_error_set(err, GNN_ERR_LIMIT, "could not size \"%s\": %s", tmp, strerror(errno));
 	if (st == GNN_OK && fsync(fd) != 0)
@@ -227,6 +258,22 @@ gnn_store_write(const char *dir, const char *name, gnn_store_kind kind, uint64_t
 		return st;
 	}
 	return gnn_store_sync_dir(dir, err);
+}
+
+gnn_status
+gnn_store_write(const char *dir, const char *name, gnn_store_kind kind, uint64_t generation,
+				const void *meta, size_t meta_len, const void *payload, size_t payload_len,
+				gnn_error *err)
+{
+	return store_write(dir, name, kind, generation, meta, meta_len, payload, payload_len, NULL, NULL, err);
+}
+
+gnn_status
+gnn_store_write_fill(const char *dir, const char *name, gnn_store_kind kind, uint64_t generation,
+					 const void *meta, size_t meta_len, size_t payload_len, gnn_store_fill_fn fill,
+					 void *arg, gnn_error *err)
+{
+	return store_write(dir, name, kind, generation, meta, meta_len, NULL, payload_len, fill, arg, err);
 }
 
 /* ------------------------------------------------------------------ reading */

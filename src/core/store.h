@@ -37,7 +37,8 @@
 typedef enum gnn_store_kind
 {
 	GNN_STORE_GRAPH = 1,		/* a graph region (graph.h) */
-	GNN_STORE_PARTITION = 2		/* a partition assignment */
+	GNN_STORE_PARTITION = 2,	/* a partition assignment */
+	GNN_STORE_FEATURES = 3		/* feature rows (feature_store.h) */
 } gnn_store_kind;
 
 typedef struct gnn_store_header
@@ -62,6 +63,17 @@ uint32_t	gnn_crc32c(uint32_t crc, const void *data, size_t n);
 gnn_status	gnn_store_write(const char *dir, const char *name, gnn_store_kind kind,
 							uint64_t generation, const void *meta, size_t meta_len,
 							const void *payload, size_t payload_len, gnn_error *err);
+
+/*
+ * As gnn_store_write, the payload produced by fill(arg, at, buf, len): bytes
+ * [at, at + len) of it into buf, for consecutive chunks of a few MB.  meta
+ * is written after the last chunk (fill may still be writing it).
+ */
+typedef gnn_status (*gnn_store_fill_fn) (void *arg, uint64_t at, void *buf, size_t len, gnn_error *err);
+gnn_status	gnn_store_write_fill(const char *dir, const char *name, gnn_store_kind kind,
+								 uint64_t generation, const void *meta, size_t meta_len,
+								 size_t payload_len, gnn_store_fill_fn fill, void *arg,
+								 gnn_error *err);
 
 /*
  * Read and check path's header and metadata: *h filled, the metadata copied

@@ -5,6 +5,7 @@
 #include "train_subgraph.h"
 #include "eval.h"
 #include "partition.h"
+#include "sample.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -122,6 +123,16 @@ ctx_init(sub_ctx *x, const gnn_graph *g, gnn_backend *be, const gnn_train_config
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for subgraph buffers");
 	}
 	memset(x->map, 0xff, sizeof(int32_t) * (n + 1));
+	if (g->feat_kind == GNN_FEAT_DENSE)
+	{
+		gnn_status	st = gnn_graph_feat_range(g, 0, n, x->hfeat, err);	/* memory or the store */
+
+		if (st != GNN_OK)
+		{
+			ctx_free(x);
+			return st;
+		}
+	}
 	/* the same preprocessing as gnn_dfeat_from_graph */
 	for (int64_t v = 0; v < n; v++)
 	{
@@ -140,7 +151,7 @@ ctx_init(sub_ctx *x, const gnn_graph *g, gnn_backend *be, const gnn_train_config
 			int64_t		d = g->feat_dim;
 
 			for (int64_t j = 0; j < d; j++)
-				s += (x->hfeat[v * d + j] = g->feat[v * d + j]);
+				s += x->hfeat[v * d + j];
 			if (cfg->row_normalise && s != 0)
 				for (int64_t j = 0; j < d; j++)
 					x->hfeat[v * d + j] = (float) (x->hfeat[v * d + j] / s);
