@@ -44,7 +44,8 @@ CREATE FUNCTION gnn.load_graph(
     sparse_value    text     DEFAULT 'value',
     skip_dangling   boolean  DEFAULT false,
     track           boolean  DEFAULT false,
-    persist         boolean  DEFAULT NULL)
+    persist         boolean  DEFAULT NULL,
+    feature_store   text     DEFAULT NULL)
 RETURNS gnn.graph_info
 AS 'MODULE_PATHNAME', 'gnn_load_graph' LANGUAGE C VOLATILE;
 
@@ -71,14 +72,17 @@ AS 'MODULE_PATHNAME', 'gnn_graph_tracking' LANGUAGE C STABLE;
 -- The graph store (persist => true, gnn.persist_graphs): whether the graph
 -- has files in $PGDATA/gnn/, and its state: 'memory' (mapped), 'disk' (back
 -- after a restart, mapped on first use) or 'invalid' (its files failed their
--- checks: store_error says why; gnn.drop_graph removes them).
+-- checks: store_error says why; gnn.drop_graph removes them); where its
+-- dense features are: 'memory' (in the region) or 'disk' (the store's
+-- features file, read through gnn.feature_cache_size of cache; NULL: no
+-- dense features).
 CREATE FUNCTION gnn._graph_store(graph text, owner regrole,
-    OUT persisted boolean, OUT state text, OUT store_error text)
+    OUT persisted boolean, OUT state text, OUT store_error text, OUT feature_store text)
 AS 'MODULE_PATHNAME', 'gnn_graph_store' LANGUAGE C STABLE;
 
 CREATE VIEW gnn.graphs AS
 SELECT l.*, t.tracked, t.pending_changes, t.refreshed_at, t.delta_bytes,
-       s.persisted, s.state, s.store_error
+       s.persisted, s.state, s.store_error, s.feature_store
 FROM gnn.graph_list() l, LATERAL gnn._graph_tracking(l.name, l.owner) t,
      LATERAL gnn._graph_store(l.name, l.owner) s;
 
@@ -223,6 +227,13 @@ CREATE TABLE gnn.training_log (
     -- bytes batches moved from host to device (NULL on the CPU)
     cache_hit_rate  float8,
     h2d_bytes       bigint,
+    -- a graph with its features on disk (feature_store => 'disk'): the share
+    -- of feature rows the process's cache (gnn.feature_cache_size) served,
+    -- the bytes read from the features file, and read amplification (bytes
+    -- read over the bytes of the rows missed: whole 4 kB blocks are read)
+    store_hit_rate  float8,
+    store_bytes_read bigint,
+    store_read_amplification float8,
     PRIMARY KEY (job, epoch)
 );
 

@@ -486,6 +486,7 @@ typedef struct fill_arg
 {
 	const float *feat;
 	const int32_t *order;
+	const int64_t *src_row;
 	size_t		row_bytes;
 	uint32_t   *crc;
 } fill_arg;
@@ -505,6 +506,8 @@ fill_rows(void *arg, uint64_t at, void *buf, size_t len, gnn_error *err)
 		size_t		n = (size_t) (a->row_bytes - in);
 		int64_t		node = a->order ? a->order[r] : (int64_t) r;
 
+		if (a->src_row)
+			node = a->src_row[node];
 		if (n > at + len - pos)
 			n = (size_t) (at + len - pos);
 		memcpy(p + (pos - at), (const unsigned char *) a->feat + (size_t) node * a->row_bytes + in, n);
@@ -518,7 +521,7 @@ fill_rows(void *arg, uint64_t at, void *buf, size_t len, gnn_error *err)
 
 gnn_status
 gnn_fstore_write_file(const char *dir, const char *name, uint64_t generation, const float *feat,
-					  int64_t rows, int32_t dim, const int32_t *order, gnn_error *err)
+					  const int64_t *src_row, int64_t rows, int32_t dim, const int32_t *order, gnn_error *err)
 {
 	size_t		mlen;
 	unsigned char *meta;
@@ -555,6 +558,7 @@ gnn_fstore_write_file(const char *dir, const char *name, uint64_t generation, co
 		}
 	}
 	a.feat = feat;
+	a.src_row = src_row;
 	a.order = order;
 	a.row_bytes = sizeof(float) * (size_t) dim;
 	a.crc = (uint32_t *) (meta + FMETA_FIXED + (order ? sizeof(int32_t) * (size_t) rows : 0));

@@ -89,12 +89,13 @@ void		gnn_fstore_stats_reset(gnn_fstore *fs);
  * payload, which reads check.  A store opened from one takes node indices:
  * gathers translate them through the map.
  *
- * Write dir/name with feat's rows (node-major, rows x dim) so that file row
- * r holds node order[r] (order a permutation; NULL: node order), durably
- * (gnn_store_write_fill: a temporary name, fsync, rename).
+ * Write dir/name so that file row r holds node order[r] (order a
+ * permutation; NULL: node order), durably (gnn_store_write_fill: a
+ * temporary name, fsync, rename).  Node v's row is feat's row src_row[v]
+ * (NULL: row v), dim floats each: the loader's rows come in table order.
  */
 gnn_status	gnn_fstore_write_file(const char *dir, const char *name, uint64_t generation,
-								  const float *feat, int64_t rows, int32_t dim,
+								  const float *feat, const int64_t *src_row, int64_t rows, int32_t dim,
 								  const int32_t *order, gnn_error *err);
 size_t		gnn_fstore_file_meta_len(int64_t rows, int32_t dim, bool ordered);
 

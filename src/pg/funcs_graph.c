@@ -2,6 +2,7 @@
  * funcs_graph.c: SQL functions for graphs: load, drop, list, inspect.
  */
 #include "gnn_pg.h"
+#include "sample.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
@@ -98,6 +99,7 @@ gnn_load_graph(PG_FUNCTION_ARGS)
 	a.skip_dangling = PG_ARGISNULL(16) ? false : PG_GETARG_BOOL(16);
 	a.track = PG_NARGS() > 17 && !PG_ARGISNULL(17) && PG_GETARG_BOOL(17);
 	a.persist = PG_NARGS() > 18 && !PG_ARGISNULL(18) ? (PG_GETARG_BOOL(18) ? 1 : 0) : -1;
+	a.feature_store = PG_NARGS() > 19 ? TextArgOrNull(fcinfo, 19) : NULL;
 
 	GnnLoadGraph(&a, &result);
 
@@ -392,7 +394,46 @@ gnn_graph_digest(PG_FUNCTION_ARGS)
 	h = DigestAdd(h, &g->feat_kind, sizeof(g->feat_kind));
 	h = DigestAdd(h, &g->feat_dim, sizeof(g->feat_dim));
 	if (g->feat_kind == GNN_FEAT_DENSE)
-		h = DigestAdd(h, g->feat, sizeof(float) * n * g->feat_dim);
+	{
+		/*
+		 * In slices, hashed in the 1 MB pieces DigestAdd uses: the same value
+		 * from memory or through a features file.
+		 */
+		const Size piece = (Size) 1 << 20;
+		Size		row = sizeof(float) * (Size) g->feat_dim;
+		float	   *rows = palloc(row * 1024);
+		char	   *buf = palloc(piece);
+		Size		fill = 0;
+		gnn_error	err;
+
+		h = hash_combine64(h, (Size) n * row);
+		for (int64 v0 = 0; v0 < n; v0 += 1024)
+		{
+			int64		k = Min(1024, n - v0);
+			Size		len = (Size) k * row,
+						at = 0;
+
+			if (gnn_graph_feat_range(g, v0, k, rows, &err) != GNN_OK)
+				GnnReportCoreError("read the graph's features", &err);
+			while (at < len)
+			{
+				Size		c = Min(piece - fill, len - at);
+
+				memcpy(buf + fill, (char *) rows + at, c);
+				fill += c;
+				at += c;
+				if (fill == piece)
+				{
+					h = hash_combine64(h, hash_bytes_extended((const unsigned char *) buf, piece, h));
+					fill = 0;
+				}
+			}
+		}
+		if (fill > 0)
+			h = hash_combine64(h, hash_bytes_extended((const unsigned char *) buf, fill, h));
+		pfree(rows);
+		pfree(buf);
+	}
 	h = DigestAdd(h, g->labels, g->labels ? sizeof(int32) * n : 0);
 	h = DigestAdd(h, &g->num_classes, sizeof(g->num_classes));
 	h = DigestAdd(h, g->class_names, g->class_names ? g->class_names_bytes : 0);

@@ -137,6 +137,17 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomIntVariable("gnn.feature_cache_size",
+							"Memory each process gives the rows of one graph's features kept on disk.",
+							"Graphs loaded with feature_store => 'disk' read their feature rows through a "
+							"cache of this size (SIEVE eviction) in every process that uses them: the "
+							"training worker, sessions that infer.  Set before the graph is first used in "
+							"a session.",
+							&gnn_feature_cache_kb,
+							262144, 0, INT_MAX / 2,
+							PGC_USERSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
 	GnnPartitionInit();
 
 	/* everything below needs shared memory reserved at server start */

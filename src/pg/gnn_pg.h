@@ -30,6 +30,7 @@ extern double gnn_khop_max_fraction;
 extern int	gnn_gpu_cache_size_mb;
 extern int	gnn_gpu_graph_memory_mb;
 extern bool gnn_persist_graphs;
+extern int	gnn_feature_cache_kb;
 
 #define GNN_JOB_SLOTS 64
 
@@ -93,6 +94,12 @@ typedef struct GnnGraphEntry
 	bool		stored;
 	bool		part_stored;	/* partition.gnn holds this generation's partition */
 	char		store_error[192];
+	/*
+	 * The dense features are not in the region but in the graph store's
+	 * features file of this generation (feature_dim, feat_kind dense): read
+	 * through each process's cache (GnnFeaturesAttach).
+	 */
+	bool		feat_disk;
 } GnnGraphEntry;
 
 /* ------------------------------------------------------------------ jobs */
@@ -142,6 +149,7 @@ typedef struct GnnTrainRequest
 	char		sampler[16];
 	int64		fault_after;	/* fault injection: backend calls after this many fail; < 0 off */
 	int32		threads;
+	int32		feature_cache_kb;	/* the caller's gnn.feature_cache_size, for the worker */
 	/* subgraph samplers 'cluster' and 'saint_rw' (0: the core's default) */
 	int32		num_parts;
 	int32		clusters_per_batch;
@@ -363,6 +371,13 @@ extern void GnnStoreScan(void);
 extern void GnnStorePersist(GnnGraphEntry *proto, const void *region, uint64 size);
 extern void GnnStorePersistPartition(const GnnGraphEntry *e, const void *region, uint64 size);
 extern void GnnStoreRemove(Oid dbid, Oid owner, const char *name);
+extern uint64 GnnGraphMemoryFree(void);
+extern void GnnStoreRetire(Oid dbid, Oid owner, const char *name, uint64 keep, bool keep_graph);
+extern void GnnStoreWriteFeatures(const GnnGraphEntry *proto, const gnn_graph *g, const float *feat,
+								  const int64 *src_row, int32 dim);
+extern void GnnStoreRemoveFeatures(Oid dbid, Oid owner, const char *name, uint64 generation);
+extern void GnnFeaturesAttach(const GnnGraphEntry *e, gnn_graph *g);
+extern void GnnFeaturesKeep(uint64 generation);
 extern void GnnStoreRemovePartition(Oid dbid, Oid owner, const char *name);
 extern bool GnnStoreMap(const char *name, Oid owner);
 extern char *GnnStoreDir(Oid dbid, Oid owner, const char *name);
@@ -389,6 +404,7 @@ typedef struct GnnLoadArgs
 	bool		skip_dangling;
 	bool		track;			/* capture changes of the tables from now on */
 	int			persist;		/* write it to the graph store: 1, 0, -1 = gnn.persist_graphs */
+	const char *feature_store;	/* 'memory' (NULL), 'disk', 'auto' */
 } GnnLoadArgs;
 
 extern void GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result);

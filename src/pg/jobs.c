@@ -962,6 +962,7 @@ gnn_train(PG_FUNCTION_ARGS)
 	strlcpy(r.temporal_strategy, "uniform", sizeof(r.temporal_strategy));
 	r.fault_after = gnn_fault_backend_calls;
 	r.threads = gnn_threads;
+	r.feature_cache_kb = gnn_feature_cache_kb;
 	if (!PG_ARGISNULL(13))
 		ParseOptions(PG_GETARG_JSONB_P(13), &r);
 	/*

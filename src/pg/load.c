@@ -465,8 +465,94 @@ LoadReport(void *arg, const gnn_error *err)
  * undirected) and leaves with the registered entry.  report raises the
  * loader's own error for a core failure.
  */
+/*
+ * For each node of g (built from in without its features) the row of
+ * in->feat that holds its features: in->node_ids[row] = g->ids[v].
+ */
+static int64 *
+FeatureRows(const char *name, const gnn_graph_input *in, const gnn_graph *g)
+{
+	int64	   *row = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * (Size) (g->num_nodes + 1));
+
+	for (int64 v = 0; v < g->num_nodes; v++)
+		row[v] = -1;
+	for (int64 i = 0; i < in->num_nodes; i++)
+	{
+		int64		lo = 0,
+					hi = g->num_nodes - 1,
+					id = in->node_ids[i];
+
+		while (lo < hi)
+		{
+			int64		mid = lo + (hi - lo) / 2;
+
+			if (g->ids[mid] < id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (g->num_nodes > 0 && g->ids[lo] == id)
+			row[lo] = i;
+	}
+	for (int64 v = 0; v < g->num_nodes; v++)
+		if (row[v] < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("graph \"%s\": node %lld has no feature row", name, (long long) g->ids[v])));
+	return row;
+}
+
+/* feature_store => 'memory' | 'disk' | 'auto' (NULL: memory) */
+int
+GnnParseFeatureStore(const char *s)
+{
+	if (s == NULL || strcmp(s, "memory") == 0)
+		return GNN_FEATURES_MEMORY;
+	if (strcmp(s, "disk") == 0)
+		return GNN_FEATURES_DISK;
+	if (strcmp(s, "auto") == 0)
+		return GNN_FEATURES_AUTO;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown feature store \"%s\"", s),
+			 errhint("Accepted: 'memory' (in shared memory), 'disk' (in the graph store, read through "
+					 "gnn.feature_cache_size of cache), 'auto' (disk when they would not fit in "
+					 "gnn.max_graph_memory).")));
+	return GNN_FEATURES_MEMORY;
+}
+
+/*
+ * Where in's dense features go: memory, or the graph store's features file
+ * ('disk'; 'auto' when they exceed the room gnn.max_graph_memory has left).
+ */
+static bool
+FeaturesOnDisk(const char *name, const gnn_graph_input *in, int feature_store, bool tracked)
+{
+	bool		dense = in->feat != NULL && in->feat_dim > 0 && in->node_ids != NULL;
+	uint64		bytes = dense ? (uint64) in->num_nodes * sizeof(float) * (uint64) in->feat_dim : 0;
+
+	if (feature_store == GNN_FEATURES_MEMORY)
+		return false;
+	if (feature_store == GNN_FEATURES_AUTO)
+		return dense && !tracked && bytes > GnnGraphMemoryFree();
+	if (!dense)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("graph \"%s\": feature_store => 'disk' keeps dense features on disk, and it has none", name),
+				 errdetail("%s", in->sparse_nnz > 0 || in->sp_ptr ? "Its features are sparse; they stay in memory." :
+						   "It has no feature column."),
+				 errhint("Leave feature_store at 'memory', or load a real[] features column.")));
+	if (tracked)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("graph \"%s\": a graph that follows its tables keeps its features in memory", name),
+				 errhint("Load it with feature_store => 'memory', or without track => true.")));
+	return true;
+}
+
 void
-GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in, GnnGraphEntry *proto,
+GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_arg, GnnGraphEntry *proto,
+					int feature_store,
 					void (*report) (void *arg, const gnn_error *err), void *report_arg,
 					MemoryContext ctx)
 {
@@ -477,12 +563,21 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in, G
 	gnn_error	err;
 	gnn_status	st;
 	volatile bool existed = false;
+	gnn_graph_input in_copy = *in_arg;
+	const gnn_graph_input *in = &in_copy;
+	bool		disk = FeaturesOnDisk(name, in_arg, feature_store, proto->tracked);
 
 	memset(&rq, 0, sizeof(rq));
 	rq.name = name;
 	rq.mcxt = ctx;
 	rq.top_owner = proto->tracked;
 	GnnCoreThreadsInit();
+	if (disk)
+	{
+		/* the region without them: they go to the features file below */
+		in_copy.feat = NULL;
+		in_copy.feat_dim = 0;
+	}
 	st = gnn_graph_build_into(in, RegionAlloc, &rq, &region, &size, &err);
 	PG_TRY();
 	{
@@ -496,8 +591,9 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in, G
 		proto->owner = GetUserId();
 		proto->nodes = g.num_nodes;
 		proto->edges = g.num_edges;
-		proto->feat_dim = g.feat_dim;
-		proto->feat_kind = g.feat_kind;
+		proto->feat_dim = disk ? in_arg->feat_dim : g.feat_dim;
+		proto->feat_kind = disk ? GNN_FEAT_DENSE : g.feat_kind;
+		proto->feat_disk = disk;
 		proto->classes = g.num_classes;
 		proto->n_train = g.n_train;
 		proto->n_val = g.n_val;
@@ -517,21 +613,31 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in, G
 		}
 		else
 		{
-			if (proto->stored)
+			if (proto->stored || disk)
 			{
 				/* on disk first (loads of the name in turn), so a registered graph is always stored */
 				GnnLockGraph(name, GetUserId());
 				proto->generation = GnnGraphNewGeneration();
-				GnnStorePersist(proto, region, size);
+			}
+			if (disk)
+			{
+				int64	   *src_row = FeatureRows(name, in_arg, &g);
+
+				GnnStoreWriteFeatures(proto, &g, in_arg->feat, src_row, in_arg->feat_dim);
+				pfree(src_row);
 			}
 			PG_TRY();
 			{
+				if (proto->stored)
+					GnnStorePersist(proto, region, size);
 				GnnGraphRegister(proto, rq.seg, replace, rq.reserved);
 			}
 			PG_CATCH();
 			{
 				if (proto->stored && !existed)
 					GnnStoreRemove(MyDatabaseId, GetUserId(), name);
+				else if (disk)
+					GnnStoreRemoveFeatures(MyDatabaseId, GetUserId(), name, proto->generation);
 				PG_RE_THROW();
 			}
 			PG_END_TRY();
@@ -1238,7 +1344,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			if (args->split)
 				strlcpy(proto.split_col, args->split, sizeof(proto.split_col));
 		}
-		GnnBuildAndRegister(args->name, args->replace, &in, &proto, LoadReport, &ra, ctx);
+		GnnBuildAndRegister(args->name, args->replace, &in, &proto, GnnParseFeatureStore(args->feature_store),
+							LoadReport, &ra, ctx);
 		if (tracked)
 			GnnTrackEnd(args->name);
 		MemoryContextSwitchTo(old);
@@ -1268,4 +1375,5 @@ GnnLoadArgsFromEntry(const GnnGraphEntry *e, GnnLoadArgs *a)
 	a->sparse_id = e->sparse_id_col[0] ? e->sparse_id_col : NULL;
 	a->sparse_index = e->sparse_index_col[0] ? e->sparse_index_col : NULL;
 	a->sparse_value = e->sparse_value_col[0] ? e->sparse_value_col : NULL;
+	a->feature_store = e->feat_disk ? "disk" : NULL;
 }

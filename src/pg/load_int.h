@@ -93,8 +93,12 @@ typedef struct RegionRequest
 extern void *RegionAlloc(void *arg, uint64_t bytes);
 
 extern int	CompareStrings(const void *a, const void *b);	/* char * by strcmp */
+#define GNN_FEATURES_MEMORY 0
+#define GNN_FEATURES_DISK 1
+#define GNN_FEATURES_AUTO 2
+extern int	GnnParseFeatureStore(const char *s);
 extern void GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in,
-								GnnGraphEntry *proto,
+								GnnGraphEntry *proto, int feature_store,
 								void (*report) (void *arg, const gnn_error *err), void *report_arg,
 								MemoryContext ctx);
 

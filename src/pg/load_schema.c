@@ -234,6 +234,7 @@ typedef struct SchemaLoad
 	int32		max_categories;
 	bool		skip_dangling;
 	int			persist;		/* options.persist: 1, 0, -1 = gnn.persist_graphs */
+	int			feature_store;	/* options.feature_store: GNN_FEATURES_* */
 	const char *seed_time;		/* options.seed_time: a time column of the target */
 	bool		refit;			/* options.encodings = 'refit' */
 	bool		kept;			/* the encodings are the replaced graph's */
@@ -1370,7 +1371,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				 errmsg("options must be a JSON object")));
 	{
 		static const char *const known[] = {"keys", "edges", "features", "exclude", "time",
-		"seed_time", "max_categories", "skip_dangling", "encodings", "persist", NULL};
+		"seed_time", "max_categories", "skip_dangling", "encodings", "persist", "feature_store", NULL};
 		ListCell   *k;
 
 		foreach(k, JKeys(&L.options->root))
@@ -1383,7 +1384,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("unknown option \"%s\"", (char *) lfirst(k)),
-						 errhint("Accepted options: keys, edges, features, exclude, time, seed_time, max_categories, skip_dangling, encodings, persist.")));
+						 errhint("Accepted options: keys, edges, features, exclude, time, seed_time, max_categories, skip_dangling, encodings, persist, feature_store.")));
 		}
 	}
 	L.max_categories = 32;
@@ -1414,6 +1415,16 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 							errmsg("option \"persist\" must be true or false"),
 							errhint("true writes the graph to the graph store (the default follows gnn.persist_graphs).")));
 		L.persist = jv->val.boolean ? 1 : 0;
+	}
+	L.feature_store = GNN_FEATURES_MEMORY;
+	if ((jv = JGet(&L.options->root, "feature_store")) != NULL)
+	{
+		if (jv->type != jbvString)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"feature_store\" must be a string"),
+					 errhint("'memory', 'disk' or 'auto'.")));
+		L.feature_store = GnnParseFeatureStore(pnstrdup(jv->val.string.val, jv->val.string.len));
 	}
 	if ((jv = JGet(&L.options->root, "skip_dangling")) != NULL)
 	{
@@ -2326,7 +2337,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 	/* tracked graphs are not stored (store.c) */
 	proto.stored = !tracked && (L.persist < 0 ? gnn_persist_graphs : L.persist > 0);
 	proto.schema_graph = true;
-	GnnBuildAndRegister(L.name, replace, &in, &proto, SchemaReport, &L, ctx);
+	GnnBuildAndRegister(L.name, replace, &in, &proto, L.feature_store, SchemaReport, &L, ctx);
 	if (tracked)
 		GnnTrackEnd(L.name);
 	Phase("building the graph");

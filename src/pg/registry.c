@@ -345,6 +345,8 @@ GnnGraphKeepMapping(GnnGraphRef *ref)
 		dsm_pin_mapping(ref->dseg);
 	if (ref->flat)
 		FlatForget(ref->flat, false);	/* the holder's now, freed by its release */
+	if (ref->entry.feat_disk)
+		GnnFeaturesKeep(ref->entry.generation);	/* its features file stays open across transactions */
 	if (kept_handle != DSM_HANDLE_INVALID)
 		return;					/* already holding one: not counted twice */
 	if (!kept_callback)
@@ -467,9 +469,14 @@ GnnGraphGeneration(const char *name)
 static gnn_status
 AttachRef(GnnGraphRef *ref, gnn_error *err)
 {
-	return gnn_graph_attach_delta(dsm_segment_address(ref->seg), dsm_segment_map_length(ref->seg),
-								  ref->dseg ? dsm_segment_address(ref->dseg) : NULL,
-								  ref->dseg ? dsm_segment_map_length(ref->dseg) : 0, &ref->g, err);
+	gnn_status	st = gnn_graph_attach_delta(dsm_segment_address(ref->seg), dsm_segment_map_length(ref->seg),
+											ref->dseg ? dsm_segment_address(ref->dseg) : NULL,
+											ref->dseg ? dsm_segment_map_length(ref->dseg) : 0, &ref->g, err);
+
+	/* features on disk: read through this process's cache of the version's file */
+	if (st == GNN_OK && ref->entry.feat_disk)
+		GnnFeaturesAttach(&ref->entry, &ref->g);
+	return st;
 }
 
 /* map e's base and delta (caller holds the lock); ref->seg NULL when either is gone */
@@ -759,6 +766,19 @@ GnnGraphReserve(uint64 bytes, const char *name)
 	return bytes;
 }
 
+/* Bytes gnn.max_graph_memory has left now. */
+uint64
+GnnGraphMemoryFree(void)
+{
+	uint64		limit = (uint64) gnn_max_graph_memory_mb * 1024 * 1024;
+	uint64		used;
+
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	used = gnn_shared->graph_bytes;
+	LWLockRelease(gnn_shared->lock);
+	return limit > used ? limit - used : 0;
+}
+
 void
 GnnGraphUnreserve(uint64 bytes)
 {
@@ -815,7 +835,7 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 
 	/* nothing below can fail: pin, then swap */
 	dsm_pin_segment(seg);
-	old_stored = slot->in_use && slot->stored;
+	old_stored = slot->in_use && (slot->stored || slot->feat_disk);
 	if (slot->in_use)
 		EntryRetire(slot);
 	*slot = *proto;
@@ -831,8 +851,14 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 		uint64		live = slot->generation;
 
 		LWLockRelease(gnn_shared->lock);
-		/* a stored version replaced by one kept in memory only must not come back after a restart */
-		if (old_stored && !proto->stored)
+		/*
+		 * A stored version replaced by one kept in memory only must not come
+		 * back after a restart; the files of the version replaced go (readers
+		 * that opened them keep them open).
+		 */
+		if (proto->stored || proto->feat_disk)
+			GnnStoreRetire(MyDatabaseId, proto->owner, proto->name, proto->feat_disk ? live : 0, proto->stored);
+		else if (old_stored)
 			GnnStoreRemove(MyDatabaseId, proto->owner, proto->name);
 		/* results computed on the graph it replaced can never be asked for again */
 		GnnCachePurgeGraph(proto->name, live);
@@ -933,7 +959,7 @@ GnnGraphDrop(const char *name, bool if_exists, Oid owner)
 		ReportNoGraph(name);
 	}
 	{
-		bool		stored = e->stored;
+		bool		stored = e->stored || e->feat_disk;
 		Oid			dbid = e->dbid;
 
 		EntryRetire(e);

@@ -25,6 +25,16 @@
  * older version could not be brought up to date after a crash.  Making a
  * persisted graph tracked removes its files.
  *
+ * Features on disk (gnn.load_graph(..., feature_store => 'disk')): the
+ * dense feature matrix is not in the region but in features-<version>.gnn
+ * next to it (feature_store.h: rows by degree, a checksum per 4 kB block),
+ * written for persisted and memory-only graphs alike.  Each process that
+ * uses the graph opens it with a row cache of gnn.feature_cache_size and
+ * sets it as the graph view's feature store (GnnFeaturesAttach), so every
+ * feature reader reads through it.  The file is named by the graph version:
+ * graph.gnn's rename stays the one commit point of a load, and a replaced
+ * version's file is unlinked while readers that opened it keep reading it.
+ *
  * The store sits in the data directory, so pg_basebackup and file-level
  * backups copy it, and a restored backup brings the graphs with it.
  */
@@ -46,6 +56,7 @@
 #include "funcapi.h"
 #include "utils/builtins.h"
 
+#include "feature_store.h"
 #include "partition.h"
 #include "store.h"
 
@@ -54,6 +65,7 @@
 #define PART_FILE "partition.gnn"
 
 bool		gnn_persist_graphs = true;
+int			gnn_feature_cache_kb = 262144;
 
 /* the metadata of graph.gnn: the registry entry as this build lays it out */
 typedef struct StoredMeta
@@ -179,15 +191,250 @@ GnnStoreRemove(Oid dbid, Oid owner, const char *name)
 
 	if (stat(dir, &st) != 0)
 		return;
+	/* graph.gnn first: a crash part way leaves no graph rather than one without files */
 	RemoveFile(dir, GRAPH_FILE);
-	RemoveFile(dir, GRAPH_FILE ".tmp");
-	RemoveFile(dir, PART_FILE);
-	RemoveFile(dir, PART_FILE ".tmp");
+	GnnStoreRetire(dbid, owner, name, 0, false);
 	if (rmdir(dir) != 0 && errno != ENOENT)
 		ereport(WARNING,
 				(errcode_for_file_access(),
 				 errmsg("could not remove directory \"%s\": %m", dir)));
 	(void) gnn_store_sync_dir(dbdir, &err);
+}
+
+/* features-<16 hex digits>.gnn: the features file of one graph version */
+static char *
+FeatFile(uint64 generation)
+{
+	return psprintf("features-%016llx.gnn", (unsigned long long) generation);
+}
+
+/* whether file is a features file (or its temporary), and of which version */
+static bool
+ParseFeatFile(const char *file, uint64 *generation)
+{
+	char	   *end;
+
+	if (strncmp(file, "features-", 9) != 0 || strlen(file) < 9 + 16 + 4)
+		return false;
+	*generation = strtoull(file + 9, &end, 16);
+	return end == file + 9 + 16 && (strcmp(end, ".gnn") == 0 || strcmp(end, ".gnn.tmp") == 0);
+}
+
+/*
+ * The files of the graph's directory that no longer belong to it: features
+ * files of versions other than keep (0: all of them), temporaries, and with
+ * keep_graph false graph.gnn and partition.gnn too.  Readers that opened a
+ * features file keep reading it: unlinking leaves an open file readable.
+ */
+void
+GnnStoreRetire(Oid dbid, Oid owner, const char *name, uint64 keep, bool keep_graph)
+{
+	char	   *dir = GnnStoreDir(dbid, owner, name);
+	DIR		   *dd = opendir(dir);
+	struct dirent *de;
+	bool		removed = false;
+	gnn_error	err;
+
+	if (dd == NULL)
+		return;
+	while ((de = readdir(dd)) != NULL)
+	{
+		uint64		gen;
+		bool		go;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (ParseFeatFile(de->d_name, &gen))
+			go = gen != keep || strstr(de->d_name, ".tmp") != NULL;
+		else if (strcmp(de->d_name, GRAPH_FILE) == 0 || strcmp(de->d_name, PART_FILE) == 0)
+			go = !keep_graph;
+		else
+			go = strcmp(de->d_name, GRAPH_FILE ".tmp") == 0 || strcmp(de->d_name, PART_FILE ".tmp") == 0;
+		if (go)
+			removed |= RemoveFile(dir, de->d_name);
+	}
+	closedir(dd);
+	if (removed)
+		(void) gnn_store_sync_dir(dir, &err);
+	pfree(dir);
+}
+
+/*
+ * Write the features file of proto's version (proto->generation set; the
+ * caller holds the graph's lock): node v's row is feat's row src_row[v], rows
+ * ordered by degree (g: the region built without them).
+ */
+void
+GnnStoreWriteFeatures(const GnnGraphEntry *proto, const gnn_graph *g, const float *feat,
+					  const int64 *src_row, int32 dim)
+{
+	char	   *dir = GnnStoreDir(MyDatabaseId, proto->owner, proto->name);
+	char	   *dbdir = psprintf(STORE_ROOT "/%u", MyDatabaseId);
+	char	   *file = FeatFile(proto->generation);
+	int32	   *order;
+	gnn_error	err;
+
+	MakeDir(STORE_ROOT);
+	MakeDir(dbdir);
+	MakeDir(dir);
+	order = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int32) * (Size) (g->num_nodes + 1));
+	if (gnn_fstore_degree_order(g, order, &err) != GNN_OK ||
+		gnn_fstore_write_file(dir, file, proto->generation, feat, (const int64_t *) src_row, g->num_nodes, dim,
+							  order, &err) != GNN_OK)
+		ereport(ERROR,
+				(errcode(err.status == GNN_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_IO_ERROR),
+				 errmsg("could not write the features of graph \"%s\" to the graph store: %s", proto->name, err.msg),
+				 errhint("Free disk space in the data directory, or load the graph with feature_store => 'memory'.")));
+	pfree(order);
+	pfree(file);
+	pfree(dir);
+}
+
+/* Remove the features file of one version (a load that failed after writing it). */
+void
+GnnStoreRemoveFeatures(Oid dbid, Oid owner, const char *name, uint64 generation)
+{
+	char	   *dir = GnnStoreDir(dbid, owner, name);
+	char	   *file = FeatFile(generation);
+
+	(void) RemoveFile(dir, file);
+	(void) rmdir(dir);			/* when it was the only file */
+	pfree(file);
+	pfree(dir);
+}
+
+/* ------------------------------------------------------------------ features: per process */
+
+/*
+ * The features files this process has open, each with its cache: one per
+ * graph version in use.  A version stays open while the registry still has
+ * it, or while this process keeps its mapping (a training job); others close
+ * at the end of a transaction.
+ */
+#define MAX_OPEN_FEATURES 16
+
+typedef struct OpenFeatures
+{
+	bool		used;
+	Oid			dbid;
+	Oid			owner;
+	char		name[GNN_GRAPH_NAME_LEN];
+	uint64		generation;
+	gnn_fstore *fs;
+} OpenFeatures;
+
+static OpenFeatures open_feats[MAX_OPEN_FEATURES];
+static void Refuse(const char *name, Oid owner, uint64 generation, bool mark, const char *why) pg_attribute_noreturn();
+static bool feats_callback = false;
+static uint64 kept_feat_generation = 0;	/* the version a kept mapping reads */
+
+static void
+FeaturesXactCallback(XactEvent event, void *arg)
+{
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	for (int i = 0; i < MAX_OPEN_FEATURES; i++)
+	{
+		OpenFeatures *o = &open_feats[i];
+		GnnGraphEntry *e;
+		bool		live;
+
+		if (!o->used || o->generation == kept_feat_generation)
+			continue;
+		LWLockAcquire(gnn_shared->lock, LW_SHARED);
+		e = GnnGraphEntryOf(o->name, o->owner);
+		live = e && e->dbid == o->dbid && e->generation == o->generation;
+		LWLockRelease(gnn_shared->lock);
+		if (!live)
+		{
+			gnn_fstore_close(o->fs);
+			memset(o, 0, sizeof(*o));
+		}
+	}
+}
+
+/* A kept mapping (a training job) reads this version beyond its transaction. */
+void
+GnnFeaturesKeep(uint64 generation)
+{
+	kept_feat_generation = generation;
+}
+
+/* The graph view g of entry e reads its features from disk, through this process's cache. */
+void
+GnnFeaturesAttach(const GnnGraphEntry *e, gnn_graph *g)
+{
+	OpenFeatures *o = NULL;
+	gnn_error	err;
+
+	if (e->store_error[0])
+		Refuse(e->name, e->owner, e->generation, false, e->store_error);
+	for (int i = 0; i < MAX_OPEN_FEATURES && !o; i++)
+		if (open_feats[i].used && open_feats[i].dbid == e->dbid && open_feats[i].owner == e->owner &&
+			open_feats[i].generation == e->generation && strcmp(open_feats[i].name, e->name) == 0)
+			o = &open_feats[i];
+	if (!o)
+	{
+		char	   *dir = GnnStoreDir(e->dbid, e->owner, e->name);
+		char	   *file = FeatFile(e->generation);
+		char	   *path = psprintf("%s/%s", dir, file);
+		int64		rows = (int64) ((uint64) gnn_feature_cache_kb * 1024 / (sizeof(float) * (uint64) Max(e->feat_dim, 1)));
+		gnn_fstore *fs;
+		gnn_status	st;
+
+		for (int i = 0; i < MAX_OPEN_FEATURES && !o; i++)
+			if (!open_feats[i].used)
+				o = &open_feats[i];
+		if (!o)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("too many graphs with features on disk in use in one session (at most %d)", MAX_OPEN_FEATURES),
+					 errhint("Use fewer such graphs in one transaction.")));
+		if (!feats_callback)
+		{
+			RegisterXactCallback(FeaturesXactCallback, NULL);
+			feats_callback = true;
+		}
+		st = gnn_fstore_open_file(path, e->generation, rows, true, &fs, &err);
+		if (st == GNN_ERR_NOMEM)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("graph \"%s\": no memory for a feature cache of %d kB: %s", e->name, gnn_feature_cache_kb, err.msg),
+					 errhint("Lower gnn.feature_cache_size.")));
+		if (st != GNN_OK)
+		{
+			/* a version whose features cannot be read is invalid, mapped or not */
+			GnnGraphEntry *x;
+
+			LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+			x = GnnGraphEntryOf(e->name, e->owner);
+			if (x && x->generation == e->generation)
+				strlcpy(x->store_error, err.msg, sizeof(x->store_error));
+			LWLockRelease(gnn_shared->lock);
+			Refuse(e->name, e->owner, e->generation, false, err.msg);
+		}
+		if (gnn_fstore_rows(fs) != e->nodes || gnn_fstore_dim(fs) != e->feat_dim)
+		{
+			gnn_fstore_close(fs);
+			Refuse(e->name, e->owner, e->generation, false, psprintf("%s holds %lld rows of %d features, the graph has %lld of %d",
+																	 path, (long long) gnn_fstore_rows(fs), gnn_fstore_dim(fs),
+																	 (long long) e->nodes, e->feat_dim));
+		}
+		o->used = true;
+		o->dbid = e->dbid;
+		o->owner = e->owner;
+		strlcpy(o->name, e->name, sizeof(o->name));
+		o->generation = e->generation;
+		o->fs = fs;
+		pfree(path);
+		pfree(file);
+		pfree(dir);
+	}
+	g->feat = NULL;
+	g->feat_kind = GNN_FEAT_DENSE;
+	g->feat_dim = e->feat_dim;
+	g->fstore = o->fs;
 }
 
 /* ------------------------------------------------------------------ startup */
@@ -235,6 +482,32 @@ ParseGraphDir(const char *d, Oid *owner, char *name)
 	return true;
 }
 
+/* remove dbpath/d's features files but keep's (0: all); the postmaster: no ereport */
+static void
+RemoveFeatFiles(const char *dbpath, const char *d, uint64 keep)
+{
+	char		gpath[MAXPGPATH];
+	DIR		   *gd;
+	struct dirent *fe;
+
+	snprintf(gpath, sizeof(gpath), "%s/%s", dbpath, d);
+	if ((gd = opendir(gpath)) == NULL)
+		return;
+	while ((fe = readdir(gd)) != NULL)
+	{
+		uint64		gen;
+
+		if (ParseFeatFile(fe->d_name, &gen) && (gen != keep || strstr(fe->d_name, ".tmp")))
+		{
+			char		fpath[MAXPGPATH];
+
+			snprintf(fpath, sizeof(fpath), "%s/%s", gpath, fe->d_name);
+			(void) unlink(fpath);
+		}
+	}
+	closedir(gd);
+}
+
 /* register one graph directory's graph, unmapped (or invalid with the reason) */
 static void
 ScanGraph(Oid dbid, const char *dbpath, const char *d)
@@ -256,7 +529,13 @@ ScanGraph(Oid dbid, const char *dbpath, const char *d)
 	(void) unlink(path);
 	snprintf(path, sizeof(path), "%s/%s/%s", dbpath, d, GRAPH_FILE);
 	if (access(path, F_OK) != 0)
-		return;					/* a directory a drop did not finish removing */
+	{
+		/* a drop that did not finish, or the features of a graph kept in memory only */
+		RemoveFeatFiles(dbpath, d, 0);
+		snprintf(path, sizeof(path), "%s/%s", dbpath, d);
+		(void) rmdir(path);
+		return;
+	}
 	if ((e = FreeSlot()) == NULL)
 	{
 		elog(LOG, "gnn: graph store: no registry slot for graph \"%s\" (gnn.max_graphs = %d); it stays on disk",
@@ -280,9 +559,30 @@ ScanGraph(Oid dbid, const char *dbpath, const char *d)
 			err.status = GNN_OK;
 	}
 	if (err.status == GNN_OK)
+	{
 		*e = meta.entry;
+		RemoveFeatFiles(dbpath, d, e->generation);
+		if (e->feat_disk)
+		{
+			gnn_store_header fh;
+			char		fpath[MAXPGPATH];
+
+			snprintf(fpath, sizeof(fpath), "%s/%s/features-%016llx.gnn", dbpath, d, (unsigned long long) e->generation);
+			if (gnn_store_read_header(fpath, &fh, NULL, 0, &err) == GNN_OK &&
+				(fh.kind != GNN_STORE_FEATURES || fh.generation != e->generation ||
+				 fh.payload_len != (uint64) e->nodes * sizeof(float) * (uint64) e->feat_dim))
+				gnn_error_set(&err, GNN_ERR_CORRUPT, "\"%s\" does not hold this graph's features", fpath);
+			if (err.status != GNN_OK)
+			{
+				strlcpy(e->store_error, err.msg, sizeof(e->store_error));
+				elog(WARNING, "gnn: graph store: graph \"%s\" is refused: %s", name, err.msg);
+			}
+			err.status = GNN_OK;
+		}
+	}
 	else
 	{
+		RemoveFeatFiles(dbpath, d, 0);
 		strlcpy(e->name, name, sizeof(e->name));
 		strlcpy(e->store_error, err.msg, sizeof(e->store_error));
 		elog(WARNING, "gnn: graph store: graph \"%s\" is refused: %s", name, err.msg);
@@ -631,8 +931,8 @@ Datum
 gnn_graph_store(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[3];
-	bool		nulls[3] = {0};
+	Datum		values[4];
+	bool		nulls[4] = {0};
 	char	   *name;
 	GnnGraphEntry *x;
 	GnnGraphEntry e;
@@ -658,6 +958,10 @@ gnn_graph_store(PG_FUNCTION_ARGS)
 		values[2] = CStringGetTextDatum(e.store_error);
 	else
 		nulls[2] = true;
+	if (e.feat_kind == GNN_FEAT_DENSE)
+		values[3] = CStringGetTextDatum(e.feat_disk ? "disk" : "memory");
+	else
+		nulls[3] = true;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
 

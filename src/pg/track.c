@@ -2806,6 +2806,11 @@ gnn_track(PG_FUNCTION_ARGS)
 	entry = ref.entry;
 	meta = entry.schema_graph ? MetaCopy(&ref.g) : NULL;
 	GnnGraphRelease(&ref);
+	if (entry.feat_disk)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("graph \"%s\" keeps its features on disk, and a graph that follows its tables keeps them in memory", name),
+				 errhint("Load it again with feature_store => 'memory', then track it.")));
 	/* triggers first, then a reload under a snapshot after them: graph and log agree */
 	if (entry.schema_graph)
 	{

@@ -10,6 +10,7 @@
  * the catalog wherever a transaction can still run.
  */
 #include "gnn_pg.h"
+#include "feature_store.h"
 
 #include <math.h>
 
@@ -44,6 +45,10 @@ typedef struct WorkerCtx
 	Oid			owner;			/* the role that started the job: owner of every row written */
 	GnnTrainRequest req;
 	gnn_epoch_metrics pending[LOG_BATCH];
+	/* features on disk: each pending epoch's reads through the store (rows < 0: none) */
+	gnn_fstore_stats store_pending[LOG_BATCH];
+	struct gnn_fstore *fs;
+	gnn_fstore_stats fs_last;	/* the store's counters at the previous epoch */
 	int			npending;
 	TimestampTz last_flush;
 	bool		failed;			/* a catalog write failed: stop */
@@ -159,10 +164,11 @@ FlushLog(void)
 	for (int i = 0; i < wctx->npending; i++)
 	{
 		gnn_epoch_metrics *m = &wctx->pending[i];
-		Oid			t[16] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT8OID, OIDOID,
-		FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, INT8OID};
-		Datum		v[16];
-		char		n[17] = "                ";
+		Oid			t[19] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT8OID, OIDOID,
+		FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, INT8OID, FLOAT8OID, INT8OID, FLOAT8OID};
+		Datum		v[19];
+		char		n[20] = "                   ";
+		const gnn_fstore_stats *fd = &wctx->store_pending[i];
 		double		split[5] = {m->sample_s, m->gather_s, m->compute_s, m->wait_s, m->eval_s};
 
 		v[0] = Int64GetDatum(wctx->job);
@@ -183,10 +189,18 @@ FlushLog(void)
 		n[14] = isfinite(m->cache_hit_rate) ? ' ' : 'n';
 		v[15] = Int64GetDatum(m->h2d_bytes);
 		n[15] = m->h2d_bytes >= 0 ? ' ' : 'n';
+		/* features on disk: hit rate, bytes read, read amplification (NULL when not measured) */
+		v[16] = Float8GetDatum(fd->rows_requested > 0 ? (double) fd->hits / (double) fd->rows_requested : 0);
+		n[16] = fd->rows_requested > 0 ? ' ' : 'n';
+		v[17] = Int64GetDatum(fd->bytes_read);
+		n[17] = fd->rows_requested >= 0 ? ' ' : 'n';
+		v[18] = Float8GetDatum(fd->bytes_needed > 0 ? (double) fd->bytes_read / (double) fd->bytes_needed : 0);
+		n[18] = fd->bytes_needed > 0 ? ' ' : 'n';
 		Exec("INSERT INTO gnn.training_log (job, epoch, loss, train_acc, val_acc, val_loss, test_acc, seconds, owner, "
-			 "sample_seconds, gather_seconds, compute_seconds, wait_seconds, eval_seconds, cache_hit_rate, h2d_bytes) "
-			 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::oid::regrole, $10, $11, $12, $13, $14, $15, $16) "
-			 "ON CONFLICT (job, epoch) DO NOTHING", 16, t, v, n);
+			 "sample_seconds, gather_seconds, compute_seconds, wait_seconds, eval_seconds, cache_hit_rate, h2d_bytes, "
+			 "store_hit_rate, store_bytes_read, store_read_amplification) "
+			 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::oid::regrole, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) "
+			 "ON CONFLICT (job, epoch) DO NOTHING", 19, t, v, n);
 	}
 	{
 		gnn_epoch_metrics *m = &wctx->pending[wctx->npending - 1];
@@ -223,7 +237,29 @@ OnProgress(void *arg, const gnn_epoch_metrics *m)
 
 	if (wctx->failed)
 		return;
-	wctx->pending[wctx->npending++] = *m;
+	wctx->pending[wctx->npending] = *m;
+	{
+		gnn_fstore_stats *d = &wctx->store_pending[wctx->npending];
+
+		memset(d, 0, sizeof(*d));
+		d->rows_requested = -1;
+		if (wctx->fs)
+		{
+			gnn_fstore_stats now;
+
+			/* this epoch's share: the pipeline may have read a little of the next one's already */
+			gnn_fstore_stats_get(wctx->fs, &now);
+			d->rows_requested = now.rows_requested - wctx->fs_last.rows_requested;
+			d->hits = now.hits - wctx->fs_last.hits;
+			d->misses = now.misses - wctx->fs_last.misses;
+			d->prefetched = now.prefetched - wctx->fs_last.prefetched;
+			d->reads = now.reads - wctx->fs_last.reads;
+			d->bytes_read = now.bytes_read - wctx->fs_last.bytes_read;
+			d->bytes_needed = now.bytes_needed - wctx->fs_last.bytes_needed;
+			wctx->fs_last = now;
+		}
+	}
+	wctx->npending++;
 	if (wctx->npending < LOG_BATCH &&
 		!TimestampDifferenceExceeds(wctx->last_flush, GetCurrentTimestamp(), 1000))
 		return;
@@ -633,8 +669,15 @@ RunJob(void)
 	{
 		/* the graph, mapped for the whole job */
 		StartTransactionCommand();
+		gnn_feature_cache_kb = r->feature_cache_kb;	/* the caller's, for a graph with features on disk */
 		GnnGraphAcquire(r->graph, &ref);
 		GnnGraphKeepMapping(&ref);
+		if ((wctx->fs = ref.g.fstore) != NULL)
+		{
+			/* training reads through this process's cache: counted from here */
+			gnn_fstore_stats_reset(wctx->fs);
+			memset(&wctx->fs_last, 0, sizeof(wctx->fs_last));
+		}
 		CommitTransactionCommand();
 
 		/* a features-only baseline: GraphSAGE's root weights over the nodes without edges */
