@@ -73,9 +73,9 @@ AS 'MODULE_PATHNAME', 'gnn_graph_tracking' LANGUAGE C STABLE;
 -- has files in $PGDATA/gnn/, and its state: 'memory' (mapped), 'disk' (back
 -- after a restart, mapped on first use) or 'invalid' (its files failed their
 -- checks: store_error says why; gnn.drop_graph removes them); where its
--- dense features are: 'memory' (in the region) or 'disk' (the store's
--- features file, read through gnn.feature_cache_size of cache; NULL: no
--- dense features).
+-- features are: 'memory' (in the region) or 'disk' (dense features in the
+-- store's features file, read through gnn.feature_cache_size of cache;
+-- NULL: no features).
 CREATE FUNCTION gnn._graph_store(graph text, owner regrole,
     OUT persisted boolean, OUT state text, OUT store_error text, OUT feature_store text)
 AS 'MODULE_PATHNAME', 'gnn_graph_store' LANGUAGE C STABLE;

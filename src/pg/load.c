@@ -539,7 +539,9 @@ FeaturesOnDisk(const char *name, const gnn_graph_input *in, int feature_store, b
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("graph \"%s\": feature_store => 'disk' keeps dense features on disk, and it has none", name),
-				 errdetail("%s", in->sparse_nnz > 0 || in->sp_ptr ? "Its features are sparse; they stay in memory." :
+				 errdetail("%s", in->sparse_nnz > 0 || in->sp_ptr ?
+						   "Its features are sparse (a sparse feature table, or a schema graph's encoded columns), "
+						   "which the disk store does not hold; they stay in memory." :
 						   "It has no feature column."),
 				 errhint("Leave feature_store at 'memory', or load a real[] features column.")));
 	if (tracked)

@@ -958,7 +958,7 @@ gnn_graph_store(PG_FUNCTION_ARGS)
 		values[2] = CStringGetTextDatum(e.store_error);
 	else
 		nulls[2] = true;
-	if (e.feat_kind == GNN_FEAT_DENSE)
+	if (e.feat_kind != GNN_FEAT_NONE)
 		values[3] = CStringGetTextDatum(e.feat_disk ? "disk" : "memory");
 	else
 		nulls[3] = true;
