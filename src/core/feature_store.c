@@ -10,6 +10,7 @@
 #include "graph.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ struct gnn_fstore
 	const uint32_t *block_crc;
 	uint64_t	nblocks;
 	const int32_t *row_of;		/* [rows]: a gather's index -> the file's row (NULL: the same) */
+	char		corrupt[192];	/* the first block that failed its checksum ("": none) */
 	void	   *owned;			/* a features file's metadata (gnn_fstore_open_file) */
 	bool		direct;
 	uint64_t	offset;
@@ -252,10 +254,15 @@ read_blocks(gnn_fstore *fs, uint64_t lo, uint64_t hi, gnn_error *err)
 			uint64_t	b = b0 + k / GNN_FSTORE_BLOCK;
 
 			if (b >= fs->nblocks || gnn_crc32c(0, fs->bounce + k, len) != fs->block_crc[b])
-				return gnn_error_set(err, GNN_ERR_CORRUPT,
-									 "feature store: block %llu (bytes %llu..%llu) fails its checksum",
-									 (unsigned long long) b, (unsigned long long) (lo + k),
-									 (unsigned long long) (lo + k + len));
+			{
+				gnn_error_set(err, GNN_ERR_CORRUPT,
+							  "feature store: block %llu (bytes %llu..%llu) fails its checksum",
+							  (unsigned long long) b, (unsigned long long) (lo + k),
+							  (unsigned long long) (lo + k + len));
+				if (!fs->corrupt[0])
+					snprintf(fs->corrupt, sizeof(fs->corrupt), "%s", err->msg);
+				return GNN_ERR_CORRUPT;
+			}
 		}
 	}
 	return GNN_OK;
@@ -425,6 +432,17 @@ gnn_fstore_set_checksums(gnn_fstore *fs, const uint32_t *block_crc, uint64_t nbl
 {
 	fs->block_crc = block_crc;
 	fs->nblocks = nblocks;
+}
+
+const char *
+gnn_fstore_corrupt(gnn_fstore *fs)
+{
+	const char *c;
+
+	pthread_mutex_lock(&fs->mu);
+	c = fs->corrupt[0] ? fs->corrupt : NULL;
+	pthread_mutex_unlock(&fs->mu);
+	return c;
 }
 
 int64_t

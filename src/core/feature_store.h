@@ -74,6 +74,9 @@ gnn_status	gnn_fstore_prefetch(gnn_fstore *fs, const int32_t *idx, int64_t n, gn
  */
 void		gnn_fstore_set_checksums(gnn_fstore *fs, const uint32_t *block_crc, uint64_t nblocks);
 
+/* the first checksum failure a read met (its message), or NULL */
+const char *gnn_fstore_corrupt(gnn_fstore *fs);
+
 int64_t		gnn_fstore_rows(const gnn_fstore *fs);
 int32_t		gnn_fstore_dim(const gnn_fstore *fs);
 int64_t		gnn_fstore_cache_rows(const gnn_fstore *fs);

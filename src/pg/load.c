@@ -534,7 +534,12 @@ FeaturesOnDisk(const char *name, const gnn_graph_input *in, int feature_store, b
 	if (feature_store == GNN_FEATURES_MEMORY)
 		return false;
 	if (feature_store == GNN_FEATURES_AUTO)
-		return dense && !tracked && bytes > GnnGraphMemoryFree();
+	{
+		/* the rest of the region, roughly: ids, both CSRs' offsets and arcs, node data */
+		uint64		rest = 40 * (uint64) in->num_nodes + 16 * (uint64) in->num_edges;
+
+		return dense && !tracked && bytes + rest > GnnGraphMemoryFree();
+	}
 	if (!dense)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

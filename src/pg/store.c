@@ -340,13 +340,26 @@ FeaturesXactCallback(XactEvent event, void *arg)
 		GnnGraphEntry *e;
 		bool		live;
 
-		if (!o->used || o->generation == kept_feat_generation)
+		const char *bad;
+
+		if (!o->used)
+			continue;
+		/* a block that failed its checksum: the version is invalid for every session */
+		if ((bad = gnn_fstore_corrupt(o->fs)) != NULL)
+		{
+			LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+			e = GnnGraphEntryOf(o->name, o->owner);
+			if (e && e->dbid == o->dbid && e->generation == o->generation && !e->store_error[0])
+				snprintf(e->store_error, sizeof(e->store_error), "%s", bad);
+			LWLockRelease(gnn_shared->lock);
+		}
+		if (o->generation == kept_feat_generation && !bad)
 			continue;
 		LWLockAcquire(gnn_shared->lock, LW_SHARED);
 		e = GnnGraphEntryOf(o->name, o->owner);
-		live = e && e->dbid == o->dbid && e->generation == o->generation;
+		live = e && e->dbid == o->dbid && e->generation == o->generation && !e->store_error[0];
 		LWLockRelease(gnn_shared->lock);
-		if (!live)
+		if (!live && o->generation != kept_feat_generation)
 		{
 			gnn_fstore_close(o->fs);
 			memset(o, 0, sizeof(*o));
