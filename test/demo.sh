@@ -191,6 +191,28 @@ SELECT inserted_nodes, deleted_nodes FROM gnn.refresh_graph('shop');
 SELECT name, nodes, edges, pending_changes FROM gnn.graphs WHERE name = 'shop';
 SQL
 
+echo "== features larger than memory: feature_store => 'disk' keeps them in the graph store, read through a cache"
+cat <<'SQL' | run_sql
+SET client_min_messages = warning;
+CREATE TABLE items AS
+  SELECT id, (id % 4) AS label, CASE WHEN id % 10 < 6 THEN 'train' WHEN id % 10 < 8 THEN 'val' ELSE 'test' END AS split,
+         (SELECT array_agg(((id * 31 + j * 17) % 97) / 97.0 + CASE WHEN j % 4 = id % 4 THEN 0.5 ELSE 0 END ORDER BY j)
+            FROM generate_series(0, 63) j)::real[] AS feat
+  FROM generate_series(0, 3999) id;
+CREATE TABLE item_links AS SELECT i.id AS src, (i.id * 7 + k * 4) % 4000 AS dst FROM items i, generate_series(1, 5) k;
+SELECT name, nodes, feature_dim FROM gnn.load_graph('items', 'item_links', nodes => 'items', features => 'feat',
+                                  label => 'label', split => 'split', undirected => true, feature_store => 'disk');
+\echo == its 1 MB of features are not in shared memory (bytes), only in the store
+SELECT name, bytes, feature_store FROM gnn.graphs WHERE name = 'items';
+\echo == training reads them through a 64 kB cache (the caller's gnn.feature_cache_size); the log shows the cache at work
+SET gnn.feature_cache_size = '64kB';
+SELECT gnn.train('items', model => 'graphsage', name => 'items_sage', epochs => 4, seed => 1,
+                 options => '{"fanouts": [5, 5], "batch_size": 256}', wait => true) > 0 AS trained;
+SELECT epoch, round(loss::numeric, 3) AS loss, round(store_hit_rate::numeric, 3) AS hit_rate, store_bytes_read,
+       round(store_read_amplification::numeric, 2) AS amplification
+FROM gnn.training_log l JOIN gnn.models m ON m.job = l.job WHERE m.name = 'items_sage' ORDER BY epoch;
+SQL
+
 echo "== graphs survive a restart: they are in the graph store (\$PGDATA/gnn), mapped on first use"
 cat <<'SQL' | run_sql
 SELECT name, nodes, edges, persisted, state FROM gnn.graphs ORDER BY name;

@@ -17,18 +17,30 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__has_include)
+#if __has_include(<liburing.h>)
+#include <liburing.h>
+#define HAVE_URING 1
+#endif
+#endif
 
-#define RUN_MAX ((size_t) 4 << 20)	/* bytes one read fetches at most */
+#define RUN_MAX ((size_t) 1 << 20)	/* bytes one read fetches at most */
+#define STAGE_BYTES ((size_t) 16 << 20) /* bytes one round of reads fetches at most */
+#define QD 64					/* reads in flight in one round */
 
 struct gnn_fstore
 {
 	pthread_mutex_t mu;			/* one gather or prefetch at a time */
 	int			fd;
-	/* CRC-32C of each GNN_FSTORE_BLOCK of the file from offset (NULL: unchecked) */
+	/* CRC-32C of each GNN_FSTORE_CSUM bytes of the file from offset (NULL: unchecked) */
 	const uint32_t *block_crc;
 	uint64_t	nblocks;
 	const int32_t *row_of;		/* [rows]: a gather's index -> the file's row (NULL: the same) */
 	char		corrupt[192];	/* the first block that failed its checksum ("": none) */
+	/* benchmarks: every gathered row (file rows), in order */
+	int32_t    *trace;
+	int64_t		trace_cap;
+	int64_t    *trace_len;
 	void	   *owned;			/* a features file's metadata (gnn_fstore_open_file) */
 	bool		direct;
 	uint64_t	offset;
@@ -50,7 +62,19 @@ struct gnn_fstore
 	/* scratch */
 	int64_t    *miss;			/* (row << 32 | position) of one call's misses */
 	int64_t		miss_cap;
-	unsigned char *bounce;		/* RUN_MAX + 2 blocks, block-aligned */
+	unsigned char *bounce;		/* the staging area of a round: STAGE_BYTES + a run, block-aligned */
+	uint32_t	align;			/* read offsets and lengths: 512, or 4096 where O_DIRECT needs it */
+	bool		uring;			/* reads of a round go through ring (else pread, one by one) */
+#ifdef HAVE_URING
+	struct io_uring ring;
+#endif
+	/* one round's runs: file bytes [lo, hi) into bounce + at, for misses [first, end) */
+	uint64_t	run_lo[QD],
+				run_hi[QD],
+				run_at[QD];
+	int64_t		run_first[QD],
+				run_end[QD];
+	size_t		run_done[QD];
 	gnn_fstore_stats st;
 };
 
@@ -59,6 +83,10 @@ fs_free(gnn_fstore *fs)
 {
 	if (!fs)
 		return;
+#ifdef HAVE_URING
+	if (fs->uring)
+		io_uring_queue_exit(&fs->ring);
+#endif
 	if (fs->fd >= 0)
 		close(fs->fd);
 	pthread_mutex_destroy(&fs->mu);
@@ -124,8 +152,37 @@ gnn_fstore_open(const char *path, uint64_t offset, int64_t rows, int32_t dim, in
 		return err->status;
 	}
 	fs->slot_of = malloc(sizeof(int32_t) * (size_t) (rows ? rows : 1));
-	fs->bounce = aligned_alloc(GNN_FSTORE_BLOCK, (RUN_MAX + 3 * GNN_FSTORE_BLOCK + fs->row_bytes) /
+	fs->bounce = aligned_alloc(GNN_FSTORE_BLOCK, (STAGE_BYTES + RUN_MAX + 3 * GNN_FSTORE_BLOCK + fs->row_bytes) /
 							   GNN_FSTORE_BLOCK * GNN_FSTORE_BLOCK);
+	/*
+	 * Reads are aligned to 512 bytes (the checksum unit) unless O_DIRECT on
+	 * this file system needs 4096; one where neither works reads buffered.
+	 */
+	fs->align = GNN_FSTORE_CSUM;
+	if (fs->direct && fs->bounce && rows > 0)
+	{
+		if (pread(fs->fd, fs->bounce, GNN_FSTORE_CSUM, (off_t) offset) < 0)
+		{
+			fs->align = GNN_FSTORE_BLOCK;
+			if (pread(fs->fd, fs->bounce, GNN_FSTORE_BLOCK, (off_t) offset) < 0)
+			{
+				close(fs->fd);
+				fs->fd = open(path, O_RDONLY | O_CLOEXEC);
+				fs->direct = false;
+				fs->align = GNN_FSTORE_CSUM;
+				if (fs->fd < 0)
+				{
+					gnn_error_set(err, GNN_ERR_INVALID, "feature store: could not open \"%s\": %s", path, strerror(errno));
+					fs_free(fs);
+					return err->status;
+				}
+			}
+		}
+	}
+	/* a ring for the reads of a round; without one (kernels that refuse it), pread */
+#ifdef HAVE_URING
+	fs->uring = getenv("GNN_FSTORE_NO_URING") == NULL && io_uring_queue_init(QD, &fs->ring, 0) == 0;
+#endif
 	if (cache_rows > 0)
 	{
 		fs->slot = malloc(fs->row_bytes * (size_t) cache_rows);
@@ -219,16 +276,16 @@ cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* bytes [lo, hi) of the file (block-aligned) into the bounce buffer */
+/* file bytes [lo, hi) of a run into dst by pread: what was read (short at the end of the file) */
 static gnn_status
-read_blocks(gnn_fstore *fs, uint64_t lo, uint64_t hi, gnn_error *err)
+pread_run(gnn_fstore *fs, unsigned char *dst, uint64_t lo, uint64_t hi, size_t done, size_t *got,
+		  gnn_error *err)
 {
-	size_t		done = 0,
-				want = (size_t) (hi - lo);
+	size_t		want = (size_t) (hi - lo);
 
 	while (done < want)
 	{
-		ssize_t		r = pread(fs->fd, fs->bounce + done, want - done, (off_t) (lo + done));
+		ssize_t		r = pread(fs->fd, dst + done, want - done, (off_t) (lo + done));
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -236,86 +293,178 @@ read_blocks(gnn_fstore *fs, uint64_t lo, uint64_t hi, gnn_error *err)
 			return gnn_error_set(err, GNN_ERR_CORRUPT, "feature store: read failed at byte %llu: %s",
 								 (unsigned long long) (lo + done), strerror(errno));
 		if (r == 0)
-			break;				/* the end of the file: the last block is short */
+			break;				/* the end of the file: the last unit is short */
 		done += (size_t) r;
-		if (fs->direct && (size_t) r % GNN_FSTORE_BLOCK != 0)
+		if (fs->direct && (size_t) r % fs->align != 0)
 			break;				/* a short O_DIRECT read ends at the end of the file */
 	}
-	fs->st.reads++;
-	fs->st.bytes_read += (int64_t) done;
-	if (fs->block_crc)
+	*got = done;
+	return GNN_OK;
+}
+
+/*
+ * The reads of one round (fs->run_*[0..nr)), in flight together through the
+ * ring; a read the ring did not finish is completed by pread.
+ */
+static gnn_status
+read_round(gnn_fstore *fs, int nr, gnn_error *err)
+{
+	int			queued = 0;
+
+	for (int k = 0; k < nr; k++)
+		fs->run_done[k] = 0;
+#ifdef HAVE_URING
+	if (fs->uring)
 	{
-		/* every block read is checked, the short last one by its length */
-		uint64_t	b0 = (lo - fs->offset) / GNN_FSTORE_BLOCK;
-
-		for (size_t k = 0; k < done; k += GNN_FSTORE_BLOCK)
+		for (int k = 0; k < nr; k++)
 		{
-			size_t		len = done - k < GNN_FSTORE_BLOCK ? done - k : GNN_FSTORE_BLOCK;
-			uint64_t	b = b0 + k / GNN_FSTORE_BLOCK;
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&fs->ring);
 
-			if (b >= fs->nblocks || gnn_crc32c(0, fs->bounce + k, len) != fs->block_crc[b])
-			{
-				gnn_error_set(err, GNN_ERR_CORRUPT,
-							  "feature store: block %llu (bytes %llu..%llu) fails its checksum",
-							  (unsigned long long) b, (unsigned long long) (lo + k),
-							  (unsigned long long) (lo + k + len));
-				if (!fs->corrupt[0])
-					snprintf(fs->corrupt, sizeof(fs->corrupt), "%s", err->msg);
-				return GNN_ERR_CORRUPT;
-			}
+			if (!sqe)
+				break;
+			io_uring_prep_read(sqe, fs->fd, fs->bounce + fs->run_at[k], (unsigned) (fs->run_hi[k] - fs->run_lo[k]),
+							   fs->run_lo[k]);
+			io_uring_sqe_set_data64(sqe, (uint64_t) k);
+			queued++;
+		}
+		if (queued > 0 && io_uring_submit(&fs->ring) != queued)
+		{
+			/* cannot tell which went: drain what completes, pread the rest */
+			queued = 0;
+		}
+		for (int c = 0; c < queued; c++)
+		{
+			struct io_uring_cqe *cqe;
+			int			rc;
+
+			do
+				rc = io_uring_wait_cqe(&fs->ring, &cqe);
+			while (rc == -EINTR);
+			if (rc < 0)
+				break;
+			if (cqe->res > 0)
+				fs->run_done[io_uring_cqe_get_data64(cqe)] = (size_t) cqe->res;
+			io_uring_cqe_seen(&fs->ring, cqe);
+		}
+	}
+#else
+	(void) queued;
+#endif
+	for (int k = 0; k < nr; k++)
+	{
+		size_t		want = (size_t) (fs->run_hi[k] - fs->run_lo[k]);
+		gnn_status	st;
+
+		/* what the ring did not read (or all of it, without one) */
+		if (fs->run_done[k] < want &&
+			(st = pread_run(fs, fs->bounce + fs->run_at[k], fs->run_lo[k], fs->run_hi[k], fs->run_done[k],
+							&fs->run_done[k], err)) != GNN_OK)
+			return st;
+		fs->st.reads++;
+		fs->st.bytes_read += (int64_t) fs->run_done[k];
+	}
+	return GNN_OK;
+}
+
+/* check a run's bytes against the checksums, unit by unit (the payload's last one short) */
+static gnn_status
+check_run(gnn_fstore *fs, int k, gnn_error *err)
+{
+	const unsigned char *p = fs->bounce + fs->run_at[k];
+	uint64_t	end = fs->offset + (uint64_t) fs->rows * fs->row_bytes;
+
+	if (!fs->block_crc)
+		return GNN_OK;
+	for (uint64_t at = fs->run_lo[k]; at < fs->run_lo[k] + fs->run_done[k] && at < end; at += GNN_FSTORE_CSUM)
+	{
+		uint64_t	u = (at - fs->offset) / GNN_FSTORE_CSUM;
+		size_t		len = end - at < GNN_FSTORE_CSUM ? (size_t) (end - at) : GNN_FSTORE_CSUM;
+
+		if (u >= fs->nblocks || gnn_crc32c(0, p + (at - fs->run_lo[k]), len) != fs->block_crc[u])
+		{
+			gnn_error_set(err, GNN_ERR_CORRUPT,
+						  "feature store: block %llu (bytes %llu..%llu) fails its checksum",
+						  (unsigned long long) u, (unsigned long long) at, (unsigned long long) (at + len));
+			if (!fs->corrupt[0])
+				snprintf(fs->corrupt, sizeof(fs->corrupt), "%.180s", err->msg);
+			return GNN_ERR_CORRUPT;
 		}
 	}
 	return GNN_OK;
 }
 
 /*
- * Read the rows of fs->miss[0..nm) (sorted by row) in runs of touching
- * blocks; each row goes into the cache and, with out, to every position that
- * asked for it.
+ * Read the rows of fs->miss[0..nm) (sorted by row): rows whose aligned
+ * ranges touch or overlap make one read (a run, at most RUN_MAX), and the
+ * runs of a round (at most QD of them, STAGE_BYTES together) are in flight
+ * at once.  Each row goes into the cache and, with out, to every position
+ * that asked for it.
  */
 static gnn_status
 read_misses(gnn_fstore *fs, int64_t nm, float *out, gnn_error *err)
 {
-	const uint64_t B = GNN_FSTORE_BLOCK;
+	const uint64_t A = fs->align;
 	int64_t		i = 0;
 
 	while (i < nm)
 	{
-		int32_t		r0 = (int32_t) (fs->miss[i] >> 32);
-		uint64_t	lo = (fs->offset + (uint64_t) r0 * fs->row_bytes) / B * B,
-					hi = (fs->offset + ((uint64_t) r0 + 1) * fs->row_bytes + B - 1) / B * B;
-		int64_t		j = i + 1;
+		int			nr = 0;
+		size_t		used = 0;
 		gnn_status	st;
 
-		/* extend the run while the next row's blocks touch it and it stays under RUN_MAX */
-		while (j < nm)
+		/* a round of runs */
+		while (i < nm && nr < QD)
 		{
-			int32_t		r = (int32_t) (fs->miss[j] >> 32);
-			uint64_t	rlo = (fs->offset + (uint64_t) r * fs->row_bytes) / B * B,
-						rhi = (fs->offset + ((uint64_t) r + 1) * fs->row_bytes + B - 1) / B * B;
+			int32_t		r0 = (int32_t) (fs->miss[i] >> 32);
+			uint64_t	lo = (fs->offset + (uint64_t) r0 * fs->row_bytes) / A * A,
+						hi = (fs->offset + ((uint64_t) r0 + 1) * fs->row_bytes + A - 1) / A * A;
+			int64_t		j = i + 1;
 
-			if (rlo > hi || rhi - lo > RUN_MAX)
-				break;
-			if (rhi > hi)
-				hi = rhi;
-			j++;
-		}
-		if ((st = read_blocks(fs, lo, hi, err)) != GNN_OK)
-			return st;
-		for (int64_t k = i; k < j; k++)
-		{
-			int32_t		r = (int32_t) (fs->miss[k] >> 32);
-			const unsigned char *src = fs->bounce + (fs->offset + (uint64_t) r * fs->row_bytes - lo);
-
-			if (k == i || r != (int32_t) (fs->miss[k - 1] >> 32))
+			while (j < nm)
 			{
-				fs->st.bytes_needed += (int64_t) fs->row_bytes;
-				cache_insert(fs, r, src);
+				int32_t		r = (int32_t) (fs->miss[j] >> 32);
+				uint64_t	rlo = (fs->offset + (uint64_t) r * fs->row_bytes) / A * A,
+							rhi = (fs->offset + ((uint64_t) r + 1) * fs->row_bytes + A - 1) / A * A;
+
+				if (rlo > hi || rhi - lo > RUN_MAX)
+					break;
+				if (rhi > hi)
+					hi = rhi;
+				j++;
 			}
-			if (out)
-				memcpy(out + (size_t) (fs->miss[k] & 0xffffffff) * fs->dim, src, fs->row_bytes);
+			if (nr > 0 && used + (hi - lo) > STAGE_BYTES)
+				break;
+			fs->run_lo[nr] = lo;
+			fs->run_hi[nr] = hi;
+			fs->run_at[nr] = used;
+			fs->run_first[nr] = i;
+			fs->run_end[nr] = j;
+			used += (size_t) (hi - lo + GNN_FSTORE_BLOCK - 1) / GNN_FSTORE_BLOCK * GNN_FSTORE_BLOCK;
+			nr++;
+			i = j;
 		}
-		i = j;
+		if ((st = read_round(fs, nr, err)) != GNN_OK)
+			return st;
+		for (int k = 0; k < nr; k++)
+		{
+			if ((st = check_run(fs, k, err)) != GNN_OK)
+				return st;
+			for (int64_t q = fs->run_first[k]; q < fs->run_end[k]; q++)
+			{
+				int32_t		r = (int32_t) (fs->miss[q] >> 32);
+				const unsigned char *src = fs->bounce + fs->run_at[k] + (fs->offset + (uint64_t) r * fs->row_bytes - fs->run_lo[k]);
+
+				if (fs->offset + ((uint64_t) r + 1) * fs->row_bytes > fs->run_lo[k] + fs->run_done[k])
+					return gnn_error_set(err, GNN_ERR_CORRUPT, "feature store: row %d is past the end of the file", r);
+				if (q == fs->run_first[k] || r != (int32_t) (fs->miss[q - 1] >> 32))
+				{
+					fs->st.bytes_needed += (int64_t) fs->row_bytes;
+					cache_insert(fs, r, src);
+				}
+				if (out)
+					memcpy(out + (size_t) (fs->miss[q] & 0xffffffff) * fs->dim, src, fs->row_bytes);
+			}
+		}
 	}
 	return GNN_OK;
 }
@@ -357,6 +506,8 @@ fs_gather(gnn_fstore *fs, const int32_t *idx, int64_t n, float *out, gnn_error *
 								 (long long) fs->rows);
 		if (fs->row_of)
 			r = fs->row_of[r];
+		if (fs->trace && *fs->trace_len < fs->trace_cap)
+			fs->trace[(*fs->trace_len)++] = r;
 		s = fs->slot_of[r];
 		if (s >= 0)
 		{
@@ -434,6 +585,16 @@ gnn_fstore_set_checksums(gnn_fstore *fs, const uint32_t *block_crc, uint64_t nbl
 	fs->nblocks = nblocks;
 }
 
+void
+gnn_fstore_set_trace(gnn_fstore *fs, int32_t *buf, int64_t cap, int64_t *len)
+{
+	pthread_mutex_lock(&fs->mu);
+	fs->trace = buf;
+	fs->trace_cap = cap;
+	fs->trace_len = len;
+	pthread_mutex_unlock(&fs->mu);
+}
+
 const char *
 gnn_fstore_corrupt(gnn_fstore *fs)
 {
@@ -490,7 +651,7 @@ gnn_fstore_stats_reset(gnn_fstore *fs)
 static uint64_t
 payload_blocks(int64_t rows, int32_t dim)
 {
-	return ((uint64_t) rows * sizeof(float) * (uint64_t) dim + GNN_FSTORE_BLOCK - 1) / GNN_FSTORE_BLOCK;
+	return ((uint64_t) rows * sizeof(float) * (uint64_t) dim + GNN_FSTORE_CSUM - 1) / GNN_FSTORE_CSUM;
 }
 
 size_t
@@ -532,8 +693,8 @@ fill_rows(void *arg, uint64_t at, void *buf, size_t len, gnn_error *err)
 		pos += n;
 	}
 	/* chunks are whole blocks but the last */
-	for (size_t k = 0; k < len; k += GNN_FSTORE_BLOCK)
-		a->crc[(at + k) / GNN_FSTORE_BLOCK] = gnn_crc32c(0, p + k, len - k < GNN_FSTORE_BLOCK ? len - k : GNN_FSTORE_BLOCK);
+	for (size_t k = 0; k < len; k += GNN_FSTORE_CSUM)
+		a->crc[(at + k) / GNN_FSTORE_CSUM] = gnn_crc32c(0, p + k, len - k < GNN_FSTORE_CSUM ? len - k : GNN_FSTORE_CSUM);
 	return GNN_OK;
 }
 

@@ -6,10 +6,12 @@
  * multiple of GNN_FSTORE_BLOCK (a graph store file's payload is: store.h).
  * Rows are read with O_DIRECT where the file system allows it (no second
  * copy in the page cache, which a cgroup-capped server could not keep
- * anyway), with pread otherwise.  A gather looks every row up in the cache
- * first; the misses of one call are sorted and read together, rows whose
- * blocks touch or overlap in one read, so neighbouring rows (the store
- * writes rows by partition, then degree) cost one read.
+ * anyway), buffered otherwise, in units of 512 bytes (4096 where O_DIRECT
+ * needs it), so a 1 kB row costs about 1 kB read.  A gather looks every row
+ * up in the cache first; the misses of one call are sorted, rows whose
+ * units touch or overlap make one read, and up to 64 reads are in flight
+ * together through io_uring (pread one by one where the kernel refuses a
+ * ring, or GNN_FSTORE_NO_URING is set).
  *
  * The cache holds cache_rows rows and evicts by SIEVE (Zhang et al., NSDI
  * 2024): a FIFO queue with one "visited" bit per row and a hand that walks
@@ -30,7 +32,8 @@
 
 #include "gnn_core.h"
 
-#define GNN_FSTORE_BLOCK 4096
+#define GNN_FSTORE_BLOCK 4096	/* the payload's alignment in the file */
+#define GNN_FSTORE_CSUM 512		/* the unit of checksums and of reads */
 
 typedef struct gnn_fstore gnn_fstore;
 
@@ -68,11 +71,18 @@ gnn_status	gnn_fstore_gather(gnn_fstore *fs, const int32_t *idx, int64_t n, floa
 gnn_status	gnn_fstore_prefetch(gnn_fstore *fs, const int32_t *idx, int64_t n, gnn_error *err);
 
 /*
- * Check every block read against block_crc[b] = CRC-32C of the file's bytes
- * [offset + b * GNN_FSTORE_BLOCK, + GNN_FSTORE_BLOCK) (the last one short),
+ * Check every unit read against block_crc[b] = CRC-32C of the file's bytes
+ * [offset + b * GNN_FSTORE_CSUM, + GNN_FSTORE_CSUM) (the last one short),
  * b < nblocks.  The array is the caller's and must outlive the store.
  */
 void		gnn_fstore_set_checksums(gnn_fstore *fs, const uint32_t *block_crc, uint64_t nblocks);
+
+/*
+ * Benchmarks: record the file row of every row gathered from now on into
+ * buf (at most cap; *len counts them); NULL stops.  The trace a cache
+ * policy is compared with Belady's optimum on.
+ */
+void		gnn_fstore_set_trace(gnn_fstore *fs, int32_t *buf, int64_t cap, int64_t *len);
 
 /* the first checksum failure a read met (its message), or NULL */
 const char *gnn_fstore_corrupt(gnn_fstore *fs);
@@ -88,7 +98,7 @@ void		gnn_fstore_stats_reset(gnn_fstore *fs);
  * Features files: a graph store file (store.h) of kind GNN_STORE_FEATURES.
  * Its payload is rows x dim float32 in the file's row order; its metadata
  * is "GNNFEAT1", the shape, the map from a node to its file row (when the
- * rows were reordered) and the CRC-32C of every GNN_FSTORE_BLOCK of the
+ * rows were reordered) and the CRC-32C of every GNN_FSTORE_CSUM bytes of the
  * payload, which reads check.  A store opened from one takes node indices:
  * gathers translate them through the map.
  *

@@ -168,7 +168,7 @@ main(void)
 		}
 		CHECK(ok, "the order is by degree descending, then node");
 	}
-	CHECK(gnn_fstore_write_file(dir, "features.gnn", 42, mem.feat, N, F, order, &err) == GNN_OK,
+	CHECK(gnn_fstore_write_file(dir, "features.gnn", 42, mem.feat, NULL, N, F, order, &err) == GNN_OK,
 		  "write the features file");
 	{
 		char		tmp[600];
@@ -295,6 +295,7 @@ main(void)
 		idx[0] = order[(h.payload_len - 100) / (F * 4)];
 		CHECK(gnn_fstore_gather(fs, idx, 1, b_rows, &err) == GNN_ERR_CORRUPT && (hit = strstr(err.msg, "checksum") != NULL),
 			  "... the read meeting it fails its checksum: %s", err.msg);
+		CHECK(gnn_fstore_corrupt(fs) && strstr(gnn_fstore_corrupt(fs), "checksum"), "... and the store remembers it");
 		idx[0] = order[0];
 		CHECK(gnn_fstore_gather(fs, idx, 1, b_rows, &err) == GNN_OK && memcmp(b_rows, mem.feat + (int64_t) order[0] * F, F * 4) == 0,
 			  "... rows elsewhere still read");

@@ -15,15 +15,15 @@ out=test/fuzz/bin
 srcs=$(ls src/core/*.c)
 mkdir -p "$out"
 cc -std=gnu11 -O1 -fopenmp -Isrc/core -o "$out/make_seeds" test/fuzz/make_seeds.c $srcs \
-    -lopenblas -lmetis -lgomp -lpthread -lm -ldl
+    -lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lgomp -lpthread -lm -ldl
 cc -std=gnu11 -O1 -fopenmp -Isrc/core -o "$out/make_graph_seeds" test/fuzz/make_graph_seeds.c $srcs \
-    -lopenblas -lmetis -lgomp -lpthread -lm -ldl
+    -lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lgomp -lpthread -lm -ldl
 export OMP_NUM_THREADS=1
 for t in $targets; do
   clang -g -O1 -fopenmp -fsanitize=fuzzer,address,undefined -Isrc/core \
-      -o "$out/$t" "test/fuzz/$t.c" $srcs -lopenblas -lmetis -lomp -lpthread -lm -ldl 2>/dev/null ||
+      -o "$out/$t" "test/fuzz/$t.c" $srcs -lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lomp -lpthread -lm -ldl 2>/dev/null ||
   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core \
-      -o "$out/$t" "test/fuzz/$t.c" $srcs -lopenblas -lmetis -lpthread -lm -ldl
+      -o "$out/$t" "test/fuzz/$t.c" $srcs -lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lpthread -lm -ldl
   mkdir -p "$out/corpus-$t"
   case $t in
     fuzz_model_blob) "$out/make_seeds" "$out/corpus-$t" ;;

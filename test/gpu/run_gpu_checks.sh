@@ -71,7 +71,7 @@ grep -h "spill" "$OUT"/ptxas_*.txt | sort | uniq -c | head -n 5
 step "build the test programs and the CLI"
 CORE_SRCS=$(ls src/core/*.c)
 CFLAGS="-std=gnu11 -O2 -g -fopenmp -Wall -Wno-unused-function -Isrc/core -Itest/core"
-LIBS="-lopenblas -lmetis -lgomp -lpthread -lm -ldl"
+LIBS="-lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lgomp -lpthread -lm -ldl"
 mkdir -p test/core/bin
 for t in test_backend_parity test_cuda_parity test_kernel_math test_sample_gpu_math test_sample_cuda_parity \
 	test_relabel_math test_gpu_batch_parity; do
