@@ -204,8 +204,8 @@ SELECT name, nodes, feature_dim FROM gnn.load_graph('items', 'item_links', nodes
                                   label => 'label', split => 'split', undirected => true, feature_store => 'disk');
 \echo == its 1 MB of features are not in shared memory (bytes), only in the store
 SELECT name, bytes, feature_store FROM gnn.graphs WHERE name = 'items';
-\echo == training reads them through a 64 kB cache (the caller's gnn.feature_cache_size); the log shows the cache at work
-SET gnn.feature_cache_size = '64kB';
+\echo == training reads them through a 256 kB cache, a quarter of them (gnn.feature_cache_size of the session that trains); the log shows the cache at work
+SET gnn.feature_cache_size = '256kB';
 SELECT gnn.train('items', model => 'graphsage', name => 'items_sage', epochs => 4, seed => 1,
                  options => '{"fanouts": [5, 5], "batch_size": 256}', wait => true) > 0 AS trained;
 SELECT epoch, round(loss::numeric, 3) AS loss, round(store_hit_rate::numeric, 3) AS hit_rate, store_bytes_read,
