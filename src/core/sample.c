@@ -1512,6 +1512,19 @@ gnn_random_walk(const gnn_graph *g, const int32_t *starts, int64_t n, const gnn_
 
 /* ------------------------------------------------------------------ gather */
 
+/* a row divided by its sum (as gnn_dfeat_from_graph does for full-batch training) */
+static inline void
+normalise_row(float *dst, int64_t d)
+{
+	double		s = 0;
+
+	for (int64_t k = 0; k < d; k++)
+		s += dst[k];
+	if (s != 0)
+		for (int64_t k = 0; k < d; k++)
+			dst[k] = (float) (dst[k] / s);
+}
+
 gnn_status
 gnn_gather_dense(const gnn_graph *g, const int32_t *nodes, int64_t n, bool row_normalise,
 				 int nthreads, float *out, gnn_error *err)
@@ -1530,16 +1543,7 @@ gnn_gather_dense(const gnn_graph *g, const int32_t *nodes, int64_t n, bool row_n
 			return st;
 #pragma omp parallel for num_threads(nt) schedule(static) if (n * d > 65536 && nt > 1)
 		for (int64_t i = 0; i < n; i++)
-		{
-			float	   *dst = out + i * d;
-			double		s = 0;
-
-			for (int64_t k = 0; k < d; k++)
-				s += dst[k];
-			if (s != 0)
-				for (int64_t k = 0; k < d; k++)
-					dst[k] = (float) (dst[k] / s);
-		}
+			normalise_row(out + i * d, d);
 		return GNN_OK;
 	}
 #pragma omp parallel for num_threads(nt) schedule(static) if (n * d > 65536 && nt > 1)
@@ -1560,15 +1564,7 @@ gnn_gather_dense(const gnn_graph *g, const int32_t *nodes, int64_t n, bool row_n
 		}
 		memcpy(dst, src, sizeof(float) * d);
 		if (row_normalise)
-		{
-			double		s = 0;
-
-			for (int64_t k = 0; k < d; k++)
-				s += dst[k];
-			if (s != 0)
-				for (int64_t k = 0; k < d; k++)
-					dst[k] = (float) (dst[k] / s);
-		}
+			normalise_row(dst, d);
 	}
 	return GNN_OK;
 }

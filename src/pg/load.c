@@ -478,21 +478,10 @@ FeatureRows(const char *name, const gnn_graph_input *in, const gnn_graph *g)
 		row[v] = -1;
 	for (int64 i = 0; i < in->num_nodes; i++)
 	{
-		int64		lo = 0,
-					hi = g->num_nodes - 1,
-					id = in->node_ids[i];
+		int64		v = gnn_graph_find(g, in->node_ids[i]);
 
-		while (lo < hi)
-		{
-			int64		mid = lo + (hi - lo) / 2;
-
-			if (g->ids[mid] < id)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (g->num_nodes > 0 && g->ids[lo] == id)
-			row[lo] = i;
+		if (v >= 0)
+			row[v] = i;
 	}
 	for (int64 v = 0; v < g->num_nodes; v++)
 		if (row[v] < 0)
