@@ -7,9 +7,13 @@
  * byte get the header's, the metadata's and the payload's re-stamped (over
  * whatever lengths the header claims, clamped to the input) to reach the
  * length checks and the region validator.
+ * The same file is also opened as a features file (feature_store.h: its
+ * metadata's shape, row map and block checksums) and a few rows gathered
+ * through a 4-row cache: again only GNN_OK or GNN_ERR_CORRUPT.
  * Build and run: test/fuzz/run.sh [seconds] fuzz_store_file
  */
 #include "graph.h"
+#include "feature_store.h"
 #include "store.h"
 
 #include <stdio.h>
@@ -92,6 +96,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		}
 		free(pay);
+	}
+	{
+		gnn_fstore *fs = NULL;
+
+		st = gnn_fstore_open_file(path, 0, 4, false, &fs, &err);
+		if (st != GNN_OK && st != GNN_ERR_CORRUPT && st != GNN_ERR_NOMEM)
+			abort();
+		if (st == GNN_OK)
+		{
+			int64_t		rows = gnn_fstore_rows(fs);
+			int32_t		idx[6] = {0, (int32_t) (rows - 1), (int32_t) (rows / 2), 0, (int32_t) (rows / 3), (int32_t) (rows - 1)};
+			float	   *out = malloc(sizeof(float) * 6 * (size_t) gnn_fstore_dim(fs));
+
+			if (rows > 0 && out)
+			{
+				st = gnn_fstore_gather(fs, idx, 6, out, &err);
+				if (st != GNN_OK && st != GNN_ERR_CORRUPT)
+					abort();
+			}
+			free(out);
+			gnn_fstore_close(fs);
+		}
 	}
 	free(cp);
 	return 0;

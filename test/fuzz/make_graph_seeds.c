@@ -5,6 +5,7 @@
  */
 #include "graph.h"
 #include "store.h"
+#include "feature_store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,25 @@ main(int argc, char **argv)
 	in.labels = labels;
 	in.split = split;
 	write_seed(argv[1], "dense", &in);
+	if (as_store)
+	{
+		/* features files: node order, and reordered rows (a row map), for fuzz_store_file */
+		static float rows[40 * 6];
+		int32_t		order[40];
+		gnn_error	err;
+
+		for (int i = 0; i < 40 * 6; i++)
+			rows[i] = (float) i / 11;
+		for (int i = 0; i < 40; i++)
+			order[i] = (i * 7) % 40;
+		if (gnn_fstore_write_file(argv[1], "features_plain", 3, rows, NULL, 40, 6, NULL, &err) != GNN_OK ||
+			gnn_fstore_write_file(argv[1], "features_ordered", 4, rows, NULL, 40, 6, order, &err) != GNN_OK ||
+			gnn_fstore_write_file(argv[1], "features_wide", 5, rows, NULL, 2, 120, NULL, &err) != GNN_OK)
+		{
+			fprintf(stderr, "features: %s\n", err.msg);
+			exit(1);
+		}
+	}
 	in.feat_dim = 0;
 	in.feat = NULL;
 	in.sparse_nnz = 3;
