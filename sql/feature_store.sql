@@ -51,6 +51,17 @@ JOIN gnn.training_log a ON a.job = m.job
 JOIN gnn.models n ON n.name = replace(m.name, 'fs_disk', 'fs_mem')
 JOIN gnn.training_log b ON b.job = n.job AND b.epoch = a.epoch
 WHERE m.name LIKE 'fs_disk_%' GROUP BY m.model ORDER BY m.model;
+-- evaluation on sampled neighbourhoods (for graphs whose features do not fit in the worker): equal too
+SELECT gnn.train(g, model => 'graphsage', name => g || '_sampled', hidden => 16, epochs => 3, seed => 5,
+                 options => '{"fanouts": [5, 5], "batch_size": 64, "evaluation": "sampled"}', wait => true) > 0 AS trained
+FROM unnest(ARRAY['fs_mem', 'fs_disk']) g;
+SELECT count(*) AS epochs, bool_and(a.loss = b.loss AND a.val_acc = b.val_acc) AS same_curve,
+       bool_and(a.val_acc IS NOT NULL AND a.val_acc > 0) AS evaluated,
+       bool_and(a.store_hit_rate < 1) AS read_through_the_store
+FROM gnn.models m JOIN gnn.training_log a ON a.job = m.job
+JOIN gnn.models n ON n.name = 'fs_mem_sampled' JOIN gnn.training_log b ON b.job = n.job AND b.epoch = a.epoch
+WHERE m.name = 'fs_disk_sampled';
+SELECT params->>'evaluation' AS evaluation FROM gnn.models WHERE name = 'fs_disk_sampled';
 -- the store's counters per epoch on the disk graph, none on the memory graph
 SELECT m.graph, m.model,
        bool_and(store_hit_rate >= 0 AND store_hit_rate < 1) AS hit_rate_measured,
@@ -114,6 +125,7 @@ SELECT gnn.load_graph('fs_bad', 'fs_edges', nodes => 'fs_nodes', features => 'fe
 SELECT name FROM gnn.load_graph('fs_disk', 'fs_edges', nodes => 'fs_nodes', features => 'feat', replace => true,
                                 feature_store => 'disk');
 SELECT gnn.track('fs_disk');
+SELECT gnn.train('fs_disk', options => '{"evaluation": "partial"}');
 SELECT gnn.load_schema_graph('fs_bad', ARRAY['fs_shop']::regclass[], options => '{"feature_store": true}');
 SELECT count(*) FROM gnn.graphs WHERE name = 'fs_bad';
 SET gnn.feature_cache_size = -1;

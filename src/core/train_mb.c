@@ -677,7 +677,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	 * floats x several buffers ran a 24 GB machine out of memory), and under
 	 * temporal sampling it would show the future.
 	 */
-	bool		sampled_eval = temporal || g->num_edge_types > 1;
+	bool		sampled_eval = temporal || g->num_edge_types > 1 || mbc->sampled_eval;
 	gnn_buf		dlab = {0},
 				drows = {0},
 				dlogits = {0};

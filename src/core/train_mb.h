@@ -39,6 +39,14 @@ typedef struct gnn_minibatch_config
 	int32_t		max_batches;	/* per epoch, 0 = all (benchmarks extrapolate) */
 	bool		skip_eval;		/* no evaluation pass (benchmarks) */
 	/*
+	 * evaluate on sampled neighbourhoods of the splits' nodes (the training
+	 * fan-outs, a fixed seed) instead of the full-graph pass; typed and
+	 * temporal training always do.  The full pass holds every node's
+	 * features in the process: a graph with its features on disk that does
+	 * not fit evaluates this way.
+	 */
+	bool		sampled_eval;
+	/*
 	 * temporal sampling: with has_as_of, every seed samples at time as_of
 	 * (training "as of" a date); else at its own (gnn_graph_seed_time)
 	 */

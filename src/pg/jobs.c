@@ -162,8 +162,9 @@ static const char *const option_names[] = {"heads", "out_heads", "patience", "ag
 	"optimizer", "attn_dropout", "select", "row_normalise", "fanouts", "batch_size", "sampler",
 	"num_parts", "clusters_per_batch", "walk_length", "roots", "presample", "batches",
 	"num_bases", "edge_type", "temporal", "temporal_strategy", "seed_time", "prefetch",
-	"gpu_sampling", "cache_policy", NULL};
+	"gpu_sampling", "cache_policy", "evaluation", NULL};
 static const char *const cache_policy_names[] = {"presample", "degree", NULL};
+static const char *const evaluation_names[] = {"full", "sampled", NULL};
 static const char *const temporal_names[] = {"uniform", "last", NULL};
 static const char *const sampler_names[] = {"full", "neighbor", "ladies", "cluster", "saint_rw", NULL};
 
@@ -368,6 +369,8 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 		}
 		else if (strcmp(key, "cache_policy") == 0)
 			SetText(r->cache_policy, sizeof(r->cache_policy), val, "cache_policy", cache_policy_names);
+		else if (strcmp(key, "evaluation") == 0)
+			SetText(r->evaluation, sizeof(r->evaluation), val, "evaluation", evaluation_names);
 		else if (strcmp(key, "sampler") == 0)
 			SetText(r->sampler, sizeof(r->sampler), val, "sampler", sampler_names);
 		else if (strcmp(key, "heads") == 0)
@@ -501,6 +504,8 @@ CheckSampling(GnnTrainRequest *r)
 			o += snprintf(buf + o, sizeof(buf) - o, ", \"gpu_sampling\": %s", r->gpu_sampling ? "true" : "false");
 		if (r->cache_policy[0])
 			o += snprintf(buf + o, sizeof(buf) - o, ", \"cache_policy\": \"%s\"", r->cache_policy);
+		if (r->evaluation[0])
+			o += snprintf(buf + o, sizeof(buf) - o, ", \"evaluation\": \"%s\"", r->evaluation);
 		snprintf(buf + o, sizeof(buf) - o, "}");
 		r->params_json[len - 1] = '\0';
 		strlcat(r->params_json, buf, sizeof(r->params_json));

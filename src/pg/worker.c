@@ -346,6 +346,7 @@ RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequ
 	mbc.sampler.weighted = true;	/* as gnn.sample_neighbors: by weight where the graph has weights */
 	mbc.batch_size = r->batch_size;
 	mbc.prefetch = r->prefetch;
+	mbc.sampled_eval = strcmp(r->evaluation, "sampled") == 0;
 	/* on a GPU: batches built there, with a feature cache (gpu_batch.h) */
 	mbc.cpu_batches = r->gpu_sampling == 0;
 	gnn_gpu_batch_config_default(&job_gpu);

@@ -204,9 +204,10 @@ main(void)
 		  (long long) st.bytes_needed);
 
 	/* the training loops: the same curves and the same model */
-	for (int loop = 0; loop < 3; loop++)
+	for (int loop = 0; loop < 4; loop++)
 	{
-		static const char *const name[] = {"full-batch GCN", "minibatch GraphSAGE (pipelined)", "Cluster-GCN"};
+		static const char *const name[] = {"full-batch GCN", "minibatch GraphSAGE (pipelined)", "Cluster-GCN",
+		"minibatch GraphSAGE, sampled evaluation"};
 		gnn_train_config cfg;
 		gnn_minibatch_config mbc;
 		gnn_subgraph_config sc;
@@ -216,7 +217,7 @@ main(void)
 		rec			r[2];
 		gnn_status	s[2];
 
-		gnn_train_config_default(loop == 1 ? GNN_MODEL_SAGE : GNN_MODEL_GCN, &cfg);
+		gnn_train_config_default(loop == 1 || loop == 3 ? GNN_MODEL_SAGE : GNN_MODEL_GCN, &cfg);
 		cfg.epochs = 6;
 		cfg.hidden = 16;
 		cfg.threads = 2;
@@ -229,6 +230,7 @@ main(void)
 		mbc.sampler.nthreads = 2;
 		mbc.batch_size = 128;
 		mbc.prefetch = 2;
+		mbc.sampled_eval = loop == 3;
 		gnn_subgraph_config_default(&sc);
 		sc.num_parts = 8;
 		for (int w = 0; w < 2; w++)
@@ -243,13 +245,22 @@ main(void)
 			}
 			gnn_fstore_stats_reset(fs);
 			s[w] = loop == 0 ? gnn_train_full(g, &cfg, be[w], on_epoch, &r[w], NULL, NULL, &model[w], &res, &err)
-				: loop == 1 ? gnn_train_minibatch(g, &cfg, &mbc, be[w], on_epoch, &r[w], NULL, NULL, &model[w], &res,
+				: loop == 1 || loop == 3 ? gnn_train_minibatch(g, &cfg, &mbc, be[w], on_epoch, &r[w], NULL, NULL, &model[w], &res,
 												  NULL, &err)
 				: gnn_train_cluster(g, &cfg, &sc, be[w], on_epoch, &r[w], NULL, NULL, &model[w], &res, &err);
 			if (s[w] != GNN_OK)
 				CHECK(0, "%s on %s: %s", name[loop], w ? "disk" : "memory", err.msg);
 		}
 		gnn_fstore_stats_get(fs, &st);
+		if (loop == 3)
+		{
+			bool		evaluated = r[1].n > 0;
+
+			for (int e = 0; e < r[1].n; e++)
+				evaluated &= isfinite(r[1].val[e]) && r[1].val[e] > 0.3f;
+			CHECK(evaluated, "%s: every epoch has a validation accuracy (%.3f at the last)", name[loop],
+				  r[1].n ? r[1].val[r[1].n - 1] : 0.0f);
+		}
 		CHECK(s[0] == GNN_OK && s[1] == GNN_OK && same_rec(&r[0], &r[1]),
 			  "%s: every epoch's loss and validation accuracy are the same from disk (%d epochs)", name[loop], r[0].n);
 		CHECK(st.rows_requested > 0 && st.misses > 0, "%s read through the store (%lld rows, %.1f%% hits)", name[loop],
