@@ -27,7 +27,7 @@
  *
  * Features on disk (gnn.load_graph(..., feature_store => 'disk')): the
  * dense feature matrix is not in the region but in features-<version>.gnn
- * next to it (feature_store.h: rows by degree, a checksum per 4 kB block),
+ * next to it (feature_store.h: rows by degree, a checksum per 512 bytes),
  * written for persisted and memory-only graphs alike.  Each process that
  * uses the graph opens it with a row cache of gnn.feature_cache_size and
  * sets it as the graph view's feature store (GnnFeaturesAttach), so every
@@ -201,11 +201,13 @@ GnnStoreRemove(Oid dbid, Oid owner, const char *name)
 	(void) gnn_store_sync_dir(dbdir, &err);
 }
 
-/* features-<16 hex digits>.gnn: the features file of one graph version */
+/* features-<16 hex digits>.gnn: the features file of one graph version, into buf */
+#define FEAT_FILE_LEN 32
 static char *
-FeatFile(uint64 generation)
+FeatFile(char *buf, uint64 generation)
 {
-	return psprintf("features-%016llx.gnn", (unsigned long long) generation);
+	snprintf(buf, FEAT_FILE_LEN, "features-%016llx.gnn", (unsigned long long) generation);
+	return buf;
 }
 
 /* whether file is a features file (or its temporary), and of which version */
@@ -221,22 +223,22 @@ ParseFeatFile(const char *file, uint64 *generation)
 }
 
 /*
- * The files of the graph's directory that no longer belong to it: features
- * files of versions other than keep (0: all of them), temporaries, and with
- * keep_graph false graph.gnn and partition.gnn too.  Readers that opened a
- * features file keep reading it: unlinking leaves an open file readable.
+ * Remove the files of graph directory dir that no longer belong to its
+ * graph: features files of versions other than keep (0: all of them),
+ * temporaries, and with keep_graph false graph.gnn and partition.gnn too.
+ * Readers that opened a features file keep reading it: unlinking leaves an
+ * open file readable.  Returns whether anything went.  Used by the
+ * postmaster's scan too: warnings only, never an error.
  */
-void
-GnnStoreRetire(Oid dbid, Oid owner, const char *name, uint64 keep, bool keep_graph)
+static bool
+RetireIn(const char *dir, uint64 keep, bool keep_graph)
 {
-	char	   *dir = GnnStoreDir(dbid, owner, name);
 	DIR		   *dd = opendir(dir);
 	struct dirent *de;
 	bool		removed = false;
-	gnn_error	err;
 
 	if (dd == NULL)
-		return;
+		return false;
 	while ((de = readdir(dd)) != NULL)
 	{
 		uint64		gen;
@@ -254,7 +256,17 @@ GnnStoreRetire(Oid dbid, Oid owner, const char *name, uint64 keep, bool keep_gra
 			removed |= RemoveFile(dir, de->d_name);
 	}
 	closedir(dd);
-	if (removed)
+	return removed;
+}
+
+/* The graph's files that no longer belong to it go (RetireIn), the directory synced. */
+void
+GnnStoreRetire(Oid dbid, Oid owner, const char *name, uint64 keep, bool keep_graph)
+{
+	char	   *dir = GnnStoreDir(dbid, owner, name);
+	gnn_error	err;
+
+	if (RetireIn(dir, keep, keep_graph))
 		(void) gnn_store_sync_dir(dir, &err);
 	pfree(dir);
 }
@@ -270,7 +282,7 @@ GnnStoreWriteFeatures(const GnnGraphEntry *proto, const gnn_graph *g, const floa
 {
 	char	   *dir = GnnStoreDir(MyDatabaseId, proto->owner, proto->name);
 	char	   *dbdir = psprintf(STORE_ROOT "/%u", MyDatabaseId);
-	char	   *file = FeatFile(proto->generation);
+	char		file[FEAT_FILE_LEN];
 	int32	   *order;
 	gnn_error	err;
 
@@ -279,14 +291,13 @@ GnnStoreWriteFeatures(const GnnGraphEntry *proto, const gnn_graph *g, const floa
 	MakeDir(dir);
 	order = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int32) * (Size) (g->num_nodes + 1));
 	if (gnn_fstore_degree_order(g, order, &err) != GNN_OK ||
-		gnn_fstore_write_file(dir, file, proto->generation, feat, (const int64_t *) src_row, g->num_nodes, dim,
+		gnn_fstore_write_file(dir, FeatFile(file, proto->generation), proto->generation, feat, (const int64_t *) src_row, g->num_nodes, dim,
 							  order, &err) != GNN_OK)
 		ereport(ERROR,
 				(errcode(err.status == GNN_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_IO_ERROR),
 				 errmsg("could not write the features of graph \"%s\" to the graph store: %s", proto->name, err.msg),
 				 errhint("Free disk space in the data directory, or load the graph with feature_store => 'memory'.")));
 	pfree(order);
-	pfree(file);
 	pfree(dir);
 }
 
@@ -295,11 +306,10 @@ void
 GnnStoreRemoveFeatures(Oid dbid, Oid owner, const char *name, uint64 generation)
 {
 	char	   *dir = GnnStoreDir(dbid, owner, name);
-	char	   *file = FeatFile(generation);
+	char		file[FEAT_FILE_LEN];
 
-	(void) RemoveFile(dir, file);
+	(void) RemoveFile(dir, FeatFile(file, generation));
 	(void) rmdir(dir);			/* when it was the only file */
-	pfree(file);
 	pfree(dir);
 }
 
@@ -328,6 +338,19 @@ static void Refuse(const char *name, Oid owner, uint64 generation, bool mark, co
 static bool feats_callback = false;
 static uint64 kept_feat_generation = 0;	/* the version a kept mapping reads */
 
+/* A version whose features cannot be read is invalid for every session, mapped or not (the first reason stays). */
+static void
+MarkFeaturesInvalid(const char *name, Oid owner, uint64 generation, const char *why)
+{
+	GnnGraphEntry *e;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = GnnGraphEntryOf(name, owner);
+	if (e && e->generation == generation && !e->store_error[0])
+		strlcpy(e->store_error, why, sizeof(e->store_error));
+	LWLockRelease(gnn_shared->lock);
+}
+
 static void
 FeaturesXactCallback(XactEvent event, void *arg)
 {
@@ -338,28 +361,21 @@ FeaturesXactCallback(XactEvent event, void *arg)
 	{
 		OpenFeatures *o = &open_feats[i];
 		GnnGraphEntry *e;
-		bool		live;
-
 		const char *bad;
+		bool		live;
 
 		if (!o->used)
 			continue;
-		/* a block that failed its checksum: the version is invalid for every session */
+		/* a block that failed its checksum */
 		if ((bad = gnn_fstore_corrupt(o->fs)) != NULL)
-		{
-			LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-			e = GnnGraphEntryOf(o->name, o->owner);
-			if (e && e->dbid == o->dbid && e->generation == o->generation && !e->store_error[0])
-				snprintf(e->store_error, sizeof(e->store_error), "%s", bad);
-			LWLockRelease(gnn_shared->lock);
-		}
-		if (o->generation == kept_feat_generation && !bad)
-			continue;
+			MarkFeaturesInvalid(o->name, o->owner, o->generation, bad);
+		if (o->generation == kept_feat_generation)
+			continue;			/* a training job still reads it */
 		LWLockAcquire(gnn_shared->lock, LW_SHARED);
 		e = GnnGraphEntryOf(o->name, o->owner);
-		live = e && e->dbid == o->dbid && e->generation == o->generation && !e->store_error[0];
+		live = e && e->generation == o->generation && !e->store_error[0];
 		LWLockRelease(gnn_shared->lock);
-		if (!live && o->generation != kept_feat_generation)
+		if (!live)
 		{
 			gnn_fstore_close(o->fs);
 			memset(o, 0, sizeof(*o));
@@ -390,8 +406,8 @@ GnnFeaturesAttach(const GnnGraphEntry *e, gnn_graph *g)
 	if (!o)
 	{
 		char	   *dir = GnnStoreDir(e->dbid, e->owner, e->name);
-		char	   *file = FeatFile(e->generation);
-		char	   *path = psprintf("%s/%s", dir, file);
+		char		file[FEAT_FILE_LEN];
+		char	   *path = psprintf("%s/%s", dir, FeatFile(file, e->generation));
 		int64		rows = (int64) ((uint64) gnn_feature_cache_kb * 1024 / (sizeof(float) * (uint64) Max(e->feat_dim, 1)));
 		gnn_fstore *fs;
 		gnn_status	st;
@@ -417,22 +433,18 @@ GnnFeaturesAttach(const GnnGraphEntry *e, gnn_graph *g)
 					 errhint("Lower gnn.feature_cache_size.")));
 		if (st != GNN_OK)
 		{
-			/* a version whose features cannot be read is invalid, mapped or not */
-			GnnGraphEntry *x;
-
-			LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-			x = GnnGraphEntryOf(e->name, e->owner);
-			if (x && x->generation == e->generation)
-				strlcpy(x->store_error, err.msg, sizeof(x->store_error));
-			LWLockRelease(gnn_shared->lock);
+			MarkFeaturesInvalid(e->name, e->owner, e->generation, err.msg);
 			Refuse(e->name, e->owner, e->generation, false, err.msg);
 		}
 		if (gnn_fstore_rows(fs) != e->nodes || gnn_fstore_dim(fs) != e->feat_dim)
 		{
-			gnn_fstore_close(fs);
-			Refuse(e->name, e->owner, e->generation, false, psprintf("%s holds %lld rows of %d features, the graph has %lld of %d",
-																	 path, (long long) gnn_fstore_rows(fs), gnn_fstore_dim(fs),
-																	 (long long) e->nodes, e->feat_dim));
+			char	   *why = psprintf("%s holds %lld rows of %d features, the graph has %lld of %d", path,
+									   (long long) gnn_fstore_rows(fs), gnn_fstore_dim(fs),
+									   (long long) e->nodes, e->feat_dim);
+
+			gnn_fstore_close(fs);	/* after the message reads its shape */
+			MarkFeaturesInvalid(e->name, e->owner, e->generation, why);
+			Refuse(e->name, e->owner, e->generation, false, why);
 		}
 		o->used = true;
 		o->dbid = e->dbid;
@@ -441,7 +453,6 @@ GnnFeaturesAttach(const GnnGraphEntry *e, gnn_graph *g)
 		o->generation = e->generation;
 		o->fs = fs;
 		pfree(path);
-		pfree(file);
 		pfree(dir);
 	}
 	g->feat = NULL;
@@ -495,32 +506,6 @@ ParseGraphDir(const char *d, Oid *owner, char *name)
 	return true;
 }
 
-/* remove dbpath/d's features files but keep's (0: all); the postmaster: no ereport */
-static void
-RemoveFeatFiles(const char *dbpath, const char *d, uint64 keep)
-{
-	char		gpath[MAXPGPATH];
-	DIR		   *gd;
-	struct dirent *fe;
-
-	snprintf(gpath, sizeof(gpath), "%s/%s", dbpath, d);
-	if ((gd = opendir(gpath)) == NULL)
-		return;
-	while ((fe = readdir(gd)) != NULL)
-	{
-		uint64		gen;
-
-		if (ParseFeatFile(fe->d_name, &gen) && (gen != keep || strstr(fe->d_name, ".tmp")))
-		{
-			char		fpath[MAXPGPATH];
-
-			snprintf(fpath, sizeof(fpath), "%s/%s", gpath, fe->d_name);
-			(void) unlink(fpath);
-		}
-	}
-	closedir(gd);
-}
-
 /* register one graph directory's graph, unmapped (or invalid with the reason) */
 static void
 ScanGraph(Oid dbid, const char *dbpath, const char *d)
@@ -544,8 +529,8 @@ ScanGraph(Oid dbid, const char *dbpath, const char *d)
 	if (access(path, F_OK) != 0)
 	{
 		/* a drop that did not finish, or the features of a graph kept in memory only */
-		RemoveFeatFiles(dbpath, d, 0);
 		snprintf(path, sizeof(path), "%s/%s", dbpath, d);
+		(void) RetireIn(path, 0, false);
 		(void) rmdir(path);
 		return;
 	}
@@ -573,14 +558,18 @@ ScanGraph(Oid dbid, const char *dbpath, const char *d)
 	}
 	if (err.status == GNN_OK)
 	{
+		char		gpath[MAXPGPATH];
+
 		*e = meta.entry;
-		RemoveFeatFiles(dbpath, d, e->generation);
+		snprintf(gpath, sizeof(gpath), "%s/%s", dbpath, d);
+		(void) RetireIn(gpath, e->feat_disk ? e->generation : 0, true);
 		if (e->feat_disk)
 		{
 			gnn_store_header fh;
-			char		fpath[MAXPGPATH];
+			char		fpath[MAXPGPATH],
+						file[FEAT_FILE_LEN];
 
-			snprintf(fpath, sizeof(fpath), "%s/%s/features-%016llx.gnn", dbpath, d, (unsigned long long) e->generation);
+			snprintf(fpath, sizeof(fpath), "%s/%s", gpath, FeatFile(file, e->generation));
 			if (gnn_store_read_header(fpath, &fh, NULL, 0, &err) == GNN_OK &&
 				(fh.kind != GNN_STORE_FEATURES || fh.generation != e->generation ||
 				 fh.payload_len != (uint64) e->nodes * sizeof(float) * (uint64) e->feat_dim))
@@ -595,7 +584,8 @@ ScanGraph(Oid dbid, const char *dbpath, const char *d)
 	}
 	else
 	{
-		RemoveFeatFiles(dbpath, d, 0);
+		snprintf(path, sizeof(path), "%s/%s", dbpath, d);
+		(void) RetireIn(path, 0, true);
 		strlcpy(e->name, name, sizeof(e->name));
 		strlcpy(e->store_error, err.msg, sizeof(e->store_error));
 		elog(WARNING, "gnn: graph store: graph \"%s\" is refused: %s", name, err.msg);
