@@ -71,8 +71,7 @@ on_epoch(void *arg, const gnn_epoch_metrics *m)
 	r->wait[r->n] = m->wait_s;
 	if (r->fs)
 	{
-		gnn_fstore_stats_get(r->fs, &r->st[r->n]);
-		gnn_fstore_stats_reset(r->fs);
+		gnn_fstore_stats_take(r->fs, &r->st[r->n]);
 		r->trace_at[r->n + 1] = *r->trace_len;
 	}
 	r->n++;

@@ -614,16 +614,7 @@ gnn_dfeat_from_graph(gnn_backend *be, const gnn_graph *g, bool row_normalise,
 			return st;
 		}
 		if (row_normalise)
-			for (int64_t i = 0; i < n; i++)
-			{
-				double		s = 0;
-
-				for (int64_t k = 0; k < d; k++)
-					s += x[i * d + k];
-				if (s != 0)
-					for (int64_t k = 0; k < d; k++)
-						x[i * d + k] = (float) (x[i * d + k] / s);
-			}
+			gnn_normalise_rows(x, n, d, 1);
 		st = gnn_dfeat_dense(be, x, n, (int32_t) d, out, err);
 		free(x);
 		return st;

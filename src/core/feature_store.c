@@ -393,6 +393,16 @@ check_run(gnn_fstore *fs, int k, gnn_error *err)
 	return GNN_OK;
 }
 
+/* file bytes [*lo, *hi) holding row r, widened to the read alignment */
+static inline void
+row_span(const gnn_fstore *fs, int32_t r, uint64_t *lo, uint64_t *hi)
+{
+	const uint64_t A = fs->align;
+
+	*lo = (fs->offset + (uint64_t) r * fs->row_bytes) / A * A;
+	*hi = (fs->offset + ((uint64_t) r + 1) * fs->row_bytes + A - 1) / A * A;
+}
+
 /*
  * Read the rows of fs->miss[0..nm) (sorted by row): rows whose aligned
  * ranges touch or overlap make one read (a run, at most RUN_MAX), and the
@@ -403,7 +413,6 @@ check_run(gnn_fstore *fs, int k, gnn_error *err)
 static gnn_status
 read_misses(gnn_fstore *fs, int64_t nm, float *out, gnn_error *err)
 {
-	const uint64_t A = fs->align;
 	int64_t		i = 0;
 
 	while (i < nm)
@@ -415,17 +424,17 @@ read_misses(gnn_fstore *fs, int64_t nm, float *out, gnn_error *err)
 		/* a round of runs */
 		while (i < nm && nr < QD)
 		{
-			int32_t		r0 = (int32_t) (fs->miss[i] >> 32);
-			uint64_t	lo = (fs->offset + (uint64_t) r0 * fs->row_bytes) / A * A,
-						hi = (fs->offset + ((uint64_t) r0 + 1) * fs->row_bytes + A - 1) / A * A;
+			uint64_t	lo,
+						hi;
 			int64_t		j = i + 1;
 
+			row_span(fs, (int32_t) (fs->miss[i] >> 32), &lo, &hi);
 			while (j < nm)
 			{
-				int32_t		r = (int32_t) (fs->miss[j] >> 32);
-				uint64_t	rlo = (fs->offset + (uint64_t) r * fs->row_bytes) / A * A,
-							rhi = (fs->offset + ((uint64_t) r + 1) * fs->row_bytes + A - 1) / A * A;
+				uint64_t	rlo,
+							rhi;
 
+				row_span(fs, (int32_t) (fs->miss[j] >> 32), &rlo, &rhi);
 				if (rlo > hi || rhi - lo > RUN_MAX)
 					break;
 				if (rhi > hi)
@@ -632,15 +641,29 @@ gnn_fstore_stats_get(gnn_fstore *fs, gnn_fstore_stats *st)
 	pthread_mutex_unlock(&fs->mu);
 }
 
+static void
+stats_clear(gnn_fstore *fs)
+{
+	bool		d = fs->st.direct;
+
+	memset(&fs->st, 0, sizeof(fs->st));
+	fs->st.direct = d;
+}
+
 void
 gnn_fstore_stats_reset(gnn_fstore *fs)
 {
-	bool		d;
-
 	pthread_mutex_lock(&fs->mu);
-	d = fs->st.direct;
-	memset(&fs->st, 0, sizeof(fs->st));
-	fs->st.direct = d;
+	stats_clear(fs);
+	pthread_mutex_unlock(&fs->mu);
+}
+
+void
+gnn_fstore_stats_take(gnn_fstore *fs, gnn_fstore_stats *st)
+{
+	pthread_mutex_lock(&fs->mu);
+	*st = fs->st;
+	stats_clear(fs);
 	pthread_mutex_unlock(&fs->mu);
 }
 
@@ -705,9 +728,9 @@ gnn_fstore_write_file(const char *dir, const char *name, uint64_t generation, co
 	size_t		mlen;
 	unsigned char *meta;
 	int32_t    *row_of;
+	int32_t		ordered = order != NULL;
 	fill_arg	a;
 	gnn_status	st;
-	int64_t		v;
 
 	if (rows < 0 || rows > INT32_MAX || dim <= 0)
 		return gnn_error_set(err, GNN_ERR_INVALID, "feature store: bad shape (%lld rows of %d)", (long long) rows, dim);
@@ -718,8 +741,7 @@ gnn_fstore_write_file(const char *dir, const char *name, uint64_t generation, co
 	memcpy(meta, "GNNFEAT1", 8);
 	memcpy(meta + 8, &rows, 8);
 	memcpy(meta + 16, &dim, 4);
-	v = order != NULL;
-	memcpy(meta + 20, &(int32_t) {(int32_t) v}, 4);
+	memcpy(meta + 20, &ordered, 4);
 	row_of = (int32_t *) (meta + FMETA_FIXED);
 	if (order)
 	{

@@ -93,6 +93,8 @@ int64_t		gnn_fstore_cache_rows(const gnn_fstore *fs);
 
 void		gnn_fstore_stats_get(gnn_fstore *fs, gnn_fstore_stats *st);
 void		gnn_fstore_stats_reset(gnn_fstore *fs);
+/* the counters since the last take or reset, and zero them (atomically: a gather may run meanwhile) */
+void		gnn_fstore_stats_take(gnn_fstore *fs, gnn_fstore_stats *st);
 
 /*
  * Features files: a graph store file (store.h) of kind GNN_STORE_FEATURES.

@@ -1525,6 +1525,16 @@ normalise_row(float *dst, int64_t d)
 			dst[k] = (float) (dst[k] / s);
 }
 
+void
+gnn_normalise_rows(float *x, int64_t n, int64_t d, int nthreads)
+{
+	int			nt = threads_of(nthreads);
+
+#pragma omp parallel for num_threads(nt) schedule(static) if (n * d > 65536 && nt > 1)
+	for (int64_t i = 0; i < n; i++)
+		normalise_row(x + i * d, d);
+}
+
 gnn_status
 gnn_gather_dense(const gnn_graph *g, const int32_t *nodes, int64_t n, bool row_normalise,
 				 int nthreads, float *out, gnn_error *err)
@@ -1539,12 +1549,9 @@ gnn_gather_dense(const gnn_graph *g, const int32_t *nodes, int64_t n, bool row_n
 		/* through the store's cache: its misses are read sorted, in runs */
 		gnn_status	st = gnn_fstore_gather(g->fstore, nodes, n, out, err);
 
-		if (st != GNN_OK || !row_normalise)
-			return st;
-#pragma omp parallel for num_threads(nt) schedule(static) if (n * d > 65536 && nt > 1)
-		for (int64_t i = 0; i < n; i++)
-			normalise_row(out + i * d, d);
-		return GNN_OK;
+		if (st == GNN_OK && row_normalise)
+			gnn_normalise_rows(out, n, d, nt);
+		return st;
 	}
 #pragma omp parallel for num_threads(nt) schedule(static) if (n * d > 65536 && nt > 1)
 	for (int64_t i = 0; i < n; i++)

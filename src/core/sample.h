@@ -183,6 +183,9 @@ gnn_status	gnn_random_walk(const gnn_graph *g, const int32_t *starts, int64_t n,
 gnn_status	gnn_gather_dense(const gnn_graph *g, const int32_t *nodes, int64_t n,
 							 bool row_normalise, int nthreads, float *out, gnn_error *err);
 
+/* Divide each of x's n rows of d floats by its sum (rows summing to 0 stay). */
+void		gnn_normalise_rows(float *x, int64_t n, int64_t d, int nthreads);
+
 /*
  * Dense rows of nodes [first, first + count) into out, unnormalised, from
  * memory or through the graph's feature store (for whole-graph readers:

@@ -347,24 +347,81 @@ gnn_graph_type_counts(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* gnn.graph_digest(graph): a hash of everything the graph holds */
-static uint64
-DigestAdd(uint64 h, const void *p, Size bytes)
+/*
+ * gnn.graph_digest(graph): a hash of everything the graph holds.  An array
+ * is hashed as its length, then its bytes in 1 MB pieces; a Digest takes
+ * the bytes in slices of any size (features read through a store) and
+ * hashes the same pieces.
+ */
+#define DIGEST_PIECE ((Size) 1 << 20)
+
+typedef struct Digest
+{
+	uint64		h;
+	char	   *buf;			/* a piece being filled (DIGEST_PIECE), NULL until needed */
+	Size		fill;
+} Digest;
+
+static void
+DigestBegin(Digest *d, uint64 h, Size bytes)
+{
+	d->h = hash_combine64(h, bytes);
+	d->buf = NULL;
+	d->fill = 0;
+}
+
+static void
+DigestFeed(Digest *d, const void *p, Size bytes)
 {
 	const char *c = p;
 
-	if (p == NULL)
-		return hash_combine64(h, 0x9e3779b97f4a7c15ULL);
-	h = hash_combine64(h, bytes);
 	while (bytes > 0)
 	{
-		Size		k = Min(bytes, (Size) 1 << 20);
+		Size		k;
 
-		h = hash_combine64(h, hash_bytes_extended((const unsigned char *) c, k, h));
+		if (d->fill == 0 && bytes >= DIGEST_PIECE)
+		{
+			/* a whole piece in place */
+			d->h = hash_combine64(d->h, hash_bytes_extended((const unsigned char *) c, DIGEST_PIECE, d->h));
+			c += DIGEST_PIECE;
+			bytes -= DIGEST_PIECE;
+			continue;
+		}
+		if (!d->buf)
+			d->buf = palloc(DIGEST_PIECE);
+		k = Min(bytes, DIGEST_PIECE - d->fill);
+		memcpy(d->buf + d->fill, c, k);
+		d->fill += k;
 		c += k;
 		bytes -= k;
+		if (d->fill == DIGEST_PIECE)
+		{
+			d->h = hash_combine64(d->h, hash_bytes_extended((const unsigned char *) d->buf, DIGEST_PIECE, d->h));
+			d->fill = 0;
+		}
 	}
-	return h;
+}
+
+static uint64
+DigestEnd(Digest *d)
+{
+	if (d->fill > 0)
+		d->h = hash_combine64(d->h, hash_bytes_extended((const unsigned char *) d->buf, d->fill, d->h));
+	if (d->buf)
+		pfree(d->buf);
+	return d->h;
+}
+
+static uint64
+DigestAdd(uint64 h, const void *p, Size bytes)
+{
+	Digest		d;
+
+	if (p == NULL)
+		return hash_combine64(h, 0x9e3779b97f4a7c15ULL);
+	DigestBegin(&d, h, bytes);
+	DigestFeed(&d, p, bytes);
+	return DigestEnd(&d);
 }
 
 Datum
@@ -395,44 +452,23 @@ gnn_graph_digest(PG_FUNCTION_ARGS)
 	h = DigestAdd(h, &g->feat_dim, sizeof(g->feat_dim));
 	if (g->feat_kind == GNN_FEAT_DENSE)
 	{
-		/*
-		 * In slices, hashed in the 1 MB pieces DigestAdd uses: the same value
-		 * from memory or through a features file.
-		 */
-		const Size piece = (Size) 1 << 20;
+		/* in slices: the same value from memory or through a features file */
 		Size		row = sizeof(float) * (Size) g->feat_dim;
 		float	   *rows = palloc(row * 1024);
-		char	   *buf = palloc(piece);
-		Size		fill = 0;
+		Digest		d;
 		gnn_error	err;
 
-		h = hash_combine64(h, (Size) n * row);
+		DigestBegin(&d, h, (Size) n * row);
 		for (int64 v0 = 0; v0 < n; v0 += 1024)
 		{
 			int64		k = Min(1024, n - v0);
-			Size		len = (Size) k * row,
-						at = 0;
 
 			if (gnn_graph_feat_range(g, v0, k, rows, &err) != GNN_OK)
 				GnnReportCoreError("read the graph's features", &err);
-			while (at < len)
-			{
-				Size		c = Min(piece - fill, len - at);
-
-				memcpy(buf + fill, (char *) rows + at, c);
-				fill += c;
-				at += c;
-				if (fill == piece)
-				{
-					h = hash_combine64(h, hash_bytes_extended((const unsigned char *) buf, piece, h));
-					fill = 0;
-				}
-			}
+			DigestFeed(&d, rows, (Size) k * row);
 		}
-		if (fill > 0)
-			h = hash_combine64(h, hash_bytes_extended((const unsigned char *) buf, fill, h));
+		h = DigestEnd(&d);
 		pfree(rows);
-		pfree(buf);
 	}
 	h = DigestAdd(h, g->labels, g->labels ? sizeof(int32) * n : 0);
 	h = DigestAdd(h, &g->num_classes, sizeof(g->num_classes));

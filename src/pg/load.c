@@ -457,15 +457,6 @@ LoadReport(void *arg, const gnn_error *err)
 }
 
 /*
- * Build: the core maps ids, sorts and merges edges, and asks for the region
- * only once the exact size is known; RegionAlloc reserves it against
- * gnn.max_graph_memory and creates the DSM segment.  Errors there are kept
- * and rethrown after the core has returned (nothing longjmps through it).
- * proto comes with the loader's source fields (nodes_rel, columns,
- * undirected) and leaves with the registered entry.  report raises the
- * loader's own error for a core failure.
- */
-/*
  * For each node of g (built from in without its features) the row of
  * in->feat that holds its features: in->node_ids[row] = g->ids[v].
  */
@@ -546,6 +537,18 @@ FeaturesOnDisk(const char *name, const gnn_graph_input *in, int feature_store, b
 	return true;
 }
 
+/*
+ * Build: the core maps ids, sorts and merges edges, and asks for the region
+ * only once the exact size is known; RegionAlloc reserves it against
+ * gnn.max_graph_memory and creates the DSM segment.  Errors there are kept
+ * and rethrown after the core has returned (nothing longjmps through it).
+ * proto comes with the loader's source fields (nodes_rel, columns,
+ * undirected) and leaves with the registered entry.  report raises the
+ * loader's own error for a core failure.  feature_store (GNN_FEATURES_*)
+ * says where dense features go (FeaturesOnDisk): with 'disk' the region is
+ * built without them and they are written to the graph store's features
+ * file of the new version before it is registered.
+ */
 void
 GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_arg, GnnGraphEntry *proto,
 					int feature_store,

@@ -798,7 +798,7 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 {
 	GnnGraphEntry *e;
 	GnnGraphEntry *slot = NULL;
-	bool		old_stored;
+	bool		old_files;		/* the version replaced has files in the store */
 
 	SnapInvalidate(proto->name);
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
@@ -835,7 +835,7 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 
 	/* nothing below can fail: pin, then swap */
 	dsm_pin_segment(seg);
-	old_stored = slot->in_use && (slot->stored || slot->feat_disk);
+	old_files = slot->in_use && (slot->stored || slot->feat_disk);
 	if (slot->in_use)
 		EntryRetire(slot);
 	*slot = *proto;
@@ -858,7 +858,7 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 		 */
 		if (proto->stored || proto->feat_disk)
 			GnnStoreRetire(MyDatabaseId, proto->owner, proto->name, proto->feat_disk ? live : 0, proto->stored);
-		else if (old_stored)
+		else if (old_files)
 			GnnStoreRemove(MyDatabaseId, proto->owner, proto->name);
 		/* results computed on the graph it replaced can never be asked for again */
 		GnnCachePurgeGraph(proto->name, live);

@@ -48,7 +48,6 @@ typedef struct WorkerCtx
 	/* features on disk: each pending epoch's reads through the store (rows < 0: none) */
 	gnn_fstore_stats store_pending[LOG_BATCH];
 	struct gnn_fstore *fs;
-	gnn_fstore_stats fs_last;	/* the store's counters at the previous epoch */
 	int			npending;
 	TimestampTz last_flush;
 	bool		failed;			/* a catalog write failed: stop */
@@ -238,26 +237,13 @@ OnProgress(void *arg, const gnn_epoch_metrics *m)
 	if (wctx->failed)
 		return;
 	wctx->pending[wctx->npending] = *m;
+	/* this epoch's reads through the store (the pipeline may have begun the next one's) */
+	if (wctx->fs)
+		gnn_fstore_stats_take(wctx->fs, &wctx->store_pending[wctx->npending]);
+	else
 	{
-		gnn_fstore_stats *d = &wctx->store_pending[wctx->npending];
-
-		memset(d, 0, sizeof(*d));
-		d->rows_requested = -1;
-		if (wctx->fs)
-		{
-			gnn_fstore_stats now;
-
-			/* this epoch's share: the pipeline may have read a little of the next one's already */
-			gnn_fstore_stats_get(wctx->fs, &now);
-			d->rows_requested = now.rows_requested - wctx->fs_last.rows_requested;
-			d->hits = now.hits - wctx->fs_last.hits;
-			d->misses = now.misses - wctx->fs_last.misses;
-			d->prefetched = now.prefetched - wctx->fs_last.prefetched;
-			d->reads = now.reads - wctx->fs_last.reads;
-			d->bytes_read = now.bytes_read - wctx->fs_last.bytes_read;
-			d->bytes_needed = now.bytes_needed - wctx->fs_last.bytes_needed;
-			wctx->fs_last = now;
-		}
+		memset(&wctx->store_pending[wctx->npending], 0, sizeof(gnn_fstore_stats));
+		wctx->store_pending[wctx->npending].rows_requested = -1;
 	}
 	wctx->npending++;
 	if (wctx->npending < LOG_BATCH &&
@@ -673,12 +659,9 @@ RunJob(void)
 		gnn_feature_cache_kb = r->feature_cache_kb;	/* the caller's, for a graph with features on disk */
 		GnnGraphAcquire(r->graph, &ref);
 		GnnGraphKeepMapping(&ref);
+		/* training reads through this process's cache: counted from here */
 		if ((wctx->fs = ref.g.fstore) != NULL)
-		{
-			/* training reads through this process's cache: counted from here */
 			gnn_fstore_stats_reset(wctx->fs);
-			memset(&wctx->fs_last, 0, sizeof(wctx->fs_last));
-		}
 		CommitTransactionCommand();
 
 		/* a features-only baseline: GraphSAGE's root weights over the nodes without edges */
