@@ -27,17 +27,23 @@ SELECT name FROM gnn.load_graph('fs_auto', 'fs_edges', nodes => 'fs_nodes', feat
 SELECT name, feature_store, persisted, state FROM gnn.graphs WHERE name LIKE 'fs_%' ORDER BY name;
 SELECT (SELECT bytes FROM gnn.graphs WHERE name = 'fs_mem') - (SELECT bytes FROM gnn.graphs WHERE name = 'fs_disk')
          >= 600 * 32 * 4 AS features_not_in_memory;
+-- the graph's shared cache is made on its first use, as big as gnn.feature_cache_size says then
+-- (8 kB: 64 of the 600 rows), and counted in gnn.memory_used(); the worker uses it too
+SET gnn.feature_cache_size = '8kB';
+SHOW gnn.feature_cache_size;
+SELECT count(*) AS caches_before_first_use FROM gnn.feature_caches;
+SELECT gnn.memory_used() AS memory_before \gset
 -- the same graph, features included, read back through the store
 SELECT gnn.graph_digest('fs_mem') = gnn.graph_digest('fs_disk') AS same_digest;
+SELECT graph, capacity_rows, cached_rows, hits, misses, evictions,
+       gnn.memory_used() - :memory_before = bytes AS counted_in_memory_used
+FROM gnn.feature_caches;
 -- its files: the graph and one features file of its version
 SELECT f LIKE 'features-%.gnn' OR f = 'graph.gnn' AS known_file, count(*)
 FROM pg_ls_dir('gnn/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/' ||
                (SELECT oid FROM pg_roles WHERE rolname = current_user) || '_' || encode('fs_disk', 'hex')) f
 GROUP BY 1 ORDER BY 1;
 
--- a cache of 8 kB: 64 of the 600 rows; the worker uses the caller's setting
-SET gnn.feature_cache_size = '8kB';
-SHOW gnn.feature_cache_size;
 SELECT gnn.train(g, model => 'graphsage', name => g || '_sage', hidden => 16, epochs => 4, seed => 5,
                  options => '{"fanouts": [5, 5], "batch_size": 64}', wait => true) > 0 AS trained
 FROM unnest(ARRAY['fs_mem', 'fs_disk']) g;
@@ -71,6 +77,9 @@ FROM gnn.models m JOIN gnn.training_log l ON l.job = m.job
 WHERE m.graph = 'fs_disk' GROUP BY 1, 2 ORDER BY 1, 2;
 SELECT count(*) AS unmeasured_epochs, count(store_hit_rate) AS measured
 FROM gnn.models m JOIN gnn.training_log l ON l.job = m.job WHERE m.graph = 'fs_mem';
+-- the cache counted the training jobs' reads as well as this session's
+SELECT graph, capacity_rows, cached_rows, hits > 0 AS hits, misses > 600 AS misses, hit_rate < 1 AS hit_rate_below_1
+FROM gnn.feature_caches;
 
 -- inference and write-back from disk equal memory's
 SELECT bool_and(a.label = b.label AND a.score = b.score) AS same_predictions, count(*)
@@ -86,6 +95,7 @@ SELECT gnn.embedding('fs_disk_gcn', 42) = gnn.embedding('fs_mem_gcn', 42) AS sam
 -- replaced by a version with features in memory: the features file goes
 SELECT name FROM gnn.load_graph('fs_disk', 'fs_edges', nodes => 'fs_nodes', features => 'feat', replace => true);
 SELECT feature_store FROM gnn.graphs WHERE name = 'fs_disk';
+SELECT count(*) AS caches_left FROM gnn.feature_caches;
 SELECT count(*) AS features_files
 FROM pg_ls_dir('gnn/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/' ||
                (SELECT oid FROM pg_roles WHERE rolname = current_user) || '_' || encode('fs_disk', 'hex')) f
@@ -94,8 +104,26 @@ WHERE f LIKE 'features-%';
 SELECT name FROM gnn.load_graph('fs_tmp', 'fs_edges', nodes => 'fs_nodes', features => 'feat',
                                 persist => false, feature_store => 'disk');
 SELECT persisted, feature_store FROM gnn.graphs WHERE name = 'fs_tmp';
+-- one cache for every session: rows one session read are hits in the next (a cache that holds all 600)
+SET gnn.feature_cache_size = '1MB';
 SELECT gnn.graph_digest('fs_tmp') = gnn.graph_digest('fs_auto') AS same_digest;
+SELECT capacity_rows, cached_rows, hits, misses FROM gnn.feature_caches WHERE graph = 'fs_tmp';
+\c
+SET client_min_messages = warning;
+SELECT gnn.graph_digest('fs_tmp') = gnn.graph_digest('fs_auto') AS same_digest;
+SELECT capacity_rows, cached_rows, hits, misses FROM gnn.feature_caches WHERE graph = 'fs_tmp';
+-- a session with gnn.feature_cache_size = 0 reads past it, from the file
+\c
+SET client_min_messages = warning;
+SET gnn.feature_cache_size = 0;
+SELECT gnn.graph_digest('fs_tmp') = gnn.graph_digest('fs_auto') AS same_digest;
+SELECT hits, misses FROM gnn.feature_caches WHERE graph = 'fs_tmp';
+RESET gnn.feature_cache_size;
+-- a drop frees the region and the cache
+SELECT gnn.memory_used() - (SELECT bytes FROM gnn.graphs WHERE name = 'fs_tmp')
+       - (SELECT bytes FROM gnn.feature_caches WHERE graph = 'fs_tmp') AS memory_after_drop \gset
 SELECT gnn.drop_graph('fs_tmp');
+SELECT gnn.memory_used() = :memory_after_drop AS region_and_cache_freed;
 SELECT count(*) AS dirs_left
 FROM pg_ls_dir('gnn/' || (SELECT oid FROM pg_database WHERE datname = current_database())) d
 WHERE d LIKE '%\_' || encode('fs_tmp', 'hex');

@@ -74,8 +74,8 @@ AS 'MODULE_PATHNAME', 'gnn_graph_tracking' LANGUAGE C STABLE;
 -- after a restart, mapped on first use) or 'invalid' (its files failed their
 -- checks: store_error says why; gnn.drop_graph removes them); where its
 -- features are: 'memory' (in the region) or 'disk' (dense features in the
--- store's features file, read through gnn.feature_cache_size of cache;
--- NULL: no features).
+-- store's features file, read through the graph's shared feature cache,
+-- gnn.feature_caches; NULL: no features).
 CREATE FUNCTION gnn._graph_store(graph text, owner regrole,
     OUT persisted boolean, OUT state text, OUT store_error text, OUT feature_store text)
 AS 'MODULE_PATHNAME', 'gnn_graph_store' LANGUAGE C STABLE;
@@ -85,6 +85,23 @@ SELECT l.*, t.tracked, t.pending_changes, t.refreshed_at, t.delta_bytes,
        s.persisted, s.state, s.store_error, s.feature_store
 FROM gnn.graph_list() l, LATERAL gnn._graph_tracking(l.name, l.owner) t,
      LATERAL gnn._graph_store(l.name, l.owner) s;
+
+-- Graphs whose features are on disk read them through one row cache per
+-- graph version, shared by every session and training job (SIEVE eviction):
+-- made on first use with gnn.feature_cache_size of rows (as much as
+-- gnn.max_graph_memory has room for; bytes, with its index, count in
+-- gnn.memory_used()), gone when the graph is dropped or replaced.  Hits and
+-- misses are every process's since it was made.
+CREATE FUNCTION gnn._feature_cache(graph text, owner regrole,
+    OUT capacity_rows bigint, OUT cached_rows bigint, OUT bytes bigint,
+    OUT hits bigint, OUT misses bigint, OUT evictions bigint, OUT hit_rate float8)
+AS 'MODULE_PATHNAME', 'gnn_feature_cache' LANGUAGE C VOLATILE;
+
+CREATE VIEW gnn.feature_caches AS
+SELECT l.name AS graph, l.owner, c.*
+FROM gnn.graph_list() l, LATERAL gnn._feature_cache(l.name, l.owner) c
+WHERE c.capacity_rows IS NOT NULL;
+GRANT SELECT ON gnn.feature_caches TO PUBLIC;
 
 CREATE FUNCTION gnn.memory_used() RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_memory_used' LANGUAGE C VOLATILE;

@@ -28,6 +28,42 @@
 #define STAGE_BYTES ((size_t) 16 << 20) /* bytes one round of reads fetches at most */
 #define QD 64					/* reads in flight in one round */
 
+/*
+ * A row cache in one block of memory (gnn_fcache_*): this header, then
+ * slot_of[rows], slot_row[cap], newer[cap], older[cap], visited[cap] and
+ * cap slots of dim floats, each part 64-byte aligned.  The block holds
+ * offsets, never pointers, so processes that map it at different addresses
+ * share it; its mutex is process-shared and robust where the block is
+ * shared (a holder that died leaves the cache emptied, never half-updated).
+ */
+#define FCACHE_MAGIC UINT64_C(0x3148434143464e47)	/* "GNFCACH1" */
+#define ALIGN64(x) (((x) + 63) & ~(size_t) 63)
+
+typedef struct fcache_hdr
+{
+	uint64_t	magic;
+	pthread_mutex_t mu;
+	int64_t		rows;
+	int32_t		dim;
+	int32_t		shared;
+	int64_t		cap;
+	int64_t		used;
+	int32_t		head,			/* newest */
+				tail,			/* oldest */
+				hand;			/* SIEVE's hand (-1: at the tail) */
+	int32_t		pad;
+	int64_t		hits,			/* every process's, since the block was made */
+				misses,
+				evictions;
+	uint64_t	bytes;
+	uint64_t	off_slot_of,
+				off_slot_row,
+				off_newer,
+				off_older,
+				off_visited,
+				off_slot;
+} fcache_hdr;
+
 struct gnn_fstore
 {
 	pthread_mutex_t mu;			/* one gather or prefetch at a time */
@@ -47,18 +83,19 @@ struct gnn_fstore
 	int64_t		rows;
 	int32_t		dim;
 	size_t		row_bytes;
-	/* the cache: cap slots of dim floats, a doubly linked FIFO (head newest) */
-	int64_t		cap;
-	int64_t		used;
+	/*
+	 * The row cache: a block this store owns (own_cache, private) or one
+	 * shared with other processes (gnn_fstore_use_cache); NULL: none.  The
+	 * pointers are this process's view of the block's arrays.
+	 */
+	fcache_hdr *c;
+	void	   *own_cache;
 	float	   *slot;
 	int32_t    *slot_row;
 	int32_t    *slot_of;		/* [rows]: the slot of a row, -1 */
 	uint8_t    *visited;
 	int32_t    *newer;			/* toward the head */
 	int32_t    *older;			/* toward the tail */
-	int32_t		head,
-				tail,
-				hand;
 	/* scratch */
 	int64_t    *miss;			/* (row << 32 | position) of one call's misses */
 	int64_t		miss_cap;
@@ -91,12 +128,7 @@ fs_free(gnn_fstore *fs)
 		close(fs->fd);
 	pthread_mutex_destroy(&fs->mu);
 	free(fs->owned);
-	free(fs->slot);
-	free(fs->slot_row);
-	free(fs->slot_of);
-	free(fs->visited);
-	free(fs->newer);
-	free(fs->older);
+	free(fs->own_cache);
 	free(fs->miss);
 	free(fs->bounce);
 	free(fs);
@@ -131,8 +163,6 @@ gnn_fstore_open(const char *path, uint64_t offset, int64_t rows, int32_t dim, in
 	fs->rows = rows;
 	fs->dim = dim;
 	fs->row_bytes = sizeof(float) * (size_t) dim;
-	fs->cap = cache_rows;
-	fs->head = fs->tail = fs->hand = -1;
 	if (direct)
 		fs->fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
 	fs->direct = fs->fd >= 0;
@@ -151,7 +181,6 @@ gnn_fstore_open(const char *path, uint64_t offset, int64_t rows, int32_t dim, in
 		fs_free(fs);
 		return err->status;
 	}
-	fs->slot_of = malloc(sizeof(int32_t) * (size_t) (rows ? rows : 1));
 	fs->bounce = aligned_alloc(GNN_FSTORE_BLOCK, (STAGE_BYTES + RUN_MAX + 3 * GNN_FSTORE_BLOCK + fs->row_bytes) /
 							   GNN_FSTORE_BLOCK * GNN_FSTORE_BLOCK);
 	/*
@@ -183,69 +212,225 @@ gnn_fstore_open(const char *path, uint64_t offset, int64_t rows, int32_t dim, in
 #ifdef HAVE_URING
 	fs->uring = getenv("GNN_FSTORE_NO_URING") == NULL && io_uring_queue_init(QD, &fs->ring, 0) == 0;
 #endif
-	if (cache_rows > 0)
-	{
-		fs->slot = malloc(fs->row_bytes * (size_t) cache_rows);
-		fs->slot_row = malloc(sizeof(int32_t) * (size_t) cache_rows);
-		fs->visited = calloc((size_t) cache_rows, 1);
-		fs->newer = malloc(sizeof(int32_t) * (size_t) cache_rows);
-		fs->older = malloc(sizeof(int32_t) * (size_t) cache_rows);
-	}
-	if (!fs->slot_of || !fs->bounce ||
-		(cache_rows > 0 && (!fs->slot || !fs->slot_row || !fs->visited || !fs->newer || !fs->older)))
+	if (!fs->bounce)
 	{
 		fs_free(fs);
-		return gnn_error_set(err, GNN_ERR_NOMEM, "feature store: out of memory for a cache of %lld rows",
-							 (long long) cache_rows);
+		return gnn_error_set(err, GNN_ERR_NOMEM, "feature store: out of memory");
 	}
-	for (int64_t r = 0; r < rows; r++)
-		fs->slot_of[r] = -1;
+	if (cache_rows > 0)
+	{
+		size_t		bytes = gnn_fcache_bytes(rows, dim, cache_rows);
+
+		fs->own_cache = aligned_alloc(64, ALIGN64(bytes));
+		if (!fs->own_cache || gnn_fcache_init(fs->own_cache, bytes, rows, dim, cache_rows, false, err) != GNN_OK ||
+			gnn_fstore_use_cache(fs, fs->own_cache, bytes, err) != GNN_OK)
+		{
+			fs_free(fs);
+			return gnn_error_set(err, GNN_ERR_NOMEM, "feature store: out of memory for a cache of %lld rows",
+								 (long long) cache_rows);
+		}
+	}
 	fs->st.direct = fs->direct;
 	*out = fs;
 	return GNN_OK;
 }
 
-/* ------------------------------------------------------------------ SIEVE */
+/* ------------------------------------------------------------------ the row cache */
+
+static void
+fcache_layout(int64_t rows, int32_t dim, int64_t cap, fcache_hdr *h)
+{
+	size_t		at = ALIGN64(sizeof(fcache_hdr));
+
+	h->off_slot_of = at;
+	at += ALIGN64(sizeof(int32_t) * (size_t) rows);
+	h->off_slot_row = at;
+	at += ALIGN64(sizeof(int32_t) * (size_t) cap);
+	h->off_newer = at;
+	at += ALIGN64(sizeof(int32_t) * (size_t) cap);
+	h->off_older = at;
+	at += ALIGN64(sizeof(int32_t) * (size_t) cap);
+	h->off_visited = at;
+	at += ALIGN64((size_t) cap);
+	h->off_slot = at;
+	at += sizeof(float) * (size_t) dim * (size_t) cap;
+	h->bytes = at;
+}
+
+size_t
+gnn_fcache_bytes(int64_t rows, int32_t dim, int64_t cap)
+{
+	fcache_hdr	h;
+
+	fcache_layout(rows, dim, cap, &h);
+	return (size_t) h.bytes;
+}
+
+/* every slot empty; the caller holds the mutex (or nobody can yet) */
+static void
+fcache_clear(fcache_hdr *h)
+{
+	int32_t    *slot_of = (int32_t *) ((char *) h + h->off_slot_of);
+
+	for (int64_t r = 0; r < h->rows; r++)
+		slot_of[r] = -1;
+	h->used = 0;
+	h->head = h->tail = h->hand = -1;
+}
+
+gnn_status
+gnn_fcache_init(void *mem, size_t bytes, int64_t rows, int32_t dim, int64_t cap, bool shared, gnn_error *err)
+{
+	fcache_hdr *h = mem;
+	pthread_mutexattr_t at;
+
+	if (rows < 0 || rows > INT32_MAX || dim <= 0 || cap < 0 || cap > rows || (uintptr_t) mem % 64 != 0 ||
+		bytes < gnn_fcache_bytes(rows, dim, cap))
+		return gnn_error_set(err, GNN_ERR_INVALID, "feature cache: %zu bytes cannot hold %lld of %lld rows of %d",
+							 bytes, (long long) cap, (long long) rows, dim);
+	memset(h, 0, sizeof(*h));
+	pthread_mutexattr_init(&at);
+	if (shared)
+	{
+		pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED);
+		pthread_mutexattr_setrobust(&at, PTHREAD_MUTEX_ROBUST);
+	}
+	if (pthread_mutex_init(&h->mu, &at) != 0)
+	{
+		pthread_mutexattr_destroy(&at);
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "feature cache: could not make its mutex");
+	}
+	pthread_mutexattr_destroy(&at);
+	h->rows = rows;
+	h->dim = dim;
+	h->shared = shared;
+	h->cap = cap;
+	fcache_layout(rows, dim, cap, h);
+	fcache_clear(h);
+	h->magic = FCACHE_MAGIC;
+	return GNN_OK;
+}
+
+static void
+cache_lock(fcache_hdr *h)
+{
+	if (pthread_mutex_lock(&h->mu) == EOWNERDEAD)
+	{
+		/* its holder died mid-update: start empty, the file has every row */
+		fcache_clear(h);
+		pthread_mutex_consistent(&h->mu);
+	}
+}
+
+static void
+cache_unlock(fcache_hdr *h)
+{
+	pthread_mutex_unlock(&h->mu);
+}
+
+void
+gnn_fcache_lock(void *mem)
+{
+	cache_lock(mem);
+}
+
+void
+gnn_fcache_unlock(void *mem)
+{
+	cache_unlock(mem);
+}
+
+void
+gnn_fcache_get_info(void *mem, gnn_fcache_info *out)
+{
+	fcache_hdr *h = mem;
+
+	cache_lock(h);
+	out->rows = h->rows;
+	out->dim = h->dim;
+	out->capacity = h->cap;
+	out->used = h->used;
+	out->hits = h->hits;
+	out->misses = h->misses;
+	out->evictions = h->evictions;
+	out->bytes = (size_t) h->bytes;
+	cache_unlock(h);
+}
+
+gnn_status
+gnn_fstore_use_cache(gnn_fstore *fs, void *mem, size_t bytes, gnn_error *err)
+{
+	fcache_hdr *h = mem;
+	char	   *b = mem;
+
+	if (h->magic != FCACHE_MAGIC || h->rows != fs->rows || h->dim != fs->dim || h->bytes > bytes ||
+		h->cap < 0 || h->cap > h->rows)
+		return gnn_error_set(err, GNN_ERR_CORRUPT,
+							 "feature cache: the block is not a cache of %lld rows of %d", (long long) fs->rows, fs->dim);
+	pthread_mutex_lock(&fs->mu);
+	if (fs->own_cache && fs->own_cache != mem)
+	{
+		free(fs->own_cache);
+		fs->own_cache = NULL;
+	}
+	fs->c = h;
+	fs->slot_of = (int32_t *) (b + h->off_slot_of);
+	fs->slot_row = (int32_t *) (b + h->off_slot_row);
+	fs->newer = (int32_t *) (b + h->off_newer);
+	fs->older = (int32_t *) (b + h->off_older);
+	fs->visited = (uint8_t *) (b + h->off_visited);
+	fs->slot = (float *) (b + h->off_slot);
+	pthread_mutex_unlock(&fs->mu);
+	return GNN_OK;
+}
+
+/* SIEVE over the block: the caller holds its mutex */
 
 static void
 list_push_head(gnn_fstore *fs, int32_t s)
 {
+	fcache_hdr *c = fs->c;
+
 	fs->newer[s] = -1;
-	fs->older[s] = fs->head;
-	if (fs->head >= 0)
-		fs->newer[fs->head] = s;
-	fs->head = s;
-	if (fs->tail < 0)
-		fs->tail = s;
+	fs->older[s] = c->head;
+	if (c->head >= 0)
+		fs->newer[c->head] = s;
+	c->head = s;
+	if (c->tail < 0)
+		c->tail = s;
 }
 
 static void
 list_unlink(gnn_fstore *fs, int32_t s)
 {
+	fcache_hdr *c = fs->c;
+
 	if (fs->newer[s] >= 0)
 		fs->older[fs->newer[s]] = fs->older[s];
 	else
-		fs->head = fs->older[s];
+		c->head = fs->older[s];
 	if (fs->older[s] >= 0)
 		fs->newer[fs->older[s]] = fs->newer[s];
 	else
-		fs->tail = fs->newer[s];
+		c->tail = fs->newer[s];
 }
 
 /* the slot SIEVE frees: the hand walks from the oldest toward the newest */
 static int32_t
 sieve_evict(gnn_fstore *fs)
 {
-	int32_t		p = fs->hand >= 0 ? fs->hand : fs->tail;
+	fcache_hdr *c = fs->c;
+	int32_t		p = c->hand >= 0 ? c->hand : c->tail;
 
 	while (fs->visited[p])
 	{
 		fs->visited[p] = 0;
-		p = fs->newer[p] >= 0 ? fs->newer[p] : fs->tail;
+		p = fs->newer[p] >= 0 ? fs->newer[p] : c->tail;
 	}
-	fs->hand = fs->newer[p];	/* -1: back to the tail next time */
+	c->hand = fs->newer[p];		/* -1: back to the tail next time */
 	list_unlink(fs, p);
 	fs->slot_of[fs->slot_row[p]] = -1;
+	c->evictions++;
 	return p;
 }
 
@@ -253,11 +438,12 @@ sieve_evict(gnn_fstore *fs)
 static void
 cache_insert(gnn_fstore *fs, int32_t r, const void *src)
 {
+	fcache_hdr *c = fs->c;
 	int32_t		s;
 
-	if (fs->cap == 0 || fs->slot_of[r] >= 0)
+	if (c->cap == 0 || fs->slot_of[r] >= 0)
 		return;
-	s = fs->used < fs->cap ? (int32_t) fs->used++ : sieve_evict(fs);
+	s = c->used < c->cap ? (int32_t) c->used++ : sieve_evict(fs);
 	fs->slot_row[s] = r;
 	fs->slot_of[r] = s;
 	fs->visited[s] = 0;
@@ -403,6 +589,13 @@ row_span(const gnn_fstore *fs, int32_t r, uint64_t *lo, uint64_t *hi)
 	*hi = (fs->offset + ((uint64_t) r + 1) * fs->row_bytes + A - 1) / A * A;
 }
 
+/* row r's bytes in the staging area of run k */
+static inline const unsigned char *
+run_row(const gnn_fstore *fs, int k, int32_t r)
+{
+	return fs->bounce + fs->run_at[k] + (fs->offset + (uint64_t) r * fs->row_bytes - fs->run_lo[k]);
+}
+
 /*
  * Read the rows of fs->miss[0..nm) (sorted by row): rows whose aligned
  * ranges touch or overlap make one read (a run, at most RUN_MAX), and the
@@ -458,22 +651,35 @@ read_misses(gnn_fstore *fs, int64_t nm, float *out, gnn_error *err)
 		{
 			if ((st = check_run(fs, k, err)) != GNN_OK)
 				return st;
+			if (fs->offset + ((uint64_t) (fs->miss[fs->run_end[k] - 1] >> 32) + 1) * fs->row_bytes >
+				fs->run_lo[k] + fs->run_done[k])
+				return gnn_error_set(err, GNN_ERR_CORRUPT, "feature store: row %d is past the end of the file",
+									 (int32_t) (fs->miss[fs->run_end[k] - 1] >> 32));
+		}
+		/* the round's rows enter the cache (its lock held once), then go out */
+		if (fs->c)
+		{
+			cache_lock(fs->c);
+			for (int k = 0; k < nr; k++)
+				for (int64_t q = fs->run_first[k]; q < fs->run_end[k]; q++)
+				{
+					int32_t		r = (int32_t) (fs->miss[q] >> 32);
+
+					if (q == fs->run_first[k] || r != (int32_t) (fs->miss[q - 1] >> 32))
+						cache_insert(fs, r, run_row(fs, k, r));
+				}
+			cache_unlock(fs->c);
+		}
+		for (int k = 0; k < nr; k++)
 			for (int64_t q = fs->run_first[k]; q < fs->run_end[k]; q++)
 			{
 				int32_t		r = (int32_t) (fs->miss[q] >> 32);
-				const unsigned char *src = fs->bounce + fs->run_at[k] + (fs->offset + (uint64_t) r * fs->row_bytes - fs->run_lo[k]);
 
-				if (fs->offset + ((uint64_t) r + 1) * fs->row_bytes > fs->run_lo[k] + fs->run_done[k])
-					return gnn_error_set(err, GNN_ERR_CORRUPT, "feature store: row %d is past the end of the file", r);
 				if (q == fs->run_first[k] || r != (int32_t) (fs->miss[q - 1] >> 32))
-				{
 					fs->st.bytes_needed += (int64_t) fs->row_bytes;
-					cache_insert(fs, r, src);
-				}
 				if (out)
-					memcpy(out + (size_t) (fs->miss[q] & 0xffffffff) * fs->dim, src, fs->row_bytes);
+					memcpy(out + (size_t) (fs->miss[q] & 0xffffffff) * fs->dim, run_row(fs, k, r), fs->row_bytes);
 			}
-		}
 	}
 	return GNN_OK;
 }
@@ -493,41 +699,61 @@ grow_miss(gnn_fstore *fs, int64_t n, gnn_error *err)
 	return GNN_OK;
 }
 
+/* fs->miss[0..n) = (file row << 32 | position) of idx[0..n), checked */
 static gnn_status
-fs_gather(gnn_fstore *fs, const int32_t *idx, int64_t n, float *out, gnn_error *err)
+to_rows(gnn_fstore *fs, const int32_t *idx, int64_t n, gnn_error *err)
 {
-	int64_t		nm = 0;
-	gnn_status	st;
-
-	if (n <= 0)
-		return GNN_OK;
-	if (n > UINT32_MAX)
-		return gnn_error_set(err, GNN_ERR_INVALID, "feature store: %lld rows in one gather", (long long) n);
-	if ((st = grow_miss(fs, n, err)) != GNN_OK)
-		return st;
 	for (int64_t k = 0; k < n; k++)
 	{
-		int32_t		r = idx[k],
-					s;
+		int32_t		r = idx[k];
 
 		if (r < 0 || r >= fs->rows)
 			return gnn_error_set(err, GNN_ERR_INVALID, "feature store: row %d out of range (%lld rows)", r,
 								 (long long) fs->rows);
 		if (fs->row_of)
 			r = fs->row_of[r];
-		if (fs->trace && *fs->trace_len < fs->trace_cap)
-			fs->trace[(*fs->trace_len)++] = r;
-		s = fs->slot_of[r];
-		if (s >= 0)
+		fs->miss[k] = ((int64_t) r << 32) | (int64_t) k;
+	}
+	return GNN_OK;
+}
+
+static gnn_status
+fs_gather(gnn_fstore *fs, const int32_t *idx, int64_t n, float *out, gnn_error *err)
+{
+	int64_t		nm = n;
+	gnn_status	st;
+
+	if (n <= 0)
+		return GNN_OK;
+	if (n > UINT32_MAX)
+		return gnn_error_set(err, GNN_ERR_INVALID, "feature store: %lld rows in one gather", (long long) n);
+	if ((st = grow_miss(fs, n, err)) != GNN_OK || (st = to_rows(fs, idx, n, err)) != GNN_OK)
+		return st;
+	for (int64_t k = 0; fs->trace && k < n && *fs->trace_len < fs->trace_cap; k++)
+		fs->trace[(*fs->trace_len)++] = (int32_t) (fs->miss[k] >> 32);
+	/* hits are copied out under the cache's lock; the misses stay in fs->miss */
+	if (fs->c)
+	{
+		cache_lock(fs->c);
+		nm = 0;
+		for (int64_t k = 0; k < n; k++)
 		{
-			memcpy(out + (size_t) k * fs->dim, fs->slot + (size_t) s * fs->dim, fs->row_bytes);
-			fs->visited[s] = 1;
-			fs->st.hits++;
+			int32_t		s = fs->slot_of[fs->miss[k] >> 32];
+
+			if (s >= 0)
+			{
+				memcpy(out + (size_t) k * fs->dim, fs->slot + (size_t) s * fs->dim, fs->row_bytes);
+				fs->visited[s] = 1;
+			}
+			else
+				fs->miss[nm++] = fs->miss[k];
 		}
-		else
-			fs->miss[nm++] = ((int64_t) r << 32) | (int64_t) k;
+		fs->c->hits += n - nm;
+		fs->c->misses += nm;
+		cache_unlock(fs->c);
 	}
 	fs->st.rows_requested += n;
+	fs->st.hits += n - nm;
 	fs->st.misses += nm;
 	if (nm == 0)
 		return GNN_OK;
@@ -541,22 +767,15 @@ fs_prefetch(gnn_fstore *fs, const int32_t *idx, int64_t n, gnn_error *err)
 	int64_t		nm = 0;
 	gnn_status	st;
 
-	if (n <= 0 || fs->cap == 0)
+	if (n <= 0 || !fs->c || fs->c->cap == 0)
 		return GNN_OK;
-	if ((st = grow_miss(fs, n, err)) != GNN_OK)
+	if ((st = grow_miss(fs, n, err)) != GNN_OK || (st = to_rows(fs, idx, n, err)) != GNN_OK)
 		return st;
+	cache_lock(fs->c);
 	for (int64_t k = 0; k < n; k++)
-	{
-		int32_t		r = idx[k];
-
-		if (r < 0 || r >= fs->rows)
-			return gnn_error_set(err, GNN_ERR_INVALID, "feature store: row %d out of range (%lld rows)", r,
-								 (long long) fs->rows);
-		if (fs->row_of)
-			r = fs->row_of[r];
-		if (fs->slot_of[r] < 0)
-			fs->miss[nm++] = ((int64_t) r << 32) | (int64_t) k;
-	}
+		if (fs->slot_of[fs->miss[k] >> 32] < 0)
+			fs->miss[nm++] = fs->miss[k];
+	cache_unlock(fs->c);
 	if (nm == 0)
 		return GNN_OK;
 	qsort(fs->miss, (size_t) nm, sizeof(int64_t), cmp_i64);
@@ -630,7 +849,7 @@ gnn_fstore_dim(const gnn_fstore *fs)
 int64_t
 gnn_fstore_cache_rows(const gnn_fstore *fs)
 {
-	return fs->cap;
+	return fs->c ? fs->c->cap : 0;
 }
 
 void

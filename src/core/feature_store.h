@@ -21,7 +21,9 @@
  * epoch reads every training node's neighbourhood once per epoch.
  *
  * Gathers and prefetches of one store run one at a time (a mutex): the
- * minibatch pipeline's thread gathers while evaluation may.  Results are the
+ * minibatch pipeline's thread gathers while evaluation may.  The cache has
+ * its own lock, held for lookups and inserts but not across reads, so
+ * stores in several processes can share one cache (gnn_fcache_*).  Results are the
  * file's bytes whatever the cache: a gather through a store equals one from
  * memory.  With block checksums (gnn_fstore_set_checksums) every block read
  * from the file is checked before a byte of it is used; a block that fails
@@ -58,6 +60,37 @@ typedef struct gnn_fstore_stats
 gnn_status	gnn_fstore_open(const char *path, uint64_t offset, int64_t rows, int32_t dim,
 							int64_t cache_rows, bool direct, gnn_fstore **out, gnn_error *err);
 void		gnn_fstore_close(gnn_fstore *fs);
+
+/*
+ * A row cache in one block of memory that several processes can share (a
+ * DSM segment): gnn_fcache_bytes says how big a block cap rows of a
+ * rows x dim store need, gnn_fcache_init lays one out (shared: its mutex is
+ * process-shared and robust), and gnn_fstore_use_cache makes a store look
+ * rows up in it and put its misses there instead of its own cache.  Stores
+ * of the same file in any number of processes may use one block; each
+ * keeps its own counters (gnn_fstore_stats), the block counts everyone's.
+ */
+typedef struct gnn_fcache_info
+{
+	int64_t		rows;			/* the store's rows */
+	int32_t		dim;
+	int64_t		capacity;		/* rows it can hold */
+	int64_t		used;			/* rows it holds */
+	int64_t		hits;			/* every user's, since it was made */
+	int64_t		misses;
+	int64_t		evictions;
+	size_t		bytes;			/* the block */
+} gnn_fcache_info;
+
+size_t		gnn_fcache_bytes(int64_t rows, int32_t dim, int64_t cap);
+gnn_status	gnn_fcache_init(void *mem, size_t bytes, int64_t rows, int32_t dim, int64_t cap, bool shared,
+							gnn_error *err);
+void		gnn_fcache_get_info(void *mem, gnn_fcache_info *out);
+/* hold a cache's lock (tests: a holder that dies leaves it emptied, not stuck) */
+void		gnn_fcache_lock(void *mem);
+void		gnn_fcache_unlock(void *mem);
+/* fs reads through the cache block mem (bytes long; checked against fs's shape) from now on */
+gnn_status	gnn_fstore_use_cache(gnn_fstore *fs, void *mem, size_t bytes, gnn_error *err);
 
 /* out[k * dim ...] = row idx[k], k < n (rows may repeat); misses enter the cache */
 gnn_status	gnn_fstore_gather(gnn_fstore *fs, const int32_t *idx, int64_t n, float *out,

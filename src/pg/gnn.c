@@ -138,11 +138,12 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gnn.feature_cache_size",
-							"Memory each process gives the rows of one graph's features kept on disk.",
-							"Graphs loaded with feature_store => 'disk' read their feature rows through a "
-							"cache of this size (SIEVE eviction) in every process that uses them: the "
-							"training worker, sessions that infer.  Set before the graph is first used in "
-							"a session.",
+							"Feature rows the shared cache of a graph whose features are on disk holds.",
+							"Graphs loaded with feature_store => 'disk' read their feature rows through one "
+							"cache per graph version (SIEVE eviction) that every session and training job "
+							"shares.  It is made with this size by the first use of the version (counted "
+							"against gnn.max_graph_memory, smaller when that has less room); 0 makes this "
+							"session read every row from disk, past the cache.",
 							&gnn_feature_cache_kb,
 							262144, 0, INT_MAX / 2,
 							PGC_USERSET, GUC_UNIT_KB,

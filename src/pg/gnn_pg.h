@@ -97,9 +97,13 @@ typedef struct GnnGraphEntry
 	/*
 	 * The dense features are not in the region but in the graph store's
 	 * features file of this generation (feature_dim, feat_kind dense): read
-	 * through each process's cache (GnnFeaturesAttach).
+	 * through the version's shared row cache (GnnFeaturesAttach): its own
+	 * pinned DSM segment, made on first use, counted against
+	 * gnn.max_graph_memory, gone with the version.
 	 */
 	bool		feat_disk;
+	dsm_handle	cache_handle;	/* DSM_HANDLE_INVALID: not made yet */
+	uint64		cache_bytes;
 } GnnGraphEntry;
 
 /* ------------------------------------------------------------------ jobs */

@@ -296,7 +296,10 @@ EntryRetire(GnnGraphEntry *e)
 	GnnPartitionFree(e);
 	DeltaRetire(e);
 	if (e->handle == DSM_HANDLE_INVALID)
+	{
+		SegmentRetire(&e->cache_handle, &e->cache_bytes);
 		return;					/* stored, never mapped since the restart: nothing in memory */
+	}
 	if (e->holders > 0)
 	{
 		for (int i = 0; i < GNN_JOB_SLOTS; i++)
@@ -305,15 +308,21 @@ EntryRetire(GnnGraphEntry *e)
 
 			if (r->holders == 0)
 			{
+				/* the job reads its features through the version's cache too: both stay counted */
 				r->handle = e->handle;
-				r->bytes = e->bytes;
+				r->bytes = e->bytes + e->cache_bytes;
 				r->holders = e->holders;
 				dsm_unpin_segment(e->handle);
+				if (e->cache_handle != DSM_HANDLE_INVALID)
+					dsm_unpin_segment(e->cache_handle);
+				e->cache_handle = DSM_HANDLE_INVALID;
+				e->cache_bytes = 0;
 				return;
 			}
 		}
 	}
 	/* no holder (or, impossibly, no free retired slot): its memory is free now */
+	SegmentRetire(&e->cache_handle, &e->cache_bytes);
 	gnn_shared->graph_bytes -= Min(e->bytes, gnn_shared->graph_bytes);
 	dsm_unpin_segment(e->handle);
 }
@@ -845,6 +854,8 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 	slot->bytes = reserved;
 	slot->delta_handle = DSM_HANDLE_INVALID;
 	slot->delta_bytes = 0;
+	slot->cache_handle = DSM_HANDLE_INVALID;
+	slot->cache_bytes = 0;
 	/* a refresh numbers its version ahead (its change history names it) */
 	slot->generation = proto->generation ? proto->generation : gnn_shared->next_generation++;
 	{
@@ -893,6 +904,7 @@ GnnGraphRegisterDelta(const GnnGraphEntry *proto, dsm_segment *dseg, uint64 rese
 	dsm_pin_segment(dseg);
 	GnnPartitionFree(e);
 	DeltaRetire(e);
+	SegmentRetire(&e->cache_handle, &e->cache_bytes);	/* (graphs that follow their tables have none) */
 	keep = *e;
 	*e = *proto;
 	e->in_use = true;
@@ -902,6 +914,8 @@ GnnGraphRegisterDelta(const GnnGraphEntry *proto, dsm_segment *dseg, uint64 rese
 	e->holders = keep.holders;
 	e->part_handle = DSM_HANDLE_INVALID;
 	e->part_bytes = 0;
+	e->cache_handle = DSM_HANDLE_INVALID;
+	e->cache_bytes = 0;
 	e->delta_handle = dsm_segment_handle(dseg);
 	e->delta_bytes = reserved;
 	e->generation = proto->generation ? proto->generation : gnn_shared->next_generation++;

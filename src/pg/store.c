@@ -54,6 +54,7 @@
 #include "storage/fd.h"
 #include "access/htup_details.h"
 #include "funcapi.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 
 #include "feature_store.h"
@@ -331,6 +332,7 @@ typedef struct OpenFeatures
 	char		name[GNN_GRAPH_NAME_LEN];
 	uint64		generation;
 	gnn_fstore *fs;
+	dsm_segment *cache;			/* the version's shared cache, mapped here (NULL: none) */
 } OpenFeatures;
 
 static OpenFeatures open_feats[MAX_OPEN_FEATURES];
@@ -378,6 +380,8 @@ FeaturesXactCallback(XactEvent event, void *arg)
 		if (!live)
 		{
 			gnn_fstore_close(o->fs);
+			if (o->cache)
+				dsm_detach(o->cache);
 			memset(o, 0, sizeof(*o));
 		}
 	}
@@ -390,7 +394,107 @@ GnnFeaturesKeep(uint64 generation)
 	kept_feat_generation = generation;
 }
 
-/* The graph view g of entry e reads its features from disk, through this process's cache. */
+/* the most rows of dim floats a cache block of at most bytes holds, up to want */
+static int64
+CacheRowsFitting(int64 nodes, int32 dim, int64 want, uint64 bytes)
+{
+	uint64		fixed = gnn_fcache_bytes(nodes, dim, 0) + 5 * 64;
+	uint64		per = sizeof(float) * (uint64) dim + 3 * sizeof(int32) + 1;
+	int64		cap = bytes > fixed ? (int64) Min((uint64) want, (bytes - fixed) / per) : 0;
+
+	while (cap > 0 && gnn_fcache_bytes(nodes, dim, cap) > bytes)
+		cap--;
+	return cap;
+}
+
+/*
+ * Version ve's shared row cache, mapped in this process for as long as it
+ * keeps the store open: made by the first process that uses the version
+ * (under the registry lock, so there is one), of gnn.feature_cache_size of
+ * rows or what gnn.max_graph_memory has room for, counted there and pinned
+ * until the version goes (EntryRetire).  NULL: none, and every row comes
+ * from the file (this session's gnn.feature_cache_size is 0, there is no
+ * room, or the version was just replaced).
+ */
+static dsm_segment *
+SharedCache(const GnnGraphEntry *ve, gnn_fstore *fs)
+{
+	int64		want = (int64) Min((uint64) ve->nodes,
+								   (uint64) gnn_feature_cache_kb * 1024 / (sizeof(float) * (uint64) Max(ve->feat_dim, 1)));
+	int64		cap = 0;
+	bool		made = false,
+				tried = false,
+				current;
+	uint64		room = 0;
+	GnnGraphEntry *e;
+	dsm_segment *seg = NULL;
+	gnn_error	err;
+
+	if (want <= 0)
+		return NULL;
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = GnnGraphEntryOf(ve->name, ve->owner);
+	current = e && e->generation == ve->generation && !e->store_error[0];
+	if (current)
+	{
+		if (e->cache_handle != DSM_HANDLE_INVALID)
+			seg = dsm_attach(e->cache_handle);
+		else
+		{
+			uint64		limit = (uint64) gnn_max_graph_memory_mb * 1024 * 1024;
+
+			tried = true;
+			room = limit > gnn_shared->graph_bytes ? limit - gnn_shared->graph_bytes : 0;
+			cap = CacheRowsFitting(e->nodes, e->feat_dim, want, room);
+			if (cap > 0)
+			{
+				size_t		bytes = gnn_fcache_bytes(e->nodes, e->feat_dim, cap);
+
+				seg = dsm_create(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+				if (seg && gnn_fcache_init(dsm_segment_address(seg), bytes, e->nodes, e->feat_dim, cap, true,
+										   &err) != GNN_OK)
+				{
+					dsm_detach(seg);
+					seg = NULL;
+				}
+				if (seg)
+				{
+					dsm_pin_segment(seg);
+					e->cache_handle = dsm_segment_handle(seg);
+					e->cache_bytes = bytes;
+					gnn_shared->graph_bytes += bytes;
+					made = true;
+				}
+			}
+		}
+	}
+	LWLockRelease(gnn_shared->lock);
+	if (seg)
+	{
+		dsm_pin_mapping(seg);	/* the store stays open across transactions */
+		if (gnn_fstore_use_cache(fs, dsm_segment_address(seg), dsm_segment_map_length(seg), &err) != GNN_OK)
+		{
+			dsm_detach(seg);
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("graph \"%s\": its shared feature cache does not fit its features: %s", ve->name, err.msg)));
+		}
+	}
+	if (made && cap < want)
+		ereport(NOTICE,
+				(errmsg("graph \"%s\": its feature cache holds %lld rows, not the %lld gnn.feature_cache_size asks for",
+						ve->name, (long long) cap, (long long) want),
+				 errdetail("gnn.max_graph_memory has %llu bytes left.", (unsigned long long) room),
+				 errhint("Drop graphs you no longer need, or raise gnn.max_graph_memory.")));
+	else if (!seg && tried && cap == 0)
+		ereport(NOTICE,
+				(errmsg("graph \"%s\": no room for a feature cache; every feature row is read from disk", ve->name),
+				 errdetail("gnn.max_graph_memory has %llu bytes left.", (unsigned long long) room),
+				 errhint("Drop graphs you no longer need, or raise gnn.max_graph_memory.")));
+	return seg;
+}
+
+/* The graph view g of entry e reads its features from disk, through the version's shared cache. */
 void
 GnnFeaturesAttach(const GnnGraphEntry *e, gnn_graph *g)
 {
@@ -408,7 +512,6 @@ GnnFeaturesAttach(const GnnGraphEntry *e, gnn_graph *g)
 		char	   *dir = GnnStoreDir(e->dbid, e->owner, e->name);
 		char		file[FEAT_FILE_LEN];
 		char	   *path = psprintf("%s/%s", dir, FeatFile(file, e->generation));
-		int64		rows = (int64) ((uint64) gnn_feature_cache_kb * 1024 / (sizeof(float) * (uint64) Max(e->feat_dim, 1)));
 		gnn_fstore *fs;
 		gnn_status	st;
 
@@ -425,12 +528,11 @@ GnnFeaturesAttach(const GnnGraphEntry *e, gnn_graph *g)
 			RegisterXactCallback(FeaturesXactCallback, NULL);
 			feats_callback = true;
 		}
-		st = gnn_fstore_open_file(path, e->generation, rows, true, &fs, &err);
+		st = gnn_fstore_open_file(path, e->generation, 0, true, &fs, &err);
 		if (st == GNN_ERR_NOMEM)
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("graph \"%s\": no memory for a feature cache of %d kB: %s", e->name, gnn_feature_cache_kb, err.msg),
-					 errhint("Lower gnn.feature_cache_size.")));
+					 errmsg("graph \"%s\": out of memory opening its features: %s", e->name, err.msg)));
 		if (st != GNN_OK)
 		{
 			MarkFeaturesInvalid(e->name, e->owner, e->generation, err.msg);
@@ -446,6 +548,16 @@ GnnFeaturesAttach(const GnnGraphEntry *e, gnn_graph *g)
 			MarkFeaturesInvalid(e->name, e->owner, e->generation, why);
 			Refuse(e->name, e->owner, e->generation, false, why);
 		}
+		PG_TRY();
+		{
+			o->cache = SharedCache(e, fs);
+		}
+		PG_CATCH();
+		{
+			gnn_fstore_close(fs);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 		o->used = true;
 		o->dbid = e->dbid;
 		o->owner = e->owner;
@@ -597,6 +709,8 @@ ScanGraph(Oid dbid, const char *dbpath, const char *d)
 	e->handle = DSM_HANDLE_INVALID;
 	e->delta_handle = DSM_HANDLE_INVALID;
 	e->delta_bytes = 0;
+	e->cache_handle = DSM_HANDLE_INVALID;
+	e->cache_bytes = 0;
 	e->part_handle = DSM_HANDLE_INVALID;
 	e->part_bytes = 0;
 	e->holders = 0;
@@ -965,6 +1079,73 @@ gnn_graph_store(PG_FUNCTION_ARGS)
 		values[3] = CStringGetTextDatum(e.feat_disk ? "disk" : "memory");
 	else
 		nulls[3] = true;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+PG_FUNCTION_INFO_V1(gnn_feature_cache);
+
+/*
+ * One graph's shared feature cache (gnn._feature_cache, the view
+ * gnn.feature_caches): its size, what it holds and every process's hits and
+ * misses since it was made; NULL when the graph has none (features in
+ * memory, or not used since it was loaded or the server started).
+ */
+Datum
+gnn_feature_cache(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[7];
+	bool		nulls[7] = {0};
+	char	   *name;
+	Oid			owner;
+	GnnGraphEntry *e;
+	dsm_segment *seg = NULL;
+	gnn_fcache_info info;
+	bool		have = false;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	owner = PG_GETARG_OID(1);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	GnnRequirePreload();
+	if (owner != GetUserId() && !superuser() && !has_privs_of_role(GetUserId(), owner))
+		PG_RETURN_NULL();
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	e = GnnGraphEntryOf(name, owner);
+	if (e && e->cache_handle != DSM_HANDLE_INVALID)
+	{
+		/* this process's mapping, or a look through a new one (pinned: it exists while the entry has it) */
+		for (int i = 0; i < MAX_OPEN_FEATURES && !have; i++)
+			if (open_feats[i].used && open_feats[i].cache && open_feats[i].dbid == e->dbid &&
+				open_feats[i].owner == e->owner && open_feats[i].generation == e->generation &&
+				strcmp(open_feats[i].name, e->name) == 0)
+			{
+				gnn_fcache_get_info(dsm_segment_address(open_feats[i].cache), &info);
+				have = true;
+			}
+		if (!have && (seg = dsm_attach(e->cache_handle)) != NULL)
+		{
+			gnn_fcache_get_info(dsm_segment_address(seg), &info);
+			have = true;
+		}
+	}
+	LWLockRelease(gnn_shared->lock);
+	if (seg)
+		dsm_detach(seg);
+	if (!have)
+		PG_RETURN_NULL();
+	values[0] = Int64GetDatum(info.capacity);
+	values[1] = Int64GetDatum(info.used);
+	values[2] = Int64GetDatum((int64) info.bytes);
+	values[3] = Int64GetDatum(info.hits);
+	values[4] = Int64GetDatum(info.misses);
+	values[5] = Int64GetDatum(info.evictions);
+	if (info.hits + info.misses > 0)
+		values[6] = Float8GetDatum((double) info.hits / (double) (info.hits + info.misses));
+	else
+		nulls[6] = true;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
 

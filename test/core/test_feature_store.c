@@ -8,7 +8,11 @@
  * hits; SIEVE keeps a hot set through a scan of rows read once (scan
  * resistance) and, on a skewed trace, reaches a stated share of Belady's
  * optimum for the same capacity; out-of-range rows, a short file and a bad
- * offset are errors.
+ * offset are errors.  A cache block shared between processes (as a DSM
+ * segment is): rows one process read are hits in another; two processes
+ * and four threads gathering at once through one small shared cache read
+ * exactly the file's rows; a process that dies holding the cache's lock
+ * leaves it emptied, not stuck.
  */
 #include "check.h"
 #include "feature_store.h"
@@ -18,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 
 static float
 val(int64_t r, int64_t c)
@@ -34,6 +41,47 @@ rnd(void)
 	rs ^= rs >> 7;
 	rs ^= rs << 17;
 	return rs;
+}
+
+/* gathers of random rows through fs; the number of rows that differ from the file's */
+typedef struct Hammer
+{
+	gnn_fstore *fs;
+	int64_t		rows;
+	int32_t		dim;
+	uint64_t	seed;
+	int64_t		bad;
+	gnn_status	st;
+} Hammer;
+
+static void *
+hammer(void *arg)
+{
+	Hammer	   *h = arg;
+	int32_t		idx[300];
+	float	   *out = malloc(sizeof(float) * 300 * (size_t) h->dim);
+	gnn_error	err;
+
+	h->bad = 0;
+	h->st = GNN_OK;
+	for (int it = 0; it < 150 && h->st == GNN_OK; it++)
+	{
+		for (int k = 0; k < 300; k++)
+		{
+			h->seed ^= h->seed << 13;
+			h->seed ^= h->seed >> 7;
+			h->seed ^= h->seed << 17;
+			/* a skewed mix: half from 400 hot rows */
+			idx[k] = (int32_t) (k % 2 ? h->seed % 400 : h->seed % (uint64_t) h->rows);
+		}
+		if ((h->st = gnn_fstore_gather(h->fs, idx, 300, out, &err)) != GNN_OK)
+			break;
+		for (int k = 0; k < 300; k++)
+			for (int32_t c = 0; c < h->dim; c++)
+				h->bad += out[(size_t) k * h->dim + c] != val(idx[k], c);
+	}
+	free(out);
+	return NULL;
 }
 
 int
@@ -205,6 +253,131 @@ main(void)
 		}
 		gnn_fstore_close(fs);
 		free(trace);
+	}
+
+	/* a cache block shared between processes */
+	{
+		int64_t		cap = 400;
+		size_t		bytes = gnn_fcache_bytes(rows, dim, cap);
+		void	   *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		int32_t		idx[300];
+		float	   *out = malloc(sizeof(float) * 300 * dim);
+		gnn_fcache_info info;
+		pid_t		pid;
+		int			status = -1;
+		int64_t		bad = 0;
+
+		CHECK(mem != MAP_FAILED && gnn_fcache_init(mem, bytes, rows, dim, cap, true, &err) == GNN_OK,
+			  "a shared cache block of %lld rows: %zu bytes", (long long) cap, bytes);
+		CHECK(gnn_fcache_init(mem, bytes - 1, rows, dim, cap, true, &err) == GNN_ERR_INVALID,
+			  "a block too small for its rows is refused: %s", err.msg);
+		gnn_fcache_init(mem, bytes, rows, dim, cap, true, &err);
+		for (int k = 0; k < 300; k++)
+			idx[k] = 1000 + 7 * k;
+		pid = fork();
+		if (pid == 0)
+		{
+			gnn_fstore *c;
+			gnn_error	e2;
+
+			if (gnn_fstore_open(path, off, rows, dim, 0, true, &c, &e2) != GNN_OK ||
+				gnn_fstore_use_cache(c, mem, bytes, &e2) != GNN_OK ||
+				gnn_fstore_gather(c, idx, 300, out, &e2) != GNN_OK)
+				_exit(2);
+			_exit(0);
+		}
+		waitpid(pid, &status, 0);
+		CHECK(gnn_fstore_open(path, off, rows, dim, 0, true, &fs, &err) == GNN_OK &&
+			  gnn_fstore_use_cache(fs, mem, bytes, &err) == GNN_OK && gnn_fstore_cache_rows(fs) == cap,
+			  "a second process's store uses the block (child exit %d)", status);
+		gnn_fstore_stats_reset(fs);
+		CHECK(gnn_fstore_gather(fs, idx, 300, out, &err) == GNN_OK, "gather through the shared cache");
+		for (int k = 0; k < 300; k++)
+			for (int32_t c = 0; c < dim; c++)
+				bad += out[(size_t) k * dim + c] != val(idx[k], c);
+		gnn_fstore_stats_get(fs, &st);
+		gnn_fcache_get_info(mem, &info);
+		CHECK(bad == 0 && st.hits == 300 && st.misses == 0 && st.reads == 0,
+			  "rows another process read are hits here, read from no file (%lld hits, %lld reads, %lld wrong)",
+			  (long long) st.hits, (long long) st.reads, (long long) bad);
+		CHECK(info.used == 300 && info.hits == 300 && info.misses == 300 && info.capacity == cap &&
+			  info.bytes == bytes,
+			  "the block counts both processes: %lld rows held, %lld hits, %lld misses",
+			  (long long) info.used, (long long) info.hits, (long long) info.misses);
+		{
+			gnn_fstore *bogus;
+
+			gnn_fstore_open(path, off, rows - 1, dim, 0, true, &bogus, &err);
+			CHECK(gnn_fstore_use_cache(bogus, mem, bytes, &err) == GNN_ERR_CORRUPT,
+				  "a store of another shape cannot use the block: %s", err.msg);
+			gnn_fstore_close(bogus);
+		}
+
+		/* two processes, four threads (two per store), one small cache */
+		{
+			gnn_fstore *fs2;
+			Hammer		h[4];
+			pthread_t	t[4];
+			int64_t		tbad = 0;
+			bool		ok = true;
+
+			gnn_fstore_open(path, off, rows, dim, 0, false, &fs2, &err);
+			gnn_fstore_use_cache(fs2, mem, bytes, &err);
+			pid = fork();
+			if (pid == 0)
+			{
+				Hammer		ch = {NULL, rows, dim, 99, 0, GNN_OK};
+
+				/* its own store (a store's ring and scratch are its process's) */
+				if (gnn_fstore_open(path, off, rows, dim, 0, true, &ch.fs, &err) != GNN_OK ||
+					gnn_fstore_use_cache(ch.fs, mem, bytes, &err) != GNN_OK)
+					_exit(3);
+				hammer(&ch);
+				_exit(ch.st != GNN_OK ? 2 : ch.bad != 0 ? 1 : 0);
+			}
+			for (int i = 0; i < 4; i++)
+			{
+				h[i] = (Hammer) {i % 2 ? fs2 : fs, rows, dim, 1234567 + 77 * (uint64_t) i, 0, GNN_OK};
+				pthread_create(&t[i], NULL, hammer, &h[i]);
+			}
+			for (int i = 0; i < 4; i++)
+			{
+				pthread_join(t[i], NULL);
+				tbad += h[i].bad;
+				ok = ok && h[i].st == GNN_OK;
+			}
+			waitpid(pid, &status, 0);
+			gnn_fcache_get_info(mem, &info);
+			CHECK(ok && tbad == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && info.used == cap &&
+				  info.evictions > 0 && info.hits > 0,
+				  "a process and four threads gather through one 400-row cache at once: every row the file's "
+				  "(%lld wrong here, child exit %d; %lld hits, %lld evictions)",
+				  (long long) tbad, status, (long long) info.hits, (long long) info.evictions);
+			gnn_fstore_close(fs2);
+		}
+
+		/* a holder dies with the lock */
+		pid = fork();
+		if (pid == 0)
+		{
+			gnn_fcache_lock(mem);
+			_exit(0);
+		}
+		waitpid(pid, &status, 0);
+		gnn_fstore_stats_reset(fs);
+		bad = 0;
+		CHECK(gnn_fstore_gather(fs, idx, 300, out, &err) == GNN_OK, "a gather after a holder died with the lock");
+		for (int k = 0; k < 300; k++)
+			for (int32_t c = 0; c < dim; c++)
+				bad += out[(size_t) k * dim + c] != val(idx[k], c);
+		gnn_fstore_stats_get(fs, &st);
+		gnn_fcache_get_info(mem, &info);
+		CHECK(bad == 0 && st.misses == 300 && info.used == 300,
+			  "a holder that died leaves the cache emptied and usable (%lld misses, %lld rows held, %lld wrong)",
+			  (long long) st.misses, (long long) info.used, (long long) bad);
+		gnn_fstore_close(fs);
+		munmap(mem, bytes);
+		free(out);
 	}
 	unlink(path);
 	free(row);

@@ -79,10 +79,13 @@ sq(q{SELECT gnn.load_graph('fd', 'e', nodes => 'n', features => 'feat', label =>
 sq(q{SELECT gnn.load_graph('fm', 'e', nodes => 'n', features => 'feat', label => 'label', split => 'split',
 	undirected => true)});
 my $digest = sq(q{SELECT gnn.graph_digest('fm')});
-is(sq(q{SELECT gnn.graph_digest('fd')}), $digest, 'the disk graph has the memory graph\'s digest');
+# its first use makes its shared cache: 64 kB, 256 of the 2000 rows of 256 bytes
+is(sq(q{SET gnn.feature_cache_size = '64kB'; SELECT gnn.graph_digest('fd')}), $digest,
+	'the disk graph has the memory graph\'s digest');
+is(sq(q{SELECT capacity_rows || ':' || cached_rows || ':' || misses FROM gnn.feature_caches WHERE graph = 'fd'}),
+	'256:256:2000', 'its shared cache was made by that first use, as big as it asked');
 is(scalar(feature_files('fd')), 1, 'one features file');
 
-# a cache of 64 kB: 256 of the 2000 rows of 256 bytes
 my $train = q{SET gnn.feature_cache_size = '64kB';
 	SELECT gnn.train('%s', model => 'graphsage', name => '%s', hidden => 16, epochs => 3, seed => 9,
 	                 options => '{"fanouts": [5, 5], "batch_size": 100}', wait => true) > 0};
@@ -100,11 +103,14 @@ my $rate = sq(q{SELECT min(store_hit_rate) > 0 AND max(store_hit_rate) < 1 AND m
 	FROM gnn.training_log l JOIN gnn.models m ON m.job = l.job WHERE m.name = 'm_disk'});
 is($rate, 't', 'the cache served some rows and missed others; bytes were read every epoch');
 my $pred = sq(q{SELECT string_agg(label || ':' || score, ',' ORDER BY id) FROM gnn.predict('m_disk', ARRAY[1, 500, 1999]::bigint[])});
+is(sq(q{SELECT misses > 2000 AND hits > 0 FROM gnn.feature_caches WHERE graph = 'fd'}), 't',
+	'the training job read through the same cache');
 
 # ------------------------------------------------------------------ restart
 $node->restart;
 is(sq(q{SELECT state || ':' || feature_store || ':' || persisted FROM gnn.graphs WHERE name = 'fd'}), 'disk:disk:true',
 	'after a restart the graph is back, unmapped, its features on disk');
+is(sq(q{SELECT count(*) FROM gnn.feature_caches}), '0', 'no cache until it is used');
 is(sq(q{SELECT gnn.graph_digest('fd')}), $digest, 'with the same contents');
 is(sq(q{SELECT string_agg(label || ':' || score, ',' ORDER BY id) FROM gnn.predict('m_disk', ARRAY[1, 500, 1999]::bigint[])}),
 	$pred, 'predictions are the same as before the restart');
