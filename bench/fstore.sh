@@ -3,7 +3,8 @@
 # R-MAT graph (2^SCALE nodes, EDGES edges made undirected, DIM-dim features,
 # TRAIN_PCT% training seeds), GraphSAGE fan-outs [10, 5], batch 1024, the
 # pipeline 2 batches ahead:
-#   1. write the features file (rows by degree), drop the page cache;
+#   1. write the features file (rows by part then degree, as a load does;
+#      ORDER=degree for degree alone), drop the page cache;
 #   2. EPOCHS epochs with the features in memory (the baseline);
 #   3. EPOCHS epochs reading them through a cache of half the features, the
 #      process in a memory cgroup of CAP_MB (less than the features: the page

@@ -300,13 +300,21 @@ main(int argc, char **argv)
 		int32_t    *order = malloc(sizeof(int32_t) * n);
 
 		t0 = now_s();
-		if (gnn_fstore_degree_order(&g, order, &err) != GNN_OK ||
+		const char *ord = getenv("ORDER");
+		int64_t		cl = getenv("CLUSTER") ? atoll(getenv("CLUSTER")) : GNN_FSTORE_PART_NODES;
+
+		/* the load's order (by part, then degree) unless ORDER=degree */
+		if (!ord)
+			ord = "locality";
+		if ((strcmp(ord, "degree") != 0 ? gnn_fstore_locality_order(&g, cl, order, &err)
+			 : gnn_fstore_degree_order(&g, order, &err)) != GNN_OK ||
 			gnn_fstore_write_file(dir, "features.gnn", 1, feat, NULL, n, dim, order, &err) != GNN_OK)
 		{
 			fprintf(stderr, "write: %s\n", err.msg);
 			return 1;
 		}
-		printf("wrote %s in %.1f s\n", path, now_s() - t0);
+		printf("wrote %s in %.1f s (rows by %s)\n", path, now_s() - t0,
+			   strcmp(ord, "degree") == 0 ? "degree" : "part then degree");
 		return 0;
 	}
 

@@ -1086,3 +1086,69 @@ gnn_fstore_degree_order(const gnn_graph *g, int32_t *order, gnn_error *err)
 	free(key);
 	return GNN_OK;
 }
+
+gnn_status
+gnn_fstore_locality_order(const gnn_graph *g, int64_t cluster, int32_t *order, gnn_error *err)
+{
+	int64_t		n = g->num_nodes,
+				out = 0;
+	int32_t    *roots;
+	uint8_t    *seen;
+	gnn_status	st;
+
+	if (n > INT32_MAX)
+		return gnn_error_set(err, GNN_ERR_LIMIT, "feature store: %lld nodes (at most %d)", (long long) n, INT32_MAX);
+	if (cluster < 1)
+		cluster = 1;
+	roots = malloc(sizeof(int32_t) * (size_t) (n + 1));
+	seen = calloc((size_t) n + 1, 1);
+	if (!roots || !seen)
+	{
+		free(roots);
+		free(seen);
+		return gnn_error_set(err, GNN_ERR_NOMEM, "feature store: out of memory ordering %lld rows", (long long) n);
+	}
+	if ((st = gnn_fstore_degree_order(g, roots, err)) != GNN_OK)
+	{
+		free(roots);
+		free(seen);
+		return st;
+	}
+	/*
+	 * Each part grows breadth-first from the hottest node not yet placed, over
+	 * out- and in-arcs, until it has cluster nodes; order[] is its queue.
+	 * Every node is expanded at most once: O(nodes + arcs).
+	 */
+	for (int64_t i = 0; i < n; i++)
+	{
+		int64_t		start = out,
+					head = out;
+
+		if (seen[roots[i]])
+			continue;
+		seen[roots[i]] = 1;
+		order[out++] = roots[i];
+		while (head < out && out - start < cluster)
+		{
+			int32_t		v = order[head++];
+
+			for (int pass = 0; pass < 2 && out - start < cluster; pass++)
+			{
+				const int64_t *ptr = pass ? g->rindptr : g->indptr;
+				const int32_t *idx = pass ? g->rindices : g->indices;
+
+				if (!ptr)
+					continue;
+				for (int64_t e = ptr[v]; e < ptr[v + 1] && out - start < cluster; e++)
+					if (!seen[idx[e]])
+					{
+						seen[idx[e]] = 1;
+						order[out++] = idx[e];
+					}
+			}
+		}
+	}
+	free(roots);
+	free(seen);
+	return GNN_OK;
+}

@@ -27,7 +27,7 @@
  *
  * Features on disk (gnn.load_graph(..., feature_store => 'disk')): the
  * dense feature matrix is not in the region but in features-<version>.gnn
- * next to it (feature_store.h: rows by degree, a checksum per 512 bytes),
+ * next to it (feature_store.h: rows by part then degree, a checksum per 512 bytes),
  * written for persisted and memory-only graphs alike.  Each process that
  * uses the graph opens it with a row cache of gnn.feature_cache_size and
  * sets it as the graph view's feature store (GnnFeaturesAttach), so every
@@ -275,7 +275,8 @@ GnnStoreRetire(Oid dbid, Oid owner, const char *name, uint64 keep, bool keep_gra
 /*
  * Write the features file of proto's version (proto->generation set; the
  * caller holds the graph's lock): node v's row is feat's row src_row[v], rows
- * ordered by degree (g: the region built without them).
+ * ordered by part then degree (gnn_fstore_locality_order; g: the region
+ * built without them).
  */
 void
 GnnStoreWriteFeatures(const GnnGraphEntry *proto, const gnn_graph *g, const float *feat,
@@ -291,7 +292,7 @@ GnnStoreWriteFeatures(const GnnGraphEntry *proto, const gnn_graph *g, const floa
 	MakeDir(dbdir);
 	MakeDir(dir);
 	order = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int32) * (Size) (g->num_nodes + 1));
-	if (gnn_fstore_degree_order(g, order, &err) != GNN_OK ||
+	if (gnn_fstore_locality_order(g, GNN_FSTORE_PART_NODES, order, &err) != GNN_OK ||
 		gnn_fstore_write_file(dir, FeatFile(file, proto->generation), proto->generation, feat, (const int64_t *) src_row, g->num_nodes, dim,
 							  order, &err) != GNN_OK)
 		ereport(ERROR,

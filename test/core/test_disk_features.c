@@ -91,6 +91,133 @@ flip_byte(const char *path, off_t at)
 	close(fd);
 }
 
+/*
+ * Rows by part then degree on a graph with communities (60 of 50 nodes,
+ * 90% of edges inside, node ids shuffled): a permutation, hottest first,
+ * and a node's neighbourhood costs fewer reads and bytes than with rows by
+ * degree, with the same rows gathered.
+ */
+static void
+locality(const char *dir)
+{
+	enum
+	{
+		LN = 3000, LK = 50, LM = 9000, LF = 40
+	};
+	static int64_t ids[LN],
+				src[LM],
+				dst[LM];
+	static int32_t perm[LN],
+				deg[LN],
+				loc[LN],
+				idx[256];
+	static float feat[LN * LF],
+				a[256 * LF],
+				b[256 * LF];
+	static uint8_t seen[LN];
+	uint64_t	seed = 99,
+				size;
+	gnn_graph_input in = {0};
+	gnn_graph	g;
+	void	   *region;
+	gnn_error	err;
+	gnn_fstore *fd = NULL,
+			   *fl = NULL;
+	gnn_fstore_stats sd,
+				sl;
+	char		pd[512],
+				pl[512];
+	bool		perm_ok = true;
+	int64_t		wrong = 0;
+
+	for (int i = 0; i < LN; i++)
+		perm[i] = i;
+	for (int i = LN - 1; i > 0; i--)
+	{
+		int			j = (int) (lcg(&seed) % (uint64_t) (i + 1)),
+					t = perm[i];
+
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	for (int i = 0; i < LN; i++)
+	{
+		ids[i] = i;
+		for (int k = 0; k < LF; k++)
+			feat[i * LF + k] = (float) (i * 100 + k);
+	}
+	/* node perm[c * LK + j] is member j of community c */
+	for (int e = 0; e < LM; e++)
+	{
+		int			c = (int) (lcg(&seed) % (LN / LK)),
+					c2 = lcg(&seed) % 10 == 0 ? (int) (lcg(&seed) % (LN / LK)) : c;
+
+		src[e] = perm[c * LK + (int) (lcg(&seed) % LK)];
+		dst[e] = perm[c2 * LK + (int) (lcg(&seed) % LK)];
+	}
+	in.num_edges = LM;
+	in.src = src;
+	in.dst = dst;
+	in.undirected = true;
+	in.num_nodes = LN;
+	in.node_ids = ids;
+	in.feat_dim = LF;
+	in.feat = feat;
+	if (gnn_graph_build_region(&in, &region, &size, &g, &err) != GNN_OK)
+	{
+		CHECK(0, "build the community graph: %s", err.msg);
+		return;
+	}
+	CHECK(gnn_fstore_degree_order(&g, deg, &err) == GNN_OK && gnn_fstore_locality_order(&g, GNN_FSTORE_PART_NODES, loc, &err) == GNN_OK,
+		  "both orders of the community graph");
+	for (int r = 0; r < LN; r++)
+	{
+		if (loc[r] < 0 || loc[r] >= LN || seen[loc[r]])
+			perm_ok = false;
+		else
+			seen[loc[r]] = 1;
+	}
+	CHECK(perm_ok && loc[0] == deg[0], "the order by part is a permutation and starts at the highest-degree node");
+	snprintf(pd, sizeof(pd), "%s/by-degree.gnn", dir);
+	snprintf(pl, sizeof(pl), "%s/by-part.gnn", dir);
+	CHECK(gnn_fstore_write_file(dir, "by-degree.gnn", 1, g.feat, NULL, LN, LF, deg, &err) == GNN_OK &&
+		  gnn_fstore_write_file(dir, "by-part.gnn", 1, g.feat, NULL, LN, LF, loc, &err) == GNN_OK &&
+		  gnn_fstore_open_file(pd, 1, 0, true, &fd, &err) == GNN_OK &&
+		  gnn_fstore_open_file(pl, 1, 0, true, &fl, &err) == GNN_OK, "write and open both (no cache)");
+	if (!fd || !fl)
+		return;
+	/* 200 neighbourhoods: a node and its neighbours, one gather each */
+	for (int s = 0; s < 200; s++)
+	{
+		int32_t		v = (int32_t) ((s * 7919) % LN);
+		int			n = 0;
+
+		idx[n++] = v;
+		for (int64_t e = g.indptr[v]; e < g.indptr[v + 1] && n < 256; e++)
+			idx[n++] = g.indices[e];
+		if (gnn_fstore_gather(fd, idx, n, a, &err) != GNN_OK || gnn_fstore_gather(fl, idx, n, b, &err) != GNN_OK)
+		{
+			CHECK(0, "gather: %s", err.msg);
+			break;
+		}
+		for (int k = 0; k < n; k++)
+			for (int c = 0; c < LF; c++)
+				wrong += a[k * LF + c] != g.feat[(int64_t) idx[k] * LF + c] || b[k * LF + c] != a[k * LF + c];
+	}
+	gnn_fstore_stats_get(fd, &sd);
+	gnn_fstore_stats_get(fl, &sl);
+	CHECK(wrong == 0 && sl.reads * 4 <= sd.reads * 3 && sl.bytes_read * 10 <= sd.bytes_read * 9,
+		  "a node's neighbourhood by part: %lld reads, %lld bytes; by degree %lld reads, %lld bytes (at most 3/4 "
+		  "of the reads, 9/10 of the bytes; %lld values wrong)",
+		  (long long) sl.reads, (long long) sl.bytes_read, (long long) sd.reads, (long long) sd.bytes_read,
+		  (long long) wrong);
+	gnn_fstore_close(fd);
+	gnn_fstore_close(fl);
+	unlink(pd);
+	unlink(pl);
+	free(region);
+}
+
 int
 main(void)
 {
@@ -320,6 +447,7 @@ main(void)
 	if (fs)
 		gnn_fstore_close(fs);
 	unlink(path);
+	locality(dir);
 	rmdir(dir);
 	free(region);
 	return check_done();
