@@ -128,6 +128,36 @@ SELECT count(*) AS dirs_left
 FROM pg_ls_dir('gnn/' || (SELECT oid FROM pg_database WHERE datname = current_database())) d
 WHERE d LIKE '%\_' || encode('fs_tmp', 'hex');
 
+-- features bound for disk never sit in the loading backend: they go to a temporary file as the
+-- table is read, and from it to the features file in passes of maintenance_work_mem (at least the
+-- writer's 4 MB chunk: 4 passes over 12.8 MB here); text keys, whose rows are renumbered after
+-- the scan, too
+CREATE TABLE fs_big AS
+  SELECT 'n' || id AS id, array_fill(((id * 7) % 1009)::real, ARRAY[256]) AS feat FROM generate_series(0, 12499) id;
+CREATE TABLE fs_big_e AS SELECT 'n' || id AS src, 'n' || ((id * 31 + 7) % 12500) AS dst FROM generate_series(0, 12499) id;
+SET maintenance_work_mem = '1MB';
+SELECT name, nodes FROM gnn.load_graph('fs_big_disk', 'fs_big_e', nodes => 'fs_big', features => 'feat',
+                                       feature_store => 'disk', persist => false);
+RESET maintenance_work_mem;
+SELECT name FROM gnn.load_graph('fs_big_mem', 'fs_big_e', nodes => 'fs_big', features => 'feat', persist => false);
+SELECT gnn.graph_digest('fs_big_disk') = gnn.graph_digest('fs_big_mem') AS same_digest;
+SELECT gnn.drop_graph('fs_big_disk'), gnn.drop_graph('fs_big_mem');
+-- 'auto' spills when the table's estimate would not fit, and reads the rows back when the table
+-- turns out smaller than its statistics said (12500 rows analysed, 1000 left: 12.8 MB expected, 1 MB
+-- read, 2 MB free)
+ALTER TABLE fs_big SET (autovacuum_enabled = false);
+ANALYZE fs_big;
+DELETE FROM fs_big WHERE substr(id, 2)::int >= 1000;
+SELECT set_config('gnn.max_graph_memory', (gnn.memory_used() / 1048576 + 2)::text || 'MB', false) IS NOT NULL AS set;
+SELECT name, nodes FROM gnn.load_graph('fs_big_auto', 'fs_big_e', nodes => 'fs_big', features => 'feat',
+                                       feature_store => 'auto', persist => false, skip_dangling => true);
+RESET gnn.max_graph_memory;
+SELECT name FROM gnn.load_graph('fs_big_mem', 'fs_big_e', nodes => 'fs_big', features => 'feat', persist => false,
+                                skip_dangling => true);
+SELECT feature_store FROM gnn.graphs WHERE name = 'fs_big_auto';
+SELECT gnn.graph_digest('fs_big_auto') = gnn.graph_digest('fs_big_mem') AS same_digest;
+SELECT gnn.drop_graph('fs_big_auto'), gnn.drop_graph('fs_big_mem');
+
 -- a schema graph encodes its columns as sparse rows: they stay in memory (a clear error for 'disk',
 -- memory for 'auto')
 CREATE TABLE fs_shop (id text PRIMARY KEY, size int, open boolean);

@@ -905,11 +905,17 @@ gnn_fstore_file_meta_len(int64_t rows, int32_t dim, bool ordered)
 
 typedef struct fill_arg
 {
-	const float *feat;
 	const int32_t *order;
 	const int64_t *src_row;
+	int32_t		dim;
 	size_t		row_bytes;
 	uint32_t   *crc;
+	gnn_fstore_source_fn source;
+	void	   *source_arg;
+	/* one chunk's rows, and their source rows */
+	float	   *rows;
+	int64_t    *src;
+	int64_t		cap;
 } fill_arg;
 
 static gnn_status
@@ -917,26 +923,56 @@ fill_rows(void *arg, uint64_t at, void *buf, size_t len, gnn_error *err)
 {
 	fill_arg   *a = arg;
 	unsigned char *p = buf;
-	uint64_t	pos = at;
+	int64_t		r0 = (int64_t) (at / a->row_bytes),
+				n = (int64_t) ((at + len - 1) / a->row_bytes) - r0 + 1;
+	gnn_status	st;
 
-	(void) err;
-	while (pos < at + len)
+	if (len == 0)
+		return GNN_OK;
+	if (n > a->cap)
 	{
-		uint64_t	r = pos / a->row_bytes,
-					in = pos % a->row_bytes;
-		size_t		n = (size_t) (a->row_bytes - in);
-		int64_t		node = a->order ? a->order[r] : (int64_t) r;
+		float	   *rows = realloc(a->rows, a->row_bytes * (size_t) n);
+		int64_t    *src = rows ? realloc(a->src, sizeof(int64_t) * (size_t) n) : NULL;
 
-		if (a->src_row)
-			node = a->src_row[node];
-		if (n > at + len - pos)
-			n = (size_t) (at + len - pos);
-		memcpy(p + (pos - at), (const unsigned char *) a->feat + (size_t) node * a->row_bytes + in, n);
-		pos += n;
+		if (rows)
+			a->rows = rows;
+		if (src)
+			a->src = src;
+		if (!rows || !src)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "feature store: out of memory for %lld rows", (long long) n);
+		a->cap = n;
 	}
+	/* file row r holds node order[r], whose row in the source is src_row[node] */
+	for (int64_t k = 0; k < n; k++)
+	{
+		int64_t		node = a->order ? a->order[r0 + k] : r0 + k;
+
+		a->src[k] = a->src_row ? a->src_row[node] : node;
+	}
+	if ((st = a->source(a->source_arg, r0, n, a->src, a->rows, err)) != GNN_OK)
+		return st;
+	memcpy(p, (const unsigned char *) a->rows + (at - (uint64_t) r0 * a->row_bytes), len);
 	/* chunks are whole blocks but the last */
 	for (size_t k = 0; k < len; k += GNN_FSTORE_CSUM)
 		a->crc[(at + k) / GNN_FSTORE_CSUM] = gnn_crc32c(0, p + k, len - k < GNN_FSTORE_CSUM ? len - k : GNN_FSTORE_CSUM);
+	return GNN_OK;
+}
+
+typedef struct memory_source
+{
+	const float *feat;
+	int32_t		dim;
+} memory_source;
+
+static gnn_status
+memory_rows(void *arg, int64_t r0, int64_t n, const int64_t *src, float *out, gnn_error *err)
+{
+	memory_source *m = arg;
+
+	(void) r0;
+	(void) err;
+	for (int64_t k = 0; k < n; k++)
+		memcpy(out + (size_t) k * m->dim, m->feat + (size_t) src[k] * m->dim, sizeof(float) * (size_t) m->dim);
 	return GNN_OK;
 }
 
@@ -944,11 +980,21 @@ gnn_status
 gnn_fstore_write_file(const char *dir, const char *name, uint64_t generation, const float *feat,
 					  const int64_t *src_row, int64_t rows, int32_t dim, const int32_t *order, gnn_error *err)
 {
+	memory_source m = {feat, dim};
+
+	return gnn_fstore_write_source(dir, name, generation, src_row, rows, dim, order, memory_rows, &m, err);
+}
+
+gnn_status
+gnn_fstore_write_source(const char *dir, const char *name, uint64_t generation, const int64_t *src_row,
+						int64_t rows, int32_t dim, const int32_t *order, gnn_fstore_source_fn source,
+						void *source_arg, gnn_error *err)
+{
 	size_t		mlen;
 	unsigned char *meta;
 	int32_t    *row_of;
 	int32_t		ordered = order != NULL;
-	fill_arg	a;
+	fill_arg	a = {0};
 	gnn_status	st;
 
 	if (rows < 0 || rows > INT32_MAX || dim <= 0)
@@ -977,13 +1023,17 @@ gnn_fstore_write_file(const char *dir, const char *name, uint64_t generation, co
 			row_of[order[r]] = (int32_t) r;
 		}
 	}
-	a.feat = feat;
 	a.src_row = src_row;
 	a.order = order;
+	a.dim = dim;
 	a.row_bytes = sizeof(float) * (size_t) dim;
 	a.crc = (uint32_t *) (meta + FMETA_FIXED + (order ? sizeof(int32_t) * (size_t) rows : 0));
+	a.source = source;
+	a.source_arg = source_arg;
 	st = gnn_store_write_fill(dir, name, GNN_STORE_FEATURES, generation, meta, mlen,
 							  (size_t) rows * a.row_bytes, fill_rows, &a, err);
+	free(a.rows);
+	free(a.src);
 	free(meta);
 	return st;
 }

@@ -148,6 +148,19 @@ gnn_status	gnn_fstore_write_file(const char *dir, const char *name, uint64_t gen
 size_t		gnn_fstore_file_meta_len(int64_t rows, int32_t dim, bool ordered);
 
 /*
+ * As gnn_fstore_write_file, the rows from a source that need not be in
+ * memory (a loader's spill file): source(arg, r0, n, src, out) puts the
+ * file's rows [r0, r0 + n) into out (n x dim floats), src[k] being the
+ * source row of file row r0 + k (src_row[order[r0 + k]]).  It is called
+ * for consecutive, ascending ranges of a few MB.
+ */
+typedef gnn_status (*gnn_fstore_source_fn) (void *arg, int64_t r0, int64_t n, const int64_t *src, float *out,
+											gnn_error *err);
+gnn_status	gnn_fstore_write_source(const char *dir, const char *name, uint64_t generation,
+									const int64_t *src_row, int64_t rows, int32_t dim, const int32_t *order,
+									gnn_fstore_source_fn source, void *source_arg, gnn_error *err);
+
+/*
  * Open a features file (its header, metadata and row map checked; the
  * payload's blocks are checked as they are read), of graph version
  * generation (0: any), with a cache of cache_rows rows.

@@ -378,8 +378,22 @@ extern void GnnStorePersistPartition(const GnnGraphEntry *e, const void *region,
 extern void GnnStoreRemove(Oid dbid, Oid owner, const char *name);
 extern uint64 GnnGraphMemoryFree(void);
 extern void GnnStoreRetire(Oid dbid, Oid owner, const char *name, uint64 keep, bool keep_graph);
+/*
+ * Dense features a load wrote to a temporary file as it read them
+ * (feature_store => 'disk': the loader never holds the matrix): its row j
+ * is input row j's, or input row i is its row input_row[i] (rows reordered
+ * after the scan: text keys).
+ */
+struct BufFile;
+typedef struct GnnFeatureSpill
+{
+	struct BufFile *file;
+	int64		rows;
+	int32		dim;
+	int64	   *input_row;		/* NULL: the same */
+} GnnFeatureSpill;
 extern void GnnStoreWriteFeatures(const GnnGraphEntry *proto, const gnn_graph *g, const float *feat,
-								  const int64 *src_row, int32 dim);
+								  const GnnFeatureSpill *spill, const int64 *src_row, int32 dim);
 extern void GnnStoreRemoveFeatures(Oid dbid, Oid owner, const char *name, uint64 generation);
 extern void GnnFeaturesAttach(const GnnGraphEntry *e, gnn_graph *g);
 extern void GnnFeaturesKeep(uint64 generation);

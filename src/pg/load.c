@@ -26,6 +26,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
+#include "storage/buffile.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -506,9 +507,9 @@ GnnParseFeatureStore(const char *s)
  * ('disk'; 'auto' when they exceed the room gnn.max_graph_memory has left).
  */
 static bool
-FeaturesOnDisk(const char *name, const gnn_graph_input *in, int feature_store, bool tracked)
+FeaturesOnDisk(const char *name, const gnn_graph_input *in, bool spilled, int feature_store, bool tracked)
 {
-	bool		dense = in->feat != NULL && in->feat_dim > 0 && in->node_ids != NULL;
+	bool		dense = (in->feat != NULL || spilled) && in->feat_dim > 0 && in->node_ids != NULL;
 	uint64		bytes = dense ? (uint64) in->num_nodes * sizeof(float) * (uint64) in->feat_dim : 0;
 
 	if (feature_store == GNN_FEATURES_MEMORY)
@@ -537,6 +538,42 @@ FeaturesOnDisk(const char *name, const gnn_graph_input *in, int feature_store, b
 	return true;
 }
 
+/* A spill's rows in input order, in memory (one pass over the file). */
+static float *
+SpillLoad(const GnnFeatureSpill *sp, int64 n)
+{
+	size_t		rb = sizeof(float) * (size_t) sp->dim;
+	float	   *feat = MemoryContextAllocHuge(CurrentMemoryContext, rb * (Size) Max(n, 1));
+	int64	   *at = NULL;
+
+	if (sp->rows != n)
+		elog(ERROR, "%lld spilled feature rows for %lld nodes", (long long) sp->rows, (long long) n);
+	if (sp->input_row)
+	{
+		/* spill row j is input row at[j] */
+		at = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * (Size) Max(n, 1));
+		for (int64 i = 0; i < n; i++)
+			at[sp->input_row[i]] = i;
+	}
+	if (BufFileSeek(sp->file, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rewind the load's temporary file of features: %m")));
+	for (int64 j = 0; j < n; j++)
+	{
+		if (BufFileRead(sp->file, feat + (size_t) (at ? at[j] : j) * sp->dim, rb) != rb)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read row %lld of the load's temporary file of features", (long long) j)));
+		if ((j & 4095) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	if (at)
+		pfree(at);
+	elog(DEBUG1, "gnn: %lld spilled feature rows read back into memory", (long long) n);
+	return feat;
+}
+
 /*
  * Build: the core maps ids, sorts and merges edges, and asks for the region
  * only once the exact size is known; RegionAlloc reserves it against
@@ -551,7 +588,7 @@ FeaturesOnDisk(const char *name, const gnn_graph_input *in, int feature_store, b
  */
 void
 GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_arg, GnnGraphEntry *proto,
-					int feature_store,
+					int feature_store, const GnnFeatureSpill *spill,
 					void (*report) (void *arg, const gnn_error *err), void *report_arg,
 					MemoryContext ctx)
 {
@@ -564,7 +601,7 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 	volatile bool existed = false;
 	gnn_graph_input in_copy = *in_arg;
 	const gnn_graph_input *in = &in_copy;
-	bool		disk = FeaturesOnDisk(name, in_arg, feature_store, proto->tracked);
+	bool		disk = FeaturesOnDisk(name, in_arg, spill != NULL, feature_store, proto->tracked);
 
 	memset(&rq, 0, sizeof(rq));
 	rq.name = name;
@@ -577,6 +614,8 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 		in_copy.feat = NULL;
 		in_copy.feat_dim = 0;
 	}
+	else if (spill)
+		in_copy.feat = SpillLoad(spill, in_arg->num_nodes);	/* 'auto' found room after all */
 	st = gnn_graph_build_into(in, RegionAlloc, &rq, &region, &size, &err);
 	PG_TRY();
 	{
@@ -622,7 +661,10 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 			{
 				int64	   *src_row = FeatureRows(name, in_arg, &g);
 
-				GnnStoreWriteFeatures(proto, &g, in_arg->feat, src_row, in_arg->feat_dim);
+				if (spill && spill->input_row)
+					for (int64 v = 0; v < g.num_nodes; v++)
+						src_row[v] = spill->input_row[src_row[v]];
+				GnnStoreWriteFeatures(proto, &g, in_arg->feat, spill, src_row, in_arg->feat_dim);
 				pfree(src_row);
 			}
 			PG_TRY();
@@ -675,6 +717,9 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 	const char *edges_name = QualifiedRelName(args->edges);
 	const char *nodes_name = OidIsValid(args->nodes) ? QualifiedRelName(args->nodes) : NULL;
 	bool		tracked;
+	int			feature_store = GnnParseFeatureStore(args->feature_store);
+	GnnFeatureSpill spill = {0};	/* file NULL: features in memory as read */
+	float	   *spill_row = NULL;
 
 	GnnCheckGraphName(args->name);
 	if (!args->replace && GnnGraphExists(args->name))
@@ -894,7 +939,25 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 								 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name)));
 					dim = n;
 					dim_id = id;
-					GrowInit(&feat, ctx, sizeof(float) * dim, est);
+					/*
+					 * Features bound for disk go to a temporary file as they
+					 * are read ('auto': when the table's estimate says they
+					 * will not fit), so the loader never holds the matrix.
+					 */
+					if (feature_store == GNN_FEATURES_DISK ||
+						(feature_store == GNN_FEATURES_AUTO &&
+						 (uint64) Max(est, 1) * sizeof(float) * (uint64) dim > GnnGraphMemoryFree()))
+					{
+						/* the load's context: rows are read in one that is reset for each */
+						MemoryContext rowcxt = MemoryContextSwitchTo(ctx);
+
+						spill.file = BufFileCreateTemp(false);
+						spill.dim = dim;
+						spill_row = palloc(sizeof(float) * dim);
+						MemoryContextSwitchTo(rowcxt);
+					}
+					else
+						GrowInit(&feat, ctx, sizeof(float) * dim, est);
 				}
 				else if (n != dim)
 					ereport(ERROR,
@@ -903,7 +966,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 									(long long) dim_id, dim),
 							 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name),
 							 errhint("All feature arrays must have the same length.")));
-				float	   *row = GrowPush(&feat);
+				float	   *row = spill.file ? spill_row : GrowPush(&feat);
 
 				if (s.types[fcol] == FLOAT4ARRAYOID)
 				{
@@ -926,6 +989,11 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 							CheckFloat(&s, isfinite(x[j]) ? INFINITY : x[j], psprintf("feature %d", j), id);
 						row[j] = (float) x[j];
 					}
+				}
+				if (spill.file)
+				{
+					BufFileWrite(spill.file, row, sizeof(float) * dim);
+					spill.rows++;
 				}
 				if ((Pointer) arr != DatumGetPointer(v[fcol]))
 					pfree(arr);
@@ -1017,7 +1085,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		if (fcol >= 0)
 		{
 			in.feat_dim = dim;
-			in.feat = (float *) feat.data;
+			in.feat = spill.file ? NULL : (float *) feat.data;
 		}
 		if (lcol >= 0)
 			in.labels = (int32_t *) labels.data;
@@ -1137,6 +1205,13 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				nid[c] = c;
 			if (OidIsValid(args->nodes))
 			{
+				if (spill.file)
+				{
+					/* the spilled rows stay where they are: node c's is the row of its key */
+					spill.input_row = palloc_extended(sizeof(int64) * Max(nk, 1), MCXT_ALLOC_HUGE);
+					for (int64 c = 0; c < nk; c++)
+						spill.input_row[c] = GnnTextKeysRow(dict, c);
+				}
 				if (in.feat)
 				{
 					float	   *f = palloc_extended(sizeof(float) * nk * Max(in.feat_dim, 1), MCXT_ALLOC_HUGE);
@@ -1343,8 +1418,10 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			if (args->split)
 				strlcpy(proto.split_col, args->split, sizeof(proto.split_col));
 		}
-		GnnBuildAndRegister(args->name, args->replace, &in, &proto, GnnParseFeatureStore(args->feature_store),
+		GnnBuildAndRegister(args->name, args->replace, &in, &proto, feature_store, spill.file ? &spill : NULL,
 							LoadReport, &ra, ctx);
+		if (spill.file)
+			BufFileClose(spill.file);
 		if (tracked)
 			GnnTrackEnd(args->name);
 		MemoryContextSwitchTo(old);

@@ -98,7 +98,7 @@ extern int	CompareStrings(const void *a, const void *b);	/* char * by strcmp */
 #define GNN_FEATURES_AUTO 2
 extern int	GnnParseFeatureStore(const char *s);
 extern void GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in,
-								GnnGraphEntry *proto, int feature_store,
+								GnnGraphEntry *proto, int feature_store, const GnnFeatureSpill *spill,
 								void (*report) (void *arg, const gnn_error *err), void *report_arg,
 								MemoryContext ctx);
 

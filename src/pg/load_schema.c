@@ -2337,7 +2337,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 	/* tracked graphs are not stored (store.c) */
 	proto.stored = !tracked && (L.persist < 0 ? gnn_persist_graphs : L.persist > 0);
 	proto.schema_graph = true;
-	GnnBuildAndRegister(L.name, replace, &in, &proto, L.feature_store, SchemaReport, &L, ctx);
+	GnnBuildAndRegister(L.name, replace, &in, &proto, L.feature_store, NULL, SchemaReport, &L, ctx);
 	if (tracked)
 		GnnTrackEnd(L.name);
 	Phase("building the graph");

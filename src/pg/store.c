@@ -51,6 +51,7 @@
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "catalog/catalog.h"
+#include "storage/buffile.h"
 #include "storage/fd.h"
 #include "access/htup_details.h"
 #include "funcapi.h"
@@ -273,28 +274,136 @@ GnnStoreRetire(Oid dbid, Oid owner, const char *name, uint64 keep, bool keep_gra
 }
 
 /*
+ * A spilled load's rows for gnn_fstore_write_source, in passes: each pass
+ * reads the spill file through once and keeps the file rows [lo, hi) of
+ * the next chunks (maintenance_work_mem of them), so the writer holds that
+ * much of the matrix, never all of it.  PostgreSQL errors here (a read, a
+ * cancel) are kept and rethrown after the core has returned.
+ */
+typedef struct SpillSource
+{
+	const GnnFeatureSpill *spill;
+	const int64 *file_row;		/* spill row -> file row */
+	float	   *buf;			/* file rows [lo, hi) */
+	float	   *skip;			/* one row read past */
+	int64		lo,
+				hi,
+				cap;
+	int			passes;
+	MemoryContext mcxt;
+	ErrorData  *error;
+} SpillSource;
+
+static gnn_status
+SpillRows(void *arg, int64_t r0, int64_t n, const int64_t *src, float *out, gnn_error *err)
+{
+	SpillSource *ss = arg;
+	const GnnFeatureSpill *sp = ss->spill;
+	size_t		rb = sizeof(float) * (size_t) sp->dim;
+	MemoryContext cur = CurrentMemoryContext;
+	bool		failed = false;
+
+	(void) src;
+	if (r0 < ss->lo || r0 + n > ss->hi)
+	{
+		PG_TRY();
+		{
+			if (n > ss->cap || !ss->buf)
+			{
+				ss->cap = Max(ss->cap, n);
+				if (ss->buf)
+					pfree(ss->buf);
+				ss->buf = MemoryContextAllocHuge(ss->mcxt, rb * (Size) ss->cap);
+			}
+			if (!ss->skip)
+				ss->skip = MemoryContextAlloc(ss->mcxt, rb);
+			ss->lo = r0;
+			ss->hi = Min(sp->rows, r0 + ss->cap);
+			if (BufFileSeek(sp->file, 0, 0, SEEK_SET) != 0)
+				ereport(ERROR,
+						(errcode_for_file_access(),
+						 errmsg("could not rewind the load's temporary file of features: %m")));
+			for (int64 j = 0; j < sp->rows; j++)
+			{
+				int64		f = ss->file_row[j];
+				float	   *to = f >= ss->lo && f < ss->hi ? ss->buf + (size_t) (f - ss->lo) * sp->dim : ss->skip;
+
+				if (BufFileRead(sp->file, to, rb) != rb)
+					ereport(ERROR,
+							(errcode_for_file_access(),
+							 errmsg("could not read row %lld of the load's temporary file of features", (long long) j)));
+				if ((j & 4095) == 0)
+					CHECK_FOR_INTERRUPTS();
+			}
+			ss->passes++;
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(ss->mcxt);
+			ss->error = CopyErrorData();
+			FlushErrorState();
+			MemoryContextSwitchTo(cur);
+			failed = true;
+		}
+		PG_END_TRY();
+		if (failed)
+			return gnn_error_set(err, GNN_ERR_CANCELLED, "reading the load's temporary file of features failed");
+	}
+	memcpy(out, ss->buf + (size_t) (r0 - ss->lo) * sp->dim, rb * (size_t) n);
+	return GNN_OK;
+}
+
+/*
  * Write the features file of proto's version (proto->generation set; the
- * caller holds the graph's lock): node v's row is feat's row src_row[v], rows
- * ordered by part then degree (gnn_fstore_locality_order; g: the region
- * built without them).
+ * caller holds the graph's lock): node v's row is row src_row[v] of feat,
+ * or of the spill file when the load spilled them; rows ordered by part then
+ * degree (gnn_fstore_locality_order; g: the region built without them).
  */
 void
 GnnStoreWriteFeatures(const GnnGraphEntry *proto, const gnn_graph *g, const float *feat,
-					  const int64 *src_row, int32 dim)
+					  const GnnFeatureSpill *spill, const int64 *src_row, int32 dim)
 {
 	char	   *dir = GnnStoreDir(MyDatabaseId, proto->owner, proto->name);
 	char	   *dbdir = psprintf(STORE_ROOT "/%u", MyDatabaseId);
 	char		file[FEAT_FILE_LEN];
 	int32	   *order;
 	gnn_error	err;
+	gnn_status	st;
+	SpillSource ss = {0};
 
 	MakeDir(STORE_ROOT);
 	MakeDir(dbdir);
 	MakeDir(dir);
 	order = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int32) * (Size) (g->num_nodes + 1));
-	if (gnn_fstore_locality_order(g, GNN_FSTORE_PART_NODES, order, &err) != GNN_OK ||
-		gnn_fstore_write_file(dir, FeatFile(file, proto->generation), proto->generation, feat, (const int64_t *) src_row, g->num_nodes, dim,
-							  order, &err) != GNN_OK)
+	st = gnn_fstore_locality_order(g, GNN_FSTORE_PART_NODES, order, &err);
+	if (st == GNN_OK && spill)
+	{
+		int64	   *file_row = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * (Size) (spill->rows + 1));
+
+		if (spill->rows != g->num_nodes)
+			elog(ERROR, "graph \"%s\": %lld spilled feature rows for %lld nodes", proto->name,
+				 (long long) spill->rows, (long long) g->num_nodes);
+		for (int64 r = 0; r < g->num_nodes; r++)
+			file_row[src_row[order[r]]] = r;
+		ss.spill = spill;
+		ss.file_row = file_row;
+		ss.cap = Max((int64) 1, Min(g->num_nodes,
+									(int64) ((uint64) maintenance_work_mem * 1024 / (sizeof(float) * (uint64) dim))));
+		ss.mcxt = CurrentMemoryContext;
+		st = gnn_fstore_write_source(dir, FeatFile(file, proto->generation), proto->generation,
+									 (const int64_t *) src_row, g->num_nodes, dim, order, SpillRows, &ss, &err);
+		if (ss.error)
+			ReThrowError(ss.error);
+		if (ss.buf)
+			pfree(ss.buf);
+		pfree(file_row);
+		elog(DEBUG1, "graph \"%s\": features written from the load's temporary file in %d passes",
+			 proto->name, ss.passes);
+	}
+	else if (st == GNN_OK)
+		st = gnn_fstore_write_file(dir, FeatFile(file, proto->generation), proto->generation, feat,
+								   (const int64_t *) src_row, g->num_nodes, dim, order, &err);
+	if (st != GNN_OK)
 		ereport(ERROR,
 				(errcode(err.status == GNN_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_IO_ERROR),
 				 errmsg("could not write the features of graph \"%s\" to the graph store: %s", proto->name, err.msg),
