@@ -594,6 +594,19 @@ gnn_dfeat_sparse(gnn_backend *be, int64_t rows, int32_t dim, const int64_t *ptr,
 }
 
 gnn_status
+gnn_dfeat_stream(gnn_backend *be, const gnn_graph *g, bool row_normalise, gnn_dfeat *out, gnn_error *err)
+{
+	if (g->feat_kind != GNN_FEAT_DENSE || !g->fstore)
+		return gnn_dfeat_from_graph(be, g, row_normalise, out, err);
+	memset(out, 0, sizeof(*out));
+	out->rows = g->num_nodes;
+	out->dim = g->feat_dim;
+	out->stream = g;
+	out->stream_norm = row_normalise;
+	return GNN_OK;
+}
+
+gnn_status
 gnn_dfeat_from_graph(gnn_backend *be, const gnn_graph *g, bool row_normalise,
 					 gnn_dfeat *out, gnn_error *err)
 {

@@ -96,9 +96,27 @@ gnn_eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, gn
 	return gnn_eval_data_create_task(be, g, row_normalise, GNN_TASK_CLASSIFY, d, err);
 }
 
+static gnn_status
+eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, gnn_task task, bool forward_only,
+				 gnn_eval_data *d, gnn_error *err);
+
 gnn_status
 gnn_eval_data_create_task(gnn_backend *be, const gnn_graph *g, bool row_normalise, gnn_task task,
 						  gnn_eval_data *d, gnn_error *err)
+{
+	return eval_data_create(be, g, row_normalise, task, false, d, err);
+}
+
+gnn_status
+gnn_eval_data_create_forward(gnn_backend *be, const gnn_graph *g, bool row_normalise, gnn_task task,
+							 gnn_eval_data *d, gnn_error *err)
+{
+	return eval_data_create(be, g, row_normalise, task, true, d, err);
+}
+
+static gnn_status
+eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, gnn_task task, bool forward_only,
+				 gnn_eval_data *d, gnn_error *err)
 {
 	gnn_block	blk = {0};
 	gnn_status	st;
@@ -113,7 +131,7 @@ gnn_eval_data_create_task(gnn_backend *be, const gnn_graph *g, bool row_normalis
 	gnn_block_from_graph(g, &blk);
 	if ((st = gnn_dblock_create(be, &blk, &d->blk, err)) != GNN_OK)
 		return st;
-	if ((st = gnn_dfeat_from_graph(be, g, row_normalise, &d->x, err)) != GNN_OK)
+	if ((st = (forward_only ? gnn_dfeat_stream : gnn_dfeat_from_graph) (be, g, row_normalise, &d->x, err)) != GNN_OK)
 		goto fail;
 	if (g->labels)
 	{

@@ -37,6 +37,9 @@ gnn_status	gnn_eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_no
 								 gnn_eval_data *d, gnn_error *err);
 gnn_status	gnn_eval_data_create_task(gnn_backend *be, const gnn_graph *g, bool row_normalise,
 									  gnn_task task, gnn_eval_data *d, gnn_error *err);
+/* for forward passes only (evaluation during minibatch training): features on disk are streamed (gnn_dfeat_stream) */
+gnn_status	gnn_eval_data_create_forward(gnn_backend *be, const gnn_graph *g, bool row_normalise,
+										 gnn_task task, gnn_eval_data *d, gnn_error *err);
 void		gnn_eval_data_free(gnn_backend *be, gnn_eval_data *d);
 /*
  * The nodes a split is measured on are its labelled nodes (split s and

@@ -11,6 +11,7 @@
  * cheaper: see aggregate_first.
  */
 #include "model.h"
+#include "sample.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@ enum
 	B_DP, B_DZ, B_DZR, B_DQ, B_DM, B_DX, B_DALPHA, B_DAS, B_DAD, B_DO, B_XVAL, B_AX,
 	/* relational layers */
 	B_H, B_WREL, B_DWREL, B_HR, B_MR, B_TR, B_DT, B_DMR, B_DHR, B_DH, B_BT,
+	B_XS,						/* a streamed input read whole */
 	B_COUNT
 };
 
@@ -60,6 +62,7 @@ typedef struct gnn_layer
 	bool		in_fused;		/* x is the input before dropout, which the products apply */
 	gnn_csr		xsp;			/* sparse input (values possibly dropped) */
 	const float *x;				/* dense input after dropout (unless in_fused) */
+	const gnn_dfeat *xs;		/* streamed input (x NULL): read in chunks by lin_fwd */
 	uint64_t	seed_in;
 	uint64_t	seed_attn;
 	const float *alpha_used;	/* alpha after attention dropout */
@@ -556,6 +559,53 @@ gnn_model_dropout_seed(uint64_t seed, int layer, bool attention)
 	return seed_mix(seed, 2 * (uint64_t) layer + (attention ? 1 : 0));
 }
 
+int64_t		gnn_stream_rows = 16384;
+
+/*
+ * Rows [r0, r0 + n) of a streamed input into the device buffer dst (n x
+ * d_in): gathered through the store into host, normalised as the input
+ * would be, copied over.
+ */
+static gnn_status
+stream_rows(gnn_model *m, const gnn_dfeat *xs, int64_t r0, int64_t n, float *host, float *dst, gnn_error *err)
+{
+	gnn_status	st;
+
+	if ((st = gnn_graph_feat_range(xs->stream, r0, n, host, err)) != GNN_OK)
+		return st;
+	if (xs->stream_norm)
+		gnn_normalise_rows(host, n, xs->dim, 1);
+	return gnn_backend_error(m->be, gnn_backend_copy_h2d(m->be, dst, host, sizeof(float) * (size_t) n * xs->dim), err);
+}
+
+/* out[rows x dout] = X[:rows] W for a streamed X: one chunk of rows at a time */
+static gnn_status
+stream_fwd(gnn_model *m, gnn_layer *L, const float *Wt, int64_t dout, int64_t rows, float *out, gnn_error *err)
+{
+	int64_t		chunk = rows < gnn_stream_rows ? rows : gnn_stream_rows;
+	size_t		bytes = sizeof(float) * (size_t) (chunk > 0 ? chunk : 1) * (size_t) L->d_in;
+	float	   *host = malloc(bytes);
+	void	   *dev = NULL;
+	gnn_status	st = GNN_OK;
+
+	if (!host || gnn_backend_alloc(m->be, bytes, &dev) != GNN_OK)
+	{
+		free(host);
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld streamed feature rows", (long long) chunk);
+	}
+	for (int64_t r0 = 0; r0 < rows && st == GNN_OK; r0 += chunk)
+	{
+		int64_t		n = rows - r0 < chunk ? rows - r0 : chunk;
+
+		if ((st = stream_rows(m, L->xs, r0, n, host, dev, err)) == GNN_OK)
+			st = gnn_backend_error(m->be, gnn_backend_gemm(m->be, false, false, n, dout, L->d_in, 1.0f, dev, L->d_in,
+															Wt, dout, 0.0f, out + (size_t) r0 * dout, dout), err);
+	}
+	gnn_backend_free(m->be, dev);
+	free(host);
+	return st;
+}
+
 /* out[rows x dout] = X[:rows] W */
 static gnn_status
 lin_fwd(gnn_model *m, gnn_layer *L, const float *Wt, int64_t dout, int64_t rows, float *out,
@@ -563,6 +613,8 @@ lin_fwd(gnn_model *m, gnn_layer *L, const float *Wt, int64_t dout, int64_t rows,
 {
 	gnn_backend *be = m->be;
 
+	if (L->xs)
+		return stream_fwd(m, L, Wt, dout, rows, out, err);
 	if (L->in_sparse)
 	{
 		gnn_csr		c = L->xsp;
@@ -573,6 +625,19 @@ lin_fwd(gnn_model *m, gnn_layer *L, const float *Wt, int64_t dout, int64_t rows,
 	else if (L->in_fused)
 		TRY(gnn_backend_gemm_dropout(be, false, rows, dout, L->d_in, 1.0f, L->x, L->d_in,
 									 m->cfg.dropout, L->seed_in, Wt, dout, 0.0f, out, dout));
+	else if (!L->train && rows > gnn_stream_rows)
+	{
+		/*
+		 * Forward passes in the chunks a streamed input uses (BLAS rounds
+		 * a row differently by where it falls in a call): a graph in
+		 * memory and the same graph with its features on disk give the
+		 * same bits.
+		 */
+		for (int64_t r0 = 0; r0 < rows; r0 += gnn_stream_rows)
+			TRY(gnn_backend_gemm(be, false, false, rows - r0 < gnn_stream_rows ? rows - r0 : gnn_stream_rows, dout,
+								 L->d_in, 1.0f, L->x + (size_t) r0 * L->d_in, L->d_in, Wt, dout, 0.0f,
+								 out + (size_t) r0 * dout, dout));
+	}
 	else
 		TRY(gnn_backend_gemm(be, false, false, rows, dout, L->d_in, 1.0f, L->x, L->d_in,
 							 Wt, dout, 0.0f, out, dout));
@@ -953,6 +1018,7 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 				dout = L->d_out;
 	float		p = train ? cfg->dropout : 0.0f;
 	float	   *P;
+	const float *xs_whole = NULL;
 
 	L->blk = blk;
 	L->n_src = ns;
@@ -963,6 +1029,38 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 	L->in_sparse = xin && xin->sparse;
 	L->in_dropped = p > 0.0f;
 	L->in_fused = false;
+	L->xs = NULL;
+	if (xin && xin->stream)
+	{
+		/*
+		 * A layer that aggregates first (the narrower side) would read X
+		 * whole; streaming it transform-first would round differently
+		 * from the same graph in memory, so it is read whole too.
+		 */
+		if (!train && (cfg->kind == GNN_MODEL_GCN || cfg->kind == GNN_MODEL_SAGE || cfg->kind == GNN_MODEL_GAT) &&
+			!(reorder && aggregate_first(m, L, blk)))
+		{
+			/* read only through lin_fwd: chunk by chunk */
+			L->xs = xin;
+			L->x = NULL;
+			goto input_done;
+		}
+		/* a layer that needs all of X: read it whole, once */
+		TRYE(ensure(m, L, B_XS, ns * L->d_in, err));
+		{
+			int64_t		chunk = gnn_stream_rows;
+			float	   *host = malloc(sizeof(float) * (size_t) chunk * (size_t) L->d_in);
+			gnn_status	st = host ? GNN_OK : gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+
+			for (int64_t r0 = 0; r0 < ns && st == GNN_OK; r0 += chunk)
+				st = stream_rows(m, xin, r0, ns - r0 < chunk ? ns - r0 : chunk, host,
+								 lbuf(L, B_XS) + (size_t) r0 * L->d_in, err);
+			free(host);
+			if (st != GNN_OK)
+				return st;
+		}
+		xs_whole = lbuf(L, B_XS);
+	}
 
 	/* input (with dropout) */
 	if (L->in_sparse)
@@ -978,7 +1076,7 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 	}
 	else
 	{
-		const float *x = xin ? xin->dense.data : xprev;
+		const float *x = xs_whole ? xs_whole : xin ? xin->dense.data : xprev;
 
 		/*
 		 * A GCN or GAT layer reads its input only through lin_fwd and
@@ -995,10 +1093,11 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 		}
 		L->x = x;
 	}
+input_done:
 
 	TRYE(ensure(m, L, B_P, nd * dout, err));
 	P = lbuf(L, B_P);
-	if (reorder && !train && aggregate_first(m, L, blk))
+	if (reorder && !train && !L->xs && aggregate_first(m, L, blk))
 		TRYE(layer_forward_aggregate_first(m, L, blk, P, err));
 	else
 		switch (cfg->kind)

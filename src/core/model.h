@@ -221,6 +221,12 @@ typedef struct gnn_dfeat
 	bool		sparse;
 	gnn_dcsr	sp;				/* sparse */
 	gnn_tensor	dense;			/* dense */
+	/*
+	 * Streamed (gnn_dfeat_stream): neither of the above; the rows are read
+	 * from the graph's feature store in chunks as a forward pass needs them.
+	 */
+	const struct gnn_graph *stream;
+	bool		stream_norm;	/* each row divided by its sum */
 } gnn_dfeat;
 
 /*
@@ -230,6 +236,19 @@ typedef struct gnn_dfeat
  */
 gnn_status	gnn_dfeat_from_graph(gnn_backend *be, const gnn_graph *g, bool row_normalise,
 								 gnn_dfeat *out, gnn_error *err);
+
+/*
+ * For forward passes only (inference, evaluation): a graph whose features
+ * are on disk is streamed, never held whole: a GCN, GraphSAGE or GAT layer
+ * reads its input only through X W, which is computed chunk by chunk of
+ * gnn_stream_rows rows gathered through the store (the small activations
+ * are kept, not the large features: P3's point).  Any other graph, or a
+ * layer that needs all of X (training, relational layers), is as
+ * gnn_dfeat_from_graph.
+ */
+extern int64_t gnn_stream_rows;	/* rows per chunk: 16384 (tests lower it to cross chunk boundaries) */
+gnn_status	gnn_dfeat_stream(gnn_backend *be, const gnn_graph *g, bool row_normalise, gnn_dfeat *out,
+							 gnn_error *err);
 gnn_status	gnn_dfeat_dense(gnn_backend *be, const float *host, int64_t rows, int32_t dim,
 							gnn_dfeat *out, gnn_error *err);
 gnn_status	gnn_dfeat_sparse(gnn_backend *be, int64_t rows, int32_t dim, const int64_t *ptr,

@@ -379,7 +379,7 @@ gnn_model_infer(gnn_model *m, const gnn_graph *g, bool row_normalise, int layer,
 	/* forward only: no transposes (a third of the pass on a large graph) */
 	if ((st = gnn_dblock_create_forward(be, &blk, mc->kind, NULL, NULL, &db, err)) != GNN_OK)
 		return st;
-	if ((st = gnn_dfeat_from_graph(be, g, row_normalise, &x, err)) != GNN_OK)
+	if ((st = gnn_dfeat_stream(be, g, row_normalise, &x, err)) != GNN_OK)
 	{
 		gnn_dblock_free(&db);
 		return st;

@@ -956,7 +956,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 
 			if (!eval_ready)
 			{
-				if ((st = gnn_eval_data_create_task(be, g, cfg->row_normalise, cfg->task, &d, err)) != GNN_OK)
+				if ((st = gnn_eval_data_create_forward(be, g, cfg->row_normalise, cfg->task, &d, err)) != GNN_OK)
 					goto out;
 				eval_ready = true;
 			}

@@ -651,7 +651,7 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 	if ((st = gnn_model_create(be, &mc, &x.rng, &model, err)) != GNN_OK)
 		goto done;
 	st = saint ? prepare_saint(&x, sc, err) : prepare_cluster(&x, sc, err);
-	if (st != GNN_OK || (st = gnn_eval_data_create(be, g, cfg->row_normalise, &ed, err)) != GNN_OK)
+	if (st != GNN_OK || (st = gnn_eval_data_create_forward(be, g, cfg->row_normalise, GNN_TASK_CLASSIFY, &ed, err)) != GNN_OK)
 		goto done;
 	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
 	if (!best_w)

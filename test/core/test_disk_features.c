@@ -244,6 +244,8 @@ main(void)
 	gnn_error	err;
 	gnn_store_header h;
 
+	/* streamed inference in chunks of 700 rows: the chunk boundaries fall inside the graph */
+	gnn_stream_rows = 700;
 	/* a power-law-ish graph: endpoints drawn toward low ids; classes in the features */
 	for (int i = 0; i < N; i++)
 	{
@@ -395,13 +397,22 @@ main(void)
 		if (model[0] && model[1])
 		{
 			float	   *o0 = outputs(model[0], &mem),
-					   *o1 = outputs(model[1], &disk);
+					   *o1;
 			int64_t		nodes[64];
 			float		p0[64 * C],
 						p1[64 * C];
 
+			gnn_fstore_stats_reset(fs);
+			o1 = outputs(model[1], &disk);
+			gnn_fstore_stats_get(fs, &st);
 			CHECK(o0 && o1 && memcmp(o0, o1, sizeof(float) * N * C) == 0,
 				  "%s: whole-graph inference from disk equals memory's", name[loop]);
+			/* GraphSAGE reads X through two products (neighbours, root): streamed, each reads it all */
+			if (loop == 1)
+				CHECK(st.rows_requested == 2 * N,
+					  "%s: whole-graph inference streams its input in chunks, never all of it at once "
+					  "(%lld rows read through the store for %d nodes: twice)", name[loop],
+					  (long long) st.rows_requested, N);
 			for (int k = 0; k < 64; k++)
 				nodes[k] = (int64_t) (lcg(&seed) % N);
 			CHECK(gnn_model_infer_nodes(model[0], &mem, false, -1, true, nodes, 64, 0, p0, NULL, &err) == GNN_OK &&
