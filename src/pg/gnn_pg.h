@@ -373,6 +373,8 @@ extern void GnnPartitionFree(GnnGraphEntry *e);
 /* store.c: loaded graphs on disk, back after a restart */
 extern void GnnStoreInit(void);
 extern void GnnStoreScan(void);
+struct TupleDescData;
+extern bool GnnGraphRowArgs(FunctionCallInfo fcinfo, char **name, Oid *owner, struct TupleDescData **tupdesc);
 extern void GnnStorePersist(GnnGraphEntry *proto, const void *region, uint64 size);
 extern void GnnStorePersistPartition(const GnnGraphEntry *e, const void *region, uint64 size);
 extern void GnnStoreRemove(Oid dbid, Oid owner, const char *name);

@@ -1151,6 +1151,26 @@ GnnStoreMap(const char *name, Oid owner)
 
 /* ------------------------------------------------------------------ gnn.graphs */
 
+/*
+ * The (graph text, owner regrole) arguments of the per-graph functions the
+ * views join laterally (gnn._graph_store, _graph_tracking, _feature_cache):
+ * false (the caller returns NULL) for a NULL argument or an owner whose
+ * graphs the current role may not see (its own, a superuser's every role's,
+ * a member's the role's).
+ */
+bool
+GnnGraphRowArgs(FunctionCallInfo fcinfo, char **name, Oid *owner, TupleDesc *tupdesc)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		return false;
+	*name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	*owner = PG_GETARG_OID(1);
+	if (get_call_result_type(fcinfo, NULL, tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	GnnRequirePreload();
+	return *owner == GetUserId() || superuser() || has_privs_of_role(GetUserId(), *owner);
+}
+
 PG_FUNCTION_INFO_V1(gnn_graph_store);
 
 /* persisted, state, store_error of one graph (gnn._graph_store) */
@@ -1161,18 +1181,15 @@ gnn_graph_store(PG_FUNCTION_ARGS)
 	Datum		values[4];
 	bool		nulls[4] = {0};
 	char	   *name;
+	Oid			owner;
 	GnnGraphEntry *x;
 	GnnGraphEntry e;
 	bool		found;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+	if (!GnnGraphRowArgs(fcinfo, &name, &owner, &tupdesc))
 		PG_RETURN_NULL();
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	GnnRequirePreload();
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
-	x = GnnGraphEntryOf(name, PG_GETARG_OID(1));
+	x = GnnGraphEntryOf(name, owner);
 	found = x != NULL;
 	if (found)
 		e = *x;
@@ -1213,14 +1230,7 @@ gnn_feature_cache(PG_FUNCTION_ARGS)
 	gnn_fcache_info info;
 	bool		have = false;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		PG_RETURN_NULL();
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	owner = PG_GETARG_OID(1);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	GnnRequirePreload();
-	if (owner != GetUserId() && !superuser() && !has_privs_of_role(GetUserId(), owner))
+	if (!GnnGraphRowArgs(fcinfo, &name, &owner, &tupdesc))
 		PG_RETURN_NULL();
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
 	e = GnnGraphEntryOf(name, owner);

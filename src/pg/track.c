@@ -2843,13 +2843,8 @@ gnn_graph_tracking(PG_FUNCTION_ARGS)
 	GnnGraphEntry e = {0};
 	bool		tracked;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+	if (!GnnGraphRowArgs(fcinfo, &name, &owner, &tupdesc))
 		PG_RETURN_NULL();
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	owner = PG_GETARG_OID(1);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	GnnRequirePreload();
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
 	for (int i = 0; i < gnn_shared->max_graphs; i++)
 	{
