@@ -204,13 +204,17 @@ SELECT name, nodes, feature_dim FROM gnn.load_graph('items', 'item_links', nodes
                                   label => 'label', split => 'split', undirected => true, feature_store => 'disk');
 \echo == its 1 MB of features are not in shared memory (bytes), only in the store
 SELECT name, bytes, feature_store FROM gnn.graphs WHERE name = 'items';
-\echo == training reads them through a 256 kB cache, a quarter of them (gnn.feature_cache_size of the session that trains); the log shows the cache at work
+\echo == training reads them through the graph's shared cache, made by its first use with gnn.feature_cache_size (256 kB: a quarter of them); the log shows the cache at work
 SET gnn.feature_cache_size = '256kB';
 SELECT gnn.train('items', model => 'graphsage', name => 'items_sage', epochs => 4, seed => 1,
                  options => '{"fanouts": [5, 5], "batch_size": 256}', wait => true) > 0 AS trained;
 SELECT epoch, round(loss::numeric, 3) AS loss, round(store_hit_rate::numeric, 3) AS hit_rate, store_bytes_read,
        round(store_read_amplification::numeric, 2) AS amplification
 FROM gnn.training_log l JOIN gnn.models m ON m.job = l.job WHERE m.name = 'items_sage' ORDER BY epoch;
+\echo == the cache is one per graph for every session and job: predictions from this session hit rows the job read
+SELECT count(*) AS predicted FROM gnn.predict('items_sage', ARRAY[1, 2, 3, 500, 3999]::bigint[]);
+SELECT graph, capacity_rows, cached_rows, bytes, hits, misses, round(hit_rate::numeric, 3) AS hit_rate
+FROM gnn.feature_caches;
 SQL
 
 echo "== graphs survive a restart: they are in the graph store (\$PGDATA/gnn), mapped on first use"
