@@ -97,7 +97,7 @@ CREATE FUNCTION gnn._feature_cache(graph text, owner regrole,
     OUT hits bigint, OUT misses bigint, OUT evictions bigint, OUT hit_rate float8)
 AS 'MODULE_PATHNAME', 'gnn_feature_cache' LANGUAGE C VOLATILE;
 
-CREATE VIEW gnn.feature_caches AS
+CREATE VIEW gnn.feature_caches WITH (security_invoker = true) AS
 SELECT l.name AS graph, l.owner, c.*
 FROM gnn.graph_list() l, LATERAL gnn._feature_cache(l.name, l.owner) c
 WHERE c.capacity_rows IS NOT NULL;
@@ -245,9 +245,10 @@ CREATE TABLE gnn.training_log (
     cache_hit_rate  float8,
     h2d_bytes       bigint,
     -- a graph with its features on disk (feature_store => 'disk'): the share
-    -- of feature rows the process's cache (gnn.feature_cache_size) served,
-    -- the bytes read from the features file, and read amplification (bytes
-    -- read over the bytes of the rows missed: whole 4 kB blocks are read)
+    -- of the job's feature rows the graph's shared cache (gnn.feature_caches)
+    -- served, the bytes the job read from the features file, and read
+    -- amplification (bytes read over the bytes of the rows missed: reads are
+    -- whole 512-byte units)
     store_hit_rate  float8,
     store_bytes_read bigint,
     store_read_amplification float8,
@@ -406,6 +407,148 @@ SELECT coalesce(l.id, h.id) AS id,
 FROM gnn.job_history h
 FULL JOIN gnn._live_jobs() l ON l.id = h.id;
 GRANT SELECT ON gnn.jobs TO PUBLIC;
+
+-- A picture of a training job's curves, as SVG text: the loss per epoch
+-- (left axis) and the training and validation metric (right axis: accuracy;
+-- AUC for link prediction; MAE for regression), the selected epoch marked,
+-- with axes, labels and a legend.  Every point carries its series, epoch and
+-- value (data-series, data-epoch, data-value) so programs can read the
+-- numbers back.  It reads gnn.training_log as the calling role: a job the
+-- role may not see has no log.  Save it with psql's \g or \o, or convert it
+-- with rsvg-convert (make demo does both).
+CREATE FUNCTION gnn.training_curve(job bigint) RETURNS text
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    w constant float8 := 720;   h constant float8 := 400;
+    ml constant float8 := 70;   mr constant float8 := 70;
+    mt constant float8 := 56;   mb constant float8 := 56;
+    pw constant float8 := w - ml - mr;
+    ph constant float8 := h - mt - mb;
+    n int; e0 int; e1 int;
+    lmax float8; mmax float8;
+    v_task text; v_model text; v_graph text; v_name text; v_best int;
+    metric text; reg boolean;
+    title text; body text := '';
+    s record;
+    tick float8; step float8;
+BEGIN
+    SELECT count(*), min(l.epoch), max(l.epoch), max(l.loss)
+      INTO n, e0, e1, lmax
+      FROM gnn.training_log l WHERE l.job = training_curve.job;
+    IF n = 0 THEN
+        RAISE EXCEPTION 'job % has no training log', training_curve.job
+            USING ERRCODE = 'no_data_found',
+                  DETAIL = 'Either no such job is visible to this role, or it ended before its first epoch.',
+                  HINT = 'gnn.jobs shows the jobs this role can see and their state.';
+    END IF;
+    SELECT m.task, m.model, m.graph, m.name, (m.metrics->>'best_epoch')::int
+      INTO v_task, v_model, v_graph, v_name, v_best
+      FROM gnn.models m WHERE m.job = training_curve.job
+      ORDER BY m.version DESC LIMIT 1;
+    IF NOT FOUND THEN
+        SELECT j.model, j.graph, j.model_name INTO v_model, v_graph, v_name
+          FROM gnn.jobs j WHERE j.id = training_curve.job;
+        v_task := 'node_classification';
+    END IF;
+    reg := v_task = 'regression';
+    metric := CASE WHEN reg THEN 'MAE' WHEN v_task = 'link_prediction' THEN 'AUC' ELSE 'accuracy' END;
+    -- regression logs minus the MAE (higher is better everywhere)
+    SELECT max(greatest(CASE WHEN reg THEN -l.train_acc ELSE l.train_acc END,
+                        CASE WHEN reg THEN -l.val_acc ELSE l.val_acc END))
+      INTO mmax FROM gnn.training_log l WHERE l.job = training_curve.job;
+    mmax := CASE WHEN reg THEN greatest(coalesce(mmax, 1) * 1.05, 1e-9) ELSE 1 END;
+    lmax := greatest(coalesce(lmax, 1) * 1.05, 1e-9);
+    IF e1 = e0 THEN e1 := e0 + 1; END IF;
+
+    -- grid and axes
+    FOR i IN 0..5 LOOP
+        body := body || format('<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/>',
+                               ml, round((mt + ph - i * ph / 5)::numeric, 1), ml + pw, round((mt + ph - i * ph / 5)::numeric, 1))
+                     || format('<text class="tick" x="%s" y="%s" text-anchor="end">%s</text>',
+                               ml - 6, round((mt + ph - i * ph / 5 + 4)::numeric, 1), to_char(lmax * i / 5, 'FM999990.00'))
+                     || format('<text class="tick" x="%s" y="%s">%s</text>',
+                               ml + pw + 6, round((mt + ph - i * ph / 5 + 4)::numeric, 1), to_char(mmax * i / 5, 'FM999990.00'));
+    END LOOP;
+    step := greatest(1, ceil((e1 - e0) / 10.0));
+    tick := e0;
+    WHILE tick <= e1 LOOP
+        body := body || format('<text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>',
+                               round((ml + (tick - e0) / (e1 - e0) * pw)::numeric, 1), mt + ph + 18, tick::int);
+        tick := tick + step;
+    END LOOP;
+    body := body
+        || format('<rect class="frame" x="%s" y="%s" width="%s" height="%s"/>', ml, mt, pw, ph)
+        || format('<text class="label" x="%s" y="%s" text-anchor="middle">epoch</text>', ml + pw / 2, h - 14)
+        || format('<text class="label" transform="translate(18,%s) rotate(-90)" text-anchor="middle">loss</text>', mt + ph / 2)
+        || format('<text class="label" transform="translate(%s,%s) rotate(90)" text-anchor="middle">%s</text>',
+                  w - 18, mt + ph / 2, metric);
+
+    -- the selected epoch
+    IF v_best IS NOT NULL AND v_best BETWEEN e0 AND e1 THEN
+        body := body || format('<line class="best" x1="%1$s" y1="%2$s" x2="%1$s" y2="%3$s"/>'
+                               '<text class="best" x="%4$s" y="%5$s">selected: epoch %6$s</text>',
+                               round((ml + (v_best - e0)::float8 / (e1 - e0) * pw)::numeric, 1), mt, mt + ph,
+                               round((ml + (v_best - e0)::float8 / (e1 - e0) * pw + 4)::numeric, 1), mt + 14, v_best);
+    END IF;
+
+    -- the series: loss on the left axis, the metric on the right
+    FOR s IN
+        SELECT x.series, x.cls, x.label, x.scale,
+               string_agg(format('%s,%s', x.px, x.py), ' ' ORDER BY x.epoch) AS pts,
+               string_agg(format('<circle class="%s" cx="%s" cy="%s" r="2.5" data-series="%s" data-epoch="%s" data-value="%s"/>',
+                                 x.cls, x.px, x.py, x.series, x.epoch, x.v), '' ORDER BY x.epoch) AS dots
+          FROM (SELECT d.series, d.cls, d.label, d.scale, d.epoch, d.v,
+                       round((ml + (d.epoch - e0)::float8 / (e1 - e0) * pw)::numeric, 1) AS px,
+                       round((mt + ph - least(greatest(d.v / d.scale, 0), 1) * ph)::numeric, 1) AS py
+                  FROM (SELECT 1 AS ord, 'loss' AS series, 'loss' AS cls, 'training loss' AS label, lmax AS scale,
+                               l.epoch, l.loss::float8 AS v
+                          FROM gnn.training_log l WHERE l.job = training_curve.job
+                        UNION ALL
+                        SELECT 2, 'train_' || lower(metric), 'train', 'training ' || metric, mmax,
+                               l.epoch, (CASE WHEN reg THEN -l.train_acc ELSE l.train_acc END)::float8
+                          FROM gnn.training_log l WHERE l.job = training_curve.job
+                        UNION ALL
+                        SELECT 3, 'val_' || lower(metric), 'val', 'validation ' || metric, mmax,
+                               l.epoch, (CASE WHEN reg THEN -l.val_acc ELSE l.val_acc END)::float8
+                          FROM gnn.training_log l WHERE l.job = training_curve.job) d
+                 WHERE d.v IS NOT NULL AND d.v <> 'NaN'::float8) x
+         GROUP BY x.series, x.cls, x.label, x.scale
+         ORDER BY min(CASE x.cls WHEN 'loss' THEN 1 WHEN 'train' THEN 2 ELSE 3 END)
+    LOOP
+        body := body || format('<polyline class="%s" points="%s"/>', s.cls, s.pts) || s.dots;
+    END LOOP;
+
+    -- legend
+    body := body
+        || format('<g class="legend" transform="translate(%s,%s)">', ml + 10, mt + 8)
+        || '<rect class="legendbox" x="0" y="0" width="190" height="58"/>'
+        || '<line class="loss" x1="8" y1="12" x2="32" y2="12"/><text x="38" y="16">training loss</text>'
+        || format('<line class="train" x1="8" y1="29" x2="32" y2="29"/><text x="38" y="33">training %s</text>', metric)
+        || format('<line class="val" x1="8" y1="46" x2="32" y2="46"/><text x="38" y="50">validation %s</text>', metric)
+        || '</g>';
+
+    title := format('%s: %s on %s, job %s', coalesce(v_name, '?'), coalesce(v_model, '?'), coalesce(v_graph, '?'),
+                    training_curve.job);
+    title := replace(replace(replace(replace(title, '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), '"', '&quot;');
+    RETURN format('<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s">', w, h, w, h)
+        || '<style>'
+        || 'text{font-family:sans-serif;font-size:12px;fill:#222}'
+        || '.title{font-size:15px;font-weight:bold}.tick{font-size:11px;fill:#555}.label{font-size:12px}'
+        || '.grid{stroke:#e4e4e4;stroke-width:1}.frame{fill:none;stroke:#888}'
+        || '.legendbox{fill:#fff;fill-opacity:0.85;stroke:#ccc}'
+        || 'polyline{fill:none;stroke-width:2}line.loss,polyline.loss{stroke:#1f77b4;stroke-width:2}'
+        || 'line.train,polyline.train{stroke:#2ca02c;stroke-width:2;stroke-dasharray:6 3}'
+        || 'line.val,polyline.val{stroke:#ff7f0e;stroke-width:2}'
+        || 'circle.loss{fill:#1f77b4}circle.train{fill:#2ca02c}circle.val{fill:#ff7f0e}'
+        || 'line.best{stroke:#d62728;stroke-width:1.5;stroke-dasharray:4 3}text.best{fill:#d62728;font-size:11px}'
+        || '</style>'
+        || format('<rect x="0" y="0" width="%s" height="%s" fill="#ffffff"/>', w, h)
+        || format('<text class="title" x="%s" y="28" text-anchor="middle">%s</text>', w / 2, title)
+        || body
+        || '</svg>';
+END;
+$fn$;
+
 
 CREATE FUNCTION gnn.train(
     graph        text,
