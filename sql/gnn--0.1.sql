@@ -421,7 +421,7 @@ LANGUAGE plpgsql STABLE AS $fn$
 DECLARE
     w constant float8 := 720;   h constant float8 := 400;
     ml constant float8 := 70;   mr constant float8 := 70;
-    mt constant float8 := 56;   mb constant float8 := 56;
+    mt constant float8 := 72;   mb constant float8 := 56;
     pw constant float8 := w - ml - mr;
     ph constant float8 := h - mt - mb;
     n int; e0 int; e1 int;
@@ -456,8 +456,21 @@ BEGIN
     SELECT max(greatest(CASE WHEN reg THEN -l.train_acc ELSE l.train_acc END,
                         CASE WHEN reg THEN -l.val_acc ELSE l.val_acc END))
       INTO mmax FROM gnn.training_log l WHERE l.job = training_curve.job;
-    mmax := CASE WHEN reg THEN greatest(coalesce(mmax, 1) * 1.05, 1e-9) ELSE 1 END;
-    lmax := greatest(coalesce(lmax, 1) * 1.05, 1e-9);
+    -- axes of 5 steps of 1, 2, 2.5 or 5 times a power of ten
+    lmax := greatest(coalesce(lmax, 1), 1e-9);
+    step := power(10, floor(log(lmax / 5)));
+    step := step * CASE WHEN lmax / 5 <= step THEN 1 WHEN lmax / 5 <= 2 * step THEN 2
+                        WHEN lmax / 5 <= 2.5 * step THEN 2.5 WHEN lmax / 5 <= 5 * step THEN 5 ELSE 10 END;
+    lmax := step * 5;
+    IF reg THEN
+        mmax := greatest(coalesce(mmax, 1), 1e-9);
+        step := power(10, floor(log(mmax / 5)));
+        step := step * CASE WHEN mmax / 5 <= step THEN 1 WHEN mmax / 5 <= 2 * step THEN 2
+                            WHEN mmax / 5 <= 2.5 * step THEN 2.5 WHEN mmax / 5 <= 5 * step THEN 5 ELSE 10 END;
+        mmax := step * 5;
+    ELSE
+        mmax := 1;
+    END IF;
     IF e1 = e0 THEN e1 := e0 + 1; END IF;
 
     -- grid and axes
@@ -469,8 +482,12 @@ BEGIN
                      || format('<text class="tick" x="%s" y="%s">%s</text>',
                                ml + pw + 6, round((mt + ph - i * ph / 5 + 4)::numeric, 1), to_char(mmax * i / 5, 'FM999990.00'));
     END LOOP;
-    step := greatest(1, ceil((e1 - e0) / 10.0));
-    tick := e0;
+    -- epoch ticks at multiples of 1, 2 or 5 times a power of ten (and the first epoch)
+    step := greatest(1, power(10, floor(log(greatest((e1 - e0) / 10.0, 1)))));
+    step := step * CASE WHEN (e1 - e0) / 10.0 <= step THEN 1 WHEN (e1 - e0) / 10.0 <= 2 * step THEN 2
+                        WHEN (e1 - e0) / 10.0 <= 5 * step THEN 5 ELSE 10 END;
+    body := body || format('<text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>', ml, mt + ph + 18, e0);
+    tick := (floor(e0 / step) + 1) * step;
     WHILE tick <= e1 LOOP
         body := body || format('<text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>',
                                round((ml + (tick - e0) / (e1 - e0) * pw)::numeric, 1), mt + ph + 18, tick::int);
@@ -485,10 +502,12 @@ BEGIN
 
     -- the selected epoch
     IF v_best IS NOT NULL AND v_best BETWEEN e0 AND e1 THEN
+        tick := ml + (v_best - e0)::float8 / (e1 - e0) * pw;
         body := body || format('<line class="best" x1="%1$s" y1="%2$s" x2="%1$s" y2="%3$s"/>'
-                               '<text class="best" x="%4$s" y="%5$s">selected: epoch %6$s</text>',
-                               round((ml + (v_best - e0)::float8 / (e1 - e0) * pw)::numeric, 1), mt, mt + ph,
-                               round((ml + (v_best - e0)::float8 / (e1 - e0) * pw + 4)::numeric, 1), mt + 14, v_best);
+                               '<text class="best" x="%4$s" y="%5$s" text-anchor="%6$s">selected: epoch %7$s</text>',
+                               round(tick::numeric, 1), mt, mt + ph,
+                               round((tick + CASE WHEN tick > ml + pw / 2 THEN -4 ELSE 4 END)::numeric, 1), mt + ph - 8,
+                               CASE WHEN tick > ml + pw / 2 THEN 'end' ELSE 'start' END, v_best);
     END IF;
 
     -- the series: loss on the left axis, the metric on the right
@@ -518,13 +537,12 @@ BEGIN
         body := body || format('<polyline class="%s" points="%s"/>', s.cls, s.pts) || s.dots;
     END LOOP;
 
-    -- legend
+    -- legend: one row between the title and the plot
     body := body
-        || format('<g class="legend" transform="translate(%s,%s)">', ml + 10, mt + 8)
-        || '<rect class="legendbox" x="0" y="0" width="190" height="58"/>'
-        || '<line class="loss" x1="8" y1="12" x2="32" y2="12"/><text x="38" y="16">training loss</text>'
-        || format('<line class="train" x1="8" y1="29" x2="32" y2="29"/><text x="38" y="33">training %s</text>', metric)
-        || format('<line class="val" x1="8" y1="46" x2="32" y2="46"/><text x="38" y="50">validation %s</text>', metric)
+        || format('<g class="legend" transform="translate(%s,%s)">', ml, 44)
+        || '<line class="loss" x1="0" y1="0" x2="24" y2="0"/><text x="30" y="4">training loss</text>'
+        || format('<line class="train" x1="150" y1="0" x2="174" y2="0"/><text x="180" y="4">training %s</text>', metric)
+        || format('<line class="val" x1="320" y1="0" x2="344" y2="0"/><text x="350" y="4">validation %s</text>', metric)
         || '</g>';
 
     title := format('%s: %s on %s, job %s', coalesce(v_name, '?'), coalesce(v_model, '?'), coalesce(v_graph, '?'),

@@ -217,6 +217,34 @@ SELECT graph, capacity_rows, cached_rows, bytes, hits, misses, round(hit_rate::n
 FROM gnn.feature_caches;
 SQL
 
+echo "== progress in psql: a job waited for reports each tenth of its epochs (gnn.verbose)"
+cat <<SQL | run_sql
+SELECT gnn.train('$G', model => 'gcn', name => '${G}_gcn_progress', hidden => 16, epochs => 200, seed => 2,
+                 wait => true, options => '{"patience": 1000}') > 0 AS trained;
+SQL
+
+echo "== training curves as pictures: gnn.training_curve(job) draws a job's log as SVG"
+CURVES="$DIR/curves"
+as_pg "mkdir -p '$CURVES'"
+JOBS=$(printf '%s\n' '\set QUIET on' '\pset tuples_only on' '\pset format unaligned' \
+  'SELECT DISTINCT job FROM gnn.training_log ORDER BY 1;' | run_sql)
+for j in $JOBS; do
+  printf '%s\n' '\set QUIET on' '\pset tuples_only on' '\pset format unaligned' "\\o $CURVES/job-$j.svg" \
+    "SELECT gnn.training_curve($j);" | run_sql
+done
+OUT="$REPO_ROOT/demo-out"
+rm -rf "$OUT"; mkdir -p "$OUT"
+cp "$CURVES"/job-*.svg "$OUT"/
+echo "wrote the curves of $(echo $JOBS | wc -w) jobs to $OUT: $(cd "$OUT" && ls job-*.svg | head -4 | tr '\n' ' ')..."
+PIC=$(printf '%s\n' '\set QUIET on' '\pset tuples_only on' '\pset format unaligned' \
+  "SELECT job FROM gnn.models WHERE name = '${G}_gcn_progress';" | run_sql)
+if command -v rsvg-convert >/dev/null; then
+  rsvg-convert "$OUT/job-$PIC.svg" -o "$OUT/job-$PIC.png"
+  echo "and converted the curve of ${G}_gcn_progress (job $PIC) to $OUT/job-$PIC.png ($(stat -c %s "$OUT/job-$PIC.png") bytes)"
+else
+  echo "(rsvg-convert, Debian's librsvg2-bin, is not installed: no PNG)"
+fi
+
 echo "== graphs survive a restart: they are in the graph store (\$PGDATA/gnn), mapped on first use"
 cat <<'SQL' | run_sql
 SELECT name, nodes, edges, persisted, state FROM gnn.graphs ORDER BY name;

@@ -158,8 +158,17 @@ gnn_partition(PG_FUNCTION_ARGS)
 	}
 
 	part = palloc_extended(sizeof(int32) * (n + 1), MCXT_ALLOC_HUGE);
-	if (gnn_partition_compute(&ref.g, &cfg, part, &seconds, &err) != GNN_OK)
-		GnnReportCoreError(psprintf("could not partition graph \"%s\"", graph), &err);
+	{
+		TimestampTz t0 = GetCurrentTimestamp();
+
+		if (gnn_verbose && n + ref.g.num_edges >= 1000000)
+			ereport(NOTICE,
+					(errmsg("graph \"%s\": partitioning %lld nodes and %lld arcs into %d parts (%s)", graph,
+							(long long) n, (long long) ref.g.num_edges, cfg.parts, gnn_part_method_name(cfg.method))));
+		if (gnn_partition_compute(&ref.g, &cfg, part, &seconds, &err) != GNN_OK)
+			GnnReportCoreError(psprintf("could not partition graph \"%s\"", graph), &err);
+		GnnPhaseDone(psprintf("graph \"%s\": partitioned into %d parts", graph, cfg.parts), n + ref.g.num_edges, t0);
+	}
 
 	/* keep it with the graph */
 	bytes = offsetof(GnnPartitionHeader, part) + sizeof(int32) * (uint64) n;

@@ -11,6 +11,7 @@
 PG_MODULE_MAGIC;
 
 int			gnn_max_graph_memory_mb = 4096;
+bool		gnn_verbose = true;
 int			gnn_max_graphs = 64;
 int			gnn_threads = 0;
 int			gnn_max_jobs = 4;
@@ -125,6 +126,16 @@ _PG_init(void)
 							 "everything into a new graph instead.  0: always merge.",
 							 &gnn_merge_threshold,
 							 0.25, 0.0, 1.0,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gnn.verbose",
+							 "Report the progress of long calls as NOTICEs.",
+							 "gnn.train(..., wait => true) and gnn.wait report each tenth of a job's epochs and "
+							 "at least every 10 seconds (epoch, loss, validation metric, time so far and left); "
+							 "gnn.load_graph and gnn.partition report their phases on large inputs.",
+							 &gnn_verbose,
+							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

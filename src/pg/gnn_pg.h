@@ -30,6 +30,12 @@ extern double gnn_khop_max_fraction;
 extern int	gnn_gpu_cache_size_mb;
 extern int	gnn_gpu_graph_memory_mb;
 extern bool gnn_persist_graphs;
+extern bool gnn_verbose;
+/*
+ * Progress of a phase of a long call (gnn.verbose, load.c): a NOTICE when
+ * the phase was large (rows >= 1M) or slow (>= 2 s since since).
+ */
+extern void GnnPhaseDone(const char *what, int64 rows, TimestampTz since);
 extern int	gnn_feature_cache_kb;
 
 #define GNN_JOB_SLOTS 64

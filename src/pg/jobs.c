@@ -709,12 +709,74 @@ StartedHere(int64 id)
 
 /* ------------------------------------------------------------------ waiting */
 
-/* Wait until job id leaves the running states (or timeout_ms passes; < 0: forever). */
+/*
+ * Progress of a job being waited for, as NOTICEs (gnn.verbose): when it
+ * passes each tenth of its epochs and at least every 10 seconds: epoch,
+ * loss, the validation metric, time so far and an estimate of the rest.
+ */
+typedef struct WaitProgress
+{
+	int			next_tenth;		/* 1..10: the next tenth of the epochs to report */
+	TimestampTz last;			/* the last report (or the wait's start) */
+	int32		last_epoch;
+} WaitProgress;
+
+static void
+ReportProgress(int64 id, const GnnJobSlot *j, WaitProgress *p, bool final)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		tenth = false;
+	double		elapsed,
+				left;
+	char	   *rest;
+	const char *task = j->req.task;
+	bool		reg = strcmp(task, "regression") == 0;
+	const char *metric = reg ? "validation MAE" : strcmp(task, "link_prediction") == 0 ? "validation AUC" :
+		"validation accuracy";
+	float		val = reg ? -j->val_acc : j->val_acc;
+
+	while (p->next_tenth <= 10 && j->epochs > 0 &&
+		   j->epoch >= (int32) ((int64) j->epochs * p->next_tenth + 9) / 10)
+	{
+		tenth = true;
+		p->next_tenth++;
+	}
+	if (!final && !tenth && !TimestampDifferenceExceeds(p->last, now, 10000))
+		return;
+	if (final && j->epoch == p->last_epoch)
+		return;					/* said already */
+	p->last = now;
+	p->last_epoch = j->epoch;
+	elapsed = j->started ? (double) (now - j->started) / 1e6 : 0;
+	if (j->epoch <= 0 || j->state == GNN_JOB_STARTING)
+	{
+		ereport(NOTICE,
+				(errmsg("training job %lld: starting (%.1f s)", (long long) id, elapsed)));
+		return;
+	}
+	left = j->epochs > j->epoch ? elapsed / j->epoch * (j->epochs - j->epoch) : 0;
+	rest = final || j->epoch >= j->epochs ? pstrdup("done") : psprintf("about %.1f s left", left);
+	if (isfinite(val))
+		ereport(NOTICE,
+				(errmsg("training job %lld: epoch %d of %d, loss %.4f, %s %.4f, %.1f s, %s",
+						(long long) id, j->epoch, j->epochs, j->loss, metric, val, elapsed, rest)));
+	else
+		ereport(NOTICE,
+				(errmsg("training job %lld: epoch %d of %d, loss %.4f, %.1f s, %s",
+						(long long) id, j->epoch, j->epochs, j->loss, elapsed, rest)));
+	pfree(rest);
+}
+
+/*
+ * Wait until job id leaves the running states (or timeout_ms passes; < 0:
+ * forever); with progress, report it as it goes (ReportProgress).
+ */
 static GnnJobState
-WaitForJob(int64 id, long timeout_ms, bool cancel_on_interrupt)
+WaitForJob(int64 id, long timeout_ms, bool cancel_on_interrupt, bool progress)
 {
 	TimestampTz start = GetCurrentTimestamp();
 	GnnJobState st = GNN_JOB_FREE;
+	WaitProgress wp = {1, start, -1};
 
 	(void) ExtOid();
 	if (!exit_callback_registered)
@@ -730,10 +792,16 @@ WaitForJob(int64 id, long timeout_ms, bool cancel_on_interrupt)
 		{
 			GnnJobSlot *j;
 
+			GnnJobSlot	snap;
+
 			LWLockAcquire(gnn_shared->lock, LW_SHARED);
 			j = FindJob(id);
 			st = j ? j->state : GNN_JOB_FREE;
+			if (j && progress)
+				snap = *j;
 			LWLockRelease(gnn_shared->lock);
+			if (j && progress && st != GNN_JOB_FREE)
+				ReportProgress(id, &snap, &wp, JobFinal(st) && st == GNN_JOB_SUCCEEDED);
 			if (st == GNN_JOB_FREE || JobFinal(st))
 				break;
 			if (timeout_ms >= 0 &&
@@ -1177,7 +1245,7 @@ gnn_train(PG_FUNCTION_ARGS)
 		ereport(NOTICE,
 				(errmsg("training job %lld runs on the CPU: %s", (long long) id, note)));
 
-	WaitForJob(id, -1, true);
+	WaitForJob(id, -1, true, gnn_verbose);
 	(void) JobRow(id, true, fcinfo);
 	PG_RETURN_INT64(id);
 }
@@ -1224,7 +1292,7 @@ gnn_wait(PG_FUNCTION_ARGS)
 				 errmsg("training job %lld starts when this transaction commits", (long long) id),
 				 errhint("COMMIT first, then wait for it; or start it with wait => true.")));
 	cancel = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? PG_GETARG_BOOL(2) : StartedHere(id);
-	WaitForJob(id, timeout_ms, cancel);
+	WaitForJob(id, timeout_ms, cancel, gnn_verbose);
 	PG_RETURN_DATUM(JobRow(id, true, fcinfo));
 }
 
@@ -1268,7 +1336,7 @@ gnn_cancel(PG_FUNCTION_ARGS)
 	if (queued)
 		PG_RETURN_BOOL(true);
 	/* the worker stops between epochs: wait for it, up to a few seconds */
-	WaitForJob(id, 5000, false);
+	WaitForJob(id, 5000, false, false);
 	PG_RETURN_BOOL(true);
 }
 

@@ -95,6 +95,8 @@ ScanBegin(GnnScan *s)
 
 	s->callercxt = CurrentMemoryContext;
 	s->rowcxt = AllocSetContextCreate(CurrentMemoryContext, "gnn load row", ALLOCSET_DEFAULT_SIZES);
+	s->started = GetCurrentTimestamp();
+	s->next_report = TimestampTzPlusMilliseconds(s->started, 10000);
 
 	/* column-level privileges suffice, as for a SELECT of those columns */
 	for (int i = 0; i < s->ncols && !ok; i++)
@@ -137,7 +139,16 @@ bool
 ScanNext(GnnScan *s, Datum *values, bool *nulls)
 {
 	if ((s->rowno & 65535) == 0)
+	{
 		CHECK_FOR_INTERRUPTS();
+		if (gnn_verbose && s->rowno > 0 && GetCurrentTimestamp() >= s->next_report)
+		{
+			ereport(NOTICE,
+					(errmsg("reading %s: %lld rows so far (%.0f s)", s->relname, (long long) s->rowno,
+							(double) (GetCurrentTimestamp() - s->started) / 1e6)));
+			s->next_report = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 10000);
+		}
+	}
 	MemoryContextSwitchTo(s->callercxt);
 	MemoryContextReset(s->rowcxt);
 	if (!s->use_spi)
@@ -184,8 +195,18 @@ ScanRowDesc(GnnScan *s)
 }
 
 void
+GnnPhaseDone(const char *what, int64 rows, TimestampTz since)
+{
+	double		secs = (double) (GetCurrentTimestamp() - since) / 1e6;
+
+	if (gnn_verbose && (rows >= 1000000 || secs >= 2.0))
+		ereport(NOTICE, (errmsg("%s (%.1f s)", what, secs)));
+}
+
+void
 ScanEnd(GnnScan *s)
 {
+	GnnPhaseDone(psprintf("read %lld rows of %s", (long long) s->rowno, s->relname), s->rowno, s->started);
 	MemoryContextSwitchTo(s->callercxt);
 	if (!s->use_spi)
 	{
@@ -602,6 +623,7 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 	gnn_graph_input in_copy = *in_arg;
 	const gnn_graph_input *in = &in_copy;
 	bool		disk = FeaturesOnDisk(name, in_arg, spill != NULL, feature_store, proto->tracked);
+	TimestampTz build_start;
 
 	memset(&rq, 0, sizeof(rq));
 	rq.name = name;
@@ -616,6 +638,7 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 	}
 	else if (spill)
 		in_copy.feat = SpillLoad(spill, in_arg->num_nodes);	/* 'auto' found room after all */
+	build_start = GetCurrentTimestamp();
 	st = gnn_graph_build_into(in, RegionAlloc, &rq, &region, &size, &err);
 	PG_TRY();
 	{
@@ -625,6 +648,8 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 			report(report_arg, &err);
 		if (gnn_graph_attach(region, size, &g, &err) != GNN_OK)
 			report(report_arg, &err);
+		GnnPhaseDone(psprintf("graph \"%s\": built, %lld nodes and %lld arcs", name, (long long) g.num_nodes,
+							  (long long) g.num_edges), g.num_nodes + g.num_edges, build_start);
 		strlcpy(proto->name, name, sizeof(proto->name));
 		proto->owner = GetUserId();
 		proto->nodes = g.num_nodes;
@@ -664,13 +689,21 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 				if (spill && spill->input_row)
 					for (int64 v = 0; v < g.num_nodes; v++)
 						src_row[v] = spill->input_row[src_row[v]];
+				build_start = GetCurrentTimestamp();
 				GnnStoreWriteFeatures(proto, &g, in_arg->feat, spill, src_row, in_arg->feat_dim);
 				pfree(src_row);
+				GnnPhaseDone(psprintf("graph \"%s\": features written to the graph store", name), g.num_nodes,
+							 build_start);
 			}
 			PG_TRY();
 			{
 				if (proto->stored)
+				{
+					build_start = GetCurrentTimestamp();
 					GnnStorePersist(proto, region, size);
+					GnnPhaseDone(psprintf("graph \"%s\": written to the graph store", name), g.num_nodes + g.num_edges,
+								 build_start);
+				}
 				GnnGraphRegister(proto, rq.seg, replace, rq.reserved);
 			}
 			PG_CATCH();

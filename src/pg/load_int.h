@@ -26,6 +26,8 @@ typedef struct GnnScan
 	Oid			types[GNN_SCAN_MAXCOLS];
 	int64		rowno;			/* rows returned so far */
 	bool		use_spi;
+	TimestampTz started;		/* progress (gnn.verbose): when the scan began */
+	TimestampTz next_report;	/* and when it next says how far it is */
 	/*
 	 * The caller's context, and one reset before every row: per-row work
 	 * (detoasted arrays, label text) happens there.  SPI calls leave
@@ -97,6 +99,7 @@ extern int	CompareStrings(const void *a, const void *b);	/* char * by strcmp */
 #define GNN_FEATURES_DISK 1
 #define GNN_FEATURES_AUTO 2
 extern int	GnnParseFeatureStore(const char *s);
+
 extern void GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in,
 								GnnGraphEntry *proto, int feature_store, const GnnFeatureSpill *spill,
 								void (*report) (void *arg, const gnn_error *err), void *report_arg,
