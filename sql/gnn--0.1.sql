@@ -618,9 +618,14 @@ AS 'MODULE_PATHNAME', 'gnn_embedding_rows' LANGUAGE C STABLE;
 -- removed nodes' rows deleted; equal to a full write within float rounding.
 -- Without the history to follow (a reload, a restart, another model) it
 -- writes every row, saying so.
+-- options: {"type": "vector"} writes pgvector's vector(d) (a new table or
+-- column; an existing vector column is written as vector without it, and
+-- one of another dimension is an error), "index": "hnsw" | "ivfflat" adds
+-- that index after the rows are written, for "distance": "cosine" (the
+-- default) | "l2" | "ip".  pgvector is found at run time, never required.
 CREATE FUNCTION gnn.embed(model text, "into" text, layer int DEFAULT NULL, "column" text DEFAULT NULL,
                           id_column text DEFAULT 'id', version int DEFAULT NULL, node_type text DEFAULT NULL,
-                          incremental boolean DEFAULT false)
+                          incremental boolean DEFAULT false, options jsonb DEFAULT '{}')
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_embed' LANGUAGE C VOLATILE;
 

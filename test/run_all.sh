@@ -85,6 +85,10 @@ for f in sql/*.sql; do
   if [[ "$n" == data_* ]] && [ -z "$DATA" ]; then
     echo "# SKIP $n: ../shared/data not found"; SKIP=$((SKIP + 1)); continue
   fi
+  if [[ "$n" == pgvector_* ]] && [ ! -f "$(pg_config --sharedir)/extension/vector.control" ]; then
+    echo "# SKIP $n: pgvector is not installed (make deps builds it from ../shared/vendor when that is there)"
+    SKIP=$((SKIP + 1)); continue
+  fi
   TESTS+=("$n")
 done
 PORT=$(free_port)

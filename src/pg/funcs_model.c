@@ -19,15 +19,23 @@
 
 #include <math.h>
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/jsonb.h"
+#include "utils/syscache.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
@@ -528,7 +536,7 @@ gnn_embedding_rows(PG_FUNCTION_ARGS)
  * are replaced).  Anything else would destroy data: refused.
  */
 static void
-CheckEmbedTarget(const ModelRow *c, Oid relid, const char *into, const char *column, const char *idcol)
+CheckEmbedTarget(const ModelRow *c, Oid relid, const char *into, const char *column, const char *idcol, Oid vtype)
 {
 	GnnGraphRef ref;
 	GnnGraphEntry e;
@@ -551,12 +559,14 @@ CheckEmbedTarget(const ModelRow *c, Oid relid, const char *into, const char *col
 					 errmsg("column \"%s\" of %s is one graph \"%s\" was loaded from", column, into, c->graph),
 					 errdetail("gnn.embed() would overwrite the graph's own ids, features, labels or split."),
 					 errhint("Name a new column, e.g. \"column\" => '%s_embedding'.", c->name)));
-		if (att != InvalidAttrNumber && get_atttype(relid, att) != FLOAT4ARRAYOID)
+		if (att != InvalidAttrNumber && get_atttype(relid, att) != FLOAT4ARRAYOID &&
+			!(OidIsValid(vtype) && get_atttype(relid, att) == vtype))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("column \"%s\" of %s has type %s; embeddings go into a real[] column",
+					 errmsg("column \"%s\" of %s has type %s; embeddings go into a real[] or vector column",
 							column, into, format_type_be(get_atttype(relid, att))),
-					 errhint("Name a new column (it is added as real[]) or an existing real[] one.")));
+					 errhint("Name a new column (it is added as real[], or as vector with options => "
+							 "'{\"type\": \"vector\"}') or an existing real[] or vector one.")));
 		if (idatt == InvalidAttrNumber || idatt < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
@@ -574,10 +584,10 @@ CheckEmbedTarget(const ModelRow *c, Oid relid, const char *into, const char *col
 		AttrNumber	eatt = get_attnum(relid, "embedding");
 
 		if (idatt == InvalidAttrNumber || eatt == InvalidAttrNumber ||
-			get_atttype(relid, eatt) != FLOAT4ARRAYOID)
+			(get_atttype(relid, eatt) != FLOAT4ARRAYOID && !(OidIsValid(vtype) && get_atttype(relid, eatt) == vtype)))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("table %s exists but is not an embedding table (id, embedding real[])", into),
+					 errmsg("table %s exists but is not an embedding table (id, embedding real[] or vector)", into),
 					 errdetail("gnn.embed() replaces the rows of such a table; it leaves other tables alone."),
 					 errhint("Name a new table, or use \"column\" => to add a column to a node table.")));
 	}
@@ -847,6 +857,148 @@ EmbedIncremental(InferCtx *x, const char *qname, const char *key_type, const int
 	return written;
 }
 
+/* ------------------------------------------------------------------ pgvector */
+
+/*
+ * gnn.embed's options: {"type": "vector" | "real[]", "index": "hnsw" |
+ * "ivfflat", "distance": "cosine" | "l2" | "ip"}.
+ */
+typedef struct EmbedOptions
+{
+	bool		vector;
+	char	   *index;			/* NULL: none */
+	char	   *distance;
+} EmbedOptions;
+
+static void
+ParseEmbedOptions(Jsonb *opts, EmbedOptions *o)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+
+	memset(o, 0, sizeof(*o));
+	o->distance = "cosine";
+	if (!opts)
+		return;
+	if (!JB_ROOT_IS_OBJECT(opts))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gnn.embed: options must be a JSON object"),
+				 errhint("For example '{\"type\": \"vector\", \"index\": \"hnsw\", \"distance\": \"cosine\"}'.")));
+	it = JsonbIteratorInit(&opts->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		char	   *val;
+
+		if (tok == WJB_KEY)
+		{
+			key = pnstrdup(v.val.string.val, v.val.string.len);
+			continue;
+		}
+		if (tok != WJB_VALUE)
+			continue;
+		if (strcmp(key, "type") != 0 && strcmp(key, "index") != 0 && strcmp(key, "distance") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("gnn.embed: unknown option \"%s\"", key),
+					 errhint("The options are type, index and distance.")));
+		if (v.type != jbvString)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("gnn.embed: options.%s must be a string", key)));
+		val = pnstrdup(v.val.string.val, v.val.string.len);
+		if (strcmp(key, "type") == 0)
+		{
+			if (strcmp(val, "vector") != 0 && strcmp(val, "real[]") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("gnn.embed: unknown options.type \"%s\"", val),
+						 errhint("Accepted: \"vector\" (pgvector), \"real[]\" (the default).")));
+			o->vector = strcmp(val, "vector") == 0;
+		}
+		else if (strcmp(key, "index") == 0)
+		{
+			if (strcmp(val, "hnsw") != 0 && strcmp(val, "ivfflat") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("gnn.embed: unknown options.index \"%s\"", val),
+						 errhint("Accepted: \"hnsw\", \"ivfflat\" (pgvector's index methods).")));
+			o->index = val;
+		}
+		else
+		{
+			if (strcmp(val, "cosine") != 0 && strcmp(val, "l2") != 0 && strcmp(val, "ip") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("gnn.embed: unknown options.distance \"%s\"", val),
+						 errhint("Accepted: \"cosine\" (<=>), \"l2\" (<->), \"ip\" (<#>).")));
+			o->distance = val;
+		}
+	}
+}
+
+/* the schema extension ext was installed in (InvalidOid: none) */
+static Oid
+ExtensionSchema(Oid ext)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			nsp = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return nsp;
+}
+
+/*
+ * pgvector's vector type in this database, found at run time (gnn never
+ * links to pgvector), and its schema; InvalidOid: not installed.
+ */
+static Oid
+PgvectorType(void)
+{
+	Oid			ext = get_extension_oid("vector", true);
+
+	if (!OidIsValid(ext))
+		return InvalidOid;
+	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("vector"),
+						   ObjectIdGetDatum(ExtensionSchema(ext)));
+}
+
+/*
+ * After the rows are written: a pgvector index on the embedding column, by
+ * the method and distance the options name (one per table, column, method
+ * and distance: a rewrite keeps it).  SPI is connected.
+ */
+static void
+EmbedIndex(const char *qname, Oid relid, const char *column, Oid vtype, const EmbedOptions *o, int64 rows)
+{
+	char	   *nsp = get_namespace_name(ExtensionSchema(get_extension_oid("vector", false)));
+	const char *ops = strcmp(o->distance, "l2") == 0 ? "vector_l2_ops" :
+		strcmp(o->distance, "ip") == 0 ? "vector_ip_ops" : "vector_cosine_ops";
+	char		name[NAMEDATALEN];
+	StringInfoData q;
+
+	snprintf(name, sizeof(name), "%s_%s_%s_%s", get_rel_name(relid), column, o->index, o->distance);
+	initStringInfo(&q);
+	appendStringInfo(&q, "CREATE INDEX IF NOT EXISTS %s ON %s USING %s (%s %s.%s)", quote_identifier(name), qname,
+					 o->index, quote_identifier(column), quote_identifier(nsp), ops);
+	/* ivfflat: lists = rows / 1000 up to a million rows, their square root above (pgvector's advice) */
+	if (strcmp(o->index, "ivfflat") == 0)
+		appendStringInfo(&q, " WITH (lists = %d)",
+						 (int) Max(1, rows <= 1000000 ? rows / 1000 : (int64) sqrt((double) rows)));
+	if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not create the index on %s", qname);
+}
+
 /*
  * gnn.embed(model, into, layer, column, id_column, version): write every
  * node's embedding into a table, in the caller's transaction.
@@ -875,8 +1027,25 @@ gnn_embed(PG_FUNCTION_ARGS)
 	int32		type;
 	bool		incremental = PG_NARGS() > 7 && !PG_ARGISNULL(7) && PG_GETARG_BOOL(7);
 	InferCtx	x;
+	EmbedOptions eo;
+	Oid			vtype;
+	bool		as_vector;
+	char	   *coltype;
 
 	GnnRequirePreload();
+	ParseEmbedOptions(PG_NARGS() > 8 && !PG_ARGISNULL(8) ? PG_GETARG_JSONB_P(8) : NULL, &eo);
+	vtype = PgvectorType();
+	if (eo.vector && !OidIsValid(vtype))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("options.type \"vector\" needs pgvector, which is not installed in this database"),
+				 errhint("CREATE EXTENSION vector; or leave the type out to write real[].")));
+	if (incremental && (eo.vector || eo.index))
+	{
+		ereport(NOTICE,
+				(errmsg("gnn.embed: writing every row of the table (options type and index are for full writes)")));
+		incremental = false;
+	}
 	if (PG_ARGISNULL(1))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("into must name a table")));
 	into = text_to_cstring(PG_GETARG_TEXT_PP(1));
@@ -902,7 +1071,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 					recomputed;
 		const char *why = NULL;
 
-		CheckEmbedTarget(&c, relid, into, column, idcol);
+		CheckEmbedTarget(&c, relid, into, column, idcol, PgvectorType());
 		qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
@@ -929,7 +1098,42 @@ gnn_embed(PG_FUNCTION_ARGS)
 
 		InferFull(&x, &r);
 	}
-	CheckEmbedTarget(&c, relid, into, column, idcol);
+	CheckEmbedTarget(&c, relid, into, column, idcol, vtype);
+	/* the column's type: vector when asked for, or when the column written is one */
+	{
+		AttrNumber	att = OidIsValid(relid) ? get_attnum(relid, column ? column : "embedding") : InvalidAttrNumber;
+		Oid			have = att != InvalidAttrNumber ? get_atttype(relid, att) : InvalidOid;
+
+		if (eo.vector && OidIsValid(have) && have != vtype)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of %s is %s, not vector", column ? column : "embedding", into,
+							format_type_be(have)),
+					 errhint("Drop the column or the table first, or write into a new one.")));
+		as_vector = eo.vector || (OidIsValid(vtype) && have == vtype);
+		if (as_vector && OidIsValid(have))
+		{
+			Oid			t,
+						coll;
+			int32		dims;
+
+			get_atttypetypmodcoll(relid, att, &t, &dims, &coll);
+
+			if (dims > 0 && dims != x.cols)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("column \"%s\" of %s is vector(%d), but model \"%s\" embeds in %d dimensions",
+								column ? column : "embedding", into, dims, model, x.cols),
+						 errdetail("Layer %d of the model has %d outputs.", x.want, x.cols),
+						 errhint("Write into a new table or column, or pick a layer of %d outputs with layer =>.", dims)));
+		}
+		if (eo.index && !as_vector)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("options.index \"%s\" needs a vector column", eo.index),
+					 errhint("Add \"type\": \"vector\" to the options (pgvector indexes vector columns).")));
+		coltype = as_vector ? format_type_with_typemod(vtype, x.cols) : "real[]";
+	}
 	values[0] = CStringGetTextDatum(model);
 	values[1] = Int32GetDatum(layer);
 	nulls[1] = layer >= 0 ? ' ' : 'n';
@@ -948,8 +1152,8 @@ gnn_embed(PG_FUNCTION_ARGS)
 		{
 			qname = rv->schemaname ? quote_qualified_identifier(rv->schemaname, rv->relname) :
 				(char *) quote_identifier(rv->relname);
-			appendStringInfo(&q, "CREATE TABLE %s (id %s PRIMARY KEY, embedding real[])", qname,
-							 key_type ? key_type : "bigint");
+			appendStringInfo(&q, "CREATE TABLE %s (id %s PRIMARY KEY, embedding %s)", qname,
+							 key_type ? key_type : "bigint", coltype);
 			if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
 				elog(ERROR, "could not create %s", qname);
 		}
@@ -973,7 +1177,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 					 errmsg("table \"%s\" does not exist", into),
 					 errhint("With column => , into names the node table that gets the column.")));
 		qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
-		appendStringInfo(&q, "ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s real[]", qname, quote_identifier(column));
+		appendStringInfo(&q, "ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", qname, quote_identifier(column), coltype);
 		if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
 			elog(ERROR, "could not add column %s", column);
 		resetStringInfo(&q);
@@ -984,6 +1188,8 @@ gnn_embed(PG_FUNCTION_ARGS)
 	if (SPI_execute_with_args(q.data, 4, types, values, nulls, false, 0) < 0)
 		elog(ERROR, "could not write embeddings into %s", qname);
 	written = (int64) SPI_processed;
+	if (eo.index)
+		EmbedIndex(qname, RangeVarGetRelid(rv, NoLock, false), column ? column : "embedding", vtype, &eo, written);
 	/* the version written from: the start of the next incremental write */
 	if (column == NULL && x.ref.g.num_node_types <= 1 && node_type == NULL)
 		SaveEmbedState(RangeVarGetRelid(rv, NoLock, false), &x);

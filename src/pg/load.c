@@ -194,13 +194,22 @@ ScanRowDesc(GnnScan *s)
 	return psprintf("row %lld", (long long) s->rowno);
 }
 
-void
-GnnPhaseDone(const char *what, int64 rows, TimestampTz since)
+/* the note GnnPhaseDone would give, or NULL */
+static char *
+PhaseNote(const char *what, int64 rows, TimestampTz since)
 {
 	double		secs = (double) (GetCurrentTimestamp() - since) / 1e6;
 
-	if (gnn_verbose && (rows >= 1000000 || secs >= 2.0))
-		ereport(NOTICE, (errmsg("%s (%.1f s)", what, secs)));
+	return gnn_verbose && (rows >= 1000000 || secs >= 2.0) ? psprintf("%s (%.1f s)", what, secs) : NULL;
+}
+
+void
+GnnPhaseDone(const char *what, int64 rows, TimestampTz since)
+{
+	char	   *note = PhaseNote(what, rows, since);
+
+	if (note)
+		ereport(NOTICE, (errmsg("%s", note)));
 }
 
 void
@@ -624,6 +633,13 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 	const gnn_graph_input *in = &in_copy;
 	bool		disk = FeaturesOnDisk(name, in_arg, spill != NULL, feature_store, proto->tracked);
 	TimestampTz build_start;
+	/*
+	 * Progress notes go out once the graph is registered: a NOTICE reaches
+	 * the client, and a backend terminated while it holds a reservation
+	 * would leave the reservation counted.
+	 */
+	char	   *volatile notes[3] = {NULL, NULL, NULL};
+	volatile int nnotes = 0;
 
 	memset(&rq, 0, sizeof(rq));
 	rq.name = name;
@@ -648,8 +664,9 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 			report(report_arg, &err);
 		if (gnn_graph_attach(region, size, &g, &err) != GNN_OK)
 			report(report_arg, &err);
-		GnnPhaseDone(psprintf("graph \"%s\": built, %lld nodes and %lld arcs", name, (long long) g.num_nodes,
-							  (long long) g.num_edges), g.num_nodes + g.num_edges, build_start);
+		notes[nnotes++] = PhaseNote(psprintf("graph \"%s\": built, %lld nodes and %lld arcs", name,
+											 (long long) g.num_nodes, (long long) g.num_edges),
+									g.num_nodes + g.num_edges, build_start);
 		strlcpy(proto->name, name, sizeof(proto->name));
 		proto->owner = GetUserId();
 		proto->nodes = g.num_nodes;
@@ -692,8 +709,8 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 				build_start = GetCurrentTimestamp();
 				GnnStoreWriteFeatures(proto, &g, in_arg->feat, spill, src_row, in_arg->feat_dim);
 				pfree(src_row);
-				GnnPhaseDone(psprintf("graph \"%s\": features written to the graph store", name), g.num_nodes,
-							 build_start);
+				notes[nnotes++] = PhaseNote(psprintf("graph \"%s\": features written to the graph store", name),
+											g.num_nodes, build_start);
 			}
 			PG_TRY();
 			{
@@ -701,8 +718,8 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 				{
 					build_start = GetCurrentTimestamp();
 					GnnStorePersist(proto, region, size);
-					GnnPhaseDone(psprintf("graph \"%s\": written to the graph store", name), g.num_nodes + g.num_edges,
-								 build_start);
+					notes[nnotes++] = PhaseNote(psprintf("graph \"%s\": written to the graph store", name),
+												g.num_nodes + g.num_edges, build_start);
 				}
 				GnnGraphRegister(proto, rq.seg, replace, rq.reserved);
 			}
@@ -728,6 +745,9 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 	}
 	PG_END_TRY();
 	proto->bytes = size;
+	for (int i = 0; i < nnotes; i++)
+		if (notes[i])
+			ereport(NOTICE, (errmsg("%s", notes[i])));
 }
 
 void

@@ -332,7 +332,13 @@ SpillRows(void *arg, int64_t r0, int64_t n, const int64_t *src, float *out, gnn_
 					ereport(ERROR,
 							(errcode_for_file_access(),
 							 errmsg("could not read row %lld of the load's temporary file of features", (long long) j)));
-				if ((j & 4095) == 0)
+				/*
+				 * A cancel stops the write (an ERROR, caught here); a
+				 * terminate waits for the end of the load: the caller
+				 * holds a reservation of graph memory that only an ERROR
+				 * gives back.
+				 */
+				if ((j & 4095) == 0 && QueryCancelPending && !ProcDiePending)
 					CHECK_FOR_INTERRUPTS();
 			}
 			ss->passes++;
