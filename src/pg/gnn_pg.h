@@ -345,6 +345,7 @@ extern void GnnGraphKeepMapping(GnnGraphRef *ref);
 extern void GnnEdgelessView(const gnn_graph *g, gnn_graph *out);
 extern void GnnCheckGraphName(const char *name);
 extern uint64 GnnGraphReserve(uint64 bytes, const char *name);
+extern void GnnGraphReservationOwned(uint64 bytes);
 extern void GnnGraphUnreserve(uint64 bytes);
 extern void GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace,
 							 uint64 reserved);

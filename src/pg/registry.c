@@ -745,6 +745,42 @@ GnnGraphRelease(GnnGraphRef *ref)
 }
 
 /*
+ * This process's reservations that no registry entry owns yet.  A backend
+ * that exits (a FATAL: pg_terminate_backend) between reserving and handing
+ * a reservation to an entry skips the error handlers that would give it
+ * back; the exit callback gives back what is left.  Unreserving gives back
+ * at most what is pending, so a handler that runs after it (a transaction
+ * aborted at exit) cannot give the same bytes back twice.
+ */
+static uint64 reserved_pending = 0;
+static bool reserved_callback = false;
+
+static void
+ReservedAtExit(int code, Datum arg)
+{
+	if (reserved_pending > 0 && gnn_shared != NULL)
+	{
+		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+		gnn_shared->graph_bytes -= Min(reserved_pending, gnn_shared->graph_bytes);
+		LWLockRelease(gnn_shared->lock);
+	}
+	reserved_pending = 0;
+}
+
+/* bytes of this process's reservations now belong to an entry (the caller holds the lock) */
+static void
+ReservationOwned(uint64 bytes)
+{
+	reserved_pending -= Min(bytes, reserved_pending);
+}
+
+void
+GnnGraphReservationOwned(uint64 bytes)
+{
+	ReservationOwned(bytes);
+}
+
+/*
  * Reserve bytes of graph memory against gnn.max_graph_memory before
  * allocating; fails saying how much is needed.  Returns the reservation.
  */
@@ -772,6 +808,12 @@ GnnGraphReserve(uint64 bytes, const char *name)
 	}
 	gnn_shared->graph_bytes += bytes;
 	LWLockRelease(gnn_shared->lock);
+	if (!reserved_callback)
+	{
+		before_shmem_exit(ReservedAtExit, (Datum) 0);
+		reserved_callback = true;
+	}
+	reserved_pending += bytes;
 	return bytes;
 }
 
@@ -791,6 +833,8 @@ GnnGraphMemoryFree(void)
 void
 GnnGraphUnreserve(uint64 bytes)
 {
+	bytes = Min(bytes, reserved_pending);
+	reserved_pending -= bytes;
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	gnn_shared->graph_bytes -= Min(bytes, gnn_shared->graph_bytes);
 	LWLockRelease(gnn_shared->lock);
@@ -852,6 +896,7 @@ GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uin
 	slot->dbid = MyDatabaseId;
 	slot->handle = dsm_segment_handle(seg);
 	slot->bytes = reserved;
+	ReservationOwned(reserved);
 	slot->delta_handle = DSM_HANDLE_INVALID;
 	slot->delta_bytes = 0;
 	slot->cache_handle = DSM_HANDLE_INVALID;
@@ -918,6 +963,7 @@ GnnGraphRegisterDelta(const GnnGraphEntry *proto, dsm_segment *dseg, uint64 rese
 	e->cache_bytes = 0;
 	e->delta_handle = dsm_segment_handle(dseg);
 	e->delta_bytes = reserved;
+	ReservationOwned(reserved);
 	e->generation = proto->generation ? proto->generation : gnn_shared->next_generation++;
 	live = e->generation;
 	LWLockRelease(gnn_shared->lock);
@@ -1071,6 +1117,7 @@ GnnPartitionPublish(const char *name, uint64 generation, dsm_segment *seg, uint6
 	GnnPartitionFree(e);
 	e->part_handle = dsm_segment_handle(seg);
 	e->part_bytes = bytes;
+	ReservationOwned(bytes);
 	e->part_parts = parts;
 	strlcpy(e->part_method, method, sizeof(e->part_method));
 	e->part_stored = false;

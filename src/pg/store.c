@@ -1130,6 +1130,7 @@ GnnStoreMap(const char *name, Oid owner)
 		dsm_pin_segment(seg);
 		e->handle = dsm_segment_handle(seg);
 		e->bytes = reserved;
+		GnnGraphReservationOwned(reserved);
 		reserved = 0;
 		if (pseg)
 		{
@@ -1138,6 +1139,7 @@ GnnStoreMap(const char *name, Oid owner)
 			dsm_pin_segment(pseg);
 			e->part_handle = dsm_segment_handle(pseg);
 			e->part_bytes = preserved;
+			GnnGraphReservationOwned(preserved);
 			e->part_parts = ph->parts;
 			strlcpy(e->part_method, gnn_part_method_name((gnn_part_method) ph->method), sizeof(e->part_method));
 			preserved = 0;
