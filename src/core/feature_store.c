@@ -45,7 +45,7 @@ typedef struct fcache_hdr
 	pthread_mutex_t mu;
 	int64_t		rows;
 	int32_t		dim;
-	int32_t		shared;
+	int32_t		pad0;
 	int64_t		cap;
 	int64_t		used;
 	int32_t		head,			/* newest */
@@ -303,7 +303,6 @@ gnn_fcache_init(void *mem, size_t bytes, int64_t rows, int32_t dim, int64_t cap,
 	pthread_mutexattr_destroy(&at);
 	h->rows = rows;
 	h->dim = dim;
-	h->shared = shared;
 	h->cap = cap;
 	fcache_layout(rows, dim, cap, h);
 	fcache_clear(h);

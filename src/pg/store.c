@@ -610,19 +610,27 @@ SharedCache(const GnnGraphEntry *ve, gnn_fstore *fs)
 	return seg;
 }
 
+/* this process's open features file of e's version, or NULL */
+static OpenFeatures *
+OpenFeaturesOf(const GnnGraphEntry *e)
+{
+	for (int i = 0; i < MAX_OPEN_FEATURES; i++)
+		if (open_feats[i].used && open_feats[i].dbid == e->dbid && open_feats[i].owner == e->owner &&
+			open_feats[i].generation == e->generation && strcmp(open_feats[i].name, e->name) == 0)
+			return &open_feats[i];
+	return NULL;
+}
+
 /* The graph view g of entry e reads its features from disk, through the version's shared cache. */
 void
 GnnFeaturesAttach(const GnnGraphEntry *e, gnn_graph *g)
 {
-	OpenFeatures *o = NULL;
+	OpenFeatures *o;
 	gnn_error	err;
 
 	if (e->store_error[0])
 		Refuse(e->name, e->owner, e->generation, false, e->store_error);
-	for (int i = 0; i < MAX_OPEN_FEATURES && !o; i++)
-		if (open_feats[i].used && open_feats[i].dbid == e->dbid && open_feats[i].owner == e->owner &&
-			open_feats[i].generation == e->generation && strcmp(open_feats[i].name, e->name) == 0)
-			o = &open_feats[i];
+	o = OpenFeaturesOf(e);
 	if (!o)
 	{
 		char	   *dir = GnnStoreDir(e->dbid, e->owner, e->name);
@@ -1245,15 +1253,14 @@ gnn_feature_cache(PG_FUNCTION_ARGS)
 	if (e && e->cache_handle != DSM_HANDLE_INVALID)
 	{
 		/* this process's mapping, or a look through a new one (pinned: it exists while the entry has it) */
-		for (int i = 0; i < MAX_OPEN_FEATURES && !have; i++)
-			if (open_feats[i].used && open_feats[i].cache && open_feats[i].dbid == e->dbid &&
-				open_feats[i].owner == e->owner && open_feats[i].generation == e->generation &&
-				strcmp(open_feats[i].name, e->name) == 0)
-			{
-				gnn_fcache_get_info(dsm_segment_address(open_feats[i].cache), &info);
-				have = true;
-			}
-		if (!have && (seg = dsm_attach(e->cache_handle)) != NULL)
+		OpenFeatures *o = OpenFeaturesOf(e);
+
+		if (o && o->cache)
+		{
+			gnn_fcache_get_info(dsm_segment_address(o->cache), &info);
+			have = true;
+		}
+		else if ((seg = dsm_attach(e->cache_handle)) != NULL)
 		{
 			gnn_fcache_get_info(dsm_segment_address(seg), &info);
 			have = true;
