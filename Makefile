@@ -18,7 +18,9 @@ PG_CPPFLAGS = -I$(CURDIR)/src/core -I$(CURDIR)/src/pg
 PG_CFLAGS   = -std=gnu11 -O2 -fopenmp -Wno-declaration-after-statement
 # io_uring for the feature store's reads when liburing is installed (pread without it)
 URING_LIB  := $(if $(wildcard /usr/include/liburing.h),-luring,)
-SHLIB_LINK  = -lopenblas -lmetis $(URING_LIB) -lgomp -lpthread -lm -ldl
+# the core's heap counts (src/core/heap.h): its allocation calls go through heap.c
+GNN_HEAP_WRAP = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign,--wrap=free
+SHLIB_LINK  = -lopenblas -lmetis $(URING_LIB) -lgomp -lpthread -lm -ldl $(GNN_HEAP_WRAP)
 
 # gnn.so never links CUDA; JIT bitcode is off (clang may not match the server's LLVM).
 override with_llvm = no
@@ -73,7 +75,7 @@ install-cuda: $(CUDA_SO)
 
 # ---------------------------------------------------------------- core unit tests (no server)
 TEST_CFLAGS = -std=gnu11 -O2 -g -fopenmp -Wall -Wno-unused-function -Isrc/core -Itest/core $(SANITIZE_FLAGS)
-TEST_LIBS   = -lopenblas -lmetis $(URING_LIB) -lgomp -lpthread -lm -ldl
+TEST_LIBS   = -lopenblas -lmetis $(URING_LIB) -lgomp -lpthread -lm -ldl $(GNN_HEAP_WRAP)
 CORE_TESTS  = $(patsubst test/core/%.c,test/core/bin/%,$(sort $(wildcard test/core/test_*.c)))
 ifeq ($(SANITIZE),1)
 SANITIZE_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer

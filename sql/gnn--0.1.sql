@@ -586,6 +586,33 @@ CREATE FUNCTION gnn.train(
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_train' LANGUAGE C VOLATILE;
 
+-- The memory a job would need, before it runs: gnn._estimate takes gnn.train's
+-- arguments and estimates exactly the job gnn.train would start (gnn.train
+-- refuses one whose host total is over gnn.max_job_memory).  options as
+-- gnn.train's, plus "task" ('node_classification', 'regression',
+-- 'link_prediction').
+CREATE FUNCTION gnn._estimate(
+    graph text, model text, task text, name text, hidden int, layers int, epochs int,
+    lr float8, weight_decay float8, dropout float8, device text, seed int, wait boolean,
+    options jsonb)
+RETURNS TABLE (item text, bytes bigint, note text)
+AS 'MODULE_PATHNAME', 'gnn_estimate_job' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION gnn.estimate(
+    graph   text,
+    model   text  DEFAULT 'gcn',
+    hidden  int   DEFAULT 16,
+    layers  int   DEFAULT 2,
+    options jsonb DEFAULT '{}',
+    device  text  DEFAULT 'auto')
+RETURNS TABLE (item text, bytes bigint, note text)
+LANGUAGE sql VOLATILE
+AS $fn$
+    SELECT * FROM gnn._estimate(graph, model, coalesce(options->>'task', 'node_classification'), NULL,
+                                hidden, layers, NULL, NULL, NULL, NULL, device, 0, false,
+                                coalesce(options, '{}') - 'task')
+$fn$;
+
 -- Waits for a job; interrupting the wait (statement_timeout, pg_cancel_backend,
 -- a terminated session) cancels the job when cancel_on_interrupt is true, and
 -- by default (NULL) when this session started the job.

@@ -12,6 +12,8 @@
  * batches nothing is allocated.
  */
 #include "gpu_batch.h"
+
+#include "estimate.h"
 #include "sample_gpu.h"
 #include "../../kernels/relabel_math.h"	/* gnn_h_capacity */
 
@@ -351,9 +353,22 @@ gnn_gpu_batcher_create(gnn_backend *be, const gnn_graph *g, const gnn_train_conf
 	 * Adam moments), two batches' buffers and a margin */
 	B->node_cap = node_bound(B, mbc->batch_size);
 	row_bytes = (int64_t) sizeof(float) * B->d;
-	/* one batch's buffers: half of a minibatch job's estimate (which holds two) */
-	batch_bytes = gnn_gpu_job_bytes(n, m, 0, g->feat_dim, g->num_classes, cfg->hidden, B->layers, cfg->heads,
-									mbc->batch_size, B->layers, mbc->sampler.fanouts) / 2;
+	/* one batch's buffers, as gnn.estimate counts them */
+	{
+		gnn_job_plan jp;
+		gnn_estimate je;
+		gnn_error	jerr;
+
+		gnn_job_plan_default(&jp);
+		jp.loop = GNN_LOOP_MINIBATCH;
+		jp.nfanouts = B->layers;
+		for (int h = 0; h < B->layers; h++)
+			jp.fanouts[h] = mbc->sampler.fanouts[h];
+		jp.batch_size = mbc->batch_size;
+		jp.gpu = true;
+		jp.sampled_eval = true;
+		batch_bytes = gnn_job_estimate(g, cfg, &jp, &je, &jerr) == GNN_OK ? je.batch_bytes : 0;
+	}
 	budget = gc->cache_bytes;
 	if (budget < 0)
 		budget = (int64_t) free_b - 4 * (int64_t) model_bytes - (int64_t) (nslots > 0 ? nslots + 1 : 2) * batch_bytes -
@@ -711,45 +726,6 @@ gnn_gpu_batcher_free(gnn_gpu_batcher *B)
 	}
 	free(B->slots);
 	free(B);
-}
-
-int64_t
-gnn_gpu_job_bytes(int64_t nodes, int64_t arcs, int64_t feat_bytes, int32_t feat_dim, int32_t classes, int32_t hidden,
-				  int32_t layers, int32_t heads, int32_t batch_size, int32_t nfanouts, const int32_t *fanouts)
-{
-	double		width = (double) hidden * (heads > 1 ? heads : 1),
-				params = (double) feat_dim * width + (double) (layers > 1 ? layers - 1 : 0) * width * width * 2 +
-		width * (classes > 0 ? classes : 1);
-	double		b = 4.0 * params * 4;	/* weights, gradients, two Adam moments */
-
-	if (nfanouts <= 0)
-	{
-		/* CSR + transpose + looped CSR, features, ~8 activation buffers per layer, logits */
-		b += 2.0 * (8.0 * (double) (nodes + 1) + 12.0 * (double) (arcs + nodes)) + (double) feat_bytes +
-			4.0 * (double) nodes * width * 8 * (layers > 0 ? layers : 1) +
-			16.0 * (double) nodes * (classes > 0 ? classes : 1);
-	}
-	else
-	{
-		double		level = batch_size > 0 ? batch_size : 512,
-					edges = 0,
-					inner = 0;	/* rows of the hidden layers' outputs */
-
-		/* per batch: features and the first transform over the input nodes,
-		 * ~6 buffers per hidden layer over its destinations, the blocks */
-		for (int h = 0; h < nfanouts; h++)
-		{
-			double		f = fanouts[h] < 0 ? (nodes > 0 ? (double) arcs / (double) nodes + 1 : 1) : fanouts[h];
-
-			level = level < (double) nodes ? level : (double) nodes;
-			inner += level;
-			edges += level * f;
-			level *= 1 + f;
-		}
-		level = level < (double) nodes ? level : (double) nodes;
-		b += 2.0 * (level * (4.0 * feat_dim + 8.0 * width + 16) + inner * 24.0 * width + edges * 64);
-	}
-	return (int64_t) b;
 }
 
 gnn_status

@@ -94,17 +94,6 @@ gnn_status	gnn_gpu_batcher_next(gnn_gpu_batcher *B, int slot, gnn_backend *be, c
 
 void		gnn_gpu_batcher_free(gnn_gpu_batcher *B);
 
-/*
- * The device memory a training job needs, roughly (for device => 'auto':
- * does it fit?).  Full batch (nfanouts 0): the graph's CSR both ways, the
- * features (feat_bytes), every layer's activations and gradients over all
- * nodes.  Minibatch: the model and two batches' buffers; the graph and the
- * features need not fit (pinned host memory and a cache stand in).
- */
-int64_t		gnn_gpu_job_bytes(int64_t nodes, int64_t arcs, int64_t feat_bytes, int32_t feat_dim, int32_t classes,
-							  int32_t hidden, int32_t layers, int32_t heads, int32_t batch_size, int32_t nfanouts,
-							  const int32_t *fanouts);
-
 /* the CUDA backend's free and total device memory (GNN_ERR_UNSUPPORTED: not CUDA) */
 gnn_status	gnn_gpu_mem_info(gnn_backend *be, size_t *free_bytes, size_t *total_bytes, gnn_error *err);
 

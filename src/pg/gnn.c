@@ -161,6 +161,7 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	GnnPartitionInit();
+	GnnEstimateInit();
 
 	/* everything below needs shared memory reserved at server start */
 	if (!process_shared_preload_libraries_in_progress)

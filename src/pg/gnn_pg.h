@@ -161,6 +161,7 @@ typedef struct GnnTrainRequest
 	int64		fault_after;	/* fault injection: backend calls after this many fail; < 0 off */
 	int32		threads;
 	int32		feature_cache_kb;	/* the caller's gnn.feature_cache_size, for the worker */
+	int32		max_job_memory_kb;	/* the caller's gnn.max_job_memory (0: none) */
 	/* subgraph samplers 'cluster' and 'saint_rw' (0: the core's default) */
 	int32		num_parts;
 	int32		clusters_per_batch;
@@ -504,6 +505,14 @@ extern void GnnCheckVersion(int32 version);
 
 /* jobs.c / worker.c */
 extern const char *GnnJobStateName(GnnJobState s);
+extern void GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r);
+
+/* estimate.c: a job's memory before it runs, and gnn.max_job_memory */
+extern int	gnn_max_job_memory_kb;
+extern void GnnEstimateInit(void);
+extern void GnnTrainConfigFor(const GnnTrainRequest *r, const gnn_graph *g, bool cuda, gnn_train_config *cfg);
+extern int64 GnnJobGpuBytes(const GnnTrainRequest *r);
+extern void GnnCheckJobMemory(const GnnTrainRequest *r, const gnn_graph *g);
 PGDLLEXPORT void GnnWorkerMain(Datum arg);
 
 /* core.c: running the core safely inside a PostgreSQL process */

@@ -936,6 +936,7 @@ CheckGraph(GnnTrainRequest *r)
 				ereport(NOTICE,
 						(errmsg("graph \"%s\" has no labelled test nodes: test_acc will be NULL", r->graph)));
 		}
+		GnnCheckJobMemory(r, g);
 	}
 	PG_FINALLY();
 	{
@@ -968,6 +969,159 @@ ArgText(FunctionCallInfo fcinfo, int i, const char *dflt)
 	return PG_ARGISNULL(i) ? (char *) dflt : text_to_cstring(PG_GETARG_TEXT_PP(i));
 }
 
+/*
+ * The request gnn.train's arguments describe, checked and with every
+ * default filled in (gnn._estimate takes the same arguments, so an
+ * estimate is of exactly the job gnn.train would start).
+ */
+void
+GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph must not be NULL")));
+	SetText(r->graph, sizeof(r->graph), ArgText(fcinfo, 0, NULL), "graph name", NULL);
+	SetText(r->model, sizeof(r->model), ArgText(fcinfo, 1, "graphsage"), "model", model_names);
+	SetText(r->task, sizeof(r->task), ArgText(fcinfo, 2, "node_classification"), "task", task_names);
+	if (PG_ARGISNULL(3))
+		snprintf(r->model_name, sizeof(r->model_name), "%s_%s", r->graph, r->model);
+	else
+		SetText(r->model_name, sizeof(r->model_name), ArgText(fcinfo, 3, NULL), "model name", NULL);
+	if (r->model_name[0] == '\0')
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("model name must not be empty")));
+	r->hidden = PG_ARGISNULL(4) ? 64 : PG_GETARG_INT32(4);
+	r->layers = PG_ARGISNULL(5) ? 2 : PG_GETARG_INT32(5);
+	r->epochs = PG_ARGISNULL(6) ? 100 : PG_GETARG_INT32(6);
+	r->lr = PG_ARGISNULL(7) ? 0.01 : PG_GETARG_FLOAT8(7);
+	r->weight_decay = PG_ARGISNULL(8) ? 5e-4 : PG_GETARG_FLOAT8(8);
+	r->dropout = PG_ARGISNULL(9) ? 0.5 : PG_GETARG_FLOAT8(9);
+	SetText(r->device, sizeof(r->device), ArgText(fcinfo, 10, "auto"), "device", device_names);
+	if (PG_ARGISNULL(11))
+	{
+		uint32		s;
+
+		if (!pg_strong_random(&s, sizeof(s)))
+			s = (uint32) random();
+		r->seed = s & 0x7fffffff;
+	}
+	else
+		r->seed = PG_GETARG_INT32(11);
+	CheckRange("hidden", r->hidden, 1, 65536);
+	CheckRange("layers", r->layers, 1, 8);
+	CheckRange("epochs", r->epochs, 1, 1000000);
+	CheckRange("lr", r->lr, 1e-9, 10);
+	CheckRange("weight_decay", r->weight_decay, 0, 1);
+	CheckRange("dropout", r->dropout, 0, 0.99);
+	/* per-model defaults, then options */
+	strlcpy(r->aggregator, "mean", sizeof(r->aggregator));
+	strlcpy(r->optimizer, "adam", sizeof(r->optimizer));
+	/* empty / -1: the model's published default (the core knows it) */
+	r->select[0] = '\0';
+	r->heads = strcmp(r->model, "gat") == 0 ? 8 : 1;
+	r->out_heads = 1;
+	r->attn_dropout = r->dropout;
+	r->patience = -1;
+	r->row_normalise = true;
+	r->temporal = -1;
+	r->prefetch = -1;
+	r->gpu_sampling = -1;
+	strlcpy(r->temporal_strategy, "uniform", sizeof(r->temporal_strategy));
+	r->fault_after = gnn_fault_backend_calls;
+	r->threads = gnn_threads;
+	r->feature_cache_kb = gnn_feature_cache_kb;
+	r->max_job_memory_kb = gnn_max_job_memory_kb;
+	if (!PG_ARGISNULL(13))
+		ParseOptions(PG_GETARG_JSONB_P(13), r);
+	/*
+	 * Link prediction has its own defaults (gnn_linkpred_train_defaults:
+	 * GAE-like, no dropout or weight decay, longer with patience), taken
+	 * where the caller gave no value.
+	 */
+	if (strcmp(r->task, "link_prediction") == 0)
+	{
+		gnn_train_config lp;
+		gnn_model_kind k;
+
+		if (!gnn_parse_model_kind(strcmp(r->model, "mlp") == 0 ? "graphsage" : r->model, &k))
+			k = GNN_MODEL_SAGE;
+		gnn_train_config_default(k, &lp);
+		gnn_linkpred_train_defaults(&lp);
+		if (PG_ARGISNULL(4))
+			r->hidden = lp.hidden;
+		if (PG_ARGISNULL(6))
+			r->epochs = lp.epochs;
+		if (PG_ARGISNULL(7))
+			r->lr = lp.lr;
+		if (PG_ARGISNULL(8))
+			r->weight_decay = lp.weight_decay;
+		if (PG_ARGISNULL(9))
+			r->dropout = lp.dropout;
+		if (!r->attn_dropout_set)
+			r->attn_dropout = lp.attn_dropout;
+		if (r->patience < 0)
+			r->patience = lp.patience;
+	}
+	/* schema graphs' features are standardised (negative values): row sums mean nothing there */
+	if (!r->row_normalise_set && GraphIsTyped(r->graph))
+		r->row_normalise = false;
+	snprintf(r->params_json, sizeof(r->params_json),
+			 "{\"model\": \"%s\", \"task\": \"%s\", \"hidden\": %d, \"layers\": %d, \"epochs\": %d, "
+			 "\"lr\": %g, \"weight_decay\": %g, \"dropout\": %g, \"device\": \"%s\", \"seed\": %lld, "
+			 "\"heads\": %d, \"out_heads\": %d, \"patience\": %d, \"aggregator\": \"%s\", "
+			 "\"optimizer\": \"%s\", \"attn_dropout\": %g, \"select\": \"%s\", \"row_normalise\": %s}",
+			 r->model, r->task, r->hidden, r->layers, r->epochs, r->lr, r->weight_decay, r->dropout, r->device,
+			 (long long) r->seed, r->heads, r->out_heads, r->patience, r->aggregator, r->optimizer,
+			 r->attn_dropout, r->select[0] ? r->select : "default", r->row_normalise ? "true" : "false");
+	CheckSampling(r);
+	if (r->has_as_of && r->nfanouts == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"seed_time\" bounds sampled neighbourhoods, and this job samples none"),
+				 errhint("Give fan-outs, e.g. options => '{\"fanouts\": [10, 10], \"seed_time\": \"2024-06-01\"}'.")));
+	if (r->num_bases > 0 || r->edge_type[0] || r->temporal >= 0 || r->ntype_fanouts > 0 || r->has_as_of)
+	{
+		size_t		len = strlen(r->params_json);
+		StringInfoData b;
+
+		initStringInfo(&b);
+		appendStringInfo(&b, ", \"num_bases\": %d, \"temporal\": %s, \"temporal_strategy\": \"%s\"",
+						 r->num_bases, r->temporal < 0 ? "null" : r->temporal ? "true" : "false",
+						 r->temporal_strategy);
+		if (r->has_as_of)
+		{
+			appendStringInfoString(&b, ", \"seed_time\": ");
+			escape_json(&b, timestamptz_to_str(r->as_of));
+		}
+		if (r->edge_type[0])
+		{
+			appendStringInfoString(&b, ", \"edge_type\": ");
+			escape_json(&b, r->edge_type);
+		}
+		for (int i = 0; i < r->ntype_fanouts; i++)
+		{
+			appendStringInfoString(&b, i == 0 ? ", \"type_fanouts\": {" : ", ");
+			escape_json(&b, r->type_fanout_names[i]);
+			appendStringInfoString(&b, ": [");
+			for (int h = 0; h < r->nfanouts; h++)
+				appendStringInfo(&b, "%s%d", h ? ", " : "", r->type_fanouts[i][h]);
+			appendStringInfoString(&b, i == r->ntype_fanouts - 1 ? "]}" : "]");
+		}
+		appendStringInfoChar(&b, '}');
+		if (len > 0 && r->params_json[len - 1] == '}' && len - 1 + b.len < sizeof(r->params_json))
+		{
+			r->params_json[len - 1] = '\0';
+			strlcat(r->params_json, b.data, sizeof(r->params_json));
+		}
+	}
+	if (strcmp(r->sampler, "cluster") == 0 || strcmp(r->sampler, "saint_rw") == 0)
+		snprintf(r->params_json + strlen(r->params_json) - 1, sizeof(r->params_json) - strlen(r->params_json) + 1,
+				 ", \"sampler\": \"%s\", \"num_parts\": %d, \"clusters_per_batch\": %d, \"walk_length\": %d, "
+				 "\"roots\": %d, \"presample\": %d, \"batches\": %d}",
+				 r->sampler, r->num_parts, r->clusters_per_batch, r->walk_length, r->roots, r->presample,
+				 r->saint_batches);
+
+}
+
 Datum
 gnn_train(PG_FUNCTION_ARGS)
 {
@@ -983,148 +1137,8 @@ gnn_train(PG_FUNCTION_ARGS)
 	GnnJobState st;
 
 	GnnRequirePreload();
-	memset(&r, 0, sizeof(r));
-	if (PG_ARGISNULL(0))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph must not be NULL")));
-	SetText(r.graph, sizeof(r.graph), ArgText(fcinfo, 0, NULL), "graph name", NULL);
-	SetText(r.model, sizeof(r.model), ArgText(fcinfo, 1, "graphsage"), "model", model_names);
-	SetText(r.task, sizeof(r.task), ArgText(fcinfo, 2, "node_classification"), "task", task_names);
-	if (PG_ARGISNULL(3))
-		snprintf(r.model_name, sizeof(r.model_name), "%s_%s", r.graph, r.model);
-	else
-		SetText(r.model_name, sizeof(r.model_name), ArgText(fcinfo, 3, NULL), "model name", NULL);
-	if (r.model_name[0] == '\0')
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("model name must not be empty")));
-	r.hidden = PG_ARGISNULL(4) ? 64 : PG_GETARG_INT32(4);
-	r.layers = PG_ARGISNULL(5) ? 2 : PG_GETARG_INT32(5);
-	r.epochs = PG_ARGISNULL(6) ? 100 : PG_GETARG_INT32(6);
-	r.lr = PG_ARGISNULL(7) ? 0.01 : PG_GETARG_FLOAT8(7);
-	r.weight_decay = PG_ARGISNULL(8) ? 5e-4 : PG_GETARG_FLOAT8(8);
-	r.dropout = PG_ARGISNULL(9) ? 0.5 : PG_GETARG_FLOAT8(9);
-	SetText(r.device, sizeof(r.device), ArgText(fcinfo, 10, "auto"), "device", device_names);
-	if (PG_ARGISNULL(11))
-	{
-		uint32		s;
-
-		if (!pg_strong_random(&s, sizeof(s)))
-			s = (uint32) random();
-		r.seed = s & 0x7fffffff;
-	}
-	else
-		r.seed = PG_GETARG_INT32(11);
+	GnnTrainRequestFromArgs(fcinfo, &r);
 	wait = PG_ARGISNULL(12) ? false : PG_GETARG_BOOL(12);
-	CheckRange("hidden", r.hidden, 1, 65536);
-	CheckRange("layers", r.layers, 1, 8);
-	CheckRange("epochs", r.epochs, 1, 1000000);
-	CheckRange("lr", r.lr, 1e-9, 10);
-	CheckRange("weight_decay", r.weight_decay, 0, 1);
-	CheckRange("dropout", r.dropout, 0, 0.99);
-	/* per-model defaults, then options */
-	strlcpy(r.aggregator, "mean", sizeof(r.aggregator));
-	strlcpy(r.optimizer, "adam", sizeof(r.optimizer));
-	/* empty / -1: the model's published default (the core knows it) */
-	r.select[0] = '\0';
-	r.heads = strcmp(r.model, "gat") == 0 ? 8 : 1;
-	r.out_heads = 1;
-	r.attn_dropout = r.dropout;
-	r.patience = -1;
-	r.row_normalise = true;
-	r.temporal = -1;
-	r.prefetch = -1;
-	r.gpu_sampling = -1;
-	strlcpy(r.temporal_strategy, "uniform", sizeof(r.temporal_strategy));
-	r.fault_after = gnn_fault_backend_calls;
-	r.threads = gnn_threads;
-	r.feature_cache_kb = gnn_feature_cache_kb;
-	if (!PG_ARGISNULL(13))
-		ParseOptions(PG_GETARG_JSONB_P(13), &r);
-	/*
-	 * Link prediction has its own defaults (gnn_linkpred_train_defaults:
-	 * GAE-like, no dropout or weight decay, longer with patience), taken
-	 * where the caller gave no value.
-	 */
-	if (strcmp(r.task, "link_prediction") == 0)
-	{
-		gnn_train_config lp;
-		gnn_model_kind k;
-
-		if (!gnn_parse_model_kind(strcmp(r.model, "mlp") == 0 ? "graphsage" : r.model, &k))
-			k = GNN_MODEL_SAGE;
-		gnn_train_config_default(k, &lp);
-		gnn_linkpred_train_defaults(&lp);
-		if (PG_ARGISNULL(4))
-			r.hidden = lp.hidden;
-		if (PG_ARGISNULL(6))
-			r.epochs = lp.epochs;
-		if (PG_ARGISNULL(7))
-			r.lr = lp.lr;
-		if (PG_ARGISNULL(8))
-			r.weight_decay = lp.weight_decay;
-		if (PG_ARGISNULL(9))
-			r.dropout = lp.dropout;
-		if (!r.attn_dropout_set)
-			r.attn_dropout = lp.attn_dropout;
-		if (r.patience < 0)
-			r.patience = lp.patience;
-	}
-	/* schema graphs' features are standardised (negative values): row sums mean nothing there */
-	if (!r.row_normalise_set && GraphIsTyped(r.graph))
-		r.row_normalise = false;
-	snprintf(r.params_json, sizeof(r.params_json),
-			 "{\"model\": \"%s\", \"task\": \"%s\", \"hidden\": %d, \"layers\": %d, \"epochs\": %d, "
-			 "\"lr\": %g, \"weight_decay\": %g, \"dropout\": %g, \"device\": \"%s\", \"seed\": %lld, "
-			 "\"heads\": %d, \"out_heads\": %d, \"patience\": %d, \"aggregator\": \"%s\", "
-			 "\"optimizer\": \"%s\", \"attn_dropout\": %g, \"select\": \"%s\", \"row_normalise\": %s}",
-			 r.model, r.task, r.hidden, r.layers, r.epochs, r.lr, r.weight_decay, r.dropout, r.device,
-			 (long long) r.seed, r.heads, r.out_heads, r.patience, r.aggregator, r.optimizer,
-			 r.attn_dropout, r.select[0] ? r.select : "default", r.row_normalise ? "true" : "false");
-	CheckSampling(&r);
-	if (r.has_as_of && r.nfanouts == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("option \"seed_time\" bounds sampled neighbourhoods, and this job samples none"),
-				 errhint("Give fan-outs, e.g. options => '{\"fanouts\": [10, 10], \"seed_time\": \"2024-06-01\"}'.")));
-	if (r.num_bases > 0 || r.edge_type[0] || r.temporal >= 0 || r.ntype_fanouts > 0 || r.has_as_of)
-	{
-		size_t		len = strlen(r.params_json);
-		StringInfoData b;
-
-		initStringInfo(&b);
-		appendStringInfo(&b, ", \"num_bases\": %d, \"temporal\": %s, \"temporal_strategy\": \"%s\"",
-						 r.num_bases, r.temporal < 0 ? "null" : r.temporal ? "true" : "false",
-						 r.temporal_strategy);
-		if (r.has_as_of)
-		{
-			appendStringInfoString(&b, ", \"seed_time\": ");
-			escape_json(&b, timestamptz_to_str(r.as_of));
-		}
-		if (r.edge_type[0])
-		{
-			appendStringInfoString(&b, ", \"edge_type\": ");
-			escape_json(&b, r.edge_type);
-		}
-		for (int i = 0; i < r.ntype_fanouts; i++)
-		{
-			appendStringInfoString(&b, i == 0 ? ", \"type_fanouts\": {" : ", ");
-			escape_json(&b, r.type_fanout_names[i]);
-			appendStringInfoString(&b, ": [");
-			for (int h = 0; h < r.nfanouts; h++)
-				appendStringInfo(&b, "%s%d", h ? ", " : "", r.type_fanouts[i][h]);
-			appendStringInfoString(&b, i == r.ntype_fanouts - 1 ? "]}" : "]");
-		}
-		appendStringInfoChar(&b, '}');
-		if (len > 0 && r.params_json[len - 1] == '}' && len - 1 + b.len < sizeof(r.params_json))
-		{
-			r.params_json[len - 1] = '\0';
-			strlcat(r.params_json, b.data, sizeof(r.params_json));
-		}
-	}
-	if (strcmp(r.sampler, "cluster") == 0 || strcmp(r.sampler, "saint_rw") == 0)
-		snprintf(r.params_json + strlen(r.params_json) - 1, sizeof(r.params_json) - strlen(r.params_json) + 1,
-				 ", \"sampler\": \"%s\", \"num_parts\": %d, \"clusters_per_batch\": %d, \"walk_length\": %d, "
-				 "\"roots\": %d, \"presample\": %d, \"batches\": %d}",
-				 r.sampler, r.num_parts, r.clusters_per_batch, r.walk_length, r.roots, r.presample,
-				 r.saint_batches);
 
 	/* the graph must exist (the caller's: names are per role); the role must be able to log in */
 	CheckCanLogin();

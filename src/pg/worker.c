@@ -10,6 +10,7 @@
  * the catalog wherever a transaction can still run.
  */
 #include "gnn_pg.h"
+#include "heap.h"
 #include "feature_store.h"
 
 #include <math.h>
@@ -50,8 +51,9 @@ typedef struct WorkerCtx
 	struct gnn_fstore *fs;
 	int			npending;
 	TimestampTz last_flush;
-	bool		failed;			/* a catalog write failed: stop */
+	bool		failed;			/* a catalog write failed, or the job went over its memory: stop */
 	char		failure[512];
+	int64		heap_base;		/* the core's heap when training began (heap.h) */
 } WorkerCtx;
 
 static WorkerCtx *wctx = NULL;
@@ -271,6 +273,17 @@ OnProgress(void *arg, const gnn_epoch_metrics *m)
 static bool
 ShouldStop(void *arg)
 {
+	int64		used = gnn_heap_current() - wctx->heap_base;
+
+	/* gnn.max_job_memory, measured: an estimate that was low does not let a job run away */
+	if (wctx->req.max_job_memory_kb > 0 && gnn_heap_tracked() && used > (int64) wctx->req.max_job_memory_kb * 1024 &&
+		!wctx->failed)
+	{
+		wctx->failed = true;
+		snprintf(wctx->failure, sizeof(wctx->failure),
+				 "the job holds %lld MB, over gnn.max_job_memory (%d MB)",
+				 (long long) (used >> 20), wctx->req.max_job_memory_kb / 1024);
+	}
 	return MySlot()->cancel_requested || wctx->failed || ProcDiePending || QueryCancelPending;
 }
 
@@ -545,7 +558,6 @@ RunJob(void)
 	char		devname[16];
 	GnnGraphRef ref;
 	gnn_train_config cfg;
-	gnn_model_kind kind;
 	gnn_model  *model = NULL;
 	gnn_train_result res;
 	void	   *blob = NULL;
@@ -608,24 +620,20 @@ RunJob(void)
 		else if (strcmp(r->device, "auto") == 0)
 		{
 			/* auto: the GPU when the job fits it, else the CPU, saying which limit */
-			GnnGraphEntry ge;
 			size_t		fr,
 						tot;
 			gnn_error	merr;
 
-			if (GnnGraphShape(r->graph, &ge) && gnn_gpu_mem_info(be, &fr, &tot, &merr) == GNN_OK)
+			if (gnn_gpu_mem_info(be, &fr, &tot, &merr) == GNN_OK)
 			{
-				int64		fb = ge.feat_kind == GNN_FEAT_DENSE ? ge.nodes * (int64) ge.feat_dim * 4 :
-					(int64) ge.bytes / 2;
-				int64		need = gnn_gpu_job_bytes(ge.nodes, ge.edges, fb, ge.feat_dim, ge.classes, r->hidden,
-													 r->layers, r->heads, r->batch_size, r->nfanouts, r->fanouts);
+				int64		need = GnnJobGpuBytes(r);
 
 				if ((double) need > 0.9 * (double) fr)
 				{
 					gnn_backend_destroy(be);
 					be = NULL;
 					snprintf(note, sizeof(note),
-							 "the job needs about %lld MB of GPU memory and %lld MB are free%s",
+							 "the job needs about %lld MB of GPU memory (gnn.estimate) and %lld MB are free%s",
 							 (long long) (need >> 20), (long long) (fr >> 20),
 							 r->nfanouts > 0 ? "" : " (minibatch training, options.fanouts, needs far less)");
 				}
@@ -654,6 +662,9 @@ RunJob(void)
 
 	PG_TRY();
 	{
+		/* the job's memory, from here (a feature cache included): capped by gnn.max_job_memory */
+		wctx->heap_base = gnn_heap_current();
+		gnn_heap_peak_reset();
 		/* the graph, mapped for the whole job */
 		StartTransactionCommand();
 		gnn_feature_cache_kb = r->feature_cache_kb;	/* the caller's, for a graph with features on disk */
@@ -666,38 +677,8 @@ RunJob(void)
 
 		/* a features-only baseline: GraphSAGE's root weights over the nodes without edges */
 		if (strcmp(r->model, "mlp") == 0)
-		{
 			GnnEdgelessView(&ref.g, &ref.g);
-			kind = GNN_MODEL_SAGE;
-		}
-		else if (!gnn_parse_model_kind(r->model, &kind))
-			elog(ERROR, "unknown model \"%s\"", r->model);
-		gnn_train_config_default(kind, &cfg);
-		cfg.hidden = r->hidden;
-		cfg.layers = r->layers;
-		cfg.epochs = r->epochs;
-		cfg.lr = (float) r->lr;
-		cfg.weight_decay = (float) r->weight_decay;
-		cfg.dropout = (float) r->dropout;
-		cfg.attn_dropout = (float) r->attn_dropout;
-		cfg.heads = r->heads;
-		cfg.out_heads = r->out_heads;
-		if (r->patience >= 0)
-			cfg.patience = r->patience;
-		cfg.seed = (uint64_t) r->seed;
-		cfg.threads = r->threads;
-		cfg.row_normalise = r->row_normalise;
-		cfg.timing = false;
-		cfg.task = strcmp(r->task, "regression") == 0 ? GNN_TASK_REGRESS : GNN_TASK_CLASSIFY;
-		cfg.num_bases = r->num_bases;
-		/* the type trained on: the one whose nodes carry labels or targets */
-		cfg.target_type = GnnResultType(&ref.g, NULL, r->graph);
-		if (!gnn_parse_aggr(r->aggregator, &cfg.aggr) || !gnn_parse_optim(r->optimizer, &cfg.optimizer) ||
-			(r->select[0] && !gnn_parse_select(r->select, &cfg.select)))
-			elog(ERROR, "invalid training options");
-		strlcpy(cfg.backend, strncmp(devname, "cuda", 4) == 0 ? "cuda" : "cpu", sizeof(cfg.backend));
-		if (gnn_train_config_check(&cfg, &err) != GNN_OK)
-			GnnReportCoreError("invalid training configuration", &err);
+		GnnTrainConfigFor(r, &ref.g, strncmp(devname, "cuda", 4) == 0, &cfg);
 
 		wctx->last_flush = GetCurrentTimestamp();
 		memset(&lres, 0, sizeof(lres));
@@ -758,6 +739,8 @@ RunJob(void)
 			JsonNum(&metrics, "val_loss", res.best.val_loss, false);
 			JsonNum(&metrics, "test_acc", res.best.test_acc, false);
 			JsonNum(&metrics, "seconds", res.seconds, false);
+			if (gnn_heap_tracked())
+				JsonNum(&metrics, "peak_memory_bytes", (double) (gnn_heap_peak() - wctx->heap_base), false);
 			if (!linkpred && cfg.task == GNN_TASK_REGRESS)
 			{
 				JsonNum(&metrics, "val_mae", res.best.val_mae, false);

@@ -1,0 +1,68 @@
+-- gnn.estimate: a job's memory before it runs, itemised; checked against the
+-- heap peak each job measured (metrics.peak_memory_bytes): within 2x either
+-- way, for full-batch, minibatch, attention and link-prediction jobs.
+-- gnn.max_job_memory refuses a job whose estimate is over it.  Its own
+-- graph: no data files needed.
+CREATE EXTENSION IF NOT EXISTS gnn;
+CREATE TABLE est_nodes AS
+  SELECT i AS id, i % 5 AS label,
+         CASE WHEN i % 10 < 6 THEN 'train' WHEN i % 10 < 8 THEN 'val' ELSE 'test' END AS split,
+         ARRAY(SELECT ((i * 7919 + j * 104729) % 1000) / 1000.0 + CASE WHEN j % 5 = i % 5 THEN 0.5 ELSE 0 END
+               FROM generate_series(1, 128) j)::real[] AS x
+  FROM generate_series(0, 5999) i;
+CREATE TABLE est_edges AS
+  SELECT i AS src, (i * 31 + k * 977) % 6000 AS dst
+  FROM generate_series(0, 5999) i, generate_series(1, 5) k;
+SELECT nodes, edges, feature_dim FROM gnn.load_graph('est', 'est_edges', nodes => 'est_nodes', features => 'x',
+                                                    label => 'label', split => 'split', undirected => true);
+
+-- the items of a full-batch GCN on the CPU: every item has bytes and a note; the total is their sum
+SELECT item, bytes > 0 AS has_bytes, note <> '' AS has_note
+FROM gnn.estimate('est', device => 'cpu');
+SELECT (SELECT bytes FROM gnn.estimate('est', device => 'cpu') WHERE item = 'total host') =
+       (SELECT sum(bytes) FROM gnn.estimate('est', device => 'cpu') WHERE item <> 'total host') AS total_is_sum;
+-- wider and deeper needs more; minibatch training has the sampler's buffers
+SELECT (SELECT bytes FROM gnn.estimate('est', 'gcn', 256, 3, device => 'cpu') WHERE item = 'total host') >
+       (SELECT bytes FROM gnn.estimate('est', 'gcn', 16, 2, device => 'cpu') WHERE item = 'total host') AS wider_needs_more,
+       (SELECT bytes FROM gnn.estimate('est', 'graphsage', 256, 3, '{"fanouts": [5, 5, 5], "batch_size": 64}', 'cpu')
+        WHERE item = 'sampler buffers') > 0 AS minibatch_has_sampler;
+-- on a GPU the model, features and activations are device items; 'auto' adds the GPU total it decides with
+SELECT count(*) FILTER (WHERE item LIKE 'gpu: %') > 3 AS device_items,
+       count(*) FILTER (WHERE item = 'total gpu') AS gpu_total
+FROM gnn.estimate('est', 'graphsage', 64, device => 'cuda');
+SELECT item FROM gnn.estimate('est', 'graphsage', 64) WHERE item LIKE 'total%' ORDER BY item;
+-- gnn.train's arguments are checked the same way
+SELECT * FROM gnn.estimate('est', 'nosuchmodel');
+SELECT * FROM gnn.estimate('est', options => '{"fanouts": [10]}');
+SELECT * FROM gnn.estimate('nosuchgraph');
+
+-- the estimate against the peak each job measured
+CREATE TEMP TABLE est_jobs (name text, model text, hidden int, layers int, options jsonb);
+INSERT INTO est_jobs VALUES
+  ('est_gcn', 'gcn', 16, 2, '{}'),
+  ('est_gcn_wide', 'gcn', 128, 3, '{}'),
+  ('est_gat', 'gat', 8, 2, '{}'),
+  ('est_sage_mb', 'graphsage', 64, 2, '{"fanouts": [10, 5], "batch_size": 256}'),
+  ('est_link', 'graphsage', 32, 2, '{"task": "link_prediction"}');
+SELECT j.name, gnn.train('est', j.model, coalesce(j.options->>'task', 'node_classification'), j.name,
+                         j.hidden, j.layers, epochs => 3, device => 'cpu', seed => 1, wait => true,
+                         options => j.options - 'task') > 0 AS trained
+FROM est_jobs j ORDER BY j.name;
+SELECT j.name,
+       (m.metrics->>'peak_memory_bytes')::bigint > 0 AS measured,
+       e.bytes::float8 / (m.metrics->>'peak_memory_bytes')::float8 BETWEEN 0.5 AND 2 AS within_2x
+FROM est_jobs j
+JOIN gnn.models m ON m.name = j.name
+CROSS JOIN LATERAL gnn.estimate('est', j.model, j.hidden, j.layers, j.options, 'cpu') e
+WHERE e.item = 'total host'
+ORDER BY j.name;
+
+-- the cap: refused before a worker starts, with the estimate in the error
+SET gnn.max_job_memory = '1MB';
+SELECT gnn.train('est', 'gcn', hidden => 16, epochs => 1, device => 'cpu', wait => true);
+SELECT note FROM gnn.estimate('est') WHERE item = 'total host';
+SET gnn.max_job_memory = '1GB';
+SELECT gnn.train('est', 'gcn', name => 'est_capped', hidden => 16, epochs => 1, device => 'cpu', wait => true) > 0 AS trained;
+RESET gnn.max_job_memory;
+SELECT gnn.drop_graph('est');
+DROP TABLE est_nodes, est_edges;
