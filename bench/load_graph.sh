@@ -6,7 +6,8 @@
 # ids 0..2^SCALE-1, then, in one session, times RUNS rounds of:
 #   count(*) over edges, count(*) over nodes (planner defaults: parallel scan
 #   allowed), the same with max_parallel_workers_per_gather = 0 (serial),
-#   load_graph(edges only), load_graph(edges + nodes with 128-dim features).
+#   load_graph(edges only), load_graph(edges + nodes with 128-dim features), and
+#   both again with persist => false (no graph store file: the store write's share).
 # Rounds interleave the statements so noise hits all of them alike; each
 # figure is the median over rounds.  Writes a markdown report to stdout and to
 # bench/results/load_graph-<UTC timestamp>.md.
@@ -124,6 +125,12 @@ SELECT nodes, edges, feature_dim FROM gnn.load_graph('b2', edges => 'edges', nod
 SELECT name, nodes, edges, feature_dim, bytes FROM gnn.graphs ORDER BY name;
 \\echo TAG none
 SELECT gnn.drop_graph('b1'), gnn.drop_graph('b2');
+\\echo TAG load_edges_np
+SELECT nodes, edges FROM gnn.load_graph('b1', edges => 'edges', persist => false);
+\\echo TAG load_features_np
+SELECT nodes, edges, feature_dim FROM gnn.load_graph('b2', edges => 'edges', nodes => 'nodes', id => 'id', features => 'feat', persist => false);
+\\echo TAG none
+SELECT gnn.drop_graph('b1'), gnn.drop_graph('b2');
 \\echo TAG endround
 SQL
     done
@@ -138,7 +145,7 @@ SQL
   ' "$OUTF" > "$OUTF.t"
   get() { awk -v k="$1" '$1 == k {print $2}' "$OUTF.t" | median; }
   ce=$(get count_edges); cn=$(get count_nodes); ces=$(get count_edges_serial); cns=$(get count_nodes_serial)
-  le=$(get load_edges); lf=$(get load_features)
+  le=$(get load_edges); lf=$(get load_features); len=$(get load_edges_np); lfn=$(get load_features_np)
   all() { awk -v k="$1" '$1 == k {printf "%s%.0f", sep, $2; sep=" "}' "$OUTF.t"; }
   r() { echo "scale=2; ($1) / ($2)" | bc -l | sed 's/^\./0./'; }
   {
@@ -152,6 +159,7 @@ SQL
     echo "| count(*) nodes, serial | $cns | $(all count_nodes_serial) | | |"
     echo "| load_graph, edges only | $le | $(all load_edges) | **$(r "$le" "$ce")** | $(r "$le" "$ces") |"
     echo "| load_graph, edges + nodes with features | $lf | $(all load_features) | **$(r "$lf" "$ce + $cn")** (vs. count edges + count nodes) | $(r "$lf" "$ces + $cns") |"
+    echo "| the same two, persist => false (no graph store file) | $len / $lfn | $(all load_edges_np) / $(all load_features_np) | $(r "$len" "$ce") / $(r "$lfn" "$ce + $cn") | $(r "$len" "$ces") / $(r "$lfn" "$ces + $cns") |"
     echo
     awk '$1 == "info" {sub(/^info /, ""); print "    graph|nodes|edges|dim|bytes: " $0}' "$OUTF.t"
     echo

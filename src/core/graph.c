@@ -366,6 +366,19 @@ gnn_graph_fnv1a(const void *bytes, size_t n)
 
 #define FAIL(st, ...) do { status = gnn_error_set(err, (st), __VA_ARGS__); goto done; } while (0)
 
+/* input edge e's endpoints, from the 64-bit or the 32-bit arrays */
+static inline int64_t
+in_src(const gnn_graph_input *in, int64_t e)
+{
+	return in->src32 ? (int64_t) in->src32[e] : in->src[e];
+}
+
+static inline int64_t
+in_dst(const gnn_graph_input *in, int64_t e)
+{
+	return in->dst32 ? (int64_t) in->dst32[e] : in->dst[e];
+}
+
 /* The node set from the edge endpoints: sorted unique ids (malloc'd). */
 static gnn_status
 endpoint_ids(const gnn_graph_input *in, int64_t **ids_out, int64_t *n_out, gnn_error *err)
@@ -384,8 +397,8 @@ endpoint_ids(const gnn_graph_input *in, int64_t **ids_out, int64_t *n_out, gnn_e
 #pragma omp parallel for reduction(min:lo) reduction(max:hi) schedule(static)
 	for (int64_t e = 0; e < m; e++)
 	{
-		int64_t		a = in->src[e],
-					b = in->dst[e];
+		int64_t		a = in_src(in, e),
+					b = in_dst(in, e);
 
 		lo = a < lo ? a : lo;
 		lo = b < lo ? b : lo;
@@ -404,8 +417,8 @@ endpoint_ids(const gnn_graph_input *in, int64_t **ids_out, int64_t *n_out, gnn_e
 			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for the node set");
 		for (int64_t e = 0; e < m; e++)
 		{
-			uint64_t	a = (uint64_t) in->src[e] - (uint64_t) lo,
-						b = (uint64_t) in->dst[e] - (uint64_t) lo;
+			uint64_t	a = (uint64_t) in_src(in, e) - (uint64_t) lo,
+						b = (uint64_t) in_dst(in, e) - (uint64_t) lo;
 
 			bits[a >> 6] |= (uint64_t) 1 << (a & 63);
 			bits[b >> 6] |= (uint64_t) 1 << (b & 63);
@@ -445,8 +458,11 @@ endpoint_ids(const gnn_graph_input *in, int64_t **ids_out, int64_t *n_out, gnn_e
 
 	if (!all)
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld endpoints", (long long) (2 * m));
-	memcpy(all, in->src, sizeof(int64_t) * m);
-	memcpy(all + m, in->dst, sizeof(int64_t) * m);
+	for (int64_t e = 0; e < m; e++)
+	{
+		all[e] = in_src(in, e);
+		all[m + e] = in_dst(in, e);
+	}
 	gnn_status	st = radix_sort_i64(all, 2 * m, err);
 
 	if (st != GNN_OK)
@@ -746,8 +762,8 @@ map_typed_edges(const gnn_graph_input *in, int64_t n, const typeinfo *ti, int32_
 
 	for (int64_t e = 0; e < me; e++)
 	{
-		int64_t		s = in->src[e],
-					d = in->dst[e];
+		int64_t		s = in_src(in, e),
+					d = in_dst(in, e);
 		int32_t		r = ti->nr > 1 ? in->edge_type[e] : 0;
 
 		if (r < 0 || r >= ti->nr)
@@ -789,8 +805,8 @@ map_typed_edges(const gnn_graph_input *in, int64_t n, const typeinfo *ti, int32_
 	*m_out = start[ti->nr];
 	for (int64_t e = 0; e < me; e++)
 	{
-		int64_t		s = in->src[e],
-					d = in->dst[e];
+		int64_t		s = in_src(in, e),
+					d = in_dst(in, e);
 		int32_t		r = ti->nr > 1 ? in->edge_type[e] : 0;
 
 		if (s < 0 || s >= n || d < 0 || d >= n)
@@ -1245,9 +1261,10 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 	*size_out = 0;
 	if (err)
 		gnn_error_clear(err);
-	if (in->num_edges < 0 || in->num_nodes < 0 || (in->num_edges > 0 && (!in->src || !in->dst)))
+	if (in->num_edges < 0 || in->num_nodes < 0 || (in->num_edges > 0 && (!(in->src || in->src32) || !(in->dst || in->dst32))) ||
+		(in->src && in->src32) || (in->dst && in->dst32))
 		FAIL(GNN_ERR_INVALID, "invalid graph input");
-	if (in->feat_dim < 0 || (in->feat_dim > 0 && !in->feat))
+	if (in->feat_dim < 0 || (in->feat_dim > 0 && !in->feat && !in->feat_fill) || (in->feat && in->feat_fill))
 		FAIL(GNN_ERR_INVALID, "invalid feature input");
 	if (in->feat_dim > 0 && in->sparse_nnz > 0)
 		FAIL(GNN_ERR_INVALID, "both dense and sparse features were given");
@@ -1355,8 +1372,8 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 #pragma omp parallel for schedule(static) num_threads(T)
 		for (int64_t e = 0; e < me; e++)
 		{
-			esrc[e] = (int32_t) idmap_find(&map, in->src[e]);
-			edst[e] = (int32_t) idmap_find(&map, in->dst[e]);
+			esrc[e] = (int32_t) idmap_find(&map, in_src(in, e));
+			edst[e] = (int32_t) idmap_find(&map, in_dst(in, e));
 		}
 		/* compact away dangling edges (or report the first one) */
 		int64_t		k = 0;
@@ -1381,10 +1398,10 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 					if (err)
 					{
 						err->row = e;
-						err->id = in->src[e];
+						err->id = in_src(in, e);
 					}
 					FAIL(GNN_ERR_BAD_VALUE, "edge %lld -> %lld has weight %g",
-						 (long long) in->src[e], (long long) in->dst[e], (double) wv);
+						 (long long) in_src(in, e), (long long) in_dst(in, e), (double) wv);
 				}
 				ew[k] = wv;
 			}
@@ -1394,7 +1411,7 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		}
 		if (bad >= 0)
 		{
-			int64_t		which = esrc[bad] < 0 ? in->src[bad] : in->dst[bad];
+			int64_t		which = esrc[bad] < 0 ? in_src(in, bad) : in_dst(in, bad);
 
 			if (err)
 			{
@@ -1402,7 +1419,7 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 				err->id = which;
 			}
 			FAIL(GNN_ERR_DANGLING, "edge %lld -> %lld refers to node %lld, which is not in the node set",
-				 (long long) in->src[bad], (long long) in->dst[bad], (long long) which);
+				 (long long) in_src(in, bad), (long long) in_dst(in, bad), (long long) which);
 		}
 		if (in->undirected)
 		{
@@ -1539,8 +1556,9 @@ node_data:
 		feat_dim = in->feat_dim;
 		int64_t		bad = -1;
 
+		/* (written and checked by the caller's feat_fill later) */
 #pragma omp parallel for schedule(static) num_threads(T)
-		for (int64_t r = 0; r < n * (int64_t) feat_dim; r++)
+		for (int64_t r = 0; r < (in->feat_fill ? 0 : n * (int64_t) feat_dim); r++)
 			if (!isfinite(in->feat[r]))
 			{
 #pragma omp critical
@@ -1910,7 +1928,21 @@ node_data:
 			float	   *f = (float *) (region + h->off_feat);
 			size_t		row = sizeof(float) * (size_t) feat_dim;
 
-			if (!rowpos)
+			if (in->feat_fill)
+			{
+				/* node_of_row inverts rowpos (node -> input row) */
+				int64_t    *node_of_row = malloc(sizeof(int64_t) * (un ? un : 1));
+
+				if (!node_of_row)
+					FAIL(GNN_ERR_NOMEM, "out of memory");
+				for (int64_t v = 0; v < n; v++)
+					node_of_row[rowpos ? rowpos[v] : v] = v;
+				status = in->feat_fill(in->feat_fill_arg, f, node_of_row, err);
+				free(node_of_row);
+				if (status != GNN_OK)
+					goto done;
+			}
+			else if (!rowpos)
 				memcpy(f, in->feat, row * un);
 			else
 			{

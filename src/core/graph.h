@@ -90,6 +90,9 @@ typedef struct gnn_graph_input
 	int64_t		num_edges;
 	const int64_t *src;
 	const int64_t *dst;
+	/* or 32-bit ids (a loader reading int4 columns: half the memory), src and dst NULL */
+	const int32_t *src32;
+	const int32_t *dst32;
 	const float *weight;		/* NULL: every edge weighs 1 */
 	bool		undirected;		/* add each edge's reverse */
 	bool		skip_dangling;	/* drop edges whose endpoint is not a node */
@@ -101,6 +104,17 @@ typedef struct gnn_graph_input
 	/* per node row (parallel to node_ids), each optional */
 	int32_t		feat_dim;		/* dense features */
 	const float *feat;			/* num_nodes * feat_dim */
+	/*
+	 * or dense features the caller writes straight into the region (feat
+	 * NULL, feat_dim set): once the region is laid out, feat_fill(arg, dst,
+	 * node_of_row, err) writes input row r's feat_dim values at
+	 * dst + node_of_row[r] * feat_dim for every row r < num_nodes, checking
+	 * them (finite) itself; anything but GNN_OK fails the build.  It runs on
+	 * the calling thread, outside any parallel region.  A loader reads its
+	 * feature column this way without holding the matrix a second time.
+	 */
+	gnn_status	(*feat_fill) (void *arg, float *dst, const int64_t *node_of_row, gnn_error *err);
+	void	   *feat_fill_arg;
 	const int32_t *labels;		/* -1: no label */
 	const uint8_t *split;		/* GNN_SPLIT_* */
 

@@ -161,12 +161,16 @@ write_all(int fd, const void *buf, size_t n, off_t off, const char *path, gnn_er
 	return GNN_OK;
 }
 
+bool		gnn_store_fsync = true;
+
 gnn_status
 gnn_store_sync_dir(const char *dir, gnn_error *err)
 {
-	int			fd = open(dir, O_RDONLY | O_DIRECTORY);
+	int			fd;
 
-	if (fd < 0)
+	if (!gnn_store_fsync)
+		return GNN_OK;
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY)) < 0)
 		return gnn_error_set(err, GNN_ERR_INVALID, "could not open directory \"%s\": %s", dir, strerror(errno));
 	if (fsync(fd) != 0 && errno != EINVAL)
 	{
@@ -246,7 +250,7 @@ store_write(const char *dir, const char *name, gnn_store_kind kind, uint64_t gen
 		st = write_all(fd, hdr, sizeof(hdr), 0, tmp, err);
 	if (st == GNN_OK && ftruncate(fd, (off_t) (off + payload_len)) != 0)
 		st = gnn_error_set(err, GNN_ERR_LIMIT, "could not size \"%s\": %s", tmp, strerror(errno));
-	if (st == GNN_OK && fsync(fd) != 0)
+	if (st == GNN_OK && gnn_store_fsync && fsync(fd) != 0)
 		st = gnn_error_set(err, GNN_ERR_LIMIT, "could not fsync \"%s\": %s", tmp, strerror(errno));
 	if (close(fd) != 0 && st == GNN_OK)
 		st = gnn_error_set(err, GNN_ERR_LIMIT, "could not close \"%s\": %s", tmp, strerror(errno));

@@ -53,6 +53,14 @@ typedef struct gnn_store_header
 	uint32_t	payload_crc;
 } gnn_store_header;
 
+/*
+ * Whether writes are fsynced (files, then their directory): the server's
+ * own setting, which the glue copies here before each write (PostgreSQL's
+ * fsync = off, on a throwaway or test server, skips them for its own files
+ * too).  Default true.
+ */
+extern bool gnn_store_fsync;
+
 /* CRC-32C (Castagnoli) of n bytes continuing crc (start with 0) */
 uint32_t	gnn_crc32c(uint32_t crc, const void *data, size_t n);
 

@@ -513,6 +513,140 @@ FeatureRows(const char *name, const gnn_graph_input *in, const gnn_graph *g)
 	return row;
 }
 
+/*
+ * Dense features read straight into the graph's region (gnn_graph_input's
+ * feat_fill): the node table is read a first time for ids, labels and
+ * splits (and the first row's width), the graph is laid out, and this
+ * second pass writes each row's features at its node's place in the shared
+ * segment, checking them as it goes, so the loader never holds the feature
+ * matrix itself (it used to be read into a buffer, then copied).  Only for
+ * heap tables with integer ids: both passes read under the statement's
+ * snapshot from the first block, so they see the same rows in the same
+ * order (checked by id).  An error is kept here and rethrown once the core
+ * has freed what it held.
+ */
+typedef struct FeatureFill
+{
+	GnnScan		scan;			/* the node table's columns: id first, features at fcol */
+	int			fcol;
+	int32		dim;
+	int64		rows;
+	const int64 *ids;			/* the first pass's ids, by row */
+	const char *nodes_name;
+} FeatureFill;
+
+static ErrorData *fill_error = NULL;
+
+static void
+FillRow(FeatureFill *ff, GnnScan *s, Datum d, bool isnull, int64 id, float *row)
+{
+	ArrayType  *arr;
+	int			n;
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("node %lld has NULL features in %s", (long long) id, ff->nodes_name),
+				 errdetail("The NULL is in column \"%s\", %s.", s->colnames[ff->fcol], ScanRowDesc(s)),
+				 errhint("Every node needs a feature array of the same length.")));
+	arr = DatumGetArrayTypeP(d);
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("features of node %lld have %d dimensions; a one-dimensional array is needed",
+						(long long) id, ARR_NDIM(arr)),
+				 errdetail("In %s of %s.", ScanRowDesc(s), ff->nodes_name)));
+	n = ARR_NDIM(arr) == 0 ? 0 : ARR_DIMS(arr)[0];
+	if (ARR_HASNULL(arr) && array_contains_nulls(arr))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("features of node %lld contain a NULL element", (long long) id),
+				 errdetail("In %s of %s.", ScanRowDesc(s), ff->nodes_name),
+				 errhint("Replace NULL elements with numbers (for example 0).")));
+	if (n != ff->dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("node %lld has %d features but node %lld has %d", (long long) id, n,
+						(long long) ff->ids[0], ff->dim),
+				 errdetail("In %s of %s.", ScanRowDesc(s), ff->nodes_name),
+				 errhint("All feature arrays must have the same length.")));
+	if (s->types[ff->fcol] == FLOAT4ARRAYOID)
+	{
+		const float *x = (const float *) ARR_DATA_PTR(arr);
+		bool		finite = true;
+
+		for (int j = 0; j < n; j++)
+			finite &= isfinite(x[j]);
+		if (!finite)
+			for (int j = 0; j < n; j++)
+				CheckFloat(s, x[j], psprintf("feature %d", j), id);
+		memcpy(row, x, sizeof(float) * n);
+	}
+	else
+	{
+		const double *x = (const double *) ARR_DATA_PTR(arr);
+
+		for (int j = 0; j < n; j++)
+		{
+			if (!isfinite(x[j]) || fabs(x[j]) > FLT_MAX)
+				CheckFloat(s, isfinite(x[j]) ? INFINITY : x[j], psprintf("feature %d", j), id);
+			row[j] = (float) x[j];
+		}
+	}
+}
+
+static gnn_status
+FillFeatures(void *arg, float *dst, const int64_t *node_of_row, gnn_error *err)
+{
+	FeatureFill *ff = arg;
+	MemoryContext mcxt = CurrentMemoryContext;
+	bool		verbose = gnn_verbose;
+
+	PG_TRY();
+	{
+		GnnScan		s = ff->scan;
+		Datum		v[GNN_SCAN_MAXCOLS];
+		bool		nl[GNN_SCAN_MAXCOLS];
+
+		/* no notes from inside the build: they go out once the graph is registered */
+		gnn_verbose = false;
+		s.rowno = 0;
+		ScanBegin(&s);
+		while (ScanNext(&s, v, nl))
+		{
+			int64		r = s.rowno - 1;
+			int64		id = IntDatum(v[0], s.types[0]);
+
+			if (r >= ff->rows || id != ff->ids[r])
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("%s changed while it was read: %s holds node %lld", ff->nodes_name,
+								ScanRowDesc(&s), (long long) id),
+						 errhint("Load the graph again.")));
+			FillRow(ff, &s, v[ff->fcol], nl[ff->fcol], id, dst + (size_t) node_of_row[r] * ff->dim);
+		}
+		if (s.rowno != ff->rows)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s changed while it was read: %lld rows, then %lld", ff->nodes_name,
+							(long long) ff->rows, (long long) s.rowno),
+					 errhint("Load the graph again.")));
+		ScanEnd(&s);
+		gnn_verbose = verbose;
+	}
+	PG_CATCH();
+	{
+		gnn_verbose = verbose;
+		MemoryContextSwitchTo(mcxt);
+		fill_error = CopyErrorData();
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	if (fill_error)
+		return gnn_error_set(err, GNN_ERR_INVALID, "%s", fill_error->message);
+	return GNN_OK;
+}
+
 /* feature_store => 'memory' | 'disk' | 'auto' (NULL: memory) */
 int
 GnnParseFeatureStore(const char *s)
@@ -655,11 +789,19 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 	else if (spill)
 		in_copy.feat = SpillLoad(spill, in_arg->num_nodes);	/* 'auto' found room after all */
 	build_start = GetCurrentTimestamp();
+	fill_error = NULL;
 	st = gnn_graph_build_into(in, RegionAlloc, &rq, &region, &size, &err);
 	PG_TRY();
 	{
 		if (rq.error)
 			ReThrowError(rq.error);
+		if (fill_error)
+		{
+			ErrorData  *e = fill_error;
+
+			fill_error = NULL;
+			ReThrowError(e);
+		}
 		if (st != GNN_OK)
 			report(report_arg, &err);
 		if (gnn_graph_attach(region, size, &g, &err) != GNN_OK)
@@ -756,6 +898,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 	MemoryContext ctx = AllocSetContextCreate(CurrentMemoryContext, "gnn load", ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(ctx);
 	gnn_graph_input in;
+	FeatureFill fill;			/* the second pass over the node table, when it reads features */
 	GnnScan		s;
 	Datum		v[GNN_SCAN_MAXCOLS];
 	bool		nl[GNN_SCAN_MAXCOLS];
@@ -765,7 +908,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				tsrc = {0},
 				tdst = {0},
 				tids = {0};
-	bool		text_ids;
+	bool		text_ids,
+				narrow;
 	Oid			key_type;		/* the node ids' type, as the results' keys have it */
 	const char *edges_name = QualifiedRelName(args->edges);
 	const char *nodes_name = OidIsValid(args->nodes) ? QualifiedRelName(args->nodes) : NULL;
@@ -818,11 +962,14 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				 errhint("Node ids are integers, or text / uuid keys, on both ends of an edge.")));
 	if (args->weight)
 		ResolveColumn(&s, 2, args->weight, "weight", num_types, "real, double precision, numeric or an integer type");
+	/* int2 / int4 ids are read into 32-bit arrays: half the memory of 64-bit ones */
+	narrow = !text_ids && (s.types[0] == INT2OID || s.types[0] == INT4OID) &&
+		(s.types[1] == INT2OID || s.types[1] == INT4OID);
 	{
 		int64		est = EstimateRows(args->edges);
 
-		GrowInit(&src, ctx, sizeof(int64), est);
-		GrowInit(&dst, ctx, sizeof(int64), est);
+		GrowInit(&src, ctx, narrow ? sizeof(int32) : sizeof(int64), est);
+		GrowInit(&dst, ctx, narrow ? sizeof(int32) : sizeof(int64), est);
 		if (args->weight)
 			GrowInit(&w, ctx, sizeof(float), est);
 		if (text_ids)
@@ -848,6 +995,11 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			MemoryContextSwitchTo(rc);
 			*(int64 *) GrowPush(&src) = s.rowno;
 			*(int64 *) GrowPush(&dst) = s.rowno;
+		}
+		else if (narrow)
+		{
+			*(int32 *) GrowPush(&src) = (int32) IntDatum(v[0], s.types[0]);
+			*(int32 *) GrowPush(&dst) = (int32) IntDatum(v[1], s.types[1]);
 		}
 		else
 		{
@@ -882,8 +1034,16 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				 errmsg("edge table %s is empty", edges_name),
 				 errhint("A graph needs at least one edge, or a node table (nodes => ...) for a graph of isolated nodes.")));
 	in.num_edges = src.n;
-	in.src = (int64_t *) src.data;
-	in.dst = (int64_t *) dst.data;
+	if (narrow)
+	{
+		in.src32 = (int32_t *) src.data;
+		in.dst32 = (int32_t *) dst.data;
+	}
+	else
+	{
+		in.src = (int64_t *) src.data;
+		in.dst = (int64_t *) dst.data;
+	}
 	in.weight = args->weight ? (float *) w.data : NULL;
 
 	/* nodes */
@@ -898,6 +1058,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 					scol = -1;
 		int32		dim = -1;
 		int64		dim_id = 0;
+		bool		direct = false;
 		HTAB	   *label_map = NULL;
 		bool		text_labels = false;
 		int32		max_label = -1;
@@ -941,6 +1102,13 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		if (scol >= 0)
 			GrowInit(&split, ctx, 1, est);
 		ScanBegin(&s);
+		/*
+		 * features straight into the segment (FillFeatures) where two passes
+		 * see the same rows and the features stay in memory ('auto' decides
+		 * at registration and may need the matrix for the features file)
+		 */
+		direct = fcol >= 0 && !text_ids && !s.use_spi && feature_store == GNN_FEATURES_MEMORY;
+		fill.scan = s;
 		while (ScanNext(&s, v, nl))
 		{
 			int64		id;
@@ -969,6 +1137,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 							 errmsg("node %lld has NULL features in %s", (long long) id, nodes_name),
 							 errdetail("The NULL is in column \"%s\", %s.", s.colnames[fcol], ScanRowDesc(&s)),
 							 errhint("Every node needs a feature array of the same length.")));
+				if (direct && dim >= 0)
+					goto features_done;	/* the second pass reads them */
 				arr = DatumGetArrayTypeP(v[fcol]);
 				if (ARR_NDIM(arr) > 1)
 					ereport(ERROR,
@@ -1001,6 +1171,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 						(feature_store == GNN_FEATURES_AUTO &&
 						 (uint64) Max(est, 1) * sizeof(float) * (uint64) dim > GnnGraphMemoryFree()))
 					{
+						direct = false;
 						/* the load's context: rows are read in one that is reset for each */
 						MemoryContext rowcxt = MemoryContextSwitchTo(ctx);
 
@@ -1009,7 +1180,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 						spill_row = palloc(sizeof(float) * dim);
 						MemoryContextSwitchTo(rowcxt);
 					}
-					else
+					else if (!direct)
 						GrowInit(&feat, ctx, sizeof(float) * dim, est);
 				}
 				else if (n != dim)
@@ -1019,9 +1190,11 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 									(long long) dim_id, dim),
 							 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name),
 							 errhint("All feature arrays must have the same length.")));
-				float	   *row = spill.file ? spill_row : GrowPush(&feat);
+				float	   *row = spill.file ? spill_row : direct ? NULL : GrowPush(&feat);
 
-				if (s.types[fcol] == FLOAT4ARRAYOID)
+				if (direct)
+					;			/* read and checked by the second pass (FillFeatures) */
+				else if (s.types[fcol] == FLOAT4ARRAYOID)
 				{
 					const float *x = (const float *) ARR_DATA_PTR(arr);
 
@@ -1050,6 +1223,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				}
 				if ((Pointer) arr != DatumGetPointer(v[fcol]))
 					pfree(arr);
+		features_done:
+				;
 			}
 			if (lcol >= 0)
 			{
@@ -1138,7 +1313,17 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		if (fcol >= 0)
 		{
 			in.feat_dim = dim;
-			in.feat = spill.file ? NULL : (float *) feat.data;
+			in.feat = spill.file || direct ? NULL : (float *) feat.data;
+			if (direct)
+			{
+				fill.fcol = fcol;
+				fill.dim = dim;
+				fill.rows = ids.n;
+				fill.ids = (const int64 *) ids.data;
+				fill.nodes_name = nodes_name;
+				in.feat_fill = FillFeatures;
+				in.feat_fill_arg = &fill;
+			}
 		}
 		if (lcol >= 0)
 			in.labels = (int32_t *) labels.data;

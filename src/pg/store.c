@@ -77,12 +77,19 @@ typedef struct StoredMeta
 	GnnGraphEntry entry;
 } StoredMeta;
 
-/* "gnn/<db>/<owner>_<hex name>", palloc'd; relative to the data directory */
+/*
+ * "gnn/<db>/<owner>_<hex name>", palloc'd; relative to the data directory.
+ * Every write to the store starts here, so here it takes the server's fsync
+ * setting as it is now (a reload may change it): with fsync = off the
+ * store's files are not synced either, as the server's own are not.
+ */
 char *
 GnnStoreDir(Oid dbid, Oid owner, const char *name)
 {
 	size_t		n = strlen(name);
 	char	   *hex = palloc(2 * n + 1);
+
+	gnn_store_fsync = enableFsync;
 
 	hex_encode(name, n, hex);
 	hex[2 * n] = '\0';

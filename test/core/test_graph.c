@@ -738,9 +738,106 @@ test_homogeneous_types(void)
 	}
 }
 
+
+/* feat_fill: features written into the region by the caller give the same region as feat */
+typedef struct fill_arg
+{
+	const float *rows;			/* by input row */
+	int32_t		dim;
+	int64_t		n;
+	bool		fail;
+	int			calls;
+} fill_arg;
+
+static gnn_status
+fill_rows(void *arg, float *dst, const int64_t *node_of_row, gnn_error *err)
+{
+	fill_arg   *a = arg;
+
+	a->calls++;
+	if (a->fail)
+		return gnn_error_set(err, GNN_ERR_BAD_VALUE, "feature 1 of row 2 is NaN");
+	for (int64_t r = 0; r < a->n; r++)
+		memcpy(dst + node_of_row[r] * a->dim, a->rows + r * a->dim, sizeof(float) * a->dim);
+	return GNN_OK;
+}
+
+static void
+test_feat_fill(void)
+{
+	/* node rows out of id order, so the region's order is a permutation of the rows */
+	int64_t		ids[] = {30, 10, 20, 50, 40},
+				src[] = {10, 20, 30, 40},
+				dst[] = {20, 30, 40, 50};
+	float		feat[5 * 3];
+	gnn_graph_input in = {0};
+	void	   *r1 = NULL,
+			   *r2 = NULL;
+	uint64_t	s1 = 0,
+				s2 = 0;
+	gnn_graph	g1,
+				g2;
+	gnn_error	err;
+	fill_arg	a = {feat, 3, 5, false, 0};
+
+	for (int i = 0; i < 15; i++)
+		feat[i] = (float) (i * 7 % 11) - 3.0f;
+	in.num_edges = 4;
+	in.src = src;
+	in.dst = dst;
+	in.num_nodes = 5;
+	in.node_ids = ids;
+	in.feat_dim = 3;
+	in.feat = feat;
+	CHECK(gnn_graph_build_region(&in, &r1, &s1, &g1, &err) == GNN_OK, "build with feat: %s", err.msg);
+	in.feat = NULL;
+	in.feat_fill = fill_rows;
+	in.feat_fill_arg = &a;
+	CHECK(gnn_graph_build_region(&in, &r2, &s2, &g2, &err) == GNN_OK && a.calls == 1,
+		  "build with feat_fill: %s", err.msg);
+	CHECK(r1 && r2 && s1 == s2 && g1.num_nodes == 5 && g2.num_nodes == 5 &&
+		  memcmp(g1.feat, g2.feat, sizeof(float) * 15) == 0 && memcmp(g1.ids, g2.ids, sizeof(int64_t) * 5) == 0 &&
+		  memcmp(g1.indices, g2.indices, sizeof(int32_t) * g1.num_edges) == 0,
+		  "feat_fill gives the graph feat does (%llu bytes)", (unsigned long long) s1);
+	CHECK(r2 && g2.feat[0 * 3 + 1] == feat[1 * 3 + 1] && g2.feat[2 * 3 + 2] == feat[0 * 3 + 2],
+		  "node 10 holds row 1's features, node 30 row 0's");
+	free(r2);
+	r2 = NULL;
+	a.fail = true;
+	CHECK(gnn_graph_build_region(&in, &r2, &s2, &g2, &err) == GNN_ERR_BAD_VALUE && r2 == NULL &&
+		  strstr(err.msg, "NaN") != NULL, "a failing feat_fill fails the build with its error: %s", err.msg);
+	in.feat = feat;
+	CHECK(gnn_graph_build_region(&in, &r2, &s2, &g2, &err) == GNN_ERR_INVALID, "feat and feat_fill together are refused");
+	free(r2);
+	r2 = NULL;
+	/* 32-bit endpoints give the same graph as 64-bit ones */
+	{
+		int32_t		s32[] = {10, 20, 30, 40},
+					d32[] = {20, 30, 40, 50};
+
+		in.feat_fill = NULL;
+		in.src = NULL;
+		in.dst = NULL;
+		in.src32 = s32;
+		in.dst32 = d32;
+		CHECK(gnn_graph_build_region(&in, &r2, &s2, &g2, &err) == GNN_OK && s2 == s1 &&
+			  g2.num_edges == g1.num_edges && memcmp(g1.indptr, g2.indptr, sizeof(int64_t) * 6) == 0 &&
+			  memcmp(g1.indices, g2.indices, sizeof(int32_t) * g1.num_edges) == 0 &&
+			  memcmp(g1.ids, g2.ids, sizeof(int64_t) * 5) == 0, "32-bit endpoints: the same graph (%s)",
+			  err.msg);
+		free(r2);
+		r2 = NULL;
+		in.src = src;
+		CHECK(gnn_graph_build_region(&in, &r2, &s2, &g2, &err) == GNN_ERR_INVALID, "src and src32 together are refused");
+	}
+	free(r1);
+	free(r2);
+}
+
 int
 main(void)
 {
+	test_feat_fill();
 	test_random_reference();
 	test_small_directed();
 	test_undirected_nodes();
