@@ -4,6 +4,9 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* O_DIRECT */
+#endif
 #include "store.h"
 
 #include <errno.h>
@@ -163,6 +166,54 @@ write_all(int fd, const void *buf, size_t n, off_t off, const char *path, gnn_er
 
 bool		gnn_store_fsync = true;
 
+/*
+ * Large payloads bypass the page cache (O_DIRECT) where the file system
+ * allows it: buffered writes of hundreds of MB ran at a fifth of the direct
+ * speed on the machines here (640 MB: 337 MB/s against 1.5 GB/s, dd), and a
+ * store file is read back once, after a restart.  write_span writes the
+ * aligned bulk of [buf, buf + n) at off through dfd (straight from buf when
+ * it is page-aligned, else through a bounce buffer) and the rest, or all of
+ * it where direct writes are refused, through the buffered fd.
+ */
+#define DIRECT_MIN ((size_t) 1 << 20)
+#define BOUNCE_BYTES ((size_t) 4 << 20)
+
+static gnn_status
+write_span(int fd, int dfd, const void *buf, size_t n, uint64_t off, const char *path, gnn_error *err)
+{
+	size_t		bulk = n & ~(size_t) (GNN_STORE_ALIGN - 1),
+				done = 0;
+
+	if (dfd >= 0 && n >= DIRECT_MIN && off % GNN_STORE_ALIGN == 0)
+	{
+		bool		aligned = (uintptr_t) buf % GNN_STORE_ALIGN == 0;
+		unsigned char *bounce = aligned ? NULL : aligned_alloc(GNN_STORE_ALIGN, BOUNCE_BYTES);
+
+		while ((aligned || bounce) && done < bulk)
+		{
+			size_t		len = bulk - done;
+			const void *src = (const char *) buf + done;
+			ssize_t		w;
+
+			if (len > (aligned ? ((size_t) 1 << 30) : BOUNCE_BYTES))
+				len = aligned ? ((size_t) 1 << 30) : BOUNCE_BYTES;
+			if (!aligned)
+			{
+				memcpy(bounce, src, len);
+				src = bounce;
+			}
+			w = pwrite(dfd, src, len, (off_t) (off + done));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0 || (size_t) w % GNN_STORE_ALIGN != 0)
+				break;			/* refused or short: the rest goes buffered */
+			done += (size_t) w;
+		}
+		free(bounce);
+	}
+	return done < n ? write_all(fd, (const char *) buf + done, n - done, (off_t) (off + done), path, err) : GNN_OK;
+}
+
 gnn_status
 gnn_store_sync_dir(const char *dir, gnn_error *err)
 {
@@ -201,7 +252,8 @@ store_write(const char *dir, const char *name, gnn_store_kind kind, uint64_t gen
 	uint64_t	off = (GNN_STORE_HEADER_SIZE + meta_len + GNN_STORE_ALIGN - 1) / GNN_STORE_ALIGN * GNN_STORE_ALIGN;
 	uint32_t	pcrc = 0;
 	gnn_status	st = GNN_OK;
-	int			fd;
+	int			fd,
+				dfd;
 
 	if ((size_t) snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
 		return gnn_error_set(err, GNN_ERR_INVALID, "store path too long: %s/%s", dir, name);
@@ -209,15 +261,17 @@ store_write(const char *dir, const char *name, gnn_store_kind kind, uint64_t gen
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return gnn_error_set(err, GNN_ERR_LIMIT, "could not create \"%s\": %s", tmp, strerror(errno));
+	/* a second descriptor for direct writes of the payload (-1 where refused: tmpfs) */
+	dfd = payload_len >= DIRECT_MIN ? open(tmp, O_WRONLY | O_DIRECT | O_CLOEXEC) : -1;
 	if (payload || !fill)
 	{
 		pcrc = gnn_crc32c(0, payload, payload_len);
 		if (payload_len)
-			st = write_all(fd, payload, payload_len, (off_t) off, tmp, err);
+			st = write_span(fd, dfd, payload, payload_len, off, tmp, err);
 	}
 	else
 	{
-		unsigned char *buf = malloc(FILL_CHUNK);
+		unsigned char *buf = aligned_alloc(GNN_STORE_ALIGN, FILL_CHUNK);
 
 		if (!buf)
 			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory writing \"%s\"", tmp);
@@ -228,7 +282,7 @@ store_write(const char *dir, const char *name, gnn_store_kind kind, uint64_t gen
 			if ((st = fill(arg, at, buf, len, err)) == GNN_OK)
 			{
 				pcrc = gnn_crc32c(pcrc, buf, len);
-				st = write_all(fd, buf, len, (off_t) (off + at), tmp, err);
+				st = write_span(fd, dfd, buf, len, off + at, tmp, err);
 			}
 		}
 		free(buf);
@@ -250,6 +304,8 @@ store_write(const char *dir, const char *name, gnn_store_kind kind, uint64_t gen
 		st = write_all(fd, hdr, sizeof(hdr), 0, tmp, err);
 	if (st == GNN_OK && ftruncate(fd, (off_t) (off + payload_len)) != 0)
 		st = gnn_error_set(err, GNN_ERR_LIMIT, "could not size \"%s\": %s", tmp, strerror(errno));
+	if (dfd >= 0)
+		close(dfd);
 	if (st == GNN_OK && gnn_store_fsync && fsync(fd) != 0)
 		st = gnn_error_set(err, GNN_ERR_LIMIT, "could not fsync \"%s\": %s", tmp, strerror(errno));
 	if (close(fd) != 0 && st == GNN_OK)
