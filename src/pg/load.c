@@ -530,6 +530,7 @@ typedef struct FeatureFill
 	GnnScan		scan;			/* the node table's columns: id first, features at fcol */
 	int			fcol;
 	int32		dim;
+	int64		dim_id;			/* the node whose row set dim */
 	int64		rows;
 	const int64 *ids;			/* the first pass's ids, by row */
 	const char *nodes_name;
@@ -567,7 +568,7 @@ FillRow(FeatureFill *ff, GnnScan *s, Datum d, bool isnull, int64 id, float *row)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("node %lld has %d features but node %lld has %d", (long long) id, n,
-						(long long) ff->ids[0], ff->dim),
+						(long long) ff->dim_id, ff->dim),
 				 errdetail("In %s of %s.", ScanRowDesc(s), ff->nodes_name),
 				 errhint("All feature arrays must have the same length.")));
 	if (s->types[ff->fcol] == FLOAT4ARRAYOID)
@@ -1057,7 +1058,6 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 					lcol = -1,
 					scol = -1;
 		int32		dim = -1;
-		int64		dim_id = 0;
 		bool		direct = false;
 		HTAB	   *label_map = NULL;
 		bool		text_labels = false;
@@ -1128,40 +1128,28 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			*(int64 *) GrowPush(&ids) = id;
 			if (fcol >= 0)
 			{
-				ArrayType  *arr;
-				int			n;
-
 				if (nl[fcol])
 					ereport(ERROR,
 							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 							 errmsg("node %lld has NULL features in %s", (long long) id, nodes_name),
 							 errdetail("The NULL is in column \"%s\", %s.", s.colnames[fcol], ScanRowDesc(&s)),
 							 errhint("Every node needs a feature array of the same length.")));
-				if (direct && dim >= 0)
-					goto features_done;	/* the second pass reads them */
-				arr = DatumGetArrayTypeP(v[fcol]);
-				if (ARR_NDIM(arr) > 1)
-					ereport(ERROR,
-							(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-							 errmsg("features of node %lld have %d dimensions; a one-dimensional array is needed",
-									(long long) id, ARR_NDIM(arr)),
-							 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name)));
-				n = ARR_NDIM(arr) == 0 ? 0 : ARR_DIMS(arr)[0];
-				if (ARR_HASNULL(arr) && array_contains_nulls(arr))
-					ereport(ERROR,
-							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-							 errmsg("features of node %lld contain a NULL element", (long long) id),
-							 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name),
-							 errhint("Replace NULL elements with numbers (for example 0).")));
 				if (dim < 0)
 				{
+					/* the first row sets the width, and where the features go */
+					ArrayType  *arr = DatumGetArrayTypeP(v[fcol]);
+					int			n = ARR_NDIM(arr) == 0 ? 0 : ARR_DIMS(arr)[0];
+
 					if (n == 0)
 						ereport(ERROR,
 								(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 								 errmsg("features of node %lld are an empty array", (long long) id),
 								 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name)));
 					dim = n;
-					dim_id = id;
+					fill.fcol = fcol;
+					fill.dim = dim;
+					fill.dim_id = id;
+					fill.nodes_name = nodes_name;
 					/*
 					 * Features bound for disk go to a temporary file as they
 					 * are read ('auto': when the table's estimate says they
@@ -1183,48 +1171,18 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 					else if (!direct)
 						GrowInit(&feat, ctx, sizeof(float) * dim, est);
 				}
-				else if (n != dim)
-					ereport(ERROR,
-							(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-							 errmsg("node %lld has %d features but node %lld has %d", (long long) id, n,
-									(long long) dim_id, dim),
-							 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name),
-							 errhint("All feature arrays must have the same length.")));
-				float	   *row = spill.file ? spill_row : direct ? NULL : GrowPush(&feat);
-
-				if (direct)
-					;			/* read and checked by the second pass (FillFeatures) */
-				else if (s.types[fcol] == FLOAT4ARRAYOID)
+				if (!direct)
 				{
-					const float *x = (const float *) ARR_DATA_PTR(arr);
+					/* checked and copied as the second pass would (FillRow) */
+					float	   *row = spill.file ? spill_row : GrowPush(&feat);
 
-					for (int j = 0; j < n; j++)
+					FillRow(&fill, &s, v[fcol], false, id, row);
+					if (spill.file)
 					{
-						if (!isfinite(x[j]))
-							CheckFloat(&s, x[j], psprintf("feature %d", j), id);
-						row[j] = x[j];
+						BufFileWrite(spill.file, row, sizeof(float) * dim);
+						spill.rows++;
 					}
 				}
-				else
-				{
-					const double *x = (const double *) ARR_DATA_PTR(arr);
-
-					for (int j = 0; j < n; j++)
-					{
-						if (!isfinite(x[j]) || fabs(x[j]) > FLT_MAX)
-							CheckFloat(&s, isfinite(x[j]) ? INFINITY : x[j], psprintf("feature %d", j), id);
-						row[j] = (float) x[j];
-					}
-				}
-				if (spill.file)
-				{
-					BufFileWrite(spill.file, row, sizeof(float) * dim);
-					spill.rows++;
-				}
-				if ((Pointer) arr != DatumGetPointer(v[fcol]))
-					pfree(arr);
-		features_done:
-				;
 			}
 			if (lcol >= 0)
 			{
@@ -1316,11 +1274,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			in.feat = spill.file || direct ? NULL : (float *) feat.data;
 			if (direct)
 			{
-				fill.fcol = fcol;
-				fill.dim = dim;
 				fill.rows = ids.n;
 				fill.ids = (const int64 *) ids.data;
-				fill.nodes_name = nodes_name;
 				in.feat_fill = FillFeatures;
 				in.feat_fill_arg = &fill;
 			}
