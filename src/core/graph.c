@@ -2319,14 +2319,25 @@ gnn_graph_malloc_region(void *arg, uint64_t bytes)
 	return aligned_alloc(64, ALIGN64(bytes));
 }
 
+/* gnn_graph_malloc_region, noting the region in *arg (freed if the build then fails) */
+static void *
+malloc_region_noted(void *arg, uint64_t bytes)
+{
+	return *(void **) arg = gnn_graph_malloc_region(NULL, bytes);
+}
+
 gnn_status
 gnn_graph_build_region(const gnn_graph_input *in, void **region, uint64_t *size,
 					   gnn_graph *g, gnn_error *err)
 {
-	gnn_status	st = gnn_graph_build_into(in, gnn_graph_malloc_region, NULL, region, size, err);
+	void	   *got = NULL;
+	gnn_status	st = gnn_graph_build_into(in, malloc_region_noted, &got, region, size, err);
 
 	if (st != GNN_OK)
+	{
+		free(got);
 		return st;
+	}
 	st = gnn_graph_attach(*region, *size, g, err);
 	if (st != GNN_OK)
 	{

@@ -464,7 +464,9 @@ typedef void *(*gnn_region_alloc_fn) (void *arg, uint64_t bytes);
  * Build the graph described by in and lay it out in a region obtained from
  * alloc, once the exact size is known (after ids are mapped and duplicate
  * edges merged, before anything is written).  Every temporary is freed before
- * returning, also on error.  On success *region / *size describe the region.
+ * returning, also on error.  On success *region / *size describe the region;
+ * on an error after alloc returned one (a failing feat_fill), that region is
+ * the caller's to release, as it would release any.
  * A graph needs nodes, not edges: a node list without edges gives a graph of
  * isolated nodes; no node at all is GNN_ERR_EMPTY.
  */
