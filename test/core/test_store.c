@@ -184,7 +184,7 @@ main(void)
 	/* large payloads go direct where the file system allows: page-aligned or not, with a tail */
 	{
 		size_t		big = ((size_t) 3 << 20) + 123;
-		unsigned char *al = aligned_alloc(4096, big + 4096 + 1),
+		unsigned char *al = aligned_alloc(4096, (big + 4096 + 1 + 4095) & ~(size_t) 4095),
 				   *un = al + 1;
 
 		for (size_t i = 0; i < big + 1; i++)
