@@ -68,6 +68,8 @@ SELECT name, metrics->>'test_acc' AS test_acc, metrics->>'batches' AS batches FR
 SQL
 
 cat <<SQL | run_sql
+\echo == what the job will hold, before it runs (gnn.estimate), and what it held (metrics.peak_memory_bytes)
+SELECT item, pg_size_pretty(bytes) AS size, note FROM gnn.estimate('$G', 'gcn', 16);
 \echo == train a GCN in a background worker (gnn.train ... wait => true)
 \timing on
 SELECT gnn.train('$G', model => 'gcn', name => '${G}_gcn', hidden => 16, epochs => 200, seed => 1, wait => true) AS job;
@@ -76,7 +78,8 @@ SELECT id, model_name, state, epoch || '/' || epochs AS progress, round(loss::nu
        round(val_acc::numeric, 3) AS val_acc, device FROM gnn.jobs;
 \echo == the model catalog
 SELECT name, version, model, metrics->>'test_acc' AS test_acc, metrics->>'best_epoch' AS best_epoch,
-       pg_size_pretty(length(weights)::bigint) AS weights FROM gnn.models;
+       pg_size_pretty(length(weights)::bigint) AS weights,
+       pg_size_pretty((metrics->>'peak_memory_bytes')::bigint) AS peak_memory FROM gnn.models;
 \echo == predictions scored against the labels by SQL (test split)
 SELECT round(avg((p.label = n.label)::int), 4) AS test_accuracy, count(*) AS test_nodes
 FROM gnn.predict('${G}_gcn') p JOIN $NODES_TABLE n USING (id) WHERE n.split = 'test';
