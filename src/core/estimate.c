@@ -94,18 +94,21 @@ typedef struct pass_bytes
 	double		operators;
 } pass_bytes;
 
+/* bytes of one node's feature row as a batch or a copy holds it (sparse: its nonzeros) */
+static double
+row_bytes(const gnn_graph *g)
+{
+	if (g->feat_kind == GNN_FEAT_SPARSE)
+		return 8.0 + 8.0 * (double) g->feat_nnz / (double) (g->num_nodes > 0 ? g->num_nodes : 1);
+	return 4.0 * g->feat_dim;
+}
+
 static void
 full_pass(const gnn_graph *g, const shape *s, double nodes, double arcs, bool training, pass_bytes *p)
 {
-	double		f = g->feat_dim;
-
 	memset(p, 0, sizeof(*p));
 	/* the features as the loop holds them (a row-normalised copy; dropout's output on training) */
-	if (g->feat_kind == GNN_FEAT_SPARSE)
-		p->features = (8.0 * (nodes + 1) + 8.0 * (double) g->feat_nnz * nodes / (double) (g->num_nodes > 0 ? g->num_nodes : 1)) *
-			(training ? 2 : 1);
-	else
-		p->features = 4.0 * nodes * f * (training ? 2.0 : 1.0);
+	p->features = nodes * row_bytes(g) * (training ? 2 : 1);
 	/* per hidden layer about eight node x width buffers on training (transform, aggregate,
 	 * activation, dropout, and their gradients), three for a forward pass; logits and their gradient */
 	p->activations = 4.0 * nodes * s->hidden_sum * (training ? 8 : 3) * (s->relational ? 1 + s->relations / 2 : 1) +
@@ -114,15 +117,6 @@ full_pass(const gnn_graph *g, const shape *s, double nodes, double arcs, bool tr
 		p->attention = 4.0 * (arcs + nodes) * s->heads * s->layers * (training ? 3 : 1);
 	/* the normalised operator, both ways, and per-node bookkeeping (labels, splits, degrees) */
 	p->operators = 2.0 * (8.0 * (nodes + 1) + 8.0 * (arcs + nodes)) + 64.0 * nodes;
-}
-
-/* bytes of one node's feature row as a batch or a copy holds it (sparse: its nonzeros) */
-static double
-row_bytes(const gnn_graph *g)
-{
-	if (g->feat_kind == GNN_FEAT_SPARSE)
-		return 8.0 + 8.0 * (double) g->feat_nnz / (double) (g->num_nodes > 0 ? g->num_nodes : 1);
-	return 4.0 * g->feat_dim;
 }
 
 /* expected rows per hop of a neighbour-sampled batch: dst[h] rows receive arc[h] arcs */
@@ -200,7 +194,8 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 							seeds = plan->batch_size > 0 ? plan->batch_size : 512,
 							slots = (plan->prefetch < 0 ? 2 : plan->prefetch) + 1,
 							act = 0,
-							blocks = 0;
+							blocks = 0,
+							sampled = 0;
 
 				if (plan->nfanouts != mc.layers)
 					return gnn_error_set(err, GNN_ERR_INVALID, "%d fan-outs for %d layers", plan->nfanouts,
@@ -211,6 +206,7 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 					/* the model's layer l reads hop nfanouts - 1 - l */
 					int			l = plan->nfanouts - 1 - h;
 
+					sampled += harcs[h];
 					blocks += 2.0 * (8.0 * (dst[h] + 1) + 8.0 * (harcs[h] + dst[h])) + 16.0 * dst[h];
 					act += 4.0 * dst[h] * (l == 0 || s.out[l] > s.in[l] ? s.out[l] : s.in[l]) * 5 +
 						4.0 * dst[h] * s.out[l] * 4 +
@@ -221,7 +217,7 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 					"%.0f input nodes per batch x %d features, %.0f batches in flight and dropout's copy",
 					inputs, g->feat_dim, slots);
 				add(out, false, "sampler buffers", blocks * slots + 24.0 * inputs * slots + 8.0 * n,
-					"%.0f sampled arcs per batch, %.0f batches in flight, a node map", harcs[0] + harcs[1 % plan->nfanouts], slots);
+					"%.0f sampled arcs per batch, %.0f batches in flight, a node map", sampled, slots);
 				add(out, gpu, "activations", act, "one batch's outputs and gradients, layer by layer");
 				if (!plan->sampled_eval)
 				{

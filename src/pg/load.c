@@ -539,17 +539,24 @@ typedef struct FeatureFill
 static ErrorData *fill_error = NULL;
 
 static void
+FeaturesNullError(FeatureFill *ff, GnnScan *s, int64 id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			 errmsg("node %lld has NULL features in %s", (long long) id, ff->nodes_name),
+			 errdetail("The NULL is in column \"%s\", %s.", s->colnames[ff->fcol], ScanRowDesc(s)),
+			 errhint("Every node needs a feature array of the same length.")));
+}
+
+/* check node id's feature array d and write it to row */
+static void
 FillRow(FeatureFill *ff, GnnScan *s, Datum d, bool isnull, int64 id, float *row)
 {
 	ArrayType  *arr;
 	int			n;
 
 	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("node %lld has NULL features in %s", (long long) id, ff->nodes_name),
-				 errdetail("The NULL is in column \"%s\", %s.", s->colnames[ff->fcol], ScanRowDesc(s)),
-				 errhint("Every node needs a feature array of the same length.")));
+		FeaturesNullError(ff, s, id);
 	arr = DatumGetArrayTypeP(d);
 	if (ARR_NDIM(arr) > 1)
 		ereport(ERROR,
@@ -1109,6 +1116,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		 */
 		direct = fcol >= 0 && !text_ids && !s.use_spi && feature_store == GNN_FEATURES_MEMORY;
 		fill.scan = s;
+		fill.fcol = fcol;
+		fill.nodes_name = nodes_name;
 		while (ScanNext(&s, v, nl))
 		{
 			int64		id;
@@ -1129,11 +1138,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			if (fcol >= 0)
 			{
 				if (nl[fcol])
-					ereport(ERROR,
-							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-							 errmsg("node %lld has NULL features in %s", (long long) id, nodes_name),
-							 errdetail("The NULL is in column \"%s\", %s.", s.colnames[fcol], ScanRowDesc(&s)),
-							 errhint("Every node needs a feature array of the same length.")));
+					FeaturesNullError(&fill, &s, id);
 				if (dim < 0)
 				{
 					/* the first row sets the width, and where the features go */
@@ -1146,10 +1151,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 								 errmsg("features of node %lld are an empty array", (long long) id),
 								 errdetail("In %s of %s.", ScanRowDesc(&s), nodes_name)));
 					dim = n;
-					fill.fcol = fcol;
 					fill.dim = dim;
 					fill.dim_id = id;
-					fill.nodes_name = nodes_name;
 					/*
 					 * Features bound for disk go to a temporary file as they
 					 * are read ('auto': when the table's estimate says they
