@@ -356,7 +356,6 @@ extern bool GnnGraphExists(const char *name);
 /* owner's graph name in this database; the caller holds gnn_shared->lock */
 extern GnnGraphEntry *GnnGraphEntryOf(const char *name, Oid owner);
 extern uint64 GnnGraphGeneration(const char *name);
-extern bool GnnGraphShape(const char *name, GnnGraphEntry *out);
 /* a partition segment (funcs_partition.c), also as stored in partition.gnn */
 #define GNN_PART_MAGIC 0x47505254u	/* "GPRT" */
 

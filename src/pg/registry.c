@@ -445,20 +445,6 @@ GnnGraphExists(const char *name)
 	return found;
 }
 
-/* A copy of the caller's graph's registry entry (sizes, shape); false when there is none. */
-bool
-GnnGraphShape(const char *name, GnnGraphEntry *out)
-{
-	GnnGraphEntry *e;
-
-	LWLockAcquire(gnn_shared->lock, LW_SHARED);
-	e = FindEntry(name);
-	if (e)
-		*out = *e;
-	LWLockRelease(gnn_shared->lock);
-	return e != NULL;
-}
-
 /* The current version of the caller's graph name, or 0 when there is none. */
 uint64
 GnnGraphGeneration(const char *name)
