@@ -39,6 +39,16 @@ install: install-cuda
 endif
 endif
 
+# The collectives of distributed training (src/dist, Gloo's C++ behind a C table):
+# their own shared object, built when libgloo-dev is installed, loaded on demand.
+GLOO_H     := $(wildcard /usr/include/gloo/allreduce.h)
+USE_GLOO   ?= $(if $(GLOO_H),1,0)
+DIST_SO     = src/dist/gnn_dist.so
+ifeq ($(USE_GLOO),1)
+all: $(DIST_SO)
+install: install-dist
+endif
+
 PG_REGRESS_DIR = $(dir $(PGXS))../../src/test/regress
 REGRESS     = $(patsubst sql/%.sql,%,$(filter-out sql/gnn--%,$(sort $(wildcard sql/*.sql))))
 
@@ -72,6 +82,13 @@ $(CUDA_SO): $(CU_OBJS)
 
 install-cuda: $(CUDA_SO)
 	$(INSTALL_SHLIB) $(CUDA_SO) '$(DESTDIR)$(pkglibdir)/gnn_cuda.so'
+
+# ---------------------------------------------------------------- distributed engine (Gloo)
+$(DIST_SO): src/dist/gloo.cc src/core/dist.h src/core/gnn_core.h
+	$(or $(CXX),g++) -std=c++17 -O2 -g -Wall -fPIC -shared -fvisibility=hidden -I$(CURDIR)/src/core -o $@ $< -lgloo -lpthread
+
+install-dist: $(DIST_SO)
+	$(INSTALL_SHLIB) $(DIST_SO) '$(DESTDIR)$(pkglibdir)/gnn_dist.so'
 
 # ---------------------------------------------------------------- core unit tests (no server)
 TEST_CFLAGS = -std=gnu11 -O2 -g -fopenmp -Wall -Wno-unused-function -Isrc/core -Itest/core $(SANITIZE_FLAGS)
@@ -111,7 +128,7 @@ test/core/bin-san/%: test/core/%.c $(SAN_OBJS) $(wildcard test/core/*.h) $(wildc
 core-tests-san: $(SAN_TESTS)
 
 # ---------------------------------------------------------------- top-level targets
-.PHONY: deps test demo bench fuzz core-tests core-tests-san install-cuda
+.PHONY: deps test demo bench fuzz core-tests core-tests-san install-cuda install-dist
 deps:
 	@bash .ci/deps.sh
 
@@ -143,4 +160,4 @@ bench: deps
 	$(MAKE) install
 	bash bench/run.sh
 
-EXTRA_CLEAN = test/core/bin test/core/bin-san test/core/obj test/core/obj-san test/fuzz/bin kernels/*.cu.o $(CUDA_SO) results regression.diffs regression.out tmp_check
+EXTRA_CLEAN = test/core/bin test/core/bin-san test/core/obj test/core/obj-san test/fuzz/bin kernels/*.cu.o $(CUDA_SO) $(DIST_SO) results regression.diffs regression.out tmp_check

@@ -1,0 +1,363 @@
+/*
+ * gloo.cc: the collectives of src/core/dist.h on Gloo (TCP transport).
+ *
+ * Built into gnn_dist.so, dlopen'ed by src/core/dist.c.  This is the only
+ * file that sees C++: the one exported symbol returns a table of C
+ * functions, and each of them catches every exception (Gloo's IoException
+ * and assertions, std::bad_alloc, anything) and returns a status and a
+ * message.  No PostgreSQL call is made here; the rendezvous store is the
+ * caller's pair of C callbacks, invoked only from the thread that opens the
+ * context (Gloo's connectFullMesh runs on it).
+ */
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoallv.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/config.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+extern "C"
+{
+#include "dist.h"
+}
+
+namespace
+{
+
+/* a store key that did not appear in time: reported as GNN_ERR_LIMIT */
+struct StoreTimeout : public std::runtime_error
+{
+	explicit StoreTimeout(const std::string &m) : std::runtime_error(m) {}
+};
+
+/* the caller's store: set / get with a timeout, keys under the job's prefix */
+class CStore : public gloo::rendezvous::Store
+{
+  public:
+	CStore(const gnn_dist_store &st, const std::string &prefix, int timeout_ms)
+		: st_(st), prefix_(prefix), timeout_ms_(timeout_ms) {}
+
+	void set(const std::string &key, const std::vector<char> &data) override
+	{
+		char		msg[GNN_DIST_MSG_LEN] = "";
+		std::string k = prefix_ + "/" + key;
+
+		if (st_.set(st_.arg, k.c_str(), data.data(), data.size(), msg, sizeof(msg)) != GNN_DIST_STORE_OK)
+			throw std::runtime_error("rendezvous store: cannot set \"" + k + "\": " + msg);
+	}
+
+	std::vector<char> get(const std::string &key) override
+	{
+		return fetch(key, timeout_ms_);
+	}
+
+	void wait(const std::vector<std::string> &keys) override
+	{
+		wait(keys, std::chrono::milliseconds(timeout_ms_));
+	}
+
+	void wait(const std::vector<std::string> &keys, const std::chrono::milliseconds &timeout) override
+	{
+		auto		deadline = std::chrono::steady_clock::now() + timeout;
+
+		for (const auto &key : keys)
+		{
+			auto		left = std::chrono::duration_cast<std::chrono::milliseconds>(
+												deadline - std::chrono::steady_clock::now()).count();
+
+			(void) fetch(key, left > 0 ? (int) left : 0);
+		}
+	}
+
+  private:
+	std::vector<char> fetch(const std::string &key, int timeout_ms)
+	{
+		char		msg[GNN_DIST_MSG_LEN] = "";
+		std::string k = prefix_ + "/" + key;
+		void	   *data = nullptr;
+		size_t		len = 0;
+		gnn_dist_store_status rc = st_.get(st_.arg, k.c_str(), timeout_ms, &data, &len, msg, sizeof(msg));
+
+		if (rc == GNN_DIST_STORE_TIMEOUT)
+			throw StoreTimeout("rendezvous: \"" + k + "\" did not appear within " +
+							   std::to_string(timeout_ms_) + " ms (a rank that never started, or started late)");
+		if (rc != GNN_DIST_STORE_OK)
+			throw std::runtime_error("rendezvous store: cannot get \"" + k + "\": " + msg);
+		std::vector<char> out(static_cast<char *>(data), static_cast<char *>(data) + len);
+
+		free(data);
+		return out;
+	}
+
+	gnn_dist_store st_;
+	std::string prefix_;
+	int			timeout_ms_;
+};
+
+struct Handle
+{
+	std::shared_ptr<gloo::transport::Device> dev;
+	std::shared_ptr<gloo::rendezvous::Context> ctx;
+	std::chrono::milliseconds timeout;
+	uint32_t	tag = 1;
+};
+
+void
+put_msg(char *msg, size_t msglen, const char *what)
+{
+	if (msg && msglen)
+		snprintf(msg, msglen, "%s", what);
+}
+
+/* a Gloo message without its "[file:line] " prefix */
+const char *
+strip_location(const char *m)
+{
+	if (m[0] == '[')
+	{
+		const char *e = strstr(m, "] ");
+
+		if (e)
+			return e + 2;
+	}
+	return m;
+}
+
+int
+timeout_like(const char *m)
+{
+	return strstr(m, "Timed out") || strstr(m, "timed out") || strstr(m, "Timeout") || strstr(m, "timeout");
+}
+
+/* run f, turning every exception into a status and a message */
+template <typename F>
+int
+guarded(char *msg, size_t msglen, F f)
+{
+	try
+	{
+		f();
+		return GNN_OK;
+	}
+	catch (const StoreTimeout &e)
+	{
+		put_msg(msg, msglen, e.what());
+		return GNN_ERR_LIMIT;
+	}
+	catch (const gloo::IoException &e)
+	{
+		const char *m = strip_location(e.what());
+
+		put_msg(msg, msglen, m);
+		return timeout_like(m) ? GNN_ERR_LIMIT : GNN_ERR_BACKEND;
+	}
+	catch (const std::bad_alloc &)
+	{
+		put_msg(msg, msglen, "out of memory");
+		return GNN_ERR_NOMEM;
+	}
+	catch (const std::exception &e)
+	{
+		const char *m = strip_location(e.what());
+
+		put_msg(msg, msglen, m);
+		return timeout_like(m) ? GNN_ERR_LIMIT : GNN_ERR_BACKEND;
+	}
+	catch (...)
+	{
+		put_msg(msg, msglen, "unknown exception in the collective engine");
+		return GNN_ERR_BACKEND;
+	}
+}
+
+int
+d_open(const gnn_dist_options *o, const gnn_dist_store *st, void **handle, char *msg, size_t msglen)
+{
+	*handle = nullptr;
+	return guarded(msg, msglen, [&]() {
+		int			ms = o->timeout_ms > 0 ? o->timeout_ms : 30000;
+		gloo::transport::tcp::attr attr;
+		std::unique_ptr<Handle> h(new Handle());
+
+		attr.hostname = o->host && *o->host ? o->host : "127.0.0.1";
+		h->timeout = std::chrono::milliseconds(ms);
+		h->dev = gloo::transport::tcp::CreateDevice(attr);
+		h->ctx = std::make_shared<gloo::rendezvous::Context>(o->rank, o->size);
+		h->ctx->setTimeout(h->timeout);
+		CStore		store(*st, o->prefix ? o->prefix : "gnn", ms);
+
+		h->ctx->connectFullMesh(store, h->dev);
+		*handle = h.release();
+	});
+}
+
+int
+d_allreduce(void *hp, void *buf, size_t count, int dtype, char *msg, size_t msglen)
+{
+	Handle	   *h = static_cast<Handle *>(hp);
+
+	return guarded(msg, msglen, [&]() {
+		gloo::AllreduceOptions opts(h->ctx);
+
+		switch (dtype)
+		{
+			case GNN_DIST_F32:
+				opts.setOutput(static_cast<float *>(buf), count);
+				opts.setReduceFunction(
+					static_cast<void (*)(void *, const void *, const void *, size_t)>(&gloo::sum<float>));
+				break;
+			case GNN_DIST_F64:
+				opts.setOutput(static_cast<double *>(buf), count);
+				opts.setReduceFunction(
+					static_cast<void (*)(void *, const void *, const void *, size_t)>(&gloo::sum<double>));
+				break;
+			case GNN_DIST_I64:
+				opts.setOutput(static_cast<int64_t *>(buf), count);
+				opts.setReduceFunction(
+					static_cast<void (*)(void *, const void *, const void *, size_t)>(&gloo::sum<int64_t>));
+				break;
+			default:
+				throw std::invalid_argument("allreduce: unknown element type");
+		}
+		opts.setTag(h->tag++);
+		opts.setTimeout(h->timeout);
+		gloo::allreduce(opts);
+	});
+}
+
+int
+d_alltoallv(void *hp, const void *send, const int64_t *send_counts, void *recv, const int64_t *recv_counts,
+			size_t elem_size, char *msg, size_t msglen)
+{
+	Handle	   *h = static_cast<Handle *>(hp);
+
+	return guarded(msg, msglen, [&]() {
+		int			n = h->ctx->size;
+		std::vector<int64_t> sc(n), rc(n);
+		char		dummy_in = 0,
+					dummy_out = 0;
+		int64_t		stot = 0,
+					rtot = 0;
+
+		for (int r = 0; r < n; r++)
+		{
+			if (send_counts[r] < 0 || recv_counts[r] < 0)
+				throw std::invalid_argument("alltoallv: a negative count");
+			sc[r] = send_counts[r] * (int64_t) elem_size;
+			rc[r] = recv_counts[r] * (int64_t) elem_size;
+			stot += sc[r];
+			rtot += rc[r];
+		}
+		gloo::AlltoallvOptions opts(h->ctx);
+
+		/* Gloo wants a buffer even when a side moves nothing */
+		opts.setInput(stot ? const_cast<char *>(static_cast<const char *>(send)) : &dummy_in, sc);
+		opts.setOutput(rtot ? static_cast<char *>(recv) : &dummy_out, rc);
+		opts.setTag(h->tag++);
+		opts.setTimeout(h->timeout);
+		gloo::alltoallv(opts);
+	});
+}
+
+int
+d_broadcast(void *hp, void *buf, size_t bytes, int root, char *msg, size_t msglen)
+{
+	Handle	   *h = static_cast<Handle *>(hp);
+
+	return guarded(msg, msglen, [&]() {
+		if (root < 0 || root >= h->ctx->size)
+			throw std::invalid_argument("broadcast: root out of range");
+		if (bytes == 0)
+			return;
+		gloo::BroadcastOptions opts(h->ctx);
+
+		opts.setOutput(static_cast<char *>(buf), bytes);
+		opts.setRoot(root);
+		opts.setTag(h->tag++);
+		opts.setTimeout(h->timeout);
+		gloo::broadcast(opts);
+	});
+}
+
+int
+d_allgather(void *hp, const void *in, size_t bytes, void *out, char *msg, size_t msglen)
+{
+	Handle	   *h = static_cast<Handle *>(hp);
+
+	return guarded(msg, msglen, [&]() {
+		if (bytes == 0)
+			return;
+		gloo::AllgatherOptions opts(h->ctx);
+
+		opts.setInput(const_cast<char *>(static_cast<const char *>(in)), bytes);
+		opts.setOutput(static_cast<char *>(out), bytes * (size_t) h->ctx->size);
+		opts.setTag(h->tag++);
+		opts.setTimeout(h->timeout);
+		gloo::allgather(opts);
+	});
+}
+
+int
+d_barrier(void *hp, char *msg, size_t msglen)
+{
+	Handle	   *h = static_cast<Handle *>(hp);
+
+	return guarded(msg, msglen, [&]() {
+		gloo::BarrierOptions opts(h->ctx);
+
+		opts.setTag(h->tag++);
+		opts.setTimeout(h->timeout);
+		gloo::barrier(opts);
+	});
+}
+
+void
+d_close(void *hp)
+{
+	Handle	   *h = static_cast<Handle *>(hp);
+	char		msg[GNN_DIST_MSG_LEN];
+
+	(void) guarded(msg, sizeof(msg), [&]() {
+		if (h->ctx)
+			h->ctx->closeConnections();
+	});
+	(void) guarded(msg, sizeof(msg), [&]() { delete h; });
+}
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+const gnn_dist_ops ops = {
+	GNN_DIST_ABI_VERSION,
+	sizeof(gnn_dist_ops),
+	"gloo " STR(GLOO_VERSION_MAJOR) "." STR(GLOO_VERSION_MINOR) "." STR(GLOO_VERSION_PATCH) " (tcp)",
+	d_open,
+	d_allreduce,
+	d_alltoallv,
+	d_broadcast,
+	d_allgather,
+	d_barrier,
+	d_close,
+};
+
+}								/* namespace */
+
+extern "C" __attribute__((visibility("default"))) const gnn_dist_ops *
+gnn_dist_gloo_ops(int abi_version)
+{
+	return abi_version == GNN_DIST_ABI_VERSION ? &ops : nullptr;
+}
