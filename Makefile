@@ -14,13 +14,14 @@ CORE_SRCS   = $(sort $(wildcard src/core/*.c))
 PG_SRCS     = $(sort $(wildcard src/pg/*.c))
 OBJS        = $(PG_SRCS:.c=.o) $(CORE_SRCS:.c=.o)
 
-PG_CPPFLAGS = -I$(CURDIR)/src/core -I$(CURDIR)/src/pg
+PG_CPPFLAGS = -I$(CURDIR)/src/core -I$(CURDIR)/src/pg -I$(shell $(PG_CONFIG) --includedir)
 PG_CFLAGS   = -std=gnu11 -O2 -fopenmp -Wno-declaration-after-statement
 # io_uring for the feature store's reads when liburing is installed (pread without it)
 URING_LIB  := $(if $(wildcard /usr/include/liburing.h),-luring,)
 # the core's heap counts (src/core/heap.h): its allocation calls go through heap.c
 GNN_HEAP_WRAP = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign,--wrap=free
-SHLIB_LINK  = -lopenblas -lmetis $(URING_LIB) -lgomp -lpthread -lm -ldl $(GNN_HEAP_WRAP)
+# libpq: distributed jobs reach their peers and the coordinator (src/pg/dist.c)
+SHLIB_LINK  = -lopenblas -lmetis $(URING_LIB) -lpq -lgomp -lpthread -lm -ldl $(GNN_HEAP_WRAP)
 
 # gnn.so never links CUDA; JIT bitcode is off (clang may not match the server's LLVM).
 override with_llvm = no

@@ -45,7 +45,9 @@ CREATE FUNCTION gnn.load_graph(
     skip_dangling   boolean  DEFAULT false,
     track           boolean  DEFAULT false,
     persist         boolean  DEFAULT NULL,
-    feature_store   text     DEFAULT NULL)
+    feature_store   text     DEFAULT NULL,
+    part_column     text     DEFAULT NULL,
+    part            int      DEFAULT NULL)
 RETURNS gnn.graph_info
 AS 'MODULE_PATHNAME', 'gnn_load_graph' LANGUAGE C VOLATILE;
 
@@ -155,6 +157,47 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'gnn_graph_type_counts' LANGUAGE C STABLE;
 
 -- A row per node type and per edge type (relation) of a graph.
+-- One part of a partitioned graph, for distributed training: part_column
+-- names an integer column of the node table (gnn.partition's output, joined
+-- in or written there), part this server's part.  The graph holds the rows
+-- of that part (features, labels, splits), every edge with an endpoint among
+-- them, and the halo: the other endpoints of those edges, as nodes without
+-- features, label or split (their owners have those).  gnn.graph_part and
+-- gnn.halo describe it.
+CREATE FUNCTION gnn._graph_part_counts(graph text, OUT part int, OUT nodes bigint, OUT own bigint,
+                                       OUT halo bigint, OUT halo_unknown bigint, OUT edges bigint,
+                                       OUT own_edges bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'gnn_graph_part_counts' LANGUAGE C STABLE;
+
+-- One row for one part of a partitioned graph, none for a whole graph:
+-- halo_unknown counts halo nodes whose row is not in this server's node
+-- table (their owner is found when training asks the other servers),
+-- own_edges the arcs between two of the part's own nodes.
+CREATE FUNCTION gnn.graph_part(graph text)
+RETURNS TABLE (part int, part_column text, nodes bigint, own bigint, halo bigint,
+               halo_unknown bigint, edges bigint, own_edges bigint)
+LANGUAGE sql STABLE AS $$
+  SELECT c.part, gnn._graph_meta(graph) -> 'partition' ->> 'column', c.nodes, c.own, c.halo,
+         c.halo_unknown, c.edges, c.own_edges
+  FROM gnn._graph_part_counts(graph) c
+$$;
+
+-- The features a graph holds for a node (dense or sparse, in memory or on
+-- disk), as training reads them; NULL for a graph without features.
+CREATE FUNCTION gnn.features(graph text, node bigint, node_type text DEFAULT NULL)
+RETURNS real[]
+AS 'MODULE_PATHNAME', 'gnn_features' LANGUAGE C STABLE;
+CREATE FUNCTION gnn.features(graph text, node text, node_type text DEFAULT NULL)
+RETURNS real[]
+AS 'MODULE_PATHNAME', 'gnn_features' LANGUAGE C STABLE;
+
+-- The halo of one part: each node, its owner part (NULL: not in this
+-- server's node table) and how many of the part's own nodes it touches.
+CREATE FUNCTION gnn.halo(graph text)
+RETURNS TABLE (node bigint, owner int, own_neighbors int, key text)
+AS 'MODULE_PATHNAME', 'gnn_halo' LANGUAGE C STABLE;
+
 CREATE FUNCTION gnn.graph_types(graph text)
 RETURNS TABLE (kind text, type text, source text, count bigint, feature_dim int,
                src_type text, dst_type text)
@@ -749,3 +792,42 @@ GRANT SELECT ON gnn.cache TO PUBLIC;
 CREATE FUNCTION gnn.cache_drop(model text, version int DEFAULT NULL)
 RETURNS int
 AS 'MODULE_PATHNAME', 'gnn_cache_drop' LANGUAGE C VOLATILE;
+
+-- ---- several servers on one job (issue 16)
+-- The rendezvous store of distributed jobs: the ranks (Gloo) publish their
+-- addresses here, on the coordinator, each through its own connection, under
+-- the job's random key and generation; the job deletes its rows when it ends.
+-- Each role sees and writes only its own rows.
+CREATE TABLE gnn.dist_store (
+    job     text NOT NULL,
+    key     text NOT NULL,
+    value   bytea NOT NULL,
+    owner   name NOT NULL DEFAULT current_user,
+    created timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (job, key));
+ALTER TABLE gnn.dist_store ENABLE ROW LEVEL SECURITY;
+CREATE POLICY dist_store_own ON gnn.dist_store USING (owner = current_user) WITH CHECK (owner = current_user);
+GRANT SELECT, INSERT, UPDATE, DELETE ON gnn.dist_store TO PUBLIC;
+
+-- One peer's rank of gnn.dist_check, run there over libpq (not for direct use).
+CREATE FUNCTION gnn._dist_rank(job text, rank int, size int, coordinator text, timeout_ms int,
+                               graph text, floats bigint,
+                               OUT server text, OUT engine text, OUT meet_ms float8, OUT allreduce_ms float8,
+                               OUT part int, OUT halo bigint, OUT halo_missing bigint, OUT halo_sum float8)
+RETURNS record
+AS 'MODULE_PATHNAME', 'gnn_dist_rank_fn' LANGUAGE C VOLATILE;
+
+-- Checks that this server (rank 0, the coordinator) and the peers (ranks
+-- 1..n, libpq conninfos) can run a job together: each is reached as the
+-- calling role (a role that is not superuser must use a password), meets the
+-- others through gnn.dist_store here, sums an allreduce of `megabytes`, and,
+-- with graph (one part per server, loaded with part_column / part), fetches
+-- its halo's features from their owners: halo rows fetched, halo nodes no
+-- rank owns, and the sum of the fetched values.  coordinator: the conninfo
+-- the peers reach this server by (default: its socket, for one machine).
+-- Any failure is an error naming the rank and the server, within timeout_ms.
+CREATE FUNCTION gnn.dist_check(peers text[], graph text DEFAULT NULL, coordinator text DEFAULT NULL,
+                               timeout_ms int DEFAULT 30000, megabytes int DEFAULT 1)
+RETURNS TABLE (rank int, server text, engine text, connect_ms float8, meet_ms float8, allreduce_ms float8,
+               part int, halo bigint, halo_missing bigint, halo_sum float8)
+AS 'MODULE_PATHNAME', 'gnn_dist_check' LANGUAGE C VOLATILE;

@@ -30,7 +30,7 @@
 
 #define GNN_DIST_ABI_VERSION 1
 #define GNN_DIST_ENTRY "gnn_dist_gloo_ops"
-#define GNN_DIST_MSG_LEN 256
+#define GNN_DIST_MSG_LEN 1024
 
 /* a store callback's result */
 typedef enum gnn_dist_store_status

@@ -339,6 +339,7 @@ gnn_graph_header_from_layout(gnn_graph_header *h, const layout *l, const uint64_
 	h->off_meta = l->off[L_META];
 	h->meta_bytes = sz[L_META];
 	h->off_arc_rows = l->off[L_ARC_ROWS];
+	h->off_part = l->off[L_PART];
 }
 
 uint64_t
@@ -879,6 +880,13 @@ write_types(const gnn_graph_input *in, const typeinfo *ti, int64_t n, int64_t m,
 	}
 	if (h->meta_bytes)
 		memcpy(region + h->off_meta, in->meta, h->meta_bytes);
+	if (h->off_part)
+	{
+		int32_t    *pt = (int32_t *) (region + h->off_part);
+
+		for (int64_t v = 0; v < n; v++)
+			pt[v] = in->node_part[rowpos ? rowpos[v] : v];
+	}
 }
 
 /* ------------------------------------------------------------------ edges as references */
@@ -1270,8 +1278,25 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		FAIL(GNN_ERR_INVALID, "both dense and sparse features were given");
 	if (in->num_refs < 0 || (in->num_refs > 0 && (!in->refs || in->num_edges > 0)))
 		FAIL(GNN_ERR_INVALID, "edges must be given either as src / dst or as references, not both");
-	if ((in->feat_dim > 0 || in->labels || in->split || in->node_time || in->seed_time || in->targets) && !in->node_ids)
+	if ((in->feat_dim > 0 || in->labels || in->split || in->node_time || in->seed_time || in->targets ||
+		 in->node_part) && !in->node_ids)
 		FAIL(GNN_ERR_INVALID, "node data was given without node ids");
+	if (in->node_part)
+	{
+		if (in->part < 0)
+			FAIL(GNN_ERR_INVALID, "a partitioned graph needs its own part (%d)", in->part);
+		for (int64_t r = 0; r < in->num_nodes; r++)
+			if (in->node_part[r] < -1)
+			{
+				if (err)
+				{
+					err->row = r;
+					err->id = in->node_ids[r];
+				}
+				FAIL(GNN_ERR_BAD_VALUE, "node %lld has part %d; parts are 0 or more",
+					 (long long) in->node_ids[r], in->node_part[r]);
+			}
+	}
 	if ((status = check_types(in, &ti, err)) != GNN_OK ||
 		(ti.indexed && (status = check_keys(in, &ti, err)) != GNN_OK) ||
 		((in->node_time || in->seed_time || in->targets) &&
@@ -1318,7 +1343,8 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 					 (long long) ids[i], (long long) first + 1, (long long) second + 1);
 			}
 		/* rows already in id order (serial keys): the permutation is the identity */
-		if (!sorted && (in->feat_dim > 0 || in->labels || in->split || in->node_time || in->seed_time || in->targets))
+		if (!sorted && (in->feat_dim > 0 || in->labels || in->split || in->node_time || in->seed_time || in->targets ||
+						in->node_part))
 		{
 			if ((status = idmap_init(&map, ids, n, err)) != GNN_OK)
 				goto done;
@@ -1807,6 +1833,8 @@ node_data:
 		/* (edges as references: every arc is one reference; no counts kept) */
 		sz[L_ARC_ROWS] = arows ? 4 * um : 0;
 		present[L_ARC_ROWS] = arows != NULL;
+		sz[L_PART] = in->node_part ? 4 * un : 0;
+		present[L_PART] = in->node_part != NULL;
 		present[L_IDS] = present[L_INDPTR] = present[L_INDICES] = true;
 		present[L_TYPE_PTR] = present[L_ETYPES] = true;
 		present[L_ARC_TYPE] = present[L_RARC_TYPE] = typed_arcs;
@@ -1841,6 +1869,12 @@ node_data:
 		}
 		h->num_node_types = ti.nt;
 		h->num_edge_types = ti.nr;
+		if (in->node_part)
+		{
+			h->part = in->part;
+			for (int64_t r = 0; r < n; r++)
+				h->n_owned += in->node_part[r] == in->part;
+		}
 
 		memcpy(region + h->off_ids, ids, 8 * un);
 		memcpy(region + h->off_indptr, indptr, 8 * (un + 1));
@@ -2118,7 +2152,9 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 		(h->off_labels && !span_ok(h->off_labels, n, 4, size)) ||
 		(h->off_split && !span_ok(h->off_split, n, 1, size)) ||
 		(h->off_class_names && !span_ok(h->off_class_names, h->class_names_bytes, 1, size)) ||
-		(h->off_arc_rows && !span_ok(h->off_arc_rows, m, 4, size)))
+		(h->off_arc_rows && !span_ok(h->off_arc_rows, m, 4, size)) ||
+		(h->off_part && (!span_ok(h->off_part, n, 4, size) || h->part < 0 || h->n_owned < 0 ||
+						 h->n_owned > h->num_nodes)))
 		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph region arrays fall outside the region");
 	if (!types_ok(h, size))
 		return gnn_error_set(err, GNN_ERR_CORRUPT, "graph region types or keys are inconsistent");
@@ -2168,6 +2204,9 @@ gnn_graph_attach(const void *region, uint64_t size, gnn_graph *g, gnn_error *err
 	g->targets = h->off_targets ? (const float *) (base + h->off_targets) : NULL;
 	g->meta = h->off_meta ? base + h->off_meta : NULL;
 	g->meta_bytes = h->off_meta ? h->meta_bytes : 0;
+	g->node_part = h->off_part ? (const int32_t *) (base + h->off_part) : NULL;
+	g->part = h->off_part ? h->part : 0;
+	g->n_owned = h->off_part ? h->n_owned : h->num_nodes;
 	return GNN_OK;
 }
 

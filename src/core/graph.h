@@ -21,7 +21,7 @@
 #include "gnn_core.h"
 
 #define GNN_GRAPH_MAGIC   0x474e4e47u	/* "GNNG" */
-#define GNN_GRAPH_VERSION 2
+#define GNN_GRAPH_VERSION 3
 
 /*
  * Types.  Every graph has node types and edge types; a homogeneous graph has
@@ -188,6 +188,17 @@ typedef struct gnn_graph_input
 	const char *meta;
 	uint64_t	meta_bytes;
 
+	/*
+	 * One part of a partitioned graph (gnn.load_graph's part_column / part):
+	 * per node row, the part that owns the node (its features, labels and
+	 * split are the owner's), or -1 when the owner is not known here (a halo
+	 * node whose row is not in this server's node table).  Rows owned by
+	 * `part` are this graph's own nodes; the others are its halo.  NULL: not
+	 * partitioned.  Needs node_ids.
+	 */
+	const int32_t *node_part;
+	int32_t		part;
+
 	int			nthreads;		/* 0: all cores */
 } gnn_graph_input;
 
@@ -244,6 +255,11 @@ typedef struct gnn_graph_header
 	uint64_t	meta_bytes;
 	uint64_t	off_seed_time;	/* int64[n] */
 	uint64_t	off_arc_rows;	/* int32[m] */
+	/* version 3: one part of a partitioned graph */
+	uint64_t	off_part;		/* int32[n]: owner part, -1 unknown */
+	int32_t		part;			/* this graph's own part (with off_part) */
+	int32_t		reserved3;
+	int64_t		n_owned;		/* nodes of part `part` (with off_part) */
 	uint64_t	checksum;		/* of the header fields above (not the arrays) */
 } gnn_graph_header;
 
@@ -312,6 +328,15 @@ typedef struct gnn_graph
 	const float *targets;		/* [n], NULL when no regression targets */
 	const char *meta;			/* NULL when none */
 	uint64_t	meta_bytes;
+	/*
+	 * One part of a partitioned graph: the owner part of every node (-1: not
+	 * known here), this graph's own part and how many nodes it owns; the
+	 * others are its halo (no features, labels or split of their own).
+	 * node_part NULL: not partitioned (every node is the graph's own).
+	 */
+	const int32_t *node_part;
+	int32_t		part;
+	int64_t		n_owned;
 
 	/*
 	 * A delta over the region (gnn_graph_attach_delta): the rows and feature

@@ -979,6 +979,9 @@ gnn_graph_apply_changes(const gnn_graph *base, const gnn_graph_changes *ch,
 	*size_out = 0;
 	if (err)
 		gnn_error_clear(err);
+	if (base->node_part)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+							 "one part of a partitioned graph cannot follow its tables (yet): reload it");
 #ifdef _OPENMP
 	T = ch->nthreads > 0 ? ch->nthreads : omp_get_max_threads();
 #else

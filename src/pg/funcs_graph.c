@@ -10,6 +10,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "common/hashfn.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -100,6 +101,18 @@ gnn_load_graph(PG_FUNCTION_ARGS)
 	a.track = PG_NARGS() > 17 && !PG_ARGISNULL(17) && PG_GETARG_BOOL(17);
 	a.persist = PG_NARGS() > 18 && !PG_ARGISNULL(18) ? (PG_GETARG_BOOL(18) ? 1 : 0) : -1;
 	a.feature_store = PG_NARGS() > 19 ? TextArgOrNull(fcinfo, 19) : NULL;
+	a.part_column = PG_NARGS() > 20 ? TextArgOrNull(fcinfo, 20) : NULL;
+	if ((PG_NARGS() > 21 && !PG_ARGISNULL(21)) != (a.part_column != NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("part_column and part go together"),
+				 errhint("Pass both, part_column => 'the node table''s part column' and part => this server's part, or neither.")));
+	a.part = a.part_column ? PG_GETARG_INT32(21) : -1;
+	if (a.part_column && a.part < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("part must be 0 or more, not %d", a.part),
+				 errhint("Parts are numbered from 0, as gnn.partition numbers them.")));
 
 	GnnLoadGraph(&a, &result);
 
@@ -476,4 +489,164 @@ gnn_graph_digest(PG_FUNCTION_ARGS)
 	h = DigestAdd(h, g->split, g->split ? n : 0);
 	GnnGraphRelease(&ref);
 	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%016llx", (unsigned long long) h)));
+}
+
+/* ------------------------------------------------------------------ one part of a partitioned graph */
+
+PG_FUNCTION_INFO_V1(gnn_graph_part_counts);
+PG_FUNCTION_INFO_V1(gnn_halo);
+
+/*
+ * _graph_part_counts(graph) -> (part, nodes, own, halo, halo_unknown, edges,
+ * own_edges): one row for one part of a partitioned graph, none for a whole
+ * graph.  own_edges: arcs between two own nodes; the others touch the halo.
+ */
+Datum
+gnn_graph_part_counts(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GnnGraphRef ref;
+	const gnn_graph *g;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph must not be NULL")));
+	InitMaterializedSRF(fcinfo, 0);
+	GnnGraphAcquireView(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
+	g = &ref.g;
+	if (g->node_part)
+	{
+		Datum		values[7];
+		bool		nulls[7] = {false, false, false, false, false, false, false};
+		int64		unknown = 0,
+					own_arcs = 0;
+
+		for (int64 v = 0; v < g->num_nodes; v++)
+		{
+			const int32 *idx;
+			int64		len;
+
+			unknown += g->node_part[v] < 0;
+			if (g->node_part[v] != g->part)
+				continue;
+			len = gnn_graph_out_row(g, v, &idx, NULL, NULL);
+			for (int64 p = 0; p < len; p++)
+				own_arcs += g->node_part[idx[p]] == g->part;
+		}
+		values[0] = Int32GetDatum(g->part);
+		values[1] = Int64GetDatum(g->num_nodes);
+		values[2] = Int64GetDatum(g->n_owned);
+		values[3] = Int64GetDatum(g->num_nodes - g->n_owned);
+		values[4] = Int64GetDatum(unknown);
+		values[5] = Int64GetDatum(g->num_edges);
+		values[6] = Int64GetDatum(own_arcs);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	GnnGraphRelease(&ref);
+	return (Datum) 0;
+}
+
+/*
+ * halo(graph) -> (node, owner, own_neighbors, key): the halo of one part of
+ * a partitioned graph, each node with its owner part (NULL: its row is not
+ * in this server's node table) and how many of this part's nodes it is
+ * adjacent to (in either direction).  Empty for a whole graph.
+ */
+Datum
+gnn_halo(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GnnGraphRef ref;
+	const gnn_graph *g;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("graph must not be NULL")));
+	InitMaterializedSRF(fcinfo, 0);
+	GnnGraphAcquireView(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
+	g = &ref.g;
+	for (int64 v = 0; g->node_part && v < g->num_nodes; v++)
+	{
+		Datum		values[4];
+		bool		nulls[4] = {false, false, false, false};
+		const int32 *idx;
+		int64		len,
+					own = 0;
+
+		if (g->node_part[v] == g->part)
+			continue;
+		len = gnn_graph_out_row(g, v, &idx, NULL, NULL);
+		for (int64 p = 0; p < len; p++)
+			own += g->node_part[idx[p]] == g->part;
+		len = gnn_graph_in_row(g, v, &idx, NULL);
+		for (int64 p = 0; p < len; p++)
+			own += g->node_part[idx[p]] == g->part;
+		values[0] = Int64GetDatum(g->keys[v]);
+		values[1] = Int32GetDatum(g->node_part[v]);
+		nulls[1] = g->node_part[v] < 0;
+		values[2] = Int32GetDatum((int32) own);
+		values[3] = GnnNodeKeyText(g, v);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	GnnGraphRelease(&ref);
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(gnn_features);
+
+/*
+ * features(graph, node, node_type) -> real[]: the feature vector the graph
+ * holds for a node (dense or sparse, in memory or on disk, as training reads
+ * it); NULL for a graph without features.  A halo node of a part reads as
+ * zeros: its features are its owner's.
+ */
+Datum
+gnn_features(PG_FUNCTION_ARGS)
+{
+	GnnGraphRef ref;
+	int64		v;
+	int32		node;
+	int32		dim;
+	float	   *row;
+	Datum	   *elems;
+	gnn_error	err;
+	gnn_status	st = GNN_OK;
+	ArrayType  *arr;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	GnnGraphAcquireView(text_to_cstring(PG_GETARG_TEXT_PP(0)), &ref);
+	v = NodeArg(fcinfo, &ref, 1, 2);
+	dim = ref.g.feat_dim;
+	if (ref.g.feat_kind == GNN_FEAT_NONE || dim <= 0)
+	{
+		GnnGraphRelease(&ref);
+		PG_RETURN_NULL();
+	}
+	node = (int32) v;
+	row = palloc0(sizeof(float) * dim);
+	if (ref.g.feat_kind == GNN_FEAT_DENSE)
+		st = gnn_gather_dense(&ref.g, &node, 1, false, 1, row, &err);
+	else
+	{
+		int64_t    *ptr = NULL;
+		int32_t    *idx = NULL;
+		float	   *val = NULL;
+
+		st = gnn_gather_sparse(&ref.g, &node, 1, false, 1, &ptr, &idx, &val, &err);
+		for (int64 i = 0; st == GNN_OK && i < ptr[1]; i++)
+			if (idx[i] >= 0 && idx[i] < dim)
+				row[idx[i]] = val[i];
+		free(ptr);
+		free(idx);
+		free(val);
+	}
+	GnnGraphRelease(&ref);
+	if (st != GNN_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("cannot read the features of node %lld: %s", (long long) v, err.msg)));
+	elems = palloc(sizeof(Datum) * dim);
+	for (int32 i = 0; i < dim; i++)
+		elems[i] = Float4GetDatum(row[i]);
+	arr = construct_array(elems, dim, FLOAT4OID, sizeof(float4), true, TYPALIGN_INT);
+	PG_RETURN_ARRAYTYPE_P(arr);
 }

@@ -16,6 +16,7 @@ int			gnn_max_graphs = 64;
 int			gnn_threads = 0;
 int			gnn_max_jobs = 4;
 char	   *gnn_cuda_library = NULL;
+char	   *gnn_dist_host = NULL;
 int			gnn_fault_backend_calls = -1;
 int			gnn_max_classes = 10000;
 int			gnn_max_cache_memory_mb = 1024;
@@ -93,6 +94,15 @@ _PG_init(void)
 							10000, 2, 1000000,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
+	DefineCustomStringVariable("gnn.dist_host",
+							   "The address this server's ranks of a distributed job listen on and give the others.",
+							   "Gloo opens one TCP port per rank there (the kernel picks it); the other servers must "
+							   "reach that address.  Loopback by default: set it to this server's address on the "
+							   "network the servers share.",
+							   &gnn_dist_host,
+							   "127.0.0.1",
+							   PGC_SUSET, 0,
+							   NULL, NULL, NULL);
 	DefineCustomStringVariable("gnn.cuda_library",
 							   "Path of the CUDA backend (gnn_cuda.so); empty: $libdir/gnn_cuda.so.",
 							   NULL,

@@ -30,6 +30,7 @@ extern double gnn_khop_max_fraction;
 extern int	gnn_gpu_cache_size_mb;
 extern int	gnn_gpu_graph_memory_mb;
 extern bool gnn_persist_graphs;
+extern char *gnn_dist_host;
 extern bool gnn_verbose;
 /*
  * Progress of a phase of a long call (gnn.verbose, load.c): a NOTICE when
@@ -433,6 +434,9 @@ typedef struct GnnLoadArgs
 	bool		track;			/* capture changes of the tables from now on */
 	int			persist;		/* write it to the graph store: 1, 0, -1 = gnn.persist_graphs */
 	const char *feature_store;	/* 'memory' (NULL), 'disk', 'auto' */
+	/* one part of a partitioned graph: the node table's rows whose part_column is part */
+	const char *part_column;	/* NULL: the whole graph */
+	int32		part;
 } GnnLoadArgs;
 
 extern void GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result);

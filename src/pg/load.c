@@ -900,6 +900,152 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 			ereport(NOTICE, (errmsg("%s", notes[i])));
 }
 
+static int
+Cmp64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a,
+				y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool
+Has64(const int64 *sorted, int64 n, int64 key)
+{
+	int64		lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (sorted[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && sorted[lo] == key;
+}
+
+typedef struct IdPart
+{
+	int64		id;
+	int32		part;
+} IdPart;
+
+static int
+CmpIdPart(const void *a, const void *b)
+{
+	return Cmp64(&((const IdPart *) a)->id, &((const IdPart *) b)->id);
+}
+
+/*
+ * One part of a partitioned graph (part_column / part): the node rows read
+ * are the part's own (ids, features, labels, splits of rows whose part
+ * column is args->part; the other rows' ids and parts are in `others`).
+ * Keeps the edges with an own endpoint, compacting src / dst / w in place,
+ * and appends the halo, the other endpoints of those edges, as node rows
+ * without features (zero rows), label or split.  Returns the owner part of
+ * every node row (-1: a halo node without a row here), for the core.
+ */
+static int32 *
+KeepPart(const GnnLoadArgs *args, const char *nodes_name, const char *edges_name, GrowArray *src, GrowArray *dst,
+		 GrowArray *w, bool narrow, GrowArray *ids, GrowArray *feat, int32 dim, GrowArray *labels,
+		 GrowArray *split, GrowArray *others, int64 *n_unknown)
+{
+	int64		n_own = ids->n;
+	int64	   *own = palloc_extended(sizeof(int64) * Max(n_own, 1), MCXT_ALLOC_HUGE);
+	IdPart	   *oth = (IdPart *) others->data;
+	int64		n_oth = others->n,
+				k = 0,
+				m = src->n;
+	int64	   *halo;
+	int64		nh = 0;
+	int32	   *node_part;
+
+	memcpy(own, ids->data, sizeof(int64) * n_own);
+	qsort(own, n_own, sizeof(int64), Cmp64);
+	qsort(oth, n_oth, sizeof(IdPart), CmpIdPart);
+	/* an id in two parts, or twice in other parts, is a duplicate node */
+	for (int64 i = 0, j = 0; i < n_oth; i++)
+	{
+		while (j < n_own && own[j] < oth[i].id)
+			j++;
+		if ((j < n_own && own[j] == oth[i].id) || (i > 0 && oth[i - 1].id == oth[i].id))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("node %lld appears more than once in %s (parts %d and %d)", (long long) oth[i].id,
+							nodes_name, j < n_own && own[j] == oth[i].id ? args->part : oth[i - 1].part, oth[i].part),
+					 errhint("Node ids must be unique, and each node in one part.")));
+	}
+	/* the edges with an own endpoint; the others' endpoints are the halo */
+	halo = palloc_extended(sizeof(int64) * Max(2 * m, 1), MCXT_ALLOC_HUGE);
+	for (int64 e = 0; e < m; e++)
+	{
+		int64		s = narrow ? ((int32 *) src->data)[e] : ((int64 *) src->data)[e];
+		int64		d = narrow ? ((int32 *) dst->data)[e] : ((int64 *) dst->data)[e];
+		bool		so = Has64(own, n_own, s),
+					dn = Has64(own, n_own, d);
+
+		if (!so && !dn)
+			continue;
+		if (!so)
+			halo[nh++] = s;
+		if (!dn)
+			halo[nh++] = d;
+		if (narrow)
+		{
+			((int32 *) src->data)[k] = (int32) s;
+			((int32 *) dst->data)[k] = (int32) d;
+		}
+		else
+		{
+			((int64 *) src->data)[k] = s;
+			((int64 *) dst->data)[k] = d;
+		}
+		if (w && w->n)
+			((float *) w->data)[k] = ((float *) w->data)[e];
+		k++;
+	}
+	src->n = dst->n = k;
+	if (w && w->n)
+		w->n = k;
+	qsort(halo, nh, sizeof(int64), Cmp64);
+	{
+		int64		u = 0;
+
+		for (int64 i = 0; i < nh; i++)
+			if (u == 0 || halo[u - 1] != halo[i])
+				halo[u++] = halo[i];
+		nh = u;
+	}
+	node_part = palloc_extended(sizeof(int32) * Max(n_own + nh, 1), MCXT_ALLOC_HUGE);
+	for (int64 r = 0; r < n_own; r++)
+		node_part[r] = args->part;
+	*n_unknown = 0;
+	for (int64 i = 0; i < nh; i++)
+	{
+		IdPart		key = {halo[i], 0};
+		IdPart	   *hit = bsearch(&key, oth, n_oth, sizeof(IdPart), CmpIdPart);
+
+		node_part[n_own + i] = hit ? hit->part : -1;
+		*n_unknown += hit == NULL;
+		*(int64 *) GrowPush(ids) = halo[i];
+		if (dim > 0 && feat->elem)
+			memset(GrowPush(feat), 0, sizeof(float) * dim);
+		if (labels->elem)
+			*(int32 *) GrowPush(labels) = -1;
+		if (split->elem)
+			*(uint8 *) GrowPush(split) = GNN_SPLIT_NONE;
+	}
+	elog(DEBUG1, "gnn: part %d of %s / %s: %lld own nodes, %lld halo nodes (%lld without a row here), %lld of %lld edges",
+		 args->part, nodes_name, edges_name, (long long) n_own, (long long) nh, (long long) *n_unknown,
+		 (long long) k, (long long) m);
+	pfree(own);
+	pfree(halo);
+	return node_part;
+}
+
 void
 GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 {
@@ -945,6 +1091,19 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 						!args->src ? "source" : !args->dst ? "destination" : "node id"),
 				 errhint("Name it with %s => 'column', or leave the argument out for its default.",
 						 !args->src ? "src" : !args->dst ? "dst" : "id")));
+	if (args->part_column)
+	{
+		const char *why = !OidIsValid(args->nodes) ? "needs the node table (nodes => ...), whose part column says which nodes are this part's" :
+			args->track ? "cannot follow its tables (track => true) yet" :
+			OidIsValid(args->sparse) ? "cannot take sparse features yet" :
+			feature_store != GNN_FEATURES_MEMORY ? "keeps its features in memory only (feature_store 'memory')" : NULL;
+
+		if (why)
+			ereport(ERROR,
+					(errcode(OidIsValid(args->nodes) ? ERRCODE_FEATURE_NOT_SUPPORTED : ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("one part of a partitioned graph %s", why),
+					 errhint("Load the part with part_column and part from a node table, in memory, without tracking; or load the whole graph.")));
+	}
 	/* a tracked graph: its triggers, and the snapshot it and the log are read under */
 	tracked = GnnTrackBegin(args);
 	memset(&in, 0, sizeof(in));
@@ -962,6 +1121,12 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 	ResolveColumn(&s, 1, args->dst, "destination", id_types, "smallint, integer, bigint, text, varchar or uuid");
 	text_ids = !IsIntType(s.types[0]);
 	key_type = s.types[0];
+	if (text_ids && args->part_column)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("one part of a partitioned graph needs integer node ids; \"%s\" has type %s",
+						args->src, format_type_be(s.types[0])),
+				 errhint("Key the nodes by smallint, integer or bigint for a partitioned load, or load the whole graph.")));
 	if (text_ids != !IsIntType(s.types[1]))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -1063,7 +1228,9 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 					split = {0};
 		int			fcol = -1,
 					lcol = -1,
-					scol = -1;
+					scol = -1,
+					pcol = -1;
+		GrowArray	others = {0};	/* (id, part) of rows of other parts */
 		int32		dim = -1;
 		bool		direct = false;
 		HTAB	   *label_map = NULL;
@@ -1092,6 +1259,11 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			ResolveColumn(&s, lcol = s.ncols++, args->label, "label", label_types, "an integer or text type");
 		if (args->split)
 			ResolveColumn(&s, scol = s.ncols++, args->split, "split", text_types, "text");
+		if (args->part_column)
+		{
+			ResolveColumn(&s, pcol = s.ncols++, args->part_column, "part", int_types, "smallint, integer or bigint");
+			GrowInit(&others, ctx, sizeof(IdPart), 16);
+		}
 		text_labels = lcol >= 0 && s.types[lcol] != INT2OID && s.types[lcol] != INT4OID && s.types[lcol] != INT8OID;
 		if (text_labels)
 		{
@@ -1114,7 +1286,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		 * see the same rows and the features stay in memory ('auto' decides
 		 * at registration and may need the matrix for the features file)
 		 */
-		direct = fcol >= 0 && !text_ids && !s.use_spi && feature_store == GNN_FEATURES_MEMORY;
+		direct = fcol >= 0 && !text_ids && !s.use_spi && feature_store == GNN_FEATURES_MEMORY && pcol < 0;
 		fill.scan = s;
 		fill.fcol = fcol;
 		fill.nodes_name = nodes_name;
@@ -1134,6 +1306,32 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			}
 			else
 				id = IntDatum(v[0], s.types[0]);
+			if (pcol >= 0)
+			{
+				int64		p;
+
+				if (nl[pcol])
+					ereport(ERROR,
+							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+							 errmsg("node %lld has no part", (long long) id),
+							 errdetail("In %s of %s, column \"%s\" is NULL.", ScanRowDesc(&s), nodes_name, args->part_column),
+							 errhint("Give every node its part (gnn.partition's output), or leave such rows out with a view.")));
+				p = IntDatum(v[pcol], s.types[pcol]);
+				if (p < 0 || p > PG_INT32_MAX)
+					ereport(ERROR,
+							(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+							 errmsg("node %lld has part %lld", (long long) id, (long long) p),
+							 errdetail("In %s of %s, column \"%s\".", ScanRowDesc(&s), nodes_name, args->part_column),
+							 errhint("Parts are numbered from 0, as gnn.partition numbers them.")));
+				if (p != args->part)
+				{
+					IdPart	   *o = GrowPush(&others);
+
+					o->id = id;
+					o->part = (int32) p;
+					continue;
+				}
+			}
 			*(int64 *) GrowPush(&ids) = id;
 			if (fcol >= 0)
 			{
@@ -1264,11 +1462,26 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			}
 		}
 		ScanEnd(&s);
+		if (ids.n == 0 && pcol >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_NO_DATA_FOUND),
+					 errmsg("no node of %s is in part %d", nodes_name, args->part),
+					 errdetail("%lld rows have another part in column \"%s\".", (long long) others.n, args->part_column),
+					 errhint("Pass the part this server holds, numbered from 0.")));
 		if (ids.n == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_NO_DATA_FOUND),
 					 errmsg("node table %s is empty", nodes_name),
 					 errhint("Omit nodes => to take the nodes from the edge endpoints.")));
+		if (pcol >= 0)
+		{
+			int64		unknown;
+
+			in.node_part = KeepPart(args, nodes_name, edges_name, &src, &dst, args->weight ? &w : NULL, narrow,
+									&ids, &feat, direct ? 0 : dim, &labels, &split, &others, &unknown);
+			in.part = args->part;
+			in.num_edges = src.n;
+		}
 		in.num_nodes = ids.n;
 		in.node_ids = (int64_t *) ids.data;
 		if (fcol >= 0)
@@ -1575,7 +1788,14 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		escape_json(&meta, etype);
 		appendStringInfoString(&meta, ",\"source\":");
 		escape_json(&meta, psprintf("%s(%s -> %s)", edges_name, args->src, args->dst));
-		appendStringInfoString(&meta, ",\"constraint\":null,\"reverse\":false}]}");
+		appendStringInfoString(&meta, ",\"constraint\":null,\"reverse\":false}]");
+		if (args->part_column)
+		{
+			appendStringInfoString(&meta, ",\"partition\":{\"column\":");
+			escape_json(&meta, args->part_column);
+			appendStringInfo(&meta, ",\"part\":%d}", args->part);
+		}
+		appendStringInfoChar(&meta, '}');
 		in.meta = meta.data;
 		in.meta_bytes = meta.len;
 	}

@@ -1,0 +1,175 @@
+# Several servers on one job (issue #16), three throwaway clusters on
+# loopback: each holds one METIS part of the same graph (gnn.load_graph with
+# part_column / part); gnn.dist_check, run as a role that is not superuser,
+# reaches the peers over libpq with passwords (scram), meets them through
+# gnn.dist_store on the coordinator, sums an allreduce, and fetches every
+# rank's halo features from their owners: exactly the owners' rows (counts
+# and sums against SQL over the whole tables).  Failures end within the
+# timeout with an error naming the peer: a port nobody listens on, a wrong
+# password, a connection without a password (trust) for a role that is not
+# superuser, a peer without the graph, a peer whose graph has another
+# feature width, a peer role without that graph.  No row is left in the
+# store.  Skipped when gnn_dist.so (libgloo-dev) is not installed.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $libdir = `pg_config --pkglibdir`;
+chomp $libdir;
+plan skip_all => "gnn_dist.so is not installed (libgloo-dev missing; make deps installs it)"
+  unless -f "$libdir/gnn_dist.so";
+
+my @n;
+for my $k (0 .. 2)
+{
+	my $node = PostgreSQL::Test::Cluster->new("dist$k");
+	$node->init;
+	$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'gnn'
+max_worker_processes = 16
+listen_addresses = '127.0.0.1'
+password_encryption = 'scram-sha-256'
+});
+	# TCP from loopback asks for a password; the socket stays trust (the test's own sessions)
+	open my $hba, '>', $node->data_dir . '/pg_hba.conf' or die;
+	print $hba "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n";
+	close $hba;
+	$node->start;
+	$node->safe_psql('postgres', q{
+		CREATE EXTENSION gnn;
+		CREATE ROLE dist LOGIN PASSWORD 'secret';
+		CREATE ROLE other LOGIN PASSWORD 'other';
+		-- the same graph everywhere: 600 nodes in 4 planted blocks, 8-dim features
+		CREATE TABLE pn AS SELECT id, (id % 4)::int AS label,
+			(SELECT array_agg(((id * 31 + j * 7) % 17)::real / 17 + CASE WHEN j % 4 = id % 4 THEN 1 ELSE 0 END
+			                  ORDER BY j) FROM generate_series(0, 7) j) AS feat,
+			ARRAY[1, 2, 3, 4]::real[] AS feat4
+		FROM generate_series(0, 599) id;
+		CREATE TABLE pe AS SELECT s.id AS src,
+			CASE WHEN k < 4 THEN ((s.id * 13 + k * 97) % 150) * 4 + s.id % 4 ELSE (s.id * 7 + k * 211) % 600 END AS dst
+		FROM pn s, generate_series(1, 5) k;
+		DELETE FROM pe WHERE src = dst;
+		GRANT SELECT ON pn, pe TO dist, other;
+	});
+	push @n, $node;
+}
+sub conn
+{
+	my ($k, $extra) = @_;
+	return "host=127.0.0.1 port=" . $n[$k]->port . " dbname=postgres " . ($extra // 'password=secret');
+}
+# peers reach the coordinator as dist, whatever role they run as there
+my $coord = conn(0, 'user=dist password=secret');
+sub as_dist
+{
+	my ($sql) = @_;
+	my ($rc, $out, $err) = $n[0]->psql('postgres', "SET ROLE dist; $sql");
+	return ($rc, $out, $err);
+}
+
+# the assignment: METIS on the whole graph at the coordinator, the same table everywhere
+$n[0]->safe_psql('postgres', q{
+	SELECT nodes FROM gnn.load_graph('whole', 'pe', nodes => 'pn', features => 'feat', undirected => true);
+	CREATE TABLE pp AS SELECT node AS id, part FROM gnn.partition('whole', 3, balance => '{nodes}', seed => 1);
+	GRANT SELECT ON pp TO dist, other;
+});
+my $parts = $n[0]->safe_psql('postgres', 'SELECT string_agg(id || \',\' || part, \';\' ORDER BY id) FROM pp');
+for my $k (1 .. 2)
+{
+	$n[$k]->safe_psql('postgres', "CREATE TABLE pp (id int, part int); GRANT SELECT ON pp TO dist, other;");
+	$n[$k]->safe_psql('postgres', "INSERT INTO pp SELECT split_part(x, ',', 1)::int, split_part(x, ',', 2)::int "
+		  . "FROM unnest(string_to_array('$parts', ';')) x");
+}
+for my $k (0 .. 2)
+{
+	$n[$k]->safe_psql('postgres', qq{
+		CREATE VIEW pnp AS SELECT n.*, p.part FROM pn n JOIN pp p USING (id);
+		GRANT SELECT ON pnp TO dist, other;
+		SET ROLE dist;
+		SELECT nodes FROM gnn.load_graph('pd', 'pe', nodes => 'pnp', features => 'feat', undirected => true,
+		                                 part_column => 'part', part => $k);
+	});
+}
+is($n[1]->safe_psql('postgres', "SELECT count(*) FROM pp"), '600', 'every server has the assignment');
+
+# the halo each part should fetch, from the whole tables
+my %want;
+for my $row (split /\n/, $n[0]->safe_psql('postgres', q{
+	SELECT h.part, count(*), sum((SELECT sum(x) FROM unnest(n.feat) x))
+	FROM (SELECT DISTINCT p.part, x.other AS node FROM pp p
+	      JOIN LATERAL (SELECT dst AS other FROM pe WHERE src = p.id UNION SELECT src FROM pe WHERE dst = p.id) x ON true
+	      JOIN pp q ON q.id = x.other WHERE q.part <> p.part) h
+	JOIN pn n ON n.id = h.node GROUP BY h.part ORDER BY 1}))
+{
+	my ($p, $c, $s) = split /\|/, $row;
+	$want{$p} = [$c, $s];
+}
+
+# three servers: every rank meets, sums, and fetches exactly its owners' rows
+my $peers = "ARRAY['" . conn(1) . "', '" . conn(2) . "']";
+my ($rc, $out, $err) = as_dist("SELECT rank, part, halo, halo_missing, halo_sum, allreduce_ms >= 0, meet_ms >= 0 "
+	  . "FROM gnn.dist_check($peers, graph => 'pd', coordinator => '$coord', timeout_ms => 20000) ORDER BY rank");
+is($rc, 0, 'dist_check over three servers as a role that is not superuser') or diag($err);
+my @rows = split /\n/, $out;
+is(scalar @rows, 3, 'a row per rank');
+for my $row (@rows)
+{
+	my ($rank, $part, $halo, $missing, $sum, $ar, $meet) = split /\|/, $row;
+	is($part, $rank, "rank $rank holds part $rank");
+	is($halo, $want{$part}[0], "rank $rank fetched its $want{$part}[0] halo rows");
+	is($missing, 0, "rank $rank: no halo node without an owner");
+	ok(abs($sum - $want{$part}[1]) < 1e-3 * (1 + abs($want{$part}[1])),
+		"rank $rank: the fetched rows are the owners' (sum $sum, tables $want{$part}[1])");
+	ok($ar eq 't' && $meet eq 't', "rank $rank timed");
+}
+is($n[0]->safe_psql('postgres', 'SELECT count(*) FROM gnn.dist_store'), '0', 'the store keeps no row of a finished check');
+
+# two servers, no graph: meeting and an allreduce of 4 MB
+($rc, $out, $err) = as_dist("SELECT count(*) FROM gnn.dist_check(ARRAY['" . conn(1)
+	  . "'], coordinator => '$coord', megabytes => 4)");
+is($out, '2', 'two servers without a graph') or diag($err);
+
+# failures: each names the peer, and none waits past the timeout
+sub fails_like
+{
+	my ($sql, $re, $name, $limit) = @_;
+	my $t0 = time;
+	my ($rc, $out, $err) = as_dist($sql);
+	my $dt = time - $t0;
+	isnt($rc, 0, "$name: an error");
+	like($err, $re, "$name: the error says so") or diag($err);
+	ok($dt < $limit, sprintf("%s: within %.1f s (%.1f s)", $name, $limit, $dt));
+}
+my $dead = PostgreSQL::Test::Cluster::get_free_port();
+fails_like("SELECT * FROM gnn.dist_check(ARRAY['" . conn(1) . "', 'host=127.0.0.1 port=$dead dbname=postgres password=x'], "
+	  . "coordinator => '$coord', timeout_ms => 5000)",
+	qr/could not connect to peer 2 \([^)]*port=$dead[^)]*\)/, 'a peer that refuses the connection', 5);
+fails_like("SELECT * FROM gnn.dist_check(ARRAY['" . conn(1, 'password=wrong') . "'], coordinator => '$coord', timeout_ms => 5000)",
+	qr/could not connect to peer 1 .*\n.*password authentication failed for user "dist"/, 'a wrong password', 5);
+fails_like("SELECT * FROM gnn.dist_check(ARRAY['host=" . $n[1]->host . " port=" . $n[1]->port
+	  . " dbname=postgres'], coordinator => '$coord', timeout_ms => 5000)",
+	qr/password is required to connect to peer 1/, 'a connection without a password (trust)', 5);
+fails_like("SELECT * FROM gnn.dist_check($peers, graph => 'nosuch', coordinator => '$coord', timeout_ms => 8000)",
+	qr/graph "nosuch" does not exist/, 'no such graph anywhere', 8);
+$n[2]->safe_psql('postgres', q{SET ROLE dist; SELECT gnn.drop_graph('pd');
+	SELECT nodes FROM gnn.load_graph('pd', 'pe', nodes => 'pnp', features => 'feat4', undirected => true,
+	                                 part_column => 'part', part => 2);});
+fails_like("SELECT * FROM gnn.dist_check($peers, graph => 'pd', coordinator => '$coord', timeout_ms => 8000)",
+	qr/rank \d's graph has features of width \d, rank \d's of width \d/, 'a peer whose graph has another feature width', 12);
+fails_like("SELECT * FROM gnn.dist_check(ARRAY['" . conn(1) . "', '" . conn(2, 'user=other password=other')
+	  . "'], graph => 'pd', coordinator => '$coord', timeout_ms => 8000)",
+	qr/rank 2 on peer 2 \([^)]*user=other[^)]*\) failed: graph "pd" does not exist/,
+	'a peer role without the graph', 12);
+$n[2]->safe_psql('postgres', q{SET ROLE dist; SELECT gnn.drop_graph('pd');});
+fails_like("SELECT * FROM gnn.dist_check($peers, graph => 'pd', coordinator => '$coord', timeout_ms => 8000)",
+	qr/rank 2 on peer 2 \([^)]*\) failed: graph "pd" does not exist/, 'a peer whose graph is missing', 12);
+is($n[0]->safe_psql('postgres', 'SELECT count(*) FROM gnn.dist_store'), '0', 'failed checks leave no row in the store');
+# the coordinator and its peers keep serving
+is($n[2]->safe_psql('postgres', 'SELECT 1'), '1', 'the peers are fine');
+is($n[0]->safe_psql('postgres', "SELECT nodes FROM gnn.graphs WHERE name = 'whole'"), '600', 'the coordinator is fine');
+
+$_->stop for @n;
+done_testing();
