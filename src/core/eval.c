@@ -98,25 +98,32 @@ gnn_eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, gn
 
 static gnn_status
 eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, gnn_task task, bool forward_only,
-				 gnn_eval_data *d, gnn_error *err);
+				 const double *deg_src, gnn_eval_data *d, gnn_error *err);
 
 gnn_status
 gnn_eval_data_create_task(gnn_backend *be, const gnn_graph *g, bool row_normalise, gnn_task task,
 						  gnn_eval_data *d, gnn_error *err)
 {
-	return eval_data_create(be, g, row_normalise, task, false, d, err);
+	return eval_data_create(be, g, row_normalise, task, false, NULL, d, err);
+}
+
+gnn_status
+gnn_eval_data_create_normed(gnn_backend *be, const gnn_graph *g, bool row_normalise, gnn_task task,
+							const double *deg_src, gnn_eval_data *d, gnn_error *err)
+{
+	return eval_data_create(be, g, row_normalise, task, false, deg_src, d, err);
 }
 
 gnn_status
 gnn_eval_data_create_forward(gnn_backend *be, const gnn_graph *g, bool row_normalise, gnn_task task,
 							 gnn_eval_data *d, gnn_error *err)
 {
-	return eval_data_create(be, g, row_normalise, task, true, d, err);
+	return eval_data_create(be, g, row_normalise, task, true, NULL, d, err);
 }
 
 static gnn_status
 eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, gnn_task task, bool forward_only,
-				 gnn_eval_data *d, gnn_error *err)
+				 const double *deg_src, gnn_eval_data *d, gnn_error *err)
 {
 	gnn_block	blk = {0};
 	gnn_status	st;
@@ -129,7 +136,7 @@ eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_normalise, gnn_ta
 	d->targets = g->targets;
 	d->hlabels = g->labels;
 	gnn_block_from_graph(g, &blk);
-	if ((st = gnn_dblock_create(be, &blk, &d->blk, err)) != GNN_OK)
+	if ((st = gnn_dblock_create_normed(be, &blk, NULL, deg_src, &d->blk, err)) != GNN_OK)
 		return st;
 	if ((st = (forward_only ? gnn_dfeat_stream : gnn_dfeat_from_graph) (be, g, row_normalise, &d->x, err)) != GNN_OK)
 		goto fail;

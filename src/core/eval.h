@@ -38,6 +38,14 @@ gnn_status	gnn_eval_data_create(gnn_backend *be, const gnn_graph *g, bool row_no
 gnn_status	gnn_eval_data_create_task(gnn_backend *be, const gnn_graph *g, bool row_normalise,
 									  gnn_task task, gnn_eval_data *d, gnn_error *err);
 /* for forward passes only (evaluation during minibatch training): features on disk are streamed (gnn_dfeat_stream) */
+/*
+ * As gnn_eval_data_create_task, with GCN's source degrees given (NULL: the
+ * graph's): one part of a partitioned graph passes its halo's degrees in the
+ * whole graph, which the part's own arcs undercount.
+ */
+gnn_status	gnn_eval_data_create_normed(gnn_backend *be, const gnn_graph *g, bool row_normalise,
+										gnn_task task, const double *deg_src, gnn_eval_data *d,
+										gnn_error *err);
 gnn_status	gnn_eval_data_create_forward(gnn_backend *be, const gnn_graph *g, bool row_normalise,
 										 gnn_task task, gnn_eval_data *d, gnn_error *err);
 void		gnn_eval_data_free(gnn_backend *be, gnn_eval_data *d);

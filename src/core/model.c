@@ -81,7 +81,16 @@ struct gnn_model
 	gnn_param	params[GNN_MAX_PARAMS];
 	gnn_layer	layers[GNN_MAX_LAYERS];
 	bool		have_train_forward;
+	gnn_halo_fn halo;			/* distributed full batch: halo rows of layer inputs */
+	void	   *halo_arg;
 };
+
+void
+gnn_model_set_halo(gnn_model *m, gnn_halo_fn fn, void *arg)
+{
+	m->halo = fn;
+	m->halo_arg = arg;
+}
 
 /* ------------------------------------------------------------------ config */
 
@@ -1218,6 +1227,11 @@ forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers, const gnn_d
 			return gnn_error_set(err, GNN_ERR_DIMENSION,
 								 "block %d has %lld sources but block %d has %lld destinations",
 								 l, (long long) blocks[l]->n_src, l - 1, (long long) blocks[l - 1]->n_dst);
+		/* the halo's rows of this layer's input are their owners' (the previous layer's own outputs there) */
+		if (l > 0 && m->halo &&
+			(st = m->halo(m->halo_arg, (float *) m->layers[l - 1].y, (int32_t) m->layers[l - 1].d_out, false,
+						  err)) != GNN_OK)
+			return st;
 		st = layer_forward(m, &m->layers[l], blocks[l], l == 0 ? x : NULL,
 						   l == 0 ? NULL : m->layers[l - 1].y, train, reorder, seed, err);
 		if (st != GNN_OK)
@@ -1411,6 +1425,9 @@ gnn_model_backward(gnn_model *m, const float *dlogits, gnn_error *err)
 		gnn_status	st = layer_backward(m, L, dY, l > 0, err);
 
 		if (st != GNN_OK)
+			return st;
+		/* the halo's input gradients belong to their owners' outputs */
+		if (l > 0 && m->halo && (st = m->halo(m->halo_arg, lbuf(L, B_DX), (int32_t) L->d_in, true, err)) != GNN_OK)
 			return st;
 		dY = lbuf(L, B_DX);
 	}

@@ -314,6 +314,16 @@ uint64_t	gnn_model_dropout_seed(uint64_t seed, int layer, bool attention);
  * gradient without dropout). */
 gnn_status	gnn_model_backward(gnn_model *m, const float *dlogits, gnn_error *err);
 
+/*
+ * Distributed full-batch training on one part of a graph (halo.h): before
+ * every layer but the first, fn(arg, input, dim, false) makes the halo rows
+ * of its input (the previous layer's output, host memory) their owners';
+ * after every layer's backward but the first's, fn(arg, dinput, dim, true)
+ * sends the halo rows of the input gradient to their owners.  NULL: none.
+ */
+typedef gnn_status (*gnn_halo_fn) (void *arg, float *rows, int32_t dim, bool backward, gnn_error *err);
+void		gnn_model_set_halo(gnn_model *m, gnn_halo_fn fn, void *arg);
+
 /* Output of layer l of the last forward (l = layers-1: logits; l = layers-2:
  * the last hidden layer, i.e. node embeddings), in backend memory. */
 const float *gnn_model_layer_output(const gnn_model *m, int layer, int64_t *rows,

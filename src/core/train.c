@@ -3,6 +3,8 @@
  */
 #include "train.h"
 #include "eval.h"
+#include "halo.h"
+#include "sample.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -203,6 +205,147 @@ gnn_train_model_config_for(const gnn_train_config *c, const gnn_graph *g, gnn_mo
 	return gnn_model_config_check(mc, err);
 }
 
+/* ------------------------------------------------------------------ several ranks */
+
+static gnn_status
+halo_exchange(void *arg, float *rows, int32_t dim, bool backward, gnn_error *err)
+{
+	return backward ? gnn_halo_backward(arg, rows, dim, err) : gnn_halo_forward(arg, rows, dim, err);
+}
+
+/*
+ * A rank's part ready to train as the whole graph's share: the halo plan,
+ * the features with the halo's rows from their owners (part->feat, xfeat),
+ * GCN's source degrees in the whole graph (deg), and the model's outputs
+ * agreed (the most classes any rank has).
+ */
+static gnn_status
+dist_setup(gnn_dist *d, const gnn_graph *g, const gnn_train_config *cfg, gnn_model_config *mc,
+		   gnn_halo_plan *halo, gnn_graph *part, float **xfeat, double **deg, gnn_error *err)
+{
+	int			size = gnn_dist_size(d),
+				rank = gnn_dist_rank(d);
+	int64_t		n = g->num_nodes;
+	int32_t		mine[3] = {g->feat_dim, mc->out_dim, (int32_t) cfg->task},
+			   *all = NULL;
+	float	   *tmp = NULL;
+	gnn_status	st;
+
+	*xfeat = NULL;
+	*deg = NULL;
+	if (strcmp(cfg->backend, "cpu") != 0)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+							 "distributed training runs on the CPU backend (NCCL for GPUs is not built yet)");
+	if (cfg->model != GNN_MODEL_GCN && cfg->model != GNN_MODEL_SAGE && cfg->model != GNN_MODEL_GAT)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "distributed training takes gcn, graphsage or gat");
+	if (g->feat_kind != GNN_FEAT_DENSE || g->fstore)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+							 "distributed training needs dense features in memory on every rank");
+	if (!(all = malloc(sizeof(int32_t) * 3 * size)))
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	if ((st = gnn_dist_allgather(d, mine, sizeof(mine), all, err)) != GNN_OK)
+		goto done;
+	for (int q = 0; q < size; q++)
+	{
+		if (all[3 * q] != g->feat_dim)
+		{
+			st = gnn_error_set(err, GNN_ERR_DIMENSION, "rank %d's graph has features of width %d, rank %d's of width %d",
+							   q, all[3 * q], rank, g->feat_dim);
+			goto done;
+		}
+		if (all[3 * q + 2] != (int32_t) cfg->task)
+		{
+			st = gnn_error_set(err, GNN_ERR_INVALID, "ranks %d and %d train different tasks", q, rank);
+			goto done;
+		}
+		if (cfg->task == GNN_TASK_CLASSIFY && all[3 * q + 1] > mc->out_dim)
+			mc->out_dim = all[3 * q + 1];
+	}
+	if ((st = gnn_halo_plan_build(d, g, halo, err)) != GNN_OK)
+		goto done;
+	*xfeat = malloc(sizeof(float) * (size_t) (n ? n : 1) * (size_t) g->feat_dim);
+	*deg = malloc(sizeof(double) * (n ? n : 1));
+	tmp = malloc(sizeof(float) * (n ? n : 1));
+	if (!*xfeat || !*deg || !tmp)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for rank %d's features", rank);
+		goto done;
+	}
+	if ((st = gnn_graph_feat_range(g, 0, n, *xfeat, err)) != GNN_OK ||
+		(st = gnn_halo_forward(halo, *xfeat, g->feat_dim, err)) != GNN_OK)
+		goto done;
+	for (int64_t v = 0; v < n; v++)
+		tmp[v] = (float) gnn_graph_gcn_degree(g, v, false);
+	if ((st = gnn_halo_forward(halo, tmp, 1, err)) != GNN_OK)
+		goto done;
+	for (int64_t v = 0; v < n; v++)
+		(*deg)[v] = tmp[v];
+	*part = *g;
+	part->feat = *xfeat;
+	part->fstore = NULL;
+done:
+	free(all);
+	free(tmp);
+	if (st != GNN_OK)
+	{
+		free(*xfeat);
+		free(*deg);
+		*xfeat = NULL;
+		*deg = NULL;
+	}
+	return st;
+}
+
+/* the sum of every parameter's gradient over the ranks */
+static gnn_status
+dist_sum_grads(gnn_dist *d, gnn_model *m, gnn_error *err)
+{
+	for (int i = 0; i < gnn_model_num_params(m); i++)
+	{
+		gnn_param  *p = gnn_model_param(m, i);
+		gnn_status	st = gnn_dist_allreduce(d, p->g.data, (size_t) (p->g.rows * p->g.cols), GNN_DIST_F32, err);
+
+		if (st != GNN_OK)
+			return st;
+	}
+	return GNN_OK;
+}
+
+/* the epoch's metrics over all ranks: each split's means weighted by its nodes on each rank */
+static gnn_status
+dist_metrics(gnn_dist *d, const int64_t *nloc, const int64_t *nall, gnn_epoch_metrics *em, gnn_error *err)
+{
+	/* train acc, val loss/acc/mae/rmse^2, test loss/acc/mae/rmse^2 */
+	float	   *f[9] = {&em->train_acc, &em->val_loss, &em->val_acc, &em->val_mae, &em->val_rmse,
+		&em->test_loss, &em->test_acc, &em->test_mae, &em->test_rmse};
+	int			split[9] = {1, 2, 2, 2, 2, 3, 3, 3, 3};
+	double		v[9];
+	gnn_status	st;
+
+	for (int i = 0; i < 9; i++)
+	{
+		double		x = *f[i];
+
+		if (i == 4 || i == 8)
+			x = x * x;
+		v[i] = nloc[split[i]] > 0 && !isnan(x) ? x * (double) nloc[split[i]] : 0.0;
+	}
+	if ((st = gnn_dist_allreduce(d, v, 9, GNN_DIST_F64, err)) != GNN_OK)
+		return st;
+	for (int i = 0; i < 9; i++)
+	{
+		bool		had = !isnan(*f[i]) || nloc[split[i]] == 0;	/* NAN everywhere stays NAN */
+		double		x = nall[split[i]] > 0 ? v[i] / (double) nall[split[i]] : NAN;
+
+		if (i == 4 || i == 8)
+			x = sqrt(x);
+		*f[i] = had ? (float) x : NAN;
+	}
+	/* an AUROC does not add up over ranks */
+	em->val_auc = em->test_auc = NAN;
+	return GNN_OK;
+}
+
 /* split rows and labels on the backend */
 gnn_status
 gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_in,
@@ -224,8 +367,15 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 	gnn_selector sel;
 	gnn_dblock *blocks[GNN_MAX_LAYERS];
 	double		t_start;
+	gnn_dist   *dist = cfg->dist;
+	gnn_halo_plan halo;
+	gnn_graph	part;
+	float	   *xfeat = NULL;
+	double	   *deg = NULL;
+	int64_t		nall[4] = {0, 0, 0, 0};
 
 	memset(&d, 0, sizeof(d));
+	memset(&halo, 0, sizeof(halo));
 	memset(res, 0, sizeof(*res));
 	gnn_selector_init(&sel, cfg->select);
 	if (model_out)
@@ -238,15 +388,35 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
 	if ((st = gnn_train_model_config_for(cfg, g, &mc, err)) != GNN_OK)
 		return st;
+	if (dist)
+	{
+		if ((st = dist_setup(dist, g, cfg, &mc, &halo, &part, &xfeat, &deg, err)) != GNN_OK)
+			return st;
+		g = &part;
+	}
 	c = mc.out_dim;
 	if (!be && (st = gnn_backend_create(cfg->backend, cfg->threads, cfg->cuda_so, &be, err)) != GNN_OK)
+	{
+		gnn_halo_plan_free(&halo);
+		free(xfeat);
+		free(deg);
 		return st;
+	}
 
 	gnn_rng_seed(&rng, cfg->seed);
 	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK)
 		goto done;
-	if ((st = gnn_eval_data_create_task(be, g, cfg->row_normalise, cfg->task, &d, err)) != GNN_OK)
+	if ((st = gnn_eval_data_create_normed(be, g, cfg->row_normalise, cfg->task,
+										  dist && cfg->model == GNN_MODEL_GCN ? deg : NULL, &d, err)) != GNN_OK)
 		goto done;
+	if (dist)
+	{
+		gnn_model_set_halo(model, halo_exchange, &halo);
+		for (int s = 1; s < 4; s++)
+			nall[s] = d.nrows[s];
+		if ((st = gnn_dist_allreduce(dist, nall, 4, GNN_DIST_I64, err)) != GNN_OK)
+			goto done;
+	}
 	if ((st = gnn_backend_alloc(be, sizeof(float) * n * c, (void **) &dlogits)) != GNN_OK)
 	{
 		st = gnn_backend_error(be, st, err);
@@ -271,17 +441,34 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		const float *logits;
 		double		t0 = gnn_now_s();
 
-		if (should_stop && should_stop(stop_arg))
 		{
-			st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
-			break;
+			/* every rank stops at the same epoch: any one's stop is everyone's */
+			int64_t		stop = should_stop && should_stop(stop_arg);
+
+			if (dist && (st = gnn_dist_allreduce(dist, &stop, 1, GNN_DIST_I64, err)) != GNN_OK)
+				break;
+			if (stop)
+			{
+				st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
+				break;
+			}
 		}
 		gnn_epoch_metrics_init(&em, epoch);
 
 		/* train step */
 		if ((st = gnn_model_forward(model, blocks, &d.x, true, gnn_rng_next(&rng), &logits, err)) != GNN_OK)
 			break;
-		if (cfg->task == GNN_TASK_REGRESS)
+		if (dist && d.nrows[GNN_SPLIT_TRAIN] == 0)
+		{
+			/* a part without training nodes: no loss of its own, but its share of the layers */
+			em.train_loss = 0;
+			if ((st = gnn_backend_memset(be, dlogits, 0, sizeof(float) * n * c)) != GNN_OK)
+			{
+				st = gnn_backend_error(be, st, err);
+				break;
+			}
+		}
+		else if (cfg->task == GNN_TASK_REGRESS)
 		{
 			float		mae;
 
@@ -299,7 +486,25 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 				break;
 			}
 		}
+		if (dist)
+		{
+			/* the whole graph's mean: this rank's share of its training nodes */
+			double		loss = (double) em.train_loss * (double) d.nrows[GNN_SPLIT_TRAIN];
+			float		share = nall[GNN_SPLIT_TRAIN] > 0 ?
+				(float) ((double) d.nrows[GNN_SPLIT_TRAIN] / (double) nall[GNN_SPLIT_TRAIN]) : 0.0f;
+
+			if ((st = gnn_backend_axpby(be, n * c, 0.0f, dlogits, share, dlogits)) != GNN_OK)
+			{
+				st = gnn_backend_error(be, st, err);
+				break;
+			}
+			if ((st = gnn_dist_allreduce(dist, &loss, 1, GNN_DIST_F64, err)) != GNN_OK)
+				break;
+			em.train_loss = nall[GNN_SPLIT_TRAIN] > 0 ? (float) (loss / (double) nall[GNN_SPLIT_TRAIN]) : NAN;
+		}
 		if ((st = gnn_model_backward(model, dlogits, err)) != GNN_OK)
+			break;
+		if (dist && (st = dist_sum_grads(dist, model, err)) != GNN_OK)
 			break;
 		if ((st = gnn_optim_step(&opt, model, err)) != GNN_OK)
 			break;
@@ -310,6 +515,8 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		if ((st = gnn_model_forward(model, blocks, &d.x, false, 0, &logits, err)) != GNN_OK)
 			break;
 		if ((st = gnn_eval_splits(be, &d, logits, n, c, &em, err)) != GNN_OK)
+			break;
+		if (dist && (st = dist_metrics(dist, d.nrows, nall, &em, err)) != GNN_OK)
 			break;
 		em.eval_s = gnn_now_s() - t0 - em.compute_s;
 
@@ -341,6 +548,9 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 	/* the kept weights matter only to a model that is handed back */
 	if (st == GNN_OK && sel.have_best)
 		st = gnn_model_weights_set(model, best_w, err);
+	/* the plan goes with this call: a model handed back computes alone */
+	if (model)
+		gnn_model_set_halo(model, NULL, NULL);
 	if (st == GNN_OK && model_out)
 	{
 		*model_out = model;
@@ -353,6 +563,9 @@ done:
 	gnn_model_free(model);
 	if (!be_in)
 		gnn_backend_destroy(be);
+	gnn_halo_plan_free(&halo);
+	free(xfeat);
+	free(deg);
 	return st;
 }
 

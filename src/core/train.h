@@ -59,6 +59,15 @@ typedef struct gnn_train_config
 	gnn_task	task;			/* default GNN_TASK_CLASSIFY */
 	int32_t		num_bases;		/* RGCN basis count (0 = full weights per relation) */
 	int32_t		target_type;	/* node type trained on (typed graphs); 0 for homogeneous */
+	/*
+	 * Data-parallel full-batch training over the parts of a partitioned
+	 * graph (issue #16): every rank calls gnn_train_full on its part with
+	 * the same config and the ranks' mesh here; the halo's rows move at
+	 * every layer, gradients are summed over ranks, and every rank ends with
+	 * the model one server would train on the whole graph (dropout draws its
+	 * masks per rank).  NULL: one server.
+	 */
+	struct gnn_dist *dist;
 } gnn_train_config;
 
 /* Published hyper-parameters for a kind (K&W for GCN/SAGE, GAT paper for GAT). */

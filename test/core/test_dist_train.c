@@ -1,0 +1,517 @@
+/*
+ * test_dist_train: data-parallel full-batch training over the parts of a
+ * partitioned graph (train.c with cfg.dist, halo.c, model.c's halo hook)
+ * against one process on the whole graph.
+ *
+ * A graph of 360 nodes in 4 planted classes (undirected, with many edges
+ * across parts: the parts are id * 7 mod k, not a good partition), each
+ * part built as gnn.load_graph builds one (its rows, every edge touching
+ * them, the halo without features, label or split, each node's owner).
+ * With 2 and 3 ranks (forked processes over Gloo on loopback), GCN,
+ * GraphSAGE and GAT, dropout 0: every epoch's training loss, validation
+ * accuracy and loss match one process within 1e-4, every rank reports the
+ * same curve, and the trained weights match.  Also: the halo plan moves
+ * exactly the owners' rows forward and sums gradients back; a part whose
+ * features have another width, and a halo node no rank owns, fail on every
+ * rank with an error, not a hang.
+ */
+#include "dist_util.h"
+#include "halo.h"
+#include "train.h"
+
+#include <math.h>
+
+enum
+{
+	N = 360,
+	F = 6,
+	EPOCHS = 25
+};
+
+typedef struct curve
+{
+	int			epochs;
+	float		loss[EPOCHS + 1];
+	float		val_acc[EPOCHS + 1];
+	float		val_loss[EPOCHS + 1];
+} curve;
+
+static int64_t esrc[N * 4],
+			edst[N * 4];
+static int	nedges;
+static float feat[N * F];
+static int32_t labels[N];
+static uint8_t split[N];
+
+static void
+make_data(void)
+{
+	nedges = 0;
+	for (int i = 0; i < N; i++)
+	{
+		labels[i] = i % 4;
+		split[i] = i % 10 < 3 ? GNN_SPLIT_TRAIN : i % 10 < 6 ? GNN_SPLIT_VAL : GNN_SPLIT_TEST;
+		for (int j = 0; j < F; j++)
+			feat[i * F + j] = (float) ((i * 31 + j * 17) % 23) / 23.0f + (j % 4 == i % 4 ? 0.6f : 0.0f);
+		/* three edges within the class, one anywhere */
+		for (int k = 1; k <= 3; k++)
+		{
+			esrc[nedges] = i;
+			edst[nedges++] = (i + 4 * (k * 7 + i % 5)) % N;
+		}
+		esrc[nedges] = i;
+		edst[nedges++] = (i * 13 + 5) % N;
+	}
+}
+
+static int
+part_of(int64_t id, int parts)
+{
+	return (int) ((id * 7) % parts);
+}
+
+/* the whole graph (parts 0) or part k of `parts` */
+static gnn_status
+build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_graph *g, gnn_error *err)
+{
+	gnn_graph_input in = {0};
+	int64_t    *ids = malloc(sizeof(int64_t) * N),
+			   *s = malloc(sizeof(int64_t) * nedges),
+			   *d = malloc(sizeof(int64_t) * nedges);
+	int32_t    *np = malloc(sizeof(int32_t) * N),
+			   *lab = malloc(sizeof(int32_t) * N);
+	uint8_t    *sp = malloc(N);
+	int			dim = wrong_width ? F - 1 : F;
+	float	   *x = calloc(N * F, sizeof(float));
+	bool		halo[N] = {false};
+	int			n = 0,
+				m = 0;
+	uint64_t	size;
+	gnn_status	st;
+
+	for (int v = 0; v < N; v++)
+		if (parts == 0 || part_of(v, parts) == k)
+		{
+			ids[n] = v;
+			np[n] = k;
+			lab[n] = labels[v];
+			sp[n] = split[v];
+			memcpy(x + (size_t) n * dim, feat + v * F, sizeof(float) * dim);
+			n++;
+		}
+	for (int e = 0; e < nedges; e++)
+	{
+		bool		so = parts == 0 || part_of(esrc[e], parts) == k,
+					dn = parts == 0 || part_of(edst[e], parts) == k;
+
+		if (!so && !dn)
+			continue;
+		s[m] = esrc[e];
+		d[m++] = edst[e];
+		if (!so)
+			halo[esrc[e]] = true;
+		if (!dn)
+			halo[edst[e]] = true;
+	}
+	for (int v = 0; v < N; v++)
+		if (halo[v])
+		{
+			ids[n] = v;
+			/* a node whose owner does not own it: nobody has it */
+			np[n] = lose_node && v == 1 ? -1 : part_of(v, parts);
+			lab[n] = -1;
+			sp[n] = GNN_SPLIT_NONE;
+			n++;
+		}
+	if (lose_node && k == part_of(1, parts))
+	{
+		/* drop node 1 from its owner's own rows: it stays a halo node elsewhere */
+		for (int r = 0; r < n; r++)
+			if (ids[r] == 1)
+				np[r] = -1;
+	}
+	in.num_edges = m;
+	in.src = s;
+	in.dst = d;
+	in.undirected = true;
+	in.num_nodes = n;
+	in.node_ids = ids;
+	in.feat_dim = dim;
+	in.feat = x;
+	in.labels = lab;
+	in.split = sp;
+	if (parts > 0)
+	{
+		in.node_part = np;
+		in.part = k;
+	}
+	st = gnn_graph_build_region(&in, region, &size, g, err);
+	free(ids);
+	free(s);
+	free(d);
+	free(np);
+	free(lab);
+	free(sp);
+	free(x);
+	return st;
+}
+
+static void
+record(void *arg, const gnn_epoch_metrics *em)
+{
+	curve	   *c = arg;
+
+	if (em->epoch <= EPOCHS)
+	{
+		c->loss[em->epoch] = em->train_loss;
+		c->val_acc[em->epoch] = em->val_acc;
+		c->val_loss[em->epoch] = em->val_loss;
+		c->epochs = em->epoch;
+	}
+}
+
+static gnn_model_kind kind_now;
+
+static void
+config(gnn_train_config *cfg)
+{
+	gnn_train_config_default(kind_now, cfg);
+	cfg->hidden = 16;
+	cfg->layers = 2;
+	cfg->heads = 2;
+	cfg->out_heads = 1;
+	cfg->epochs = EPOCHS;
+	cfg->dropout = 0;
+	cfg->attn_dropout = 0;
+	cfg->seed = 7;
+	cfg->threads = 1;
+	cfg->patience = 0;
+}
+
+/* one process, the whole graph */
+static bool
+train_whole(curve *c, float **w, int64_t *nw)
+{
+	void	   *region = NULL;
+	gnn_graph	g;
+	gnn_error	err;
+	gnn_train_config cfg;
+	gnn_train_result res;
+	gnn_backend *be = NULL;
+	gnn_model  *model = NULL;
+	bool		ok;
+
+	memset(c, 0, sizeof(*c));
+	config(&cfg);
+	ok = build(0, 0, false, false, &region, &g, &err) == GNN_OK &&
+		gnn_backend_create("cpu", 1, NULL, &be, &err) == GNN_OK &&
+		gnn_train_full(&g, &cfg, be, record, c, NULL, NULL, &model, &res, &err) == GNN_OK;
+	if (!ok)
+		NOTE("whole graph: %s", err.msg);
+	if (ok)
+	{
+		*nw = gnn_model_weights_count(model);
+		*w = malloc(sizeof(float) * *nw);
+		gnn_model_weights_get(model, *w, &err);
+	}
+	gnn_model_free(model);
+	gnn_backend_destroy(be);
+	free(region);
+	return ok;
+}
+
+/* what a rank writes for the parent: its curve and weights */
+typedef struct rank_out
+{
+	curve		c;
+	int64_t		nw;
+	float		w[4096];
+	char		msg[GNN_ERRMSG_LEN];
+	int			status;
+} rank_out;
+
+static int	g_parts;
+static int	g_fault;			/* 1: rank 1's features are narrower; 2: a halo node nobody owns */
+
+static void
+out_path(int rank, char *p, size_t n)
+{
+	snprintf(p, n, "%s/out-%d", dir, rank);
+}
+
+static int
+rank_train(int rank, int size, const char *prefix, int timeout_ms)
+{
+	gnn_dist_options o = {rank, size, "127.0.0.1", prefix, timeout_ms};
+	gnn_dist   *d = NULL;
+	gnn_error	err;
+	void	   *region = NULL;
+	gnn_graph	g;
+	gnn_train_config cfg;
+	gnn_train_result res;
+	gnn_backend *be = NULL;
+	gnn_model  *model = NULL;
+	rank_out   *out = calloc(1, sizeof(*out));
+	char		p[600];
+	FILE	   *f;
+
+	memset(&err, 0, sizeof(err));
+	config(&cfg);
+	out->status = build(g_parts, rank, g_fault == 1 && rank == 1, g_fault == 2, &region, &g, &err);
+	if (out->status == GNN_OK)
+		out->status = gnn_dist_open(so_path, &o, &store, &d, &err);
+	if (out->status == GNN_OK)
+		out->status = gnn_backend_create("cpu", 1, NULL, &be, &err);
+	if (out->status == GNN_OK)
+	{
+		cfg.dist = d;
+		out->status = gnn_train_full(&g, &cfg, be, record, &out->c, NULL, NULL, &model, &res, &err);
+	}
+	if (out->status == GNN_OK)
+	{
+		out->nw = gnn_model_weights_count(model);
+		if (out->nw <= 4096)
+			gnn_model_weights_get(model, out->w, &err);
+	}
+	snprintf(out->msg, sizeof(out->msg), "%s", err.msg);
+	out_path(rank, p, sizeof(p));
+	if ((f = fopen(p, "wb")))
+	{
+		fwrite(out, sizeof(*out), 1, f);
+		fclose(f);
+	}
+	gnn_model_free(model);
+	gnn_backend_destroy(be);
+	gnn_dist_close(d);
+	free(region);
+	free(out);
+	return 0;
+}
+
+static bool
+read_out(int rank, rank_out *o)
+{
+	char		p[600];
+	FILE	   *f;
+	bool		ok;
+
+	out_path(rank, p, sizeof(p));
+	if (!(f = fopen(p, "rb")))
+		return false;
+	ok = fread(o, sizeof(*o), 1, f) == 1;
+	fclose(f);
+	unlink(p);
+	return ok;
+}
+
+/* the halo plan alone: forward gives the owners' rows, backward sums into them */
+static int
+rank_halo(int rank, int size, const char *prefix, int timeout_ms)
+{
+	gnn_dist_options o = {rank, size, "127.0.0.1", prefix, timeout_ms};
+	gnn_dist   *d = NULL;
+	gnn_error	err;
+	void	   *region = NULL;
+	gnn_graph	g;
+	gnn_halo_plan plan;
+	float	   *rows;
+	int64_t		halo_rows = 0;
+
+	REQUIRE(build(size, rank, false, false, &region, &g, &err) == GNN_OK, "build: %s", err.msg);
+	REQUIRE(gnn_dist_open(so_path, &o, &store, &d, &err) == GNN_OK, "open: %s", err.msg);
+	REQUIRE(gnn_halo_plan_build(d, &g, &plan, &err) == GNN_OK, "plan: %s", err.msg);
+	rows = malloc(sizeof(float) * g.num_nodes * 2);
+	/* own rows: (id, id / 2); halo rows: garbage */
+	for (int64_t v = 0; v < g.num_nodes; v++)
+	{
+		bool		own = g.node_part[v] == g.part;
+
+		rows[2 * v] = own ? (float) g.ids[v] : -7.0f;
+		rows[2 * v + 1] = own ? (float) g.ids[v] / 2 : -7.0f;
+		halo_rows += !own;
+	}
+	REQUIRE(plan.nrecv == halo_rows && plan.n_halo == halo_rows, "plan: %lld halo rows to receive, %lld halo nodes",
+			(long long) plan.nrecv, (long long) halo_rows);
+	REQUIRE(gnn_halo_forward(&plan, rows, 2, &err) == GNN_OK, "forward: %s", err.msg);
+	for (int64_t v = 0; v < g.num_nodes; v++)
+		REQUIRE(rows[2 * v] == (float) g.ids[v] && rows[2 * v + 1] == (float) g.ids[v] / 2,
+				"row of node %lld after forward: (%g, %g)", (long long) g.ids[v], (double) rows[2 * v],
+				(double) rows[2 * v + 1]);
+	/* backward: every halo row carries 1; each own row gains one per rank that has it as halo */
+	for (int64_t v = 0; v < g.num_nodes; v++)
+		rows[2 * v] = rows[2 * v + 1] = g.node_part[v] == g.part ? 0.0f : 1.0f;
+	REQUIRE(gnn_halo_backward(&plan, rows, 2, &err) == GNN_OK, "backward: %s", err.msg);
+	for (int64_t v = 0; v < g.num_nodes; v++)
+	{
+		int			want = 0;
+
+		if (g.node_part[v] == g.part)
+			for (int q = 0; q < size; q++)
+			{
+				/* does part q have node v in its halo?  (an edge from v to a node of q) */
+				bool		in_halo = false;
+
+				if (q == rank)
+					continue;
+				for (int e = 0; e < nedges && !in_halo; e++)
+					in_halo = (esrc[e] == g.ids[v] && part_of(edst[e], size) == q) ||
+						(edst[e] == g.ids[v] && part_of(esrc[e], size) == q);
+				want += in_halo;
+			}
+		REQUIRE(rows[2 * v] == (float) want && rows[2 * v + 1] == (float) want,
+				"node %lld after backward: %g, want %d", (long long) g.ids[v], (double) rows[2 * v], want);
+	}
+	free(rows);
+	gnn_halo_plan_free(&plan);
+	gnn_dist_close(d);
+	free(region);
+	return 0;
+}
+
+int
+main(void)
+{
+	curve		whole[3];
+	float	   *ww[3] = {NULL, NULL, NULL};
+	int64_t		nw[3] = {0, 0, 0};
+	gnn_model_kind kinds[3] = {GNN_MODEL_GCN, GNN_MODEL_SAGE, GNN_MODEL_GAT};
+	const char *names[3] = {"GCN", "GraphSAGE", "GAT"};
+
+	so_path = dist_so_path();
+	if (!so_path)
+	{
+		CHECK_SKIP("gnn_dist.so is not built (libgloo-dev missing; make deps installs it)",
+				   "distributed training over Gloo");
+		return check_done();
+	}
+	snprintf(dir, sizeof(dir), "/tmp/gnn-test-dist-train-%d", (int) getpid());
+	mkdir(dir, 0700);
+	make_data();
+
+	for (int size = 2; size <= 3; size++)
+	{
+		char		pre[64];
+
+		g_parts = size;
+		snprintf(pre, sizeof(pre), "halo%d", size);
+		CHECK(run_ranks(size, -1, rank_halo, pre, 20000, NULL) == size,
+			  "%d ranks: the halo plan brings every halo row from its owner and sums gradients back", size);
+	}
+	/*
+	 * one process on the whole graph, forked too: the ranks are forked from
+	 * this process, and OpenMP's threads do not survive a fork
+	 */
+	for (int k = 0; k < 3; k++)
+	{
+		rank_out   *o = calloc(1, sizeof(rank_out));
+		pid_t		pid;
+		int			wst = 0;
+
+		kind_now = kinds[k];
+		if ((pid = fork()) == 0)
+		{
+			char		p[600];
+			FILE	   *f;
+			float	   *w = NULL;
+
+			alarm(60);
+			o->status = train_whole(&o->c, &w, &o->nw) ? GNN_OK : GNN_ERR_INVALID;
+			if (w && o->nw <= 4096)
+				memcpy(o->w, w, sizeof(float) * o->nw);
+			out_path(99, p, sizeof(p));
+			if ((f = fopen(p, "wb")))
+			{
+				fwrite(o, sizeof(*o), 1, f);
+				fclose(f);
+			}
+			_exit(0);
+		}
+		waitpid(pid, &wst, 0);
+		CHECK(read_out(99, o) && o->status == GNN_OK && o->c.epochs == EPOCHS && o->nw <= 4096,
+			  "%s on the whole graph in one process", names[k]);
+		whole[k] = o->c;
+		nw[k] = o->nw;
+		ww[k] = malloc(sizeof(float) * (o->nw + 1));
+		memcpy(ww[k], o->w, sizeof(float) * o->nw);
+		free(o);
+	}
+	for (int size = 2; size <= 3; size++)
+		for (int k = 0; k < 3; k++)
+		{
+			char		pre[64];
+			rank_out   *o = calloc(size, sizeof(rank_out));
+			double		dloss = 0,
+						dacc = 0,
+						dw = 0,
+						dranks = 0;
+			bool		ok = true;
+			int			ran;
+
+			kind_now = kinds[k];
+			g_parts = size;
+			g_fault = 0;
+			snprintf(pre, sizeof(pre), "train%d-%d", size, k);
+			ran = run_ranks(size, -1, rank_train, pre, 20000, NULL);
+			for (int r = 0; r < size; r++)
+			{
+				ok &= read_out(r, &o[r]) && o[r].status == GNN_OK && o[r].c.epochs == EPOCHS;
+				if (o[r].status != GNN_OK)
+					NOTE("rank %d: %s", r, o[r].msg);
+			}
+			for (int r = 0; ok && r < size; r++)
+				for (int e = 1; e <= EPOCHS; e++)
+				{
+					dloss = fmax(dloss, fabs(o[r].c.loss[e] - whole[k].loss[e]));
+					dacc = fmax(dacc, fabs(o[r].c.val_acc[e] - whole[k].val_acc[e]));
+					dloss = fmax(dloss, fabs(o[r].c.val_loss[e] - whole[k].val_loss[e]));
+					dranks = fmax(dranks, fabs(o[r].c.loss[e] - o[0].c.loss[e]));
+				}
+			for (int r = 0; ok && r < size; r++)
+			{
+				ok &= o[r].nw == nw[k];
+				for (int64_t i = 0; ok && i < nw[k]; i++)
+					dw = fmax(dw, fabs(o[r].w[i] - ww[k][i]));
+			}
+			CHECK(ran == size && ok && dloss < 1e-4 && dacc < 1e-6 && dranks == 0 && dw < 1e-4,
+				  "%s on %d ranks: the loss curve, validation accuracy and weights of one process "
+				  "(max |d loss| %.2g, |d acc| %.2g, |d weight| %.2g; ranks identical: %s; first loss %.4f, last %.4f)",
+				  names[k], size, dloss, dacc, dw, dranks == 0 ? "yes" : "no",
+				  ok ? o[0].c.loss[1] : 0.0, ok ? o[0].c.loss[EPOCHS] : 0.0);
+			free(o);
+		}
+	/* failures on every rank, not a hang */
+	for (int fault = 1; fault <= 2; fault++)
+	{
+		rank_out	o[2];
+		bool		all_failed = true;
+		int			ran;
+		char		pre[64];
+
+		kind_now = GNN_MODEL_GCN;
+		g_parts = 2;
+		g_fault = fault;
+		snprintf(pre, sizeof(pre), "fault%d", fault);
+		ran = run_ranks(2, -1, rank_train, pre, 3000, NULL);
+		for (int r = 0; r < 2; r++)
+		{
+			all_failed &= read_out(r, &o[r]) && o[r].status != GNN_OK;
+			NOTE("fault %d, rank %d: %s", fault, r, o[r].msg);
+		}
+		const char *want = fault == 1 ? "width" : "no rank's own node";
+
+		CHECK(ran == 2 && all_failed && (strstr(o[0].msg, want) || strstr(o[1].msg, want)),
+			  fault == 1 ? "a rank whose features have another width: every rank fails, one says which"
+			  : "a halo node no rank owns: every rank fails, one names it");
+	}
+	g_fault = 0;
+	for (int k = 0; k < 3; k++)
+		free(ww[k]);
+	{
+		char		cmd[600];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			NOTE("could not remove %s", dir);
+	}
+	return check_done();
+}
