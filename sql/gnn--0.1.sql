@@ -831,3 +831,57 @@ CREATE FUNCTION gnn.dist_check(peers text[], graph text DEFAULT NULL, coordinato
 RETURNS TABLE (rank int, server text, engine text, connect_ms float8, meet_ms float8, allreduce_ms float8,
                part int, halo bigint, halo_missing bigint, halo_sum float8)
 AS 'MODULE_PATHNAME', 'gnn_dist_check' LANGUAGE C VOLATILE;
+
+-- One peer's rank of a training job over several servers (gnn.train with
+-- options.peers): gnn.train's own arguments, then the job's; run there over
+-- libpq by the coordinator's worker, as the job's role (not for direct use).
+CREATE FUNCTION gnn._train_rank(graph text, model text, task text, name text, hidden int, layers int,
+                                epochs int, lr float8, weight_decay float8, dropout float8, device text,
+                                seed int, wait boolean, options jsonb,
+                                job text, rank int, size int, coordinator text, timeout_ms int,
+                                OUT epochs_run int, OUT seconds float8, OUT own_nodes bigint, OUT halo_nodes bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'gnn_train_rank' LANGUAGE C VOLATILE;
+
+-- The ranks of a running job over several servers: each rank's last epoch,
+-- its loss and validation accuracy (the whole graph's, the same on every
+-- rank) and the epoch's seconds on that server.  Empty for other jobs and
+-- once the job has ended (its metrics keep each rank's figures).
+CREATE FUNCTION gnn.job_ranks(job bigint)
+RETURNS TABLE (rank int, epoch int, loss float8, val_acc float8, epoch_seconds float8)
+LANGUAGE sql STABLE AS $$
+  SELECT substr(s.key, 6)::int, split_part(v, '|', 1)::int, split_part(v, '|', 2)::float8,
+         split_part(v, '|', 3)::float8, split_part(v, '|', 4)::float8
+  FROM gnn.dist_store s, LATERAL convert_from(s.value, 'UTF8') v
+  WHERE s.job LIKE 'job' || $1 || '-%' AND s.key LIKE 'rank/%'
+  ORDER BY 1
+$$;
+
+-- gnn.jobs with the ranks of jobs over several servers (gnn.job_ranks), as a last column
+CREATE OR REPLACE VIEW gnn.jobs WITH (security_invoker = true) AS
+SELECT coalesce(l.id, h.id) AS id,
+       coalesce(l.graph, h.graph) AS graph,
+       coalesce(l.model_name, h.model_name) AS model_name,
+       coalesce(l.model, h.model) AS model,
+       coalesce(l.owner, h.owner) AS owner,
+       CASE WHEN l.id IS NOT NULL THEN l.state
+            WHEN h.state IN ('queued', 'running') THEN 'failed'
+            ELSE h.state END AS state,
+       coalesce(l.epoch, h.epoch) AS epoch,
+       coalesce(l.epochs, h.epochs) AS epochs,
+       coalesce(l.loss, h.loss) AS loss,
+       coalesce(l.train_acc, h.train_acc) AS train_acc,
+       coalesce(l.val_acc, h.val_acc) AS val_acc,
+       coalesce(l.device, h.device) AS device,
+       coalesce(l.started, h.started) AS started,
+       coalesce(l.finished, h.finished) AS finished,
+       CASE WHEN l.id IS NULL AND h.state IN ('queued', 'running')
+            THEN 'the job''s worker died or the server restarted while the job ran'
+            ELSE coalesce(l.error, h.error) END AS error,
+       l.pid,
+       CASE WHEN l.id IS NOT NULL THEN
+         (SELECT jsonb_agg(jsonb_build_object('rank', r.rank, 'epoch', r.epoch, 'loss', r.loss,
+                                              'val_acc', r.val_acc) ORDER BY r.rank)
+          FROM gnn.job_ranks(l.id) r) END AS ranks
+FROM gnn.job_history h
+FULL JOIN gnn._live_jobs() l ON l.id = h.id;

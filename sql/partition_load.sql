@@ -115,6 +115,16 @@ CREATE TABLE pl_tnodes AS SELECT id::text AS id, part FROM pl_nodes_p;
 CREATE TABLE pl_tedges AS SELECT src::text AS src, dst::text AS dst FROM pl_edges;
 SELECT gnn.load_graph('bad', 'pl_tedges', nodes => 'pl_tnodes', part_column => 'part', part => 0);
 SELECT count(*) AS no_bad_graph FROM gnn.graphs WHERE name = 'bad';
+-- training over several servers: what options.peers accepts (the jobs themselves: TAP test 015_dist)
+SELECT gnn.train('pl0', options => '{"peers": []}');
+SELECT gnn.train('pl0', options => '{"peers": "host=x"}');
+SELECT gnn.train('pl0', options => '{"peers": [1]}');
+SELECT gnn.train('pl0', options => '{"coordinator": "host=x"}');
+SELECT gnn.train('pl0', options => '{"peers": ["host=x"], "fanouts": [5, 5]}');
+SELECT gnn.train('pl0', task => 'link_prediction', options => '{"peers": ["host=x"]}');
+SELECT gnn.train('pl0', device => 'cuda', options => '{"peers": ["host=x"]}');
+SELECT gnn.train('pl0', options => '{"peers": ["host=x"], "dist_timeout_ms": 5}');
+SELECT count(*) AS no_job FROM gnn.jobs WHERE graph = 'pl0' AND state <> 'succeeded';
 
 -- leave nothing behind for the tests after this one
 SELECT gnn.drop_model('pl0_gcn');

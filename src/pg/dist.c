@@ -31,6 +31,7 @@
 #include <sys/time.h>
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -99,7 +100,7 @@ ConninfoForMessage(const char *conninfo)
  * answering cancels; `who` names the server in errors ("peer 2 (host=...)").
  */
 static PGconn *
-DistConnect(const char *conninfo, const char *who, int timeout_ms)
+DistConnect(const char *conninfo, const char *who, int timeout_ms, const char *role)
 {
 	PQconninfoOption *opts;
 	char	   *perr = NULL;
@@ -134,7 +135,7 @@ DistConnect(const char *conninfo, const char *who, int timeout_ms)
 	if (!has_user)
 	{
 		kw[n] = "user";
-		val[n++] = GetUserNameFromId(GetUserId(), false);
+		val[n++] = role ? role : GetUserNameFromId(GetUserId(), false);
 	}
 	kw[n] = "fallback_application_name";
 	val[n++] = "gnn distributed";
@@ -177,8 +178,7 @@ DistConnect(const char *conninfo, const char *who, int timeout_ms)
 		PQfinish(conn);
 		ereport(ERROR,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-				 errmsg("could not connect to %s", who),
-				 errdetail_internal("%s", m),
+				 errmsg("could not connect to %s: %s", who, m),
 				 errhint("Check the peer's conninfo, that it runs and listens there, and the role's password.")));
 	}
 	if (!superuser() && !PQconnectionUsedPassword(conn))
@@ -663,7 +663,7 @@ gnn_dist_rank_fn(PG_FUNCTION_ARGS)
 	floats = PG_ARGISNULL(6) ? 0 : PG_GETARG_INT64(6);
 	if (size < 1 || size > DIST_MAX_RANKS || rank < 0 || rank >= size || floats < 0 || floats > 256 * 1024 * 1024)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid rank %d of %d", rank, size)));
-	conn = DistConnect(coord, "the coordinator", timeout);
+	conn = DistConnect(coord, "the coordinator", timeout, NULL);
 	PG_TRY();
 	{
 		DistRank(job, rank, size, conn, NULL, NULL, 0, timeout, graph, floats, &r);
@@ -778,12 +778,12 @@ gnn_dist_check(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		/* everyone reachable first: a wrong peer fails before any rank waits */
-		store = DistConnect(coord, "the coordinator (this server, as peers reach it)", timeout);
+		store = DistConnect(coord, "the coordinator (this server, as peers reach it)", timeout, NULL);
 		for (int i = 0; i < npeers; i++)
 		{
 			double		t0 = NowMs();
 
-			peers[i] = DistConnect(TextDatumGetCString(elems[i]), names[i], timeout);
+			peers[i] = DistConnect(TextDatumGetCString(elems[i]), names[i], timeout, NULL);
 			connect_ms[i] = NowMs() - t0;
 		}
 		/* start the peers' ranks, then take rank 0 here */
@@ -899,4 +899,404 @@ gnn_dist_check(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	return (Datum) 0;
+}
+
+
+struct GnnDistJob
+{
+	bool		active;
+	int			npeers;
+	int			size;
+	int			timeout_ms;
+	char	   *job;
+	char	   *coord;
+	PGconn	   *store;
+	PGconn	  **peers;
+	char	  **names;
+	gnn_dist   *d;
+	TableStore	ts;
+	gnn_dist_store st;
+};
+
+/* ------------------------------------------------------------------ training over several servers */
+
+/*
+ * A job's ranks from the coordinator's worker (rank 0): connections to the
+ * coordinator's store and to each peer, the peers' ranks started
+ * (gnn._train_rank over libpq, as the job's role), the mesh met.  One per
+ * worker process: the progress callback and the error path find it here.
+ */
+static GnnDistJob *current_job = NULL;
+
+/* the peer calls: gnn.train's 14 arguments, then the job's */
+#define TRAIN_RANK_SQL \
+	"SELECT * FROM gnn._train_rank($1, $2, $3, $4, $5::int, $6::int, $7::int, $8::float8, $9::float8, " \
+	"$10::float8, 'cpu', $11::int, false, $12::jsonb, $13, $14::int, $15::int, $16, $17::int)"
+
+void
+GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj)
+{
+	char	   *list = pstrdup(r->dist_peers);
+	char	   *line,
+			   *save = NULL;
+	int			i = 0;
+	gnn_dist_options o;
+	gnn_error	err;
+
+	MemoryContext old;
+	bool		xact = !IsTransactionState();
+	char	   *role;
+
+	memset(dj, 0, sizeof(*dj));
+	/* what needs the catalogs, in a transaction of its own (a worker runs the job outside one) */
+	if (xact)
+		StartTransactionCommand();
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	role = pstrdup(GetUserNameFromId(GetUserId(), false));
+	(void) superuser();			/* remembered for the connections' password check */
+	dj->coord = CoordinatorConninfo(r->dist_coordinator);
+	dj->npeers = r->dist_npeers;
+	dj->size = r->dist_npeers + 1;
+	dj->timeout_ms = r->dist_timeout_ms;
+	dj->job = psprintf("job%lld-%s/g0", (long long) job_id, RandomKey());
+	dj->peers = palloc0(sizeof(PGconn *) * dj->npeers);
+	dj->names = palloc0(sizeof(char *) * dj->npeers);
+	for (line = strtok_r(list, "\n", &save); line && i < dj->npeers; line = strtok_r(NULL, "\n", &save), i++)
+		dj->names[i] = psprintf("peer %d (%s)", i + 1, ConninfoForMessage(line));
+	MemoryContextSwitchTo(old);
+	if (xact)
+		CommitTransactionCommand();
+	dj->active = true;
+	current_job = dj;
+	/* everyone reachable first */
+	dj->store = DistConnect(dj->coord, "the coordinator (this server, as peers reach it)", dj->timeout_ms, role);
+	list = pstrdup(r->dist_peers);
+	save = NULL;
+	i = 0;
+	for (line = strtok_r(list, "\n", &save); line && i < dj->npeers; line = strtok_r(NULL, "\n", &save), i++)
+		dj->peers[i] = DistConnect(line, dj->names[i], dj->timeout_ms, role);
+	for (i = 0; i < dj->npeers; i++)
+	{
+		char		hid[16],
+					lay[16],
+					ep[16],
+					lr[32],
+					wd[32],
+					dr[32],
+					sd[24],
+					rk[16],
+					sz[16],
+					tm[16];
+		const char *vals[17] = {r->graph, r->model, r->task, r->model_name, hid, lay, ep, lr, wd, dr, sd,
+			r->dist_options[0] ? r->dist_options : "{}", dj->job, rk, sz, dj->coord, tm};
+
+		snprintf(hid, sizeof(hid), "%d", r->hidden);
+		snprintf(lay, sizeof(lay), "%d", r->layers);
+		snprintf(ep, sizeof(ep), "%d", r->epochs);
+		snprintf(lr, sizeof(lr), "%.17g", r->lr);
+		snprintf(wd, sizeof(wd), "%.17g", r->weight_decay);
+		snprintf(dr, sizeof(dr), "%.17g", r->dropout);
+		snprintf(sd, sizeof(sd), "%lld", (long long) r->seed);
+		snprintf(rk, sizeof(rk), "%d", i + 1);
+		snprintf(sz, sizeof(sz), "%d", dj->size);
+		snprintf(tm, sizeof(tm), "%d", dj->timeout_ms);
+		if (!PQsendQueryParams(dj->peers[i], TRAIN_RANK_SQL, 17, NULL, vals, NULL, NULL, 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not start rank %d on %s", i + 1, dj->names[i]),
+					 errdetail_internal("%s", OneLine(PQerrorMessage(dj->peers[i])))));
+	}
+	/* rank 0 meets the others; a peer that fails before meeting is named */
+	dj->ts.conn = dj->store;
+	dj->ts.job = dj->job;
+	dj->ts.watch = dj->peers;
+	dj->ts.nwatch = dj->npeers;
+	dj->ts.watch_names = (const char *const *) dj->names;
+	dj->ts.peer_failed = -1;
+	dj->st.arg = &dj->ts;
+	dj->st.set = StoreSet;
+	dj->st.get = StoreGet;
+	memset(&o, 0, sizeof(o));
+	o.rank = 0;
+	o.size = dj->size;
+	o.host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
+	o.prefix = dj->job;
+	o.timeout_ms = dj->timeout_ms;
+	if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &dj->st, &dj->d, &err) != GNN_OK)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (dj->ts.peer_failed >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("rank %d on %s failed: %s", dj->ts.peer_failed + 1, dj->names[dj->ts.peer_failed],
+							dj->ts.peer_msg),
+					 errhint("Each server needs gnn, its part of the graph loaded by the same role, and a way back to the coordinator.")));
+		DistFail("meeting the other ranks", 0, &err);
+	}
+	dj->ts.nwatch = 0;			/* met: from here a peer's end is read after training */
+}
+
+/* a rank's progress, under the job's key (gnn.job_ranks reads it) */
+static void
+PutProgress(PGconn *conn, const char *job, int rank, const gnn_epoch_metrics *m)
+{
+	char		key[32],
+				val[160],
+				msg[256];
+	TableStore	ts;
+
+	memset(&ts, 0, sizeof(ts));
+	ts.conn = conn;
+	ts.job = job;
+	snprintf(key, sizeof(key), "rank/%d", rank);
+	snprintf(val, sizeof(val), "%d|%.9g|%.9g|%.9g", m->epoch, (double) m->train_loss, (double) m->val_acc,
+			 m->seconds);
+	(void) StoreSet(&ts, key, val, strlen(val), msg, sizeof(msg));
+}
+
+void
+GnnDistJobProgress(const gnn_epoch_metrics *m)
+{
+	if (current_job && current_job->active && current_job->store)
+		PutProgress(current_job->store, current_job->job, 0, m);
+}
+
+/*
+ * After rank 0's training: every peer's answer.  A peer that failed is the
+ * job's error (its rank, server and message), whatever rank 0 saw; st is
+ * rank 0's own outcome, reported when no peer says more.  On success the
+ * ranks' figures go into metrics (a JSON array).
+ */
+void
+GnnDistJobFinish(GnnDistJob *dj, gnn_status st, StringInfo ranks_json)
+{
+	double		until = NowMs() + (st == GNN_OK ? dj->timeout_ms : Min(dj->timeout_ms, 5000));
+	int			failed = -1;
+	char	   *failmsg = NULL;
+	bool		failed_lost = false;	/* the failed peer's connection is gone (it died) */
+
+	appendStringInfoChar(ranks_json, '[');
+	for (int i = 0; i < dj->npeers; i++)
+	{
+		PGresult   *res = dj->peers[i] ? DistWaitResult(dj->peers[i], until) : NULL;
+
+		if (!res)
+		{
+			if (failed < 0 || !failed_lost)
+			{
+				failed = i;
+				failed_lost = true;
+				failmsg = PQstatus(dj->peers[i]) == CONNECTION_BAD || PQerrorMessage(dj->peers[i])[0] ?
+					OneLine(PQerrorMessage(dj->peers[i])) :
+					psprintf("no answer within %d ms", dj->timeout_ms);
+			}
+			continue;
+		}
+		if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		{
+			const char *prim = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+			/* a rank whose server went away is the cause; the others only saw it go */
+			bool		lost = !prim || PQstatus(dj->peers[i]) == CONNECTION_BAD;
+
+			if (failed < 0 || (lost && !failed_lost))
+			{
+				failed = i;
+				failed_lost = lost;
+				failmsg = OneLine(prim ? prim : PQresultErrorMessage(res));
+			}
+		}
+		else
+			appendStringInfo(ranks_json, "%s{\"rank\": %d, \"epochs\": %s, \"seconds\": %s, \"own_nodes\": %s, "
+							 "\"halo_nodes\": %s}", i ? ", " : "", i + 1, PQgetvalue(res, 0, 0),
+							 PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3));
+		PQclear(res);
+		while ((res = PQgetResult(dj->peers[i])) != NULL)
+			PQclear(res);
+	}
+	appendStringInfoChar(ranks_json, ']');
+	if (failed >= 0 && st != GNN_ERR_CANCELLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("rank %d on %s failed: %s", failed + 1, dj->names[failed], failmsg),
+				 errhint("Every rank stops with the job; nothing is written to gnn.models.")));
+}
+
+/* close everything; the peers still running are cancelled, the job's store rows go */
+void
+GnnDistJobEnd(GnnDistJob *dj)
+{
+	if (!dj || !dj->active)
+		return;
+	dj->active = false;
+	if (current_job == dj)
+		current_job = NULL;
+	gnn_dist_close(dj->d);
+	dj->d = NULL;
+	for (int i = 0; i < dj->npeers; i++)
+		if (dj->peers && dj->peers[i])
+		{
+			if (PQisBusy(dj->peers[i]))
+			{
+				PGcancel   *c = PQgetCancel(dj->peers[i]);
+				char		eb[256];
+
+				if (c)
+				{
+					(void) PQcancel(c, eb, sizeof(eb));
+					PQfreeCancel(c);
+				}
+			}
+			PQfinish(dj->peers[i]);
+			dj->peers[i] = NULL;
+		}
+	if (dj->store)
+	{
+		const char *vals[1] = {dj->job};
+		PGresult   *res = PQexecParams(dj->store, "DELETE FROM gnn.dist_store WHERE job = $1", 1, NULL, vals,
+									   NULL, NULL, 0);
+
+		PQclear(res);
+		PQfinish(dj->store);
+		dj->store = NULL;
+	}
+}
+
+/* ---- a peer's rank */
+
+typedef struct PeerCtx
+{
+	PGconn	   *store;
+	const char *job;
+	int			rank;
+} PeerCtx;
+
+static void
+PeerProgress(void *arg, const gnn_epoch_metrics *m)
+{
+	PeerCtx    *pc = arg;
+
+	PutProgress(pc->store, pc->job, pc->rank, m);
+}
+
+static bool
+PeerShouldStop(void *arg)
+{
+	return InterruptPending && (QueryCancelPending || ProcDiePending);
+}
+
+PG_FUNCTION_INFO_V1(gnn_train_rank);
+
+/*
+ * _train_rank(gnn.train's 14 arguments, job, rank, size, coordinator,
+ * timeout_ms) -> (epochs, seconds, own_nodes, halo_nodes): one peer's rank
+ * of a job over several servers, run on that peer over libpq as the job's
+ * role; the model stays with the coordinator.
+ */
+Datum
+gnn_train_rank(PG_FUNCTION_ARGS)
+{
+	GnnTrainRequest r;
+	const char *job,
+			   *coord;
+	int			rank,
+				size,
+				timeout;
+	PGconn	   *conn = NULL;
+	GnnGraphRef ref;
+	gnn_train_config cfg;
+	gnn_train_result res;
+	gnn_backend *be = NULL;
+	gnn_dist   *d = NULL;
+	gnn_error	err;
+	gnn_status	st = GNN_OK;
+	TupleDesc	td;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+	TableStore	ts;
+	gnn_dist_store dst = {&ts, StoreSet, StoreGet};
+	PeerCtx		pc;
+	bool		have_ref = false;
+
+	for (int i = 14; i <= 18; i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("the job's arguments must not be NULL")));
+	GnnRequirePreload();
+	GnnTrainRequestFromArgs(fcinfo, &r);
+	job = text_to_cstring(PG_GETARG_TEXT_PP(14));
+	rank = PG_GETARG_INT32(15);
+	size = PG_GETARG_INT32(16);
+	coord = text_to_cstring(PG_GETARG_TEXT_PP(17));
+	timeout = TimeoutArg(fcinfo, 18);
+	if (size < 2 || size > DIST_MAX_RANKS || rank < 1 || rank >= size)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid rank %d of %d", rank, size)));
+	if (r.nfanouts > 0 || r.sampler[0] || strcmp(r.task, "link_prediction") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("rank %d: a job over several servers trains full batch, node classification or regression", rank)));
+	memset(&ref, 0, sizeof(ref));
+	memset(&ts, 0, sizeof(ts));
+	conn = DistConnect(coord, "the coordinator", timeout, NULL);
+	PG_TRY();
+	{
+		gnn_dist_options o;
+
+		GnnGraphAcquire(r.graph, &ref);
+		have_ref = true;
+		GnnTrainConfigFor(&r, &ref.g, false, &cfg);
+		GnnCoreThreadsInit();
+		if (gnn_backend_cpu_create(r.threads, &be, &err) != GNN_OK)
+			GnnReportCoreError("could not create the CPU backend", &err);
+		ts.conn = conn;
+		ts.job = job;
+		ts.peer_failed = -1;
+		memset(&o, 0, sizeof(o));
+		o.rank = rank;
+		o.size = size;
+		o.host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
+		o.prefix = job;
+		o.timeout_ms = timeout;
+		if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &dst, &d, &err) != GNN_OK)
+		{
+			CHECK_FOR_INTERRUPTS();
+			DistFail("meeting the other ranks", rank, &err);
+		}
+		cfg.dist = d;
+		pc.store = conn;
+		pc.job = job;
+		pc.rank = rank;
+		st = gnn_train_full(&ref.g, &cfg, be, PeerProgress, &pc, PeerShouldStop, NULL, NULL, &res, &err);
+		CHECK_FOR_INTERRUPTS();
+		if (st != GNN_OK)
+			ereport(ERROR,
+					(errcode(st == GNN_ERR_CANCELLED ? ERRCODE_QUERY_CANCELED : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+					 errmsg("rank %d: %s", rank, err.msg)));
+		values[0] = Int32GetDatum(res.epochs_run);
+		values[1] = Float8GetDatum(res.seconds);
+		values[2] = Int64GetDatum(ref.g.n_owned);
+		values[3] = Int64GetDatum(ref.g.num_nodes - ref.g.n_owned);
+	}
+	PG_FINALLY();
+	{
+		gnn_dist_close(d);
+		gnn_backend_destroy(be);
+		if (have_ref)
+			GnnGraphRelease(&ref);
+		PQfinish(conn);
+	}
+	PG_END_TRY();
+	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(td), values, nulls)));
+}
+
+GnnDistJob *
+GnnDistJobAlloc(void)
+{
+	return MemoryContextAllocZero(TopMemoryContext, sizeof(GnnDistJob));
+}
+
+struct gnn_dist *
+GnnDistJobMesh(GnnDistJob *dj)
+{
+	return dj ? dj->d : NULL;
 }

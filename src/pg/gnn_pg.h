@@ -184,6 +184,17 @@ typedef struct GnnTrainRequest
 	char		type_fanout_names[GNN_MAX_TYPE_FANOUTS][NAMEDATALEN];
 	int32		type_fanouts[GNN_MAX_TYPE_FANOUTS][GNN_MAX_FANOUTS];
 	char		params_json[2048];	/* the same, as jsonb text for the catalog */
+	/*
+	 * Several servers (options.peers): the peers' conninfos, one per line
+	 * ('' = this server alone), the conninfo they reach this one by, the
+	 * collectives' timeout, and the options as the peers get them (without
+	 * these three).  Never in params_json: conninfos may hold passwords.
+	 */
+	char		dist_peers[4096];
+	int32		dist_npeers;
+	char		dist_coordinator[1024];
+	int32		dist_timeout_ms;
+	char		dist_options[2048];
 } GnnTrainRequest;
 
 typedef struct GnnJobSlot
@@ -509,6 +520,15 @@ extern void GnnCheckVersion(int32 version);
 /* jobs.c / worker.c */
 extern const char *GnnJobStateName(GnnJobState s);
 extern void GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r);
+
+/* dist.c: a training job over several servers (options.peers), from the coordinator's worker */
+typedef struct GnnDistJob GnnDistJob;
+extern GnnDistJob *GnnDistJobAlloc(void);
+extern void GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj);
+extern struct gnn_dist *GnnDistJobMesh(GnnDistJob *dj);
+extern void GnnDistJobProgress(const gnn_epoch_metrics *m);
+extern void GnnDistJobFinish(GnnDistJob *dj, gnn_status st, struct StringInfoData *ranks_json);
+extern void GnnDistJobEnd(GnnDistJob *dj);
 
 /* estimate.c: a job's memory before it runs, and gnn.max_job_memory */
 extern int	gnn_max_job_memory_kb;

@@ -182,6 +182,101 @@ OptInt(const char *key, const char *val, int32 lo, int32 hi)
 	return (int32) v;
 }
 
+/*
+ * options.peers (a list of conninfos), options.coordinator (the conninfo
+ * the peers reach this server by) and options.dist_timeout_ms: into r, and
+ * the options without them (what the peers are given) returned.
+ */
+static Jsonb *
+TakeDistOptions(Jsonb *opts, GnnTrainRequest *r)
+{
+	JsonbValue *pv = getKeyJsonValueFromContainer(&opts->root, "peers", 5, NULL);
+	JsonbValue *cv = getKeyJsonValueFromContainer(&opts->root, "coordinator", 11, NULL);
+	JsonbValue *tv = getKeyJsonValueFromContainer(&opts->root, "dist_timeout_ms", 15, NULL);
+	Datum		rest = JsonbPGetDatum(opts);
+
+	r->dist_timeout_ms = 60000;
+	if (!pv && (cv || tv))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options \"coordinator\" and \"dist_timeout_ms\" go with \"peers\""),
+				 errhint("Name the other servers: options => '{\"peers\": [\"host=... port=... dbname=...\"]}'.")));
+	if (!pv)
+		return opts;
+	if (pv->type != jbvBinary || !JsonContainerIsArray(pv->val.binary.data))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"peers\" must be a list of conninfos"),
+				 errhint("For example {\"peers\": [\"host=10.0.0.2 port=5432 dbname=app\", \"host=10.0.0.3 ...\"]}.")));
+	{
+		JsonbIterator *it = JsonbIteratorInit(pv->val.binary.data);
+		JsonbValue	v;
+		JsonbIteratorToken tok;
+
+		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+		{
+			char	   *s;
+
+			if (tok != WJB_ELEM)
+				continue;
+			if (v.type != jbvString)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"peers\" must hold conninfo strings")));
+			s = pnstrdup(v.val.string.val, v.val.string.len);
+			if (strchr(s, '\n') || strlen(r->dist_peers) + strlen(s) + 2 > sizeof(r->dist_peers))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("the conninfos of option \"peers\" are too long together, or hold a line break")));
+			if (r->dist_npeers >= 63)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("at most 63 peers take part in one job")));
+			strlcat(r->dist_peers, s, sizeof(r->dist_peers));
+			strlcat(r->dist_peers, "\n", sizeof(r->dist_peers));
+			r->dist_npeers++;
+		}
+	}
+	if (r->dist_npeers == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"peers\" is an empty list"),
+				 errhint("Leave it out to train on this server alone.")));
+	if (cv)
+	{
+		if (cv->type != jbvString)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"coordinator\" must be a conninfo string")));
+		if (cv->val.string.len >= (int) sizeof(r->dist_coordinator))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"coordinator\" is too long")));
+		memcpy(r->dist_coordinator, cv->val.string.val, cv->val.string.len);
+		r->dist_coordinator[cv->val.string.len] = '\0';
+	}
+	if (tv)
+	{
+		char	   *t = tv->type == jbvNumeric ?
+			DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(tv->val.numeric))) : "null";
+
+		r->dist_timeout_ms = OptInt("dist_timeout_ms", t, 100, 3600 * 1000);
+	}
+	rest = DirectFunctionCall2(jsonb_delete, rest, CStringGetTextDatum("peers"));
+	rest = DirectFunctionCall2(jsonb_delete, rest, CStringGetTextDatum("coordinator"));
+	rest = DirectFunctionCall2(jsonb_delete, rest, CStringGetTextDatum("dist_timeout_ms"));
+	{
+		char	   *txt = JsonbToCString(NULL, &DatumGetJsonbP(rest)->root, VARSIZE(DatumGetJsonbP(rest)));
+
+		if (strlen(txt) >= sizeof(r->dist_options))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("the options of a distributed job are too long")));
+		strlcpy(r->dist_options, txt, sizeof(r->dist_options));
+	}
+	return DatumGetJsonbP(rest);
+}
+
 /* options jsonb: every key must be known */
 static void
 ParseOptions(Jsonb *opts, GnnTrainRequest *r)
@@ -1031,7 +1126,13 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 	r->feature_cache_kb = gnn_feature_cache_kb;
 	r->max_job_memory_kb = gnn_max_job_memory_kb;
 	if (!PG_ARGISNULL(13))
-		ParseOptions(PG_GETARG_JSONB_P(13), r);
+	{
+		Jsonb	   *opts = PG_GETARG_JSONB_P(13);
+
+		if (JB_ROOT_IS_OBJECT(opts))
+			opts = TakeDistOptions(opts, r);
+		ParseOptions(opts, r);
+	}
 	/*
 	 * Link prediction has its own defaults (gnn_linkpred_train_defaults:
 	 * GAE-like, no dropout or weight decay, longer with patience), taken
@@ -1119,7 +1220,24 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 				 "\"roots\": %d, \"presample\": %d, \"batches\": %d}",
 				 r->sampler, r->num_parts, r->clusters_per_batch, r->walk_length, r->roots, r->presample,
 				 r->saint_batches);
+	if (r->dist_npeers > 0)
+	{
+		const char *why = r->nfanouts > 0 || r->sampler[0] ? "trains full batch (no fan-outs or samplers yet)" :
+			strcmp(r->task, "link_prediction") == 0 ? "trains node classification or regression (no link prediction yet)" :
+			!(strcmp(r->model, "gcn") == 0 || strcmp(r->model, "graphsage") == 0 || strcmp(r->model, "gat") == 0) ?
+			"trains gcn, graphsage or gat" :
+			strcmp(r->device, "cuda") == 0 ? "runs on the CPU (NCCL for GPUs is not built yet)" : NULL;
 
+		if (why)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a job over several servers (options.peers) %s", why),
+					 errhint("Drop the option that asks for it, or train on one server.")));
+		strlcpy(r->device, "cpu", sizeof(r->device));
+		/* how many, never where: conninfos may hold passwords */
+		snprintf(r->params_json + strlen(r->params_json) - 1, sizeof(r->params_json) - strlen(r->params_json) + 1,
+				 ", \"ranks\": %d, \"dist_timeout_ms\": %d}", r->dist_npeers + 1, r->dist_timeout_ms);
+	}
 }
 
 Datum

@@ -235,6 +235,7 @@ OnProgress(void *arg, const gnn_epoch_metrics *m)
 	s->train_acc = m->train_acc;
 	s->val_acc = m->val_acc;
 	LWLockRelease(gnn_shared->lock);
+	GnnDistJobProgress(m);
 
 	if (wctx->failed)
 		return;
@@ -569,6 +570,8 @@ RunJob(void)
 	int64		row_id = 0;
 	uint32		row_xmin = 0;
 	int32		row_version = 0;
+	GnnDistJob *volatile dj = NULL;	/* several servers: the peers and the mesh */
+	char	   *ranks_json = NULL;
 
 	memset(&ref, 0, sizeof(ref));
 	memset(&pre, 0, sizeof(pre));
@@ -679,6 +682,13 @@ RunJob(void)
 		if (strcmp(r->model, "mlp") == 0)
 			GnnEdgelessView(&ref.g, &ref.g);
 		GnnTrainConfigFor(r, &ref.g, strncmp(devname, "cuda", 4) == 0, &cfg);
+		if (r->dist_npeers > 0)
+		{
+			/* rank 0 of several servers: the peers' ranks start, the mesh meets */
+			dj = GnnDistJobAlloc();
+			GnnDistJobStart(r, wctx->job, dj);
+			cfg.dist = GnnDistJobMesh(dj);
+		}
 
 		wctx->last_flush = GetCurrentTimestamp();
 		memset(&lres, 0, sizeof(lres));
@@ -691,6 +701,15 @@ RunJob(void)
 			st = GnnTrainSubgraph(r, &ref, &cfg, be, OnProgress, ShouldStop, &model, &res, &err);
 		else
 			st = gnn_train_full(&ref.g, &cfg, be, OnProgress, NULL, ShouldStop, NULL, &model, &res, &err);
+		if (dj)
+		{
+			/* every peer's answer: a failed rank is the job's error, named */
+			StringInfoData rj;
+
+			initStringInfo(&rj);
+			GnnDistJobFinish(dj, st, &rj);
+			ranks_json = rj.data;
+		}
 
 		if (ProcDiePending)
 			CHECK_FOR_INTERRUPTS();		/* terminated: WorkerExit records it */
@@ -727,8 +746,12 @@ RunJob(void)
 			if (st != GNN_OK)
 				GnnReportCoreError("could not serialise the model", &err);
 
-			/* the full-graph results, shared once the model row is committed */
-			Precompute(model, &ref.g, &cfg, linkpred, &pre);
+			/*
+			 * the full-graph results, shared once the model row is committed;
+			 * not from one part of a graph (its halo has no features here)
+			 */
+			if (!dj)
+				Precompute(model, &ref.g, &cfg, linkpred, &pre);
 
 			initStringInfo(&metrics);
 			appendStringInfoChar(&metrics, '{');
@@ -787,6 +810,8 @@ RunJob(void)
 			}
 			if (pre.n > 0)
 				JsonNum(&metrics, "inference_seconds", pre.seconds, false);
+			if (ranks_json)
+				appendStringInfo(&metrics, "\"ranks\": %d, \"peers\": %s, ", r->dist_npeers + 1, ranks_json);
 			appendStringInfo(&metrics, "\"stopped_early\": %s, \"device\": \"%s\"}",
 							 res.stopped_early ? "true" : "false", devname);
 
@@ -883,6 +908,7 @@ RunJob(void)
 	}
 	PG_FINALLY();
 	{
+		GnnDistJobEnd(dj);
 		for (int i = 0; i < pre.n; i++)
 			if (pre.seg[i])
 				dsm_detach(pre.seg[i]);
