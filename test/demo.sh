@@ -207,7 +207,7 @@ SELECT name, nodes, feature_dim FROM gnn.load_graph('items', 'item_links', nodes
                                   label => 'label', split => 'split', undirected => true, feature_store => 'disk');
 \echo == its 1 MB of features are not in shared memory (bytes), only in the store
 SELECT name, bytes, feature_store FROM gnn.graphs WHERE name = 'items';
-\echo == training reads them through the graph's shared cache, made by its first use with gnn.feature_cache_size (256 kB: a quarter of them); the log shows the cache at work
+\echo == training reads them through the shared cache of the graph, made by its first use with gnn.feature_cache_size (256 kB: a quarter of them); the log shows the cache at work
 SET gnn.feature_cache_size = '256kB';
 SELECT gnn.train('items', model => 'graphsage', name => 'items_sage', epochs => 4, seed => 1,
                  options => '{"fanouts": [5, 5], "batch_size": 256}', wait => true) > 0 AS trained;
