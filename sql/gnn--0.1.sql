@@ -423,6 +423,35 @@ CREATE FUNCTION gnn._live_jobs(
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'gnn_live_jobs' LANGUAGE C VOLATILE;
 
+-- The rendezvous store of distributed jobs: the ranks (Gloo) publish their
+-- addresses here, on the coordinator, each through its own connection, under
+-- the job's random key and generation; the job deletes its rows when it ends.
+-- Each role sees and writes only its own rows.
+CREATE TABLE gnn.dist_store (
+    job     text NOT NULL,
+    key     text NOT NULL,
+    value   bytea NOT NULL,
+    owner   name NOT NULL DEFAULT current_user,
+    created timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (job, key));
+ALTER TABLE gnn.dist_store ENABLE ROW LEVEL SECURITY;
+CREATE POLICY dist_store_own ON gnn.dist_store USING (owner = current_user) WITH CHECK (owner = current_user);
+GRANT SELECT, INSERT, UPDATE, DELETE ON gnn.dist_store TO PUBLIC;
+
+-- The ranks of a running job over several servers: each rank's last epoch,
+-- its loss and validation accuracy (the whole graph's, the same on every
+-- rank) and the epoch's seconds on that server.  Empty for other jobs and
+-- once the job has ended (its metrics keep each rank's figures).
+CREATE FUNCTION gnn.job_ranks(job bigint)
+RETURNS TABLE (rank int, epoch int, loss float8, val_acc float8, epoch_seconds float8)
+LANGUAGE sql STABLE AS $$
+  SELECT substr(s.key, 6)::int, split_part(v, '|', 1)::int, split_part(v, '|', 2)::float8,
+         split_part(v, '|', 3)::float8, split_part(v, '|', 4)::float8
+  FROM gnn.dist_store s, LATERAL convert_from(s.value, 'UTF8') v
+  WHERE s.job LIKE 'job' || $1 || '-%' AND s.key LIKE 'rank/%'
+  ORDER BY 1
+$$;
+
 -- Every job: live progress from shared memory, history from gnn.job_history.
 -- A job recorded as running that no live worker holds ran when its worker
 -- died or the server restarted: it shows as failed.
@@ -446,7 +475,12 @@ SELECT coalesce(l.id, h.id) AS id,
        CASE WHEN l.id IS NULL AND h.state IN ('queued', 'running')
             THEN 'the job''s worker died or the server restarted while the job ran'
             ELSE coalesce(l.error, h.error) END AS error,
-       l.pid
+       l.pid,
+       -- a running job over several servers: each rank's epoch, loss and validation accuracy
+       CASE WHEN l.id IS NOT NULL THEN
+         (SELECT jsonb_agg(jsonb_build_object('rank', r.rank, 'epoch', r.epoch, 'loss', r.loss,
+                                              'val_acc', r.val_acc) ORDER BY r.rank)
+          FROM gnn.job_ranks(l.id) r) END AS ranks
 FROM gnn.job_history h
 FULL JOIN gnn._live_jobs() l ON l.id = h.id;
 GRANT SELECT ON gnn.jobs TO PUBLIC;
@@ -794,21 +828,6 @@ RETURNS int
 AS 'MODULE_PATHNAME', 'gnn_cache_drop' LANGUAGE C VOLATILE;
 
 -- ---- several servers on one job (issue 16)
--- The rendezvous store of distributed jobs: the ranks (Gloo) publish their
--- addresses here, on the coordinator, each through its own connection, under
--- the job's random key and generation; the job deletes its rows when it ends.
--- Each role sees and writes only its own rows.
-CREATE TABLE gnn.dist_store (
-    job     text NOT NULL,
-    key     text NOT NULL,
-    value   bytea NOT NULL,
-    owner   name NOT NULL DEFAULT current_user,
-    created timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (job, key));
-ALTER TABLE gnn.dist_store ENABLE ROW LEVEL SECURITY;
-CREATE POLICY dist_store_own ON gnn.dist_store USING (owner = current_user) WITH CHECK (owner = current_user);
-GRANT SELECT, INSERT, UPDATE, DELETE ON gnn.dist_store TO PUBLIC;
-
 -- One peer's rank of gnn.dist_check, run there over libpq (not for direct use).
 CREATE FUNCTION gnn._dist_rank(job text, rank int, size int, coordinator text, timeout_ms int,
                                graph text, floats bigint,
@@ -843,45 +862,3 @@ CREATE FUNCTION gnn._train_rank(graph text, model text, task text, name text, hi
 RETURNS record
 AS 'MODULE_PATHNAME', 'gnn_train_rank' LANGUAGE C VOLATILE;
 
--- The ranks of a running job over several servers: each rank's last epoch,
--- its loss and validation accuracy (the whole graph's, the same on every
--- rank) and the epoch's seconds on that server.  Empty for other jobs and
--- once the job has ended (its metrics keep each rank's figures).
-CREATE FUNCTION gnn.job_ranks(job bigint)
-RETURNS TABLE (rank int, epoch int, loss float8, val_acc float8, epoch_seconds float8)
-LANGUAGE sql STABLE AS $$
-  SELECT substr(s.key, 6)::int, split_part(v, '|', 1)::int, split_part(v, '|', 2)::float8,
-         split_part(v, '|', 3)::float8, split_part(v, '|', 4)::float8
-  FROM gnn.dist_store s, LATERAL convert_from(s.value, 'UTF8') v
-  WHERE s.job LIKE 'job' || $1 || '-%' AND s.key LIKE 'rank/%'
-  ORDER BY 1
-$$;
-
--- gnn.jobs with the ranks of jobs over several servers (gnn.job_ranks), as a last column
-CREATE OR REPLACE VIEW gnn.jobs WITH (security_invoker = true) AS
-SELECT coalesce(l.id, h.id) AS id,
-       coalesce(l.graph, h.graph) AS graph,
-       coalesce(l.model_name, h.model_name) AS model_name,
-       coalesce(l.model, h.model) AS model,
-       coalesce(l.owner, h.owner) AS owner,
-       CASE WHEN l.id IS NOT NULL THEN l.state
-            WHEN h.state IN ('queued', 'running') THEN 'failed'
-            ELSE h.state END AS state,
-       coalesce(l.epoch, h.epoch) AS epoch,
-       coalesce(l.epochs, h.epochs) AS epochs,
-       coalesce(l.loss, h.loss) AS loss,
-       coalesce(l.train_acc, h.train_acc) AS train_acc,
-       coalesce(l.val_acc, h.val_acc) AS val_acc,
-       coalesce(l.device, h.device) AS device,
-       coalesce(l.started, h.started) AS started,
-       coalesce(l.finished, h.finished) AS finished,
-       CASE WHEN l.id IS NULL AND h.state IN ('queued', 'running')
-            THEN 'the job''s worker died or the server restarted while the job ran'
-            ELSE coalesce(l.error, h.error) END AS error,
-       l.pid,
-       CASE WHEN l.id IS NOT NULL THEN
-         (SELECT jsonb_agg(jsonb_build_object('rank', r.rank, 'epoch', r.epoch, 'loss', r.loss,
-                                              'val_acc', r.val_acc) ORDER BY r.rank)
-          FROM gnn.job_ranks(l.id) r) END AS ranks
-FROM gnn.job_history h
-FULL JOIN gnn._live_jobs() l ON l.id = h.id;

@@ -199,7 +199,18 @@ d_open(const gnn_dist_options *o, const gnn_dist_store *st, void **handle, char 
 		h->ctx = std::make_shared<gloo::rendezvous::Context>(o->rank, o->size);
 		h->ctx->setTimeout(h->timeout);
 		CStore		store(*st, o->prefix ? o->prefix : "gnn", ms);
+		std::vector<std::string> ready;
 
+		/*
+		 * Every rank present before any pair connects: a pair whose other
+		 * side is gone waits in Gloo for a connection that never comes,
+		 * where neither our timeout nor a cancel reaches it; waiting here,
+		 * in the store, both do (and a rank that ends early is seen).
+		 */
+		store.set("ready/" + std::to_string(o->rank), std::vector<char>(1, 1));
+		for (int q = 0; q < o->size; q++)
+			ready.push_back("ready/" + std::to_string(q));
+		store.wait(ready, std::chrono::milliseconds(ms));
 		h->ctx->connectFullMesh(store, h->dev);
 		*handle = h.release();
 	});

@@ -217,6 +217,41 @@ DistWaitResult(PGconn *conn, double until)
 	return PQgetResult(conn);
 }
 
+/* close peers' connections, cancelling the queries still running there */
+static void
+ClosePeers(PGconn **peers, int n)
+{
+	for (int i = 0; peers && i < n; i++)
+		if (peers[i])
+		{
+			if (PQisBusy(peers[i]))
+			{
+				PGcancel   *c = PQgetCancel(peers[i]);
+				char		eb[256];
+
+				if (c)
+				{
+					(void) PQcancel(c, eb, sizeof(eb));
+					PQfreeCancel(c);
+				}
+			}
+			PQfinish(peers[i]);
+			peers[i] = NULL;
+		}
+}
+
+/* the job's rows of the store go, and the connection to it */
+static void
+CloseStore(PGconn *store, const char *job)
+{
+	const char *vals[1] = {job};
+
+	if (!store)
+		return;
+	PQclear(PQexecParams(store, "DELETE FROM gnn.dist_store WHERE job = $1", 1, NULL, vals, NULL, NULL, 0));
+	PQfinish(store);
+}
+
 /* ------------------------------------------------------------------ the store over gnn.dist_store */
 
 typedef struct TableStore
@@ -746,7 +781,6 @@ gnn_dist_check(PG_FUNCTION_ARGS)
 	PGconn	   *store = NULL;
 	RankResult	r0;
 	double		until;
-	volatile bool cleaned = false;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("peers must not be NULL")));
@@ -868,34 +902,9 @@ gnn_dist_check(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
-		/* the job's rows go; a peer still running is cancelled by closing its connection */
-		if (store && !cleaned)
-		{
-			const char *vals[1] = {job};
-			PGresult   *res = PQexecParams(store, "DELETE FROM gnn.dist_store WHERE job = $1", 1, NULL, vals,
-										   NULL, NULL, 0);
-
-			PQclear(res);
-			cleaned = true;
-		}
-		for (int i = 0; i < npeers; i++)
-			if (peers[i])
-			{
-				if (PQisBusy(peers[i]))
-				{
-					PGcancel   *c = PQgetCancel(peers[i]);
-					char		eb[256];
-
-					if (c)
-					{
-						(void) PQcancel(c, eb, sizeof(eb));
-						PQfreeCancel(c);
-					}
-				}
-				PQfinish(peers[i]);
-			}
-		if (store)
-			PQfinish(store);
+		/* the job's rows go; a peer still running is cancelled */
+		ClosePeers(peers, npeers);
+		CloseStore(store, job);
 	}
 	PG_END_TRY();
 	return (Datum) 0;
@@ -1132,33 +1141,9 @@ GnnDistJobEnd(GnnDistJob *dj)
 		current_job = NULL;
 	gnn_dist_close(dj->d);
 	dj->d = NULL;
-	for (int i = 0; i < dj->npeers; i++)
-		if (dj->peers && dj->peers[i])
-		{
-			if (PQisBusy(dj->peers[i]))
-			{
-				PGcancel   *c = PQgetCancel(dj->peers[i]);
-				char		eb[256];
-
-				if (c)
-				{
-					(void) PQcancel(c, eb, sizeof(eb));
-					PQfreeCancel(c);
-				}
-			}
-			PQfinish(dj->peers[i]);
-			dj->peers[i] = NULL;
-		}
-	if (dj->store)
-	{
-		const char *vals[1] = {dj->job};
-		PGresult   *res = PQexecParams(dj->store, "DELETE FROM gnn.dist_store WHERE job = $1", 1, NULL, vals,
-									   NULL, NULL, 0);
-
-		PQclear(res);
-		PQfinish(dj->store);
-		dj->store = NULL;
-	}
+	ClosePeers(dj->peers, dj->npeers);
+	CloseStore(dj->store, dj->job);
+	dj->store = NULL;
 }
 
 /* ---- a peer's rank */

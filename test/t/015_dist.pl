@@ -315,6 +315,13 @@ sub wait_done
 		last if $left eq '0';
 		select(undef, undef, undef, 0.1);
 	}
+	if ($left ne '0' && $ENV{GNN_TAP_GDB})
+	{
+		for my $p (split /\n/, $n[1]->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE application_name = 'gnn distributed'"))
+		{
+			diag(`gdb -p $p -batch -ex 'thread apply all bt' 2>&1 | grep -E '^#|^Thread' | head -60`);
+		}
+	}
 	is($left, '0', 'the other peer stopped too')
 	  or diag($n[1]->safe_psql('postgres', "SELECT pid, state, wait_event_type, wait_event, backend_start, left(query, 60) "
 		  . "FROM pg_stat_activity WHERE application_name = 'gnn distributed'"));
