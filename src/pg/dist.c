@@ -1080,47 +1080,54 @@ void
 GnnDistJobFinish(GnnDistJob *dj, gnn_status st, StringInfo ranks_json)
 {
 	double		until = NowMs() + (st == GNN_OK ? dj->timeout_ms : Min(dj->timeout_ms, 5000));
-	int			failed = -1;
+	int			failed = -1,
+				failed_score = 0;
 	char	   *failmsg = NULL;
-	bool		failed_lost = false;	/* the failed peer's connection is gone (it died) */
 
+	/*
+	 * The cause, when several ranks failed: a rank whose server connection
+	 * is gone (it died) over one that reported an error (often only that a
+	 * peer went away) over one that did not answer in time (often blocked
+	 * on the one that died); the lowest rank on a tie.
+	 */
 	appendStringInfoChar(ranks_json, '[');
 	for (int i = 0; i < dj->npeers; i++)
 	{
 		PGresult   *res = dj->peers[i] ? DistWaitResult(dj->peers[i], until) : NULL;
+		int			score = 0;
+		char	   *msg = NULL;
 
 		if (!res)
 		{
-			if (failed < 0 || !failed_lost)
-			{
-				failed = i;
-				failed_lost = true;
-				failmsg = PQstatus(dj->peers[i]) == CONNECTION_BAD || PQerrorMessage(dj->peers[i])[0] ?
-					OneLine(PQerrorMessage(dj->peers[i])) :
-					psprintf("no answer within %d ms", dj->timeout_ms);
-			}
-			continue;
+			bool		gone = PQstatus(dj->peers[i]) == CONNECTION_BAD;
+
+			score = gone ? 3 : 1;
+			msg = gone || PQerrorMessage(dj->peers[i])[0] ? OneLine(PQerrorMessage(dj->peers[i])) :
+				psprintf("no answer within %d ms", dj->timeout_ms);
 		}
-		if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		else if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
 		{
 			const char *prim = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-			/* a rank whose server went away is the cause; the others only saw it go */
-			bool		lost = !prim || PQstatus(dj->peers[i]) == CONNECTION_BAD;
 
-			if (failed < 0 || (lost && !failed_lost))
-			{
-				failed = i;
-				failed_lost = lost;
-				failmsg = OneLine(prim ? prim : PQresultErrorMessage(res));
-			}
+			score = !prim || PQstatus(dj->peers[i]) == CONNECTION_BAD ? 3 : 2;
+			msg = OneLine(prim ? prim : PQresultErrorMessage(res));
 		}
 		else
 			appendStringInfo(ranks_json, "%s{\"rank\": %d, \"epochs\": %s, \"seconds\": %s, \"own_nodes\": %s, "
 							 "\"halo_nodes\": %s}", i ? ", " : "", i + 1, PQgetvalue(res, 0, 0),
 							 PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3));
-		PQclear(res);
-		while ((res = PQgetResult(dj->peers[i])) != NULL)
+		if (score > failed_score)
+		{
+			failed = i;
+			failed_score = score;
+			failmsg = msg;
+		}
+		if (res)
+		{
 			PQclear(res);
+			while ((res = PQgetResult(dj->peers[i])) != NULL)
+				PQclear(res);
+		}
 	}
 	appendStringInfoChar(ranks_json, ']');
 	if (failed >= 0 && st != GNN_ERR_CANCELLED)
