@@ -19,6 +19,7 @@ struct gnn_dist
 	int			rank;
 	int			size;
 	bool		failed;
+	gnn_dist_counters c;
 };
 
 static const gnn_dist_ops *
@@ -140,20 +141,58 @@ gnn_dist_size(const gnn_dist *d)
 		return engine_error((d), rc_, name, msg_, err); \
 	} while (0)
 
+static gnn_status
+dist_allreduce(gnn_dist *d, void *buf, size_t count, gnn_dist_dtype dtype, gnn_error *err)
+{
+	DIST_CALL(d, err, "allreduce", d->ops->allreduce(d->h, buf, count, (int) dtype, msg_, sizeof(msg_)));
+}
+
 gnn_status
 gnn_dist_allreduce(gnn_dist *d, void *buf, size_t count, gnn_dist_dtype dtype, gnn_error *err)
 {
+	double		t0;
+	gnn_status	st;
+
 	if (count == 0)
 		return GNN_OK;
-	DIST_CALL(d, err, "allreduce", d->ops->allreduce(d->h, buf, count, (int) dtype, msg_, sizeof(msg_)));
+	t0 = gnn_now_s();
+	st = dist_allreduce(d, buf, count, dtype, err);
+	if (d)
+	{
+		d->c.allreduce_calls++;
+		d->c.allreduce_bytes += (int64_t) count * (dtype == GNN_DIST_F32 ? 4 : 8);
+		d->c.allreduce_s += gnn_now_s() - t0;
+	}
+	return st;
+}
+
+static gnn_status
+dist_alltoallv(gnn_dist *d, const void *send, const int64_t *send_counts, void *recv,
+			   const int64_t *recv_counts, size_t elem_size, gnn_error *err)
+{
+	DIST_CALL(d, err, "alltoallv",
+			  d->ops->alltoallv(d->h, send, send_counts, recv, recv_counts, elem_size, msg_, sizeof(msg_)));
 }
 
 gnn_status
 gnn_dist_alltoallv(gnn_dist *d, const void *send, const int64_t *send_counts, void *recv,
 				   const int64_t *recv_counts, size_t elem_size, gnn_error *err)
 {
-	DIST_CALL(d, err, "alltoallv",
-			  d->ops->alltoallv(d->h, send, send_counts, recv, recv_counts, elem_size, msg_, sizeof(msg_)));
+	double		t0 = gnn_now_s();
+	gnn_status	st = dist_alltoallv(d, send, send_counts, recv, recv_counts, elem_size, err);
+
+	if (d)
+	{
+		d->c.alltoallv_calls++;
+		for (int q = 0; q < d->size; q++)
+			if (q != d->rank)
+			{
+				d->c.alltoallv_sent += send_counts[q] * (int64_t) elem_size;
+				d->c.alltoallv_received += recv_counts[q] * (int64_t) elem_size;
+			}
+		d->c.alltoallv_s += gnn_now_s() - t0;
+	}
+	return st;
 }
 
 gnn_status
@@ -172,6 +211,15 @@ gnn_status
 gnn_dist_barrier(gnn_dist *d, gnn_error *err)
 {
 	DIST_CALL(d, err, "barrier", d->ops->barrier(d->h, msg_, sizeof(msg_)));
+}
+
+void
+gnn_dist_counters_get(const gnn_dist *d, gnn_dist_counters *out)
+{
+	if (d)
+		*out = d->c;
+	else
+		memset(out, 0, sizeof(*out));
 }
 
 void

@@ -113,6 +113,28 @@ gnn_status	gnn_dist_alltoallv(gnn_dist *d, const void *send, const int64_t *send
 gnn_status	gnn_dist_broadcast(gnn_dist *d, void *buf, size_t bytes, int root, gnn_error *err);
 gnn_status	gnn_dist_allgather(gnn_dist *d, const void *in, size_t bytes, void *out, gnn_error *err);
 gnn_status	gnn_dist_barrier(gnn_dist *d, gnn_error *err);
+
+/*
+ * What a handle's allreduce and alltoallv calls have cost so far, for
+ * benchmarks and per-epoch metrics (issue #16, "Scale"): calls, wall seconds
+ * inside them (waits for slower ranks included: a collective ends when the
+ * last rank arrives) and bytes: an allreduce's buffer (a ring moves about
+ * 2 (size - 1) / size of it each way per rank), an alltoallv's elements sent
+ * to and received from other ranks.  Two clock reads a call.
+ */
+typedef struct gnn_dist_counters
+{
+	int64_t		allreduce_calls;
+	int64_t		allreduce_bytes;
+	double		allreduce_s;
+	int64_t		alltoallv_calls;
+	int64_t		alltoallv_sent;
+	int64_t		alltoallv_received;
+	double		alltoallv_s;
+} gnn_dist_counters;
+
+/* d's counters since it opened (zeros for NULL) */
+void		gnn_dist_counters_get(const gnn_dist *d, gnn_dist_counters *out);
 /* tear down (connections, Gloo's threads, the engine's handle); NULL is fine */
 void		gnn_dist_close(gnn_dist *d);
 

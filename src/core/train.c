@@ -19,6 +19,8 @@ gnn_epoch_metrics_init(gnn_epoch_metrics *em, int32_t epoch)
 	em->sample_s = em->gather_s = em->compute_s = em->wait_s = em->eval_s = NAN;
 	em->cache_hit_rate = NAN;
 	em->h2d_bytes = -1;
+	em->allreduce_s = em->alltoallv_s = NAN;
+	em->allreduce_bytes = em->alltoallv_bytes = -1;
 }
 
 void
@@ -439,7 +441,11 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 	{
 		gnn_epoch_metrics em;
 		const float *logits;
+		gnn_dist_counters c0,
+					c1;
 		double		t0 = gnn_now_s();
+
+		gnn_dist_counters_get(dist, &c0);
 
 		{
 			/* every rank stops at the same epoch: any one's stop is everyone's */
@@ -510,6 +516,14 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 			break;
 
 		em.compute_s = gnn_now_s() - t0;
+		if (dist)
+		{
+			gnn_dist_counters_get(dist, &c1);
+			em.allreduce_s = c1.allreduce_s - c0.allreduce_s;
+			em.alltoallv_s = c1.alltoallv_s - c0.alltoallv_s;
+			em.allreduce_bytes = c1.allreduce_bytes - c0.allreduce_bytes;
+			em.alltoallv_bytes = c1.alltoallv_sent - c0.alltoallv_sent;
+		}
 
 		/* evaluation */
 		if ((st = gnn_model_forward(model, blocks, &d.x, false, 0, &logits, err)) != GNN_OK)

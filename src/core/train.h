@@ -129,6 +129,18 @@ typedef struct gnn_epoch_metrics
 	 */
 	double		cache_hit_rate;
 	int64_t		h2d_bytes;
+	/*
+	 * Distributed full batch (cfg.dist; NAN and -1 otherwise): the training
+	 * step's seconds inside allreduce (the gradients, the loss, the stop
+	 * vote) and inside alltoallv (the halo's rows forward, their gradients
+	 * back), waits for slower ranks included, and the bytes this rank put
+	 * into them (allreduce: the buffers; alltoallv: rows sent to other
+	 * ranks).  compute_s includes them.
+	 */
+	double		allreduce_s;
+	double		alltoallv_s;
+	int64_t		allreduce_bytes;
+	int64_t		alltoallv_bytes;
 } gnn_epoch_metrics;
 
 /* em zeroed for epoch, its time splits NAN (not measured) */

@@ -34,6 +34,11 @@ typedef struct curve
 	float		loss[EPOCHS + 1];
 	float		val_acc[EPOCHS + 1];
 	float		val_loss[EPOCHS + 1];
+	/* the last training step's collectives (gnn_epoch_metrics) */
+	int64_t		allreduce_bytes;
+	int64_t		alltoallv_bytes;
+	double		comm_s;
+	double		step_s;
 } curve;
 
 static int64_t esrc[N * 4],
@@ -167,6 +172,10 @@ record(void *arg, const gnn_epoch_metrics *em)
 		c->val_acc[em->epoch] = em->val_acc;
 		c->val_loss[em->epoch] = em->val_loss;
 		c->epochs = em->epoch;
+		c->allreduce_bytes = em->allreduce_bytes;
+		c->alltoallv_bytes = em->alltoallv_bytes;
+		c->comm_s = em->allreduce_s + em->alltoallv_s;
+		c->step_s = em->compute_s;
 	}
 }
 
@@ -427,8 +436,9 @@ main(void)
 			_exit(0);
 		}
 		waitpid(pid, &wst, 0);
-		CHECK(read_out(99, o) && o->status == GNN_OK && o->c.epochs == EPOCHS && o->nw <= 4096,
-			  "%s on the whole graph in one process", names[k]);
+		CHECK(read_out(99, o) && o->status == GNN_OK && o->c.epochs == EPOCHS && o->nw <= 4096 &&
+			  o->c.allreduce_bytes == -1 && o->c.alltoallv_bytes == -1,
+			  "%s on the whole graph in one process (no collectives counted)", names[k]);
 		whole[k] = o->c;
 		nw[k] = o->nw;
 		ww[k] = malloc(sizeof(float) * (o->nw + 1));
@@ -472,8 +482,21 @@ main(void)
 				for (int64_t i = 0; ok && i < nw[k]; i++)
 					dw = fmax(dw, fabs(o[r].w[i] - ww[k][i]));
 			}
+			/*
+			 * the step's counters: every gradient once plus the stop vote and
+			 * the loss (8 bytes each); halo rows went out; time inside the
+			 * collectives is part of the step's
+			 */
+			for (int r = 0; ok && r < size; r++)
+				ok &= o[r].c.allreduce_bytes == 4 * nw[k] + 16 && o[r].c.alltoallv_bytes > 0 &&
+					o[r].c.comm_s >= 0 && o[r].c.comm_s <= o[r].c.step_s;
+			if (!ok)
+				NOTE("rank 0's step: allreduce %lld bytes (gradients %lld), alltoallv %lld bytes, %.3g s of %.3g s",
+					 (long long) o[0].c.allreduce_bytes, (long long) (4 * nw[k]),
+					 (long long) o[0].c.alltoallv_bytes, o[0].c.comm_s, o[0].c.step_s);
 			CHECK(ran == size && ok && dloss < 1e-4 && dacc < 1e-6 && dranks == 0 && dw < 1e-4,
-				  "%s on %d ranks: the loss curve, validation accuracy and weights of one process "
+				  "%s on %d ranks: the loss curve, validation accuracy and weights of one process, "
+			  "the step's collectives counted "
 				  "(max |d loss| %.2g, |d acc| %.2g, |d weight| %.2g; ranks identical: %s; first loss %.4f, last %.4f)",
 				  names[k], size, dloss, dacc, dw, dranks == 0 ? "yes" : "no",
 				  ok ? o[0].c.loss[1] : 0.0, ok ? o[0].c.loss[EPOCHS] : 0.0);
