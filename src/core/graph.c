@@ -303,6 +303,21 @@ void
 gnn_graph_header_from_layout(gnn_graph_header *h, const layout *l, const uint64_t *sz)
 {
 	memset(h, 0, sizeof(*h));
+	/*
+	 * and the padding after the header and after each array: a region's
+	 * bytes then depend on its contents alone (a malloc'ed region is not
+	 * zeroed, and its stored file and digest would differ between two
+	 * builds of the same graph)
+	 */
+	{
+		char	   *base = (char *) h;
+		uint64_t	hend = sizeof(*h);
+
+		memset(base + hend, 0, ALIGN64(hend) - hend);
+		for (int i = 0; i < L_COUNT; i++)
+			if (l->off[i] != 0)
+				memset(base + l->off[i] + sz[i], 0, ALIGN64(l->off[i] + sz[i]) - (l->off[i] + sz[i]));
+	}
 	h->magic = GNN_GRAPH_MAGIC;
 	h->version = GNN_GRAPH_VERSION;
 	h->total_bytes = l->total;

@@ -799,6 +799,8 @@ test_feat_fill(void)
 		  memcmp(g1.feat, g2.feat, sizeof(float) * 15) == 0 && memcmp(g1.ids, g2.ids, sizeof(int64_t) * 5) == 0 &&
 		  memcmp(g1.indices, g2.indices, sizeof(int32_t) * g1.num_edges) == 0,
 		  "feat_fill gives the graph feat does (%llu bytes)", (unsigned long long) s1);
+	/* byte for byte: the padding between arrays is zeroed, whatever malloc left there */
+	CHECK(r1 && r2 && s1 == s2 && memcmp(r1, r2, s1) == 0, "the two regions are equal byte for byte");
 	CHECK(r2 && g2.feat[0 * 3 + 1] == feat[1 * 3 + 1] && g2.feat[2 * 3 + 2] == feat[0 * 3 + 2],
 		  "node 10 holds row 1's features, node 30 row 0's");
 	free(r2);
