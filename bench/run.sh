@@ -4,7 +4,7 @@
 #   BENCH="load train sql" bash bench/run.sh   # a subset
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WHAT=${BENCH:-"load train sql sample partition topk infer serve schema"}
+WHAT=${BENCH:-"load train sql sample partition topk infer serve schema dist"}
 for b in $WHAT; do
   case $b in
     load)  bash bench/load_graph.sh ;;
@@ -16,6 +16,7 @@ for b in $WHAT; do
     infer) bash bench/infer_nodes_bench.sh ;;
     serve) bash bench/serve.sh ;;
     schema) bash bench/schema.sh ;;
-    *) echo "unknown benchmark $b (load, train, sql, sample, partition, topk, infer, serve, schema)" >&2; exit 2 ;;
+    dist) bash bench/dist.sh ;;
+    *) echo "unknown benchmark $b (load, train, sql, sample, partition, topk, infer, serve, schema, dist)" >&2; exit 2 ;;
   esac
 done
