@@ -94,6 +94,9 @@ WHERE id = (SELECT gnn.train('pl0', model => 'gcn', name => 'pl0_gcn', hidden =>
                              wait => true));
 SELECT train > 0 AS has_train, train = (SELECT count(*) FROM pl_nodes_p WHERE part = 0 AND split = 'train') AS train_is_own
 FROM gnn.graphs WHERE name = 'pl0';
+-- reading a model on a part warns that the halo's features and neighbours are elsewhere
+SELECT count(*) AS predicted
+FROM gnn.predict('pl0_gcn', (SELECT array_agg(id ORDER BY id) FROM (SELECT id FROM pl_parts WHERE part = 0 ORDER BY id LIMIT 2) s));
 
 -- errors
 \set VERBOSITY default

@@ -302,6 +302,22 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, InferCtx
 	}
 	x->m = LoadModel(&x->mr);
 	mc = gnn_model_config_of(x->m);
+
+	/*
+	 * One part of a partitioned graph: its halo's features and neighbours are
+	 * on their owners' servers, so what a model computes here near the halo
+	 * is not what it computes on the whole graph (an MLP reads no edges).
+	 */
+	if (x->ref.g.node_part && x->ref.g.num_nodes > x->ref.g.n_owned && !x->mr.mlp)
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("graph \"%s\" is part %d of a partitioned graph: its %lld halo nodes have no features or "
+						"neighbours of their own here",
+						x->mr.graph, x->ref.g.part, (long long) (x->ref.g.num_nodes - x->ref.g.n_owned)),
+				 errdetail("Results of model \"%s\" for halo nodes, and for own nodes within %d hops of the halo, "
+						   "differ from the whole graph's.", x->mr.name, mc->layers),
+				 errhint("Read the model where the whole graph is loaded under the name \"%s\" "
+						 "(gnn.load_graph without part_column).", x->mr.graph)));
 	if (mc->in_dim != x->ref.g.feat_dim)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
