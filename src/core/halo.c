@@ -31,6 +31,50 @@ find_rank(const int32_t *part_of_rank, int size, int32_t part)
 	return -1;
 }
 
+/*
+ * A node's name that every rank agrees on: its type and key.  A
+ * homogeneous part keys nodes by their ids; a schema graph's part by
+ * (type, key), its int keys or, for text and uuid keys, the key's place
+ * among all its type's keys (every part is read from the same tables).
+ */
+static inline int64_t
+node_type_of(const gnn_graph *g, int64_t v)
+{
+	return g->num_node_types > 1 && g->node_type ? g->node_type[v] : 0;
+}
+
+static inline int64_t
+node_key_of(const gnn_graph *g, int64_t v)
+{
+	return g->num_node_types > 1 ? (g->keys ? g->keys[v] : v) : g->ids[v];
+}
+
+/* the node of (type, key), or -1 */
+static int64_t
+node_find(const gnn_graph *g, int64_t type, int64_t key)
+{
+	int64_t		lo,
+				hi;
+
+	if (g->num_node_types <= 1)
+		return type == 0 ? gnn_graph_find(g, key) : -1;
+	if (type < 0 || type >= g->num_node_types)
+		return -1;
+	lo = g->type_ptr[type];
+	hi = g->type_ptr[type + 1];
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+		int64_t		k = g->keys ? g->keys[mid] : mid;
+
+		if (k < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < g->type_ptr[type + 1] && (g->keys ? g->keys[lo] : lo) == key ? lo : -1;
+}
+
 gnn_status
 gnn_halo_plan_build(gnn_dist *d, const gnn_graph *g, gnn_halo_plan *p, gnn_error *err)
 {
@@ -107,7 +151,7 @@ gnn_halo_plan_build(gnn_dist *d, const gnn_graph *g, gnn_halo_plan *p, gnn_error
 	}
 	for (int q = 0; q < size; q++)
 		nreq += ask[q];
-	req = malloc(sizeof(int64_t) * (nreq ? nreq : 1));
+	req = malloc(2 * sizeof(int64_t) * (nreq ? nreq : 1));
 	req_node = malloc(sizeof(int32_t) * (nreq ? nreq : 1));
 	if (!req || !req_node)
 	{
@@ -131,7 +175,8 @@ gnn_halo_plan_build(gnn_dist *d, const gnn_graph *g, gnn_halo_plan *p, gnn_error
 			for (int q = 0; q < size; q++)
 				if (owner_rank[v] == q || (owner_rank[v] == -2 && q != rank))
 				{
-					req[at[q]] = g->ids[v];
+					req[2 * at[q]] = node_type_of(g, v);
+					req[2 * at[q] + 1] = node_key_of(g, v);
 					req_node[at[q]] = (int32_t) v;
 					at[q]++;
 				}
@@ -144,7 +189,7 @@ gnn_halo_plan_build(gnn_dist *d, const gnn_graph *g, gnn_halo_plan *p, gnn_error
 		goto done;
 	for (int q = 0; q < size; q++)
 		nin += asked[q];
-	inreq = malloc(sizeof(int64_t) * (nin ? nin : 1));
+	inreq = malloc(2 * sizeof(int64_t) * (nin ? nin : 1));
 	found = malloc(sizeof(int64_t) * (nin ? nin : 1));
 	got = malloc(sizeof(int64_t) * (nreq ? nreq : 1));
 	p->send_idx = malloc(sizeof(int32_t) * (nin ? nin : 1));
@@ -153,7 +198,7 @@ gnn_halo_plan_build(gnn_dist *d, const gnn_graph *g, gnn_halo_plan *p, gnn_error
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory planning the halo");
 		goto done;
 	}
-	if ((st = gnn_dist_alltoallv(d, req, ask, inreq, asked, sizeof(int64_t), err)) != GNN_OK)
+	if ((st = gnn_dist_alltoallv(d, req, ask, inreq, asked, 2 * sizeof(int64_t), err)) != GNN_OK)
 		goto done;
 	/* answer: which requested ids are this rank's own nodes */
 	{
@@ -165,7 +210,7 @@ gnn_halo_plan_build(gnn_dist *d, const gnn_graph *g, gnn_halo_plan *p, gnn_error
 
 			for (int64_t i = 0; i < asked[q]; i++, k++)
 			{
-				int64_t		v = gnn_graph_find(g, inreq[k]);
+				int64_t		v = node_find(g, inreq[2 * k], inreq[2 * k + 1]);
 				bool		own = v >= 0 && (!g->node_part || g->node_part[v] == mine);
 
 				found[k] = own;
@@ -200,9 +245,9 @@ gnn_halo_plan_build(gnn_dist *d, const gnn_graph *g, gnn_halo_plan *p, gnn_error
 				if (seen[v])
 				{
 					if (err)
-						err->id = g->ids[v];
+						err->id = node_key_of(g, v);
 					st = gnn_error_set(err, GNN_ERR_DUPLICATE, "node %lld of rank %d's halo is owned by two ranks",
-									   (long long) g->ids[v], rank);
+									   (long long) node_key_of(g, v), rank);
 					goto done;
 				}
 				seen[v] = 1;
@@ -213,10 +258,10 @@ gnn_halo_plan_build(gnn_dist *d, const gnn_graph *g, gnn_halo_plan *p, gnn_error
 			if (owner_rank[v] != -1 && !seen[v])
 			{
 				if (err)
-					err->id = g->ids[v];
+					err->id = node_key_of(g, v);
 				st = gnn_error_set(err, GNN_ERR_DANGLING,
 								   "node %lld of rank %d's halo is no rank's own node (is every part loaded, on one rank each?)",
-								   (long long) g->ids[v], rank);
+								   (long long) node_key_of(g, v), rank);
 				goto done;
 			}
 	}

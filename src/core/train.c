@@ -238,11 +238,9 @@ dist_setup(gnn_dist *d, const gnn_graph *g, const gnn_train_config *cfg, gnn_mod
 	if (strcmp(cfg->backend, "cpu") != 0)
 		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
 							 "distributed training runs on the CPU backend (NCCL for GPUs is not built yet)");
-	if (cfg->model != GNN_MODEL_GCN && cfg->model != GNN_MODEL_SAGE && cfg->model != GNN_MODEL_GAT)
-		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "distributed training takes gcn, graphsage or gat");
-	if (g->feat_kind != GNN_FEAT_DENSE || g->fstore)
+	if (g->feat_kind == GNN_FEAT_NONE || g->fstore)
 		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
-							 "distributed training needs dense features in memory on every rank");
+							 "distributed training needs features in memory on every rank");
 	if (!(all = malloc(sizeof(int32_t) * 3 * size)))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 	if ((st = gnn_dist_allgather(d, mine, sizeof(mine), all, err)) != GNN_OK)
@@ -273,8 +271,17 @@ dist_setup(gnn_dist *d, const gnn_graph *g, const gnn_train_config *cfg, gnn_mod
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for rank %d's features", rank);
 		goto done;
 	}
-	if ((st = gnn_graph_feat_range(g, 0, n, *xfeat, err)) != GNN_OK ||
-		(st = gnn_halo_forward(halo, *xfeat, g->feat_dim, err)) != GNN_OK)
+	/* sparse features (a schema graph's encoded columns) as dense rows: the halo's come from their owners */
+	if (g->feat_kind == GNN_FEAT_SPARSE)
+	{
+		memset(*xfeat, 0, sizeof(float) * (size_t) n * (size_t) g->feat_dim);
+		for (int64_t v = 0; v < n; v++)
+			for (int64_t p = g->fptr[v]; p < g->fptr[v + 1]; p++)
+				(*xfeat)[v * g->feat_dim + g->fidx[p]] = g->fval[p];
+	}
+	else if ((st = gnn_graph_feat_range(g, 0, n, *xfeat, err)) != GNN_OK)
+		goto done;
+	if ((st = gnn_halo_forward(halo, *xfeat, g->feat_dim, err)) != GNN_OK)
 		goto done;
 	for (int64_t v = 0; v < n; v++)
 		tmp[v] = (float) gnn_graph_gcn_degree(g, v, false);
@@ -283,7 +290,12 @@ dist_setup(gnn_dist *d, const gnn_graph *g, const gnn_train_config *cfg, gnn_mod
 	for (int64_t v = 0; v < n; v++)
 		(*deg)[v] = tmp[v];
 	*part = *g;
+	part->feat_kind = GNN_FEAT_DENSE;
 	part->feat = *xfeat;
+	part->fptr = NULL;
+	part->fidx = NULL;
+	part->fval = NULL;
+	part->feat_nnz = 0;
 	part->fstore = NULL;
 done:
 	free(all);

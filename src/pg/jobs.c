@@ -1224,8 +1224,9 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 	{
 		const char *why = r->nfanouts > 0 || r->sampler[0] ? "trains full batch (no fan-outs or samplers yet)" :
 			strcmp(r->task, "link_prediction") == 0 ? "trains node classification or regression (no link prediction yet)" :
-			!(strcmp(r->model, "gcn") == 0 || strcmp(r->model, "graphsage") == 0 || strcmp(r->model, "gat") == 0) ?
-			"trains gcn, graphsage or gat" :
+			!(strcmp(r->model, "gcn") == 0 || strcmp(r->model, "graphsage") == 0 || strcmp(r->model, "gat") == 0 ||
+			  strcmp(r->model, "rgcn") == 0 || strcmp(r->model, "hetero_sage") == 0) ?
+			"trains gcn, graphsage, gat, rgcn or hetero_sage" :
 			strcmp(r->device, "cuda") == 0 ? "runs on the CPU (NCCL for GPUs is not built yet)" : NULL;
 
 		if (why)

@@ -201,6 +201,8 @@ typedef struct SchemaType
 	int			seed_time_scan;
 	GrowArray	labels;			/* char * (target type) */
 	GrowArray	splits;			/* uint8 (target type) */
+	int			part_scan;		/* options.part_column, or -1 */
+	GrowArray	parts;			/* int32, scan order (options.part_column) */
 	/* ordered */
 	int64	   *perm;			/* sorted position -> scan row (NULL: the identity) */
 	int64	   *rank;			/* scan row -> sorted position (NULL: the identity) */
@@ -233,6 +235,9 @@ typedef struct SchemaLoad
 	bool		bool_label;
 	int32		max_categories;
 	bool		skip_dangling;
+	/* one part of a partitioned graph (options.part_column / part); NULL: the whole graph */
+	const char *part_column;
+	int32		part;
 	int			persist;		/* options.persist: 1, 0, -1 = gnn.persist_graphs */
 	int			feature_store;	/* options.feature_store: GNN_FEATURES_* */
 	const char *seed_time;		/* options.seed_time: a time column of the target */
@@ -789,6 +794,9 @@ PlanFeatures(SchemaLoad *L, SchemaType *t, List *fk_cols)
 			continue;			/* dropped */
 		if (explicit_list ? !ListHasString(chosen, col) : ListHasString(excluded, col))
 			continue;
+		/* the part a row belongs to is where it lives, not what it is */
+		if (L->part_column && strcmp(col, L->part_column) == 0)
+			continue;
 		if (strcmp(col, t->key) == 0 || ListHasString(fk_cols, col))
 		{
 			if (explicit_list)
@@ -914,6 +922,16 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 					  "timestamp, timestamptz or date");
 		GrowInit(&t->seed_times, ctx, sizeof(int64), est);
 	}
+	t->part_scan = -1;
+	if (L->part_column)
+	{
+		static const Oid part_types[] = {INT2OID, INT4OID, INT8OID, InvalidOid};
+
+		(void) ColumnOf(t, L->part_column, "part column (options.part_column)");
+		ResolveColumn(&s, t->part_scan = s.ncols++, L->part_column, "part", part_types,
+					  "smallint, integer or bigint");
+		GrowInit(&t->parts, ctx, sizeof(int32), est);
+	}
 	t->label_scan = t->split_scan = -1;
 	if (t->is_target && L->label)
 	{
@@ -994,6 +1012,19 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 			}
 			else
 				*(char **) GrowPush(&fk->tvals) = isnull ? NULL : GnnKeyText(v[fk->scan], fk->type);
+		}
+		if (t->part_scan >= 0)
+		{
+			int64		p = nl[t->part_scan] ? -1 : IntDatum(v[t->part_scan], s.types[t->part_scan]);
+
+			if (p < 0 || p >= INT32_MAX)
+				ereport(ERROR,
+						(errcode(nl[t->part_scan] ? ERRCODE_NULL_VALUE_NOT_ALLOWED : ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+						 errmsg("part column \"%s\" of %s holds %s", L->part_column, t->relname,
+								nl[t->part_scan] ? "a NULL" : psprintf("part " INT64_FORMAT, p)),
+						 errdetail("In %s.", ScanRowDesc(&s)),
+						 errhint("Every row belongs to one part, numbered from 0: the output of gnn.partition().")));
+			*(int32 *) GrowPush(&t->parts) = (int32) p;
 		}
 		if (t->time_scan >= 0)
 			*(int64 *) GrowPush(&t->times) = nl[t->time_scan] ? GNN_TIME_NONE :
@@ -1276,6 +1307,216 @@ SchemaReport(void *arg, const gnn_error *err)
 			 errmsg("graph \"%s\": %s", L->name, err->msg)));
 }
 
+/*
+ * One part of a partitioned graph (options.part_column / part): the rows of
+ * every type whose part column is L->part are the graph's own nodes; the
+ * halo is every other row one foreign-key edge away from an own row; only
+ * edges with an own endpoint are kept.  Reduces the whole graph's input in
+ * place (node order, keys and features as they were: encodings stay fitted
+ * over every row read, so every part encodes alike), gives halo rows no
+ * label, split or target (their owners train on them) and records each
+ * node's owner for the core.  Type offsets and counts follow.
+ */
+static void
+KeepSchemaPart(SchemaLoad *L, gnn_graph_input *in)
+{
+	int64		n = in->num_nodes,
+				n2 = 0,
+				nhalo = 0,
+				arcs = 0,
+				kept_arcs = 0;
+	int32	   *owner = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
+	uint8	   *keep = palloc_extended(Max(n, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	int64	   *nidx = palloc_extended(sizeof(int64) * Max(n, 1), MCXT_ALLOC_HUGE);
+	int32	   *node_part;
+
+	for (int t = 0; t < L->ntypes; t++)
+	{
+		SchemaType *T = &L->types[t];
+		const int32 *pv = (const int32 *) T->parts.data;
+
+		for (int64 i = 0; i < T->n; i++)
+		{
+			owner[T->offset + i] = pv[PERM(T, i)];
+			keep[T->offset + i] = owner[T->offset + i] == L->part;
+		}
+	}
+	/* the halo: the other end of an edge at an own node; edges elsewhere go */
+	for (int r = 0; r < in->num_refs; r++)
+	{
+		const gnn_graph_ref *ref = &in->refs[r];
+		SchemaType *S = &L->types[ref->src_type];
+		int32	   *rv = (int32 *) ref->ref;
+
+		for (int64 i = 0; i < S->n; i++)
+		{
+			int64		a = S->offset + i,
+						b = rv[i];
+
+			if (b < 0)
+				continue;
+			arcs++;
+			if ((keep[a] & 1) || (keep[b] & 1))
+			{
+				keep[a] |= 2;
+				keep[b] |= 2;
+				kept_arcs++;
+			}
+			else
+				rv[i] = -1;
+		}
+	}
+	for (int64 g = 0; g < n; g++)
+	{
+		nidx[g] = keep[g] ? n2++ : -1;
+		nhalo += keep[g] && owner[g] != L->part;
+	}
+	if (n2 - nhalo == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("no row of the tables of graph \"%s\" has %s = %d", L->name, L->part_column, L->part),
+				 errhint("Parts are numbered from 0; each server loads the part it holds.")));
+
+	/* node rows, in their order */
+	{
+		int64_t    *ids = palloc_extended(sizeof(int64) * n2, MCXT_ALLOC_HUGE);
+		int64_t    *keys = in->keys ? palloc_extended(sizeof(int64) * n2, MCXT_ALLOC_HUGE) : NULL;
+		int16_t    *ntype = palloc_extended(sizeof(int16) * n2, MCXT_ALLOC_HUGE);
+		int64_t    *tm = in->node_time ? palloc_extended(sizeof(int64) * n2, MCXT_ALLOC_HUGE) : NULL;
+		int64_t    *st = in->seed_time ? palloc_extended(sizeof(int64) * n2, MCXT_ALLOC_HUGE) : NULL;
+		int32_t    *lab = in->labels ? palloc_extended(sizeof(int32) * n2, MCXT_ALLOC_HUGE) : NULL;
+		uint8_t    *spl = in->split ? palloc_extended(n2, MCXT_ALLOC_HUGE) : NULL;
+		float	   *tg = in->targets ? palloc_extended(sizeof(float) * n2, MCXT_ALLOC_HUGE) : NULL;
+		int64_t    *koff = in->key_off ? palloc_extended(sizeof(int64) * (n2 + 1), MCXT_ALLOC_HUGE) : NULL;
+		char	   *kb = NULL;
+		int64_t    *fptr = in->sp_ptr ? palloc_extended(sizeof(int64) * (n2 + 1), MCXT_ALLOC_HUGE) : NULL;
+		int32_t    *fidx = NULL;
+		float	   *fval = NULL;
+		int64		kbytes = 0,
+					nnz = 0;
+
+		node_part = palloc_extended(sizeof(int32) * n2, MCXT_ALLOC_HUGE);
+		for (int64 g = 0; g < n; g++)
+			if (keep[g])
+			{
+				kbytes += koff ? in->key_off[g + 1] - in->key_off[g] : 0;
+				nnz += fptr ? in->sp_ptr[g + 1] - in->sp_ptr[g] : 0;
+			}
+		if (koff)
+			kb = palloc_extended(kbytes + 1, MCXT_ALLOC_HUGE);
+		if (fptr)
+		{
+			fidx = palloc_extended(sizeof(int32) * Max(nnz, 1), MCXT_ALLOC_HUGE);
+			fval = palloc_extended(sizeof(float) * Max(nnz, 1), MCXT_ALLOC_HUGE);
+		}
+		kbytes = nnz = 0;
+		for (int64 g = 0; g < n; g++)
+		{
+			int64		j = nidx[g];
+			bool		own = owner[g] == L->part;
+
+			if (j < 0)
+				continue;
+			ids[j] = j;
+			ntype[j] = in->node_type[g];
+			node_part[j] = owner[g];
+			if (keys)
+				keys[j] = in->keys[g];
+			if (tm)
+				tm[j] = in->node_time[g];
+			if (st)
+				st[j] = in->seed_time[g];
+			if (lab)
+				lab[j] = own ? in->labels[g] : -1;
+			if (spl)
+				spl[j] = own ? in->split[g] : GNN_SPLIT_NONE;
+			if (tg)
+				tg[j] = own ? in->targets[g] : NAN;
+			if (koff)
+			{
+				int64		len = in->key_off[g + 1] - in->key_off[g];
+
+				koff[j] = kbytes;
+				memcpy(kb + kbytes, in->key_bytes + in->key_off[g], len);
+				kbytes += len;
+			}
+			if (fptr)
+			{
+				int64		len = in->sp_ptr[g + 1] - in->sp_ptr[g];
+
+				fptr[j] = nnz;
+				memcpy(fidx + nnz, in->sp_index + in->sp_ptr[g], sizeof(int32) * len);
+				memcpy(fval + nnz, in->sp_value + in->sp_ptr[g], sizeof(float) * len);
+				nnz += len;
+			}
+		}
+		if (koff)
+		{
+			koff[n2] = kbytes;
+			in->key_off = koff;
+			in->key_bytes = kb;
+		}
+		if (fptr)
+		{
+			fptr[n2] = nnz;
+			in->sp_ptr = fptr;
+			in->sp_index = fidx;
+			in->sp_value = fval;
+			in->sparse_nnz = nnz;
+		}
+		in->node_ids = ids;
+		in->keys = keys;
+		in->node_type = ntype;
+		in->node_time = tm;
+		in->seed_time = st;
+		in->labels = lab;
+		in->split = spl;
+		in->targets = tg;
+	}
+	/* each reference array over its type's kept rows, to kept indices */
+	for (int r = 0; r < in->num_refs; r++)
+	{
+		gnn_graph_ref *ref = (gnn_graph_ref *) &in->refs[r];
+		SchemaType *S = &L->types[ref->src_type];
+		int64		kept = 0;
+		int32	   *nr;
+
+		for (int64 i = 0; i < S->n; i++)
+			kept += keep[S->offset + i] != 0;
+		nr = palloc_extended(sizeof(int32) * Max(kept, 1), MCXT_ALLOC_HUGE);
+		kept = 0;
+		for (int64 i = 0; i < S->n; i++)
+			if (keep[S->offset + i])
+				nr[kept++] = ref->ref[i] < 0 ? -1 : (int32) nidx[ref->ref[i]];
+		ref->ref = nr;
+	}
+	/* the types' ranges */
+	{
+		int64		off = 0;
+
+		for (int t = 0; t < L->ntypes; t++)
+		{
+			SchemaType *T = &L->types[t];
+			int64		kept = 0;
+
+			for (int64 i = 0; i < T->n; i++)
+				kept += keep[T->offset + i] != 0;
+			T->offset = off;
+			T->n = kept;
+			off += kept;
+		}
+	}
+	in->num_nodes = n2;
+	in->node_part = node_part;
+	in->part = L->part;
+	elog(DEBUG1, "gnn: part %d of schema graph %s: %lld own nodes, %lld halo nodes, %lld of %lld edges",
+		 L->part, L->name, (long long) (n2 - nhalo), (long long) nhalo, (long long) kept_arcs, (long long) arcs);
+	pfree(owner);
+	pfree(keep);
+	pfree(nidx);
+}
+
+
 static void
 JsonKey(StringInfo b, const char *key, const char *val)
 {
@@ -1371,7 +1612,8 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				 errmsg("options must be a JSON object")));
 	{
 		static const char *const known[] = {"keys", "edges", "features", "exclude", "time",
-		"seed_time", "max_categories", "skip_dangling", "encodings", "persist", "feature_store", NULL};
+		"seed_time", "max_categories", "skip_dangling", "encodings", "persist", "feature_store",
+		"part_column", "part", NULL};
 		ListCell   *k;
 
 		foreach(k, JKeys(&L.options->root))
@@ -1384,7 +1626,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("unknown option \"%s\"", (char *) lfirst(k)),
-						 errhint("Accepted options: keys, edges, features, exclude, time, seed_time, max_categories, skip_dangling, encodings, persist, feature_store.")));
+						 errhint("Accepted options: keys, edges, features, exclude, time, seed_time, max_categories, skip_dangling, encodings, persist, feature_store, part_column, part.")));
 		}
 	}
 	L.max_categories = 32;
@@ -1433,6 +1675,29 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 							errmsg("option \"skip_dangling\" must be true or false")));
 		L.skip_dangling = jv->val.boolean;
 	}
+	if ((jv = JGet(&L.options->root, "part_column")) != NULL)
+		L.part_column = JString(jv, "part_column");
+	if ((jv = JGet(&L.options->root, "part")) != NULL)
+	{
+		if (jv->type != jbvNumeric)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("option \"part\" must be a number")));
+		L.part = DatumGetInt32(DirectFunctionCall1(numeric_int4, NumericGetDatum(jv->val.numeric)));
+		if (L.part < 0)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("option \"part\" must be zero or more (got %d)", L.part)));
+	}
+	if ((L.part_column != NULL) != (JGet(&L.options->root, "part") != NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options \"part_column\" and \"part\" go together"),
+				 errhint("For example {\"part_column\": \"part\", \"part\": 0}: the rows whose column part is 0, "
+						 "and the halo around them.")));
+	if (L.part_column && (track || L.feature_store != GNN_FEATURES_MEMORY))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("one part of a partitioned graph is loaded with its features in memory, without tracking"),
+				 errhint("Drop track => true or option \"feature_store\", or load the whole graph.")));
 	if (!replace && GnnGraphExists(L.name))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -1493,6 +1758,11 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				 errhint("Pass target => the table whose rows carry the label.")));
 	/* change capture: the triggers, and a snapshot after them that the scans read under */
 	tracked = GnnTrackSchemaBegin(L.name, rels, nrel, track);
+	if (tracked && L.part_column)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("graph \"%s\" is tracked, and one part of a partitioned graph is not", L.name),
+				 errhint("Untrack it with gnn.untrack() first, or load the part under another name.")));
 
 	/* keys: options.keys, else the single-column primary key */
 	cons = ReadConstraints(rels, nrel, ctx);
@@ -2208,6 +2478,8 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 	}
 
 	Phase("encoding features");
+	if (L.part_column)
+		KeepSchemaPart(&L, &in);
 	/* names and the description kept with the graph */
 	initStringInfo(&names);
 	for (int t = 0; t < nrel; t++)
@@ -2313,7 +2585,15 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 					appendStringInfo(&meta, ",\"reverse\":%s}", rev ? "true" : "false");
 				}
 	}
-	appendStringInfoString(&meta, "],\"load\":{\"options\":");
+	if (L.part_column)
+	{
+		appendStringInfoString(&meta, "],\"partition\":{");
+		JsonKey(&meta, "column", L.part_column);
+		appendStringInfo(&meta, ",\"part\":%d}", L.part);
+		appendStringInfoString(&meta, ",\"load\":{\"options\":");
+	}
+	else
+		appendStringInfoString(&meta, "],\"load\":{\"options\":");
 	/* how to load it again (a tracked graph's refresh): the tables are the types' oids */
 	appendStringInfoString(&meta, JsonbToCString(NULL, &L.options->root, VARSIZE(L.options)));
 	appendStringInfoString(&meta, "}}");
