@@ -258,6 +258,74 @@ for my $k (0 .. 1)
 	ok(scalar @$c2 == 15 && $dl < 1e-4, "gcn over two servers: the loss curve of one server (max |d loss| $dl)");
 }
 
+# a schema graph in two parts: every table's rows of a part, the halo one
+# foreign key away; R-GCN and heterogeneous GraphSAGE over two servers give
+# one server's loss curve on the whole schema
+my $schema = q{
+	CREATE TABLE s_cats (id text PRIMARY KEY, w real, part int);
+	INSERT INTO s_cats SELECT 'c' || i, (i % 3)::real, abs(hashint4(i)) % 2 FROM generate_series(0, 7) i;
+	CREATE TABLE s_items (id bigint PRIMARY KEY, cat_id text REFERENCES s_cats, price real, part int);
+	INSERT INTO s_items SELECT i * 1000003, 'c' || (i % 8), (abs(hashint4(i + 7)) % 100)::real / 10, i % 2
+	FROM generate_series(0, 59) i;
+	CREATE TABLE s_users (id uuid PRIMARY KEY, age real, segment int, split text, part int);
+	INSERT INTO s_users SELECT md5('u' || i)::uuid, (abs(hashint4(i + 99)) % 50)::real, i % 4,
+	       CASE WHEN i % 5 < 3 THEN 'train' WHEN i % 5 = 3 THEN 'val' ELSE 'test' END, abs(hashtext(md5('u' || i))) % 2
+	FROM generate_series(0, 119) i;
+	CREATE TABLE s_buys (id bigint PRIMARY KEY, user_id uuid REFERENCES s_users, item_id bigint REFERENCES s_items,
+	                     qty real, part int);
+	INSERT INTO s_buys SELECT b, md5('u' || (b % 120))::uuid,
+	       CASE WHEN b % 31 = 0 THEN NULL ELSE ((((b % 120) % 4) * 2 + 8 * (abs(hashint4(b)) % 7)) % 60) * 1000003 END,
+	       (b % 5)::real, 0
+	FROM generate_series(0, 599) b;
+	UPDATE s_buys b SET part = u.part FROM s_users u WHERE u.id = b.user_id;
+	GRANT SELECT ON s_cats, s_items, s_users, s_buys TO dist;
+};
+my $stables = q{ARRAY['s_users', 's_items', 's_buys', 's_cats']::regclass[], target => 's_users', label => 'segment', split => 'split'};
+for my $k (0 .. 1)
+{
+	$n[$k]->safe_psql('postgres', $schema . qq{
+		SET ROLE dist;
+		SELECT nodes FROM gnn.load_schema_graph('sp', $stables, options => '{"part_column": "part", "part": $k}');});
+}
+$n[0]->safe_psql('postgres', qq{SET ROLE dist;
+	SELECT nodes FROM gnn.load_schema_graph('sw', $stables, options => '{"exclude": {"s_users": ["part"], "s_items": ["part"],
+	                                        "s_buys": ["part"], "s_cats": ["part"]}}');});
+{
+	my ($own0, $halo0) = split /\|/, $n[0]->safe_psql('postgres', "SET ROLE dist; SELECT own, halo FROM gnn.graph_part('sp')");
+	my ($own1, $halo1) = split /\|/, $n[1]->safe_psql('postgres', "SET ROLE dist; SELECT own, halo FROM gnn.graph_part('sp')");
+	is($own0 + $own1, 120 + 60 + 600 + 8, "the two schema parts own every row once ($own0 + $own1)");
+	ok($halo0 > 0 && $halo1 > 0, "each schema part has a halo ($halo0, $halo1)");
+	my $tr0 = $n[0]->safe_psql('postgres', "SET ROLE dist; SELECT train FROM gnn.graphs WHERE name = 'sp'");
+	my $tr1 = $n[1]->safe_psql('postgres', "SET ROLE dist; SELECT train FROM gnn.graphs WHERE name = 'sp'");
+	is($tr0 + $tr1, $n[0]->safe_psql('postgres', "SET ROLE dist; SELECT train FROM gnn.graphs WHERE name = 'sw'"),
+		'the halo carries no split: the parts train on every training row once');
+	is($n[0]->safe_psql('postgres', "SET ROLE dist; SELECT feature_dim FROM gnn.graphs WHERE name = 'sp'"),
+		$n[0]->safe_psql('postgres', "SET ROLE dist; SELECT feature_dim FROM gnn.graphs WHERE name = 'sw'"),
+		'the part column is no feature');
+}
+for my $model ('rgcn', 'hetero_sage')
+{
+	my ($rc1, $one, $e1) = as_dist("SELECT gnn.train('sw', model => '$model', name => 'sw_$model', hidden => 16, "
+		  . "epochs => 12, dropout => 0, seed => 3, wait => true)");
+	is($rc1, 0, "$model on the whole schema on one server") or diag($e1);
+	my $opts = "{\"peers\": [\"" . conn(1) . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 8000}";
+	my ($rc2, $job, $e2) = as_dist("SELECT gnn.train('sp', model => '$model', name => 'sp_$model', hidden => 16, "
+		  . "epochs => 12, dropout => 0, seed => 3, wait => true, options => '$opts')");
+	is($rc2, 0, "$model over two servers, a schema part each") or diag($e2);
+	my ($c1, $c2) = (curve($one), curve($job));
+	my $dl = 0;
+	for my $i (0 .. $#$c1) { $dl = abs($c1->[$i][1] - $c2->[$i][1]) if abs($c1->[$i][1] - $c2->[$i][1]) > $dl; }
+	ok(scalar @$c2 == 12 && $dl < 1e-4, "$model over two schema parts: the loss curve of one server (max |d loss| $dl)");
+}
+{
+	my ($rc, $out, $err) = as_dist("SELECT gnn.load_schema_graph('bad', $stables, options => '{\"part_column\": \"nope\", \"part\": 0}')");
+	like($err, qr/nope/, 'a part column that a table lacks is an error naming it') or diag($err);
+	($rc, $out, $err) = as_dist("SELECT gnn.load_schema_graph('bad', $stables, options => '{\"part\": 0}')");
+	like($err, qr/go together/, 'part without part_column is an error') or diag($err);
+	($rc, $out, $err) = as_dist("SELECT gnn.load_schema_graph('bad', $stables, options => '{\"part_column\": \"part\", \"part\": 5}')");
+	like($err, qr/no row .* has part = 5/, 'a part no row has is an error') or diag($err);
+}
+
 # a job's failures: named, on every rank, nothing written
 sub job_fails
 {
