@@ -289,6 +289,40 @@ FROM gnn.training_log a JOIN gnn.training_log b ON b.job = :two AND b.epoch = a.
 WHERE a.job = :one AND a.epoch IN (1, 10, 20, 30) ORDER BY a.epoch;
 SELECT name, metrics->'ranks' AS ranks, metrics->'peers' AS peers FROM gnn.models WHERE name = 'pp_two';
 SQL
+  echo "== a relational schema in two parts: a small shop on both servers, a part column in every table"
+  SHOP_PARTS="SET client_min_messages = warning; CREATE SCHEMA dshop; SET search_path = dshop, public;
+    \\set customers 300
+    \\set products 120
+    \\set reviews 2000
+    $(cat "$REPO_ROOT/test/shop_schema.sql")
+    ALTER TABLE categories ADD COLUMN part int; UPDATE categories SET part = abs(hashtext(id)) % 2;
+    ALTER TABLE products ADD COLUMN part int; UPDATE products SET part = abs(hashtext(id::text)) % 2;
+    ALTER TABLE customers ADD COLUMN part int; UPDATE customers SET part = abs(hashtext(id::text)) % 2;
+    ALTER TABLE reviews ADD COLUMN part int;
+    UPDATE reviews r SET part = c.part FROM customers c WHERE c.id = r.customer_id;"
+  STABLES="ARRAY['dshop.customers', 'dshop.products', 'dshop.reviews', 'dshop.categories']::regclass[],
+           target => 'dshop.customers', label => 'segment', split => 'split'"
+  for k in 0 1; do
+    SQLK="$SHOP_PARTS
+      SELECT nodes FROM gnn.load_schema_graph('shop_part', $STABLES,
+             options => '{\"exclude\": {\"customers\": [\"churn\", \"spend\"]}, \"part_column\": \"part\", \"part\": $k}');"
+    if [ $k = 0 ]; then printf '%s\n' "$SQLK" | run_sql >/dev/null; else printf '%s\n' "$SQLK" | "${PSQL2[@]}" >/dev/null; fi
+  done
+  cat <<SQL | run_sql
+SET client_min_messages = warning;
+SELECT nodes FROM gnn.load_schema_graph('shop_whole', $STABLES,
+       options => '{"exclude": {"customers": ["churn", "spend", "part"], "products": ["part"], "reviews": ["part"],
+                                "categories": ["part"]}}') \gset
+SELECT * FROM gnn.graph_part('shop_part');
+\echo == R-GCN on the whole schema here, then over the two schema parts: the same loss curve
+SELECT gnn.train('shop_whole', model => 'rgcn', name => 'shop_one', epochs => 20, dropout => 0, seed => 5,
+                 wait => true) AS one \gset
+SELECT gnn.train('shop_part', model => 'rgcn', name => 'shop_two', epochs => 20, dropout => 0, seed => 5,
+                 wait => true, options => '{"peers": ["$PEER"]}') AS two \gset
+SELECT a.epoch, round(a.loss::numeric, 5) AS one_server_loss, round(b.loss::numeric, 5) AS two_servers_loss
+FROM gnn.training_log a JOIN gnn.training_log b ON b.job = :two AND b.epoch = a.epoch
+WHERE a.job = :one AND a.epoch IN (1, 5, 10, 20) ORDER BY a.epoch;
+SQL
   pg_stop "$DIR2"
 else
   echo "== (gnn_dist.so is not installed, libgloo-dev missing: no distributed part of the demo)"
