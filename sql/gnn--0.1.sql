@@ -841,8 +841,10 @@ AS 'MODULE_PATHNAME', 'gnn_dist_rank_fn' LANGUAGE C VOLATILE;
 -- calling role (a role that is not superuser must use a password), meets the
 -- others through gnn.dist_store here, sums an allreduce of `megabytes`, and,
 -- with graph (one part per server, loaded with part_column / part), fetches
--- its halo's features from their owners: halo rows fetched, halo nodes no
--- rank owns, and the sum of the fetched values.  coordinator: the conninfo
+-- its halo's features from their owners, as a training job does: halo rows
+-- fetched, halo_missing (0: a halo node no rank owns, or two ranks do, fails
+-- the check naming it, as it would fail a job), and the sum of the fetched
+-- values.  coordinator: the conninfo
 -- the peers reach this server by (default: its socket, for one machine).
 -- Any failure is an error naming the rank and the server, within timeout_ms.
 CREATE FUNCTION gnn.dist_check(peers text[], graph text DEFAULT NULL, coordinator text DEFAULT NULL,

@@ -1581,11 +1581,20 @@ gnn_graph_feat_range(const gnn_graph *g, int64_t first, int64_t count, float *ou
 {
 	int32_t		idx[4096];
 
-	if (g->feat_kind != GNN_FEAT_DENSE)
-		return gnn_error_set(err, GNN_ERR_INVALID, "the graph has no dense features");
+	if (g->feat_kind != GNN_FEAT_DENSE && g->feat_kind != GNN_FEAT_SPARSE)
+		return gnn_error_set(err, GNN_ERR_INVALID, "the graph has no features");
 	if (first < 0 || count < 0 || first + count > g->num_nodes)
 		return gnn_error_set(err, GNN_ERR_INVALID, "feature rows %lld..%lld out of range (%lld nodes)",
 							 (long long) first, (long long) (first + count), (long long) g->num_nodes);
+	/* sparse rows written out dense (a delta never holds sparse rows: their changes reload) */
+	if (g->feat_kind == GNN_FEAT_SPARSE)
+	{
+		memset(out, 0, sizeof(float) * (size_t) count * (size_t) g->feat_dim);
+		for (int64_t v = 0; v < count; v++)
+			for (int64_t p = g->fptr[first + v]; p < g->fptr[first + v + 1]; p++)
+				out[v * g->feat_dim + g->fidx[p]] = g->fval[p];
+		return GNN_OK;
+	}
 	if (!g->fstore)
 	{
 		if (!g->has_delta)

@@ -189,7 +189,8 @@ void		gnn_normalise_rows(float *x, int64_t n, int64_t d, int nthreads);
 /*
  * Dense rows of nodes [first, first + count) into out, unnormalised, from
  * memory or through the graph's feature store (for whole-graph readers:
- * full-batch training, digests; they read a store in slices of this).
+ * full-batch training, digests; they read a store in slices of this);
+ * sparse features come out as dense rows.
  */
 gnn_status	gnn_graph_feat_range(const gnn_graph *g, int64_t first, int64_t count, float *out,
 								 gnn_error *err);

@@ -271,17 +271,9 @@ dist_setup(gnn_dist *d, const gnn_graph *g, const gnn_train_config *cfg, gnn_mod
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for rank %d's features", rank);
 		goto done;
 	}
-	/* sparse features (a schema graph's encoded columns) as dense rows: the halo's come from their owners */
-	if (g->feat_kind == GNN_FEAT_SPARSE)
-	{
-		memset(*xfeat, 0, sizeof(float) * (size_t) n * (size_t) g->feat_dim);
-		for (int64_t v = 0; v < n; v++)
-			for (int64_t p = g->fptr[v]; p < g->fptr[v + 1]; p++)
-				(*xfeat)[v * g->feat_dim + g->fidx[p]] = g->fval[p];
-	}
-	else if ((st = gnn_graph_feat_range(g, 0, n, *xfeat, err)) != GNN_OK)
-		goto done;
-	if ((st = gnn_halo_forward(halo, *xfeat, g->feat_dim, err)) != GNN_OK)
+	/* dense rows (a schema graph's sparse encoded columns too); the halo's from their owners */
+	if ((st = gnn_graph_feat_range(g, 0, n, *xfeat, err)) != GNN_OK ||
+		(st = gnn_halo_forward(halo, *xfeat, g->feat_dim, err)) != GNN_OK)
 		goto done;
 	for (int64_t v = 0; v < n; v++)
 		tmp[v] = (float) gnn_graph_gcn_degree(g, v, false);

@@ -25,6 +25,7 @@
 
 #include "gnn_pg.h"
 #include "dist.h"
+#include "halo.h"
 #include "sample.h"
 
 #include <math.h>
@@ -401,141 +402,45 @@ DistFail(const char *what, int rank, const gnn_error *err)
 			 errhint("Every rank must reach the others' addresses (gnn.dist_host) and the coordinator within the timeout.")));
 }
 
-/* the halo's features from their owners; fills r->halo, halo_missing, halo_sum */
+/*
+ * The halo's features from their owners, by the plan training uses (halo.c:
+ * nodes named by type and key, owners asked when known, every rank when
+ * not); fills r->halo and halo_sum.  A halo node no rank owns, or two do,
+ * fails the check naming it, as it would fail a job.
+ */
 static void
-FetchHalo(gnn_dist *d, int rank, int size, const gnn_graph *g, RankResult *r, const int32 *part_of_rank)
+FetchHalo(gnn_dist *d, int rank, const gnn_graph *g, RankResult *r)
 {
+	int64		n = g->num_nodes;
 	int32		dim = g->feat_dim;
-	int64	   *scount = palloc0(sizeof(int64) * size),
-			   *rcount = palloc0(sizeof(int64) * size),
-			   *sone = palloc(sizeof(int64) * size),
-			   *rone = palloc(sizeof(int64) * size);
-	int64		nreq = 0,
-				nin = 0;
-	int64	   *req,
-			   *inreq;
-	int32	   *req_node;		/* the halo node of each request, in send order */
-	float	   *ans,
-			   *got;
+	float	   *x = palloc_extended(sizeof(float) * Max(n, 1) * Max(dim, 1), MCXT_ALLOC_HUGE);
+	gnn_halo_plan plan;
 	gnn_error	err;
-	int			rank_of_part[DIST_MAX_RANKS];
-	uint8	   *seen;
+	gnn_status	st;
 
-	for (int q = 0; q < DIST_MAX_RANKS; q++)
-		rank_of_part[q] = -1;
-	for (int q = 0; q < size; q++)
-		if (part_of_rank[q] >= 0 && part_of_rank[q] < DIST_MAX_RANKS)
-			rank_of_part[part_of_rank[q]] = q;
-	/* requests: to the owner when known, else to every other rank */
-	for (int64 v = 0; v < g->num_nodes; v++)
+	if (gnn_graph_feat_range(g, 0, n, x, &err) != GNN_OK)
+		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("rank %d: reading features: %s", rank, err.msg)));
+	st = gnn_halo_plan_build(d, g, &plan, &err);
+	if (st == GNN_OK)
+		st = gnn_halo_forward(&plan, x, dim, &err);
+	if (st != GNN_OK)
 	{
-		int32		o = g->node_part[v];
-
-		if (o == g->part)
-			continue;
-		if (o >= 0 && o < DIST_MAX_RANKS && rank_of_part[o] >= 0)
-			scount[rank_of_part[o]]++;
-		else
-			for (int q = 0; q < size; q++)
-				scount[q] += q != rank;
-	}
-	for (int q = 0; q < size; q++)
-		nreq += scount[q];
-	req = palloc(sizeof(int64) * Max(nreq, 1));
-	req_node = palloc(sizeof(int32) * Max(nreq, 1));
-	{
-		int64	   *at = palloc0(sizeof(int64) * (size + 1));
-
-		for (int q = 0; q < size; q++)
-			at[q + 1] = at[q] + scount[q];
-		for (int64 v = 0; v < g->num_nodes; v++)
-		{
-			int32		o = g->node_part[v];
-
-			if (o == g->part)
-				continue;
-			if (o >= 0 && o < DIST_MAX_RANKS && rank_of_part[o] >= 0)
-			{
-				int64		k = at[rank_of_part[o]]++;
-
-				req[k] = g->ids[v];
-				req_node[k] = (int32) v;
-			}
-			else
-				for (int q = 0; q < size; q++)
-					if (q != rank)
-					{
-						int64		k = at[q]++;
-
-						req[k] = g->ids[v];
-						req_node[k] = (int32) v;
-					}
-		}
-	}
-	/* how many each rank asks of each */
-	for (int q = 0; q < size; q++)
-		sone[q] = rone[q] = 1;
-	if (gnn_dist_alltoallv(d, scount, sone, rcount, rone, sizeof(int64), &err) != GNN_OK)
-		DistFail("exchanging request counts", rank, &err);
-	for (int q = 0; q < size; q++)
-		nin += rcount[q];
-	inreq = palloc(sizeof(int64) * Max(nin, 1));
-	if (gnn_dist_alltoallv(d, req, scount, inreq, rcount, sizeof(int64), &err) != GNN_OK)
-		DistFail("sending the halo's ids", rank, &err);
-	/* answers: a found flag and the row (zeros when not ours) */
-	ans = palloc0(sizeof(float) * (dim + 1) * Max(nin, 1));
-	{
-		int32	   *own = palloc(sizeof(int32) * Max(nin, 1));
-		int64		nown = 0;
-
-		for (int64 i = 0; i < nin; i++)
-		{
-			int64		v = gnn_graph_find(g, inreq[i]);
-
-			if (v >= 0 && g->node_part[v] == g->part)
-			{
-				ans[i * (dim + 1)] = 1;
-				own[nown++] = (int32) v;
-			}
-		}
-		if (nown > 0)
-		{
-			float	   *rows = palloc(sizeof(float) * dim * nown);
-			int64		k = 0;
-
-			if (gnn_gather_dense(g, own, nown, false, 1, rows, &err) != GNN_OK)
-				ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("rank %d: reading features: %s", rank, err.msg)));
-			for (int64 i = 0; i < nin; i++)
-				if (ans[i * (dim + 1)] == 1)
-					memcpy(ans + i * (dim + 1) + 1, rows + (k++) * dim, sizeof(float) * dim);
-		}
-	}
-	got = palloc(sizeof(float) * (dim + 1) * Max(nreq, 1));
-	if (gnn_dist_alltoallv(d, ans, rcount, got, scount, sizeof(float) * (dim + 1), &err) != GNN_OK)
-		DistFail("receiving the halo's rows", rank, &err);
-	/* one owner per halo node */
-	seen = palloc0(g->num_nodes);
-	r->halo = r->halo_missing = 0;
-	r->halo_sum = 0;
-	for (int64 k = 0; k < nreq; k++)
-	{
-		const float *row = got + k * (dim + 1);
-		int32		v = req_node[k];
-
-		if (row[0] != 1)
-			continue;
-		if (seen[v])
+		gnn_halo_plan_free(&plan);
+		if (err.status == GNN_ERR_DANGLING || err.status == GNN_ERR_DUPLICATE)
 			ereport(ERROR,
-					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg("rank %d: node %lld is owned by two ranks", rank, (long long) g->ids[v]),
-					 errhint("Each node belongs to one part; load each server's part from the same assignment.")));
-		seen[v] = 1;
-		r->halo++;
-		for (int32 j = 0; j < dim; j++)
-			r->halo_sum += row[1 + j];
+					(errcode(err.status == GNN_ERR_DUPLICATE ? ERRCODE_UNIQUE_VIOLATION : ERRCODE_FOREIGN_KEY_VIOLATION),
+					 errmsg("rank %d: %s", rank, err.msg),
+					 errhint("Each node belongs to one part; load every server's part from the same assignment, one part a server.")));
+		DistFail("fetching the halo's features", rank, &err);
 	}
-	for (int64 v = 0; v < g->num_nodes; v++)
-		r->halo_missing += g->node_part[v] != g->part && !seen[v];
+	r->halo = plan.nrecv;
+	r->halo_missing = 0;
+	r->halo_sum = 0;
+	for (int64 k = 0; k < plan.nrecv; k++)
+		for (int32 j = 0; j < dim; j++)
+			r->halo_sum += x[(int64) plan.recv_idx[k] * dim + j];
+	gnn_halo_plan_free(&plan);
+	pfree(x);
 }
 
 /*
@@ -566,10 +471,10 @@ DistRank(const char *job, int rank, int size, PGconn *store_conn, PGconn **watch
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("rank %d: graph \"%s\" is not one part of a partitioned graph", rank, graph),
 					 errhint("Load each server's part with gnn.load_graph(..., part_column => ..., part => k).")));
-		if (ref.g.feat_kind != GNN_FEAT_DENSE)
+		if (ref.g.feat_kind == GNN_FEAT_NONE)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("rank %d: graph \"%s\" has no dense features to fetch", rank, graph)));
+					 errmsg("rank %d: graph \"%s\" has no features to fetch", rank, graph)));
 		r->part = ref.g.part;
 		r->feat_dim = ref.g.feat_dim;
 	}
@@ -635,7 +540,7 @@ DistRank(const char *job, int rank, int size, PGconn *store_conn, PGconn **watch
 						 errmsg("rank %d: allreduce gave %g at %lld, not %d", rank, (double) buf[i], (long long) i,
 								size * (size + 1) / 2)));
 		if (have_graph)
-			FetchHalo(d, rank, size, &ref.g, r, part_of_rank);
+			FetchHalo(d, rank, &ref.g, r);
 		if (gnn_dist_barrier(d, &err) != GNN_OK)
 			DistFail("the final barrier", rank, &err);
 	}

@@ -303,6 +303,14 @@ $n[0]->safe_psql('postgres', qq{SET ROLE dist;
 		$n[0]->safe_psql('postgres', "SET ROLE dist; SELECT feature_dim FROM gnn.graphs WHERE name = 'sw'"),
 		'the part column is no feature');
 }
+{
+	# the check fetches a schema part's halo as a job does: every halo row, from its owner
+	my ($rc, $out, $err) = as_dist("SELECT string_agg(rank || ':' || halo || ':' || halo_missing, ',' ORDER BY rank) "
+		  . "FROM gnn.dist_check(ARRAY['" . conn(1) . "'], graph => 'sp', coordinator => '$coord', timeout_ms => 20000)");
+	my $h0 = $n[0]->safe_psql('postgres', "SET ROLE dist; SELECT halo FROM gnn.graph_part('sp')");
+	my $h1 = $n[1]->safe_psql('postgres', "SET ROLE dist; SELECT halo FROM gnn.graph_part('sp')");
+	is($out, "0:$h0:0,1:$h1:0", 'dist_check over two schema parts fetches every halo row from its owner') or diag($err);
+}
 for my $model ('rgcn', 'hetero_sage')
 {
 	my ($rc1, $one, $e1) = as_dist("SELECT gnn.train('sw', model => '$model', name => 'sw_$model', hidden => 16, "
