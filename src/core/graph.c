@@ -2257,11 +2257,19 @@ type_range(const gnn_graph *g, int32_t t, int64_t *lo, int64_t *hi)
 int64_t
 gnn_graph_find_typed(const gnn_graph *g, int32_t t, int64_t key)
 {
+	if (t >= 0 && t < g->num_node_types && g->type_text_key && g->type_text_key[t])
+		return -1;
+	return gnn_graph_find_key(g, t, key);
+}
+
+int64_t
+gnn_graph_find_key(const gnn_graph *g, int32_t t, int64_t key)
+{
 	int64_t		lo,
 				hi,
 				end;
 
-	if (!type_range(g, t, &lo, &hi) || (g->type_text_key && g->type_text_key[t]))
+	if (!type_range(g, t, &lo, &hi))
 		return -1;
 	end = hi;
 	while (lo < hi)

@@ -511,6 +511,12 @@ gnn_graph_header_of(const void *region)
 int64_t		gnn_graph_find(const gnn_graph *g, int64_t id);
 /* Index of the node of type t with integer key `key`, or -1 (also for a text-keyed type). */
 int64_t		gnn_graph_find_typed(const gnn_graph *g, int32_t t, int64_t key);
+/*
+ * Index of the node of type t whose keys[] entry is key, or -1: for a
+ * text-keyed type that entry is the key's place among the type's keys as
+ * loaded (a schema graph's part keeps the whole type's places).
+ */
+int64_t		gnn_graph_find_key(const gnn_graph *g, int32_t t, int64_t key);
 /* Index of the node of text-keyed type t with key bytes key[0..len), or -1 (also for an int-keyed type). */
 int64_t		gnn_graph_find_text(const gnn_graph *g, int32_t t, const char *key, size_t len);
 /* Node v's type (0 for a homogeneous graph). */

@@ -46,33 +46,16 @@ node_type_of(const gnn_graph *g, int64_t v)
 static inline int64_t
 node_key_of(const gnn_graph *g, int64_t v)
 {
-	return g->num_node_types > 1 ? (g->keys ? g->keys[v] : v) : g->ids[v];
+	return g->num_node_types > 1 ? g->keys[v] : g->ids[v];
 }
 
 /* the node of (type, key), or -1 */
 static int64_t
 node_find(const gnn_graph *g, int64_t type, int64_t key)
 {
-	int64_t		lo,
-				hi;
-
 	if (g->num_node_types <= 1)
 		return type == 0 ? gnn_graph_find(g, key) : -1;
-	if (type < 0 || type >= g->num_node_types)
-		return -1;
-	lo = g->type_ptr[type];
-	hi = g->type_ptr[type + 1];
-	while (lo < hi)
-	{
-		int64_t		mid = lo + (hi - lo) / 2;
-		int64_t		k = g->keys ? g->keys[mid] : mid;
-
-		if (k < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < g->type_ptr[type + 1] && (g->keys ? g->keys[lo] : lo) == key ? lo : -1;
+	return type < INT32_MAX ? gnn_graph_find_key(g, (int32_t) type, key) : -1;
 }
 
 gnn_status
