@@ -1328,6 +1328,7 @@ KeepSchemaPart(SchemaLoad *L, gnn_graph_input *in)
 	int32	   *owner = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
 	uint8	   *keep = palloc_extended(Max(n, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	int64	   *nidx = palloc_extended(sizeof(int64) * Max(n, 1), MCXT_ALLOC_HUGE);
+	int64	   *kept_of = palloc0(sizeof(int64) * Max(L->ntypes, 1));	/* rows kept per type */
 	int32	   *node_part;
 
 	for (int t = 0; t < L->ntypes; t++)
@@ -1370,6 +1371,7 @@ KeepSchemaPart(SchemaLoad *L, gnn_graph_input *in)
 	{
 		nidx[g] = keep[g] ? n2++ : -1;
 		nhalo += keep[g] && owner[g] != L->part;
+		kept_of[in->node_type[g]] += keep[g] != 0;
 	}
 	if (n2 - nhalo == 0)
 		ereport(ERROR,
@@ -1478,13 +1480,9 @@ KeepSchemaPart(SchemaLoad *L, gnn_graph_input *in)
 	{
 		gnn_graph_ref *ref = (gnn_graph_ref *) &in->refs[r];
 		SchemaType *S = &L->types[ref->src_type];
+		int32	   *nr = palloc_extended(sizeof(int32) * Max(kept_of[ref->src_type], 1), MCXT_ALLOC_HUGE);
 		int64		kept = 0;
-		int32	   *nr;
 
-		for (int64 i = 0; i < S->n; i++)
-			kept += keep[S->offset + i] != 0;
-		nr = palloc_extended(sizeof(int32) * Max(kept, 1), MCXT_ALLOC_HUGE);
-		kept = 0;
 		for (int64 i = 0; i < S->n; i++)
 			if (keep[S->offset + i])
 				nr[kept++] = ref->ref[i] < 0 ? -1 : (int32) nidx[ref->ref[i]];
@@ -1496,14 +1494,9 @@ KeepSchemaPart(SchemaLoad *L, gnn_graph_input *in)
 
 		for (int t = 0; t < L->ntypes; t++)
 		{
-			SchemaType *T = &L->types[t];
-			int64		kept = 0;
-
-			for (int64 i = 0; i < T->n; i++)
-				kept += keep[T->offset + i] != 0;
-			T->offset = off;
-			T->n = kept;
-			off += kept;
+			L->types[t].offset = off;
+			L->types[t].n = kept_of[t];
+			off += kept_of[t];
 		}
 	}
 	in->num_nodes = n2;
@@ -1514,6 +1507,7 @@ KeepSchemaPart(SchemaLoad *L, gnn_graph_input *in)
 	pfree(owner);
 	pfree(keep);
 	pfree(nidx);
+	pfree(kept_of);
 }
 
 
