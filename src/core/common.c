@@ -131,6 +131,49 @@ gnn_premap(const void *addr, uint64_t bytes)
 }
 
 void
+gnn_advise_huge(void *addr, uint64_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+	static int	on = -1;
+	const uintptr_t huge = (uintptr_t) 2 << 20;
+	uintptr_t	lo,
+				hi;
+
+	if (on < 0)
+	{
+		const char *e = getenv("GNN_HUGE_PAGES");
+
+		on = !(e && strcmp(e, "0") == 0);
+	}
+	if (!on || !addr || bytes < ((uint64_t) 8 << 20))
+		return;
+	lo = ((uintptr_t) addr + huge - 1) & ~(huge - 1);
+	hi = ((uintptr_t) addr + bytes) & ~(huge - 1);
+	if (hi > lo)
+		(void) madvise((void *) lo, hi - lo, MADV_HUGEPAGE);	/* a hint: failure changes nothing */
+#else
+	(void) addr;
+	(void) bytes;
+#endif
+}
+
+void *
+gnn_realloc_big(void *p, size_t old_bytes, size_t new_bytes)
+{
+	void	   *q;
+
+	if (new_bytes < ((size_t) 8 << 20))
+		return realloc(p, new_bytes);
+	if (!(q = malloc(new_bytes)))
+		return NULL;
+	gnn_advise_huge(q, new_bytes);
+	if (p)
+		memcpy(q, p, old_bytes < new_bytes ? old_bytes : new_bytes);
+	free(p);
+	return q;
+}
+
+void
 gnn_prefault(void *addr, uint64_t bytes, int nthreads)
 {
 	long		ps = sysconf(_SC_PAGESIZE);

@@ -259,7 +259,8 @@ gnn_enc_rows(const gnn_col_encoder *e)
 
 /*
  * Make room for one more row.  Every buffer grows together, doubling, and
- * the encoder is unchanged when an allocation fails.
+ * the encoder is unchanged when an allocation fails.  Large buffers grow
+ * into memory advised for huge pages (gnn_realloc_big).
  */
 static gnn_status
 grow_rows(gnn_col_encoder *e, gnn_error *err)
@@ -270,7 +271,7 @@ grow_rows(gnn_col_encoder *e, gnn_error *err)
 
 	if (e->kind == GNN_ENC_CATEGORY)
 	{
-		int32_t    *c = realloc(e->codes, (size_t) nc * sizeof(int32_t));
+		int32_t    *c = gnn_realloc_big(e->codes, (size_t) e->cap * sizeof(int32_t), (size_t) nc * sizeof(int32_t));
 
 		if (!c)
 			goto nomem;
@@ -290,7 +291,7 @@ grow_rows(gnn_col_encoder *e, gnn_error *err)
 	}
 	if (kind_is_scalar(e->kind))
 	{
-		double	   *v = realloc(e->num, (size_t) nc * sizeof(double));
+		double	   *v = gnn_realloc_big(e->num, (size_t) e->cap * sizeof(double), (size_t) nc * sizeof(double));
 
 		if (!v)
 			goto nomem;
@@ -298,7 +299,8 @@ grow_rows(gnn_col_encoder *e, gnn_error *err)
 	}
 	else if (e->alen > 0)
 	{
-		float	   *v = realloc(e->arr, (size_t) nc * (size_t) e->alen * sizeof(float));
+		float	   *v = gnn_realloc_big(e->arr, (size_t) e->cap * (size_t) e->alen * sizeof(float),
+										(size_t) nc * (size_t) e->alen * sizeof(float));
 
 		if (!v)
 			goto nomem;

@@ -202,6 +202,29 @@ void		gnn_prefault(void *addr, uint64_t bytes, int nthreads);
  */
 void		gnn_premap(const void *addr, uint64_t bytes);
 
+/*
+ * Ask for transparent huge pages on the 2 MB-aligned interior of a fresh
+ * private array of at least 8 MB that is about to be written
+ * (madvise(MADV_HUGEPAGE); Linux's default THP mode, "madvise", gives huge
+ * pages only to memory that asks).  The first write then maps 2 MB at a
+ * time instead of 4 kB: on the 2-core dev VM (a PVM guest, where every 4 kB
+ * page fault traps to the hypervisor) fresh memory is written at 0.6-12
+ * GB/s this way against 0.4 GB/s, and on any machine a large load takes
+ * 512 times fewer faults.  A hint only: nothing changes where the kernel
+ * has no THP or says no.  GNN_HUGE_PAGES=0 in the environment turns it off
+ * (for measuring).  Memory that may stay partly unwritten costs at most
+ * the 2 MB page around its written end.
+ */
+void		gnn_advise_huge(void *addr, uint64_t bytes);
+
+/*
+ * realloc for a growing array: a large new block (8 MB or more) is malloc'd,
+ * advised for huge pages, and the old contents copied in, rather than
+ * realloc'd (which would copy into memory not yet advised, a 4 kB fault per
+ * page).  Returns NULL, with p untouched, when out of memory.
+ */
+void	   *gnn_realloc_big(void *p, size_t old_bytes, size_t new_bytes);
+
 /* ------------------------------------------------------------------ callbacks
  * Long-running core work reports progress and asks whether to stop.  Both may
  * be NULL.  They are called from the thread that called the core, never from

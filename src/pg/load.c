@@ -332,6 +332,21 @@ GrowInit(GrowArray *a, MemoryContext mcxt, Size elem, int64 cap)
 	a->n = 0;
 	a->cap = Max(cap, 16);
 	a->data = MemoryContextAllocHuge(mcxt, a->elem * a->cap);
+	gnn_advise_huge(a->data, a->elem * a->cap);
+}
+
+void *
+GnnAllocBig(Size size, int flags)
+{
+	void	   *p = palloc_extended(size, (flags | MCXT_ALLOC_HUGE) & ~MCXT_ALLOC_ZERO);
+
+	if (p)
+	{
+		gnn_advise_huge(p, size);
+		if (flags & MCXT_ALLOC_ZERO)
+			memset(p, 0, size);
+	}
+	return p;
 }
 
 void *
@@ -340,7 +355,18 @@ GrowPush(GrowArray *a)
 	if (a->n == a->cap)
 	{
 		a->cap *= 2;
-		a->data = repalloc_huge(a->data, a->elem * a->cap);
+		if (a->elem * a->cap < ((Size) 8 << 20))
+			a->data = repalloc_huge(a->data, a->elem * a->cap);
+		else
+		{
+			/* into memory advised for huge pages before the copy writes it */
+			char	   *d = MemoryContextAllocHuge(a->mcxt, a->elem * a->cap);
+
+			gnn_advise_huge(d, a->elem * a->cap);
+			memcpy(d, a->data, a->elem * a->n);
+			pfree(a->data);
+			a->data = d;
+		}
 	}
 	return a->data + a->elem * (a->n++);
 }
@@ -715,7 +741,7 @@ static float *
 SpillLoad(const GnnFeatureSpill *sp, int64 n)
 {
 	size_t		rb = sizeof(float) * (size_t) sp->dim;
-	float	   *feat = MemoryContextAllocHuge(CurrentMemoryContext, rb * (Size) Max(n, 1));
+	float	   *feat = GnnAllocBig(rb * (Size) Max(n, 1), 0);
 	int64	   *at = NULL;
 
 	if (sp->rows != n)

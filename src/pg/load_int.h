@@ -81,6 +81,13 @@ typedef struct GrowArray
 extern void GrowInit(GrowArray *a, MemoryContext mcxt, Size elem, int64 cap);
 extern void *GrowPush(GrowArray *a);
 
+/*
+ * palloc_extended for a load's large arrays (MCXT_ALLOC_HUGE implied): the
+ * memory is advised for transparent huge pages (gnn_advise_huge) before it
+ * is first written, MCXT_ALLOC_ZERO included.
+ */
+extern void *GnnAllocBig(Size size, int flags);
+
 /* What the core's region callback needs, and what it leaves behind. */
 typedef struct RegionRequest
 {

@@ -548,10 +548,10 @@ OrderUuidKeys(SchemaType *t)
 		sorted = U128Cmp(k[i - 1], k[i]) < 0;
 	if (sorted)
 		return;					/* perm and rank: the identity */
-	t->perm = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
-	t->rank = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
+	t->perm = GnnAllocBig(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
+	t->rank = GnnAllocBig(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
 	{
-		UuidRow    *r = palloc_extended(sizeof(UuidRow) * t->n, MCXT_ALLOC_HUGE);
+		UuidRow    *r = GnnAllocBig(sizeof(UuidRow) * t->n, MCXT_ALLOC_HUGE);
 
 		for (int64 i = 0; i < t->n; i++)
 		{
@@ -596,8 +596,8 @@ OrderKeys(SchemaType *t)
 			sorted = strcmp(((char **) t->tkeys.data)[i - 1], ((char **) t->tkeys.data)[i]) < 0;
 	if (sorted)
 		return;					/* strictly ascending: no repeats, perm and rank the identity */
-	t->perm = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
-	t->rank = palloc_extended(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
+	t->perm = GnnAllocBig(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
+	t->rank = GnnAllocBig(sizeof(int64) * Max(t->n, 1), MCXT_ALLOC_HUGE);
 	for (int64 i = 0; i < t->n; i++)
 		t->perm[i] = i;
 	qsort(t->perm, t->n, sizeof(int64), t->kk == KEY_INT ? CmpIntRows : CmpTextRows);
@@ -653,7 +653,7 @@ KeyIndex(SchemaType *t)
 	{
 		const U128 *k = (const U128 *) t->ukeys.data;
 
-		t->uh = palloc_extended(sizeof(UuidSlot) * size, MCXT_ALLOC_HUGE);
+		t->uh = GnnAllocBig(sizeof(UuidSlot) * size, MCXT_ALLOC_HUGE);
 		for (uint64 i = 0; i < size; i++)
 			t->uh[i].pos = -1;
 		t->kh_mask = size - 1;
@@ -669,7 +669,7 @@ KeyIndex(SchemaType *t)
 		}
 		return;
 	}
-	t->kh = palloc_extended(sizeof(KeySlot) * size, MCXT_ALLOC_HUGE);
+	t->kh = GnnAllocBig(sizeof(KeySlot) * size, MCXT_ALLOC_HUGE);
 	for (uint64 i = 0; i < size; i++)
 		t->kh[i].pos = -1;
 	t->kh_mask = size - 1;
@@ -1325,9 +1325,9 @@ KeepSchemaPart(SchemaLoad *L, gnn_graph_input *in)
 				nhalo = 0,
 				arcs = 0,
 				kept_arcs = 0;
-	int32	   *owner = palloc_extended(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
-	uint8	   *keep = palloc_extended(Max(n, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	int64	   *nidx = palloc_extended(sizeof(int64) * Max(n, 1), MCXT_ALLOC_HUGE);
+	int32	   *owner = GnnAllocBig(sizeof(int32) * Max(n, 1), MCXT_ALLOC_HUGE);
+	uint8	   *keep = GnnAllocBig(Max(n, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	int64	   *nidx = GnnAllocBig(sizeof(int64) * Max(n, 1), MCXT_ALLOC_HUGE);
 	int64	   *kept_of = palloc0(sizeof(int64) * Max(L->ntypes, 1));	/* rows kept per type */
 	int32	   *node_part;
 
@@ -1381,23 +1381,23 @@ KeepSchemaPart(SchemaLoad *L, gnn_graph_input *in)
 
 	/* node rows, in their order */
 	{
-		int64_t    *ids = palloc_extended(sizeof(int64) * n2, MCXT_ALLOC_HUGE);
-		int64_t    *keys = in->keys ? palloc_extended(sizeof(int64) * n2, MCXT_ALLOC_HUGE) : NULL;
-		int16_t    *ntype = palloc_extended(sizeof(int16) * n2, MCXT_ALLOC_HUGE);
-		int64_t    *tm = in->node_time ? palloc_extended(sizeof(int64) * n2, MCXT_ALLOC_HUGE) : NULL;
-		int64_t    *st = in->seed_time ? palloc_extended(sizeof(int64) * n2, MCXT_ALLOC_HUGE) : NULL;
-		int32_t    *lab = in->labels ? palloc_extended(sizeof(int32) * n2, MCXT_ALLOC_HUGE) : NULL;
-		uint8_t    *spl = in->split ? palloc_extended(n2, MCXT_ALLOC_HUGE) : NULL;
-		float	   *tg = in->targets ? palloc_extended(sizeof(float) * n2, MCXT_ALLOC_HUGE) : NULL;
-		int64_t    *koff = in->key_off ? palloc_extended(sizeof(int64) * (n2 + 1), MCXT_ALLOC_HUGE) : NULL;
+		int64_t    *ids = GnnAllocBig(sizeof(int64) * n2, MCXT_ALLOC_HUGE);
+		int64_t    *keys = in->keys ? GnnAllocBig(sizeof(int64) * n2, MCXT_ALLOC_HUGE) : NULL;
+		int16_t    *ntype = GnnAllocBig(sizeof(int16) * n2, MCXT_ALLOC_HUGE);
+		int64_t    *tm = in->node_time ? GnnAllocBig(sizeof(int64) * n2, MCXT_ALLOC_HUGE) : NULL;
+		int64_t    *st = in->seed_time ? GnnAllocBig(sizeof(int64) * n2, MCXT_ALLOC_HUGE) : NULL;
+		int32_t    *lab = in->labels ? GnnAllocBig(sizeof(int32) * n2, MCXT_ALLOC_HUGE) : NULL;
+		uint8_t    *spl = in->split ? GnnAllocBig(n2, MCXT_ALLOC_HUGE) : NULL;
+		float	   *tg = in->targets ? GnnAllocBig(sizeof(float) * n2, MCXT_ALLOC_HUGE) : NULL;
+		int64_t    *koff = in->key_off ? GnnAllocBig(sizeof(int64) * (n2 + 1), MCXT_ALLOC_HUGE) : NULL;
 		char	   *kb = NULL;
-		int64_t    *fptr = in->sp_ptr ? palloc_extended(sizeof(int64) * (n2 + 1), MCXT_ALLOC_HUGE) : NULL;
+		int64_t    *fptr = in->sp_ptr ? GnnAllocBig(sizeof(int64) * (n2 + 1), MCXT_ALLOC_HUGE) : NULL;
 		int32_t    *fidx = NULL;
 		float	   *fval = NULL;
 		int64		kbytes = 0,
 					nnz = 0;
 
-		node_part = palloc_extended(sizeof(int32) * n2, MCXT_ALLOC_HUGE);
+		node_part = GnnAllocBig(sizeof(int32) * n2, MCXT_ALLOC_HUGE);
 		for (int64 g = 0; g < n; g++)
 			if (keep[g])
 			{
@@ -1405,11 +1405,11 @@ KeepSchemaPart(SchemaLoad *L, gnn_graph_input *in)
 				nnz += fptr ? in->sp_ptr[g + 1] - in->sp_ptr[g] : 0;
 			}
 		if (koff)
-			kb = palloc_extended(kbytes + 1, MCXT_ALLOC_HUGE);
+			kb = GnnAllocBig(kbytes + 1, MCXT_ALLOC_HUGE);
 		if (fptr)
 		{
-			fidx = palloc_extended(sizeof(int32) * Max(nnz, 1), MCXT_ALLOC_HUGE);
-			fval = palloc_extended(sizeof(float) * Max(nnz, 1), MCXT_ALLOC_HUGE);
+			fidx = GnnAllocBig(sizeof(int32) * Max(nnz, 1), MCXT_ALLOC_HUGE);
+			fval = GnnAllocBig(sizeof(float) * Max(nnz, 1), MCXT_ALLOC_HUGE);
 		}
 		kbytes = nnz = 0;
 		for (int64 g = 0; g < n; g++)
@@ -1480,7 +1480,7 @@ KeepSchemaPart(SchemaLoad *L, gnn_graph_input *in)
 	{
 		gnn_graph_ref *ref = (gnn_graph_ref *) &in->refs[r];
 		SchemaType *S = &L->types[ref->src_type];
-		int32	   *nr = palloc_extended(sizeof(int32) * Max(kept_of[ref->src_type], 1), MCXT_ALLOC_HUGE);
+		int32	   *nr = GnnAllocBig(sizeof(int32) * Max(kept_of[ref->src_type], 1), MCXT_ALLOC_HUGE);
 		int64		kept = 0;
 
 		for (int64 i = 0; i < S->n; i++)
@@ -2030,9 +2030,9 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 			{
 				SchemaFk   *fk = &T->fks[f];
 				SchemaType *R = &L.types[fk->to];
-				int32	   *ref = palloc_extended(sizeof(int32) * Max(T->n, 1), MCXT_ALLOC_HUGE);
+				int32	   *ref = GnnAllocBig(sizeof(int32) * Max(T->n, 1), MCXT_ALLOC_HUGE);
 				/* rows in key order: the lookups land in place */
-				int32	   *found = T->rank ? palloc_extended(sizeof(int32) * Max(T->n, 1), MCXT_ALLOC_HUGE) : ref;
+				int32	   *found = T->rank ? GnnAllocBig(sizeof(int32) * Max(T->n, 1), MCXT_ALLOC_HUGE) : ref;
 				const bool *fnull = (const bool *) fk->nulls.data;
 				const int64 *fiv = (const int64 *) fk->ivals.data;
 				const U128 *fuv = (const U128 *) fk->uvals.data;
@@ -2089,9 +2089,9 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 	Phase("resolving foreign keys");
 	/* node arrays, in global order */
 	{
-		int64_t    *ids = palloc_extended(sizeof(int64) * n, MCXT_ALLOC_HUGE);
-		int64_t    *keys = palloc_extended(sizeof(int64) * n, MCXT_ALLOC_HUGE);
-		int16_t    *ntype = palloc_extended(sizeof(int16) * n, MCXT_ALLOC_HUGE);
+		int64_t    *ids = GnnAllocBig(sizeof(int64) * n, MCXT_ALLOC_HUGE);
+		int64_t    *keys = GnnAllocBig(sizeof(int64) * n, MCXT_ALLOC_HUGE);
+		int16_t    *ntype = GnnAllocBig(sizeof(int16) * n, MCXT_ALLOC_HUGE);
 		int64_t    *times = NULL;
 		bool		any_text = false,
 					any_time = false;
@@ -2106,7 +2106,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 			ttk[t] = L.types[t].kk != KEY_INT;
 		}
 		if (any_time)
-			times = palloc_extended(sizeof(int64) * n, MCXT_ALLOC_HUGE);
+			times = GnnAllocBig(sizeof(int64) * n, MCXT_ALLOC_HUGE);
 		for (int t = 0; t < nrel; t++)
 		{
 			SchemaType *T = &L.types[t];
@@ -2140,7 +2140,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		if (L.seed_time)
 		{
 			SchemaType *T = &L.types[L.target];
-			int64_t    *st = palloc_extended(sizeof(int64) * n, MCXT_ALLOC_HUGE);
+			int64_t    *st = GnnAllocBig(sizeof(int64) * n, MCXT_ALLOC_HUGE);
 
 			for (int64 g = 0; g < n; g++)
 				st[g] = GNN_TIME_NONE;
@@ -2162,7 +2162,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		in.etype_dst = edst;
 		if (any_text)
 		{
-			int64_t    *koff = palloc_extended(sizeof(int64) * (n + 1), MCXT_ALLOC_HUGE);
+			int64_t    *koff = GnnAllocBig(sizeof(int64) * (n + 1), MCXT_ALLOC_HUGE);
 			int64		bytes = 0,
 						pos = 0;
 			char	   *kb;
@@ -2178,7 +2178,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 					for (int64 i = 0; i < T->n; i++)
 						bytes += strlen(((char **) T->tkeys.data)[i]);
 			}
-			kb = palloc_extended(bytes + 37, MCXT_ALLOC_HUGE);
+			kb = GnnAllocBig(bytes + 37, MCXT_ALLOC_HUGE);
 			for (int t = 0; t < nrel; t++)
 			{
 				SchemaType *T = &L.types[t];
@@ -2232,7 +2232,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 
 		if (L.split)
 		{
-			split = palloc_extended(n, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+			split = GnnAllocBig(n, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 			for (int64 i = 0; i < T->n; i++)
 				split[T->offset + i] = ((uint8 *) T->splits.data)[PERM(T, i)];
 			in.split = split;
@@ -2245,7 +2245,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 			L.regression = lt == FLOAT4OID || lt == FLOAT8OID || lt == NUMERICOID;
 			if (L.regression)
 			{
-				targets = palloc_extended(sizeof(float) * n, MCXT_ALLOC_HUGE);
+				targets = GnnAllocBig(sizeof(float) * n, MCXT_ALLOC_HUGE);
 				for (int64 g = 0; g < n; g++)
 					targets[g] = NAN;
 				for (int64 i = 0; i < T->n; i++)
@@ -2273,7 +2273,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				int64		nd = 0;
 				StringInfoData cn;
 
-				labels = palloc_extended(sizeof(int32) * n, MCXT_ALLOC_HUGE);
+				labels = GnnAllocBig(sizeof(int32) * n, MCXT_ALLOC_HUGE);
 				for (int64 g = 0; g < n; g++)
 					labels[g] = -1;
 				if (is_int)
@@ -2390,14 +2390,14 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		{
 			int64		cap = 0,
 						nnz = 0;
-			int64	   *fptr = palloc_extended(sizeof(int64) * (n + 1), MCXT_ALLOC_HUGE);
+			int64	   *fptr = GnnAllocBig(sizeof(int64) * (n + 1), MCXT_ALLOC_HUGE);
 			int32	   *fidx;
 			float	   *fval;
 
 			for (int t = 0; t < nrel; t++)
 				cap += L.types[t].embedding ? L.types[t].n : L.types[t].n * (int64) L.types[t].feat_width;
-			fidx = palloc_extended(sizeof(int32) * Max(cap, 1), MCXT_ALLOC_HUGE);
-			fval = palloc_extended(sizeof(float) * Max(cap, 1), MCXT_ALLOC_HUGE);
+			fidx = GnnAllocBig(sizeof(int32) * Max(cap, 1), MCXT_ALLOC_HUGE);
+			fval = GnnAllocBig(sizeof(float) * Max(cap, 1), MCXT_ALLOC_HUGE);
 			for (int t = 0; t < nrel; t++)
 			{
 				SchemaType *T = &L.types[t];
@@ -2428,7 +2428,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				for (int c = 0; c < T->ncols; c++)
 					if (!T->cols[c].skipped)
 						encs[nenc++] = T->cols[c].enc;
-				buf = palloc_extended(sizeof(float) * chunk * W, MCXT_ALLOC_HUGE);
+				buf = GnnAllocBig(sizeof(float) * chunk * W, MCXT_ALLOC_HUGE);
 				ident = palloc(sizeof(int64) * chunk);
 				for (int64 i0 = 0; i0 < T->n; i0 += chunk)
 				{
