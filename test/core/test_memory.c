@@ -1,0 +1,138 @@
+/*
+ * test_memory: the large-array helpers of the loads (common.c).
+ * gnn_realloc_big keeps an array's contents as it grows across the 8 MB
+ * line where it stops calling realloc; gnn_advise_huge marks the 2 MB-aligned
+ * interior of a large array for transparent huge pages (the VMA's "hg" flag
+ * in /proc/self/smaps, set whether or not huge pages are free), leaves
+ * arrays under 8 MB alone, and does nothing with GNN_HUGE_PAGES=0 (checked
+ * in a fresh process: the variable is read once).  The flag checks skip
+ * where the kernel has no THP.
+ */
+#include "check.h"
+#include "gnn_core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* 1 when the mapping holding addr has VmFlags "hg", 0 when not, -1 unknown */
+static int
+advised(const void *addr)
+{
+	FILE	   *f = fopen("/proc/self/smaps", "r");
+	char		line[512];
+	int			in = 0,
+				r = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+	{
+		unsigned long lo,
+					hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = (uintptr_t) addr >= lo && (uintptr_t) addr < hi;
+		else if (in && strncmp(line, "VmFlags:", 8) == 0)
+		{
+			r = strstr(line, " hg") != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return r;
+}
+
+static int
+thp_present(void)
+{
+	FILE	   *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	char		buf[128] = "";
+	int			ok;
+
+	if (!f)
+		return 0;
+	ok = fgets(buf, sizeof(buf), f) != NULL && strstr(buf, "[never]") == NULL;
+	fclose(f);
+	return ok;
+}
+
+int
+main(int argc, char **argv)
+{
+	size_t		big = (size_t) 32 << 20;
+	char	   *p;
+	int32_t    *a = NULL;
+	size_t		n = 0;
+	bool		kept = true;
+
+	if (argc > 1 && strcmp(argv[1], "--off") == 0)
+	{
+		/* GNN_HUGE_PAGES=0: no advice */
+		p = malloc(big);
+		gnn_advise_huge(p, big);
+		return advised(p + big / 2) == 0 ? 0 : 1;
+	}
+
+	unsetenv("GNN_HUGE_PAGES");	/* read at the first call, below */
+
+	/* growing by doubling from 1k to 16M elements (64 MB): contents kept */
+	for (size_t cap = 1024; cap <= ((size_t) 16 << 20) && kept; cap *= 2)
+	{
+		int32_t    *b = gnn_realloc_big(a, n * sizeof(int32_t), cap * sizeof(int32_t));
+
+		if (!b)
+		{
+			kept = false;
+			break;
+		}
+		a = b;
+		for (size_t i = 0; i < n; i++)
+			kept &= a[i] == (int32_t) (i * 2654435761u);
+		for (size_t i = n; i < cap; i++)
+			a[i] = (int32_t) (i * 2654435761u);
+		n = cap;
+	}
+	CHECK(kept && n == ((size_t) 16 << 20), "gnn_realloc_big keeps the contents from 4 kB to 64 MB (%zu elements)", n);
+	free(a);
+	CHECK(gnn_realloc_big(NULL, 0, 16) != NULL, "gnn_realloc_big from NULL allocates");
+
+	if (!thp_present() || advised(&n) < 0)
+	{
+		printf("# skipped: no transparent huge pages (or no VmFlags in /proc/self/smaps) on this kernel\n");
+		return check_done();
+	}
+	p = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(p != MAP_FAILED, "a 32 MB mapping");
+	if (p == MAP_FAILED)
+		return check_done();
+	CHECK(advised(p + big / 2) == 0, "a fresh mapping is not advised");
+	gnn_advise_huge(p, big);
+	memset(p, 1, big);
+	CHECK(advised(p + big / 2) == 1, "gnn_advise_huge marks a 32 MB array for huge pages");
+	CHECK(p[0] == 1 && p[big - 1] == 1, "and the array is still plain writable memory");
+	munmap(p, big);
+
+	p = mmap(NULL, (size_t) 4 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	gnn_advise_huge(p, (size_t) 4 << 20);
+	CHECK(advised(p + (2 << 20)) == 0, "an array under 8 MB is left alone");
+	munmap(p, (size_t) 4 << 20);
+
+	{
+		pid_t		pid = fork();
+		int			status = -1;
+
+		if (pid == 0)
+		{
+			setenv("GNN_HUGE_PAGES", "0", 1);
+			execl("/proc/self/exe", argv[0], "--off", (char *) NULL);
+			_exit(2);
+		}
+		waitpid(pid, &status, 0);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "GNN_HUGE_PAGES=0 gives no advice");
+	}
+	return check_done();
+}
