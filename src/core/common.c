@@ -145,7 +145,7 @@ gnn_advise_huge(void *addr, uint64_t bytes)
 
 		on = !(e && strcmp(e, "0") == 0);
 	}
-	if (!on || !addr || bytes < ((uint64_t) 8 << 20))
+	if (!on || !addr || bytes < GNN_BIG_BYTES)
 		return;
 	lo = ((uintptr_t) addr + huge - 1) & ~(huge - 1);
 	hi = ((uintptr_t) addr + bytes) & ~(huge - 1);
@@ -158,15 +158,23 @@ gnn_advise_huge(void *addr, uint64_t bytes)
 }
 
 void *
+gnn_malloc_big(size_t bytes)
+{
+	void	   *p = malloc(bytes);
+
+	gnn_advise_huge(p, bytes);
+	return p;
+}
+
+void *
 gnn_realloc_big(void *p, size_t old_bytes, size_t new_bytes)
 {
 	void	   *q;
 
-	if (new_bytes < ((size_t) 8 << 20))
+	if (new_bytes < GNN_BIG_BYTES)
 		return realloc(p, new_bytes);
-	if (!(q = malloc(new_bytes)))
+	if (!(q = gnn_malloc_big(new_bytes)))
 		return NULL;
-	gnn_advise_huge(q, new_bytes);
 	if (p)
 		memcpy(q, p, old_bytes < new_bytes ? old_bytes : new_bytes);
 	free(p);

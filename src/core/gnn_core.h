@@ -217,6 +217,12 @@ void		gnn_premap(const void *addr, uint64_t bytes);
  */
 void		gnn_advise_huge(void *addr, uint64_t bytes);
 
+/* the smallest array gnn_advise_huge advises */
+#define GNN_BIG_BYTES ((uint64_t) 8 << 20)
+
+/* malloc, then gnn_advise_huge: for a large array about to be written */
+void	   *gnn_malloc_big(size_t bytes);
+
 /*
  * realloc for a growing array: a large new block (8 MB or more) is malloc'd,
  * advised for huge pages, and the old contents copied in, rather than

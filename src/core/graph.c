@@ -27,21 +27,6 @@
 #include <omp.h>
 #endif
 
-/*
- * malloc for the build's large arrays, each written whole right away: with
- * transparent huge pages asked for (gnn_advise_huge), so that writing it
- * takes a fault per 2 MB, not per 4 kB (a capacity left partly unwritten
- * costs at most the 2 MB page around the written end).
- */
-static void *
-big_malloc(size_t bytes)
-{
-	void	   *p = malloc(bytes);
-
-	gnn_advise_huge(p, bytes);
-	return p;
-}
-
 /* ------------------------------------------------------------------ id map */
 
 typedef struct idmap
@@ -153,7 +138,7 @@ radix_sort_i64(int64_t *a, int64_t n, gnn_error *err)
 	if (n < 2)
 		return GNN_OK;
 	uint64_t   *x = (uint64_t *) a;
-	uint64_t   *tmp = big_malloc(sizeof(uint64_t) * n);
+	uint64_t   *tmp = gnn_malloc_big(sizeof(uint64_t) * n);
 	size_t	   *cnt = malloc(sizeof(size_t) * 65536);
 
 	if (!tmp || !cnt)
@@ -241,7 +226,7 @@ gnn_graph_counting_sort(int64_t m, int64_t nb, const int32_t *key, const int32_t
 		T = 1;
 	if (m < 65536)
 		T = 1;
-	int64_t    *off = big_malloc(sizeof(int64_t) * ((size_t) T * (size_t) nb + 1));
+	int64_t    *off = gnn_malloc_big(sizeof(int64_t) * ((size_t) T * (size_t) nb + 1));
 
 	if (!off)
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory sorting %lld edges", (long long) m);
@@ -934,7 +919,7 @@ invert_ref(const gnn_graph_ref *r, const typeinfo *ti, int T, int64_t **ptr_out,
 				ns = ti->type_ptr[r->src_type + 1] - sb,
 				db = ti->type_ptr[r->dst_type],
 				nd = ti->type_ptr[r->dst_type + 1] - db;
-	int64_t    *ptr = big_malloc(sizeof(int64_t) * (nd + 1));
+	int64_t    *ptr = gnn_malloc_big(sizeof(int64_t) * (nd + 1));
 	int64_t    *off;
 	int32_t    *src = NULL;
 	int64_t		total = 0;
@@ -983,7 +968,7 @@ invert_ref(const gnn_graph_ref *r, const typeinfo *ti, int T, int64_t **ptr_out,
 		}
 	}
 	ptr[nd] = total;
-	src = big_malloc(sizeof(int32_t) * (total ? total : 1));
+	src = gnn_malloc_big(sizeof(int32_t) * (total ? total : 1));
 	if (!src)
 	{
 		free(ptr);
@@ -1131,7 +1116,7 @@ refs_plan_make(const gnn_graph_input *in, typeinfo *ti, int64_t n, int T, refs_p
 			goto out;
 
 	/* degrees, then the rows */
-	indptr = big_malloc(sizeof(int64_t) * (n + 1));
+	indptr = gnn_malloc_big(sizeof(int64_t) * (n + 1));
 	if (!indptr)
 	{
 		status = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
@@ -1337,7 +1322,7 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 	if (in->node_ids)
 	{
 		n = in->num_nodes;
-		ids = big_malloc(sizeof(int64_t) * (n ? n : 1));
+		ids = gnn_malloc_big(sizeof(int64_t) * (n ? n : 1));
 		if (!ids)
 			FAIL(GNN_ERR_NOMEM, "out of memory for %lld node ids", (long long) n);
 		memcpy(ids, in->node_ids, sizeof(int64_t) * n);
@@ -1378,7 +1363,7 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		{
 			if ((status = idmap_init(&map, ids, n, err)) != GNN_OK)
 				goto done;
-			rowpos = big_malloc(sizeof(int64_t) * (n ? n : 1));
+			rowpos = gnn_malloc_big(sizeof(int64_t) * (n ? n : 1));
 			if (!rowpos)
 				FAIL(GNN_ERR_NOMEM, "out of memory");
 			for (int64_t r = 0; r < n; r++)
@@ -1410,12 +1395,12 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 		int64_t		cap = in->undirected ? 2 * me : me;
 		int64_t		bad = -1;
 
-		esrc = big_malloc(sizeof(int32_t) * (cap ? cap : 1));
-		edst = big_malloc(sizeof(int32_t) * (cap ? cap : 1));
+		esrc = gnn_malloc_big(sizeof(int32_t) * (cap ? cap : 1));
+		edst = gnn_malloc_big(sizeof(int32_t) * (cap ? cap : 1));
 		if (in->weight)
-			ew = big_malloc(sizeof(float) * (cap ? cap : 1));
+			ew = gnn_malloc_big(sizeof(float) * (cap ? cap : 1));
 		if (ti.nr > 1)
-			erel = big_malloc(sizeof(int16_t) * (cap ? cap : 1));
+			erel = gnn_malloc_big(sizeof(int16_t) * (cap ? cap : 1));
 		if (!esrc || !edst || (in->weight && !ew) || (ti.nr > 1 && !erel))
 			FAIL(GNN_ERR_NOMEM, "out of memory for %lld edges", (long long) cap);
 		if (ti.typed)
@@ -1491,12 +1476,12 @@ gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void 
 mapped:
 
 	/* 3. sort by (source, destination): by destination, then stably by source */
-	s1 = big_malloc(sizeof(int32_t) * (m2 ? m2 : 1));
-	d1 = big_malloc(sizeof(int32_t) * (m2 ? m2 : 1));
+	s1 = gnn_malloc_big(sizeof(int32_t) * (m2 ? m2 : 1));
+	d1 = gnn_malloc_big(sizeof(int32_t) * (m2 ? m2 : 1));
 	if (ew)
-		w1 = big_malloc(sizeof(float) * (m2 ? m2 : 1));
+		w1 = gnn_malloc_big(sizeof(float) * (m2 ? m2 : 1));
 	if (erel)
-		r1 = big_malloc(sizeof(int16_t) * (m2 ? m2 : 1));
+		r1 = gnn_malloc_big(sizeof(int16_t) * (m2 ? m2 : 1));
 	if (!s1 || !d1 || (ew && !w1) || (erel && !r1))
 		FAIL(GNN_ERR_NOMEM, "out of memory sorting %lld edges", (long long) m2);
 	if ((status = gnn_graph_counting_sort(m2, n, edst, esrc, ew, erel, d1, s1, w1, r1, NULL, T, err)) != GNN_OK)
@@ -1506,7 +1491,7 @@ mapped:
 	esrc = NULL;
 	weights = ew;
 	ew = NULL;
-	indptr = big_malloc(sizeof(int64_t) * (n + 1));
+	indptr = gnn_malloc_big(sizeof(int64_t) * (n + 1));
 	if (!indptr)
 		FAIL(GNN_ERR_NOMEM, "out of memory");
 	/* erel, read by the first sort, takes each arc's relation from the second */
@@ -1530,13 +1515,13 @@ mapped:
 	 * its weight doubles and a row removed later takes both).
 	 */
 	{
-		int64_t    *len = big_malloc(sizeof(int64_t) * (n ? n : 1));
+		int64_t    *len = gnn_malloc_big(sizeof(int64_t) * (n ? n : 1));
 
 		if (!len)
 			FAIL(GNN_ERR_NOMEM, "out of memory");
 		if (in->keep_arc_rows)
 		{
-			arows = big_malloc(sizeof(int32_t) * (m2 ? m2 : 1));
+			arows = gnn_malloc_big(sizeof(int32_t) * (m2 ? m2 : 1));
 			if (!arows)
 			{
 				free(len);
@@ -1685,7 +1670,7 @@ node_data:
 			FAIL(GNN_ERR_BAD_VALUE,
 				 "the sparse features of node %lld are out of order, out of range or not finite", (long long) bad);
 		}
-		fptr = big_malloc(sizeof(int64_t) * (n + 1));
+		fptr = gnn_malloc_big(sizeof(int64_t) * (n + 1));
 		if (!fptr)
 			FAIL(GNN_ERR_NOMEM, "out of memory for %lld sparse features", (long long) nnz);
 		memcpy(fptr, in->sp_ptr, sizeof(int64_t) * (n + 1));
@@ -1699,10 +1684,10 @@ node_data:
 		int32_t		dim = in->sparse_dim;
 		int32_t		maxidx = -1;
 
-		sp_row = big_malloc(sizeof(int32_t) * nnz);
-		fidx = big_malloc(sizeof(int32_t) * nnz);
-		fval = big_malloc(sizeof(float) * nnz);
-		fptr = big_malloc(sizeof(int64_t) * (n + 1));
+		sp_row = gnn_malloc_big(sizeof(int32_t) * nnz);
+		fidx = gnn_malloc_big(sizeof(int32_t) * nnz);
+		fval = gnn_malloc_big(sizeof(float) * nnz);
+		fptr = gnn_malloc_big(sizeof(int64_t) * (n + 1));
 		if (!sp_row || !fidx || !fval || !fptr)
 			FAIL(GNN_ERR_NOMEM, "out of memory for %lld sparse features", (long long) nnz);
 		for (int64_t i = 0; i < nnz; i++)
@@ -1755,9 +1740,9 @@ node_data:
 		}
 		else
 		{
-			int32_t    *ti = big_malloc(sizeof(int32_t) * nnz);
-			int32_t    *tr = big_malloc(sizeof(int32_t) * nnz);
-			float	   *tv = big_malloc(sizeof(float) * nnz);
+			int32_t    *ti = gnn_malloc_big(sizeof(int32_t) * nnz);
+			int32_t    *tr = gnn_malloc_big(sizeof(int32_t) * nnz);
+			float	   *tv = gnn_malloc_big(sizeof(float) * nnz);
 
 			if (!ti || !tr || !tv)
 			{
@@ -1974,7 +1959,7 @@ node_data:
 		}
 		else
 		{
-			int32_t    *asrc = big_malloc(sizeof(int32_t) * (um ? um : 1));
+			int32_t    *asrc = gnn_malloc_big(sizeof(int32_t) * (um ? um : 1));
 
 			if (!asrc)
 				FAIL(GNN_ERR_NOMEM, "out of memory for the reverse of %lld arcs", (long long) m);
@@ -1995,7 +1980,7 @@ node_data:
 			if (in->feat_fill)
 			{
 				/* node_of_row inverts rowpos (node -> input row) */
-				int64_t    *node_of_row = big_malloc(sizeof(int64_t) * (un ? un : 1));
+				int64_t    *node_of_row = gnn_malloc_big(sizeof(int64_t) * (un ? un : 1));
 
 				if (!node_of_row)
 					FAIL(GNN_ERR_NOMEM, "out of memory");

@@ -288,25 +288,16 @@ gnn_sampler_free(gnn_sampler *s)
 	free(s);
 }
 
-/* a new generation of the marker (wraps by clearing) */
+/*
+ * A new generation of a marker array of n elements of elem bytes, each
+ * starting with its int32 stamp (wraps by clearing).
+ */
 static void
-next_gen(int32_t *mark, int32_t *gen, int64_t n)
+next_gen(void *mark, size_t elem, int32_t *gen, int64_t n)
 {
 	if (*gen == INT32_MAX)
 	{
-		memset(mark, 0, sizeof(int32_t) * n);
-		*gen = 0;
-	}
-	(*gen)++;
-}
-
-/* the same for the slot array */
-static void
-next_slot_gen(gnn_mark_slot *slot, int32_t *gen, int64_t n)
-{
-	if (*gen == INT32_MAX)
-	{
-		memset(slot, 0, sizeof(gnn_mark_slot) * n);
+		memset(mark, 0, elem * (size_t) n);
 		*gen = 0;
 	}
 	(*gen)++;
@@ -1095,9 +1086,7 @@ hop_general(gnn_sampler *s, int h, int64_t nd, const gnn_rng *base, int64_t *n_t
 			for (int64_t e = 0; e < nnz; e++)
 			{
 				if (e + PREFETCH < nnz)
-				{
 					__builtin_prefetch(&s->slot[pk[e + PREFETCH]], 1);
-				}
 				ix[e] = relabel(s, pk[e], &n);
 			}
 		*n_total = n;
@@ -1142,7 +1131,7 @@ hop_ladies(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory sampling");
 		goto done;
 	}
-	next_gen(s->cmark, &s->cgen, g->num_nodes);
+	next_gen(s->cmark, sizeof(int32_t), &s->cgen, g->num_nodes);
 	for (int64_t i = 0; i < nd; i++)
 	{
 		int32_t		v = s->nodes[d0 + i];
@@ -1272,7 +1261,7 @@ gnn_sampler_sample_at(gnn_sampler *s, const int32_t *seeds, const int64_t *seed_
 		memset(s->htab, 0xff, sizeof(int32_t) * s->hcap);
 	}
 	else
-		next_slot_gen(s->slot, &s->gen, g->num_nodes);
+		next_gen(s->slot, sizeof(gnn_mark_slot), &s->gen, g->num_nodes);
 	for (int64_t i = 0; i < nseeds; i++)
 		if (seeds[i] < 0 || seeds[i] >= g->num_nodes)
 			return gnn_error_set(err, GNN_ERR_INVALID, "seed node index %d out of range [0, %lld)",

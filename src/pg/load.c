@@ -324,21 +324,11 @@ NullError(GnnScan *s, int col)
 /* ------------------------------------------------------------------ growing arrays */
 
 
-void
-GrowInit(GrowArray *a, MemoryContext mcxt, Size elem, int64 cap)
+/* GnnAllocBig in mcxt */
+static void *
+AllocBigIn(MemoryContext mcxt, Size size, int flags)
 {
-	a->mcxt = mcxt;
-	a->elem = elem;
-	a->n = 0;
-	a->cap = Max(cap, 16);
-	a->data = MemoryContextAllocHuge(mcxt, a->elem * a->cap);
-	gnn_advise_huge(a->data, a->elem * a->cap);
-}
-
-void *
-GnnAllocBig(Size size, int flags)
-{
-	void	   *p = palloc_extended(size, (flags | MCXT_ALLOC_HUGE) & ~MCXT_ALLOC_ZERO);
+	void	   *p = MemoryContextAllocExtended(mcxt, size, (flags | MCXT_ALLOC_HUGE) & ~MCXT_ALLOC_ZERO);
 
 	if (p)
 	{
@@ -349,20 +339,35 @@ GnnAllocBig(Size size, int flags)
 	return p;
 }
 
+void
+GrowInit(GrowArray *a, MemoryContext mcxt, Size elem, int64 cap)
+{
+	a->mcxt = mcxt;
+	a->elem = elem;
+	a->n = 0;
+	a->cap = Max(cap, 16);
+	a->data = AllocBigIn(mcxt, a->elem * a->cap, 0);
+}
+
+void *
+GnnAllocBig(Size size, int flags)
+{
+	return AllocBigIn(CurrentMemoryContext, size, flags);
+}
+
 void *
 GrowPush(GrowArray *a)
 {
 	if (a->n == a->cap)
 	{
 		a->cap *= 2;
-		if (a->elem * a->cap < ((Size) 8 << 20))
+		if (a->elem * a->cap < GNN_BIG_BYTES)
 			a->data = repalloc_huge(a->data, a->elem * a->cap);
 		else
 		{
 			/* into memory advised for huge pages before the copy writes it */
-			char	   *d = MemoryContextAllocHuge(a->mcxt, a->elem * a->cap);
+			char	   *d = AllocBigIn(a->mcxt, a->elem * a->cap, 0);
 
-			gnn_advise_huge(d, a->elem * a->cap);
 			memcpy(d, a->data, a->elem * a->n);
 			pfree(a->data);
 			a->data = d;
