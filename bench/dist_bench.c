@@ -38,6 +38,7 @@
 #include "halo.h"
 #include "partition.h"
 #include "train.h"
+#include "../test/core/dist_store.h"
 
 #include <errno.h>
 #include <math.h>
@@ -348,71 +349,10 @@ typedef struct rank_res
 	float		loss;
 } rank_res;
 
-static char dir[256];
 static const char *so_path;
 static gnn_model_kind kind_now;
 static int	epochs_now,
 			hidden_now;
-
-static gnn_dist_store_status
-fs_set(void *arg, const char *key, const void *data, size_t len, char *msg, size_t msglen)
-{
-	char		p[512],
-				tmp[560],
-				k[200];
-	size_t		i;
-	FILE	   *f;
-
-	(void) arg;
-	for (i = 0; key[i] && i < sizeof(k) - 1; i++)
-		k[i] = key[i] == '/' ? '_' : key[i];
-	k[i] = 0;
-	snprintf(p, sizeof(p), "%s/%s", dir, k);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", p, (int) getpid());
-	if (!(f = fopen(tmp, "wb")) || (len && fwrite(data, 1, len, f) != len) || fclose(f) != 0 || rename(tmp, p) != 0)
-	{
-		snprintf(msg, msglen, "%s: %s", p, strerror(errno));
-		return GNN_DIST_STORE_ERROR;
-	}
-	return GNN_DIST_STORE_OK;
-}
-
-static gnn_dist_store_status
-fs_get(void *arg, const char *key, int timeout_ms, void **data, size_t *len, char *msg, size_t msglen)
-{
-	char		p[512],
-				k[200];
-	size_t		i;
-	double		until = now_s() + timeout_ms / 1e3;
-
-	(void) arg;
-	(void) msg;
-	(void) msglen;
-	for (i = 0; key[i] && i < sizeof(k) - 1; i++)
-		k[i] = key[i] == '/' ? '_' : key[i];
-	k[i] = 0;
-	snprintf(p, sizeof(p), "%s/%s", dir, k);
-	for (;;)
-	{
-		FILE	   *f = fopen(p, "rb");
-
-		if (f)
-		{
-			long		sz;
-
-			fseek(f, 0, SEEK_END);
-			sz = ftell(f);
-			fseek(f, 0, SEEK_SET);
-			*data = malloc(sz ? sz : 1);
-			*len = fread(*data, 1, sz, f);
-			fclose(f);
-			return GNN_DIST_STORE_OK;
-		}
-		if (now_s() >= until)
-			return GNN_DIST_STORE_TIMEOUT;
-		usleep(2000);
-	}
-}
 
 static double cpu_mark;
 
@@ -458,7 +398,6 @@ rank_main(int rank, int K, const char *prefix)
 	gnn_train_config cfg;
 	gnn_train_result res;
 	gnn_dist_options o = {rank, K, "127.0.0.1", prefix, 600000};
-	gnn_dist_store store = {NULL, fs_set, fs_get};
 	double		t0 = now_s();
 	char		p[600];
 	FILE	   *f;
@@ -595,7 +534,6 @@ coll_main(int rank, int K, const char *prefix)
 	gnn_error	err;
 	gnn_dist   *d = NULL;
 	gnn_dist_options o = {rank, K, "127.0.0.1", prefix, 600000};
-	gnn_dist_store store = {NULL, fs_set, fs_get};
 	float	   *a = malloc(coll_bytes[COLL_SIZES - 1]),
 			   *b = malloc(coll_bytes[COLL_SIZES - 1]);
 	int64_t		sc[MAX_RANKS],

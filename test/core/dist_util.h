@@ -1,12 +1,13 @@
 /*
- * dist_util.h: what the core tests of distributed work share: a rendezvous
- * store over files in a folder (dir), and ranks run as forked processes.
+ * dist_util.h: what the core tests of distributed work share: the file
+ * rendezvous store (dist_store.h), and ranks run as forked processes.
  */
 #ifndef GNN_TEST_DIST_UTIL_H
 #define GNN_TEST_DIST_UTIL_H
 
 #include "check.h"
 #include "dist.h"
+#include "dist_store.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -18,84 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static char dir[256];
 static const char *so_path;
-
-/* ------------------------------------------------------------------ the file store */
-
-static void
-key_path(const char *key, char *p, size_t n)
-{
-	char		k[200];
-	size_t		i;
-
-	for (i = 0; key[i] && i < sizeof(k) - 1; i++)
-		k[i] = key[i] == '/' ? '_' : key[i];
-	k[i] = 0;
-	snprintf(p, n, "%s/%s", dir, k);
-}
-
-static gnn_dist_store_status
-fs_set(void *arg, const char *key, const void *data, size_t len, char *msg, size_t msglen)
-{
-	char		p[512],
-				tmp[560];
-	FILE	   *f;
-
-	(void) arg;
-	key_path(key, p, sizeof(p));
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", p, (int) getpid());
-	if (!(f = fopen(tmp, "wb")) || (len && fwrite(data, 1, len, f) != len) || fclose(f) != 0 ||
-		rename(tmp, p) != 0)
-	{
-		snprintf(msg, msglen, "%s: %s", p, strerror(errno));
-		return GNN_DIST_STORE_ERROR;
-	}
-	return GNN_DIST_STORE_OK;
-}
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static gnn_dist_store_status
-fs_get(void *arg, const char *key, int timeout_ms, void **data, size_t *len, char *msg, size_t msglen)
-{
-	char		p[512];
-	double		until = now_ms() + timeout_ms;
-
-	(void) arg;
-	key_path(key, p, sizeof(p));
-	for (;;)
-	{
-		FILE	   *f = fopen(p, "rb");
-
-		if (f)
-		{
-			long		n;
-
-			fseek(f, 0, SEEK_END);
-			n = ftell(f);
-			fseek(f, 0, SEEK_SET);
-			*data = malloc(n ? n : 1);
-			*len = fread(*data, 1, n, f);
-			fclose(f);
-			return GNN_DIST_STORE_OK;
-		}
-		if (now_ms() >= until)
-			return GNN_DIST_STORE_TIMEOUT;
-		usleep(2000);
-	}
-	(void) msg;
-	(void) msglen;
-}
-
-static const gnn_dist_store store = {NULL, fs_set, fs_get};
 
 /* ------------------------------------------------------------------ ranks as processes */
 
