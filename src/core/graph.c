@@ -58,7 +58,7 @@ idmap_init(idmap *map, const int64_t *sorted, int64_t n, gnn_error *err)
 	if (span < (uint64_t) 4 * (uint64_t) n + 1024)
 	{
 		map->range = (int64_t) span + 1;
-		map->table = malloc(sizeof(int32_t) * map->range);
+		map->table = gnn_malloc_big(sizeof(int32_t) * map->range);
 		if (!map->table)
 			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for the id map (%lld entries)",
 								 (long long) map->range);
@@ -72,10 +72,12 @@ idmap_init(idmap *map, const int64_t *sorted, int64_t n, gnn_error *err)
 	while (cap < (uint64_t) n * 2)
 		cap <<= 1;
 	map->mask = cap - 1;
-	map->slots = calloc(cap, sizeof(int32_t));
+	/* at most half full: the inserts touch every page, so zero it in huge pages */
+	map->slots = gnn_malloc_big(cap * sizeof(int32_t));
 	if (!map->slots)
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for the id hash (%llu slots)",
 							 (unsigned long long) cap);
+	memset(map->slots, 0, cap * sizeof(int32_t));
 	for (int64_t i = 0; i < n; i++)
 	{
 		uint64_t	h = gnn_mix64((uint64_t) sorted[i]) & map->mask;
