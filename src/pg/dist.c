@@ -198,7 +198,12 @@ DistConnect(const char *conninfo, const char *who, int timeout_ms, const char *r
 static PGresult *
 DistWaitResult(PGconn *conn, double until)
 {
-	while (PQisBusy(conn))
+	/*
+	 * Read what has arrived before looking at the clock: when an earlier
+	 * peer used up the deadline, a peer whose server already closed the
+	 * connection must still be seen as gone, not as slow.
+	 */
+	while (PQconsumeInput(conn) && PQisBusy(conn))
 	{
 		double		left = until - NowMs();
 		int			rc;
@@ -212,8 +217,6 @@ DistWaitResult(PGconn *conn, double until)
 			ResetLatch(MyLatch);
 			CHECK_FOR_INTERRUPTS();
 		}
-		if (!PQconsumeInput(conn))
-			break;
 	}
 	return PQgetResult(conn);
 }

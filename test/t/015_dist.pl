@@ -421,10 +421,45 @@ sub wait_done
 	  or diag($n[1]->safe_psql('postgres', "SELECT pid, state, wait_event_type, wait_event, backend_start, left(query, 60) "
 		  . "FROM pg_stat_activity WHERE application_name = 'gnn distributed'"));
 }
-$n[2]->safe_psql('postgres', q{SET ROLE dist; SELECT count(*) FROM gnn.graphs WHERE name = 'pd';}) eq '1'
-  or $n[2]->safe_psql('postgres', q{SET ROLE dist;
-	SELECT nodes FROM gnn.load_graph('pd', 'pe', nodes => 'pnp', features => 'feat', label => 'label',
-	                                 split => 'split', undirected => true, part_column => 'part', part => 2);});
+# peer 2 restarted after its backend was killed: its part of the graph is gone
+sub reload_pd
+{
+	$n[2]->poll_query_until('postgres', 'SELECT true') or die;
+	$n[2]->safe_psql('postgres', q{SET ROLE dist; SELECT count(*) FROM gnn.graphs WHERE name = 'pd';}) eq '1'
+	  or $n[2]->safe_psql('postgres', q{SET ROLE dist;
+		SELECT nodes FROM gnn.load_graph('pd', 'pe', nodes => 'pnp', features => 'feat', label => 'label',
+		                                 split => 'split', undirected => true, part_column => 'part', part => 2);});
+}
+reload_pd();
+
+# the dead peer is named even when another peer uses up the wait: rank 1 is
+# stopped (no answer), rank 2 killed (connection gone), and the coordinator
+# reads rank 1 first
+{
+	my $job = start_long();
+	my $sql = "SELECT pid FROM pg_stat_activity WHERE application_name = 'gnn distributed' "
+	  . "AND query LIKE '%_train_rank%' LIMIT 1";
+	my ($p1, $p2) = map { $n[$_]->safe_psql('postgres', $sql) } (1, 2);
+	ok($p1 =~ /^\d+$/ && $p2 =~ /^\d+$/, "ranks 1 and 2 running ($p1, $p2)");
+	kill 'STOP', $p1;
+	my $t0 = time;
+	kill 'KILL', $p2;
+	my $st = wait_done($job);
+	my $dt = time - $t0;
+	kill 'CONT', $p1;
+	my $e = $n[0]->safe_psql('postgres', "SELECT coalesce(error, '') FROM gnn.jobs WHERE id = $job");
+	is($st, 'failed', sprintf('a killed peer beside a silent one fails the job (%.1f s)', $dt));
+	like($e, qr/rank 2 on peer 2/, 'the error names the killed rank, not the silent one') or diag($e);
+	my $left;
+	for (1 .. 200)
+	{
+		$left = $n[1]->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'gnn distributed'");
+		last if $left eq '0';
+		select(undef, undef, undef, 0.1);
+	}
+	is($left, '0', 'the stopped peer ends once it runs again');
+}
+reload_pd();
 {
 	my $job = start_long();
 	$n[0]->safe_psql('postgres', "SELECT gnn.cancel($job)");
