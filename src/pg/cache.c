@@ -173,7 +173,7 @@ AttachForSession(dsm_handle h)
 	dsm_segment *seg;
 
 	CurrentResourceOwner = NULL;
-	seg = dsm_attach(h);
+	seg = GnnDsmAttach(h);
 	CurrentResourceOwner = save;
 	return seg;
 }
@@ -344,7 +344,7 @@ GnnResultCreate(int64 rows, int32 cols, bool with16, GnnResult *res)
 	h.cols = cols;
 	/* no resource owner: an error must not unmap it behind the caller's back */
 	CurrentResourceOwner = NULL;
-	seg = dsm_create(bytes, 0);
+	seg = GnnDsmCreate(bytes, 0);
 	CurrentResourceOwner = save;
 	memcpy(dsm_segment_address(seg), &h, sizeof(h));
 	ResultFromSegment(seg, res);

@@ -175,7 +175,7 @@ gnn_partition(PG_FUNCTION_ARGS)
 	reserved = GnnGraphReserve(bytes, graph);
 	PG_TRY();
 	{
-		seg = dsm_create(bytes, 0);
+		seg = GnnDsmCreate(bytes, 0);
 		h = dsm_segment_address(seg);
 		h->magic = GNN_PART_MAGIC;
 		h->parts = cfg.parts;

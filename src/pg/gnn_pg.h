@@ -333,6 +333,8 @@ extern GnnShared *gnn_shared;
 /* shmem.c */
 extern void GnnShmemInit(void);
 extern void GnnRequirePreload(void);
+extern dsm_segment *GnnDsmCreate(Size bytes, int flags);
+extern dsm_segment *GnnDsmAttach(dsm_handle h);
 
 /* registry.c */
 typedef struct GnnGraphRef

@@ -469,11 +469,11 @@ RegionAlloc(void *arg, uint64_t bytes)
 			ResourceOwner save = CurrentResourceOwner;
 
 			CurrentResourceOwner = TopTransactionResourceOwner;
-			rq->seg = dsm_create(bytes, 0);
+			rq->seg = GnnDsmCreate(bytes, 0);
 			CurrentResourceOwner = save;
 		}
 		else
-			rq->seg = dsm_create(bytes, 0);
+			rq->seg = GnnDsmCreate(bytes, 0);
 		addr = dsm_segment_address(rq->seg);
 		/* the pages all at once, before the build writes them */
 		{

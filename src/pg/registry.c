@@ -478,9 +478,9 @@ AttachRef(GnnGraphRef *ref, gnn_error *err)
 static void
 MapEntry(const GnnGraphEntry *e, GnnGraphRef *ref)
 {
-	ref->seg = dsm_attach(e->handle);
+	ref->seg = GnnDsmAttach(e->handle);
 	if (ref->seg && e->delta_handle != DSM_HANDLE_INVALID &&
-		(ref->dseg = dsm_attach(e->delta_handle)) == NULL)
+		(ref->dseg = GnnDsmAttach(e->delta_handle)) == NULL)
 	{
 		dsm_detach(ref->seg);
 		ref->seg = NULL;
@@ -517,7 +517,7 @@ AcquireImpl(const char *name, GnnGraphRef *ref)
 						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 						 errmsg("too many graphs in one statement (at most %d)", SNAP_MAX)));
 			CurrentResourceOwner = TopTransactionResourceOwner;
-			ref->seg = dsm_attach(ref->entry.handle);
+			ref->seg = GnnDsmAttach(ref->entry.handle);
 			CurrentResourceOwner = save;
 			if (ref->seg == NULL)
 				ereport(ERROR,
@@ -1072,7 +1072,7 @@ GnnPartitionAttach(const char *name, uint64 generation)
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
 	e = FindEntry(name);
 	if (e && e->generation == generation && e->part_handle != DSM_HANDLE_INVALID)
-		seg = dsm_attach(e->part_handle);
+		seg = GnnDsmAttach(e->part_handle);
 	LWLockRelease(gnn_shared->lock);
 	return seg;
 }

@@ -69,6 +69,37 @@ GnnShmemInit(void)
 	shmem_startup_hook = GnnShmemStartup;
 }
 
+/*
+ * The graph's segments (a graph, its feature cache, a restored graph) go
+ * through these: a segment of 8 MB or more is advised into 2 MB pages.
+ * Where /dev/shm allows huge pages (mounted with huge=advise or
+ * huge=within_size), the build writes it and every backend maps it with a
+ * page-table entry per 2 MB instead of per 4 kB, which on a virtual machine
+ * with shadow page tables is 20-40x faster to touch the first time (each
+ * 4 kB page costs a trap in every process that maps it: BENCHMARKS.md,
+ * #15).  Elsewhere the advice changes nothing.  GNN_HUGE_PAGES=0 in the
+ * server's environment turns it off.
+ */
+dsm_segment *
+GnnDsmCreate(Size bytes, int flags)
+{
+	dsm_segment *seg = dsm_create(bytes, flags);
+
+	if (seg)
+		gnn_advise_huge(dsm_segment_address(seg), dsm_segment_map_length(seg));
+	return seg;
+}
+
+dsm_segment *
+GnnDsmAttach(dsm_handle h)
+{
+	dsm_segment *seg = dsm_attach(h);
+
+	if (seg)
+		gnn_advise_huge(dsm_segment_address(seg), dsm_segment_map_length(seg));
+	return seg;
+}
+
 /* Every SQL entry point calls this first. */
 void
 GnnRequirePreload(void)

@@ -561,7 +561,7 @@ SharedCache(const GnnGraphEntry *ve, gnn_fstore *fs)
 	if (current)
 	{
 		if (e->cache_handle != DSM_HANDLE_INVALID)
-			seg = dsm_attach(e->cache_handle);
+			seg = GnnDsmAttach(e->cache_handle);
 		else
 		{
 			uint64		limit = (uint64) gnn_max_graph_memory_mb * 1024 * 1024;
@@ -573,7 +573,7 @@ SharedCache(const GnnGraphEntry *ve, gnn_fstore *fs)
 			{
 				size_t		bytes = gnn_fcache_bytes(e->nodes, e->feat_dim, cap);
 
-				seg = dsm_create(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+				seg = GnnDsmCreate(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
 				if (seg && gnn_fcache_init(dsm_segment_address(seg), bytes, e->nodes, e->feat_dim, cap, true,
 										   &err) != GNN_OK)
 				{
@@ -1024,7 +1024,7 @@ ReadSegment(const char *path, const char *name, Oid owner, uint64 generation, gn
 		Refuse(name, owner, generation, kind == GNN_STORE_GRAPH, err.msg);
 	}
 	*reserved = GnnGraphReserve(h.payload_len, name);
-	seg = dsm_create(h.payload_len, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	seg = GnnDsmCreate(h.payload_len, DSM_CREATE_NULL_IF_MAXSEGMENTS);
 	if (seg == NULL)
 	{
 		GnnGraphUnreserve(*reserved);
@@ -1267,7 +1267,7 @@ gnn_feature_cache(PG_FUNCTION_ARGS)
 			gnn_fcache_get_info(dsm_segment_address(o->cache), &info);
 			have = true;
 		}
-		else if ((seg = dsm_attach(e->cache_handle)) != NULL)
+		else if ((seg = GnnDsmAttach(e->cache_handle)) != NULL)
 		{
 			gnn_fcache_get_info(dsm_segment_address(seg), &info);
 			have = true;
