@@ -48,6 +48,7 @@ DIRTY=$(git -C "$REPO_ROOT" status --porcelain -- src sql 2>/dev/null | grep -q 
   echo "- commit: $COMMIT$DIRTY; command: \`SIZES=\"$SIZES\" RUNS=$RUNS DIM=$DIM bash bench/load_graph.sh\`"
   echo "- machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(free -g | awk '/Mem:/{print $2}') GiB RAM; $(pg_config --version)"
   echo "- server: shared_buffers=$SHARED_BUFFERS, fsync=off, autovacuum=off, gnn.threads=0 (all cores)"
+  echo "- shared memory pages: $(shm_pages); GNN_HUGE_PAGES=${GNN_HUGE_PAGES:-unset}"
   echo "- times: median of $RUNS interleaved rounds, ms (psql \\timing); one warm-up round first"
   echo "- memory on this machine (bench/memtouch, 512 MiB):"
   echo

@@ -104,6 +104,7 @@ fi
   echo
   echo "Commit $COMMIT; $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2 / 1048576}' /proc/meminfo); PostgreSQL $(pg_config --version | awk '{print $2}')."
   echo "Server restarted after generating the tables: $RESTARTED."
+  echo "Shared memory pages: $(shm_pages); GNN_HUGE_PAGES=${GNN_HUGE_PAGES:-unset}."
   echo "Shop schema: $CUSTOMERS customers, $PRODUCTS products, $REVIEWS reviews, $CATEGORIES categories (seed $SEED; generated in $GEN_S s)."
   echo
   echo "## Loading"

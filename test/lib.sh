@@ -61,3 +61,11 @@ pg_stop() {
   [ -f "$dir/data/postmaster.pid" ] && as_pg "'$PG_BINDIR/pg_ctl' -D '$dir/data' -m fast -w stop >/dev/null 2>&1"
   return 0
 }
+
+# shm_pages: whether this machine gives shared memory huge pages (a bench report's header line)
+shm_pages() {
+  local dev sys
+  dev=$(awk '$2 == "/dev/shm" {n = split($4, o, ","); for (i = 1; i <= n; i++) if (o[i] ~ /^huge=/) h = o[i]} END {print h ? h : "huge=never"}' /proc/mounts)
+  sys=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null)
+  echo "/dev/shm $dev, shmem_enabled ${sys:-unknown}"
+}
