@@ -12,6 +12,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 plan skip_all => 'needs Linux /proc/PID/smaps' unless -r '/proc/self/smaps';
+plan skip_all => 'this kernel has no transparent huge pages (no /sys/kernel/mm/transparent_hugepage)'
+  unless -d '/sys/kernel/mm/transparent_hugepage';
 
 my $node = PostgreSQL::Test::Cluster->new('huge');
 $node->init;
