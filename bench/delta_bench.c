@@ -13,6 +13,7 @@
  *   bash bench/delta_bench.sh [nodes edges changes nodech threads]
  */
 #include "graph.h"
+#include "bench_util.h"
 
 #include <sys/mman.h>
 
@@ -30,15 +31,6 @@ rnd(void)
 	rs ^= rs >> 7;
 	rs ^= rs << 17;
 	return rs;
-}
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int	nthreads;
@@ -112,7 +104,7 @@ run(const char *what, const gnn_graph *base, const gnn_graph_changes *ch, bool s
 		uint64_t	sz;
 		gnn_error	err;
 		gnn_graph	g;
-		double		t0 = now();
+		double		t0 = now_s();
 
 		if (gnn_graph_apply_changes(base, ch, shared ? alloc_shared : alloc_malloc, NULL, &reg, &sz, NULL,
 									&err) != GNN_OK)
@@ -120,7 +112,7 @@ run(const char *what, const gnn_graph *base, const gnn_graph_changes *ch, bool s
 			fprintf(stderr, "apply: %s\n", err.msg);
 			exit(1);
 		}
-		double		t = now() - t0;
+		double		t = now_s() - t0;
 
 		if (t < best)
 			best = t;
@@ -174,7 +166,7 @@ main(int argc, char **argv)
 	gnn_error	err;
 	void	   *region;
 	uint64_t	size;
-	double		t0 = now();
+	double		t0 = now_s();
 
 	in.num_nodes = n;
 	in.node_ids = ids;
@@ -192,7 +184,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	printf("graph: %lld nodes, %lld arcs, region %.0f MB, built in %.2f s; %d threads\n",
-		   (long long) g.num_nodes, (long long) g.num_edges, size / 1e6, now() - t0, T);
+		   (long long) g.num_nodes, (long long) g.num_edges, size / 1e6, now_s() - t0, T);
 
 	/* edge changes: half removals of existing rows (distinct), half additions */
 	int64_t		nrm = nc / 2,

@@ -39,6 +39,7 @@
 #include "partition.h"
 #include "train.h"
 #include "../test/core/dist_store.h"
+#include "bench_util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -73,15 +74,6 @@ static int32_t *part;			/* the current partition */
 static char graph_name[256];
 static uint32_t balance;		/* GNN_BAL_* for METIS */
 static char balance_names[64];
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static double
 cpu_s(void)
@@ -163,23 +155,8 @@ make_rmat(int64_t nodes, int64_t edges, int32_t d)
 	while ((1LL << scale) < n)
 		scale++;
 	gnn_rng_seed(&rng, 42);
-	while (k < edges)
-	{
-		int64_t		s = 0,
-					t = 0;
-
-		for (int b = 0; b < scale; b++)
-		{
-			double		p = gnn_rng_double(&rng);
-
-			s = (s << 1) | (p >= 0.76);
-			t = (t << 1) | ((p >= 0.57 && p < 0.76) || p >= 0.95);
-		}
-		if (s >= n || t >= n || s == t)
-			continue;
-		src[k] = s;
-		dst[k++] = t;
-	}
+	for (k = 0; k < edges; k++)
+		rmat_edge(&rng, scale, n, true, &src[k], &dst[k]);
 	feat = malloc(sizeof(float) * (size_t) n * dim);
 	labels = malloc(sizeof(int32_t) * n);
 	split = malloc(n);
@@ -461,15 +438,6 @@ rank_main(int rank, int K, const char *prefix)
 
 /* ------------------------------------------------------------------ the parent */
 
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
 
 /* median of x[2 .. e] (epoch 1 warms up), or x[1] with one epoch */
 static double

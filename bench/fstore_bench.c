@@ -21,20 +21,12 @@
  */
 #include "train_mb.h"
 #include "feature_store.h"
+#include "bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static float
 feat_of(int64_t v, int k)
@@ -232,21 +224,7 @@ main(int argc, char **argv)
 		uint8_t    *split = malloc(n);
 
 		for (int64_t e = 0; e < m; e++)
-		{
-			int64_t		s = 0,
-						d = 0;
-
-			for (int b = 0; b < scale; b++)
-			{
-				double		u = gnn_rng_double(&r);
-				int			q = u < 0.57 ? 0 : u < 0.76 ? 1 : u < 0.95 ? 2 : 3;
-
-				s = (s << 1) | (q >> 1);
-				d = (d << 1) | (q & 1);
-			}
-			src[e] = s;
-			dst[e] = d;
-		}
+			rmat_edge(&r, scale, n, false, &src[e], &dst[e]);
 		for (int64_t i = 0; i < n; i++)
 		{
 			ids[i] = i;

@@ -18,6 +18,7 @@
 #include "dataset.h"
 #include "train.h"
 #include "backend.h"
+#include "bench_util.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -29,15 +30,6 @@
 #endif
 
 extern void openblas_set_num_threads(int num_threads);
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* C = op(A) op(B) split into nt row blocks of C, one cblas call each */
 static void

@@ -17,29 +17,12 @@
  */
 #include "infer.h"
 #include "train.h"
+#include "bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int
-cmp_d(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
 
 static void
 build(int64_t n, int64_t m, int dim, gnn_rng *r, void **region, gnn_graph *g)
@@ -56,27 +39,8 @@ build(int64_t n, int64_t m, int dim, gnn_rng *r, void **region, gnn_graph *g)
 
 	while ((1LL << scale) < n)
 		scale++;
-	/* R-MAT quadrant per bit: a=0.57 b=0.19 c=0.19 d=0.05 (bench/rmat.c's parameters) */
 	for (int64_t e = 0; e < m; e++)
-	{
-		int64_t		s,
-					d;
-
-		do
-		{
-			s = d = 0;
-			for (int b = 0; b < scale; b++)
-			{
-				double		u = gnn_rng_double(r);
-				int			q = u < 0.57 ? 0 : u < 0.76 ? 1 : u < 0.95 ? 2 : 3;
-
-				s = (s << 1) | (q >> 1);
-				d = (d << 1) | (q & 1);
-			}
-		} while (s >= n || d >= n);
-		src[e] = s;
-		dst[e] = d;
-	}
+		rmat_edge(r, scale, n, false, &src[e], &dst[e]);
 	for (int64_t i = 0; i < n; i++)
 		ids[i] = i;
 	for (int64_t i = 0; i < n * dim; i++)
@@ -147,8 +111,8 @@ run(gnn_model *m, const gnn_graph *g, int layer, int size, int nq, int64_t max_n
 		for (int i = 0; i < nq; i++)
 			if (t[i] >= 0)
 				t[k++] = t[i];
-		qsort(t, k, sizeof(double), cmp_d);
-		qsort(tn, nq, sizeof(double), cmp_d);
+		qsort(t, k, sizeof(double), cmp_double);
+		qsort(tn, nq, sizeof(double), cmp_double);
 		printf("threads %d, layer %2d, %2d nodes%s: ", nt, layer, size,
 			   max_nodes > 0 ? ", max_nodes 20000" : "");
 		if (k > 0)

@@ -13,30 +13,13 @@
  * the peak resident memory of the process so far.
  */
 #include "partition.h"
+#include "bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
-}
-
-static double
-peak_gb(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_maxrss / 1048576.0;
-}
 
 int
 main(int argc, char **argv)
@@ -71,24 +54,8 @@ main(int argc, char **argv)
 	part = malloc(sizeof(int32_t) * n);
 	gnn_rng_seed(&rng, 42);
 	t0 = now_s();
-	while (k < m)
-	{
-		/* one quadrant per bit: (row, col) bits from a single draw */
-		int64_t		s = 0,
-					d = 0;
-
-		for (int b = 0; b < scale; b++)
-		{
-			double		p = gnn_rng_double(&rng);
-
-			s = (s << 1) | (p >= 0.76);			/* c or d */
-			d = (d << 1) | ((p >= 0.57 && p < 0.76) || p >= 0.95);	/* b or d */
-		}
-		if (s >= n || d >= n || s == d)
-			continue;
-		src[k] = s;
-		dst[k++] = d;
-	}
+	for (k = 0; k < m; k++)
+		rmat_edge(&rng, scale, n, true, &src[k], &dst[k]);
 	for (int64_t v = 0; v < n; v++)
 	{
 		ids[v] = v;

@@ -13,39 +13,12 @@
  */
 #include "train_mb.h"
 #include "feature_cache.h"
+#include "bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int64_t
-rmat_id(gnn_rng *r, int scale, int64_t n)
-{
-	for (;;)
-	{
-		int64_t		v = 0;
-
-		for (int b = 0; b < scale; b++)
-		{
-			double		u = gnn_rng_double(r);
-			int			bit = u < 0.57 ? 0 : u < 0.76 ? 1 : u < 0.95 ? 2 : 3;
-
-			v = (v << 1) | (bit & 1);	/* src bit; the caller draws dst separately */
-		}
-		if (v < n)
-			return v;
-	}
-}
 
 int
 main(int argc, char **argv)
@@ -76,28 +49,8 @@ main(int argc, char **argv)
 		uint8_t    *split = malloc(n);
 
 		t0 = now_s();
-		/* R-MAT quadrant per bit: a=0.57 b=0.19 c=0.19 d=0.05 */
 		for (int64_t e = 0; e < m; e++)
-		{
-			int64_t		s,
-						d;
-
-			do
-			{
-				s = d = 0;
-				for (int b = 0; b < scale; b++)
-				{
-					double		u = gnn_rng_double(&r);
-					int			q = u < 0.57 ? 0 : u < 0.76 ? 1 : u < 0.95 ? 2 : 3;
-
-					s = (s << 1) | (q >> 1);
-					d = (d << 1) | (q & 1);
-				}
-			} while (s >= n || d >= n);
-			src[e] = s;
-			dst[e] = d;
-		}
-		(void) rmat_id;
+			rmat_edge(&r, scale, n, false, &src[e], &dst[e]);
 		for (int64_t i = 0; i < n; i++)
 		{
 			ids[i] = i;

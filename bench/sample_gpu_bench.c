@@ -19,20 +19,12 @@
 #include "sample.h"
 #include "sample_gpu.h"
 #include "sample_gpu_emu.h"
+#include "bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 #define DIE(...) do { fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
 
@@ -74,7 +66,7 @@ gpu_sampling(const int64_t *rindptr, const int32_t *rindices, const int32_t *see
 	for (int h = 0; h < 3; h++)
 		buf[h] = dalloc(sizeof(int32_t) * cap);
 	gnn_backend_sync(be);
-	t0 = now();
+	t0 = now_s();
 	for (int b = 0; b < nb; b++)
 	{
 		const int32_t *dst = d_seeds + 1024 * b;
@@ -93,7 +85,7 @@ gpu_sampling(const int64_t *rindptr, const int32_t *rindices, const int32_t *see
 		}
 	}
 	gnn_backend_sync(be);
-	t0 = now() - t0;
+	t0 = now_s() - t0;
 	*draws_out = draws;
 	gnn_backend_free(be, d_seeds);
 	gnn_backend_free(be, d_ptr);
@@ -124,11 +116,11 @@ main(int argc, char **argv)
 	}
 	if (gnn_gpu_sample_bind(be, &api, &err) != GNN_OK)
 		DIE("%s", err.msg);
-	t0 = now();
+	t0 = now_s();
 	if (emu_rmat_graph(scale, (int64_t) ef << scale, false, 0, &region, &size, &g, &err) != GNN_OK)
 		DIE("R-MAT: %s", err.msg);
 	printf("R-MAT scale %d: %lld nodes, %lld edges (built in %.1f s) on %s\n", scale,
-		   (long long) g.num_nodes, (long long) g.num_edges, now() - t0, be->name);
+		   (long long) g.num_nodes, (long long) g.num_edges, now_s() - t0, be->name);
 	seeds = malloc(sizeof(int32_t) * 1024 * nb);
 	for (int i = 0; i < 1024 * nb; i++)
 		seeds[i] = (int32_t) gnn_s_below(gnn_s_mix(i), g.num_nodes);
@@ -145,14 +137,14 @@ main(int argc, char **argv)
 		memcpy(sc.fanouts, fan, sizeof(fan));
 		if (gnn_sampler_create(&g, &sc, &s, &err) != GNN_OK)
 			DIE("sampler: %s", err.msg);
-		t0 = now();
+		t0 = now_s();
 		for (int b = 0; b < nb; b++)
 		{
 			if (gnn_sampler_sample(s, seeds + 1024 * b, 1024, b, &mb, &err) != GNN_OK)
 				DIE("sample: %s", err.msg);
 			edges += mb.sampled_edges;
 		}
-		t0 = now() - t0;
+		t0 = now_s() - t0;
 		printf("neighbour sampling 15,10,5 x 1024 seeds, CPU sampler (all cores, dedup+relabel): %.3g edges/s (%lld edges, %.1f ms/batch)\n",
 			   edges / t0, (long long) edges, 1e3 * t0 / nb);
 		gnn_sampler_free(s);
@@ -210,17 +202,17 @@ main(int argc, char **argv)
 			double		tc,
 						tg;
 
-			t0 = now();
+			t0 = now_s();
 			if (gnn_random_walk(&g, starts, W, &wc, 1, out, &err) != GNN_OK)
 				DIE("walk: %s", err.msg);
-			tc = now() - t0;
+			tc = now_s() - t0;
 			api.random_walk(be, d_indptr, d_indices, d_starts, W, LEN, pq[c][0], pq[c][1], 1, d_out);
 			gnn_backend_sync(be);
-			t0 = now();
+			t0 = now_s();
 			if (api.random_walk(be, d_indptr, d_indices, d_starts, W, LEN, pq[c][0], pq[c][1], 1, d_out) != GNN_OK)
 				DIE("gpu walk: %s", be->err.msg);
 			gnn_backend_sync(be);
-			tg = now() - t0;
+			tg = now_s() - t0;
 			printf("random walks p=%g q=%g, %d x %d steps: CPU %.3g steps/s, GPU %.3g steps/s\n", pq[c][0],
 				   pq[c][1], W, LEN, (double) W * LEN / tc, (double) W * LEN / tg);
 		}
@@ -253,11 +245,11 @@ main(int argc, char **argv)
 		d_nodes = dcopy(nodes, sizeof(int32_t) * N);
 		api.gather(be, d_feat, D, d_nodes, N, false, d_out);
 		gnn_backend_sync(be);
-		t0 = now();
+		t0 = now_s();
 		for (int it = 0; it < 10; it++)
 			api.gather(be, d_feat, D, d_nodes, N, false, d_out);
 		gnn_backend_sync(be);
-		t = (now() - t0) / 10;
+		t = (now_s() - t0) / 10;
 		printf("gather %d rows x %d floats, features in device memory: %.1f GB/s written\n", N, D,
 			   4.0 * N * D / t / 1e9);
 		gnn_backend_free(be, d_feat);
@@ -265,11 +257,11 @@ main(int argc, char **argv)
 		{
 			api.gather(be, pin, D, d_nodes, N, false, d_out);
 			gnn_backend_sync(be);
-			t0 = now();
+			t0 = now_s();
 			for (int it = 0; it < 5; it++)
 				api.gather(be, pin, D, d_nodes, N, false, d_out);
 			gnn_backend_sync(be);
-			t = (now() - t0) / 5;
+			t = (now_s() - t0) / 5;
 			printf("gather %d rows x %d floats, features in pinned host memory: %.1f GB/s\n", N, D,
 				   4.0 * N * D / t / 1e9);
 			api.host_unregister(be, feat);

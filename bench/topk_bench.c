@@ -10,30 +10,13 @@
  * and sort all scores.
  */
 #include "topk.h"
+#include "bench_util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int
-cmp_d(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
 
 typedef struct sc
 {
@@ -110,7 +93,7 @@ main(int argc, char **argv)
 			}
 			t[i] = now_s() - t0;
 		}
-		qsort(t, nq, sizeof(double), cmp_d);
+		qsort(t, nq, sizeof(double), cmp_double);
 		printf("threads %d: median %.1f ms, best %.1f ms per query (%.2f GB/s of table); last top-1 %lld at %.4f\n",
 			   nt, t[nq / 2] * 1e3, t[0] * 1e3, bytes / t[nq / 2] / 1e9, (long long) idx[0], score[0]);
 	}
