@@ -6,6 +6,7 @@
 # ids 0..2^SCALE-1, then, in one session, times RUNS rounds of:
 #   count(*) over edges, count(*) over nodes (planner defaults: parallel scan
 #   allowed), the same with max_parallel_workers_per_gather = 0 (serial),
+#   serial sums over the columns (scans that deform the tuples, as a load must),
 #   load_graph(edges only), load_graph(edges + nodes with 128-dim features), and
 #   both again with persist => false (no graph store file: the store write's share).
 # Rounds interleave the statements so noise hits all of them alike; each
@@ -116,6 +117,10 @@ SET max_parallel_workers_per_gather = 0;
 SELECT count(*) FROM edges;
 \\echo TAG count_nodes_serial
 SELECT count(*) FROM nodes;
+\\echo TAG read_edges_serial
+SELECT sum(src::int8 + dst) FROM edges;
+\\echo TAG read_nodes_serial
+SELECT sum(id::int8 + cardinality(feat)) FROM nodes;
 \\echo TAG none
 RESET max_parallel_workers_per_gather;
 \\echo TAG load_edges
@@ -146,6 +151,7 @@ SQL
   ' "$OUTF" > "$OUTF.t"
   get() { awk -v k="$1" '$1 == k {print $2}' "$OUTF.t" | median; }
   ce=$(get count_edges); cn=$(get count_nodes); ces=$(get count_edges_serial); cns=$(get count_nodes_serial)
+  rde=$(get read_edges_serial); rdn=$(get read_nodes_serial)
   le=$(get load_edges); lf=$(get load_features); len=$(get load_edges_np); lfn=$(get load_features_np)
   all() { awk -v k="$1" '$1 == k {printf "%s%.0f", sep, $2; sep=" "}' "$OUTF.t"; }
   r() { echo "scale=2; ($1) / ($2)" | bc -l | sed 's/^\./0./'; }
@@ -158,9 +164,13 @@ SQL
     echo "| count(*) edges, serial | $ces | $(all count_edges_serial) | | 1 |"
     echo "| count(*) nodes (parallel allowed) | $cn | $(all count_nodes) | | |"
     echo "| count(*) nodes, serial | $cns | $(all count_nodes_serial) | | |"
+    echo "| sum(src + dst) over edges, serial (the columns deformed) | $rde | $(all read_edges_serial) | | |"
+    echo "| sum(id + cardinality(feat)) over nodes, serial (deformed; the arrays' elements not read) | $rdn | $(all read_nodes_serial) | | |"
     echo "| load_graph, edges only | $le | $(all load_edges) | **$(r "$le" "$ce")** | $(r "$le" "$ces") |"
     echo "| load_graph, edges + nodes with features | $lf | $(all load_features) | **$(r "$lf" "$ce + $cn")** (vs. count edges + count nodes) | $(r "$lf" "$ces + $cns") |"
     echo "| the same two, persist => false (no graph store file) | $len / $lfn | $(all load_edges_np) / $(all load_features_np) | $(r "$len" "$ce") / $(r "$lfn" "$ce + $cn") | $(r "$len" "$ces") / $(r "$lfn" "$ces + $cns") |"
+    echo
+    echo "Against the deforming scans (count(*) reads no tuple of an all-visible page; a reader of the columns must): edges only $(r "$le" "$rde")x, with features $(r "$lf" "$rde + $rdn")x; persist => false $(r "$len" "$rde")x / $(r "$lfn" "$rde + $rdn")x."
     echo
     awk '$1 == "info" {sub(/^info /, ""); print "    graph|nodes|edges|dim|bytes: " $0}' "$OUTF.t"
     echo
