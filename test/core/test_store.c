@@ -95,6 +95,36 @@ main(void)
 		  gnn_crc32c(gnn_crc32c(0, pay, 3), pay + 3, plen - 3) == gnn_crc32c(0, pay, plen),
 		  "CRC-32C continued over pieces equals it over the whole");
 	CHECK(gnn_crc32c(0, NULL, 0) == 0, "CRC-32C of nothing is 0");
+	{
+		/* against the bit-at-a-time definition, over lengths around the interleaved blocks, at every alignment */
+		size_t		lens[] = {0, 1, 7, 8, 9, 4095, 24575, 24576, 24577, 49152 + 13, 5 * 24576 + 1001, 1000003};
+		size_t		cap = 1000003 + 8;
+		unsigned char *b = malloc(cap);
+		bool		ok = b != NULL;
+		uint32_t	x = 12345;
+
+		for (size_t i = 0; ok && i < cap; i++)
+		{
+			x = x * 1103515245u + 12345u;
+			b[i] = (unsigned char) (x >> 16);
+		}
+		for (size_t li = 0; ok && li < sizeof(lens) / sizeof(lens[0]); li++)
+			for (int a = 0; a < 8; a++)
+			{
+				uint32_t	r = 0xffffffffu;
+
+				for (size_t i = 0; i < lens[li]; i++)
+				{
+					r ^= b[a + i];
+					for (int k = 0; k < 8; k++)
+						r = r & 1 ? (r >> 1) ^ 0x82f63b78u : r >> 1;
+				}
+				if (gnn_crc32c(0, b + a, lens[li]) != ~r)
+					ok = false;
+			}
+		CHECK(ok, "CRC-32C equals the bitwise definition for 12 lengths (0 to 1000003 bytes) at 8 alignments");
+		free(b);
+	}
 
 	/* round trip */
 	CHECK(gnn_store_write(dir, "graph.gnn", GNN_STORE_GRAPH, 42, meta, mlen, pay, plen, &err) == GNN_OK,
