@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,6 +296,59 @@ write_span(int fd, int dfd, const void *buf, size_t n, uint64_t off, const char 
 	return done < n ? write_all(fd, (const char *) buf + done, n - done, (off_t) (off + done), path, err) : GNN_OK;
 }
 
+/*
+ * Freeing a large file's blocks takes a while (ext4 here: 0.39 s for a
+ * 1.27 GB store file), and rename() over the previous version of a store
+ * file frees them inside the call, on the load's time.  Holding the old
+ * file open across the rename leaves the rename only the name to drop; the
+ * last close, which frees the blocks, runs on a short-lived thread started
+ * with every signal blocked (the caller may be a PostgreSQL backend, whose
+ * signal handlers must run on its own thread).  Where no thread can start,
+ * the close happens here.
+ */
+static void *
+close_main(void *arg)
+{
+	close((int) (intptr_t) arg);
+	return NULL;
+}
+
+static void
+close_in_background(int fd)
+{
+	pthread_attr_t at;
+	pthread_t	t;
+	sigset_t	all,
+				old;
+	bool		started = false;
+
+	if (fd < 0)
+		return;
+	sigfillset(&all);
+	if (pthread_attr_init(&at) == 0)
+	{
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		started = pthread_create(&t, &at, close_main, (void *) (intptr_t) fd) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&at);
+	}
+	if (!started)
+		close(fd);
+}
+
+int
+gnn_store_unlink(const char *path)
+{
+	int			fd = open(path, O_RDONLY | O_CLOEXEC),
+				rc = unlink(path),
+				saved = errno;
+
+	close_in_background(fd);
+	errno = saved;
+	return rc;
+}
+
 gnn_status
 gnn_store_sync_dir(const char *dir, gnn_error *err)
 {
@@ -390,8 +445,14 @@ store_write(const char *dir, const char *name, gnn_store_kind kind, uint64_t gen
 		st = gnn_error_set(err, GNN_ERR_LIMIT, "could not fsync \"%s\": %s", tmp, strerror(errno));
 	if (close(fd) != 0 && st == GNN_OK)
 		st = gnn_error_set(err, GNN_ERR_LIMIT, "could not close \"%s\": %s", tmp, strerror(errno));
-	if (st == GNN_OK && rename(tmp, path) != 0)
-		st = gnn_error_set(err, GNN_ERR_LIMIT, "could not rename \"%s\" to \"%s\": %s", tmp, path, strerror(errno));
+	if (st == GNN_OK)
+	{
+		int			prev = open(path, O_RDONLY | O_CLOEXEC);	/* the version replaced, if any */
+
+		if (rename(tmp, path) != 0)
+			st = gnn_error_set(err, GNN_ERR_LIMIT, "could not rename \"%s\" to \"%s\": %s", tmp, path, strerror(errno));
+		close_in_background(prev);
+	}
 	if (st != GNN_OK)
 	{
 		unlink(tmp);

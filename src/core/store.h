@@ -98,4 +98,10 @@ gnn_status	gnn_store_read_payload(const char *path, const gnn_store_header *h, v
 /* fsync a directory (after creating or removing entries in it) */
 gnn_status	gnn_store_sync_dir(const char *dir, gnn_error *err);
 
+/*
+ * unlink(path), with the file's blocks freed by a thread afterwards (a
+ * large file's take a while); 0 or -1 with errno, as unlink.
+ */
+int			gnn_store_unlink(const char *path);
+
 #endif							/* GNN_STORE_H */

@@ -167,7 +167,7 @@ static bool
 RemoveFile(const char *dir, const char *file)
 {
 	char	   *path = psprintf("%s/%s", dir, file);
-	bool		removed = unlink(path) == 0;
+	bool		removed = gnn_store_unlink(path) == 0;
 
 	if (!removed && errno != ENOENT)
 		ereport(WARNING,

@@ -11,6 +11,8 @@
 #include "check.h"
 #include "store.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -229,6 +231,51 @@ main(void)
 				  "a %zu-byte payload from a%s buffer reads back whole", big, k ? "n unaligned" : " page-aligned");
 		}
 		free(al);
+		/* a removal unlinks at once and frees the blocks on a thread */
+		{
+			char		gone[300];
+
+			snprintf(gone, sizeof(gone), "%s/gone.gnn", dir);
+			CHECK(gnn_store_write(dir, "gone.gnn", GNN_STORE_GRAPH, 1, NULL, 0, pay, plen, &err) == GNN_OK &&
+				  gnn_store_unlink(gone) == 0 && access(gone, F_OK) != 0 &&
+				  gnn_store_unlink(gone) == -1 && errno == ENOENT,
+				  "gnn_store_unlink removes a file, and says ENOENT for a missing one");
+		}
+		/*
+		 * each rewrite held the replaced file open across its rename and
+		 * closed it on a thread, as the removal did: no descriptor of a
+		 * replaced or removed file stays open (within a second)
+		 */
+		{
+			int			left = -1;
+
+			for (int tries = 0; tries < 100 && left != 0; tries++)
+			{
+				DIR		   *d = opendir("/proc/self/fd");
+				struct dirent *de;
+
+				left = 0;
+				while (d && (de = readdir(d)) != NULL)
+				{
+					char		lp[300],
+								target[512];
+					ssize_t		n;
+
+					snprintf(lp, sizeof(lp), "/proc/self/fd/%s", de->d_name);
+					n = readlink(lp, target, sizeof(target) - 1);
+					if (n > 0)
+					{
+						target[n] = 0;
+						left += strstr(target, "gnn-test-store") && strstr(target, "(deleted)");
+					}
+				}
+				if (d)
+					closedir(d);
+				if (left)
+					usleep(10000);
+			}
+			CHECK(left == 0, "the replaced versions' files are closed after their rewrites (%d open)", left);
+		}
 	}
 	snprintf(path, sizeof(path), "%s/missing.gnn", dir);
 	CHECK(gnn_store_read_header(path, &h, NULL, 0, &err) == GNN_ERR_INVALID, "a missing file is GNN_ERR_INVALID: %s",
