@@ -72,13 +72,16 @@ GnnShmemInit(void)
 /*
  * The graph's segments (a graph, its feature cache, a restored graph) go
  * through these: a segment of 8 MB or more is advised into 2 MB pages.
- * Where /dev/shm allows huge pages (mounted with huge=advise or
- * huge=within_size), the build writes it and every backend maps it with a
- * page-table entry per 2 MB instead of per 4 kB, which on a virtual machine
- * with shadow page tables is 20-40x faster to touch the first time (each
- * 4 kB page costs a trap in every process that maps it: BENCHMARKS.md,
- * #15).  Elsewhere the advice changes nothing.  GNN_HUGE_PAGES=0 in the
- * server's environment turns it off.
+ * The advice gives huge pages to sysv segments where shmem_enabled is
+ * "advise"; PostgreSQL's posix segments are fallocate'd before gnn sees
+ * them, so they get huge pages only where /dev/shm is mounted with
+ * huge=within_size (huge=advise is not enough).  Then the build writes the
+ * graph and every backend maps it with a page-table entry per 2 MB instead
+ * of per 4 kB, which on a virtual machine with shadow page tables was
+ * about 40x faster to touch the first time (each 4 kB page costs a trap in
+ * every process that maps it: BENCHMARKS.md, #15).  Elsewhere the advice
+ * changes nothing.  GNN_HUGE_PAGES=0 in the server's environment turns it
+ * off.
  */
 dsm_segment *
 GnnDsmCreate(Size bytes, int flags)
