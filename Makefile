@@ -16,8 +16,10 @@ OBJS        = $(PG_SRCS:.c=.o) $(CORE_SRCS:.c=.o)
 
 PG_CPPFLAGS = -I$(CURDIR)/src/core -I$(CURDIR)/src/pg -I$(shell $(PG_CONFIG) --includedir)
 PG_CFLAGS   = -std=gnu11 -O2 -fopenmp -Wno-declaration-after-statement
-# io_uring for the feature store's reads when liburing is installed (pread without it)
-URING_LIB  := $(if $(wildcard /usr/include/liburing.h),-luring,)
+# io_uring for the feature store's reads when liburing is installed (pread without it):
+# exactly when the compiler finds liburing.h, which feature_store.c includes when it can
+# (a header found through CPATH, as from the GPU run's bundle, counts too)
+URING_LIB  := $(shell printf '\043include <liburing.h>\n' | $(or $(CC),cc) -E -x c - > /dev/null 2>&1 && echo -luring)
 # the core's heap counts (src/core/heap.h): its allocation calls go through heap.c
 GNN_HEAP_WRAP = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign,--wrap=free
 # libpq: distributed jobs reach their peers and the coordinator (src/pg/dist.c)

@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # pg_bundle.sh: PostgreSQL 15 for a machine without network (the GPU machine).
 #
-#   bash test/gpu/pg_bundle.sh fetch      # here: apt-get download the .debs into test/gpu/debs
+#   bash test/gpu/pg_bundle.sh fetch      # here: apt-get download the .debs into test/gpu/debs,
+#                                         # and copy the Cora files the checks read into
+#                                         # test/gpu/data (from ../shared/data)
 #   source test/gpu/pg_bundle.sh install  # there: dpkg -x them into $PGB_ROOT (default
 #                                         # /tmp/pgbundle) and export PG_CONFIG, PATH,
-#                                         # LD_LIBRARY_PATH for the build and the server
+#                                         # LD_LIBRARY_PATH for the build and the server, and
+#                                         # CPATH / LIBRARY_PATH for compiling against it
 #
-# The bundle is the server, client and server-dev packages and every library
-# package the server, psql and gnn.so link against (read off ldd here), less
-# libc, libgcc and libstdc++, which every machine has and which must not be
-# mixed.  Debian's PostgreSQL binaries find their share and lib directories
-# relative to their own location, so the unpacked tree works where it lies;
-# gnn installs into it with its pg_config.  test/gpu/debs is ignored by git:
-# name it in the device tool's carry.
+# The bundle is the server, client and server-dev packages, the -dev packages
+# gnn is compiled against (libpq, METIS, OpenBLAS, liburing: headers and the
+# unversioned .so links), and every library package the server, psql and
+# gnn.so link against (read off ldd here), less libc, libgcc and libstdc++,
+# which every machine has and which must not be mixed.  Debian's PostgreSQL
+# binaries find their share and lib directories relative to their own
+# location, so the unpacked tree works where it lies; gnn installs into it
+# with its pg_config.  test/gpu/debs and test/gpu/data are ignored by git: name
+# both in the device tool's carry (../shared does not travel).
 PGB_DIR=${PGB_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/debs}
+PGB_DATA=${PGB_DATA:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/data}
 PGB_ROOT=${PGB_ROOT:-/tmp/pgbundle}
 
 pgb_fetch() {
@@ -21,6 +27,9 @@ pgb_fetch() {
 	local pgbin=/usr/lib/postgresql/15/bin pkgs
 	mkdir -p "$PGB_DIR"
 	pkgs="postgresql-15 postgresql-client-15 postgresql-server-dev-15 libpq5 tzdata"
+	# what compiling gnn.so and the test programs needs beyond a compiler (dpkg -x runs no
+	# update-alternatives: OpenBLAS is found in its openblas-pthread directories, below)
+	pkgs="$pkgs libpq-dev libmetis-dev libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread liburing-dev"
 	# the libraries' packages, from what the binaries link here
 	pkgs="$pkgs $(for b in "$pgbin/postgres" "$pgbin/initdb" "$pgbin/psql" "$pgbin/pg_ctl" \
 			/usr/lib/postgresql/15/lib/gnn.so; do
@@ -30,6 +39,21 @@ pgb_fetch() {
 	done | cut -d: -f1 | sort -u | grep -v -x -E 'libc6|libgcc-s1|libstdc\+\+6' | tr '\n' ' ')"
 	(cd "$PGB_DIR" && rm -f ./*.deb && apt-get download $pkgs 2>&1 | grep -v "^W: Download is performed unsandboxed")
 	echo "pg_bundle: $(ls "$PGB_DIR"/*.deb | wc -l) packages, $(du -sh "$PGB_DIR" | cut -f1) in $PGB_DIR"
+	# the data: Cora's files where the checks look first; the dense features.csv (7.5 MB)
+	# left out where features_coo.csv is there (read first, the same values): the
+	# tree that travels to the device machine is at most 64 MiB
+	local shared
+	for shared in ${GNN_DATA_DIR:+"$GNN_DATA_DIR"} "$PGB_DIR/../../../../shared/data" "$PGB_DIR/../../../shared/data"; do
+		if [ -f "$shared/cora/edges.csv" ]; then
+			rm -rf "$PGB_DATA/cora"
+			mkdir -p "$PGB_DATA/cora"
+			cp "$shared"/cora/*.csv "$PGB_DATA/cora/"
+			[ -f "$PGB_DATA/cora/features_coo.csv" ] && rm -f "$PGB_DATA/cora/features.csv"
+			echo "pg_bundle: Cora, $(du -sh "$PGB_DATA" | cut -f1) in $PGB_DATA"
+			break
+		fi
+	done
+	[ -f "$PGB_DATA/cora/edges.csv" ] || echo "pg_bundle: no ../shared/data/cora here: the GPU run will have no Cora" >&2
 	set +e
 }
 
@@ -43,6 +67,9 @@ pgb_install() {
 	export PATH="$PG_BINDIR:$PATH"
 	# the bundle's libraries after the machine's own: only what is missing comes from it
 	export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$PGB_ROOT/usr/lib/x86_64-linux-gnu:$PGB_ROOT/lib/x86_64-linux-gnu:$PGB_ROOT/usr/lib/x86_64-linux-gnu/openblas-pthread"
+	# compiling against it: its headers (libpq-fe.h, metis.h, cblas.h, liburing.h) and .so links
+	export CPATH="${CPATH:+$CPATH:}$PGB_ROOT/usr/include:$PGB_ROOT/usr/include/postgresql:$PGB_ROOT/usr/include/x86_64-linux-gnu/openblas-pthread"
+	export LIBRARY_PATH="${LIBRARY_PATH:+$LIBRARY_PATH:}$PGB_ROOT/usr/lib/x86_64-linux-gnu:$PGB_ROOT/usr/lib/x86_64-linux-gnu/openblas-pthread"
 	"$PG_CONFIG" --version > /dev/null || { echo "pg_bundle: pg_config does not run"; return 1; }
 	echo "pg_bundle: $("$PG_CONFIG" --version) in $PGB_ROOT (sharedir $("$PG_CONFIG" --sharedir))"
 }

@@ -15,12 +15,21 @@
 #      here with `bash test/gpu/pg_bundle.sh fetch` and name it in carry),
 #      Cora GCN / GAT and minibatch GraphSAGE with device => 'cuda' and 'cpu',
 #      gnn.sample_neighbors, compute-sanitizer.  SQL_CHECKS=0 skips it.
-# Logs go to $OUT (or test/gpu/out).  Exit status: 0 when every step passed.
+# Logs go to $OUT (or test/gpu/out): at the end the step logs are packed into
+# $OUT/logs.tar.gz beside this run's whole output (run_gpu_checks.txt), the
+# SQL report (sql_checks.md) and nvidia-smi.txt, since the device tool brings
+# back at most 8 files.  Exit status: 0 when every step passed.
+#
+# Before a run, here:  bash test/gpu/pg_bundle.sh fetch   (the .debs into
+# test/gpu/debs, Cora into test/gpu/data; ../shared does not travel).  On the
+# device machine, carrying both:  OUT=$OUT bash test/gpu/run_gpu_checks.sh
 # Run from the repository root:  bash test/gpu/run_gpu_checks.sh
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-test/gpu/out}
 mkdir -p "$OUT"
+exec > >(tee "$OUT/run_gpu_checks.txt") 2>&1
+TEE_PID=$!
 JOBS=$(nproc 2>/dev/null || echo 4)
 NVCC=${NVCC:-$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)}
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
@@ -69,14 +78,35 @@ done
 grep -h "spill" "$OUT"/ptxas_*.txt | sort | uniq -c | head -n 5
 
 step "build the test programs and the CLI"
+# the libraries the core is compiled against (OpenBLAS, METIS): from the
+# carried bundle when this machine lacks their headers or .so links
+probe_libs() {
+	printf '#include <cblas.h>\n#include <metis.h>\nint main(void) { return 0; }\n' |
+		cc -x c - -o /dev/null -lopenblas -lmetis > /dev/null 2>&1
+}
+if ! probe_libs; then
+	if [ -z "${PG_CONFIG:-}" ] && ls test/gpu/debs/*.deb > /dev/null 2>&1; then
+		echo "this machine cannot compile against OpenBLAS / METIS: using the carried bundle"
+		# shellcheck source=test/gpu/pg_bundle.sh
+		source test/gpu/pg_bundle.sh install
+	fi
+	probe_libs || { echo "no OpenBLAS / METIS headers and libraries here, nor in a bundle (test/gpu/debs)"; FAIL=1; }
+fi
 CORE_SRCS=$(ls src/core/*.c)
 CFLAGS="-std=gnu11 -O2 -g -fopenmp -Wall -Wno-unused-function -Isrc/core -Itest/core"
-LIBS="-lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lgomp -lpthread -lm -ldl"
+# -luring exactly when the compiler finds liburing.h (feature_store.c includes it when it can)
+LIBS="-lopenblas -lmetis $(printf '#include <liburing.h>\n' | cc -E -x c - > /dev/null 2>&1 && echo -luring) -lgomp -lpthread -lm -ldl"
 mkdir -p test/core/bin
+# the core compiled once, on every core, and linked into each program (compiling
+# it into each of nine programs in turn took two minutes of the run)
+CORE_OBJ_DIR=$(mktemp -d /tmp/gnn_core_obj.XXXXXX)
+ls src/core/*.c | xargs -P "$JOBS" -I{} sh -c 'cc '"$CFLAGS"' -c {} -o '"$CORE_OBJ_DIR"'/$(basename {} .c).o' \
+	> "$OUT/cc_core.log" 2>&1 || { echo "cc src/core failed"; tail -n 5 "$OUT/cc_core.log"; FAIL=1; }
+CORE_SRCS=$(ls "$CORE_OBJ_DIR"/*.o)
 for t in test_backend_parity test_cuda_parity test_kernel_math test_sample_gpu_math test_sample_cuda_parity \
 	test_relabel_math test_gpu_batch_parity; do
-	[ -f test/core/$t.c ] && { cc $CFLAGS -o test/core/bin/$t test/core/$t.c $CORE_SRCS $LIBS > "$OUT/cc_$t.log" 2>&1 || { echo "cc $t failed"; tail -n 5 "$OUT/cc_$t.log"; FAIL=1; }; }
-done
+	[ -f test/core/$t.c ] && echo "$t"
+done | xargs -P "$JOBS" -I{} sh -c 'cc '"$CFLAGS"' -o test/core/bin/{} test/core/{}.c '"$(echo $CORE_SRCS)"' '"$LIBS"' > "'"$OUT"'/cc_{}.log" 2>&1 || { echo "cc {} failed"; tail -n 5 "'"$OUT"'/cc_{}.log"; exit 1; }' || FAIL=1
 cc $CFLAGS -Isrc/core -o test/core/bin/gnn_train_cli bench/gnn_train_cli.c $CORE_SRCS $LIBS > "$OUT/cc_cli.log" 2>&1 \
 	|| { echo "cc gnn_train_cli failed"; tail -n 5 "$OUT/cc_cli.log"; FAIL=1; }
 
@@ -96,7 +126,7 @@ fi
 
 step "training on Cora: CPU against CUDA"
 DATA=${GNN_DATA_DIR:-}
-for d in shared/data ../shared/data ../../shared/data; do
+for d in test/gpu/data shared/data ../shared/data ../../shared/data; do
 	[ -z "$DATA" ] && [ -f "$d/cora/edges.csv" ] && DATA=$d
 done
 if [ -z "$DATA" ] || [ ! -x test/core/bin/gnn_train_cli ]; then
@@ -141,5 +171,11 @@ if [ "${SQL_CHECKS:-1}" != 0 ]; then
 	cat "$OUT/sql_checks.md" 2>/dev/null
 fi
 
+rm -rf "$CORE_OBJ_DIR"
 step "done: $([ $FAIL -eq 0 ] && echo ALL PASSED || echo SOME STEPS FAILED)"
+# every other file into one archive: the device tool brings back 8 files at most
+(cd "$OUT" && ls | grep -v -x -E 'run_gpu_checks.txt|sql_checks.md|nvidia-smi.txt|logs.tar.gz' > .pack &&
+	[ -s .pack ] && tar czf logs.tar.gz -T .pack && xargs rm -rf < .pack; rm -f .pack)
+exec > /dev/null 2>&1
+wait "$TEE_PID" 2> /dev/null	# run_gpu_checks.txt complete before the command returns
 exit $FAIL

@@ -91,7 +91,7 @@ job_row() {
 
 # 4a. Cora, full batch
 DATA=${GNN_DATA_DIR:-}
-for d in shared/data ../shared/data ../../shared/data; do [ -z "$DATA" ] && [ -f "$d/cora/edges.csv" ] && DATA=$(cd "$d" && pwd); done
+for d in test/gpu/data shared/data ../shared/data ../../shared/data; do [ -z "$DATA" ] && [ -f "$d/cora/edges.csv" ] && DATA=$(cd "$d" && pwd); done
 if [ -n "$DATA" ]; then
 	chmod -R a+rX "$DATA" 2> /dev/null
 	psql_q > /dev/null <<SQL
@@ -119,7 +119,7 @@ SQL
 		done
 	done
 else
-	note "- no Cora data (GNN_DATA_DIR, shared/data or ../shared/data): Cora skipped"
+	note "- no Cora data (GNN_DATA_DIR, test/gpu/data, shared/data or ../shared/data): Cora skipped"
 	FAIL=1
 fi
 
