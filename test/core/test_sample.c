@@ -790,6 +790,37 @@ test_parallel_relabel(void)
 			CHECK(a.blocks[0].nnz >= 65536 && well_formed(&g, &a, &why) && same,
 				  "big hop (%lld draws%s): 2 and 4 threads give the 1-thread batch %s",
 				  (long long) a.blocks[0].nnz, replace ? ", with replacement" : "", why);
+			/*
+			 * a sampler's state between batches (the marker slots and the
+			 * bits of the batch's nodes) leaves nothing behind: a reused
+			 * sampler on other seeds gives what a fresh one gives
+			 */
+			{
+				bool		fresh_same = true;
+
+				for (int k = 0; k < 3; k++)
+					for (int part = 1; part < 3; part++)
+					{
+						gnn_sampler *f;
+						gnn_minibatch x,
+									y,
+									xc;
+						void	   *xmem[32];
+						int			nx = 0;
+
+						cfg.nthreads = 1 << k;
+						gnn_sampler_sample(s[k], seeds + part * 1000, 1000 - part * 100, 7 + part, &x, &err);
+						copy_batch(&x, &xc, xmem, &nx);
+						gnn_sampler_create(&g, &cfg, &f, &err);
+						gnn_sampler_sample(f, seeds + part * 1000, 1000 - part * 100, 7 + part, &y, &err);
+						fresh_same &= same_batch(&xc, &y);
+						gnn_sampler_free(f);
+						for (int i = 0; i < nx; i++)
+							free(xmem[i]);
+					}
+				CHECK(fresh_same, "a reused sampler gives a fresh sampler's batch (1, 2 and 4 threads%s)",
+					  replace ? ", with replacement" : "");
+			}
 			for (int i = 0; i < nmem; i++)
 				free(mem[i]);
 			for (int k = 0; k < 3; k++)
