@@ -570,6 +570,57 @@ draw_row(gnn_rng *r, const int32_t *nb, const float *w, int64_t deg, int64_t k, 
 	return true;
 }
 
+/*
+ * The draws of a hop (s->picked[0..nnz), global ids) to local indices (ix),
+ * nodes new to the batch appended to s->nodes in first-appearance order;
+ * the caller has grown s->nodes by nnz.  Node-wise batches only: the
+ * batch's nodes have their bits in s->seen (gnn_sampler_sample_at).
+ */
+static void
+relabel_draws(gnn_sampler *s, int64_t nnz, int32_t *ix, int64_t *n_total, int nt)
+{
+	const int32_t *pk = s->picked;
+	int32_t    *nodes = s->nodes;
+	uint64_t   *seen = s->seen;
+	gnn_mark_slot *slot = s->slot;
+	int32_t		gen = s->gen;
+	int64_t		n0 = *n_total,
+				n = n0;
+
+	/*
+	 * first appearances, in draw order: a bit test per draw, the node
+	 * written to the list every time and kept when it is new (no branch)
+	 */
+	for (int64_t e = 0; e < nnz; e++)
+	{
+		int32_t		v = pk[e];
+		uint64_t	w = seen[v >> 6],
+					b = (uint64_t) 1 << (v & 63);
+
+		nodes[n] = v;
+		n += (w & b) == 0;
+		seen[v >> 6] = w | b;
+	}
+	*n_total = n;
+	/* the new nodes' slots, then every draw's local index, on every thread */
+#pragma omp parallel num_threads(nt) if (nnz > 4096 && nt > 1)
+	{
+#pragma omp for schedule(static)
+		for (int64_t i = n0; i < n; i++)
+		{
+			slot[nodes[i]].gen = gen;
+			slot[nodes[i]].local = (int32_t) i;
+		}
+#pragma omp for schedule(static)
+		for (int64_t e = 0; e < nnz; e++)
+		{
+			if (e + PREFETCH < nnz)
+				__builtin_prefetch(&slot[pk[e + PREFETCH]]);
+			ix[e] = slot[pk[e]].local;
+		}
+	}
+}
+
 static gnn_status
 hop_neighbor(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 			 int64_t *n_total, gnn_error *err)
@@ -655,49 +706,7 @@ hop_neighbor(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 	if (!grow((void **) &s->nodes, &s->cap_nodes, *n_total + nnz + 1, sizeof(int32_t)))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 	dst = s->nodes + d0;
-	{
-		const int32_t *pk = s->picked;
-		int32_t    *ix = s->indices[h];
-		int32_t    *nodes = s->nodes;
-		uint64_t   *seen = s->seen;
-		gnn_mark_slot *slot = s->slot;
-		int32_t		gen = s->gen;
-		int64_t		n0 = *n_total,
-					n = n0;
-
-		/*
-		 * first appearances, in draw order: a bit test per draw, the node
-		 * written to the list every time and kept when it is new (no branch)
-		 */
-		for (int64_t e = 0; e < nnz; e++)
-		{
-			int32_t		v = pk[e];
-			uint64_t	w = seen[v >> 6],
-						b = (uint64_t) 1 << (v & 63);
-
-			nodes[n] = v;
-			n += (w & b) == 0;
-			seen[v >> 6] = w | b;
-		}
-		*n_total = n;
-		/* the new nodes' slots, then every draw's local index, on every thread */
-#pragma omp parallel num_threads(nt) if (nnz > 4096 && nt > 1)
-		{
-#pragma omp for schedule(static)
-			for (int64_t i = n0; i < n; i++)
-			{
-				slot[nodes[i]].gen = gen;
-				slot[nodes[i]].local = (int32_t) i;
-			}
-#pragma omp for schedule(static)
-			for (int64_t e = 0; e < nnz; e++)
-			{
-				if (e + PREFETCH < nnz)
-					__builtin_prefetch(&slot[pk[e + PREFETCH]]);
-				ix[e] = slot[pk[e]].local;
-			}
-		}
-	}
+	relabel_draws(s, nnz, s->indices[h], n_total, nt);
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 64) if (nnz > 4096 && nt > 1)
 	for (int64_t i = 0; i < nd; i++)
 		sort_row(s->indices[h] + ptr[i], keep_w ? s->weights[h] + ptr[i] : NULL, ptr[i + 1] - ptr[i]);
@@ -1113,28 +1122,23 @@ hop_general(gnn_sampler *s, int h, int64_t nd, const gnn_rng *base, int64_t *n_t
 		(temporal && (!grow((void **) &s->bound, &s->cap_bound, *n_total + nnz + 1, sizeof(int64_t)) ||
 					  !hash_reserve(s, *n_total, *n_total + nnz))))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	if (temporal)
 	{
 		int32_t    *pk = s->picked;
 		int32_t    *ix = s->indices[h];
 		int64_t		n = *n_total;
 
-		if (temporal)
-			for (int64_t i = 0; i < nd; i++)
-			{
-				int64_t		b = s->bound[i];
+		for (int64_t i = 0; i < nd; i++)
+		{
+			int64_t		b = s->bound[i];
 
-				for (int64_t e = ptr[i]; e < ptr[i + 1]; e++)
-					ix[e] = relabel_at(s, pk[e], b, &n);
-			}
-		else
-			for (int64_t e = 0; e < nnz; e++)
-			{
-				if (e + PREFETCH < nnz)
-					__builtin_prefetch(&s->slot[pk[e + PREFETCH]], 1);
-				ix[e] = relabel(s, pk[e], &n);
-			}
+			for (int64_t e = ptr[i]; e < ptr[i + 1]; e++)
+				ix[e] = relabel_at(s, pk[e], b, &n);
+		}
 		*n_total = n;
 	}
+	else
+		relabel_draws(s, nnz, s->indices[h], n_total, nt);
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 64) if (nnz > 4096 && nt > 1)
 	for (int64_t i = 0; i < nd; i++)
 		sort_row_typed(s->indices[h] + ptr[i], keep_w ? s->weights[h] + ptr[i] : NULL,
@@ -1320,7 +1324,7 @@ gnn_sampler_sample_at(gnn_sampler *s, const int32_t *seeds, const int64_t *seed_
 	else
 		for (int64_t i = 0; i < nseeds; i++)
 			(void) relabel(s, seeds[i], &n);
-	if (!general && s->cfg.kind != GNN_SAMPLER_LADIES)
+	if (!temporal && s->cfg.kind != GNN_SAMPLER_LADIES)
 	{
 		/* node-wise hops relabel through the bits: the seeds' first */
 		for (int64_t i = 0; i < n; i++)
