@@ -370,6 +370,44 @@ gnn_store_sync_dir(const char *dir, gnn_error *err)
 }
 
 /*
+ * A payload's CRC on a thread of its own (started with every signal
+ * blocked, as close_in_background's) while the caller writes it: the
+ * direct write waits on the disk, and the CRC of 1.27 GB is 0.1 s of one
+ * core.  Small payloads, or where no thread starts, are summed in line.
+ */
+typedef struct crc_job
+{
+	const void *data;
+	size_t		len;
+	uint32_t	crc;
+} crc_job;
+
+static void *
+crc_main(void *arg)
+{
+	crc_job    *j = arg;
+
+	j->crc = gnn_crc32c(0, j->data, j->len);
+	return NULL;
+}
+
+static bool
+crc_start(crc_job *j, pthread_t *t)
+{
+	sigset_t	all,
+				old;
+	bool		started;
+
+	if (j->len < DIRECT_MIN)
+		return false;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	started = pthread_create(t, NULL, crc_main, j) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return started;
+}
+
+/*
  * The one writer: the payload from memory, or (payload NULL, fill set)
  * produced chunk by chunk into a buffer of FILL_CHUNK bytes; the metadata is
  * written after the payload, so a fill may compute it (block checksums).
@@ -400,9 +438,17 @@ store_write(const char *dir, const char *name, gnn_store_kind kind, uint64_t gen
 	dfd = payload_len >= DIRECT_MIN ? open(tmp, O_WRONLY | O_DIRECT | O_CLOEXEC) : -1;
 	if (payload || !fill)
 	{
-		pcrc = gnn_crc32c(0, payload, payload_len);
+		crc_job		job = {payload, payload_len, 0};
+		pthread_t	t;
+		bool		beside = crc_start(&job, &t);
+
 		if (payload_len)
 			st = write_span(fd, dfd, payload, payload_len, off, tmp, err);
+		if (beside)
+			pthread_join(t, NULL);
+		else
+			crc_main(&job);
+		pcrc = job.crc;
 	}
 	else
 	{
