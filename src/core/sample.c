@@ -688,8 +688,18 @@ hop_neighbor(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 				const float *nw;
 				int64_t		deg = gnn_graph_in_row(g, v, &nb, &nw);
 
-				if (i + PREFETCH < end && !g->has_delta)
-					__builtin_prefetch(&g->rindptr[dst[i + PREFETCH]]);
+				/*
+				 * two steps ahead: a row's bounds 2 x PREFETCH rows on, its
+				 * first neighbours PREFETCH rows on (their bounds are in
+				 * cache by then): the draws find the row where they read it
+				 */
+				if (!g->has_delta)
+				{
+					if (i + 2 * PREFETCH < end)
+						__builtin_prefetch(&g->rindptr[dst[i + 2 * PREFETCH]]);
+					if (i + PREFETCH < end)
+						__builtin_prefetch(&g->rindices[g->rindptr[dst[i + PREFETCH]]]);
+				}
 				if (!draw_row(&r, nb, nw, deg, k,
 							  ptr[i + 1] - ptr[i], replace, weighted, &sc, s->picked + ptr[i],
 							  keep_w ? s->weights[h] + ptr[i] : NULL))
