@@ -3,6 +3,7 @@
  */
 #include "gnn_core.h"
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <time.h>
@@ -317,4 +318,24 @@ gnn_now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+bool
+gnn_thread_start(pthread_t *t, bool detached, void *(*fn) (void *), void *arg)
+{
+	pthread_attr_t at;
+	sigset_t	all,
+				old;
+	bool		started;
+
+	if (pthread_attr_init(&at) != 0)
+		return false;
+	if (detached)
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	started = pthread_create(t, &at, fn, arg) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&at);
+	return started;
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <stdbool.h>
+#include <pthread.h>
 
 typedef enum gnn_status
 {
@@ -216,6 +217,14 @@ void		gnn_premap(const void *addr, uint64_t bytes);
  * the 2 MB page around its written end.
  */
 void		gnn_advise_huge(void *addr, uint64_t bytes);
+
+/*
+ * Start fn(arg) on a thread with every signal blocked: the caller may be a
+ * PostgreSQL backend, whose signal handlers must run on its own thread.
+ * Detached, or joinable through *t.  False when no thread could start
+ * (callers then do the work in line).
+ */
+bool		gnn_thread_start(pthread_t *t, bool detached, void *(*fn) (void *), void *arg);
 
 /* the smallest array gnn_advise_huge advises */
 #define GNN_BIG_BYTES ((uint64_t) 8 << 20)

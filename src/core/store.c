@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,10 +300,8 @@ write_span(int fd, int dfd, const void *buf, size_t n, uint64_t off, const char 
  * 1.27 GB store file), and rename() over the previous version of a store
  * file frees them inside the call, on the load's time.  Holding the old
  * file open across the rename leaves the rename only the name to drop; the
- * last close, which frees the blocks, runs on a short-lived thread started
- * with every signal blocked (the caller may be a PostgreSQL backend, whose
- * signal handlers must run on its own thread).  Where no thread can start,
- * the close happens here.
+ * last close, which frees the blocks, runs on a short-lived thread
+ * (gnn_thread_start).  Where no thread can start, the close happens here.
  */
 static void *
 close_main(void *arg)
@@ -316,24 +313,9 @@ close_main(void *arg)
 static void
 close_in_background(int fd)
 {
-	pthread_attr_t at;
 	pthread_t	t;
-	sigset_t	all,
-				old;
-	bool		started = false;
 
-	if (fd < 0)
-		return;
-	sigfillset(&all);
-	if (pthread_attr_init(&at) == 0)
-	{
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		pthread_sigmask(SIG_BLOCK, &all, &old);
-		started = pthread_create(&t, &at, close_main, (void *) (intptr_t) fd) == 0;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		pthread_attr_destroy(&at);
-	}
-	if (!started)
+	if (fd >= 0 && !gnn_thread_start(&t, true, close_main, (void *) (intptr_t) fd))
 		close(fd);
 }
 
@@ -370,10 +352,10 @@ gnn_store_sync_dir(const char *dir, gnn_error *err)
 }
 
 /*
- * A payload's CRC on a thread of its own (started with every signal
- * blocked, as close_in_background's) while the caller writes it: the
- * direct write waits on the disk, and the CRC of 1.27 GB is 0.1 s of one
- * core.  Small payloads, or where no thread starts, are summed in line.
+ * A payload's CRC on a thread of its own (gnn_thread_start) while the
+ * caller writes it: the direct write waits on the disk, and the CRC of
+ * 1.27 GB is 0.1 s of one core.  Small payloads, or where no thread
+ * starts, are summed in line.
  */
 typedef struct crc_job
 {
@@ -391,21 +373,6 @@ crc_main(void *arg)
 	return NULL;
 }
 
-static bool
-crc_start(crc_job *j, pthread_t *t)
-{
-	sigset_t	all,
-				old;
-	bool		started;
-
-	if (j->len < DIRECT_MIN)
-		return false;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	started = pthread_create(t, NULL, crc_main, j) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return started;
-}
 
 /*
  * The one writer: the payload from memory, or (payload NULL, fill set)
@@ -440,7 +407,7 @@ store_write(const char *dir, const char *name, gnn_store_kind kind, uint64_t gen
 	{
 		crc_job		job = {payload, payload_len, 0};
 		pthread_t	t;
-		bool		beside = crc_start(&job, &t);
+		bool		beside = payload_len >= DIRECT_MIN && gnn_thread_start(&t, false, crc_main, &job);
 
 		if (payload_len)
 			st = write_span(fd, dfd, payload, payload_len, off, tmp, err);

@@ -8,7 +8,6 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -486,16 +485,10 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 		return st;
 	if (P->nslots > 1)
 	{
-		sigset_t	all,
-					old;
-
 		pthread_mutex_init(&P->mu, NULL);
 		pthread_cond_init(&P->cv_ready, NULL);
 		pthread_cond_init(&P->cv_free, NULL);
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		P->threaded = pthread_create(&P->thread, NULL, producer_main, P) == 0;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		P->threaded = gnn_thread_start(&P->thread, false, producer_main, P);
 		if (!P->threaded)
 		{
 			/* no thread to be had: produce in line (same results) */
