@@ -129,6 +129,9 @@ DATA=${GNN_DATA_DIR:-}
 for d in test/gpu/data shared/data ../shared/data ../../shared/data; do
 	[ -z "$DATA" ] && [ -f "$d/cora/edges.csv" ] && DATA=$d
 done
+# the test programs' Cora checks look for ../shared/data unless told
+case $DATA in "" | /*) ;; *) DATA=$PWD/$DATA ;; esac
+[ -n "$DATA" ] && export GNN_DATA_DIR=$DATA
 if [ -z "$DATA" ] || [ ! -x test/core/bin/gnn_train_cli ]; then
 	echo "no Cora data (set GNN_DATA_DIR) or no CLI: training skipped"; FAIL=1
 else
