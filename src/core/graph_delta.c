@@ -2037,7 +2037,8 @@ gnn_graph_premap_start(const gnn_graph *g, int what)
 	if ((what & GNN_PREMAP_FEATURES) && g->feat_kind == GNN_FEAT_DENSE)
 		ADD(g->feat, 4 * (uint64_t) n * (uint64_t) g->feat_dim);
 #undef ADD
-	if (pthread_create(&j->thread, NULL, premap_run, j) != 0)
+	/* every signal blocked in it: the server's handlers run on the backend's thread */
+	if (!gnn_thread_start(&j->thread, false, premap_run, j))
 	{
 		premap_run(j);
 		free(j);
