@@ -1239,6 +1239,65 @@ refs_fill(const gnn_graph_input *in, const typeinfo *ti, int64_t n, int T, const
 	}
 }
 
+/*
+ * A sparse feature CSR over n node rows: ptr[0] = 0, ptr[n] = nnz, rows
+ * within [0, nnz) and ascending, indices strictly ascending within a row and
+ * within [0, dim) (dim > 0), values finite.  *maxidx: the largest index.
+ */
+static gnn_status
+check_sparse_csr(const int64_t *ptr, const int32_t *idx, const float *val, int64_t n, int64_t nnz, int32_t dim,
+				 int T, int32_t *maxidx_out, gnn_error *err)
+{
+	int64_t		bad = INT64_MAX;
+	int32_t		maxidx = -1;
+
+	if (ptr[0] != 0 || ptr[n] != nnz)
+		return gnn_error_set(err, GNN_ERR_INVALID, "the sparse feature CSR spans %lld..%lld of %lld entries",
+							 (long long) ptr[0], (long long) ptr[n], (long long) nnz);
+#pragma omp parallel for schedule(static) num_threads(T) reduction(min:bad) reduction(max:maxidx)
+	for (int64_t v = 0; v < n; v++)
+	{
+		int64_t		b = ptr[v],
+					e = ptr[v + 1];
+
+		/* b < 0 too: rows are checked in parallel, not after their predecessors */
+		if (b < 0 || e < b || e > nnz)
+		{
+			if (v < bad)
+				bad = v;
+			continue;
+		}
+		for (int64_t i = b; i < e; i++)
+		{
+			int32_t		x = idx[i];
+
+			if (x < 0 || (dim > 0 && x >= dim) || (i > b && x <= idx[i - 1]) || !isfinite(val[i]))
+			{
+				if (v < bad)
+					bad = v;
+				break;
+			}
+			if (x > maxidx)
+				maxidx = x;
+		}
+	}
+	*maxidx_out = maxidx;
+	if (bad != INT64_MAX)
+	{
+		gnn_status	st = gnn_error_set(err, GNN_ERR_BAD_VALUE,
+									   "the sparse features of node %lld are out of order, out of range or not finite",
+									   (long long) bad);
+
+		if (err)
+		{
+			err->row = bad;
+			err->id = bad;
+		}
+		return st;
+	}
+	return GNN_OK;
+}
+
 gnn_status
 gnn_graph_build_into(const gnn_graph_input *in, gnn_region_alloc_fn alloc, void *alloc_arg,
 					 void **region_out, uint64_t *size_out, gnn_error *err)
@@ -1621,64 +1680,34 @@ node_data:
 				 (long long) (bad % feat_dim), (long long) in->node_ids[row], (double) in->feat[bad]);
 		}
 	}
+	else if (in->sparse_nnz > 0 && in->sp_fill)
+	{
+		/* written into the region by the caller, and checked there (below) */
+		if (!ti.indexed)
+			FAIL(GNN_ERR_INVALID, "sparse features as a CSR need node rows with ids 0..n-1");
+		if (in->sp_ptr || in->sp_node || in->sp_index || in->sp_value || in->sparse_dim <= 0)
+			FAIL(GNN_ERR_INVALID, "sparse features written into the region come without arrays, with their width");
+		feat_dim = in->sparse_dim;
+		feat_kind = GNN_FEAT_SPARSE;
+		feat_nnz = in->sparse_nnz;
+	}
 	else if (in->sparse_nnz > 0 && in->sp_ptr)
 	{
 		/* a CSR already: check it, and copy it as it is */
-		int64_t		nnz = in->sparse_nnz,
-					bad = INT64_MAX;
-		int32_t		dim = in->sparse_dim,
-					maxidx = -1;
+		int32_t		maxidx = -1;
 
 		if (!ti.indexed)
 			FAIL(GNN_ERR_INVALID, "sparse features as a CSR need node rows with ids 0..n-1");
-		if (in->sp_ptr[0] != 0 || in->sp_ptr[n] != nnz)
-			FAIL(GNN_ERR_INVALID, "the sparse feature CSR spans %lld..%lld of %lld entries",
-				 (long long) in->sp_ptr[0], (long long) in->sp_ptr[n], (long long) nnz);
-#pragma omp parallel for schedule(static) num_threads(T) reduction(min:bad) reduction(max:maxidx)
-		for (int64_t v = 0; v < n; v++)
-		{
-			int64_t		b = in->sp_ptr[v],
-						e = in->sp_ptr[v + 1];
-
-			/* b < 0 too: rows are checked in parallel, not after their predecessors */
-			if (b < 0 || e < b || e > nnz)
-			{
-				if (v < bad)
-					bad = v;
-				continue;
-			}
-			for (int64_t i = b; i < e; i++)
-			{
-				int32_t		x = in->sp_index[i];
-
-				if (x < 0 || (dim > 0 && x >= dim) || (i > b && x <= in->sp_index[i - 1]) ||
-					!isfinite(in->sp_value[i]))
-				{
-					if (v < bad)
-						bad = v;
-					break;
-				}
-				if (x > maxidx)
-					maxidx = x;
-			}
-		}
-		if (bad != INT64_MAX)
-		{
-			if (err)
-			{
-				err->row = bad;
-				err->id = bad;
-			}
-			FAIL(GNN_ERR_BAD_VALUE,
-				 "the sparse features of node %lld are out of order, out of range or not finite", (long long) bad);
-		}
+		if ((status = check_sparse_csr(in->sp_ptr, in->sp_index, in->sp_value, n, in->sparse_nnz, in->sparse_dim,
+									   T, &maxidx, err)) != GNN_OK)
+			goto done;
 		fptr = gnn_malloc_big(sizeof(int64_t) * (n + 1));
 		if (!fptr)
-			FAIL(GNN_ERR_NOMEM, "out of memory for %lld sparse features", (long long) nnz);
+			FAIL(GNN_ERR_NOMEM, "out of memory for %lld sparse features", (long long) in->sparse_nnz);
 		memcpy(fptr, in->sp_ptr, sizeof(int64_t) * (n + 1));
-		feat_dim = dim > 0 ? dim : maxidx + 1;
+		feat_dim = in->sparse_dim > 0 ? in->sparse_dim : maxidx + 1;
 		feat_kind = GNN_FEAT_SPARSE;
-		feat_nnz = nnz;
+		feat_nnz = in->sparse_nnz;
 	}
 	else if (in->sparse_nnz > 0)
 	{
@@ -2001,6 +2030,17 @@ node_data:
 				for (int64_t v = 0; v < n; v++)
 					memcpy(f + v * feat_dim, in->feat + rowpos[v] * feat_dim, row);
 			}
+		}
+		else if (feat_kind == GNN_FEAT_SPARSE && in->sp_fill)
+		{
+			int64_t    *rp = (int64_t *) (region + h->off_fptr);
+			int32_t    *ri = (int32_t *) (region + h->off_fidx),
+						maxidx;
+			float	   *rv = (float *) (region + h->off_fval);
+
+			if ((status = in->sp_fill(in->sp_fill_arg, rp, ri, rv, feat_nnz, err)) != GNN_OK ||
+				(status = check_sparse_csr(rp, ri, rv, n, feat_nnz, feat_dim, T, &maxidx, err)) != GNN_OK)
+				goto done;
 		}
 		else if (feat_kind == GNN_FEAT_SPARSE)
 		{

@@ -131,6 +131,18 @@ typedef struct gnn_graph_input
 	 * ascending within a row, sp_ptr[n] = sparse_nnz
 	 */
 	const int64_t *sp_ptr;
+	/*
+	 * or that CSR written by the caller straight into the region (sp_ptr,
+	 * sp_node, sp_index, sp_value NULL; sparse_nnz and sparse_dim > 0 set;
+	 * node_ids 0..n-1 as for sp_ptr): once the region is laid out,
+	 * sp_fill(arg, ptr, idx, val, sparse_nnz, err) writes ptr[0..n] and the
+	 * sparse_nnz entries as sp_ptr describes them, and the build then checks
+	 * them as it checks sp_ptr's.  It runs on the calling thread, outside
+	 * any parallel region; anything but GNN_OK fails the build.  A loader
+	 * that encodes features this way never holds them a second time.
+	 */
+	gnn_status	(*sp_fill) (void *arg, int64_t *ptr, int32_t *idx, float *val, int64_t nnz, gnn_error *err);
+	void	   *sp_fill_arg;
 
 	/* names of classes 0..C-1 for text labels: C NUL-terminated strings back to back */
 	const char *class_names;

@@ -634,6 +634,21 @@ FillRow(FeatureFill *ff, GnnScan *s, Datum d, bool isnull, int64 id, float *row)
 	}
 }
 
+/*
+ * For a fill callback that caught a PostgreSQL error (in PG_CATCH, or after
+ * PG_END_TRY with the error not yet flushed): keep it, to be raised once the
+ * build has returned and freed its memory (GnnBuildAndRegister), and hand
+ * the build its message as a status.
+ */
+gnn_status
+GnnFillCaught(MemoryContext mcxt, gnn_error *err)
+{
+	MemoryContextSwitchTo(mcxt);
+	fill_error = CopyErrorData();
+	FlushErrorState();
+	return gnn_error_set(err, GNN_ERR_INVALID, "%s", fill_error->message);
+}
+
 static gnn_status
 FillFeatures(void *arg, float *dst, const int64_t *node_of_row, gnn_error *err)
 {
@@ -676,13 +691,9 @@ FillFeatures(void *arg, float *dst, const int64_t *node_of_row, gnn_error *err)
 	PG_CATCH();
 	{
 		gnn_verbose = verbose;
-		MemoryContextSwitchTo(mcxt);
-		fill_error = CopyErrorData();
-		FlushErrorState();
+		return GnnFillCaught(mcxt, err);
 	}
 	PG_END_TRY();
-	if (fill_error)
-		return gnn_error_set(err, GNN_ERR_INVALID, "%s", fill_error->message);
 	return GNN_OK;
 }
 

@@ -107,6 +107,9 @@ extern int	CompareStrings(const void *a, const void *b);	/* char * by strcmp */
 #define GNN_FEATURES_AUTO 2
 extern int	GnnParseFeatureStore(const char *s);
 
+/* a fill callback's caught error, raised after the build (see load.c) */
+extern gnn_status GnnFillCaught(MemoryContext mcxt, gnn_error *err);
+
 extern void GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in,
 								GnnGraphEntry *proto, int feature_store, const GnnFeatureSpill *spill,
 								void (*report) (void *arg, const gnn_error *err), void *report_arg,

@@ -817,6 +817,39 @@ sfeat_input(const sfeat *f, bool csr, gnn_graph_input *in)
 	}
 }
 
+/* sp_fill: f's CSR written into the region, spoiled as mode says */
+typedef struct sp_filler
+{
+	const sfeat *f;
+	int			mode;			/* 0 as is, 1 row v's first two indices swapped, 2 fails, 3 ptr[n] off by one */
+	int64_t		v;
+	int			calls;
+} sp_filler;
+
+static gnn_status
+sp_fill_copy(void *arg, int64_t *ptr, int32_t *idx, float *val, int64_t nnz, gnn_error *err)
+{
+	sp_filler  *F = arg;
+	const sfeat *f = F->f;
+
+	F->calls++;
+	if (F->mode == 2)
+		return gnn_error_set(err, GNN_ERR_CANCELLED, "the filler stops");
+	memcpy(ptr, f->ptr, sizeof(int64_t) * (f->n + 1));
+	memcpy(idx, f->idx, sizeof(int32_t) * nnz);
+	memcpy(val, f->val, sizeof(float) * nnz);
+	if (F->mode == 1)
+	{
+		int32_t		t = idx[ptr[F->v]];
+
+		idx[ptr[F->v]] = idx[ptr[F->v] + 1];
+		idx[ptr[F->v] + 1] = t;
+	}
+	if (F->mode == 3)
+		ptr[f->n]--;
+	return GNN_OK;
+}
+
 static void
 test_sparse_csr(void)
 {
@@ -868,6 +901,76 @@ test_sparse_csr(void)
 		free(ra);
 		free(rb);
 	}
+	/* written into the region by the caller (sp_fill): the same features, checked the same way */
+	{
+		int64_t		v = 1;
+
+		while (f.ptr[v + 1] - f.ptr[v] < 2)
+			v++;
+		for (int mode = 0; mode < 4; mode++)
+			for (int nthreads = 1; nthreads <= 2; nthreads++)
+			{
+				sp_filler	F = {&f, mode, v, 0};
+				gnn_graph_input in;
+				gnn_graph	a;
+				gnn_error	err;
+				void	   *ra = (void *) 1;
+				uint64_t	sz;
+				gnn_status	st;
+
+				sfeat_input(&f, true, &in);
+				in.sp_ptr = NULL;
+				in.sp_index = NULL;
+				in.sp_value = NULL;
+				in.sparse_dim = 600;
+				in.nthreads = nthreads;
+				in.sp_fill = sp_fill_copy;
+				in.sp_fill_arg = &F;
+				st = gnn_graph_build_region(&in, &ra, &sz, &a, &err);
+				if (mode == 0)
+				{
+					if (CHECK(st == GNN_OK && F.calls == 1, "sp_fill, %d thread(s): build (%s), one call (%d)",
+							  nthreads, st == GNN_OK ? "ok" : err.msg, F.calls))
+						CHECK(a.feat_kind == GNN_FEAT_SPARSE && a.feat_dim == 600 && a.feat_nnz == f.nnz &&
+							  same_array(a.fptr, f.ptr, 8, f.n + 1) && same_array(a.fidx, f.idx, 4, f.nnz) &&
+							  same_array(a.fval, f.val, 4, f.nnz),
+							  "sp_fill, %d thread(s): the region holds the CSR as written", nthreads);
+				}
+				else
+					CHECK(st == (mode == 1 ? GNN_ERR_BAD_VALUE : mode == 2 ? GNN_ERR_CANCELLED : GNN_ERR_INVALID) &&
+						  !ra && err.msg[0] && (mode != 1 || err.row == v),
+						  "sp_fill %s, %d thread(s): the build fails with it (%s: %s), no region",
+						  mode == 1 ? "writing a row out of order" : mode == 2 ? "failing" : "writing a short CSR",
+						  nthreads, gnn_status_name(st), err.msg);
+				if (st == GNN_OK)
+					free(ra);
+			}
+		/* what sp_fill cannot come with */
+		for (int c = 0; c < 2; c++)
+		{
+			sp_filler	F = {&f, 0, v, 0};
+			gnn_graph_input in;
+			gnn_graph	a;
+			gnn_error	err;
+			void	   *ra = (void *) 1;
+			uint64_t	sz;
+			gnn_status	st;
+
+			sfeat_input(&f, true, &in);	/* c == 0: sp_ptr as well */
+			if (c > 0)
+				in.sp_ptr = NULL, in.sp_index = NULL, in.sp_value = NULL;
+			in.sparse_dim = c == 1 ? 0 : 600;
+			in.sp_fill = sp_fill_copy;
+			in.sp_fill_arg = &F;
+			st = gnn_graph_build_region(&in, &ra, &sz, &a, &err);
+			CHECK(st == GNN_ERR_INVALID && !ra && F.calls == 0, "sp_fill %s: refused (%s: %s), never called",
+				  c == 0 ? "beside sp_ptr" : "without a dimension",
+				  gnn_status_name(st), err.msg);
+			if (st == GNN_OK)
+				free(ra);
+		}
+	}
+
 	/* feature dimension inferred as max index + 1 */
 	{
 		gnn_graph_input in;
