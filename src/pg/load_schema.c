@@ -1332,6 +1332,7 @@ SchemaWriteFeatures(SchemaLoad *L, int nrel, int64 n, int64 *fptr, int32 *fidx, 
 		float	   *buf;
 		gnn_col_encoder **encs;
 		int64	   *ident;		/* the rows of a chunk, for a type in key order */
+		int64	   *at;			/* a chunk's rows: entries, then where each starts */
 		int			nenc = 0;
 		int32		W = T->feat_width,
 					FO = T->feat_offset;
@@ -1359,6 +1360,7 @@ SchemaWriteFeatures(SchemaLoad *L, int nrel, int64 n, int64 *fptr, int32 *fidx, 
 				encs[nenc++] = T->cols[c].enc;
 		buf = GnnAllocBig(sizeof(float) * chunk * W, MCXT_ALLOC_HUGE);
 		ident = palloc(sizeof(int64) * chunk);
+		at = palloc(sizeof(int64) * (chunk + 1));
 		for (int64 i0 = 0; i0 < T->n; i0 += chunk)
 		{
 			int64		rows = Min(chunk, T->n - i0);
@@ -1374,42 +1376,51 @@ SchemaWriteFeatures(SchemaLoad *L, int nrel, int64 n, int64 *fptr, int32 *fidx, 
 				ereport(ERROR,
 						(errcode(ERRCODE_INTERNAL_ERROR),
 						 errmsg("encoding the features of %s failed: %s", T->relname, err.msg)));
-			if (!fidx)
-			{
-				for (int64 k = 0; k < rows * W; k++)
-					nnz += buf[k] != 0.0f;
-				/* the constant column counted once a row, above when 1 */
-				for (int64 r = 0; r < rows; r++)
-					nnz += buf[r * W + W - 1] == 0.0f;
-				continue;
-			}
-			if (nnz + rows * W > limit)
-			{
-				/* the exact bound, row by row (rows rarely have every slot set) */
-				int64		need = nnz;
-
-				for (int64 k = 0; k < rows * W; k++)
-					need += buf[k] != 0.0f || k % W == W - 1;
-				if (need > limit)
-					elog(ERROR, "the features of %s outgrew their count", T->relname);
-			}
+			/* each row's entries (its non-zeros and the constant column), on every core */
+#pragma omp parallel for schedule(static) num_threads(nthreads)
 			for (int64 r = 0; r < rows; r++)
 			{
 				const float *row = buf + r * W;
+				int64		c = 1;
 
-				fptr[T->offset + i0 + r] = nnz;
 				for (int32 j = 0; j < W - 1; j++)
-					if (row[j] != 0.0f)
-					{
-						fidx[nnz] = FO + j;
-						fval[nnz++] = row[j];
-					}
-				fidx[nnz] = FO + W - 1; /* the constant column */
-				fval[nnz++] = 1.0f;
+					c += row[j] != 0.0f;
+				at[r] = c;
 			}
+			/* where each row starts */
+			for (int64 r = 0, o = nnz; r <= rows; r++)
+			{
+				int64		c = r < rows ? at[r] : 0;
+
+				at[r] = o;
+				o += c;
+			}
+			if (fidx)
+			{
+				if (at[rows] > limit)
+					elog(ERROR, "the features of %s outgrew their count", T->relname);
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+				for (int64 r = 0; r < rows; r++)
+				{
+					const float *row = buf + r * W;
+					int64		o = at[r];
+
+					fptr[T->offset + i0 + r] = o;
+					for (int32 j = 0; j < W - 1; j++)
+						if (row[j] != 0.0f)
+						{
+							fidx[o] = FO + j;
+							fval[o++] = row[j];
+						}
+					fidx[o] = FO + W - 1;	/* the constant column */
+					fval[o] = 1.0f;
+				}
+			}
+			nnz = at[rows];
 		}
 		pfree(buf);
 		pfree(ident);
+		pfree(at);
 		pfree(encs);
 	}
 	if (fidx)
