@@ -282,50 +282,86 @@ gnn_s_n2v_bias(const int64_t *indptr, const int32_t *indices, int32_t prev, int3
 /*
  * One step of walk w at step t (1-based) from cur (reached from prev, -1 at
  * the start) along out-edges: the next node, or -1 when cur has none.
- * Uniform when !biased; node2vec by rejection (attempt a uses draws 2a and
- * 2a+1) and, after GNN_S_WALK_TRIES misses, an exact draw over the row.
+ * Uniform when !biased; node2vec by rejection (attempt a uses draws 2a,
+ * 2a+1 and, for the step back, (2a, 3)) and, after GNN_S_WALK_TRIES misses,
+ * an exact draw over the row.  wout = max(1, wq) bounds the bias of a step
+ * other than back.  When the step back weighs more (wp > wout: p < 1, p < q)
+ * it is an outlier (KnightKing), as in sample.c: prev's c entries of the row
+ * are drawn as their own share c * wp of the envelope and every other entry
+ * against wout, instead of every entry against wp (at p = 0.25, q = 4 an
+ * outward step was kept one time in 16).
  */
 GNN_HD int32_t
 gnn_s_walk_step(const int64_t *indptr, const int32_t *indices, int32_t cur, int32_t prev,
-				bool biased, double wp, double wq, double wmax, uint64_t seed, int64_t w, int64_t t)
+				bool biased, double wp, double wq, double wout, uint64_t seed, int64_t w, int64_t t)
 {
 	int64_t		b = indptr[cur],
 				deg = indptr[cur + 1] - b;
 	uint64_t	key = ((uint64_t) t << 40) ^ (uint64_t) w;
+	const int32_t *nb = indices + b;
+	int64_t		lo = 0,
+				c = 0;
+	double		env = wout,	/* the largest bias too, unless the step back is an outlier */
+				back = 0,
+				total;
 
 	if (deg == 0)
 		return -1;
 	if (!biased || prev < 0)
 		return indices[b + gnn_s_below(gnn_s_rand(seed, GNN_S_TAG_WALK, key, 0, 0), deg)];
+	if (wp > wout)
+	{
+		int64_t		hi = deg;
+
+		while (lo < hi)
+		{
+			int64_t		mid = lo + (hi - lo) / 2;
+
+			if (nb[mid] < prev)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		while (lo + c < deg && nb[lo + c] == prev)
+			c++;
+		back = gnn_s_dmul((double) c, wp);
+	}
+	total = back + gnn_s_dmul((double) (deg - c), env);
 	for (int a = 0; a < GNN_S_WALK_TRIES; a++)
 	{
-		int32_t		nx = indices[b + gnn_s_below(gnn_s_rand(seed, GNN_S_TAG_WALK, key, 2 * a, 1), deg)];
-		double		bias = gnn_s_n2v_bias(indptr, indices, prev, nx, wp, wq);
+		int64_t		k;
+		int32_t		nx;
+		double		bias;
 
-		if (gnn_s_unit(gnn_s_rand(seed, GNN_S_TAG_WALK, key, 2 * a + 1, 1)) * wmax < bias)
+		if (c > 0 && gnn_s_dmul(gnn_s_unit(gnn_s_rand(seed, GNN_S_TAG_WALK, key, 2 * a, 3)), total) < back)
+			return prev;
+		k = (int64_t) gnn_s_below(gnn_s_rand(seed, GNN_S_TAG_WALK, key, 2 * a, 1), deg - c);
+		nx = nb[c > 0 && k >= lo ? k + c : k];	/* prev's run skipped */
+		bias = gnn_s_n2v_bias(indptr, indices, prev, nx, wp, wq);
+		if (gnn_s_dmul(gnn_s_unit(gnn_s_rand(seed, GNN_S_TAG_WALK, key, 2 * a + 1, 1)), env) < bias)
 			return nx;
 	}
 	{
-		double		total = 0,
+		double		sum = 0,
 					x;
 
 		for (int64_t k = 0; k < deg; k++)
-			total += gnn_s_n2v_bias(indptr, indices, prev, indices[b + k], wp, wq);
-		x = gnn_s_dmul(gnn_s_unit(gnn_s_rand(seed, GNN_S_TAG_WALK, key, 0, 2)), total);
+			sum += gnn_s_n2v_bias(indptr, indices, prev, nb[k], wp, wq);
+		x = gnn_s_dmul(gnn_s_unit(gnn_s_rand(seed, GNN_S_TAG_WALK, key, 0, 2)), sum);
 		for (int64_t k = 0; k < deg; k++)
 		{
-			x -= gnn_s_n2v_bias(indptr, indices, prev, indices[b + k], wp, wq);
+			x -= gnn_s_n2v_bias(indptr, indices, prev, nb[k], wp, wq);
 			if (x < 0)
-				return indices[b + k];
+				return nb[k];
 		}
-		return indices[b + deg - 1];
+		return nb[deg - 1];
 	}
 }
 
 /* walk w from start into row[0..len] (-1 after a dead end): one thread's work */
 GNN_HD void
 gnn_s_walk(const int64_t *indptr, const int32_t *indices, int32_t start, int64_t len,
-		   bool biased, double wp, double wq, double wmax, uint64_t seed, int64_t w, int32_t *row)
+		   bool biased, double wp, double wq, double wout, uint64_t seed, int64_t w, int32_t *row)
 {
 	int32_t		prev = -1,
 				cur = start;
@@ -333,7 +369,7 @@ gnn_s_walk(const int64_t *indptr, const int32_t *indices, int32_t start, int64_t
 	row[0] = cur;
 	for (int64_t t = 1; t <= len; t++)
 	{
-		int32_t		nx = cur < 0 ? -1 : gnn_s_walk_step(indptr, indices, cur, prev, biased, wp, wq, wmax,
+		int32_t		nx = cur < 0 ? -1 : gnn_s_walk_step(indptr, indices, cur, prev, biased, wp, wq, wout,
 														 seed, w, t);
 
 		row[t] = nx;

@@ -10,11 +10,11 @@
 
 __global__ void
 walk_kernel(const int64_t *indptr, const int32_t *indices, const int32_t *starts, int64_t n,
-			int64_t len, bool biased, double wp, double wq, double wmax, uint64_t seed,
+			int64_t len, bool biased, double wp, double wq, double wout, uint64_t seed,
 			int32_t *out)
 {
 	for (int64_t w = gnn_tid(); w < n; w += gnn_nthreads())
-		gnn_s_walk(indptr, indices, starts[w], len, biased, wp, wq, wmax, seed, w,
+		gnn_s_walk(indptr, indices, starts[w], len, biased, wp, wq, wout, seed, w,
 				   out + w * (len + 1));
 }
 
@@ -38,7 +38,7 @@ gnn_cuda_random_walk(gnn_backend *be, const int64_t *indptr, const int32_t *indi
 	wp = 1.0 / p;
 	wq = 1.0 / q;
 	walk_kernel<<<gnn_cuda_blocks(n, 128), 128, 0, CTX(be)->stream>>>(
-		indptr, indices, starts, n, len, p != 1.0 || q != 1.0, wp, wq, fmax(1.0, fmax(wp, wq)),
+		indptr, indices, starts, n, len, p != 1.0 || q != 1.0, wp, wq, fmax(1.0, wq),
 		seed, out);
 	CUDA_CHECK_LAUNCH(be);
 	return GNN_OK;

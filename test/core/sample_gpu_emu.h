@@ -203,12 +203,10 @@ emu_random_walk(const int64_t *indptr, const int32_t *indices, const int32_t *st
 {
 	double		wp = 1.0 / p,
 				wq = 1.0 / q,
-				wmax = wp > wq ? wp : wq;
+				wout = wq > 1.0 ? wq : 1.0;	/* as gnn_cuda_random_walk passes it */
 
-	if (wmax < 1.0)
-		wmax = 1.0;
 	for (int64_t w = 0; w < n; w++)
-		gnn_s_walk(indptr, indices, starts[w], len, p != 1.0 || q != 1.0, wp, wq, wmax, seed, w,
+		gnn_s_walk(indptr, indices, starts[w], len, p != 1.0 || q != 1.0, wp, wq, wout, seed, w,
 				   out + w * (len + 1));
 }
 
