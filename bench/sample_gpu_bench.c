@@ -7,7 +7,7 @@
  *     kept), so GPU figures count draws only; the CPU sampler also dedups
  *     and relabels into blocks.  Reported as such.
  *   - graph in device memory and in pinned host memory
- *   - random walks (uniform and node2vec p=0.5 q=2): steps/s
+ *   - random walks (uniform, node2vec p=0.5 q=2 and p=0.25 q=4): steps/s
  *   - feature gather, 128 floats a row: GB/s written
  * Without a GPU it prints "# SKIP <reason>" and exits 0.
  *
@@ -193,12 +193,12 @@ main(int argc, char **argv)
 		int32_t    *d_indices = dcopy(g.indices, sizeof(int32_t) * m);
 		int32_t    *d_starts,
 				   *d_out = dalloc(sizeof(int32_t) * W * (LEN + 1));
-		double		pq[2][2] = {{1, 1}, {0.5, 2}};
+		double		pq[3][2] = {{1, 1}, {0.5, 2}, {0.25, 4}};	/* the last: the step back an outlier */
 
 		for (int i = 0; i < W; i++)
 			starts[i] = (int32_t) gnn_s_below(gnn_s_mix(i + 9), n);
 		d_starts = dcopy(starts, sizeof(int32_t) * W);
-		for (int c = 0; c < 2; c++)
+		for (int c = 0; c < 3; c++)
 		{
 			gnn_walk_config wc = {LEN, pq[c][0], pq[c][1], 0};
 			double		tc,
