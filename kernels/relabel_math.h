@@ -218,19 +218,7 @@ gnn_b_row_of(const int64_t *indptr, int64_t n, int64_t e)
 GNN_HD int64_t
 gnn_b_lower_bound(const int32_t *sorted, int64_t n, int64_t j)
 {
-	int64_t		lo = 0,
-				hi = n;
-
-	while (lo < hi)
-	{
-		int64_t		mid = lo + (hi - lo) / 2;
-
-		if (sorted[mid] < j)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return gnn_k_lower_bound(sorted, n, j);
 }
 
 /* ------------------------------------------------------------------ cached gather */

@@ -255,19 +255,9 @@ GNN_HD bool
 gnn_s_has_edge(const int64_t *indptr, const int32_t *indices, int32_t a, int32_t b)
 {
 	const int32_t *nb = indices + indptr[a];
-	int64_t		lo = 0,
-				n = indptr[a + 1] - indptr[a],
-				hi = n;
+	int64_t		n = indptr[a + 1] - indptr[a],
+				lo = gnn_k_lower_bound(nb, n, b);
 
-	while (lo < hi)
-	{
-		int64_t		mid = lo + (hi - lo) / 2;
-
-		if (nb[mid] < b)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < n && nb[lo] == b;
 }
 
@@ -311,17 +301,7 @@ gnn_s_walk_step(const int64_t *indptr, const int32_t *indices, int32_t cur, int3
 		return indices[b + gnn_s_below(gnn_s_rand(seed, GNN_S_TAG_WALK, key, 0, 0), deg)];
 	if (wp > wout)
 	{
-		int64_t		hi = deg;
-
-		while (lo < hi)
-		{
-			int64_t		mid = lo + (hi - lo) / 2;
-
-			if (nb[mid] < prev)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		lo = gnn_k_lower_bound(nb, deg, prev);
 		while (lo + c < deg && nb[lo + c] == prev)
 			c++;
 		back = gnn_s_dmul((double) c, wp);
