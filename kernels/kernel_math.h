@@ -30,25 +30,6 @@
 #include <float.h>
 #include <stdint.h>
 
-/* the first position of sorted[0..n) holding a value >= v (n if none) */
-GNN_HD int64_t
-gnn_k_lower_bound(const int32_t *sorted, int64_t n, int64_t v)
-{
-	int64_t		lo = 0,
-				hi = n;
-
-	while (lo < hi)
-	{
-		int64_t		mid = lo + (hi - lo) / 2;
-
-		if (sorted[mid] < v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 #ifdef __CUDACC__
 #define GNN_K_LOAD4(p, a) \
 	do { float4 t_ = *(const float4 *) (p); \

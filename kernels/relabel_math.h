@@ -218,7 +218,7 @@ gnn_b_row_of(const int64_t *indptr, int64_t n, int64_t e)
 GNN_HD int64_t
 gnn_b_lower_bound(const int32_t *sorted, int64_t n, int64_t j)
 {
-	return gnn_k_lower_bound(sorted, n, j);
+	return gnn_math_lower_bound(sorted, n, j);
 }
 
 /* ------------------------------------------------------------------ cached gather */

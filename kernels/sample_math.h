@@ -256,7 +256,7 @@ gnn_s_has_edge(const int64_t *indptr, const int32_t *indices, int32_t a, int32_t
 {
 	const int32_t *nb = indices + indptr[a];
 	int64_t		n = indptr[a + 1] - indptr[a],
-				lo = gnn_k_lower_bound(nb, n, b);
+				lo = gnn_math_lower_bound(nb, n, b);
 
 	return lo < n && nb[lo] == b;
 }
@@ -301,7 +301,7 @@ gnn_s_walk_step(const int64_t *indptr, const int32_t *indices, int32_t cur, int3
 		return indices[b + gnn_s_below(gnn_s_rand(seed, GNN_S_TAG_WALK, key, 0, 0), deg)];
 	if (wp > wout)
 	{
-		lo = gnn_k_lower_bound(nb, deg, prev);
+		lo = gnn_math_lower_bound(nb, deg, prev);
 		while (lo + c < deg && nb[lo + c] == prev)
 			c++;
 		back = gnn_s_dmul((double) c, wp);

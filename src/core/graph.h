@@ -19,6 +19,7 @@
 #define GNN_GRAPH_H
 
 #include "gnn_core.h"
+#include "ops_math.h"		/* gnn_math_lower_bound */
 
 #define GNN_GRAPH_MAGIC   0x474e4e47u	/* "GNNG" */
 #define GNN_GRAPH_VERSION 3
@@ -449,19 +450,7 @@ gnn_graph_in_row(const gnn_graph *g, int64_t v, const int32_t **nb, const float 
 static inline int64_t
 gnn_row_lower_bound(const int32_t *nb, int64_t len, int64_t v)
 {
-	int64_t		lo = 0,
-				hi = len;
-
-	while (lo < hi)
-	{
-		int64_t		mid = (lo + hi) / 2;
-
-		if (nb[mid] < v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return gnn_math_lower_bound(nb, len, v);
 }
 
 /* Node v's dense feature row (feat_dim floats); NULL without dense features. */

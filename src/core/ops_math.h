@@ -17,6 +17,31 @@
 #define GNN_HD static inline
 #endif
 
+/* ------------------------------------------------------------------ search */
+
+/*
+ * The first position of sorted[0..n) holding a value >= v (n if none): a
+ * neighbour row, a sorted column.  The core's gnn_row_lower_bound (graph.h)
+ * and the kernels' searches (sample_math.h, relabel_math.h) are this one.
+ */
+GNN_HD int64_t
+gnn_math_lower_bound(const int32_t *sorted, int64_t n, int64_t v)
+{
+	int64_t		lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (sorted[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* ------------------------------------------------------------------ activations */
 
 GNN_HD float
