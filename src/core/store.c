@@ -373,7 +373,6 @@ crc_main(void *arg)
 	return NULL;
 }
 
-
 /*
  * The one writer: the payload from memory, or (payload NULL, fill set)
  * produced chunk by chunk into a buffer of FILL_CHUNK bytes; the metadata is

@@ -635,10 +635,10 @@ FillRow(FeatureFill *ff, GnnScan *s, Datum d, bool isnull, int64 id, float *row)
 }
 
 /*
- * For a fill callback that caught a PostgreSQL error (in PG_CATCH, or after
- * PG_END_TRY with the error not yet flushed): keep it, to be raised once the
- * build has returned and freed its memory (GnnBuildAndRegister), and hand
- * the build its message as a status.
+ * For a fill callback that caught a PostgreSQL error, from its PG_CATCH
+ * block: keep the error, to be raised once the build has returned and freed
+ * its memory (GnnBuildAndRegister), and hand the build its message as a
+ * status.
  */
 gnn_status
 GnnFillCaught(MemoryContext mcxt, gnn_error *err)
