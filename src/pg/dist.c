@@ -4,9 +4,11 @@
  * The pieces every distributed job stands on:
  *  - connections to peers and to the coordinator over libpq, made as the
  *    calling role (its name unless the conninfo says otherwise), waiting
- *    interruptibly; a role that is not superuser must authenticate with a
- *    password (in the conninfo or a password file), as dblink requires, so
- *    no role borrows the server's own OS identity or a trust rule;
+ *    interruptibly; a role that is not superuser follows dblink's rule: its
+ *    conninfo carries the password, names no password file or service
+ *    (which would read the server's own ~/.pgpass or pg_service.conf), and
+ *    the connection must have used a password, so no role borrows the
+ *    server's OS identity, its files or a trust rule;
  *  - the rendezvous store Gloo meets through: rows of gnn.dist_store on the
  *    coordinator (set = upsert, get = poll with a timeout), keyed by job and
  *    generation, each rank writing through its own connection so every row
@@ -97,6 +99,49 @@ ConninfoForMessage(const char *conninfo)
 }
 
 /*
+ * dblink's rule for a role that is not superuser: it brings its own
+ * password.  A password in the conninfo is the one libpq sends (it reads a
+ * password file only when none is given, and DistConnect points passfile at
+ * /dev/null besides); a password file or a service would be read with this
+ * server's OS identity, so neither may be named.  Nothing of the server's
+ * environment (PGPASSWORD, PGPASSFILE, ~/.pgpass) is used when the conninfo
+ * has the password; DistConnect then checks that the server asked for it.
+ * gnn.train applies the rule to its peers before it queues a job.
+ */
+void
+GnnDistCheckConninfo(const char *conninfo, const char *who)
+{
+	PQconninfoOption *opts;
+	const char *server_file = NULL;
+	bool		has_password = false;
+
+	if (superuser())
+		return;
+	if (!(opts = PQconninfoParse(conninfo, NULL)))
+		return;					/* DistConnect says what is wrong with it */
+	for (PQconninfoOption *o = opts; o->keyword; o++)
+		if (o->val && *o->val)
+		{
+			has_password |= strcmp(o->keyword, "password") == 0;
+			if (strcmp(o->keyword, "passfile") == 0 || strcmp(o->keyword, "service") == 0)
+				server_file = o->keyword;	/* libpq's static option table */
+		}
+	PQconninfoFree(opts);
+	if (server_file)
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("a role that is not superuser may not name a %s in the conninfo of %s", server_file, who),
+				 errdetail("It would be read with this server's own identity."),
+				 errhint("Give the password in the conninfo: \"host=... dbname=... password=...\".")));
+	if (!has_password)
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required to connect to %s", who),
+				 errdetail("A role that is not superuser must give its password in the conninfo, so that it never acts with this server's own identity or files."),
+				 errhint("Give the password in the conninfo: \"host=... dbname=... password=...\".")));
+}
+
+/*
  * Connect to conninfo as the calling role, waiting at most timeout_ms and
  * answering cancels; `who` names the server in errors ("peer 2 (host=...)").
  */
@@ -113,6 +158,7 @@ DistConnect(const char *conninfo, const char *who, int timeout_ms, const char *r
 	double		until = NowMs() + timeout_ms;
 	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
 
+	GnnDistCheckConninfo(conninfo, who);
 	if (!(opts = PQconninfoParse(conninfo, &perr)))
 	{
 		char	   *m = OneLine(perr ? perr : "out of memory");
@@ -133,6 +179,11 @@ DistConnect(const char *conninfo, const char *who, int timeout_ms, const char *r
 			n++;
 		}
 	PQconninfoFree(opts);
+	if (!superuser())
+	{
+		kw[n] = "passfile";
+		val[n++] = "/dev/null";
+	}
 	if (!has_user)
 	{
 		kw[n] = "user";
@@ -189,7 +240,7 @@ DistConnect(const char *conninfo, const char *who, int timeout_ms, const char *r
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg("password is required to connect to %s", who),
 				 errdetail("A role that is not superuser must authenticate to other servers with a password, so that it never acts with this server's own identity."),
-				 errhint("Give the password in the conninfo (password=...) or a password file (passfile=...), and make the server there ask for it.")));
+				 errhint("Give the password in the conninfo (password=...), and make the server there ask for it.")));
 	}
 	return conn;
 }

@@ -173,6 +173,23 @@ fails_like("SELECT * FROM gnn.dist_check(ARRAY['" . conn(1, 'password=wrong') . 
 fails_like("SELECT * FROM gnn.dist_check(ARRAY['host=" . $n[1]->host . " port=" . $n[1]->port
 	  . " dbname=postgres'], coordinator => '$coord', timeout_ms => 5000)",
 	qr/password is required to connect to peer 1/, 'a connection without a password (trust)', 5);
+# dblink's rule: a password file or service would be read as the server's OS user (issue #39)
+{
+	my $pf = $n[0]->basedir . '/borrowed.pgpass';
+	open(my $fh, '>', $pf) or die; print $fh "*:*:*:*:secret\n"; close $fh; chmod 0600, $pf;
+	fails_like("SELECT * FROM gnn.dist_check(ARRAY['" . conn(1, "passfile=$pf") . "'], coordinator => '$coord', timeout_ms => 5000)",
+		qr/may not name a passfile in the conninfo of peer 1/, 'a password file the server can read', 5);
+	fails_like("SELECT * FROM gnn.dist_check(ARRAY['" . conn(1, "service=x password=secret") . "'], coordinator => '$coord', timeout_ms => 5000)",
+		qr/may not name a service in the conninfo of peer 1/, 'a service', 5);
+	fails_like("SELECT * FROM gnn.dist_check(ARRAY['" . conn(1, 'user=dist') . "'], coordinator => '$coord', timeout_ms => 5000)",
+		qr/password is required to connect to peer 1/, 'no password in the conninfo', 5);
+	fails_like("SELECT * FROM gnn.dist_check(ARRAY['host=" . $n[1]->host . " port=" . $n[1]->port
+		  . " dbname=postgres password=secret'], coordinator => '$coord', timeout_ms => 5000)",
+		qr/password is required to connect to peer 1/, 'a password the server never asked for (trust)', 5);
+	fails_like("SELECT * FROM gnn.train('pd', model => 'gcn', epochs => 1, options => jsonb_build_object('peers', "
+		  . "jsonb_build_array('" . conn(1, "passfile=$pf") . "'), 'coordinator', '$coord'))",
+		qr/may not name a passfile/, 'gnn.train with a password file', 5);
+}
 fails_like("SELECT * FROM gnn.dist_check($peers, graph => 'nosuch', coordinator => '$coord', timeout_ms => 8000)",
 	qr/graph "nosuch" does not exist/, 'no such graph anywhere', 8);
 $n[2]->safe_psql('postgres', q{SET ROLE dist; SELECT gnn.drop_graph('pd');
