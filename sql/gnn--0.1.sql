@@ -340,6 +340,24 @@ CREATE TABLE gnn.change_log (
 );
 ALTER TABLE gnn.change_log ALTER COLUMN changes SET STORAGE EXTERNAL;  -- no compression: capture stays cheap
 
+-- The capture triggers gnn.track made: which graph (and owner) each one
+-- feeds, and what its table's rows hold (kind and loaded columns,
+-- NUL-separated).  gnn._capture looks the firing trigger up here and acts
+-- only for what it finds, so a trigger another role puts on
+-- gnn._capture() logs nothing, and the triggers' definitions (their names
+-- carry a number, they have no arguments) name no graph and no owner.
+-- Only the extension writes it; each role reads its own rows.
+CREATE SEQUENCE gnn.capture_seq;
+CREATE TABLE gnn.capture (
+    trigger     oid PRIMARY KEY,    -- pg_trigger.oid
+    relid       oid NOT NULL,
+    graph       text NOT NULL,
+    owner       regrole NOT NULL,
+    args        bytea NOT NULL,
+    relname     text NOT NULL       -- the table as named when the trigger was made
+);
+CREATE INDEX ON gnn.capture (owner, graph);
+
 -- What each refresh changed (gnn.refresh_graph writes it): the nodes whose
 -- data or arcs changed between two versions of a graph in one server
 -- lifetime (instance).  gnn.embed(..., incremental => true) follows this
@@ -372,14 +390,15 @@ CREATE TABLE gnn.embed_state (
 DO $$
 DECLARE t text;
 BEGIN
-    FOREACH t IN ARRAY ARRAY['job_history', 'training_log', 'models', 'change_log', 'graph_history', 'embed_state'] LOOP
+    FOREACH t IN ARRAY ARRAY['job_history', 'training_log', 'models', 'change_log', 'graph_history', 'embed_state',
+                             'capture'] LOOP
         EXECUTE format('ALTER TABLE gnn.%I ENABLE ROW LEVEL SECURITY', t);
         EXECUTE format('CREATE POLICY owner_only ON gnn.%I FOR SELECT USING (pg_has_role(owner, ''MEMBER''))', t);
         EXECUTE format('REVOKE ALL ON gnn.%I FROM PUBLIC', t);
         EXECUTE format('GRANT SELECT ON gnn.%I TO PUBLIC', t);
     END LOOP;
 END $$;
-REVOKE ALL ON SEQUENCE gnn.job_id_seq, gnn.model_id_seq, gnn.change_seq FROM PUBLIC;
+REVOKE ALL ON SEQUENCE gnn.job_id_seq, gnn.model_id_seq, gnn.change_seq, gnn.capture_seq FROM PUBLIC;
 
 -- models, jobs and logs are data: pg_dump keeps them
 SELECT pg_catalog.pg_extension_config_dump('gnn.models', '');
@@ -409,6 +428,11 @@ CREATE FUNCTION gnn.graph_digest(graph text) RETURNS text
 AS 'MODULE_PATHNAME', 'gnn_graph_digest' LANGUAGE C STABLE;
 
 SELECT pg_catalog.pg_extension_config_dump('gnn.job_id_seq', '');
+-- job ids never repeat in a database, also when the extension is dropped and
+-- created again (gnn keeps the highest id given out in the data directory)
+CREATE FUNCTION gnn._job_id_floor() RETURNS bigint
+AS 'MODULE_PATHNAME', 'gnn_job_id_floor' LANGUAGE C VOLATILE;
+SELECT pg_catalog.setval('gnn.job_id_seq', gnn._job_id_floor() + 1, false);
 SELECT pg_catalog.pg_extension_config_dump('gnn.model_id_seq', '');
 
 CREATE FUNCTION gnn._instance() RETURNS bigint
@@ -864,3 +888,15 @@ CREATE FUNCTION gnn._train_rank(graph text, model text, task text, name text, hi
 RETURNS record
 AS 'MODULE_PATHNAME', 'gnn_train_rank' LANGUAGE C VOLATILE;
 
+
+-- DDL on tables a graph follows (gnn.track): an ALTER marks the graph for
+-- a full reload at its next refresh (a rewrite, a retyped, renamed or
+-- dropped column, disabled triggers: nothing a row trigger sees); a dropped
+-- table ends its following (gnn.graphs.tracked false).  Enabled ALWAYS, as
+-- the capture triggers are: replica-role sessions are seen too.
+CREATE FUNCTION gnn._ddl_watch() RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'gnn_ddl_watch' LANGUAGE C;
+CREATE EVENT TRIGGER gnn_ddl_watch ON ddl_command_end EXECUTE FUNCTION gnn._ddl_watch();
+CREATE EVENT TRIGGER gnn_drop_watch ON sql_drop EXECUTE FUNCTION gnn._ddl_watch();
+ALTER EVENT TRIGGER gnn_ddl_watch ENABLE ALWAYS;
+ALTER EVENT TRIGGER gnn_drop_watch ENABLE ALWAYS;

@@ -18,7 +18,7 @@ CREATE TABLE follows AS
 -- BEGIN README WALK
 CREATE EXTENSION gnn;
 SELECT nodes, edges, feature_dim, classes FROM gnn.load_graph('social', edges => 'follows', src => 'follower', dst => 'followee', nodes => 'users', features => 'feat', label => 'label', split => 'split', undirected => true);
-SELECT gnn.train('social', model => 'graphsage', name => 'social_sage', epochs => 50, seed => 42, wait => true) AS job;
+SELECT gnn.train('social', model => 'graphsage', name => 'social_sage', epochs => 50, seed => 42, wait => true) > 0 AS trained;
 SELECT model_name, state, epoch, epochs FROM gnn.jobs;
 SELECT name, version, (metrics->>'test_acc')::float > 0.8 AS accurate FROM gnn.models;
 SELECT gnn.embed('social_sage', 'user_embeddings');

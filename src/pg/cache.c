@@ -645,14 +645,14 @@ GnnCacheDrop(const char *model, int32 version)
 
 /* A graph of the calling role was replaced or dropped: results computed on it can never be asked for again. */
 void
-GnnCachePurgeGraph(const char *graph, uint64 live_generation)
+GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation)
 {
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < GNN_CACHE_SLOTS; i++)
 	{
 		GnnCacheEntry *e = &gnn_shared->cache[i];
 
-		if (e->state == GNN_CACHE_READY && e->key.dbid == MyDatabaseId && e->key.owner == GetUserId() &&
+		if (e->state == GNN_CACHE_READY && e->key.dbid == MyDatabaseId && e->key.owner == owner &&
 			strcmp(e->graph, graph) == 0 && e->key.generation != live_generation)
 			EntryFree(e);
 	}

@@ -146,7 +146,7 @@ gnn_graph_list(PG_FUNCTION_ARGS)
 
 	GnnRequirePreload();
 	InitMaterializedSRF(fcinfo, 0);
-	copy = palloc(sizeof(GnnGraphEntry) * gnn_shared->max_graphs);
+	copy = palloc(sizeof(GnnGraphEntry) * gnn_shared->max_graphs * 2);
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
 	for (int i = 0; i < gnn_shared->max_graphs; i++)
 	{
@@ -156,6 +156,11 @@ gnn_graph_list(PG_FUNCTION_ARGS)
 			copy[n++] = *e;
 	}
 	LWLockRelease(gnn_shared->lock);
+	/* this transaction's loads and drops, as they will be at commit */
+	for (int i = 0; i < n; i++)
+		if (GnnPendingLookup(copy[i].name, copy[i].owner, NULL, NULL, NULL) != GNN_PENDING_NONE)
+			copy[i--] = copy[--n];
+	n += GnnPendingVersions(copy + n, gnn_shared->max_graphs * 2 - n);
 	for (int i = 0; i < n; i++)
 	{
 		Datum		values[GRAPH_COLS];

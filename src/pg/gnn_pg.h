@@ -307,7 +307,7 @@ extern void GnnCachePublish(const GnnCacheKey *key, const char *model, int32 ver
 							dsm_segment *seg, GnnResult *res, double seconds);
 extern bool GnnCacheLookup(const GnnCacheKey *key, GnnResult *res);
 extern int	GnnCacheDrop(const char *model, int32 version);
-extern void GnnCachePurgeGraph(const char *graph, uint64 live_generation);
+extern void GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation);
 
 typedef struct GnnShared
 {
@@ -351,10 +351,8 @@ typedef struct GnnGraphRef
 extern void GnnGraphAcquire(const char *name, GnnGraphRef *ref);
 extern void GnnGraphAcquireView(const char *name, GnnGraphRef *ref);
 extern void GnnGraphFlattenRef(GnnGraphRef *ref);
-extern void GnnGraphRegisterDelta(const GnnGraphEntry *proto, dsm_segment *dseg, uint64 reserved);
 extern void GnnGraphRelease(GnnGraphRef *ref);
 extern void GnnGraphForgetStatement(const char *name);
-extern void GnnGraphSetTracked(const char *name, Oid owner, bool tracked);
 extern uint64 GnnGraphNewGeneration(void);
 extern void GnnGraphKeepMapping(GnnGraphRef *ref);
 extern void GnnEdgelessView(const gnn_graph *g, gnn_graph *out);
@@ -362,9 +360,23 @@ extern void GnnCheckGraphName(const char *name);
 extern uint64 GnnGraphReserve(uint64 bytes, const char *name);
 extern void GnnGraphReservationOwned(uint64 bytes);
 extern void GnnGraphUnreserve(uint64 bytes);
-extern void GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace,
-							 uint64 reserved);
 extern bool GnnGraphDrop(const char *name, bool if_exists, Oid owner);
+/* registry.c: registry changes take effect at commit */
+typedef enum GnnPendingState
+{
+	GNN_PENDING_NONE,			/* nothing staged: the registered graph (or none) */
+	GNN_PENDING_VERSION,		/* a version staged by this transaction */
+	GNN_PENDING_DROPPED			/* dropped by this transaction */
+} GnnPendingState;
+extern void GnnPublishAtCommit(const GnnGraphEntry *proto, dsm_segment *seg, uint64 reserved,
+							   const char *staged, uint64 feat_gen);
+extern void GnnPublishDeltaAtCommit(const GnnGraphEntry *proto, dsm_segment *dseg, uint64 reserved);
+extern void GnnDropAtCommit(const char *name, Oid owner);
+extern void GnnUntrackAtCommit(const char *name, Oid owner);
+extern GnnPendingState GnnPendingLookup(const char *name, Oid owner, GnnGraphEntry *entry,
+										dsm_segment **seg, dsm_segment **dseg);
+extern int	GnnPendingVersions(GnnGraphEntry *out, int max);
+extern GnnGraphEntry *GnnRegistryFreeSlot(void);
 extern void GnnGraphDropDatabase(Oid dbid);
 extern bool GnnGraphExists(const char *name);
 /* owner's graph name in this database; the caller holds gnn_shared->lock */
@@ -396,7 +408,9 @@ extern void GnnStoreInit(void);
 extern void GnnStoreScan(void);
 struct TupleDescData;
 extern bool GnnGraphRowArgs(FunctionCallInfo fcinfo, char **name, Oid *owner, struct TupleDescData **tupdesc);
-extern void GnnStorePersist(GnnGraphEntry *proto, const void *region, uint64 size);
+extern char *GnnStoreStage(GnnGraphEntry *proto, const void *region, uint64 size);
+extern bool GnnStoreCommitStaged(Oid dbid, Oid owner, const char *name, const char *staged);
+extern void GnnStoreRemoveStaged(Oid dbid, Oid owner, const char *name, const char *staged);
 extern void GnnStorePersistPartition(const GnnGraphEntry *e, const void *region, uint64 size);
 extern void GnnStoreRemove(Oid dbid, Oid owner, const char *name);
 extern uint64 GnnGraphMemoryFree(void);
@@ -462,9 +476,6 @@ extern bool GnnTrackBegin(const GnnLoadArgs *args);
 extern bool GnnTrackSchemaBegin(const char *name, const Oid *rels, int nrel, bool track);
 extern void GnnTrackEnd(const char *name);
 extern void GnnTrackDropAll(const char *name, Oid owner);
-extern void GnnPublishAtCommit(const GnnGraphEntry *proto, dsm_segment *seg, uint64 reserved);
-extern bool GnnPendingVersion(const char *name, GnnGraphEntry *entry, dsm_segment **seg, dsm_segment **dseg);
-extern void GnnPublishDeltaAtCommit(const GnnGraphEntry *proto, dsm_segment *dseg, uint64 reserved);
 typedef struct GnnRefreshResult
 {
 	int64		ins_e,
@@ -524,6 +535,10 @@ extern const char *GnnJobStateName(GnnJobState s);
 extern void GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r);
 
 /* dist.c: a training job over several servers (options.peers), from the coordinator's worker */
+extern void GnnDistCheckConninfo(const char *conninfo, const char *who);
+/* jobs.c: the extension's lifetime */
+extern void GnnJobIdRaiseFloor(int64 id);
+extern void GnnJobsStopExtension(Oid extoid);
 typedef struct GnnDistJob GnnDistJob;
 extern GnnDistJob *GnnDistJobAlloc(void);
 extern void GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj);

@@ -6,6 +6,9 @@
  * from the slots (gnn._live_jobs, behind the gnn.jobs view).
  */
 #include "gnn_pg.h"
+#include <signal.h>
+#include <sys/stat.h>
+#include "storage/fd.h"
 #include "train_mb.h"
 
 #include <math.h>
@@ -232,6 +235,7 @@ TakeDistOptions(Jsonb *opts, GnnTrainRequest *r)
 				ereport(ERROR,
 						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 						 errmsg("at most 63 peers take part in one job")));
+			GnnDistCheckConninfo(s, psprintf("peer %d", r->dist_npeers + 1));
 			strlcat(r->dist_peers, s, sizeof(r->dist_peers));
 			strlcat(r->dist_peers, "\n", sizeof(r->dist_peers));
 			r->dist_npeers++;
@@ -254,6 +258,7 @@ TakeDistOptions(Jsonb *opts, GnnTrainRequest *r)
 					 errmsg("option \"coordinator\" is too long")));
 		memcpy(r->dist_coordinator, cv->val.string.val, cv->val.string.len);
 		r->dist_coordinator[cv->val.string.len] = '\0';
+		GnnDistCheckConninfo(r->dist_coordinator, "the coordinator");
 	}
 	if (tv)
 	{
@@ -650,6 +655,7 @@ NextJobId(void)
 		taken |= FindJob(id) != NULL;
 		LWLockRelease(gnn_shared->lock);
 	} while (taken);
+	GnnJobIdRaiseFloor(id);
 	/* a job recorded as running that no live worker holds died with its worker */
 	GnnCatalogExec("UPDATE gnn.job_history SET state = 'failed', finished = coalesce(finished, now()), "
 				   "error = 'the job''s worker died or the server restarted while the job ran' "
@@ -1262,6 +1268,13 @@ gnn_train(PG_FUNCTION_ARGS)
 	/* the graph must exist (the caller's: names are per role); the role must be able to log in */
 	CheckCanLogin();
 	CheckGraph(&r);
+	/* a job started now runs in its own transaction, which cannot see this one's graph changes */
+	if (wait && GnnPendingLookup(r.graph, GetUserId(), NULL, NULL, NULL) != GNN_PENDING_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("graph \"%s\" was loaded or replaced by this transaction, which has not committed", r.graph),
+				 errdetail("A job with wait => true starts at once, in a worker that sees only committed graphs."),
+				 errhint("Commit the load first, or start the job with wait => false: it then starts when this transaction commits.")));
 
 	id = NextJobId();
 
@@ -1539,4 +1552,96 @@ gnn_instance(PG_FUNCTION_ARGS)
 {
 	GnnRequirePreload();
 	PG_RETURN_INT64((int64) gnn_shared->instance);
+}
+
+/* ------------------------------------------------------------------ the extension's lifetime
+ * Job ids never repeat in a database, also across DROP EXTENSION and
+ * CREATE EXTENSION: the highest id given out is kept in the data directory
+ * ($PGDATA/gnn/jobs-<database oid>, outside the graph store's per-database
+ * folder that DROP EXTENSION removes), and a new extension's sequence
+ * starts above it and above every job still in a slot.  (A dump restores
+ * the sequence itself: pg_extension_config_dump.)
+ */
+static char *
+JobIdFile(void)
+{
+	return psprintf("gnn/jobs-%u", MyDatabaseId);
+}
+
+static int64
+ReadJobIdFloor(void)
+{
+	FILE	   *f = AllocateFile(JobIdFile(), "r");
+	long long	v = 0;
+
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = 0;
+	FreeFile(f);
+	return v;
+}
+
+/* id was given out: the floor is at least id (written to a temporary, fsynced, renamed) */
+void
+GnnJobIdRaiseFloor(int64 id)
+{
+	char	   *path = JobIdFile();
+	char	   *tmp = psprintf("%s.tmp", path);
+	FILE	   *f;
+
+	if (ReadJobIdFloor() >= id)
+		return;
+	(void) mkdir("gnn", S_IRWXU);
+	if ((f = AllocateFile(tmp, "w")) == NULL ||
+		fprintf(f, "%lld\n", (long long) id) < 0 || fflush(f) != 0 ||
+		(enableFsync && pg_fsync(fileno(f)) != 0) || FreeFile(f) != 0 ||
+		durable_rename(tmp, path, WARNING) != 0)
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not record job id %lld in \"%s\": %m", (long long) id, path),
+				 errdetail("Job ids could repeat if the extension is dropped and created again.")));
+}
+
+/* gnn._job_id_floor(): the id a new extension's first job may not go below */
+PG_FUNCTION_INFO_V1(gnn_job_id_floor);
+Datum
+gnn_job_id_floor(PG_FUNCTION_ARGS)
+{
+	int64		floor = ReadJobIdFloor();
+
+	GnnRequirePreload();
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	for (int i = 0; i < GNN_JOB_SLOTS; i++)
+	{
+		GnnJobSlot *j = &gnn_shared->jobs[i];
+
+		if (j->state != GNN_JOB_FREE && j->dbid == MyDatabaseId && j->id > floor)
+			floor = j->id;
+	}
+	LWLockRelease(gnn_shared->lock);
+	PG_RETURN_INT64(floor);
+}
+
+/*
+ * DROP EXTENSION gnn committed in this database: its jobs stop (cancelled,
+ * and their workers told to exit; a worker writes nothing once the
+ * extension it started with is gone).  Runs in a commit callback: no
+ * errors.
+ */
+void
+GnnJobsStopExtension(Oid extoid)
+{
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < GNN_JOB_SLOTS; i++)
+	{
+		GnnJobSlot *j = &gnn_shared->jobs[i];
+
+		if (j->state == GNN_JOB_FREE || j->dbid != MyDatabaseId || j->extoid != extoid || JobFinal(j->state))
+			continue;
+		j->cancel_requested = true;
+		if (j->pid > 0)
+			(void) kill(j->pid, SIGTERM);
+	}
+	LWLockRelease(gnn_shared->lock);
 }

@@ -812,7 +812,6 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 	gnn_graph	g;
 	gnn_error	err;
 	gnn_status	st;
-	volatile bool existed = false;
 	gnn_graph_input in_copy = *in_arg;
 	const gnn_graph_input *in = &in_copy;
 	bool		disk = FeaturesOnDisk(name, in_arg, spill != NULL, feature_store, proto->tracked);
@@ -828,7 +827,7 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 	memset(&rq, 0, sizeof(rq));
 	rq.name = name;
 	rq.mcxt = ctx;
-	rq.top_owner = proto->tracked;
+	rq.top_owner = true;		/* the version is staged until the transaction commits */
 	GnnCoreThreadsInit();
 	if (disk)
 	{
@@ -871,26 +870,24 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 		proto->n_val = g.n_val;
 		proto->n_test = g.n_test;
 		proto->loaded_at = GetCurrentTimestamp();
-		existed = GnnGraphExists(name);
-		if (!replace && existed)
+		if (!replace && GnnGraphExists(name))
 			ereport(ERROR,
 					(errcode(ERRCODE_DUPLICATE_OBJECT),
 					 errmsg("graph \"%s\" already exists", name),
 					 errhint("Pass replace => true to replace it, or drop it first with gnn.drop_graph().")));
-		if (proto->tracked)
+		/*
+		 * The graph becomes the name's when the transaction commits
+		 * (registry.c); persisted, its graph.gnn is staged now and renamed
+		 * into place then.  A tracked load's log rows go in the same
+		 * transaction (track.c).
+		 */
+		GnnLockGraph(name, GetUserId());
 		{
-			/* with the log rows it covers gone, at commit (track.c) */
-			GnnPublishAtCommit(proto, rq.seg, rq.reserved);
-			rq.reserved = 0;
-		}
-		else
-		{
+			uint64		feat_gen = 0;
+			char	   *staged = NULL;
+
 			if (proto->stored || disk)
-			{
-				/* on disk first (loads of the name in turn), so a registered graph is always stored */
-				GnnLockGraph(name, GetUserId());
 				proto->generation = GnnGraphNewGeneration();
-			}
 			if (disk)
 			{
 				int64	   *src_row = FeatureRows(name, in_arg, &g);
@@ -899,33 +896,41 @@ GnnBuildAndRegister(const char *name, bool replace, const gnn_graph_input *in_ar
 					for (int64 v = 0; v < g.num_nodes; v++)
 						src_row[v] = spill->input_row[src_row[v]];
 				build_start = GetCurrentTimestamp();
-				GnnStoreWriteFeatures(proto, &g, in_arg->feat, spill, src_row, in_arg->feat_dim);
+				feat_gen = proto->generation;
+				PG_TRY();
+				{
+					GnnStoreWriteFeatures(proto, &g, in_arg->feat, spill, src_row, in_arg->feat_dim);
+				}
+				PG_CATCH();
+				{
+					GnnStoreRemoveFeatures(MyDatabaseId, GetUserId(), name, feat_gen);
+					PG_RE_THROW();
+				}
+				PG_END_TRY();
 				pfree(src_row);
 				notes[nnotes++] = PhaseNote(psprintf("graph \"%s\": features written to the graph store", name),
 											g.num_nodes, build_start);
 			}
-			PG_TRY();
+			if (proto->stored)
 			{
-				if (proto->stored)
+				build_start = GetCurrentTimestamp();
+				PG_TRY();
 				{
-					build_start = GetCurrentTimestamp();
-					GnnStorePersist(proto, region, size);
-					notes[nnotes++] = PhaseNote(psprintf("graph \"%s\": written to the graph store", name),
-												g.num_nodes + g.num_edges, build_start);
+					staged = GnnStoreStage(proto, region, size);
 				}
-				GnnGraphRegister(proto, rq.seg, replace, rq.reserved);
+				PG_CATCH();
+				{
+					if (disk)
+						GnnStoreRemoveFeatures(MyDatabaseId, GetUserId(), name, feat_gen);
+					PG_RE_THROW();
+				}
+				PG_END_TRY();
+				notes[nnotes++] = PhaseNote(psprintf("graph \"%s\": written to the graph store", name),
+											g.num_nodes + g.num_edges, build_start);
 			}
-			PG_CATCH();
-			{
-				if (proto->stored && !existed)
-					GnnStoreRemove(MyDatabaseId, GetUserId(), name);
-				else if (disk)
-					GnnStoreRemoveFeatures(MyDatabaseId, GetUserId(), name, proto->generation);
-				PG_RE_THROW();
-			}
-			PG_END_TRY();
-			rq.reserved = 0;	/* now the graph's */
-			dsm_detach(rq.seg);
+			proto->bytes = rq.reserved;
+			GnnPublishAtCommit(proto, rq.seg, rq.reserved, staged, feat_gen);
+			rq.reserved = 0;	/* the staged version's now */
 		}
 	}
 	PG_CATCH();
@@ -1115,6 +1120,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 	float	   *spill_row = NULL;
 
 	GnnCheckGraphName(args->name);
+	/* loads, refreshes and drops of the name in turn: what exists now stays so until this ends */
+	GnnLockGraph(args->name, GetUserId());
 	if (!args->replace && GnnGraphExists(args->name))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),

@@ -1844,6 +1844,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("one part of a partitioned graph is loaded with its features in memory, without tracking"),
 				 errhint("Drop track => true or option \"feature_store\", or load the whole graph.")));
+	GnnLockGraph(L.name, GetUserId());	/* loads, refreshes and drops of the name in turn */
 	if (!replace && GnnGraphExists(L.name))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),

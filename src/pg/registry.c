@@ -27,6 +27,7 @@
 #include "utils/resowner.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 
 /* ------------------------------------------------------------------ statement snapshot */
 #define SNAP_MAX 8
@@ -200,31 +201,6 @@ GnnGraphNewGeneration(void)
 	g = gnn_shared->next_generation++;
 	LWLockRelease(gnn_shared->lock);
 	return g;
-}
-
-/* Mark (owner's) graph name as following its tables or not (track.c). */
-void
-GnnGraphSetTracked(const char *name, Oid owner, bool tracked)
-{
-	bool		unstore = false;
-
-	GnnGraphEntry *e;
-
-	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-	if ((e = GnnGraphEntryOf(name, owner)) != NULL)
-	{
-		e->tracked = tracked;
-		/* a graph that follows its tables is not stored (store.c) */
-		if (tracked && e->stored && e->handle != DSM_HANDLE_INVALID)
-		{
-			unstore = true;
-			e->stored = false;
-			e->part_stored = false;
-		}
-	}
-	LWLockRelease(gnn_shared->lock);
-	if (unstore)
-		GnnStoreRemove(MyDatabaseId, owner, name);
 }
 
 /* ------------------------------------------------------------------ long-term holders
@@ -439,6 +415,15 @@ GnnGraphExists(const char *name)
 	bool		found;
 
 	GnnRequirePreload();
+	switch (GnnPendingLookup(name, GetUserId(), NULL, NULL, NULL))
+	{
+		case GNN_PENDING_VERSION:
+			return true;
+		case GNN_PENDING_DROPPED:
+			return false;
+		default:
+			break;
+	}
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
 	found = FindEntry(name) != NULL;
 	LWLockRelease(gnn_shared->lock);
@@ -493,13 +478,17 @@ AcquireImpl(const char *name, GnnGraphRef *ref)
 	GnnGraphEntry *e;
 	gnn_error	err;
 	int			i;
+	GnnPendingState ps;
 
 	GnnRequirePreload();
 	GnnCheckGraphName(name);
 	memset(ref, 0, sizeof(*ref));
-	/* a graph this transaction refreshed (or loaded tracked) is seen as it will be published */
-	if (IsTransactionState() && GnnPendingVersion(name, &ref->entry, &ref->seg, &ref->dseg))
+	/* a graph this transaction loaded, refreshed or dropped is seen as it will be at commit */
+	if (IsTransactionState() &&
+		(ps = GnnPendingLookup(name, GetUserId(), &ref->entry, &ref->seg, &ref->dseg)) != GNN_PENDING_NONE)
 	{
+		if (ps == GNN_PENDING_DROPPED)
+			ReportNoGraph(name);
 		/*
 		 * a delta over the registered base: the base as this backend maps it
 		 * for this statement (SnapFind first drops an earlier statement's
@@ -826,136 +815,6 @@ GnnGraphUnreserve(uint64 bytes)
 	LWLockRelease(gnn_shared->lock);
 }
 
-/*
- * Publish a fully built graph.  The reservation made for it becomes the
- * graph's accounted memory; a replaced graph's memory is released from the
- * accounting (its segment lives on until its last reader detaches).  On
- * error the caller still owns the reservation and the segment.
- */
-void
-GnnGraphRegister(const GnnGraphEntry *proto, dsm_segment *seg, bool replace, uint64 reserved)
-{
-	GnnGraphEntry *e;
-	GnnGraphEntry *slot = NULL;
-	bool		old_files;		/* the version replaced has files in the store */
-
-	SnapInvalidate(proto->name);
-	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-	e = FindEntry(proto->name);
-	if (e != NULL)
-	{
-		if (!replace)
-		{
-			LWLockRelease(gnn_shared->lock);
-			ereport(ERROR,
-					(errcode(ERRCODE_DUPLICATE_OBJECT),
-					 errmsg("graph \"%s\" already exists", proto->name),
-					 errhint("Pass replace => true to replace it, or drop it first with gnn.drop_graph().")));
-		}
-		slot = e;				/* the caller's own: FindEntry matches the owner */
-	}
-	else
-	{
-		for (int i = 0; i < gnn_shared->max_graphs; i++)
-			if (!gnn_shared->graphs[i].in_use)
-			{
-				slot = &gnn_shared->graphs[i];
-				break;
-			}
-		if (slot == NULL)
-		{
-			LWLockRelease(gnn_shared->lock);
-			ereport(ERROR,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("too many graphs are loaded (gnn.max_graphs = %d)", gnn_shared->max_graphs),
-					 errhint("Drop graphs you no longer need, or raise gnn.max_graphs and restart the server.")));
-		}
-	}
-
-	/* nothing below can fail: pin, then swap */
-	dsm_pin_segment(seg);
-	old_files = slot->in_use && (slot->stored || slot->feat_disk);
-	if (slot->in_use)
-		EntryRetire(slot);
-	*slot = *proto;
-	slot->in_use = true;
-	slot->dbid = MyDatabaseId;
-	slot->handle = dsm_segment_handle(seg);
-	slot->bytes = reserved;
-	ReservationOwned(reserved);
-	slot->delta_handle = DSM_HANDLE_INVALID;
-	slot->delta_bytes = 0;
-	slot->cache_handle = DSM_HANDLE_INVALID;
-	slot->cache_bytes = 0;
-	/* a refresh numbers its version ahead (its change history names it) */
-	slot->generation = proto->generation ? proto->generation : gnn_shared->next_generation++;
-	{
-		uint64		live = slot->generation;
-
-		LWLockRelease(gnn_shared->lock);
-		/*
-		 * A stored version replaced by one kept in memory only must not come
-		 * back after a restart; the files of the version replaced go (readers
-		 * that opened them keep them open).
-		 */
-		if (proto->stored || proto->feat_disk)
-			GnnStoreRetire(MyDatabaseId, proto->owner, proto->name, proto->feat_disk ? live : 0, proto->stored);
-		else if (old_files)
-			GnnStoreRemove(MyDatabaseId, proto->owner, proto->name);
-		/* results computed on the graph it replaced can never be asked for again */
-		GnnCachePurgeGraph(proto->name, live);
-	}
-}
-
-/*
- * Publish a refresh's delta over the base the registry holds for the graph
- * now (proto->handle): the graph's new version, the base unchanged.  The
- * reservation becomes the delta's; the delta it replaces leaves the
- * accounting (its segment lives on while mapped).  Fails, changing nothing,
- * if the graph was dropped or replaced since.
- */
-void
-GnnGraphRegisterDelta(const GnnGraphEntry *proto, dsm_segment *dseg, uint64 reserved)
-{
-	GnnGraphEntry *e;
-	GnnGraphEntry keep;
-	uint64		live;
-
-	SnapInvalidate(proto->name);
-	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-	e = FindEntry(proto->name);
-	if (e == NULL || e->handle != proto->handle)
-	{
-		LWLockRelease(gnn_shared->lock);
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("graph \"%s\" was dropped or replaced while it was being refreshed", proto->name),
-				 errhint("Refresh it again, or reload it.")));
-	}
-	dsm_pin_segment(dseg);
-	GnnPartitionFree(e);
-	DeltaRetire(e);
-	SegmentRetire(&e->cache_handle, &e->cache_bytes);	/* (graphs that follow their tables have none) */
-	keep = *e;
-	*e = *proto;
-	e->in_use = true;
-	e->dbid = keep.dbid;
-	e->handle = keep.handle;
-	e->bytes = keep.bytes;
-	e->holders = keep.holders;
-	e->part_handle = DSM_HANDLE_INVALID;
-	e->part_bytes = 0;
-	e->cache_handle = DSM_HANDLE_INVALID;
-	e->cache_bytes = 0;
-	e->delta_handle = dsm_segment_handle(dseg);
-	e->delta_bytes = reserved;
-	ReservationOwned(reserved);
-	e->generation = proto->generation ? proto->generation : gnn_shared->next_generation++;
-	live = e->generation;
-	LWLockRelease(gnn_shared->lock);
-	GnnCachePurgeGraph(proto->name, live);
-}
-
 /* Does the caller's graph name have a delta over its loaded graph (registered, not pending)? */
 bool
 GnnGraphHasDelta(const char *name)
@@ -970,15 +829,554 @@ GnnGraphHasDelta(const char *name)
 	return has;
 }
 
+/* ------------------------------------------------------------------ changes at commit
+ *
+ * What a statement does to the registry follows its transaction, as CREATE
+ * TABLE and DROP TABLE do: loads, replaces, refreshes and drops are staged
+ * here and take effect when the transaction commits, not at all when it (or
+ * the savepoint they ran under) rolls back.  Until then the session sees its
+ * own staged state (the staged version when it reads the graph, a staged
+ * drop as "does not exist"); other sessions see the committed one.
+ *
+ * A staged version's region (or a refresh's delta over the registered base)
+ * is built and mapped at once, owned by the top transaction, and counted
+ * against gnn.max_graph_memory from then on.  A persisted version's
+ * graph.gnn is written under a pending name in the graph's store directory
+ * (a features file is named by its version already) and renamed over
+ * graph.gnn at commit; whatever does not commit is removed.
+ *
+ * Commit takes two steps.  Before the commit record (PRE_COMMIT), what can
+ * fail: a new name claims a registry slot (gnn.max_graphs), a delta checks
+ * that its base is still the registered version.  After it (COMMIT), what
+ * cannot fail: slots are filled, versions swapped, dropped entries retired,
+ * and the store's files renamed or removed (a failure there is a WARNING;
+ * the version is then in memory only).  Loads, refreshes and drops of one
+ * name hold the name's transaction lock (GnnLockGraph) until they end, so
+ * they commit in the order they staged.
+ *
+ * A staged entry shadows older ones of its name.  An older one staged in the
+ * same subtransaction can never come back and is freed at once (a loop that
+ * replaces a graph 200 times in one transaction holds one version); one from
+ * an enclosing subtransaction is kept while this one may still roll back.
+ * PREPARE TRANSACTION with staged changes is refused: they live in this
+ * process.
+ */
+typedef enum PendKind
+{
+	PEND_VERSION,				/* a new region (seg) or a delta over the registered base (dseg) */
+	PEND_DROP,
+	PEND_UNTRACK				/* the graph stops following its tables (tracked = false) */
+} PendKind;
+
+typedef struct Pending
+{
+	PendKind	kind;
+	GnnGraphEntry proto;		/* the version; a drop's or untrack's name and owner */
+	dsm_segment *seg;
+	dsm_segment *dseg;
+	uint64		reserved;
+	char		staged[32];		/* graph.gnn written under this name in the store ("": none) */
+	uint64		feat_gen;		/* a features file written for this version (0: none) */
+	int			slot;			/* a registry slot claimed at PRE_COMMIT for a new name (-1: none) */
+	SubTransactionId subid;
+} Pending;
+
+static Pending *pending = NULL;
+static int	npending = 0;
+static int	pending_cap = 0;
+static bool pending_callbacks = false;
+
+static bool
+PendSame(const Pending *p, const char *name, Oid owner)
+{
+	return p->proto.owner == owner && strcmp(p->proto.name, name) == 0;
+}
+
+/* p is not what the name will be: its memory, reservation, staged files and claimed slot go */
+static void
+PendRelease(Pending *p, bool detach)
+{
+	if (p->reserved)
+		GnnGraphUnreserve(p->reserved);
+	p->reserved = 0;
+	if (detach && p->seg)
+		dsm_detach(p->seg);
+	if (detach && p->dseg)
+		dsm_detach(p->dseg);
+	p->seg = p->dseg = NULL;
+	if (p->feat_gen)
+		GnnStoreRemoveFeatures(MyDatabaseId, p->proto.owner, p->proto.name, p->feat_gen);
+	p->feat_gen = 0;
+	if (p->staged[0])
+		GnnStoreRemoveStaged(MyDatabaseId, p->proto.owner, p->proto.name, p->staged);
+	p->staged[0] = '\0';
+	if (p->slot >= 0)
+	{
+		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+		memset(&gnn_shared->graphs[p->slot], 0, sizeof(GnnGraphEntry));
+		LWLockRelease(gnn_shared->lock);
+	}
+	p->slot = -1;
+}
+
+/* entry i goes from the list, order kept (commit applies entries in staging order) */
+static void
+PendRemove(int i, bool detach)
+{
+	PendRelease(&pending[i], detach);
+	memmove(&pending[i], &pending[i + 1], sizeof(Pending) * (npending - i - 1));
+	npending--;
+}
+
+/* Entries of name older than entry `upto` and staged at level subid are shadowed for good. */
+static void
+PendCollapse(int upto, SubTransactionId subid)
+{
+	for (int i = upto - 1; i >= 0; i--)
+		if (pending[i].subid == subid && pending[i].kind != PEND_UNTRACK &&
+			PendSame(&pending[i], pending[upto].proto.name, pending[upto].proto.owner))
+		{
+			PendRemove(i, true);
+			upto--;
+		}
+}
+
+/* whether entry i is what its name will be at commit: the newest version or drop of the name */
+static bool
+PendWins(int i)
+{
+	if (pending[i].kind == PEND_UNTRACK)
+		return false;
+	for (int k = i + 1; k < npending; k++)
+		if (pending[k].kind != PEND_UNTRACK && PendSame(&pending[k], pending[i].proto.name, pending[i].proto.owner))
+			return false;
+	return true;
+}
+
+static void PendXactCallback(XactEvent event, void *arg);
+static void PendSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+								SubTransactionId parentSubid, void *arg);
+
+static Pending *
+PendNew(PendKind kind, const char *name, Oid owner)
+{
+	Pending    *p;
+
+	if (!pending_callbacks)
+	{
+		RegisterXactCallback(PendXactCallback, NULL);
+		RegisterSubXactCallback(PendSubXactCallback, NULL);
+		pending_callbacks = true;
+	}
+	if (npending == pending_cap)
+	{
+		int			cap = pending_cap ? pending_cap * 2 : 8;
+
+		pending = pending ? repalloc(pending, sizeof(Pending) * cap)
+			: MemoryContextAlloc(TopMemoryContext, sizeof(Pending) * cap);
+		pending_cap = cap;
+	}
+	p = &pending[npending++];
+	memset(p, 0, sizeof(*p));
+	p->kind = kind;
+	strlcpy(p->proto.name, name, sizeof(p->proto.name));
+	p->proto.owner = owner;
+	p->proto.dbid = MyDatabaseId;
+	p->slot = -1;
+	p->subid = GetCurrentSubTransactionId();
+	return p;
+}
+
 /*
- * Drop the current role's graph name, or with owner another role's: a
- * superuser's (or a member of owner's) way to free the graphs of a role,
- * also of one that was dropped (owner => its OID).
+ * Stage seg, a version of graph proto->name built by this transaction, to
+ * become the graph at commit; reserved becomes the graph's.  staged: the
+ * pending name its graph.gnn was written under ("" or NULL: not persisted);
+ * feat_gen: its features file's version (0: none).  seg must be owned by the
+ * top transaction's resource owner.
+ */
+void
+GnnPublishAtCommit(const GnnGraphEntry *proto, dsm_segment *seg, uint64 reserved, const char *staged,
+				   uint64 feat_gen)
+{
+	Pending    *p = PendNew(PEND_VERSION, proto->name, proto->owner);
+
+	p->proto = *proto;
+	p->proto.dbid = MyDatabaseId;
+	p->seg = seg;
+	p->reserved = reserved;
+	if (staged)
+		strlcpy(p->staged, staged, sizeof(p->staged));
+	p->feat_gen = feat_gen;
+	PendCollapse(npending - 1, p->subid);
+}
+
+/* Stage dseg, a delta over the base registered now (proto->handle), as graph proto->name's next version. */
+void
+GnnPublishDeltaAtCommit(const GnnGraphEntry *proto, dsm_segment *dseg, uint64 reserved)
+{
+	Pending    *p = PendNew(PEND_VERSION, proto->name, proto->owner);
+
+	p->proto = *proto;
+	p->proto.dbid = MyDatabaseId;
+	p->dseg = dseg;
+	p->reserved = reserved;
+	PendCollapse(npending - 1, p->subid);
+}
+
+/* Stage the drop of owner's graph name. */
+void
+GnnDropAtCommit(const char *name, Oid owner)
+{
+	Pending    *p = PendNew(PEND_DROP, name, owner);
+
+	PendCollapse(npending - 1, p->subid);
+}
+
+/* Stage: owner's graph name follows its tables no more (the refresher passes it by). */
+void
+GnnUntrackAtCommit(const char *name, Oid owner)
+{
+	(void) PendNew(PEND_UNTRACK, name, owner);
+}
+
+/*
+ * What this transaction staged for owner's graph name: GNN_PENDING_NONE,
+ * GNN_PENDING_DROPPED, or GNN_PENDING_VERSION with *entry its entry and
+ * *seg its region (*dseg NULL), or *seg NULL and *dseg a delta over the
+ * registered base entry->handle.  Any of the outputs may be NULL.
+ */
+GnnPendingState
+GnnPendingLookup(const char *name, Oid owner, GnnGraphEntry *entry, dsm_segment **seg, dsm_segment **dseg)
+{
+	if (seg)
+		*seg = NULL;
+	if (dseg)
+		*dseg = NULL;
+	for (int i = npending - 1; i >= 0; i--)
+	{
+		Pending    *p = &pending[i];
+
+		if (p->kind == PEND_UNTRACK || !PendSame(p, name, owner) || p->proto.dbid != MyDatabaseId)
+			continue;
+		if (p->kind == PEND_DROP)
+			return GNN_PENDING_DROPPED;
+		if (entry)
+		{
+			*entry = p->proto;
+			/* the base's size and handle as registered now, for a delta */
+			entry->in_use = true;
+		}
+		if (seg)
+			*seg = p->seg;
+		if (dseg)
+			*dseg = p->dseg;
+		return GNN_PENDING_VERSION;
+	}
+	return GNN_PENDING_NONE;
+}
+
+/* The versions this transaction staged, for listing (gnn.graphs): up to max into out, as entries. */
+int
+GnnPendingVersions(GnnGraphEntry *out, int max)
+{
+	int			n = 0;
+
+	for (int i = 0; i < npending && n < max; i++)
+		if (pending[i].kind == PEND_VERSION && pending[i].proto.dbid == MyDatabaseId && PendWins(i))
+			out[n++] = pending[i].proto;
+	return n;
+}
+
+/* caller holds the lock exclusively (or is the postmaster at startup): a free slot, or NULL */
+GnnGraphEntry *
+GnnRegistryFreeSlot(void)
+{
+	for (int i = 0; i < gnn_shared->max_graphs; i++)
+		if (!gnn_shared->graphs[i].in_use)
+			return &gnn_shared->graphs[i];
+	return NULL;
+}
+
+/*
+ * Before the commit record: what can fail.  A new name claims a slot (in
+ * use, but no database's: no lookup finds it); a delta's base must still be
+ * registered.
+ */
+static void
+PendPreCommit(void)
+{
+	for (int i = 0; i < npending; i++)
+	{
+		Pending    *p = &pending[i];
+		GnnGraphEntry *e;
+
+		if (p->kind != PEND_VERSION || !PendWins(i))
+			continue;
+		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+		e = GnnGraphEntryOf(p->proto.name, p->proto.owner);
+		if (p->dseg && (e == NULL || e->handle != p->proto.handle))
+		{
+			LWLockRelease(gnn_shared->lock);
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("graph \"%s\" was dropped or replaced while it was being refreshed", p->proto.name),
+					 errhint("Refresh it again, or reload it.")));
+		}
+		if (p->seg && e == NULL && p->slot < 0)
+		{
+			GnnGraphEntry *slot = GnnRegistryFreeSlot();
+
+			if (slot == NULL)
+			{
+				LWLockRelease(gnn_shared->lock);
+				ereport(ERROR,
+						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+						 errmsg("too many graphs are loaded (gnn.max_graphs = %d)", gnn_shared->max_graphs),
+						 errdetail("Graph \"%s\" was not loaded: its transaction rolled back.", p->proto.name),
+						 errhint("Drop graphs you no longer need, or raise gnn.max_graphs and restart the server.")));
+			}
+			memset(slot, 0, sizeof(*slot));
+			slot->in_use = true;	/* claimed: dbid InvalidOid, so no lookup finds it */
+			p->slot = slot - gnn_shared->graphs;
+		}
+		LWLockRelease(gnn_shared->lock);
+	}
+}
+
+/* after the commit record: p (a winning version) becomes the graph; cannot fail */
+static void
+PendInstallVersion(Pending *p)
+{
+	GnnGraphEntry *e;
+	bool		old_files = false;
+	uint64		live;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = GnnGraphEntryOf(p->proto.name, p->proto.owner);
+	if (p->dseg)
+	{
+		GnnGraphEntry keep;
+
+		if (e == NULL || e->handle != p->proto.handle)
+		{
+			/* checked at PRE_COMMIT under the name's lock: cannot happen */
+			LWLockRelease(gnn_shared->lock);
+			ereport(WARNING,
+					(errmsg("graph \"%s\": its refresh was not published: the graph was replaced meanwhile",
+							p->proto.name)));
+			return;
+		}
+		dsm_pin_segment(p->dseg);
+		GnnPartitionFree(e);
+		DeltaRetire(e);
+		SegmentRetire(&e->cache_handle, &e->cache_bytes);	/* (graphs that follow their tables have none) */
+		keep = *e;
+		*e = p->proto;
+		e->in_use = true;
+		e->dbid = keep.dbid;
+		e->handle = keep.handle;
+		e->bytes = keep.bytes;
+		e->holders = keep.holders;
+		e->stored = keep.stored;
+		e->part_handle = DSM_HANDLE_INVALID;
+		e->part_bytes = 0;
+		e->part_stored = false;
+		e->cache_handle = DSM_HANDLE_INVALID;
+		e->cache_bytes = 0;
+		e->delta_handle = dsm_segment_handle(p->dseg);
+		e->delta_bytes = p->reserved;
+		ReservationOwned(p->reserved);
+		p->reserved = 0;
+		e->generation = p->proto.generation ? p->proto.generation : gnn_shared->next_generation++;
+		live = e->generation;
+		LWLockRelease(gnn_shared->lock);
+		dsm_detach(p->dseg);
+		p->dseg = NULL;
+		GnnCachePurgeGraph(p->proto.name, p->proto.owner, live);
+		return;
+	}
+	if (e == NULL)
+	{
+		Assert(p->slot >= 0);
+		e = &gnn_shared->graphs[p->slot];
+	}
+	else
+	{
+		old_files = e->stored || e->feat_disk;
+		EntryRetire(e);
+		/* a slot claimed meanwhile is not needed after all (another session's drop... cannot: the lock) */
+		if (p->slot >= 0)
+			memset(&gnn_shared->graphs[p->slot], 0, sizeof(GnnGraphEntry));
+	}
+	p->slot = -1;
+	dsm_pin_segment(p->seg);
+	*e = p->proto;
+	e->in_use = true;
+	e->dbid = MyDatabaseId;
+	e->handle = dsm_segment_handle(p->seg);
+	e->bytes = p->reserved;
+	ReservationOwned(p->reserved);
+	p->reserved = 0;
+	e->delta_handle = DSM_HANDLE_INVALID;
+	e->delta_bytes = 0;
+	e->cache_handle = DSM_HANDLE_INVALID;
+	e->cache_bytes = 0;
+	e->holders = 0;
+	e->part_handle = DSM_HANDLE_INVALID;
+	e->part_bytes = 0;
+	e->part_stored = false;
+	e->stored = p->staged[0] != '\0';
+	/* a refresh numbers its version ahead (its change history names it) */
+	e->generation = p->proto.generation ? p->proto.generation : gnn_shared->next_generation++;
+	live = e->generation;
+	LWLockRelease(gnn_shared->lock);
+	dsm_detach(p->seg);
+	p->seg = NULL;
+
+	/*
+	 * The store: the version's graph.gnn takes its place, and the files of
+	 * the version it replaced go (readers that opened them keep them open);
+	 * a version kept in memory only must not leave an older one to come back
+	 * after a restart.
+	 */
+	if (p->staged[0])
+	{
+		if (!GnnStoreCommitStaged(MyDatabaseId, p->proto.owner, p->proto.name, p->staged))
+		{
+			LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+			if ((e = GnnGraphEntryOf(p->proto.name, p->proto.owner)) != NULL && e->generation == live)
+				e->stored = false;
+			LWLockRelease(gnn_shared->lock);
+		}
+		p->staged[0] = '\0';
+		GnnStoreRetire(MyDatabaseId, p->proto.owner, p->proto.name, p->proto.feat_disk ? live : 0, true);
+	}
+	else if (p->proto.feat_disk)
+		GnnStoreRetire(MyDatabaseId, p->proto.owner, p->proto.name, live, false);
+	else if (old_files)
+		GnnStoreRemove(MyDatabaseId, p->proto.owner, p->proto.name);
+	p->feat_gen = 0;			/* the graph's now */
+	/* results computed on the graph it replaced can never be asked for again */
+	GnnCachePurgeGraph(p->proto.name, p->proto.owner, live);
+}
+
+/* after the commit record: the graph goes; cannot fail */
+static void
+PendInstallDrop(Pending *p)
+{
+	GnnGraphEntry *e;
+	bool		stored = false;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = GnnGraphEntryOf(p->proto.name, p->proto.owner);
+	if (e != NULL)
+	{
+		stored = e->stored || e->feat_disk;
+		EntryRetire(e);
+		memset(e, 0, sizeof(*e));
+	}
+	LWLockRelease(gnn_shared->lock);
+	if (stored)
+		GnnStoreRemove(MyDatabaseId, p->proto.owner, p->proto.name);
+	GnnCachePurgeGraph(p->proto.name, p->proto.owner, 0);
+}
+
+static void
+PendInstallUntrack(Pending *p)
+{
+	GnnGraphEntry *e;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	if ((e = GnnGraphEntryOf(p->proto.name, p->proto.owner)) != NULL)
+		e->tracked = false;
+	LWLockRelease(gnn_shared->lock);
+}
+
+static void
+PendXactCallback(XactEvent event, void *arg)
+{
+	if (npending == 0)
+		return;
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			PendPreCommit();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot PREPARE a transaction that loaded, replaced, refreshed, dropped or untracked a graph"),
+					 errdetail("Those changes are held by this session until the transaction ends."),
+					 errhint("Commit the transaction instead, or make the graph changes in a transaction of their own.")));
+			break;
+		case XACT_EVENT_COMMIT:
+			for (int i = 0; i < npending; i++)
+			{
+				Pending    *p = &pending[i];
+
+				if (p->kind == PEND_UNTRACK)
+				{
+					/* a later version of the name decides whether it is tracked */
+					bool		later = false;
+
+					for (int k = i + 1; k < npending && !later; k++)
+						later = pending[k].kind == PEND_VERSION && PendSame(&pending[k], p->proto.name, p->proto.owner);
+					if (!later)
+						PendInstallUntrack(p);
+				}
+				else if (!PendWins(i))
+					continue;
+				else if (p->kind == PEND_DROP)
+					PendInstallDrop(p);
+				else
+					PendInstallVersion(p);
+			}
+			while (npending > 0)
+				PendRemove(npending - 1, true);
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			/* the mappings go with the transaction's resource owner; unpinned, the segments too */
+			while (npending > 0)
+				PendRemove(npending - 1, false);
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+PendSubXactCallback(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		for (int i = npending - 1; i >= 0; i--)
+			if (pending[i].subid == mySubid)
+				PendRemove(i, true);
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		for (int i = 0; i < npending; i++)
+			if (pending[i].subid == mySubid)
+				pending[i].subid = parentSubid;
+		/* what the savepoint's entries shadow at the parent's level can never come back */
+		for (int i = npending - 1; i >= 0; i--)
+			if (i < npending && pending[i].subid == parentSubid && pending[i].kind != PEND_UNTRACK)
+				PendCollapse(i, parentSubid);
+	}
+}
+
+/*
+ * Drop the current role's graph name, or with owner another role's (a
+ * superuser's, or a member of owner's, way to free the graphs of a role,
+ * also of one that was dropped: owner => its OID), when the transaction
+ * commits.  The session sees it gone at once.
  */
 bool
 GnnGraphDrop(const char *name, bool if_exists, Oid owner)
 {
-	GnnGraphEntry *e;
+	GnnPendingState ps;
+	bool		found;
 
 	GnnRequirePreload();
 	GnnCheckGraphName(name);
@@ -989,13 +1387,18 @@ GnnGraphDrop(const char *name, bool if_exists, Oid owner)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to drop another role's graphs"),
 				 errhint("Only a superuser or a member of the owning role may pass owner =>.")));
-	SnapInvalidate(name);
-	GnnLockGraph(name, owner);	/* not while a load of the name writes its files */
-	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-	e = GnnGraphEntryOf(name, owner);
-	if (e == NULL)
+	GnnLockGraph(name, owner);	/* loads, refreshes and drops of the name in turn */
+	ps = GnnPendingLookup(name, owner, NULL, NULL, NULL);
+	if (ps == GNN_PENDING_NONE)
 	{
+		LWLockAcquire(gnn_shared->lock, LW_SHARED);
+		found = GnnGraphEntryOf(name, owner) != NULL;
 		LWLockRelease(gnn_shared->lock);
+	}
+	else
+		found = ps == GNN_PENDING_VERSION;
+	if (!found)
+	{
 		if (if_exists)
 		{
 			ereport(NOTICE,
@@ -1004,18 +1407,7 @@ GnnGraphDrop(const char *name, bool if_exists, Oid owner)
 		}
 		ReportNoGraph(name);
 	}
-	{
-		bool		stored = e->stored || e->feat_disk;
-		Oid			dbid = e->dbid;
-
-		EntryRetire(e);
-		memset(e, 0, sizeof(*e));
-		LWLockRelease(gnn_shared->lock);
-		if (stored)
-			GnnStoreRemove(dbid, owner, name);
-	}
-	if (owner == GetUserId())
-		GnnCachePurgeGraph(name, 0);
+	GnnDropAtCommit(name, owner);
 	return true;
 }
 

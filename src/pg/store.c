@@ -65,6 +65,7 @@
 #define STORE_ROOT "gnn"
 #define GRAPH_FILE "graph.gnn"
 #define PART_FILE "partition.gnn"
+#define PENDING_PREFIX "pending-"
 
 bool		gnn_persist_graphs = true;
 int			gnn_feature_cache_kb = 262144;
@@ -116,18 +117,24 @@ ReportStoreError(const char *what, const char *name, const gnn_error *err)
 					 "(or SET gnn.persist_graphs = off) to keep it in memory only.")));
 }
 
+static bool RemoveFile(const char *dir, const char *file);
+
 /*
- * Write proto's region as its graph.gnn, before it is registered (the caller
- * holds the graph's lock, so loads of one name write and register in the
- * same order).  proto->generation must be set.  Any older partition.gnn
- * goes: it belonged to the version this one replaces.
+ * Write proto's region as a pending graph.gnn of its graph: under a name of
+ * its own ("pending-<pid>-<n>.gnn", returned), renamed over graph.gnn when
+ * its transaction commits (GnnStoreCommitStaged), removed when it does not
+ * (GnnStoreRemoveStaged; a crash's leftovers by the next scan).  The caller
+ * holds the graph's lock, so loads of one name stage and commit in turn.
+ * proto->generation must be set.
  */
-void
-GnnStorePersist(GnnGraphEntry *proto, const void *region, uint64 size)
+char *
+GnnStoreStage(GnnGraphEntry *proto, const void *region, uint64 size)
 {
+	static uint32 serial = 0;
 	StoredMeta *meta;
 	char	   *dir = GnnStoreDir(MyDatabaseId, proto->owner, proto->name);
 	char	   *dbdir = psprintf(STORE_ROOT "/%u", MyDatabaseId);
+	char	   *file = psprintf(PENDING_PREFIX "%d-%u.gnn", MyProcPid, ++serial);
 	gnn_error	err;
 
 	MakeDir(STORE_ROOT);
@@ -139,13 +146,55 @@ GnnStorePersist(GnnGraphEntry *proto, const void *region, uint64 size)
 	meta->entry.dbid = MyDatabaseId;
 	meta->entry.stored = true;
 	meta->entry.part_stored = false;
-	if (gnn_store_write(dir, GRAPH_FILE, GNN_STORE_GRAPH, proto->generation, meta, sizeof(StoredMeta),
+	if (gnn_store_write(dir, file, GNN_STORE_GRAPH, proto->generation, meta, sizeof(StoredMeta),
 						region, size, &err) != GNN_OK)
 		ReportStoreError("write", proto->name, &err);
-	GnnStoreRemovePartition(MyDatabaseId, proto->owner, proto->name);
 	proto->stored = true;
 	proto->part_stored = false;
 	pfree(meta);
+	return file;
+}
+
+/*
+ * At commit: the staged file becomes the graph's graph.gnn, and the
+ * partition of the version it replaces goes.  Never fails (a commit
+ * callback): false, with a WARNING, when the rename did not happen.
+ */
+bool
+GnnStoreCommitStaged(Oid dbid, Oid owner, const char *name, const char *staged)
+{
+	char	   *dir = GnnStoreDir(dbid, owner, name);
+	char	   *from = psprintf("%s/%s", dir, staged);
+	char	   *to = psprintf("%s/%s", dir, GRAPH_FILE);
+	gnn_error	err;
+
+	if (rename(from, to) != 0)
+	{
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("graph \"%s\" was not written to the graph store: could not rename \"%s\" to \"%s\": %m",
+						name, from, to),
+				 errdetail("It is in memory, and goes with a restart.")));
+		(void) gnn_store_unlink(from);
+		return false;
+	}
+	(void) RemoveFile(dir, PART_FILE);
+	if (gnn_store_sync_dir(dir, &err) != GNN_OK)
+		ereport(WARNING,
+				(errcode(ERRCODE_IO_ERROR),
+				 errmsg("graph \"%s\": could not sync its store directory: %s", name, err.msg)));
+	return true;
+}
+
+/* A staged file that will not commit goes (abort callbacks: warnings only). */
+void
+GnnStoreRemoveStaged(Oid dbid, Oid owner, const char *name, const char *staged)
+{
+	char	   *dir = GnnStoreDir(dbid, owner, name);
+
+	(void) RemoveFile(dir, staged);
+	/* a graph's first load that did not commit leaves no directory (rmdir keeps one that has files) */
+	(void) rmdir(dir);
 }
 
 /* Write the partition the entry now has as partition.gnn (after publishing it). */
@@ -234,7 +283,9 @@ ParseFeatFile(const char *file, uint64 *generation)
 /*
  * Remove the files of graph directory dir that no longer belong to its
  * graph: features files of versions other than keep (0: all of them),
- * temporaries, and with keep_graph false graph.gnn and partition.gnn too.
+ * temporaries and pending graph.gnn of loads that did not commit (a name's
+ * loads hold its lock, so none is in progress when its graph is retired),
+ * and with keep_graph false graph.gnn and partition.gnn too.
  * Readers that opened a features file keep reading it: unlinking leaves an
  * open file readable.  Returns whether anything went.  Used by the
  * postmaster's scan too: warnings only, never an error.
@@ -260,7 +311,8 @@ RetireIn(const char *dir, uint64 keep, bool keep_graph)
 		else if (strcmp(de->d_name, GRAPH_FILE) == 0 || strcmp(de->d_name, PART_FILE) == 0)
 			go = !keep_graph;
 		else
-			go = strcmp(de->d_name, GRAPH_FILE ".tmp") == 0 || strcmp(de->d_name, PART_FILE ".tmp") == 0;
+			go = strcmp(de->d_name, GRAPH_FILE ".tmp") == 0 || strcmp(de->d_name, PART_FILE ".tmp") == 0 ||
+				strncmp(de->d_name, PENDING_PREFIX, strlen(PENDING_PREFIX)) == 0;
 		if (go)
 			removed |= RemoveFile(dir, de->d_name);
 	}
@@ -707,15 +759,6 @@ GnnFeaturesAttach(const GnnGraphEntry *e, gnn_graph *g)
 /* ------------------------------------------------------------------ startup */
 
 /* a free registry slot, or NULL */
-static GnnGraphEntry *
-FreeSlot(void)
-{
-	for (int i = 0; i < gnn_shared->max_graphs; i++)
-		if (!gnn_shared->graphs[i].in_use)
-			return &gnn_shared->graphs[i];
-	return NULL;
-}
-
 /* "<owner>_<hex>" into owner and name; false if it is not one of ours */
 static bool
 ParseGraphDir(const char *d, Oid *owner, char *name)
@@ -777,7 +820,7 @@ ScanGraph(Oid dbid, const char *dbpath, const char *d)
 		(void) rmdir(path);
 		return;
 	}
-	if ((e = FreeSlot()) == NULL)
+	if ((e = GnnRegistryFreeSlot()) == NULL)
 	{
 		elog(LOG, "gnn: graph store: no registry slot for graph \"%s\" (gnn.max_graphs = %d); it stays on disk",
 			 name, gnn_shared->max_graphs);
@@ -1295,11 +1338,12 @@ gnn_feature_cache(PG_FUNCTION_ARGS)
 
 /*
  * Dropping the extension in a database drops that database's graphs, from
- * shared memory and from the store, when the dropping transaction commits
- * (a rolled-back DROP EXTENSION changes nothing).
+ * shared memory and from the store, and stops its jobs, when the dropping
+ * transaction commits (a rolled-back DROP EXTENSION changes nothing).
  */
 static object_access_hook_type prev_object_access = NULL;
 static bool drop_pending = false;
+static Oid	drop_extoid = InvalidOid;
 static bool drop_callback = false;
 
 static void
@@ -1314,6 +1358,7 @@ StoreXactCallback(XactEvent event, void *arg)
 		struct dirent *de;
 
 		drop_pending = false;
+		GnnJobsStopExtension(drop_extoid);
 		GnnGraphDropDatabase(MyDatabaseId);
 		if ((dd = opendir(dbdir)) != NULL)
 		{
@@ -1341,6 +1386,7 @@ StoreObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 	if (access == OAT_DROP && classId == ExtensionRelationId && objectId == get_extension_oid("gnn", true))
 	{
 		drop_pending = true;
+		drop_extoid = objectId;
 		if (!drop_callback)
 		{
 			RegisterXactCallback(StoreXactCallback, NULL);

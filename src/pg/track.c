@@ -40,6 +40,13 @@
 #include <math.h>
 
 #include "access/heapam.h"
+#include "utils/acl.h"
+#include "catalog/indexing.h"
+#include "utils/fmgroids.h"
+#include "access/genam.h"
+#include "parser/parser.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/dependency.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -49,6 +56,8 @@
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
+#include "commands/event_trigger.h"
+#include "tcop/deparse_utility.h"
 #include "commands/trigger.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
@@ -99,6 +108,9 @@ typedef struct ChangeHdr
 	int64		nadd;
 } ChangeHdr;
 
+/* a 't' log row's rows when DDL wrote it (gnn._ddl_watch): the reload says so */
+#define DDL_ROWS (-1)
+
 /* log columns */
 enum
 {
@@ -125,13 +137,12 @@ LogRelid(void)
 	return r;
 }
 
-/* "gnn_capture_<16 hex>": the triggers of one (owner, graph) carry this prefix */
-static char *
-TriggerPrefix(const char *graph, Oid owner)
+/* the lock of (owner, graph): field4 3, not one of pg_advisory_lock's key spaces (1, 2) */
+static void
+GnnGraphLockTag(LOCKTAG *tag, const char *graph, Oid owner)
 {
-	uint64		h = hash_bytes_extended((const unsigned char *) graph, strlen(graph), owner);
-
-	return psprintf("gnn_capture_%016llx", (unsigned long long) h);
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, hash_bytes((const unsigned char *) graph, strlen(graph)),
+						 owner, 3);
 }
 
 void
@@ -139,163 +150,8 @@ GnnLockGraph(const char *graph, Oid owner)
 {
 	LOCKTAG		tag;
 
-	/* field4 3: not one of pg_advisory_lock's key spaces (1, 2) */
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, hash_bytes((const unsigned char *) graph, strlen(graph)),
-						 owner, 3);
+	GnnGraphLockTag(&tag, graph, owner);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-}
-
-/* ------------------------------------------------------------------ publish at commit */
-#define PENDING_MAX 16
-typedef struct Pending
-{
-	GnnGraphEntry proto;
-	dsm_segment *seg;			/* the new region, NULL for a delta */
-	dsm_segment *dseg;			/* a delta over the registered base (proto.handle), NULL for a new region */
-	uint64		reserved;
-	SubTransactionId subid;
-} Pending;
-
-static Pending *pending = NULL;
-static int	npending = 0;
-static bool callbacks_set = false;
-
-static void
-PendingForget(int i, bool detach)
-{
-	if (pending[i].reserved)
-		GnnGraphUnreserve(pending[i].reserved);
-	if (detach && pending[i].seg)
-		dsm_detach(pending[i].seg);
-	if (detach && pending[i].dseg)
-		dsm_detach(pending[i].dseg);
-	pending[i] = pending[--npending];
-}
-
-static void
-TrackXactCallback(XactEvent event, void *arg)
-{
-	if (npending == 0)
-		return;
-	switch (event)
-	{
-		case XACT_EVENT_PRE_COMMIT:
-			while (npending > 0)
-			{
-				Pending    *p = &pending[npending - 1];
-
-				/* can fail (gnn.max_graphs): then the transaction aborts, log rows and all */
-				if (p->dseg)
-					GnnGraphRegisterDelta(&p->proto, p->dseg, p->reserved);
-				else
-					GnnGraphRegister(&p->proto, p->seg, true, p->reserved);
-				p->reserved = 0;
-				if (p->seg)
-					dsm_detach(p->seg);
-				if (p->dseg)
-					dsm_detach(p->dseg);
-				npending--;
-			}
-			break;
-		case XACT_EVENT_PRE_PREPARE:
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot PREPARE a transaction that refreshed or loaded a tracked graph")));
-			break;
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-			/* the mappings go with the transaction's resource owner; unpinned, the segments too */
-			while (npending > 0)
-				PendingForget(npending - 1, false);
-			break;
-		default:
-			break;
-	}
-}
-
-static void
-TrackSubXactCallback(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid,
-					 void *arg)
-{
-	for (int i = npending - 1; i >= 0; i--)
-	{
-		if (pending[i].subid != mySubid)
-			continue;
-		if (event == SUBXACT_EVENT_ABORT_SUB)
-			PendingForget(i, true);
-		else if (event == SUBXACT_EVENT_COMMIT_SUB)
-			pending[i].subid = parentSubid;
-	}
-}
-
-/*
- * Publish seg as graph proto->name when the transaction commits; reserved
- * becomes the graph's.  An earlier pending version of the same graph in this
- * transaction is superseded.
- */
-static void PublishPending(const GnnGraphEntry *proto, dsm_segment *seg, dsm_segment *dseg, uint64 reserved);
-
-void
-GnnPublishAtCommit(const GnnGraphEntry *proto, dsm_segment *seg, uint64 reserved)
-{
-	PublishPending(proto, seg, NULL, reserved);
-}
-
-/*
- * Publish dseg, a delta over the base registered now (proto->handle), as
- * graph proto->name when the transaction commits.
- */
-void
-GnnPublishDeltaAtCommit(const GnnGraphEntry *proto, dsm_segment *dseg, uint64 reserved)
-{
-	/* the base is the registry's: readers in this transaction map it as they need it */
-	PublishPending(proto, NULL, dseg, reserved);
-}
-
-static void
-PublishPending(const GnnGraphEntry *proto, dsm_segment *seg, dsm_segment *dseg, uint64 reserved)
-{
-	if (!callbacks_set)
-	{
-		pending = MemoryContextAllocZero(TopMemoryContext, sizeof(Pending) * PENDING_MAX);
-		RegisterXactCallback(TrackXactCallback, NULL);
-		RegisterSubXactCallback(TrackSubXactCallback, NULL);
-		callbacks_set = true;
-	}
-	for (int i = npending - 1; i >= 0; i--)
-		if (strcmp(pending[i].proto.name, proto->name) == 0 && pending[i].proto.owner == proto->owner)
-			PendingForget(i, true);
-	if (npending >= PENDING_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("too many tracked graphs refreshed or loaded in one transaction (at most %d)",
-						PENDING_MAX)));
-	pending[npending].proto = *proto;
-	pending[npending].seg = seg;
-	pending[npending].dseg = dseg;
-	pending[npending].reserved = reserved;
-	pending[npending].subid = GetCurrentSubTransactionId();
-	npending++;
-}
-
-/*
- * This transaction's unpublished version of the caller's graph name: false
- * when none; else *seg its region and *dseg NULL, or *seg NULL and *dseg a
- * delta over the registered base entry->handle.
- */
-bool
-GnnPendingVersion(const char *name, GnnGraphEntry *entry, dsm_segment **seg, dsm_segment **dseg)
-{
-	*seg = *dseg = NULL;
-	for (int i = 0; i < npending; i++)
-		if (strcmp(pending[i].proto.name, name) == 0 && pending[i].proto.owner == GetUserId())
-		{
-			*entry = pending[i].proto;
-			*seg = pending[i].seg;
-			*dseg = pending[i].dseg;
-			return true;
-		}
-	return false;
 }
 
 /* ------------------------------------------------------------------ triggers */
@@ -304,8 +160,9 @@ typedef struct TrigSpec
 	Oid			relid;
 	char		kind;			/* 'e' edge table, 'n' node table, 'f' sparse feature table, 's' a table of a
 								 * schema graph */
-	char	   *args;			/* the trigger's arguments, NUL-separated as in pg_trigger.tgargs */
+	char	   *args;			/* kind and loaded columns, NUL-separated ('' for a column not loaded) */
 	int			args_len;
+	bool		present;		/* SyncTriggers: its triggers exist already */
 } TrigSpec;
 
 static const char *
@@ -314,23 +171,20 @@ NonEmpty(const char *s)
 	return s ? s : "";
 }
 
-/* The arguments of one table's capture triggers: graph, owner, kind, columns. */
+/* What one table's capture triggers read: kind, then four columns. */
 static void
-SpecArgs(TrigSpec *t, const char *graph, Oid owner, char kind, const char *c1, const char *c2,
-		 const char *c3, const char *c4)
+SpecArgs(TrigSpec *t, char kind, const char *c1, const char *c2, const char *c3, const char *c4)
 {
 	StringInfoData b;
-	const char *parts[7];
+	const char *parts[5];
 
-	parts[0] = graph;
-	parts[1] = psprintf("%u", owner);
-	parts[2] = kind == 'e' ? "e" : kind == 's' ? "s" : kind == 'f' ? "f" : "n";
-	parts[3] = NonEmpty(c1);
-	parts[4] = NonEmpty(c2);
-	parts[5] = NonEmpty(c3);
-	parts[6] = NonEmpty(c4);
+	parts[0] = kind == 'e' ? "e" : kind == 's' ? "s" : kind == 'f' ? "f" : "n";
+	parts[1] = NonEmpty(c1);
+	parts[2] = NonEmpty(c2);
+	parts[3] = NonEmpty(c3);
+	parts[4] = NonEmpty(c4);
 	initStringInfo(&b);
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 5; i++)
 		appendBinaryStringInfo(&b, parts[i], strlen(parts[i]) + 1);
 	t->kind = kind;
 	t->args = b.data;
@@ -343,7 +197,17 @@ CheckTrackable(Oid relid, const char *graph)
 	char		kind = get_rel_relkind(relid);
 
 	if (kind == RELKIND_RELATION || kind == RELKIND_PARTITIONED_TABLE)
+	{
+		if (pg_class_aclcheck(relid, GetUserId(), ACL_TRIGGER) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to track graph \"%s\": role %s may not create triggers on %s",
+							graph, GetUserNameFromId(GetUserId(), false), QualifiedRelName(relid)),
+					 errdetail("Change capture puts triggers on every table the graph reads, which needs the TRIGGER privilege."),
+					 errhint("Ask the table's owner to run GRANT TRIGGER ON %s TO %s, or load the graph without track.",
+							 QualifiedRelName(relid), quote_identifier(GetUserNameFromId(GetUserId(), false)))));
 		return;
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 			 errmsg("cannot track graph \"%s\": %s is a %s", graph, QualifiedRelName(relid),
@@ -362,41 +226,52 @@ WithPartitions(Oid relid)
 	return list_make1_oid(relid);
 }
 
+/*
+ * One capture trigger as gnn.capture binds it: the extension records which
+ * graph (and owner) each trigger it made feeds, and gnn._capture acts only
+ * for a trigger recorded there, so neither the trigger's definition nor
+ * anything a role can write decides whose log it writes.
+ */
 typedef struct ExistingTrig
 {
+	Oid			tgoid;
 	Oid			relid;
-	char	   *name;			/* without the _i/_u/_d/_t suffix */
-	bytea	   *args;
+	char	   *relname;		/* as it was named when the trigger was made */
+	bytea	   *args;			/* as TrigSpec's */
 } ExistingTrig;
 
-/* the capture triggers of (owner, graph) now in the catalog, one per table (the insert one) */
+/* the capture triggers of (owner, graph) gnn.capture records, four per table */
 static List *
-ExistingTriggers(const char *prefix)
+ExistingTriggers(const char *graph, Oid owner)
 {
 	List	   *out = NIL;
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
+	Oid			types[2] = {TEXTOID, OIDOID};
+	Datum		values[2];
 	MemoryContext cxt = CurrentMemoryContext;
 
-	values[0] = CStringGetTextDatum(psprintf("%s\\_i", prefix));
+	values[0] = CStringGetTextDatum(graph);
+	values[1] = ObjectIdGetDatum(owner);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT tgrelid, tgargs FROM pg_catalog.pg_trigger "
-							  "WHERE tgname LIKE $1 AND tgfoid = 'gnn._capture()'::pg_catalog.regprocedure",
-							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_trigger");
+	GnnCatalogExec("SELECT trigger, relid, args, relname FROM gnn.capture WHERE graph = $1 AND owner = $2::regrole "
+				   "ORDER BY trigger", 2, types, values, NULL, 0);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		n1,
-					n2;
-		Datum		r = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &n1);
-		Datum		a = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &n2);
+					n2,
+					n3,
+					n4;
+		Datum		o = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &n1);
+		Datum		r = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &n2);
+		Datum		a = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &n3);
+		Datum		rn = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4, &n4);
 		MemoryContext old = MemoryContextSwitchTo(cxt);
 		ExistingTrig *t = palloc0(sizeof(ExistingTrig));
 
+		t->tgoid = DatumGetObjectId(o);
 		t->relid = DatumGetObjectId(r);
-		t->name = pstrdup(prefix);
-		t->args = n2 ? NULL : DatumGetByteaPCopy(a);
+		t->args = DatumGetByteaPCopy(a);
+		t->relname = TextDatumGetCString(rn);
 		out = lappend(out, t);
 		MemoryContextSwitchTo(old);
 	}
@@ -404,52 +279,149 @@ ExistingTriggers(const char *prefix)
 	return out;
 }
 
-static void
-ExecDDL(const char *sql)
+/* the trigger's tgenabled ('O', 'A', 'R', 'D'), or '\0' when pg_trigger has it no more (its table went) */
+static char
+TriggerState(Oid tgoid)
 {
+	Relation	tgrel = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char		state = '\0';
+
+	ScanKeyInit(&key, Anum_pg_trigger_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(tgoid));
+	scan = systable_beginscan(tgrel, TriggerOidIndexId, true, NULL, 1, &key);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+		state = ((Form_pg_trigger) GETSTRUCT(tup))->tgenabled;
+	systable_endscan(scan);
+	table_close(tgrel, AccessShareLock);
+	return state;
+}
+
+static bool
+TriggerExists(Oid tgoid)
+{
+	return TriggerState(tgoid) != '\0';
+}
+
+/*
+ * Whether capture works for a graph whose triggers are trig
+ * (ExistingTriggers): NULL when every one exists and fires; else why not.
+ * *gone is set when a trigger's table was dropped (the graph cannot follow
+ * its tables any more), else a trigger is disabled (ALTER TABLE ... DISABLE
+ * TRIGGER): its table's changes are not logged, and only a reload can
+ * catch up.
+ */
+static const char *
+CaptureProblem(List *trig, bool *gone)
+{
+	ListCell   *lc;
+
+	*gone = false;
+	foreach(lc, trig)
+	{
+		ExistingTrig *x = lfirst(lc);
+		char		st = TriggerState(x->tgoid);
+
+		if (st == '\0')
+		{
+			*gone = true;
+			return get_rel_name(x->relid)
+				? psprintf("a capture trigger on %s was dropped", QualifiedRelName(x->relid))
+				: psprintf("table %s, which it was loaded from, was dropped", x->relname);
+		}
+		if (st == TRIGGER_DISABLED)
+			return psprintf("capture is disabled on %s (ALTER TABLE ... DISABLE TRIGGER)",
+							QualifiedRelName(x->relid));
+		if (st != TRIGGER_FIRES_ALWAYS)
+			return psprintf("the capture triggers on %s were enabled again without ALWAYS, so sessions with "
+							"session_replication_role = %s are not captured (gnn.track() sets them up again)",
+							QualifiedRelName(x->relid), st == TRIGGER_FIRES_ON_REPLICA ? "origin" : "replica");
+	}
+	return NULL;
+}
+
+/*
+ * A capture trigger and its binding go.  The graph's owner may remove what
+ * gnn made for its graph without owning the table (CREATE TRIGGER needed
+ * only the TRIGGER privilege), so it is deleted as the internal object it
+ * is, not through DROP TRIGGER.
+ */
+static void
+DropTrigger(const ExistingTrig *x)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1];
+
+	if (TriggerExists(x->tgoid))
+	{
+		ObjectAddress a;
+
+		ObjectAddressSet(a, TriggerRelationId, x->tgoid);
+		performDeletion(&a, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+	}
+	values[0] = ObjectIdGetDatum(x->tgoid);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not run: %s", sql);
+	GnnCatalogExec("DELETE FROM gnn.capture WHERE trigger = $1", 1, types, values, NULL, 0);
 	SPI_finish();
 }
 
+/*
+ * The four capture triggers of one table, bound to (owner, graph).  They
+ * fire ALWAYS, also in sessions with session_replication_role = replica
+ * (logical replication's apply, pg_restore --disable-triggers does not
+ * apply: it disables them, which the DDL watch sees).  Made as the calling
+ * role: CreateTrigger checks its TRIGGER privilege on the table.  Their
+ * names carry a number, nothing of the graph or its owner.
+ */
 static void
-DropTriggers(Oid relid, const char *prefix)
+CreateTriggers(Oid relid, const char *graph, Oid owner, const TrigSpec *spec)
 {
+	static const char *const ev[4] = {"i", "u", "d", "t"};
+	static const char *const what[4] = {
+		"AFTER INSERT ON %s REFERENCING NEW TABLE AS gnn_new",
+		"AFTER UPDATE ON %s REFERENCING OLD TABLE AS gnn_old NEW TABLE AS gnn_new",
+		"AFTER DELETE ON %s REFERENCING OLD TABLE AS gnn_old",
+		"AFTER TRUNCATE ON %s"};
 	const char *rel = QualifiedRelName(relid);
-	static const char *const ev[] = {"i", "u", "d", "t"};
+	int64		serial;
+	bytea	   *args = palloc(VARHDRSZ + spec->args_len);
 
-	for (int i = 0; i < 4; i++)
-		ExecDDL(psprintf("DROP TRIGGER IF EXISTS %s ON %s",
-						 quote_identifier(psprintf("%s_%s", prefix, ev[i])), rel));
-}
-
-static void
-CreateTriggers(Oid relid, const char *prefix, const TrigSpec *spec)
-{
-	const char *rel = QualifiedRelName(relid);
-	StringInfoData args;
-	const char *p = spec->args;
-
-	initStringInfo(&args);
-	for (int i = 0; p < spec->args + spec->args_len; i++)
+	SET_VARSIZE(args, VARHDRSZ + spec->args_len);
+	memcpy(VARDATA(args), spec->args, spec->args_len);
 	{
-		appendStringInfo(&args, "%s%s", i ? ", " : "", quote_literal_cstr(p));
-		p += strlen(p) + 1;
+		GnnCatalogWrite w;
+
+		GnnCatalogBegin(&w);
+		serial = nextval_internal(get_relname_relid("capture_seq", GnnNamespace()), false);
+		GnnCatalogEnd(&w);
 	}
-	ExecDDL(psprintf("CREATE TRIGGER %s AFTER INSERT ON %s REFERENCING NEW TABLE AS gnn_new "
-					 "FOR EACH STATEMENT EXECUTE FUNCTION gnn._capture(%s)",
-					 quote_identifier(psprintf("%s_i", prefix)), rel, args.data));
-	ExecDDL(psprintf("CREATE TRIGGER %s AFTER UPDATE ON %s REFERENCING OLD TABLE AS gnn_old NEW TABLE AS gnn_new "
-					 "FOR EACH STATEMENT EXECUTE FUNCTION gnn._capture(%s)",
-					 quote_identifier(psprintf("%s_u", prefix)), rel, args.data));
-	ExecDDL(psprintf("CREATE TRIGGER %s AFTER DELETE ON %s REFERENCING OLD TABLE AS gnn_old "
-					 "FOR EACH STATEMENT EXECUTE FUNCTION gnn._capture(%s)",
-					 quote_identifier(psprintf("%s_d", prefix)), rel, args.data));
-	ExecDDL(psprintf("CREATE TRIGGER %s AFTER TRUNCATE ON %s "
-					 "FOR EACH STATEMENT EXECUTE FUNCTION gnn._capture(%s)",
-					 quote_identifier(psprintf("%s_t", prefix)), rel, args.data));
+	for (int i = 0; i < 4; i++)
+	{
+		char	   *sql = psprintf("CREATE TRIGGER %s %s FOR EACH STATEMENT EXECUTE FUNCTION gnn._capture()",
+								   quote_identifier(psprintf("gnn_capture_%lld_%s", (long long) serial, ev[i])),
+								   psprintf(what[i], rel));
+		RawStmt    *raw = linitial_node(RawStmt, raw_parser(sql, RAW_PARSE_DEFAULT));
+		ObjectAddress a;
+		Oid			types[6] = {OIDOID, OIDOID, TEXTOID, OIDOID, BYTEAOID, TEXTOID};
+		Datum		values[6];
+
+		a = CreateTriggerFiringOn(castNode(CreateTrigStmt, raw->stmt), sql, InvalidOid, InvalidOid,
+								  InvalidOid, InvalidOid, InvalidOid, InvalidOid, NULL, false, false,
+								  TRIGGER_FIRES_ALWAYS);
+		values[0] = ObjectIdGetDatum(a.objectId);
+		values[1] = ObjectIdGetDatum(relid);
+		values[2] = CStringGetTextDatum(graph);
+		values[3] = ObjectIdGetDatum(owner);
+		values[4] = PointerGetDatum(args);
+		values[5] = CStringGetTextDatum(rel);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		GnnCatalogExec("INSERT INTO gnn.capture (trigger, relid, graph, owner, args, relname) "
+					   "VALUES ($1, $2, $3, $4::regrole, $5, $6)", 6, types, values, NULL, 0);
+		SPI_finish();
+	}
 }
 
 /*
@@ -460,7 +432,7 @@ CreateTriggers(Oid relid, const char *prefix, const TrigSpec *spec)
  * lock is held.
  */
 static void
-SyncTriggers(const char *prefix, List *existing, List *want)
+SyncTriggers(const char *graph, Oid owner, List *existing, List *want)
 {
 	ListCell   *lc;
 
@@ -474,22 +446,38 @@ SyncTriggers(const char *prefix, List *existing, List *want)
 		{
 			TrigSpec   *t = lfirst(lw);
 
-			if (t->relid == x->relid && x->args && VARSIZE_ANY_EXHDR(x->args) == t->args_len &&
-				memcmp(VARDATA_ANY(x->args), t->args, t->args_len) == 0)
+			if (t->relid == x->relid && VARSIZE_ANY_EXHDR(x->args) == t->args_len &&
+				memcmp(VARDATA_ANY(x->args), t->args, t->args_len) == 0 &&
+				TriggerState(x->tgoid) == TRIGGER_FIRES_ALWAYS)
 			{
 				keep = true;
-				t->relid = InvalidOid;	/* already there */
+				t->present = true;
 			}
 		}
-		if (!keep && get_rel_name(x->relid) != NULL)
-			DropTriggers(x->relid, prefix);
+		if (!keep)
+			DropTrigger(x);
 	}
 	foreach(lc, want)
 	{
 		TrigSpec   *t = lfirst(lc);
+		int			have = 0;
+		ListCell   *lx;
 
-		if (OidIsValid(t->relid))
-			CreateTriggers(t->relid, prefix, t);
+		/* a table keeps its triggers only when all four are there */
+		foreach(lx, existing)
+			have += t->present && ((ExistingTrig *) lfirst(lx))->relid == t->relid &&
+				TriggerState(((ExistingTrig *) lfirst(lx))->tgoid) == TRIGGER_FIRES_ALWAYS;
+		if (have != 4)
+		{
+			foreach(lx, existing)
+			{
+				ExistingTrig *x = lfirst(lx);
+
+				if (t->present && x->relid == t->relid)
+					DropTrigger(x);
+			}
+			CreateTriggers(t->relid, graph, owner, t);
+		}
 	}
 	CommandCounterIncrement();
 	/*
@@ -512,8 +500,7 @@ bool
 GnnTrackBegin(const GnnLoadArgs *args)
 {
 	Oid			owner = GetUserId();
-	char	   *prefix = TriggerPrefix(args->name, owner);
-	List	   *existing = ExistingTriggers(prefix);
+	List	   *existing = ExistingTriggers(args->name, owner);
 	List	   *want = NIL;
 	ListCell   *lc;
 
@@ -532,7 +519,7 @@ GnnTrackBegin(const GnnLoadArgs *args)
 		TrigSpec   *t = palloc0(sizeof(TrigSpec));
 
 		t->relid = lfirst_oid(lc);
-		SpecArgs(t, args->name, owner, 'e', args->src, args->dst, args->weight, NULL);
+		SpecArgs(t, 'e', args->src, args->dst, args->weight, NULL);
 		want = lappend(want, t);
 	}
 	if (OidIsValid(args->nodes))
@@ -546,7 +533,7 @@ GnnTrackBegin(const GnnLoadArgs *args)
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot track graph \"%s\": its edges and nodes come from one table", args->name),
 						 errhint("Keep nodes and edges in separate tables.")));
-			SpecArgs(t, args->name, owner, 'n', args->id, args->features, args->label, args->split);
+			SpecArgs(t, 'n', args->id, args->features, args->label, args->split);
 			want = lappend(want, t);
 		}
 	/* a sparse feature table: which statements changed it (a refresh reloads) */
@@ -562,10 +549,10 @@ GnnTrackBegin(const GnnLoadArgs *args)
 						 errmsg("cannot track graph \"%s\": its sparse features come from its edge or node table",
 								args->name),
 						 errhint("Keep the sparse features in a table of their own.")));
-			SpecArgs(t, args->name, owner, 'f', NULL, NULL, NULL, NULL);
+			SpecArgs(t, 'f', NULL, NULL, NULL, NULL);
 			want = lappend(want, t);
 		}
-	SyncTriggers(prefix, existing, want);
+	SyncTriggers(args->name, owner, existing, want);
 	return true;
 }
 
@@ -578,8 +565,7 @@ bool
 GnnTrackSchemaBegin(const char *name, const Oid *rels, int nrel, bool track)
 {
 	Oid			owner = GetUserId();
-	char	   *prefix = TriggerPrefix(name, owner);
-	List	   *existing = ExistingTriggers(prefix);
+	List	   *existing = ExistingTriggers(name, owner);
 	List	   *want = NIL;
 
 	if (!track && existing == NIL)
@@ -596,11 +582,11 @@ GnnTrackSchemaBegin(const char *name, const Oid *rels, int nrel, bool track)
 			TrigSpec   *t = palloc0(sizeof(TrigSpec));
 
 			t->relid = lfirst_oid(lc);
-			SpecArgs(t, name, owner, 's', NULL, NULL, NULL, NULL);
+			SpecArgs(t, 's', NULL, NULL, NULL, NULL);
 			want = lappend(want, t);
 		}
 	}
-	SyncTriggers(prefix, existing, want);
+	SyncTriggers(name, owner, existing, want);
 	return true;
 }
 
@@ -709,30 +695,24 @@ GnnTrackEnd(const char *name)
 	PopActiveSnapshot();
 }
 
-/* Untrack (owner, graph): its triggers and its log rows go. */
+/* Untrack (owner, graph): its triggers and its log rows go (at commit, as everything here). */
 void
 GnnTrackDropAll(const char *name, Oid owner)
 {
-	char	   *prefix = TriggerPrefix(name, owner);
-	List	   *existing = ExistingTriggers(prefix);
+	List	   *existing = ExistingTriggers(name, owner);
 	ListCell   *lc;
 
 	if (existing == NIL)
 		return;
 	GnnLockGraph(name, owner);
 	foreach(lc, existing)
-	{
-		ExistingTrig *x = lfirst(lc);
-
-		if (get_rel_name(x->relid) != NULL)
-			DropTriggers(x->relid, prefix);
-	}
+		DropTrigger(lfirst(lc));
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetLatestSnapshot());
 	DeleteSeenLog(name, owner);
 	PopActiveSnapshot();
-	/* the background refresher passes it by (a rollback leaves it to be tracked again) */
-	GnnGraphSetTracked(name, owner, false);
+	/* the background refresher passes it by (a rollback leaves it tracked) */
+	GnnUntrackAtCommit(name, owner);
 }
 
 static void LogWriteBytea(const char *graph, Oid owner, Oid relid, char kind, int64 rows, bytea *b);
@@ -780,6 +760,112 @@ LogWriteBytea(const char *graph, Oid owner, Oid relid, char kind, int64 rows, by
 }
 
 /* ------------------------------------------------------------------ capture */
+/*
+ * The binding gnn.capture records for trigger tgoid on table relid: the
+ * graph, its owner, and what the table's rows hold (kind and columns).
+ * False for a trigger gnn did not make (or made for another table).  Read
+ * as the catalog's owner: the role whose statement fired the trigger may
+ * be any role allowed to write the table, and the binding is the graph
+ * owner's row.
+ */
+typedef struct CaptureBinding
+{
+	char	   *graph;
+	Oid			owner;
+	char	   *args[5];		/* kind, four columns ('' for none) */
+} CaptureBinding;
+
+static bool
+TriggerBinding(Oid tgoid, Oid relid, CaptureBinding *b)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1];
+	bool		found = false;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	values[0] = ObjectIdGetDatum(tgoid);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	GnnCatalogExec("SELECT relid, graph, owner, args FROM gnn.capture WHERE trigger = $1", 1, types, values,
+				   NULL, 0);
+	if (SPI_processed == 1)
+	{
+		bool		nl[4];
+		HeapTuple	t = SPI_tuptable->vals[0];
+		TupleDesc	d = SPI_tuptable->tupdesc;
+		Oid			r = DatumGetObjectId(SPI_getbinval(t, d, 1, &nl[0]));
+		Datum		g = SPI_getbinval(t, d, 2, &nl[1]);
+		Datum		o = SPI_getbinval(t, d, 3, &nl[2]);
+		Datum		a = SPI_getbinval(t, d, 4, &nl[3]);
+
+		if (r == relid && !nl[1] && !nl[2] && !nl[3])
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+			bytea	   *args = DatumGetByteaPCopy(a);
+			char	   *p = VARDATA(args);
+			char	   *end = p + VARSIZE(args) - VARHDRSZ;
+
+			b->graph = TextDatumGetCString(g);
+			b->owner = DatumGetObjectId(o);
+			found = end > p && end[-1] == '\0';
+			for (int i = 0; i < 5; i++)
+			{
+				b->args[i] = found ? p : "";
+				if (found)
+					p += strlen(p) + 1;
+				found &= i == 4 || p < end;
+			}
+			MemoryContextSwitchTo(old);
+		}
+	}
+	SPI_finish();
+	return found;
+}
+
+/*
+ * Whether a statement's changes go to the log of (owner, graph): yes while
+ * the graph is loaded (or this transaction loads it), and while a tracked
+ * load of it is under way elsewhere (it holds the graph's lock: what its
+ * snapshot does not see, it takes from the log).  Otherwise no log row is
+ * written, and this transaction holds the graph's lock in share mode until
+ * it ends, so that a load starting now waits for it and reads its rows.
+ * The first such statement of a process also clears rows an earlier server
+ * lifetime left for the graph.
+ */
+static bool
+CaptureWanted(const char *graph, Oid owner)
+{
+	static List *cleared = NIL;	/* "owner/graph" cleared by this process */
+	bool		loaded;
+	LOCKTAG		tag;
+	char	   *key;
+	ListCell   *lc;
+
+	if (GnnPendingLookup(graph, owner, NULL, NULL, NULL) == GNN_PENDING_VERSION)
+		return true;
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	loaded = GnnGraphEntryOf(graph, owner) != NULL;
+	LWLockRelease(gnn_shared->lock);
+	if (loaded)
+		return true;
+	GnnGraphLockTag(&tag, graph, owner);
+	if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	key = psprintf("%u/%s", owner, graph);
+	foreach(lc, cleared)
+		if (strcmp(lfirst(lc), key) == 0)
+			return false;
+	DeleteSeenLog(graph, owner);
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		cleared = lappend(cleared, pstrdup(key));
+		MemoryContextSwitchTo(old);
+	}
+	return false;
+}
+
+
 typedef struct Col
 {
 	AttrNumber	att;			/* 0: not loaded */
@@ -1249,6 +1335,8 @@ gnn_capture(PG_FUNCTION_ARGS)
 	ChangeHdr	h;
 	MemoryContext cxt,
 				prev;
+	CaptureBinding bind;
+	char	  **argv;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(td->tg_event) ||
 		!TRIGGER_FIRED_FOR_STATEMENT(td->tg_event))
@@ -1257,22 +1345,26 @@ gnn_capture(PG_FUNCTION_ARGS)
 				 errmsg("gnn._capture() must be an AFTER ... FOR EACH STATEMENT trigger"),
 				 errhint("Use gnn.track() to set up change capture.")));
 	tg = td->tg_trigger;
-	if (tg->tgnargs < 7)
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("gnn._capture() needs 7 arguments"),
-				 errhint("Use gnn.track() to set up change capture.")));
 	rel = td->tg_relation;
 	desc = RelationGetDescr(rel);
-	graph = tg->tgargs[0];
-	owner = atooid(tg->tgargs[1]);
+	/*
+	 * Only a trigger gnn.track made acts, for the graph it was made for:
+	 * another role's trigger on gnn._capture() (any table, any arguments)
+	 * logs nothing.  Nor does a graph that is not loaded (dropped from
+	 * memory by a restart, say): its next load reads the tables anyway.
+	 */
+	if (!TriggerBinding(tg->tgoid, RelationGetRelid(rel), &bind) || !CaptureWanted(bind.graph, bind.owner))
+		return PointerGetDatum(NULL);
+	graph = bind.graph;
+	owner = bind.owner;
+	argv = bind.args;
 	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
 	{
 		LogWrite(graph, owner, RelationGetRelid(rel), 't', 0, NULL);
 		return PointerGetDatum(NULL);
 	}
 	memset(&cx, 0, sizeof(cx));
-	cx.kind = tg->tgargs[2][0];
+	cx.kind = argv[0][0];
 	if (cx.kind == 's' || cx.kind == 'f')
 	{
 		/* a schema graph's table, a sparse feature table: which one changed, and how many rows (a reload) */
@@ -1285,18 +1377,18 @@ gnn_capture(PG_FUNCTION_ARGS)
 	}
 	if (cx.kind == 'e')
 	{
-		ok = FindCol(desc, tg->tgargs[3], cap_id_types, &cx.c[0]) && cx.c[0].att &&
-			FindCol(desc, tg->tgargs[4], cap_id_types, &cx.c[1]) && cx.c[1].att &&
-			FindCol(desc, tg->tgargs[5], num_types, &cx.c[2]) &&
+		ok = FindCol(desc, argv[1], cap_id_types, &cx.c[0]) && cx.c[0].att &&
+			FindCol(desc, argv[2], cap_id_types, &cx.c[1]) && cx.c[1].att &&
+			FindCol(desc, argv[3], num_types, &cx.c[2]) &&
 			TextKeyType(cx.c[0].type) == TextKeyType(cx.c[1].type);
 		cx.text_keys = ok && TextKeyType(cx.c[0].type);
 	}
 	else
 	{
-		ok = FindCol(desc, tg->tgargs[3], cap_id_types, &cx.c[0]) && cx.c[0].att &&
-			FindCol(desc, tg->tgargs[4], cap_feat_types, &cx.c[1]) &&
-			FindCol(desc, tg->tgargs[5], label_types, &cx.c[2]) &&
-			FindCol(desc, tg->tgargs[6], text_types, &cx.c[3]);
+		ok = FindCol(desc, argv[1], cap_id_types, &cx.c[0]) && cx.c[0].att &&
+			FindCol(desc, argv[2], cap_feat_types, &cx.c[1]) &&
+			FindCol(desc, argv[3], label_types, &cx.c[2]) &&
+			FindCol(desc, argv[4], text_types, &cx.c[3]);
 		cx.text_label = cx.c[2].att && cx.c[2].type != INT2OID && cx.c[2].type != INT4OID &&
 			cx.c[2].type != INT8OID;
 		cx.text_keys = ok && TextKeyType(cx.c[0].type);
@@ -1886,7 +1978,9 @@ CollectChanges(Refresh *R, LogRow *rows, int64 nrows, List *edge_rels, List *nod
 		{
 			if (list_member_oid(edge_rels, lr->relid) || list_member_oid(node_rels, lr->relid) ||
 				list_member_oid(R->sparse_rels, lr->relid))
-				R->reload = psprintf("%s was truncated, or a loaded column of it changed", QualifiedRelName(lr->relid));
+				R->reload = lr->rows == DDL_ROWS
+					? psprintf("%s was altered (DDL) since the last refresh", QualifiedRelName(lr->relid))
+					: psprintf("%s was truncated, or a loaded column of it changed", QualifiedRelName(lr->relid));
 			continue;
 		}
 		if (lr->kind == 'f')
@@ -2448,7 +2542,7 @@ ReloadSchema(const GnnGraphEntry *e, const char *meta, int64 *nodes, int64 *edge
  * tables by a reload, when a statement changed one of them since the last.
  */
 static void
-RefreshSchema(const char *name, GnnGraphRef *ref, List *trig, GnnRefreshResult *out)
+RefreshSchema(const char *name, GnnGraphRef *ref, List *trig, const char *capture_off, GnnRefreshResult *out)
 {
 	Oid			owner = GetUserId();
 	GnnGraphEntry entry = ref->entry;
@@ -2458,7 +2552,7 @@ RefreshSchema(const char *name, GnnGraphRef *ref, List *trig, GnnRefreshResult *
 	Relation	lr;
 	LogRow	   *rows;
 	int64		nrows;
-	const char *why = NULL;
+	const char *why = capture_off;
 	char	   *meta;
 
 	for (int i = 0; i < nrel; i++)
@@ -2535,6 +2629,8 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 	gnn_graph	result;
 	List	   *trig;
 	void	   *premap;
+	const char *capture_off;
+	bool		gone;
 
 	memset(out, 0, sizeof(*out));
 	memset(&ref, 0, sizeof(ref));
@@ -2553,15 +2649,24 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 	 */
 	if (gnn_merge_threshold > 0 && !merge && !(ref.borrowed && ref.dseg == NULL))
 		max_delta = Max((uint64) (gnn_merge_threshold * (double) dsm_segment_map_length(ref.seg)), 1);
-	trig = ExistingTriggers(TriggerPrefix(name, owner));
+	trig = ExistingTriggers(name, owner);
 	if (!entry.tracked || trig == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("graph \"%s\" is not tracked", name),
 				 errhint("Capture its tables' changes with gnn.track('%s'), or reload it with gnn.load_graph(..., replace => true).", name)));
+	capture_off = CaptureProblem(trig, &gone);
+	if (gone)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("graph \"%s\" no longer follows its tables: %s", name, capture_off),
+				 errdetail("Its loaded version stays as it is; changes are no longer captured."),
+				 errhint("Load it again from the tables it should read (%s(..., replace => true, track => true)), "
+						 "or stop tracking it with gnn.track('%s', false).",
+						 entry.schema_graph ? "gnn.load_schema_graph" : "gnn.load_graph", name)));
 	if (entry.schema_graph)
 	{
-		RefreshSchema(name, &ref, trig, out);
+		RefreshSchema(name, &ref, trig, capture_off, out);
 		return;
 	}
 	edge_rels = WithPartitions(entry.edges_rel);
@@ -2598,6 +2703,8 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 	gnn_graph_premap_join(premap);
 	RefreshPhase("mapping in the graph (what decoding left)");
 	why = R.reload;
+	if (!why)
+		why = capture_off;
 	if (!why)
 		why = UncapturedTable(trig, edge_rels, list_concat_copy(node_rels, R.sparse_rels));
 	/* a node's sparse rows left without their node: what a load says of them, a reload says */
@@ -2740,7 +2847,7 @@ merged:
 		{
 			proto.delta_handle = DSM_HANDLE_INVALID;
 			proto.delta_bytes = 0;
-			GnnPublishAtCommit(&proto, rq.seg, rq.reserved);
+			GnnPublishAtCommit(&proto, rq.seg, rq.reserved, NULL, 0);
 		}
 		out->delta = is_delta;
 	}
@@ -2826,8 +2933,15 @@ gnn_track(PG_FUNCTION_ARGS)
 		a.track = true;
 		GnnLoadGraph(&a, &res);
 	}
-	trig = ExistingTriggers(TriggerPrefix(name, GetUserId()));
-	PG_RETURN_INT32(list_length(trig));
+	trig = ExistingTriggers(name, GetUserId());
+	{
+		List	   *tables = NIL;
+		ListCell   *lc;
+
+		foreach(lc, trig)
+			tables = list_append_unique_oid(tables, ((ExistingTrig *) lfirst(lc))->relid);
+		PG_RETURN_INT32(list_length(tables));
+	}
 }
 
 /* gnn._graph_tracking(graph, owner): tracked, pending_changes, refreshed_at */
@@ -2858,7 +2972,13 @@ gnn_graph_tracking(PG_FUNCTION_ARGS)
 		}
 	}
 	LWLockRelease(gnn_shared->lock);
-	tracked = ExistingTriggers(TriggerPrefix(name, owner)) != NIL;
+	{
+		List	   *trig = ExistingTriggers(name, owner);
+		bool		gone;
+
+		/* capture works: every trigger there and enabled */
+		tracked = trig != NIL && CaptureProblem(trig, &gone) == NULL;
+	}
 	values[0] = BoolGetDatum(tracked && found && e.tracked);
 	/* only the owner (or a member, a superuser) reads the log */
 	if (tracked && (owner == GetUserId() || GnnIsOwnerOrSuper(owner)))
@@ -2881,4 +3001,214 @@ gnn_graph_tracking(PG_FUNCTION_ARGS)
 		nulls[2] = true;
 	values[3] = Int64GetDatum(found ? (int64) e.delta_bytes : 0);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+/*
+ * Whether a command on a table can change what a graph loaded from it
+ * reads.  ALTER TABLE subcommands that leave every row's values (and the
+ * capture) as they were do not: defaults, NOT NULL, constraints and
+ * indexes, storage and statistics, options, owner, tablespace, logged,
+ * identity, adding a column.  Everything else does, conservatively: a
+ * retyped or dropped column, renames, triggers enabled or disabled,
+ * partitions attached or detached, inheritance, row-level security (a load
+ * reads as its role), and any other command on the table.
+ */
+static bool
+DdlChangesRows(const CollectedCommand *cmd)
+{
+	ListCell   *lc;
+
+	if (cmd == NULL)
+		return true;
+	if (cmd->parsetree && IsA(cmd->parsetree, CommentStmt))
+		return false;
+	if (cmd->type != SCT_AlterTable)
+		return true;
+	foreach(lc, cmd->d.alterTable.subcmds)
+	{
+		CollectedATSubcmd *sub = lfirst(lc);
+		AlterTableCmd *at = (AlterTableCmd *) sub->parsetree;
+
+		if (at == NULL || !IsA(at, AlterTableCmd))
+			return true;
+		switch (at->subtype)
+		{
+			case AT_AddColumn:
+			case AT_AddColumnRecurse:
+			case AT_ColumnDefault:
+			case AT_CookedColumnDefault:
+			case AT_DropNotNull:
+			case AT_SetNotNull:
+			case AT_CheckNotNull:
+			case AT_DropExpression:
+			case AT_SetStatistics:
+			case AT_SetOptions:
+			case AT_ResetOptions:
+			case AT_SetStorage:
+			case AT_SetCompression:
+			case AT_AddIndex:
+			case AT_ReAddIndex:
+			case AT_AddConstraint:
+			case AT_AddConstraintRecurse:
+			case AT_ReAddConstraint:
+			case AT_ReAddDomainConstraint:
+			case AT_AlterConstraint:
+			case AT_ValidateConstraint:
+			case AT_ValidateConstraintRecurse:
+			case AT_AddIndexConstraint:
+			case AT_DropConstraint:
+			case AT_DropConstraintRecurse:
+			case AT_ReAddComment:
+			case AT_ChangeOwner:
+			case AT_ClusterOn:
+			case AT_DropCluster:
+			case AT_SetLogged:
+			case AT_SetUnLogged:
+			case AT_DropOids:
+			case AT_SetAccessMethod:
+			case AT_SetTableSpace:
+			case AT_SetRelOptions:
+			case AT_ResetRelOptions:
+			case AT_ReplaceRelOptions:
+			case AT_EnableRule:
+			case AT_EnableAlwaysRule:
+			case AT_EnableReplicaRule:
+			case AT_DisableRule:
+			case AT_AddOf:
+			case AT_DropOf:
+			case AT_ReplicaIdentity:
+			case AT_GenericOptions:
+			case AT_AddIdentity:
+			case AT_SetIdentity:
+			case AT_DropIdentity:
+			case AT_ReAddStatistics:
+				continue;
+			default:
+				return true;
+		}
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------------ DDL on tracked tables */
+
+/*
+ * gnn._ddl_watch(): the event trigger on ddl_command_end and sql_drop
+ * (enabled ALWAYS: also in replica-role sessions).  DDL can change what a
+ * tracked graph would read without any row trigger firing: a rewrite
+ * (ALTER COLUMN ... TYPE ... USING), a rename, a dropped or added column,
+ * disabled triggers.  Every ALTER of a table some graph's capture triggers
+ * sit on logs a 't' row for that graph, in the DDL's transaction: its next
+ * refresh reloads it in full, from the tables as they are then (as a fresh
+ * load would).  A dropped table leaves the graph's bindings without their
+ * trigger: the graph no longer follows its tables (gnn.graphs.tracked
+ * false; its refresh says so).  Members of the graph's owner get a NOTICE;
+ * other roles learn nothing of the graph.
+ */
+PG_FUNCTION_INFO_V1(gnn_ddl_watch);
+
+Datum
+gnn_ddl_watch(PG_FUNCTION_ARGS)
+{
+	EventTriggerData *trig;
+	bool		drop;
+	Oid			capture_rel;
+	List	   *rels = NIL;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("gnn._ddl_watch() is called by the extension's event triggers only")));
+	trig = (EventTriggerData *) fcinfo->context;
+	drop = strcmp(trig->event, "sql_drop") == 0;
+	/* the extension itself being dropped (its tables go with it), or not there yet */
+	capture_rel = get_relname_relid("capture", get_namespace_oid("gnn", true));
+	if (!OidIsValid(capture_rel))
+		PG_RETURN_VOID();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(drop
+					? "SELECT objid, NULL::pg_catalog.pg_ddl_command FROM pg_catalog.pg_event_trigger_dropped_objects() "
+					"WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND objsubid = 0"
+					: "SELECT objid, command FROM pg_catalog.pg_event_trigger_ddl_commands() "
+					"WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the event's objects");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull,
+					cnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		Datum		c = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &cnull);
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		/* (the command lives in the event trigger's memory until the event ends) */
+		if (!isnull && !list_member_oid(rels, DatumGetObjectId(d)) &&
+			(drop || DdlChangesRows(cnull ? NULL : (const CollectedCommand *) DatumGetPointer(c))))
+			rels = lappend_oid(rels, DatumGetObjectId(d));
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	if (rels == NIL)
+		PG_RETURN_VOID();
+	{
+		ListCell   *lc;
+
+		foreach(lc, rels)
+		{
+			Oid			relid = lfirst_oid(lc);
+			Oid			types[1] = {OIDOID};
+			Datum		values[1];
+			List	   *graphs = NIL,
+					   *owners = NIL;
+			ListCell   *lg,
+					   *lo;
+
+			values[0] = ObjectIdGetDatum(relid);
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "SPI_connect failed");
+			GnnCatalogExec("SELECT DISTINCT graph, owner FROM gnn.capture WHERE relid = $1", 1, types, values,
+						   NULL, 0);
+			for (uint64 i = 0; i < SPI_processed; i++)
+			{
+				bool		n1,
+							n2;
+				Datum		g = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &n1);
+				Datum		o = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &n2);
+				MemoryContext old = MemoryContextSwitchTo(cxt);
+
+				graphs = lappend(graphs, TextDatumGetCString(g));
+				owners = lappend_oid(owners, DatumGetObjectId(o));
+				MemoryContextSwitchTo(old);
+			}
+			SPI_finish();
+			forboth(lg, graphs, lo, owners)
+			{
+				const char *graph = lfirst(lg);
+				Oid			owner = lfirst_oid(lo);
+				bool		tell = GnnIsOwnerOrSuper(owner);
+
+				if (drop)
+				{
+					if (tell)
+						ereport(NOTICE,
+								(errmsg("graph \"%s\" no longer follows its tables: a table it was loaded from was dropped",
+										graph),
+								 errhint("Load it again from the tables it should read (with replace => true, track => true), "
+										 "or stop tracking it with gnn.track('%s', false).", graph)));
+					continue;
+				}
+				if (!CaptureWanted(graph, owner))
+					continue;
+				LogWrite(graph, owner, relid, 't', DDL_ROWS, NULL);
+				if (tell)
+					ereport(NOTICE,
+							(errmsg("graph \"%s\" will be reloaded in full at its next refresh", graph),
+							 errdetail("%s changed %s, which it follows.", trig->tag == CMDTAG_ALTER_TABLE
+									   ? "ALTER TABLE" : GetCommandTagName(trig->tag), QualifiedRelName(relid))));
+			}
+		}
+	}
+	PG_RETURN_VOID();
 }

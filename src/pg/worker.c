@@ -10,6 +10,8 @@
  * the catalog wherever a transaction can still run.
  */
 #include "gnn_pg.h"
+
+#include "commands/extension.h"
 #include "heap.h"
 #include "feature_store.h"
 
@@ -104,10 +106,19 @@ WorkerExit(int code, Datum arg)
 	LWLockRelease(gnn_shared->lock);
 }
 
-/* every statement of the worker writes the extension's own tables (catalog.c) */
+/*
+ * Every statement of the worker writes the extension's own tables
+ * (catalog.c): those of the extension the job started with, never a
+ * re-created one's (whose ids would collide with this job's).
+ */
 static void
 Exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls)
 {
+	if (get_extension_oid("gnn", true) != MySlot()->extoid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the gnn extension was dropped while job %lld ran: nothing of it is written",
+						(long long) wctx->job)));
 	(void) GnnCatalogExec(sql, nargs, types, values, nulls, 0);
 }
 
