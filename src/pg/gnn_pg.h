@@ -296,6 +296,9 @@ typedef void (*GnnComputeFn) (void *arg, GnnResult *res);	/* fills res->ids and 
 
 /* funcs_model.c: the layer gnn.embedding answers by default (the worker shares the same one) */
 extern int32 GnnDefaultEmbeddingLayer(int layers, bool classifier);
+/* worker.c: fan-outs per relation from names (jobs sample by it, serving samples time-aware models by it) */
+extern int32 *GnnTypeFanouts(const gnn_graph *g, int nfanouts, const int32 *fanouts, int ntf,
+							 const char (*names)[NAMEDATALEN], const int32 (*lists)[GNN_MAX_FANOUTS]);
 
 extern void GnnCacheInitProcess(void);
 extern void GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char *graph,
