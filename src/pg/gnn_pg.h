@@ -258,6 +258,8 @@ typedef struct GnnCacheKey
 	uint64		generation;		/* the graph's version */
 	int32		kind;			/* GnnResultKind */
 	int32		layer;			/* resolved layer (embeddings) */
+	bool		has_as_of;		/* a time-aware model asked as of one moment (as_of =>) */
+	int64		as_of;			/* that moment (a timestamptz); 0 without */
 } GnnCacheKey;
 
 typedef struct GnnCacheEntry
