@@ -732,7 +732,7 @@ AS 'MODULE_PATHNAME', 'gnn_drop_model' LANGUAGE C VOLATILE;
 
 -- ------------------------------------------------------------------ using models
 CREATE FUNCTION gnn._embedding_rows(model text, layer int DEFAULT NULL, version int DEFAULT NULL,
-                                    node_type text DEFAULT NULL)
+                                    node_type text DEFAULT NULL, as_of timestamptz DEFAULT NULL)
 RETURNS TABLE (id bigint, embedding real[], key text)
 AS 'MODULE_PATHNAME', 'gnn_embedding_rows' LANGUAGE C STABLE;
 
@@ -753,7 +753,8 @@ AS 'MODULE_PATHNAME', 'gnn_embedding_rows' LANGUAGE C STABLE;
 -- default) | "l2" | "ip".  pgvector is found at run time, never required.
 CREATE FUNCTION gnn.embed(model text, "into" text, layer int DEFAULT NULL, "column" text DEFAULT NULL,
                           id_column text DEFAULT 'id', version int DEFAULT NULL, node_type text DEFAULT NULL,
-                          incremental boolean DEFAULT false, options jsonb DEFAULT '{}')
+                          incremental boolean DEFAULT false, options jsonb DEFAULT '{}',
+                          as_of timestamptz DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_embed' LANGUAGE C VOLATILE;
 
@@ -762,28 +763,40 @@ AS 'MODULE_PATHNAME', 'gnn_embed' LANGUAGE C VOLATILE;
 CREATE FUNCTION gnn.embed_recomputed() RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_embed_recomputed' LANGUAGE C VOLATILE;
 
-CREATE FUNCTION gnn.predict(model text, nodes bigint[] DEFAULT NULL, version int DEFAULT NULL)
+-- Predictions, embeddings and neighbours of a model trained with time-aware
+-- sampling (metrics.temporal) never read a row's future: every row is
+-- answered on a neighbourhood sampled with the training fan-outs as of its
+-- own time (its seed time, or the job's options.seed_time), as the job
+-- evaluated it.  as_of => answers every row as of that one moment instead;
+-- on a model trained without time it is an error.
+CREATE FUNCTION gnn.predict(model text, nodes bigint[] DEFAULT NULL, version int DEFAULT NULL,
+                            as_of timestamptz DEFAULT NULL)
 RETURNS TABLE (id bigint, label int, score real, class text, key text)
 AS 'MODULE_PATHNAME', 'gnn_predict' LANGUAGE C STABLE;
 
 -- The same for nodes named by their keys as text (text and uuid keys).
-CREATE FUNCTION gnn.predict(model text, keys text[], version int DEFAULT NULL)
+CREATE FUNCTION gnn.predict(model text, keys text[], version int DEFAULT NULL,
+                            as_of timestamptz DEFAULT NULL)
 RETURNS TABLE (id bigint, label int, score real, class text, key text)
 AS 'MODULE_PATHNAME', 'gnn_predict' LANGUAGE C STABLE;
 
-CREATE FUNCTION gnn.embedding(model text, node bigint, version int DEFAULT NULL)
+CREATE FUNCTION gnn.embedding(model text, node bigint, version int DEFAULT NULL,
+                              as_of timestamptz DEFAULT NULL)
 RETURNS real[]
 AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE;
 
-CREATE FUNCTION gnn.embedding(model text, node text, version int DEFAULT NULL)
+CREATE FUNCTION gnn.embedding(model text, node text, version int DEFAULT NULL,
+                              as_of timestamptz DEFAULT NULL)
 RETURNS real[]
 AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE;
 
-CREATE FUNCTION gnn.similar(model text, node bigint, k int DEFAULT 10, version int DEFAULT NULL)
+CREATE FUNCTION gnn.similar(model text, node bigint, k int DEFAULT 10, version int DEFAULT NULL,
+                            as_of timestamptz DEFAULT NULL)
 RETURNS TABLE (id bigint, score real, key text)
 AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE;
 
-CREATE FUNCTION gnn.similar(model text, node text, k int DEFAULT 10, version int DEFAULT NULL)
+CREATE FUNCTION gnn.similar(model text, node text, k int DEFAULT 10, version int DEFAULT NULL,
+                            as_of timestamptz DEFAULT NULL)
 RETURNS TABLE (id bigint, score real, key text)
 AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE;
 

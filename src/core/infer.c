@@ -477,3 +477,226 @@ done:
 	free(rows);
 	return st;
 }
+
+/* ------------------------------------------------------------------ time-aware inference */
+
+uint64_t
+gnn_infer_temporal_seed(uint64_t train_seed)
+{
+	gnn_rng		r;
+
+	/* "eval_tim": what time-aware evaluation mixed into its seed before */
+	gnn_rng_seed(&r, train_seed ^ 0x6576616c5f74696dULL);
+	return gnn_rng_next(&r);
+}
+
+/* a query position, sorted by node so that each node is computed once */
+typedef struct qpos
+{
+	int64_t		node;
+	int64_t		pos;
+} qpos;
+
+static int
+qpos_cmp(const void *a, const void *b)
+{
+	const qpos *x = a,
+			   *y = b;
+
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/*
+ * One batch of distinct nodes seeds[0..nb) with their bounds: sample, run
+ * nl layers, and copy the seeds' rows (they are the first nb destinations
+ * of every block) into rows (nb x cols) and, when asked, the rows of layer
+ * c->also_layer into arows (nb x acols).  The whole model runs the forward
+ * pass evaluation runs (gnn_model_forward), so its rows are evaluation's.
+ */
+static gnn_status
+temporal_batch(gnn_model *m, const gnn_graph *g, gnn_sampler *s, const gnn_infer_temporal_config *c, int nl,
+			   bool softmax, const int32_t *seeds, const int64_t *bounds, int64_t nb, int32_t cols,
+			   float *rows, float *arows, int32_t acols, gnn_error *err)
+{
+	gnn_backend *be = gnn_model_backend(m);
+	const gnn_model_config *mc = gnn_model_config_of(m);
+	gnn_minibatch mb;
+	gnn_dblock	db[GNN_MAX_LAYERS];
+	gnn_dblock *blocks[GNN_MAX_LAYERS];
+	gnn_dfeat	x;
+	int			made = 0;
+	const float *out = NULL;
+	gnn_status	st;
+
+	memset(&x, 0, sizeof(x));
+	if ((st = gnn_sampler_sample_at(s, seeds, c->sampler.temporal ? bounds : NULL, nb, c->seed, &mb, err)) != GNN_OK)
+		return st;
+	if (mb.n_nodes[0] != nb)
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "a batch of %lld distinct nodes sampled %lld seeds",
+							 (long long) nb, (long long) mb.n_nodes[0]);
+	for (made = 0; made < nl; made++)
+	{
+		if ((st = gnn_dblock_create_forward(be, &mb.blocks[made], mc->kind, NULL, NULL, &db[made], err)) != GNN_OK)
+			goto done;
+		blocks[made] = &db[made];
+	}
+	if ((st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, c->row_normalise, c->sampler.nthreads, &x,
+							   err)) != GNN_OK)
+		goto done;
+	st = nl == mc->layers ? gnn_model_forward(m, blocks, &x, false, 0, &out, err)
+		: gnn_model_forward_layers(m, blocks, nl, &x, &out, err);
+	if (st != GNN_OK)
+		goto done;
+	if (arows)
+	{
+		int64_t		ar;
+		int32_t		ac;
+		const float *a = gnn_model_layer_output(m, c->also_layer, &ar, &ac);
+
+		if (!a || ar < nb || ac != acols)
+		{
+			st = gnn_error_set(err, GNN_ERR_CORRUPT, "the forward pass kept no output of layer %d", c->also_layer);
+			goto done;
+		}
+		if ((st = gnn_backend_error(be, gnn_backend_copy_d2h(be, arows, a, sizeof(float) * nb * acols), err)) != GNN_OK)
+			goto done;
+	}
+	if (nl == mc->layers && softmax &&
+		(st = gnn_backend_error(be, gnn_backend_softmax_rows(be, out, (float *) out, nb, cols), err)) != GNN_OK)
+		goto done;				/* the model's own buffer, rewritten next forward */
+	st = gnn_backend_error(be, gnn_backend_copy_d2h(be, rows, out, sizeof(float) * nb * cols), err);
+done:
+	while (made > 0)
+		gnn_dblock_free(&db[--made]);
+	gnn_dfeat_free(&x);
+	return st;
+}
+
+gnn_status
+gnn_model_infer_temporal(gnn_model *m, const gnn_graph *g, const gnn_infer_temporal_config *c, int layer,
+						 bool softmax, const int64_t *idx, int64_t n, float *host_out, gnn_error *err)
+{
+	const gnn_model_config *mc = gnn_model_config_of(m);
+	int			L = mc->layers;
+	int			nl = layer < 0 ? L : layer + 1;
+	int			first = L - nl;
+	int32_t		R = g->num_edge_types > 1 ? g->num_edge_types : 1;
+	bool		temporal = c->sampler.temporal;
+	gnn_sampler_config sc;
+	gnn_sampler *s = NULL;
+	qpos	   *ord = NULL;
+	int32_t    *seeds = NULL;
+	int64_t    *bounds = NULL;
+	float	   *rows = NULL,
+			   *arows = NULL;
+	int32_t		cols,
+				acols = 0;
+	int64_t		bs = c->batch_size;
+	bool		sorted = true;
+	gnn_status	st = GNN_OK;
+
+	if (layer < -1 || layer >= L)
+		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers; -1 is the output)",
+							 layer, L);
+	if (n < 0)
+		return gnn_error_set(err, GNN_ERR_INVALID, "node count must be >= 0, got %lld", (long long) n);
+	if (c->sampler.nhops != L)
+		return gnn_error_set(err, GNN_ERR_INVALID, "the sampler has %d hops for a model with %d layers (give the training fan-outs)",
+							 c->sampler.nhops, L);
+	if (bs < 1)
+		return gnn_error_set(err, GNN_ERR_INVALID, "batch size must be >= 1, got %lld", (long long) bs);
+	if (c->has_as_of && !temporal)
+		return gnn_error_set(err, GNN_ERR_INVALID, "as_of bounds time-aware sampling, and the sampler is not temporal");
+	if (c->also_out && (layer != -1 || c->also_layer < 0 || c->also_layer >= L))
+		return gnn_error_set(err, GNN_ERR_INVALID, "a second layer (%d) goes only with the output layer, and must be in [0, %d)",
+							 c->also_layer, L);
+	if (g->num_nodes > INT32_MAX - 1)
+		return gnn_error_set(err, GNN_ERR_LIMIT, "time-aware inference uses 32-bit node indices; the graph has %lld nodes",
+							 (long long) g->num_nodes);
+	for (int64_t i = 0; i < n; i++)
+		if (idx[i] < 0 || idx[i] >= g->num_nodes)
+			return gnn_error_set(err, GNN_ERR_INVALID, "node index %lld out of range [0, %lld)",
+								 (long long) idx[i], (long long) g->num_nodes);
+	if (n == 0)
+		return GNN_OK;
+
+	/* the last nl hops of the training sampler, drawing as they do there */
+	sc = c->sampler;
+	sc.nhops = nl;
+	for (int h = 0; h < nl; h++)
+		sc.fanouts[h] = c->sampler.fanouts[first + h];
+	if (c->sampler.type_fanouts)
+		sc.type_fanouts = c->sampler.type_fanouts + (int64_t) first * R;
+	sc.per_node_streams = true;
+	sc.first_hop = first;
+	if ((st = gnn_sampler_create(g, &sc, &s, err)) != GNN_OK)
+		return st;
+
+	cols = gnn_model_layer_dim(m, nl - 1);
+	if (c->also_out)
+		acols = gnn_model_layer_dim(m, c->also_layer);
+	if (bs > n)
+		bs = n;
+	ord = malloc(sizeof(qpos) * n);
+	seeds = malloc(sizeof(int32_t) * bs);
+	bounds = malloc(sizeof(int64_t) * bs);
+	rows = malloc(sizeof(float) * bs * cols);
+	arows = c->also_out ? malloc(sizeof(float) * bs * acols + 1) : NULL;
+	if (!ord || !seeds || !bounds || !rows || (c->also_out && !arows))
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for time-aware inference on %lld nodes", (long long) n);
+		goto done;
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		ord[i].node = idx[i];
+		ord[i].pos = i;
+		sorted &= i == 0 || idx[i - 1] <= idx[i];
+	}
+	if (!sorted)
+		qsort(ord, n, sizeof(qpos), qpos_cmp);
+
+	for (int64_t a = 0, b; a < n; a = b)
+	{
+		int64_t		nb = 0;
+
+		if (c->should_stop && c->should_stop(c->stop_arg))
+		{
+			st = gnn_error_set(err, GNN_ERR_CANCELLED, "time-aware inference cancelled");
+			goto done;
+		}
+		/* up to bs distinct nodes, with every position that asks for one of them */
+		for (b = a; b < n; b++)
+		{
+			int32_t		v = (int32_t) ord[b].node;
+
+			if (nb > 0 && v == seeds[nb - 1])
+				continue;
+			if (nb == bs)
+				break;
+			seeds[nb] = v;
+			bounds[nb] = temporal ? gnn_temporal_bound(g, v, c->has_as_of, c->as_of) : INT64_MAX;
+			nb++;
+		}
+		if ((st = temporal_batch(m, g, s, c, nl, softmax, seeds, bounds, nb, cols, rows, arows, acols, err)) != GNN_OK)
+			goto done;
+		for (int64_t k = a, j = -1; k < b; k++)
+		{
+			if (k == a || ord[k].node != ord[k - 1].node)
+				j++;
+			memcpy(host_out + ord[k].pos * cols, rows + j * cols, sizeof(float) * cols);
+			if (arows)
+				memcpy(c->also_out + ord[k].pos * acols, arows + j * acols, sizeof(float) * acols);
+		}
+	}
+done:
+	gnn_sampler_free(s);
+	free(ord);
+	free(seeds);
+	free(bounds);
+	free(rows);
+	free(arows);
+	return st;
+}

@@ -4,7 +4,8 @@
  *
  * Neighbour sampling runs in three passes per hop: row sizes (prefix sum),
  * parallel draws into global ids (each chunk of CHUNK destination rows with
- * its own RNG stream, so results do not depend on the thread count), then
+ * its own RNG stream, so results do not depend on the thread count; or, with
+ * per_node_streams, each destination with its own), then
  * the relabel (first appearance order) and a parallel per-row sort of the
  * local ids.  The relabel's one sequential pass tests a bit per draw (a bit
  * per graph node, set while the node is in the batch: 300 KB for 2.5M
@@ -130,6 +131,11 @@ gnn_sampler_config_check(const gnn_sampler_config *c, gnn_error *err)
 							 GNN_MAX_LAYERS, c->nhops);
 	if (c->kind == GNN_SAMPLER_LADIES && (c->type_fanouts || c->temporal))
 		return gnn_error_set(err, GNN_ERR_INVALID, "typed fan-outs and temporal sampling need the neighbor sampler");
+	if (c->kind == GNN_SAMPLER_LADIES && c->per_node_streams)
+		return gnn_error_set(err, GNN_ERR_INVALID, "per-node streams need the neighbor sampler (ladies draws per layer)");
+	if (c->first_hop < 0 || c->first_hop >= GNN_MAX_LAYERS)
+		return gnn_error_set(err, GNN_ERR_INVALID, "first hop must be in [0, %d), got %d", GNN_MAX_LAYERS,
+							 c->first_hop);
 	if (c->temporal && c->temporal_strategy != 0 && c->temporal_strategy != 1)
 		return gnn_error_set(err, GNN_ERR_INVALID, "unknown temporal strategy %d (accepted: 0 = uniform, 1 = last)",
 							 c->temporal_strategy);
@@ -571,6 +577,31 @@ draw_row(gnn_rng *r, const int32_t *nb, const float *w, int64_t deg, int64_t k, 
 }
 
 /*
+ * The stream of a destination under per-node streams: (hop, node, bound)
+ * mixed into 64 bits (splitmix64's finaliser, which is a bijection, so two
+ * nodes of one bound and hop never share a key).
+ */
+static inline uint64_t
+mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+static inline void
+node_stream(const gnn_sampler *s, const gnn_rng *base, int h, int32_t v, int64_t b, gnn_rng *r)
+{
+	uint64_t	key = mix64(mix64((uint64_t) b + 0x9e3779b97f4a7c15ULL) ^
+							(((uint64_t) (uint32_t) v << 8) | (uint64_t) (s->cfg.first_hop + h)));
+
+	gnn_rng_split(base, key, r);
+}
+
+/*
  * The draws of a hop (s->picked[0..nnz), global ids) to local indices (ix),
  * nodes new to the batch appended to s->nodes in first-appearance order;
  * the caller has grown s->nodes by nnz.  Node-wise batches only: the
@@ -635,6 +666,7 @@ hop_neighbor(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 	int64_t		nnz;
 	int64_t		nchunks = (nd + CHUNK - 1) / CHUNK;
 	bool		ok = true;
+	bool		per_node = s->cfg.per_node_streams;
 	int			nt = threads_of(s->cfg.nthreads);
 
 	if (!grow((void **) &s->indptr[h], &s->cap_indptr[h], nd + 1, sizeof(int64_t)))
@@ -700,6 +732,8 @@ hop_neighbor(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 					if (i + PREFETCH < end)
 						__builtin_prefetch(&g->rindices[g->rindptr[dst[i + PREFETCH]]]);
 				}
+				if (per_node)
+					node_stream(s, base, h, v, INT64_MAX, &r);
 				if (!draw_row(&r, nb, nw, deg, k,
 							  ptr[i + 1] - ptr[i], replace, weighted, &sc, s->picked + ptr[i],
 							  keep_w ? s->weights[h] + ptr[i] : NULL))
@@ -1045,10 +1079,10 @@ sort_row_typed(int32_t *idx, float *w, int16_t *et, int64_t n)
 
 /*
  * A hop on a typed graph or under a time bound: the passes of hop_neighbor
- * (row sizes, parallel draws with the same per-chunk streams, sequential
- * relabel, parallel row sort), each row split by relation and filtered by
- * time.  Kept apart from hop_neighbor so that the homogeneous path does no
- * per-arc work for features it does not use.
+ * (row sizes, parallel draws with the same per-chunk or per-node streams,
+ * sequential relabel, parallel row sort), each row split by relation and
+ * filtered by time.  Kept apart from hop_neighbor so that the homogeneous
+ * path does no per-arc work for features it does not use.
  */
 static gnn_status
 hop_general(gnn_sampler *s, int h, int64_t nd, const gnn_rng *base, int64_t *n_total, gnn_error *err)
@@ -1112,6 +1146,8 @@ hop_general(gnn_sampler *s, int h, int64_t nd, const gnn_rng *base, int64_t *n_t
 					__builtin_prefetch(&g->rindptr[s->nodes[i + PREFETCH]]);
 				if (i + PREFETCH / 4 < end)
 					__builtin_prefetch(&g->rindices[g->rindptr[s->nodes[i + PREFETCH / 4]]]);
+				if (s->cfg.per_node_streams)
+					node_stream(s, base, h, s->nodes[i], temporal ? s->bound[i] : INT64_MAX, &r);
 				if (general_row(s, h, s->nodes[i], temporal ? s->bound[i] : 0, &r, &sc, &cs,
 								s->picked + ptr[i], keep_w ? s->weights[h] + ptr[i] : NULL,
 								typed ? s->etypes[h] + ptr[i] : NULL) < 0)

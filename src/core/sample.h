@@ -13,7 +13,9 @@
  *
  * Reproducibility: every random draw comes from a stream split off the
  * caller's seed by (hop, chunk of 256 destination rows) or (walk chunk), so
- * the same seed gives the same sample for ANY thread count.
+ * the same seed gives the same sample for ANY thread count.  With
+ * per_node_streams the node-wise samplers split by (hop, node, time bound)
+ * instead, so that a seed's sample does not depend on its batch either.
  *
  * Relabelling: each hop's source list starts with its destination list (DGL
  * convention: destination i is source i), followed by new nodes in order of
@@ -80,6 +82,26 @@ typedef struct gnn_sampler_config
 	 */
 	bool		temporal;
 	int32_t		temporal_strategy;	/* 0 = uniform, 1 = last */
+
+	/*
+	 * Per-node streams (NEIGHBOR only; off: the per-chunk streams above, bit
+	 * for bit as before).  The draws of a destination v with time bound b
+	 * (INT64_MAX when sampling is not temporal) at hop h come from a stream
+	 * split off the caller's seed by (first_hop + h, v, b) alone.  Nodes are
+	 * deduplicated by (node, bound), so every seed's sampled neighbourhood
+	 * (its nodes, arcs and their relations, in graph indices) is then a
+	 * function of (seed node, its bound, caller's seed): the same whichever
+	 * other seeds share its batch, in whatever order, on any thread count.
+	 * Block-local numbering (and so the order of a row's entries) still
+	 * follows the batch.  'last' draws nothing: it is batch-independent
+	 * either way.  first_hop (0 <= first_hop < GNN_MAX_LAYERS) numbers the
+	 * first hop in the streams' keys: a caller that samples only the last
+	 * hops of a deeper neighbourhood (an inner layer of a model, infer.h)
+	 * gets the draws those hops have in the whole one.  Time-aware inference
+	 * and evaluation use it (infer.h, train_mb.c).
+	 */
+	bool		per_node_streams;
+	int32_t		first_hop;
 } gnn_sampler_config;
 
 /*

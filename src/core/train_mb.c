@@ -5,6 +5,7 @@
 #include "train_mb.h"
 #include "eval.h"
 #include "gpu_batch.h"
+#include "infer.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -97,20 +98,12 @@ batch_regress(gnn_backend *be, const gnn_graph *g, const int32_t *seeds, int64_t
 	return st;
 }
 
-/*
- * A seed's time bound: the configured time for every seed (as_of), else its
- * seed time or its own time (gnn_graph_seed_time), or no bound when it has
- * none (a node without a time cannot see a future).
- */
+/* the seeds' time bounds (gnn_temporal_bound: as_of, else each seed's time, else none) */
 static void
 seed_bounds(const gnn_graph *g, const gnn_minibatch_config *mbc, const int32_t *seeds, int64_t n, int64_t *out)
 {
 	for (int64_t i = 0; i < n; i++)
-	{
-		int64_t		t = mbc->has_as_of ? mbc->as_of : gnn_graph_seed_time(g, seeds[i]);
-
-		out[i] = t == GNN_TIME_NONE ? INT64_MAX : t;
-	}
+		out[i] = gnn_temporal_bound(g, seeds[i], mbc->has_as_of, mbc->as_of);
 }
 
 /*
@@ -119,7 +112,12 @@ seed_bounds(const gnn_graph *g, const gnn_minibatch_config *mbc, const int32_t *
  * future included, so each labelled node of a split is evaluated on a
  * neighbourhood sampled under its own time (when sampling is temporal), with
  * the training fan-outs and a fixed seed: the same batches every epoch, so
- * epochs compare.  Fills the metrics gnn_eval_splits fills: classification
+ * epochs compare.  Under temporal sampling the sampler draws from per-node
+ * streams (sample.h) under gnn_infer_temporal_seed, as time-aware inference
+ * does (infer.h): each node is measured on the neighbourhood the model will
+ * predict it from, so predictions score what the job recorded.  Typed
+ * graphs without time keep the per-batch seeds they always had.  Fills the
+ * metrics gnn_eval_splits fills: classification
  * loss and accuracy (AUROC is the full pass's only), regression MSE as loss,
  * MAE and RMSE, -MAE as accuracy.  hf / hd: batch_regress's scratch.
  */
@@ -134,6 +132,8 @@ eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibat
 	int			L = cfg->layers;
 	gnn_rng		rng;
 	gnn_status	st = GNN_OK;
+
+	uint64_t	fixed = gnn_infer_temporal_seed(cfg->seed);
 
 	gnn_rng_seed(&rng, cfg->seed ^ 0x6576616c5f74696dULL);
 	for (int s = GNN_SPLIT_TRAIN; s <= GNN_SPLIT_TEST; s++)
@@ -164,7 +164,8 @@ eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibat
 			int			made;
 
 			seed_bounds(g, mbc, nodes + b0, bs, stimes);
-			if ((st = gnn_sampler_sample_at(sampler, nodes + b0, stimes, bs, gnn_rng_next(&rng), &mb, err)) != GNN_OK ||
+			if ((st = gnn_sampler_sample_at(sampler, nodes + b0, stimes, bs,
+											mbc->sampler.temporal ? fixed : gnn_rng_next(&rng), &mb, err)) != GNN_OK ||
 				(st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads,
 									   &x, err)) != GNN_OK)
 				return st;
@@ -662,6 +663,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	double	   *hd = NULL;
 	bool		temporal = mbc->sampler.temporal;
 	bool		regress = cfg->task == GNN_TASK_REGRESS;
+	gnn_sampler_config esc;
 
 	/*
 	 * Typed graphs evaluate on sampled neighbourhoods of the splits' nodes
@@ -721,8 +723,12 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	compensate = mbc->sampler.kind == GNN_SAMPLER_LADIES && cfg->model == GNN_MODEL_SAGE;
 
 	gnn_rng_seed(&rng, cfg->seed);
+	/* evaluation's sampler: time-aware inference's streams under temporal sampling (eval_temporal) */
+	esc = mbc->sampler;
+	esc.per_node_streams = temporal;
+	esc.first_hop = 0;
 	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK ||
-		(sampled_eval && (st = gnn_sampler_create(g, &mbc->sampler, &sampler, err)) != GNN_OK))
+		(sampled_eval && (st = gnn_sampler_create(g, &esc, &sampler, err)) != GNN_OK))
 		goto done;
 	train = malloc(sizeof(int32_t) * (g->n_train + 1));
 	hlab = malloc(sizeof(int32_t) * (mbc->batch_size + 1));

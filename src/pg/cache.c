@@ -9,8 +9,9 @@
  * wait for it (a condition variable) instead of computing it again.
  *
  * Entries are keyed by (database, owner, model row id and xmin, graph
- * generation, kind, layer): a retrained model (a new row), a reloaded graph
- * (a new generation) or a dropped model never finds an old result.  Their
+ * generation, kind, layer, and the as_of moment a time-aware model was asked
+ * at, if any): a retrained model (a new row), a reloaded graph (a new
+ * generation) or a dropped model never finds an old result.  Their
  * segments are counted against gnn.max_cache_memory; the least recently used
  * ready entries are evicted to make room.  A result larger than the budget
  * is computed for the calling transaction only.
@@ -202,7 +203,7 @@ KeyEqual(const GnnCacheKey *a, const GnnCacheKey *b)
 {
 	return a->dbid == b->dbid && a->owner == b->owner && a->model_id == b->model_id &&
 		a->model_xmin == b->model_xmin && a->generation == b->generation && a->kind == b->kind &&
-		a->layer == b->layer;
+		a->layer == b->layer && a->has_as_of == b->has_as_of && (!a->has_as_of || a->as_of == b->as_of);
 }
 
 /* caller holds the lock */

@@ -14,6 +14,14 @@
  * missing from the cache are computed exactly on their own neighbourhood
  * instead, in milliseconds, unless that neighbourhood is a large part of the
  * graph: then the full pass runs once and is shared.
+ *
+ * A model trained with time-aware sampling (metrics.temporal) is answered
+ * the way it was trained and evaluated, never from its rows' future: every
+ * row on a neighbourhood sampled with the training fan-outs as of the row's
+ * own time (or the job's seed_time), or as of one moment for every row
+ * (as_of =>), through gnn_model_infer_temporal (infer.h); its shared results
+ * are computed that way too, keyed by as_of when one is given.  A model
+ * trained without time is answered as it always was.
  */
 #include "gnn_pg.h"
 
@@ -76,7 +84,87 @@ typedef struct ModelRow
 	char	   *class_names;	/* C strings back to back (caller's memory), or NULL */
 	int32		nclasses;
 	bool		mlp;			/* trained and run without the graph's edges */
+	/* trained with time-aware sampling (metrics.temporal): how it sampled (params) */
+	bool		temporal;
+	int32		nfanouts;
+	int32		fanouts[GNN_MAX_FANOUTS];
+	int32		ntype_fanouts;
+	char		tf_names[GNN_MAX_TYPE_FANOUTS][NAMEDATALEN];
+	int32		tf_lists[GNN_MAX_TYPE_FANOUTS][GNN_MAX_FANOUTS];
+	int32		temporal_strategy;	/* 0 uniform, 1 last */
+	int32		batch_size;
+	bool		trained_as_of;	/* options.seed_time: every seed sampled at one time */
+	TimestampTz trained_as_of_time;
 } ModelRow;
+
+/* an int[] column of a model row into out (up to max); returns the count */
+static int
+IntArrayColumn(HeapTuple tup, TupleDesc desc, int col, int32 *out, int max)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+	Datum	   *el;
+	bool	   *nl;
+	int			n;
+
+	if (isnull)
+		return 0;
+	deconstruct_array(DatumGetArrayTypeP(d), INT4OID, 4, true, TYPALIGN_INT, &el, &nl, &n);
+	for (int i = 0; i < n && i < max; i++)
+		out[i] = nl[i] ? 0 : DatumGetInt32(el[i]);
+	return Min(n, max);
+}
+
+/*
+ * A time-aware model's sampling, as the job recorded it in params: its
+ * fan-outs, typed fan-outs by name (flattened in name order, one list of
+ * nfanouts per name), strategy, batch size and seed_time.  Columns from
+ * col on, as ReadModel selects them.
+ */
+static void
+ReadTemporal(HeapTuple tup, TupleDesc desc, int col, ModelRow *mr)
+{
+	bool		isnull;
+	Datum		d;
+	int32		flat[GNN_MAX_TYPE_FANOUTS * GNN_MAX_FANOUTS];
+	int			nflat;
+
+	mr->nfanouts = IntArrayColumn(tup, desc, col, mr->fanouts, GNN_MAX_FANOUTS);
+	d = SPI_getbinval(tup, desc, col + 1, &isnull);
+	mr->ntype_fanouts = 0;
+	if (!isnull)
+	{
+		Datum	   *el;
+		bool	   *nl;
+		int			n;
+
+		deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT, &el, &nl, &n);
+		for (int i = 0; i < n && i < GNN_MAX_TYPE_FANOUTS; i++)
+			strlcpy(mr->tf_names[mr->ntype_fanouts++], nl[i] ? "" : TextDatumGetCString(el[i]), NAMEDATALEN);
+	}
+	nflat = IntArrayColumn(tup, desc, col + 2, flat, GNN_MAX_TYPE_FANOUTS * GNN_MAX_FANOUTS);
+	if (nflat != mr->ntype_fanouts * mr->nfanouts)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("model \"%s\" version %d records typed fan-outs that do not match its %d fan-outs",
+						mr->name, mr->version, mr->nfanouts),
+				 errhint("Retrain it with gnn.train().")));
+	for (int i = 0; i < mr->ntype_fanouts; i++)
+		memcpy(mr->tf_lists[i], flat + i * mr->nfanouts, sizeof(int32) * mr->nfanouts);
+	d = SPI_getbinval(tup, desc, col + 3, &isnull);
+	mr->temporal_strategy = !isnull && strcmp(TextDatumGetCString(d), "last") == 0 ? 1 : 0;
+	d = SPI_getbinval(tup, desc, col + 4, &isnull);
+	mr->batch_size = isnull ? 512 : DatumGetInt32(d);
+	d = SPI_getbinval(tup, desc, col + 5, &isnull);
+	mr->trained_as_of = !isnull;
+	mr->trained_as_of_time = isnull ? 0 : DatumGetTimestampTz(d);
+	if (mr->nfanouts < 1 || mr->batch_size < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("model \"%s\" version %d was trained with time-aware sampling but records no fan-outs",
+						mr->name, mr->version),
+				 errhint("Retrain it with gnn.train().")));
+}
 
 /*
  * The caller's model: latest version unless one is given (version 0: not
@@ -108,7 +196,20 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	/* the weights (maybe large, TOASTed) are fetched only when asked for */
 	if (SPI_execute_with_args("SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), id, "
 							  "xmin::text::bigint, task, classes, CASE WHEN $4 THEN weights END, "
-							  "coalesce(params->>'model' = 'mlp', false) "
+							  "coalesce(params->>'model' = 'mlp', false), "
+							  "coalesce((metrics->>'temporal')::boolean, false), "
+							  /* a time-aware model's sampling (ReadTemporal) */
+							  "ARRAY(SELECT f::int FROM jsonb_array_elements_text("
+							  "  CASE WHEN jsonb_typeof(params->'fanouts') = 'array' THEN params->'fanouts' END) "
+							  "  WITH ORDINALITY AS a(f, o) ORDER BY o), "
+							  "ARRAY(SELECT k FROM jsonb_object_keys("
+							  "  CASE WHEN jsonb_typeof(params->'type_fanouts') = 'object' THEN params->'type_fanouts' END) "
+							  "  AS t(k) ORDER BY k), "
+							  "ARRAY(SELECT f::int FROM jsonb_each("
+							  "  CASE WHEN jsonb_typeof(params->'type_fanouts') = 'object' THEN params->'type_fanouts' END) AS t, "
+							  "  jsonb_array_elements_text(t.value) WITH ORDINALITY AS a(f, o) ORDER BY t.key, a.o), "
+							  "params->>'temporal_strategy', (params->>'batch_size')::int, "
+							  "(params->>'seed_time')::timestamptz "
 							  "FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
 							  "AND ($2::int IS NULL OR version = $2::int) ORDER BY version DESC LIMIT 1",
 							  4, types, values, nulls, true, 1) != SPI_OK_SELECT)
@@ -131,6 +232,10 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	mr->class_names = NULL;
 	mr->nclasses = 0;
 	mr->mlp = DatumGetBool(SPI_getbinval(tup, desc, 9, &isnull));
+	/* an MLP reads no neighbours: there is no future to keep from it */
+	mr->temporal = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull)) && !mr->mlp;
+	if (mr->temporal)
+		ReadTemporal(tup, desc, 11, mr);
 	d = SPI_getbinval(tup, desc, 7, &isnull);
 	if (!isnull)
 	{
@@ -183,17 +288,23 @@ static struct
 	TransactionId xmin;
 	gnn_backend *be;
 	gnn_model  *m;
+	uint64		seed;			/* the training seed (its blob's) */
 }			session_model;
 
+/* the caller's model, and the seed it was trained with */
 static gnn_model *
-LoadModel(ModelRow *mr)
+LoadModel(ModelRow *mr, uint64 *seed)
 {
 	gnn_error	err;
 	gnn_status	st;
 	ModelRow	full;
+	gnn_model_meta meta;
 
 	if (session_model.m && session_model.id == mr->id && session_model.xmin == mr->xmin)
+	{
+		*seed = session_model.seed;
 		return session_model.m;
+	}
 	if (session_model.m)
 		gnn_model_free(session_model.m);
 	session_model.m = NULL;
@@ -207,7 +318,7 @@ LoadModel(ModelRow *mr)
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("model \"%s\" version %d changed while it was read", mr->name, mr->version)));
 	st = gnn_model_deserialize(session_model.be, VARDATA_ANY(full.weights), VARSIZE_ANY_EXHDR(full.weights),
-							   &session_model.m, NULL, &err);
+							   &session_model.m, &meta, &err);
 	pfree(full.weights);
 	if (st != GNN_OK)
 	{
@@ -219,6 +330,8 @@ LoadModel(ModelRow *mr)
 	}
 	session_model.id = mr->id;
 	session_model.xmin = mr->xmin;
+	session_model.seed = meta.seed;
+	*seed = meta.seed;
 	return session_model.m;
 }
 
@@ -270,16 +383,107 @@ typedef struct InferCtx
 	int32		type;			/* the node type results are about */
 	bool		regression;		/* predictions are the output layer's value */
 	GnnCacheKey key;
+	/* a time-aware model: how its rows are sampled (gnn_model_infer_temporal) */
+	gnn_infer_temporal_config tc;
 } InferCtx;
 
+/*
+ * as_of => (argument argno): one moment for every row of a time-aware
+ * model, as microseconds since 2000-01-01, the way the loader keeps node
+ * times (a timestamptz is that already).  *has: it was given.
+ */
+static TimestampTz
+AsOfArg(FunctionCallInfo fcinfo, int argno, bool *has)
+{
+	TimestampTz t;
+
+	*has = PG_NARGS() > argno && !PG_ARGISNULL(argno);
+	if (!*has)
+		return 0;
+	t = PG_GETARG_TIMESTAMPTZ(argno);
+	if (TIMESTAMP_NOT_FINITE(t))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("as_of must be a finite time"),
+				 errhint("Leave as_of out to answer every row as of its own time.")));
+	return t;
+}
+
+/* polled by the core between batches: a cancel or termination stops it (then CHECK_FOR_INTERRUPTS reports it) */
+static bool
+SessionShouldStop(void *arg)
+{
+	return InterruptPending && (QueryCancelPending || ProcDiePending);
+}
+
+/*
+ * A time-aware model's sampling on the graph as loaded now: the training
+ * fan-outs (per relation by the names the job was given), strategy and
+ * seed, bounded by as_of when given, else by the job's seed_time, else by
+ * each row's own time.  The temporal sampler reads a flat graph: a delta is
+ * merged in first.
+ */
 static void
-InferBegin(const char *model, int32 version, OutKind kind, int32 layer, InferCtx *x)
+TemporalBegin(InferCtx *x, uint64 train_seed, bool has_as_of, TimestampTz as_of)
+{
+	const ModelRow *mr = &x->mr;
+	gnn_infer_temporal_config *tc = &x->tc;
+	const gnn_graph *g;
+
+	GnnGraphFlattenRef(&x->ref);
+	g = &x->ref.g;
+	memset(tc, 0, sizeof(*tc));
+	tc->sampler.kind = GNN_SAMPLER_NEIGHBOR;
+	tc->sampler.nhops = mr->nfanouts;
+	memcpy(tc->sampler.fanouts, mr->fanouts, sizeof(int32) * mr->nfanouts);
+	tc->sampler.weighted = true;	/* as the job sampled */
+	tc->sampler.nthreads = gnn_threads;
+	tc->sampler.temporal = true;
+	tc->sampler.temporal_strategy = mr->temporal_strategy;
+	if (g->num_edge_types > 1 || mr->ntype_fanouts > 0)
+		tc->sampler.type_fanouts = GnnTypeFanouts(g, mr->nfanouts, mr->fanouts, mr->ntype_fanouts,
+												  mr->tf_names, mr->tf_lists);
+	tc->seed = gnn_infer_temporal_seed(train_seed);
+	tc->batch_size = mr->batch_size;
+	tc->row_normalise = mr->row_normalise;
+	tc->has_as_of = has_as_of || mr->trained_as_of;
+	tc->as_of = has_as_of ? as_of : mr->trained_as_of_time;
+	tc->should_stop = SessionShouldStop;
+}
+
+/* rows of idx[0..n) of a time-aware model into out (n x cols), computed here */
+static void
+InferTemporal(InferCtx *x, const int64 *idx, int64 n, float *out)
+{
+	gnn_error	err;
+	gnn_status	st;
+
+	GnnCoreThreadsInit();
+	st = gnn_model_infer_temporal(x->m, &x->ref.g, &x->tc, x->want, x->kind == OUT_PROBS, idx, n, out, &err);
+	if (st == GNN_ERR_CANCELLED)
+		CHECK_FOR_INTERRUPTS();
+	if (st != GNN_OK)
+		GnnReportCoreError(psprintf("inference with model \"%s\" failed", x->mr.name), &err);
+}
+
+static void
+InferBegin(const char *model, int32 version, OutKind kind, int32 layer, bool has_as_of, TimestampTz as_of,
+		   InferCtx *x)
 {
 	const gnn_model_config *mc;
+	uint64		train_seed;
 
 	memset(x, 0, sizeof(*x));
 	x->kind = kind;
 	ReadModel(model, version, false, &x->mr);
+	if (has_as_of && !x->mr.temporal)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model \"%s\" was not trained with time-aware sampling, so as_of does not apply to it", model),
+				 errdetail("as_of bounds the neighbourhood a time-aware model samples every row from; model \"%s\" version %d "
+						   "reads every neighbour of a row, whatever its time.", model, x->mr.version),
+				 errhint("Leave as_of out, or train the model with fan-outs on a graph with times "
+						 "(options.fanouts; options.temporal is on by default there).")));
 	if (kind == OUT_PROBS && strcmp(x->mr.task, "regression") == 0)
 	{
 		/* a regression model's prediction is its output layer */
@@ -300,8 +504,10 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, InferCtx
 		GnnGraphFlattenRef(&x->ref);
 		GnnEdgelessView(&x->ref.g, &x->ref.g);
 	}
-	x->m = LoadModel(&x->mr);
+	x->m = LoadModel(&x->mr, &train_seed);
 	mc = gnn_model_config_of(x->m);
+	if (x->mr.temporal)
+		TemporalBegin(x, train_seed, has_as_of, as_of);
 
 	/*
 	 * One part of a partitioned graph: its halo's features and neighbours are
@@ -334,6 +540,14 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, InferCtx
 	x->key.generation = x->ref.entry.generation;
 	x->key.kind = kind;
 	x->key.layer = x->want;
+	x->key.has_as_of = has_as_of;
+	x->key.as_of = has_as_of ? as_of : 0;
+	if (x->mr.temporal && x->mr.nfanouts != mc->layers)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("model \"%s\" version %d records %d fan-outs for %d layers", x->mr.name, x->mr.version,
+						x->mr.nfanouts, mc->layers),
+				 errhint("Retrain it with gnn.train().")));
 }
 
 static void
@@ -343,6 +557,17 @@ ComputeFull(void *arg, GnnResult *res)
 	gnn_error	err;
 
 	memcpy((int64 *) res->ids, x->ref.g.ids, sizeof(int64) * res->rows);
+	if (x->mr.temporal)
+	{
+		/* every node, as of its own time (or as_of) */
+		int64	   *idx = palloc_extended(sizeof(int64) * Max(res->rows, 1), MCXT_ALLOC_HUGE);
+
+		for (int64 v = 0; v < res->rows; v++)
+			idx[v] = v;
+		InferTemporal(x, idx, res->rows, (float *) res->out);
+		pfree(idx);
+		return;
+	}
 	GnnCoreThreadsInit();
 	/* the whole graph: a delta merged in first (the few-node path reads it in place) */
 	GnnGraphFlattenRef(&x->ref);
@@ -386,7 +611,14 @@ InferFew(InferCtx *x, const int64 *nodes, int n, float *out)
 	int64		touched = 0;
 
 	memcpy(idx, nodes, sizeof(int64) * n);
-	if (!GnnCacheLookup(&x->key, &res))
+	if (x->mr.temporal && !GnnCacheLookup(&x->key, &res))
+	{
+		/* sampled with the training fan-outs: as cheap for a few nodes whatever their neighbourhood */
+		InferTemporal(x, idx, n, out);
+		pfree(idx);
+		return;
+	}
+	if (!x->mr.temporal && !GnnCacheLookup(&x->key, &res))
 	{
 		/*
 		 * Past gnn.khop_max_fraction of the graph's nodes (half) the
@@ -486,14 +718,17 @@ gnn_embedding_rows(PG_FUNCTION_ARGS)
 		InferCtx	x;
 		const gnn_graph *g;
 		int32		t;
+		bool		has_as_of;
+		TimestampTz as_of;
 
 		GnnRequirePreload();
 		fctx = SRF_FIRSTCALL_INIT();
 		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
 		er = palloc0(sizeof(EmbedRows));
 		MemoryContextSwitchTo(old);
+		as_of = AsOfArg(fcinfo, 4, &has_as_of);
 		InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED,
-				   PG_ARGISNULL(1) ? -1 : PG_GETARG_INT32(1), &x);
+				   PG_ARGISNULL(1) ? -1 : PG_GETARG_INT32(1), has_as_of, as_of, &x);
 		g = &x.ref.g;
 		t = GnnResultType(g, PG_NARGS() > 3 && !PG_ARGISNULL(3) ? text_to_cstring(PG_GETARG_TEXT_PP(3)) : NULL,
 					   x.mr.graph);
@@ -1016,8 +1251,9 @@ EmbedIndex(const char *qname, Oid relid, const char *column, Oid vtype, const Em
 }
 
 /*
- * gnn.embed(model, into, layer, column, id_column, version): write every
- * node's embedding into a table, in the caller's transaction.
+ * gnn.embed(model, into, layer, column, id_column, version, node_type,
+ * incremental, options, as_of): write every node's embedding into a table,
+ * in the caller's transaction.
  */
 Datum
 gnn_embed(PG_FUNCTION_ARGS)
@@ -1033,9 +1269,9 @@ gnn_embed(PG_FUNCTION_ARGS)
 	Oid			relid;
 	char	   *qname;
 	StringInfoData q;
-	Oid			types[4] = {TEXTOID, INT4OID, INT4OID, TEXTOID};
-	Datum		values[4];
-	char		nulls[5] = "    ";
+	Oid			types[5] = {TEXTOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID};
+	Datum		values[5];
+	char		nulls[6] = "     ";
 	int64		written;
 	ModelRow	c;
 	char	   *node_type = PG_NARGS() > 6 && !PG_ARGISNULL(6) ? text_to_cstring(PG_GETARG_TEXT_PP(6)) : NULL;
@@ -1047,9 +1283,12 @@ gnn_embed(PG_FUNCTION_ARGS)
 	Oid			vtype;
 	bool		as_vector;
 	char	   *coltype;
+	bool		has_as_of;
+	TimestampTz as_of;
 
 	GnnRequirePreload();
 	ParseEmbedOptions(PG_NARGS() > 8 && !PG_ARGISNULL(8) ? PG_GETARG_JSONB_P(8) : NULL, &eo);
+	as_of = AsOfArg(fcinfo, 9, &has_as_of);
 	vtype = PgvectorType();
 	if (eo.vector && !OidIsValid(vtype))
 		ereport(ERROR,
@@ -1062,13 +1301,20 @@ gnn_embed(PG_FUNCTION_ARGS)
 				(errmsg("gnn.embed: writing every row of the table (options type and index are for full writes)")));
 		incremental = false;
 	}
+	if (incremental && has_as_of)
+	{
+		ereport(NOTICE,
+				(errmsg("gnn.embed: writing every row of the table (as_of asks for one moment; incremental writes "
+						"follow the rows' own times)")));
+		incremental = false;
+	}
 	if (PG_ARGISNULL(1))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("into must name a table")));
 	into = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	names = stringToQualifiedNameList(into);
 	rv = makeRangeVarFromNameList(names);
 	relid = RangeVarGetRelid(rv, NoLock, true);
-	InferBegin(model, version, OUT_EMBED, layer, &x);
+	InferBegin(model, version, OUT_EMBED, layer, has_as_of, as_of, &x);
 	type = node_type ? GnnResultType(&x.ref.g, node_type, x.mr.graph) : x.type;
 	c = x.mr;
 	if (incremental && (column != NULL || !OidIsValid(relid) || x.ref.g.num_node_types > 1 || node_type))
@@ -1162,6 +1408,8 @@ gnn_embed(PG_FUNCTION_ARGS)
 	key_type = EmbedKeyType(c.graph, type);
 	values[3] = node_type ? CStringGetTextDatum(node_type) : (Datum) 0;
 	nulls[3] = node_type ? ' ' : 'n';
+	values[4] = TimestampTzGetDatum(as_of);
+	nulls[4] = has_as_of ? ' ' : 'n';
 	if (column == NULL)
 	{
 		if (!OidIsValid(relid))
@@ -1182,7 +1430,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 				elog(ERROR, "could not empty %s", qname);
 		}
 		resetStringInfo(&q);
-		appendStringInfo(&q, "INSERT INTO %s (id, embedding) SELECT %s, embedding FROM gnn._embedding_rows($1, $2, $3, $4)",
+		appendStringInfo(&q, "INSERT INTO %s (id, embedding) SELECT %s, embedding FROM gnn._embedding_rows($1, $2, $3, $4, $5)",
 						 qname, key_type ? psprintf("key::%s", key_type) : "id");
 	}
 	else
@@ -1197,18 +1445,27 @@ gnn_embed(PG_FUNCTION_ARGS)
 		if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
 			elog(ERROR, "could not add column %s", column);
 		resetStringInfo(&q);
-		appendStringInfo(&q, "UPDATE %s t SET %s = e.embedding FROM gnn._embedding_rows($1, $2, $3, $4) e "
+		appendStringInfo(&q, "UPDATE %s t SET %s = e.embedding FROM gnn._embedding_rows($1, $2, $3, $4, $5) e "
 						 "WHERE t.%s = e.%s", qname, quote_identifier(column), quote_identifier(idcol),
 						 key_type ? psprintf("key::%s", key_type) : "id");
 	}
-	if (SPI_execute_with_args(q.data, 4, types, values, nulls, false, 0) < 0)
+	if (SPI_execute_with_args(q.data, 5, types, values, nulls, false, 0) < 0)
 		elog(ERROR, "could not write embeddings into %s", qname);
 	written = (int64) SPI_processed;
 	if (eo.index)
 		EmbedIndex(qname, RangeVarGetRelid(rv, NoLock, false), column ? column : "embedding", vtype, &eo, written);
-	/* the version written from: the start of the next incremental write */
-	if (column == NULL && x.ref.g.num_node_types <= 1 && node_type == NULL)
+	/*
+	 * the version written from: the start of the next incremental write;
+	 * rows as of one moment are no start for one (it follows the rows' own
+	 * times), so the table then has none
+	 */
+	if (column == NULL && x.ref.g.num_node_types <= 1 && node_type == NULL && !has_as_of)
 		SaveEmbedState(RangeVarGetRelid(rv, NoLock, false), &x);
+	else if (column == NULL && has_as_of)
+		GnnCatalogExec("DELETE FROM gnn.embed_state WHERE owner = $1::regrole AND relid = $2", 2,
+					   (Oid[]) {OIDOID, OIDOID},
+					   (Datum[]) {ObjectIdGetDatum(GetUserId()), ObjectIdGetDatum(RangeVarGetRelid(rv, NoLock, false))},
+					   NULL, 0);
 	SPI_finish();
 	InferEnd(&x);
 	last_recomputed = x.ref.g.num_nodes;
@@ -1246,6 +1503,8 @@ gnn_predict(PG_FUNCTION_ARGS)
 	bool	   *dn = NULL;
 	bool		text_keys = get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTARRAYOID;
 	int64		first = 0;
+	bool		has_as_of;
+	TimestampTz as_of;
 
 	GnnRequirePreload();
 	if (!PG_ARGISNULL(1))
@@ -1260,7 +1519,8 @@ gnn_predict(PG_FUNCTION_ARGS)
 			if (dn[i])
 				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("node ids must not be NULL")));
 	}
-	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1, &x);
+	as_of = AsOfArg(fcinfo, 3, &has_as_of);
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1, has_as_of, as_of, &x);
 	if (nwant >= 0)
 	{
 		/* the nodes of the model's type with these keys */
@@ -1316,11 +1576,14 @@ gnn_embedding(PG_FUNCTION_ARGS)
 	InferCtx	x;
 	int64		node;
 	float	   *row;
+	bool		has_as_of;
+	TimestampTz as_of;
 
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
 		PG_RETURN_NULL();
-	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED, -1, &x);
+	as_of = AsOfArg(fcinfo, 3, &has_as_of);
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED, -1, has_as_of, as_of, &x);
 	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID)
 		node = GnnFindNodeText(&x.ref.g, x.type, TextDatumGetCString(PG_GETARG_DATUM(1)), x.mr.graph);
 	else
@@ -1348,6 +1611,8 @@ gnn_similar(PG_FUNCTION_ARGS)
 	int64		got;
 	int64		first,
 				count;
+	bool		has_as_of;
+	TimestampTz as_of;
 
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
@@ -1356,7 +1621,8 @@ gnn_similar(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("k must be between 1 and 100000 (got %d)", k)));
-	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 3), OUT_EMBED, -1, &x);
+	as_of = AsOfArg(fcinfo, 4, &has_as_of);
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 3), OUT_EMBED, -1, has_as_of, as_of, &x);
 	InferFull(&x, &r);
 	/* the node's row, and the rows of its type: the candidates */
 	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID)

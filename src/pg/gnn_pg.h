@@ -258,6 +258,8 @@ typedef struct GnnCacheKey
 	uint64		generation;		/* the graph's version */
 	int32		kind;			/* GnnResultKind */
 	int32		layer;			/* resolved layer (embeddings) */
+	bool		has_as_of;		/* a time-aware model asked as of one moment (as_of =>) */
+	int64		as_of;			/* that moment (a timestamptz); 0 without */
 } GnnCacheKey;
 
 typedef struct GnnCacheEntry
@@ -296,6 +298,9 @@ typedef void (*GnnComputeFn) (void *arg, GnnResult *res);	/* fills res->ids and 
 
 /* funcs_model.c: the layer gnn.embedding answers by default (the worker shares the same one) */
 extern int32 GnnDefaultEmbeddingLayer(int layers, bool classifier);
+/* worker.c: fan-outs per relation from names (jobs sample by it, serving samples time-aware models by it) */
+extern int32 *GnnTypeFanouts(const gnn_graph *g, int nfanouts, const int32 *fanouts, int ntf,
+							 const char (*names)[NAMEDATALEN], const int32 (*lists)[GNN_MAX_FANOUTS]);
 
 extern void GnnCacheInitProcess(void);
 extern void GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char *graph,

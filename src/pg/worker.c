@@ -35,6 +35,7 @@
 
 #include "backend.h"
 #include "gpu_batch.h"
+#include "infer.h"
 #include "serialize.h"
 #include "train.h"
 #include "train_mb.h"
@@ -337,8 +338,49 @@ RecordFailure(GnnJobState st, const char *msg)
 	PG_END_TRY();
 }
 
+/*
+ * Fan-outs per relation of g, [nfanouts * R] (palloc'd): a name given is a
+ * relation's, or a node type's (the relations whose sources are of that
+ * type: "reviews" draws reviews); the rest take the default list.  Jobs
+ * sample by it, and serving samples a time-aware model's rows by it again
+ * (funcs_model.c), from the names its params recorded.
+ */
+int32 *
+GnnTypeFanouts(const gnn_graph *g, int nfanouts, const int32 *fanouts, int ntf,
+			   const char (*names)[NAMEDATALEN], const int32 (*lists)[GNN_MAX_FANOUTS])
+{
+	int32	   *tf = palloc(sizeof(int32) * nfanouts * g->num_edge_types);
+
+	for (int e = 0; e < g->num_edge_types; e++)
+	{
+		const int32 *use = fanouts;
+		const char *en = gnn_graph_edge_type_name(g, e);
+		const char *sn = gnn_graph_node_type_name(g, g->etypes[e].src_type);
+
+		for (int i = 0; i < ntf; i++)
+			if (en && strcmp(names[i], en) == 0)
+				use = lists[i];
+		if (use == fanouts)
+			for (int i = 0; i < ntf; i++)
+				if (sn && strcmp(names[i], sn) == 0)
+					use = lists[i];
+		for (int h = 0; h < nfanouts; h++)
+			tf[h * g->num_edge_types + e] = use[h];
+	}
+	return tf;
+}
+
 /* minibatch node classification over sampled blocks (options fanouts / batch_size / sampler) */
 static bool job_temporal = false;	/* the minibatch job sampled by time */
+
+/*
+ * A time-aware job's sampler and bound, for the results shared after it
+ * (Precompute answers the model as serving will: infer.h); its typed
+ * fan-outs are copied where they outlive the job's transactions.
+ */
+static gnn_sampler_config job_sampler;
+static bool job_has_as_of = false;
+static int64 job_as_of = 0;
 
 static gnn_status
 RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *r, gnn_backend *be,
@@ -367,32 +409,8 @@ RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequ
 		job_gpu.policy = GNN_CACHE_DEGREE;
 	mbc.gpu = &job_gpu;
 	if (g->num_edge_types > 1 || r->ntype_fanouts > 0)
-	{
-		/*
-		 * Fan-outs per relation: a name given is a relation's, or a node
-		 * type's (the relations whose sources are of that type: "reviews"
-		 * draws reviews); the rest take the default list.
-		 */
-		int32	   *tf = palloc(sizeof(int32) * r->nfanouts * g->num_edge_types);
-
-		for (int e = 0; e < g->num_edge_types; e++)
-		{
-			const int32 *use = r->fanouts;
-			const char *en = gnn_graph_edge_type_name(g, e);
-			const char *sn = gnn_graph_node_type_name(g, g->etypes[e].src_type);
-
-			for (int i = 0; i < r->ntype_fanouts; i++)
-				if (en && strcmp(r->type_fanout_names[i], en) == 0)
-					use = r->type_fanouts[i];
-			if (use == r->fanouts)
-				for (int i = 0; i < r->ntype_fanouts; i++)
-					if (sn && strcmp(r->type_fanout_names[i], sn) == 0)
-						use = r->type_fanouts[i];
-			for (int h = 0; h < r->nfanouts; h++)
-				tf[h * g->num_edge_types + e] = use[h];
-		}
-		mbc.sampler.type_fanouts = tf;
-	}
+		mbc.sampler.type_fanouts = GnnTypeFanouts(g, r->nfanouts, r->fanouts, r->ntype_fanouts,
+												  r->type_fanout_names, r->type_fanouts);
 	/* time-aware by default when the nodes trained on have times */
 	if (r->temporal != 0 && g->time)
 	{
@@ -408,6 +426,19 @@ RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequ
 	mbc.as_of = r->as_of;
 	mbc.sampler.temporal_strategy = strcmp(r->temporal_strategy, "last") == 0 ? 1 : 0;
 	job_temporal = mbc.sampler.temporal;
+	if (job_temporal)
+	{
+		job_sampler = mbc.sampler;
+		if (mbc.sampler.type_fanouts)
+		{
+			Size		bytes = sizeof(int32) * r->nfanouts * g->num_edge_types;
+
+			job_sampler.type_fanouts = memcpy(MemoryContextAlloc(TopMemoryContext, bytes),
+											  mbc.sampler.type_fanouts, bytes);
+		}
+		job_has_as_of = mbc.has_as_of;
+		job_as_of = mbc.as_of;
+	}
 	return gnn_train_minibatch(g, cfg, &mbc, be, OnProgress, NULL, ShouldStop, NULL, model, res, stats, err);
 }
 
@@ -466,6 +497,51 @@ typedef struct Precomputed
 	double		seconds;
 } Precomputed;
 
+/*
+ * A time-aware model's shared results: every node as of its own time (or
+ * the job's seed_time), sampled as serving samples it (infer.h), both
+ * results from one pass: the embedding is the layer each prediction was
+ * computed from.
+ */
+static void
+PrecomputeTemporal(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, Precomputed *pc)
+{
+	const gnn_model_config *mc = gnn_model_config_of(model);
+	gnn_infer_temporal_config tc;
+	int64	   *idx = palloc_extended(sizeof(int64) * Max(g->num_nodes, 1), MCXT_ALLOC_HUGE);
+	bool		probs = pc->n == 2;
+	gnn_error	err;
+
+	for (int i = 0; i < pc->n; i++)
+	{
+		int32		cols = pc->layer[i] < 0 ? mc->out_dim : gnn_model_layer_dim(model, pc->layer[i]);
+
+		pc->seg[i] = GnnResultCreate(g->num_nodes, cols, pc->kind[i] == GNN_RESULT_EMBED, &pc->res[i]);
+		memcpy((int64 *) pc->res[i].ids, g->ids, sizeof(int64) * g->num_nodes);
+	}
+	for (int64 v = 0; v < g->num_nodes; v++)
+		idx[v] = v;
+	memset(&tc, 0, sizeof(tc));
+	tc.sampler = job_sampler;
+	tc.seed = gnn_infer_temporal_seed(cfg->seed);
+	tc.batch_size = wctx->req.batch_size;
+	tc.row_normalise = cfg->row_normalise;
+	tc.has_as_of = job_has_as_of;
+	tc.as_of = job_as_of;
+	tc.should_stop = ShouldStop;
+	if (probs)
+	{
+		tc.also_layer = pc->layer[0];
+		tc.also_out = (float *) pc->res[0].out;
+	}
+	if (gnn_model_infer_temporal(model, g, &tc, probs ? -1 : pc->layer[0], probs, idx, g->num_nodes,
+								 (float *) pc->res[probs ? 1 : 0].out, &err) != GNN_OK)
+		GnnReportCoreError("inference after training failed", &err);
+	for (int i = 0; i < pc->n; i++)
+		GnnResultFinish(&pc->res[i]);
+	pfree(idx);
+}
+
 static void
 Precompute(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, bool linkpred, Precomputed *pc)
 {
@@ -504,9 +580,12 @@ Precompute(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, bo
 	{
 		/*
 		 * One forward pass gives both: run it for the last result, then copy
-		 * the embedding layer the same pass left in the model.
+		 * the embedding layer the same pass left in the model.  A time-aware
+		 * model sees no future: its own way.
 		 */
-		for (int i = pc->n - 1; i >= 0; i--)
+		if (job_temporal)
+			PrecomputeTemporal(model, g, cfg, pc);
+		for (int i = pc->n - 1; i >= 0 && !job_temporal; i--)
 		{
 			gnn_error	err;
 			int32		cols = pc->layer[i] < 0 ? mc->out_dim : gnn_model_layer_dim(model, pc->layer[i]);
