@@ -48,6 +48,21 @@ gnn_backend_fail_after(gnn_backend *be, int64_t n)
 }
 
 void
+gnn_backend_set_stop(gnn_backend *be, gnn_should_stop_fn fn, void *arg)
+{
+	if (!be)
+		return;
+	be->stop_fn = fn;
+	be->stop_arg = arg;
+}
+
+bool
+gnn_backend_stop_requested(gnn_backend *be)
+{
+	return be && be->stop_fn && be->stop_fn(be->stop_arg);
+}
+
+void
 gnn_backend_timing_enable(gnn_backend *be, bool on)
 {
 	if (be)
@@ -133,6 +148,8 @@ gnn_backend_cuda_load(const char *so_path, int device, gnn_backend **out, gnn_er
 	(*out)->calls = 0;
 	(*out)->fail_after = -1;
 	(*out)->timing = false;
+	(*out)->stop_fn = NULL;
+	(*out)->stop_arg = NULL;
 	gnn_backend_timing_reset(*out);
 	return GNN_OK;
 }
@@ -166,6 +183,8 @@ gnn_backend_twin(gnn_backend *be, int nthreads, gnn_backend **out, gnn_error *er
 	(*out)->calls = 0;
 	(*out)->fail_after = -1;
 	(*out)->timing = false;
+	(*out)->stop_fn = NULL;
+	(*out)->stop_arg = NULL;
 	gnn_backend_timing_reset(*out);
 	return GNN_OK;
 }
@@ -192,6 +211,8 @@ gnn_dispatch_enter(gnn_backend *be, double *t0)
 		return gnn_error_set(&be->err, GNN_ERR_BACKEND,
 							 "backend %s: injected fault after %lld calls",
 							 be->name, (long long) be->fail_after);
+	if (be->stop_fn && be->stop_fn(be->stop_arg))
+		return gnn_error_set(&be->err, GNN_ERR_CANCELLED, "stopped on request");
 	if (be->timing)
 		*t0 = gnn_now();
 	return GNN_OK;

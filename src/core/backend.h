@@ -329,6 +329,14 @@ struct gnn_backend
 	bool		timing;			/* keep per-category times (syncs after each op) */
 	double		time_s[GNN_CAT_COUNT];
 	int64_t		ncalls[GNN_CAT_COUNT];
+	/*
+	 * Stopping (gnn_backend_set_stop): asked before every op, and by long
+	 * ops (large GEMMs, large memsets, weight initialisation) between their
+	 * pieces, on the calling thread only; once it says stop, ops fail with
+	 * GNN_ERR_CANCELLED, so a job stops within a piece's time in any phase.
+	 */
+	gnn_should_stop_fn stop_fn;
+	void	   *stop_arg;
 };
 
 /*
@@ -375,6 +383,10 @@ gnn_status	gnn_backend_twin(gnn_backend *be, int nthreads, gnn_backend **out, gn
 /* Fault injection: the next n calls succeed, every later one fails with
  * GNN_ERR_BACKEND ("injected fault").  n < 0 disables. */
 void		gnn_backend_fail_after(gnn_backend *be, int64_t n);
+/* ask fn(arg) whether to stop before every op and between a long op's pieces (NULL: never) */
+void		gnn_backend_set_stop(gnn_backend *be, gnn_should_stop_fn fn, void *arg);
+/* whether the stop function says stop (for long loops beside the ops; calling thread only) */
+bool		gnn_backend_stop_requested(gnn_backend *be);
 void		gnn_backend_timing_enable(gnn_backend *be, bool on);
 void		gnn_backend_timing_reset(gnn_backend *be);
 

@@ -119,9 +119,15 @@ cpu_copy(gnn_backend *be, void *dst, const void *src, size_t bytes)
 static gnn_status
 cpu_memset(gnn_backend *be, void *dst, int byte, size_t bytes)
 {
-	(void) be;
-	if (bytes)
-		memset(dst, byte, bytes);
+	/* a huge fill (fresh pages: the kernel zeroes them as they are touched) in pieces a stop is seen between */
+	const size_t piece = (size_t) 256 << 20;
+
+	for (size_t off = 0; off < bytes; off += piece)
+	{
+		if (off > 0 && gnn_backend_stop_requested(be))
+			return gnn_error_set(&be->err, GNN_ERR_CANCELLED, "stopped on request");
+		memset((char *) dst + off, byte, bytes - off < piece ? bytes - off : piece);
+	}
 	return GNN_OK;
 }
 
@@ -150,15 +156,32 @@ typedef struct gemm_plan
 	int			parts;			/* threads */
 } gemm_plan;
 
+/*
+ * A block's work at most (where 64 rows allow it): between blocks a stop is
+ * seen (be->stop_fn), so even a GEMM of hours stops within a block's time
+ * (under a second on a core).  Only products over 64 such blocks are split
+ * finer than the 64 blocks of before (their bits may change; smaller ones'
+ * do not).
+ */
+#define GEMM_BLOCK_FLOPS 4e9
+
 static gemm_plan
 plan_gemm(gnn_backend *be, int64_t m, int64_t n, int64_t k)
 {
 	gemm_plan	g;
 	int			nt = NT_WORK(be, (double) m * n * k);
+	double		per_row;
 
 	g.by_rows = m >= n;
 	g.len = g.by_rows ? m : n;
 	g.blk = gemm_blk(g.len);
+	per_row = 2.0 * m * n * k / (double) g.len;
+	if (per_row * g.blk > GEMM_BLOCK_FLOPS)
+	{
+		int64_t		b = (int64_t) (GEMM_BLOCK_FLOPS / per_row) / 64 * 64;
+
+		g.blk = b < 64 ? 64 : b;
+	}
 	g.nblk = (g.len + g.blk - 1) / g.blk;
 	g.parts = (double) m * n * k < 2e6 ? 1 : (int) (g.nblk < nt ? g.nblk : nt);
 	return g;
@@ -183,6 +206,8 @@ cpu_gemm(gnn_backend *be, bool trans_a, bool trans_b, int64_t m, int64_t n, int6
 	}
 	{
 		gemm_plan	g = plan_gemm(be, m, n, k);
+		volatile int stopped = 0;
+		bool		poll = 2.0 * m * n * k > 1e9;	/* a product that takes time */
 
 #pragma omp parallel for num_threads(g.parts) schedule(dynamic, 1) if (g.parts > 1)
 		for (int64_t q = 0; q < g.nblk; q++)
@@ -193,6 +218,11 @@ cpu_gemm(gnn_backend *be, bool trans_a, bool trans_b, int64_t m, int64_t n, int6
 					   *b = B;
 			float	   *c = C;
 
+			/* the calling thread asks (it is thread 0 of the team); the others see its answer */
+			if (poll && omp_get_thread_num() == 0 && gnn_backend_stop_requested(be))
+				stopped = 1;
+			if (stopped)
+				continue;
 			if (hi > g.len)
 				hi = g.len;
 			if (hi <= lo)
@@ -212,6 +242,8 @@ cpu_gemm(gnn_backend *be, bool trans_a, bool trans_b, int64_t m, int64_t n, int6
 						(int) (g.by_rows ? hi - lo : m), (int) (g.by_rows ? n : hi - lo), (int) k,
 						alpha, a, (int) lda, b, (int) ldb, beta, c, (int) ldc);
 		}
+		if (stopped)
+			return gnn_error_set(&be->err, GNN_ERR_CANCELLED, "stopped on request");
 	}
 	return GNN_OK;
 }

@@ -10,6 +10,7 @@
 #include "estimate.h"
 
 #include "model.h"
+#include "train_linkpred.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -155,10 +156,10 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 	bool		gpu = plan->gpu;
 
 	memset(out, 0, sizeof(*out));
-	if ((st = gnn_train_model_config_for(cfg, g, &mc, err)) != GNN_OK)
+	/* link prediction trains an encoder: the last layer is the embedding, whatever the labels */
+	if ((st = plan->loop == GNN_LOOP_LINKPRED ? gnn_linkpred_model_config(g, cfg, &mc, err)
+		 : gnn_train_model_config_for(cfg, g, &mc, err)) != GNN_OK)
 		return st;
-	if (plan->loop == GNN_LOOP_LINKPRED)
-		mc.out_dim = mc.hidden;	/* an encoder: the last layer is the embedding */
 	params = (double) gnn_model_config_params(&mc, NULL, NULL);
 	if (params < 0)
 		return gnn_error_set(err, GNN_ERR_INVALID, "the model configuration is invalid");

@@ -226,7 +226,15 @@ add_param(gnn_model *m, int layer, const char *what, int64_t rows, int64_t cols,
 		if (!host)
 			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 		for (int64_t i = 0; i < rows * cols; i++)
+		{
+			/* a stop is seen every 16M values (tens of milliseconds) */
+			if ((i & ((1 << 24) - 1)) == 0 && i > 0 && gnn_backend_stop_requested(m->be))
+			{
+				free(host);
+				return gnn_error_set(err, GNN_ERR_CANCELLED, "stopped on request while initialising the weights");
+			}
 			host[i] = (float) ((2.0 * gnn_rng_double(rng) - 1.0) * glorot_a);
+		}
 		st = gnn_tensor_upload(&p->w, host, err);
 		free(host);
 		if (st != GNN_OK)

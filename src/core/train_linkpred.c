@@ -431,8 +431,8 @@ bce_step(const float *z, int32_t d, const gnn_linkpred_pair *pos, int64_t np, co
 }
 
 /* The model configuration: the embedding is the output; relational kinds get the graph's types. */
-static gnn_status
-linkpred_model_config(const gnn_graph *g, const gnn_train_config *cfg, gnn_model_config *mc, gnn_error *err)
+gnn_status
+gnn_linkpred_model_config(const gnn_graph *g, const gnn_train_config *cfg, gnn_model_config *mc, gnn_error *err)
 {
 	gnn_status	st;
 
@@ -487,7 +487,7 @@ gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_li
 		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
 	if (model_out && !be_in)
 		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
-	if ((st = linkpred_model_config(g, cfg, &mc, err)) != GNN_OK)
+	if ((st = gnn_linkpred_model_config(g, cfg, &mc, err)) != GNN_OK)
 		return st;
 	gnn_rng_seed(&rng, cfg->seed ^ 0x6c696e6bULL);
 	if ((st = gnn_linkpred_split_create(g, lc, &rng, &sp, err)) != GNN_OK)

@@ -131,4 +131,8 @@ gnn_status	gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg,
 							   gnn_should_stop_fn should_stop, void *stop_arg,
 							   gnn_model **model_out, gnn_linkpred_result *res, gnn_error *err);
 
+/* A link-prediction encoder's model configuration: its embedding (cfg->hidden wide) is the output. */
+gnn_status	gnn_linkpred_model_config(const gnn_graph *g, const gnn_train_config *cfg, gnn_model_config *mc,
+									  gnn_error *err);
+
 #endif							/* GNN_TRAIN_LINKPRED_H */

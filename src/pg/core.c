@@ -7,6 +7,8 @@
  */
 #include "gnn_pg.h"
 
+#include "miscadmin.h"
+
 #include <pthread.h>
 #include <signal.h>
 #ifdef _OPENMP
@@ -86,6 +88,8 @@ GnnReportCoreError(const char *what, const gnn_error *err)
 			code = ERRCODE_FEATURE_NOT_SUPPORTED;
 			break;
 		case GNN_ERR_CANCELLED:
+			/* the interrupt that stopped the core says what it was (statement timeout, cancel, terminate) */
+			CHECK_FOR_INTERRUPTS();
 			code = ERRCODE_QUERY_CANCELED;
 			break;
 		default:

@@ -10,9 +10,13 @@
  */
 #include "gnn_pg.h"
 
+#include <stdio.h>
+#include <unistd.h>
+
 #include <limits.h>
 
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
@@ -26,15 +30,41 @@ PG_FUNCTION_INFO_V1(gnn_estimate_job);
 
 int			gnn_max_job_memory_kb = 0;
 
+/*
+ * The default of gnn.max_job_memory: half of the machine's memory (or of
+ * the cgroup's limit, in a container that has one), so that a job whose
+ * estimate cannot fit is refused before it starts unless a superuser says
+ * otherwise.
+ */
+static int
+DefaultJobMemoryKb(void)
+{
+	double		bytes = (double) sysconf(_SC_PHYS_PAGES) * (double) sysconf(_SC_PAGESIZE);
+	FILE	   *f = fopen("/sys/fs/cgroup/memory.max", "r");
+
+	if (f)
+	{
+		double		limit;
+
+		if (fscanf(f, "%lf", &limit) == 1 && limit > 0 && limit < bytes)
+			bytes = limit;
+		fclose(f);
+	}
+	if (!(bytes > 0))
+		return 0;
+	bytes = bytes / 2 / 1024;
+	return bytes > INT_MAX ? INT_MAX : (int) bytes;
+}
+
 void
 GnnEstimateInit(void)
 {
 	DefineCustomIntVariable("gnn.max_job_memory",
-							"Host memory one training job may use (0: no limit).",
+							"Host memory one training job may use (0: no limit; default half of the machine's).",
 							"gnn.train refuses a job whose estimate (gnn.estimate) is over it, and a job "
 							"that comes to hold more than it stops with an error.",
 							&gnn_max_job_memory_kb,
-							0, 0, INT_MAX,
+							DefaultJobMemoryKb(), 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 }
@@ -182,8 +212,11 @@ GnnCheckJobMemory(const GnnTrainRequest *r, const gnn_graph *g)
 				 errmsg("training job on graph \"%s\" needs about %lld MB of host memory, over gnn.max_job_memory (%d MB)",
 						r->graph, (long long) (est.host_bytes >> 20), r->max_job_memory_kb / 1024),
 				 errdetail("The estimate's largest items: %s (gnn.estimate lists them all).", LargestItems(&est)),
-				 errhint("Train on minibatches (options => '{\"fanouts\": [10, 10]}'), a smaller hidden or "
-						 "batch_size, or raise gnn.max_job_memory.")));
+				 superuser()
+				 ? errhint("Train on minibatches (options => '{\"fanouts\": [10, 10]}'), a smaller hidden or "
+						   "batch_size, or raise gnn.max_job_memory.")
+				 : errhint("Train on minibatches (options => '{\"fanouts\": [10, 10]}'), or a smaller hidden or "
+						   "batch_size; gnn.max_job_memory is set by a superuser.")));
 }
 
 static void

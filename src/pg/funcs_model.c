@@ -292,6 +292,13 @@ static struct
 }			session_model;
 
 /* the caller's model, and the seed it was trained with */
+/* polled by the core between batches: a cancel or termination stops it (then CHECK_FOR_INTERRUPTS reports it) */
+static bool
+SessionShouldStop(void *arg)
+{
+	return InterruptPending && (QueryCancelPending || ProcDiePending);
+}
+
 static gnn_model *
 LoadModel(ModelRow *mr, uint64 *seed)
 {
@@ -309,9 +316,13 @@ LoadModel(ModelRow *mr, uint64 *seed)
 		gnn_model_free(session_model.m);
 	session_model.m = NULL;
 	GnnCoreThreadsInit();
-	if (session_model.be == NULL &&
-		gnn_backend_cpu_create(gnn_threads, &session_model.be, &err) != GNN_OK)
-		GnnReportCoreError("could not create the CPU backend", &err);
+	if (session_model.be == NULL)
+	{
+		if (gnn_backend_cpu_create(gnn_threads, &session_model.be, &err) != GNN_OK)
+			GnnReportCoreError("could not create the CPU backend", &err);
+		/* a cancel or statement_timeout stops a long inference between its pieces */
+		gnn_backend_set_stop(session_model.be, SessionShouldStop, NULL);
+	}
 	ReadModel(mr->name, mr->version, true, &full);
 	if (full.id != mr->id)
 		ereport(ERROR,
@@ -409,12 +420,6 @@ AsOfArg(FunctionCallInfo fcinfo, int argno, bool *has)
 	return t;
 }
 
-/* polled by the core between batches: a cancel or termination stops it (then CHECK_FOR_INTERRUPTS reports it) */
-static bool
-SessionShouldStop(void *arg)
-{
-	return InterruptPending && (QueryCancelPending || ProcDiePending);
-}
 
 /*
  * A time-aware model's sampling on the graph as loaded now: the training

@@ -189,3 +189,13 @@ _PG_init(void)
 	GnnStoreInit();
 	GnnRefresherInit();
 }
+
+/*
+ * The end of a hint that says to raise a superuser-only setting: "raise
+ * gnn.x" for a superuser, "ask a superuser to raise gnn.x" for anyone else.
+ */
+const char *
+GnnRaiseSetting(const char *guc)
+{
+	return superuser() ? psprintf("raise %s", guc) : psprintf("ask a superuser to raise %s", guc);
+}

@@ -541,6 +541,8 @@ extern void GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 
 /* dist.c: a training job over several servers (options.peers), from the coordinator's worker */
 extern void GnnDistCheckConninfo(const char *conninfo, const char *who);
+/* gnn.c: a hint's "raise gnn.x" (or "ask a superuser to raise gnn.x") */
+extern const char *GnnRaiseSetting(const char *guc);
 /* jobs.c: the extension's lifetime */
 extern void GnnJobIdRaiseFloor(int64 id);
 extern void GnnJobsStopExtension(Oid extoid);

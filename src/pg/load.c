@@ -1455,7 +1455,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 										(long long) x, (long long) id, (long long) x + 1, gnn_max_classes),
 								 errdetail("In %s of %s.  Integer labels are class numbers: a model has one output per number from 0 to the largest label.",
 										   ScanRowDesc(&s), nodes_name),
-								 errhint("Number the classes 0, 1, 2, ... (dense_rank() OVER (ORDER BY label) - 1), use a text label column, or raise gnn.max_classes.")));
+								 errhint("Number the classes 0, 1, 2, ... (dense_rank() OVER (ORDER BY label) - 1), use a text label column, or %s.", GnnRaiseSetting("gnn.max_classes"))));
 					l = (int32) x;
 					if (l > max_label)
 						max_label = l;
@@ -1482,7 +1482,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 											nodes_name, gnn_max_classes),
 									 errdetail("\"%s\" (node %lld, %s) is class number %d.", t, (long long) id,
 											   ScanRowDesc(&s), le->index + 1),
-									 errhint("Use a column with fewer classes, or raise gnn.max_classes.")));
+									 errhint("Use a column with fewer classes, or %s.", GnnRaiseSetting("gnn.max_classes"))));
 					}
 					l = le->index;	/* provisional; remapped to sorted order below */
 				}

@@ -2468,7 +2468,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 								(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 								 errmsg("the label column \"%s\" of %s has %lld distinct values, more than gnn.max_classes (%d)",
 										L.label, T->relname, (long long) nd, gnn_max_classes),
-								 errhint("Use a column with fewer classes, or raise gnn.max_classes.")));
+								 errhint("Use a column with fewer classes, or %s.", GnnRaiseSetting("gnn.max_classes"))));
 					initStringInfo(&cn);
 					for (int64 i = 0; i < nd; i++)
 						appendBinaryStringInfo(&cn, distinct[i], strlen(distinct[i]) + 1);

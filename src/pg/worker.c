@@ -741,6 +741,8 @@ RunJob(void)
 	}
 	if (r->fault_after >= 0)
 		gnn_backend_fail_after(be, r->fault_after);
+	/* a cancel, a terminate or the memory cap stops any op, and long ones between their pieces */
+	gnn_backend_set_stop(be, ShouldStop, NULL);
 	strlcpy(devname, be->name, sizeof(devname));
 	{
 		GnnJobSlot *s = MySlot();
@@ -842,6 +844,13 @@ RunJob(void)
 			 */
 			if (!dj)
 				Precompute(model, &ref.g, &cfg, linkpred, &pre);
+			/* stopped during the final inference: nothing is written (the error path records it) */
+			if (ProcDiePending)
+				CHECK_FOR_INTERRUPTS();
+			if (MySlot()->cancel_requested || wctx->failed)
+				ereport(ERROR,
+						(errcode(ERRCODE_QUERY_CANCELED),
+						 errmsg("%s", wctx->failed ? wctx->failure : "the job was cancelled")));
 
 			initStringInfo(&metrics);
 			appendStringInfoChar(&metrics, '{');
@@ -1060,9 +1069,15 @@ GnnWorkerMain(Datum arg)
 		ed = CopyErrorData();
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
-		ereport(LOG,
-				(errmsg("gnn training job %lld failed: %s", (long long) wctx->job, ed->message)));
-		RecordFailure(GNN_JOB_FAILED, ed->message);
+		/* stopped in whatever phase by gnn.cancel (or an interrupted gnn.wait): cancelled, not failed */
+		if (MySlot()->cancel_requested && !wctx->failed)
+			RecordFailure(GNN_JOB_CANCELLED, NULL);
+		else
+		{
+			ereport(LOG,
+					(errmsg("gnn training job %lld failed: %s", (long long) wctx->job, ed->message)));
+			RecordFailure(GNN_JOB_FAILED, ed->message);
+		}
 	}
 	PG_END_TRY();
 
