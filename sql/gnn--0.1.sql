@@ -699,10 +699,12 @@ CREATE FUNCTION gnn._estimate(
 RETURNS TABLE (item text, bytes bigint, note text)
 AS 'MODULE_PATHNAME', 'gnn_estimate_job' LANGUAGE C VOLATILE;
 
+-- Its defaults are gnn.train's: the estimate of gnn.estimate('g') is the job
+-- gnn.train('g') would start (GraphSAGE, the task's hidden width, 2 layers).
 CREATE FUNCTION gnn.estimate(
     graph   text,
-    model   text  DEFAULT 'gcn',
-    hidden  int   DEFAULT 16,
+    model   text  DEFAULT 'graphsage',
+    hidden  int   DEFAULT NULL,
     layers  int   DEFAULT 2,
     options jsonb DEFAULT '{}',
     device  text  DEFAULT 'auto')

@@ -36,6 +36,26 @@ SELECT gnn.train('shop', model => 'hetero_sage', name => 'hs_time', epochs => 40
                  options => '{"fanouts": [10, 5], "batch_size": 64}') > 0 AS trained;
 SELECT name, metrics->>'temporal' AS temporal, (metrics->>'test_acc')::float > 0 AS measured
 FROM gnn.models WHERE name IN ('hs', 'hs_time', 'rg', 'gcn', 'mlp') ORDER BY name;
+-- gnn.estimate of schema jobs (every loop: full batch, minibatch with and
+-- without time, link prediction) against the heap peak each measured: within 2x
+CREATE TEMP TABLE est_jobs (name text, model text, hidden int, layers int, options jsonb);
+INSERT INTO est_jobs VALUES
+  ('hs', 'hetero_sage', NULL, 2, '{}'), ('rg', 'rgcn', NULL, 2, '{"num_bases": 4}'),
+  ('hs_time', 'hetero_sage', NULL, 2, '{"fanouts": [10, 5], "batch_size": 64}'),
+  ('est_rg16', 'rgcn', 16, 2, '{}'),
+  ('est_hs_mb', 'hetero_sage', 32, 2, '{"fanouts": [10, 10], "batch_size": 256}'),
+  ('est_rg_mb', 'rgcn', 64, 2, '{"fanouts": [5, 5], "batch_size": 128, "temporal": false}'),
+  ('est_hs_link', 'hetero_sage', 64, 2, '{"task": "link_prediction"}');
+SELECT count(gnn.train('shop', j.model, coalesce(j.options->>'task', 'node_classification'), j.name, j.hidden,
+                       j.layers, epochs => 3, device => 'cpu', seed => 1, wait => true,
+                       options => j.options - 'task')) AS trained
+FROM est_jobs j WHERE j.name LIKE 'est_%';
+SELECT j.name, e.bytes::float8 / (m.metrics->>'peak_memory_bytes')::float8 BETWEEN 0.5 AND 2 AS within_2x
+FROM est_jobs j JOIN gnn.models m ON m.name = j.name
+CROSS JOIN LATERAL gnn.estimate('shop', j.model, j.hidden, j.layers, j.options, 'cpu') e
+WHERE e.item = 'total host' ORDER BY j.name;
+SELECT sum(gnn.drop_model(name)) AS dropped FROM est_jobs WHERE name LIKE 'est_%';
+
 -- typed models beat the features-only MLP and the type-blind GCN by a clear margin
 WITH a AS (SELECT name, (metrics->>'test_acc')::float AS acc FROM gnn.models)
 SELECT (SELECT acc FROM a WHERE name = 'hs') > (SELECT acc FROM a WHERE name = 'mlp') + 0.25 AS hs_beats_mlp,

@@ -31,6 +31,10 @@ SELECT count(*) FILTER (WHERE item LIKE 'gpu: %') > 3 AS device_items,
        count(*) FILTER (WHERE item = 'total gpu') AS gpu_total
 FROM gnn.estimate('est', 'graphsage', 64, device => 'cuda');
 SELECT item FROM gnn.estimate('est', 'graphsage', 64) WHERE item LIKE 'total%' ORDER BY item;
+-- the defaults are gnn.train's (GraphSAGE, hidden 64, 2 layers): the job an unadorned gnn.train('est') starts
+SELECT (SELECT bytes FROM gnn.estimate('est', device => 'cpu') WHERE item = 'total host') =
+       (SELECT bytes FROM gnn.estimate('est', 'graphsage', 64, 2, device => 'cpu') WHERE item = 'total host')
+       AS defaults_are_trains;
 -- gnn.train's arguments are checked the same way
 SELECT * FROM gnn.estimate('est', 'nosuchmodel');
 SELECT * FROM gnn.estimate('est', options => '{"fanouts": [10]}');

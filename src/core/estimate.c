@@ -104,6 +104,33 @@ row_bytes(const gnn_graph *g)
 	return 4.0 * g->feat_dim;
 }
 
+/*
+ * A relational layer (R-GCN, heterogeneous GraphSAGE) keeps a message buffer
+ * per relation over that relation's destination type: on top of what a
+ * homogeneous layer keeps, half a hidden-wide buffer per destination row of
+ * every relation (measured on the shop schema: 10 relations over 5 types,
+ * where the per-relation rows sum to twice the nodes).
+ */
+static double
+relational_factor(const gnn_graph *g, const shape *s)
+{
+	double		rows = 0,
+				n = g->num_nodes > 0 ? (double) g->num_nodes : 1;
+
+	if (!s->relational)
+		return 1;
+	if (g->num_edge_types <= 1 || !g->etypes || !g->type_ptr)
+		return 1.5;
+	for (int r = 0; r < g->num_edge_types; r++)
+	{
+		int32_t		t = g->etypes[r].dst_type;
+
+		if (t >= 0 && t < g->num_node_types)
+			rows += (double) (g->type_ptr[t + 1] - g->type_ptr[t]);
+	}
+	return 1 + 0.5 * rows / n;
+}
+
 static void
 full_pass(const gnn_graph *g, const shape *s, double nodes, double arcs, bool training, pass_bytes *p)
 {
@@ -112,7 +139,7 @@ full_pass(const gnn_graph *g, const shape *s, double nodes, double arcs, bool tr
 	p->features = nodes * row_bytes(g) * (training ? 2 : 1);
 	/* per hidden layer about eight node x width buffers on training (transform, aggregate,
 	 * activation, dropout, and their gradients), three for a forward pass; logits and their gradient */
-	p->activations = 4.0 * nodes * s->hidden_sum * (training ? 8 : 3) * (s->relational ? 1 + s->relations / 2 : 1) +
+	p->activations = 4.0 * nodes * s->hidden_sum * (training ? 8 : 3) * relational_factor(g, s) +
 		4.0 * nodes * s->out[s->layers - 1] * 4;
 	if (s->gat)
 		p->attention = 4.0 * (arcs + nodes) * s->heads * s->layers * (training ? 3 : 1);
@@ -128,9 +155,13 @@ batch_rows(const gnn_graph *g, const gnn_job_plan *p, double seeds, double *dst,
 				avg = n > 0 ? (double) g->num_edges / n : 0,
 				level = seeds < n ? seeds : n;
 
+	/* on a typed graph the fan-out is per relation: a destination draws from each relation into its type */
+	double		per_dst = g->num_edge_types > 1 && g->num_node_types > 0 ?
+		(double) g->num_edge_types / g->num_node_types : 1;
+
 	for (int h = 0; h < p->nfanouts; h++)
 	{
-		double		fo = p->fanouts[h] < 0 || p->fanouts[h] > avg ? avg : p->fanouts[h];
+		double		fo = p->fanouts[h] < 0 || p->fanouts[h] * per_dst > avg ? avg : p->fanouts[h] * per_dst;
 		double		next;
 
 		dst[h] = level;
@@ -209,8 +240,8 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 
 					sampled += harcs[h];
 					blocks += 2.0 * (8.0 * (dst[h] + 1) + 8.0 * (harcs[h] + dst[h])) + 16.0 * dst[h];
-					act += 4.0 * dst[h] * (l == 0 || s.out[l] > s.in[l] ? s.out[l] : s.in[l]) * 5 +
-						4.0 * dst[h] * s.out[l] * 4 +
+					act += (4.0 * dst[h] * (l == 0 || s.out[l] > s.in[l] ? s.out[l] : s.in[l]) * 5 +
+							4.0 * dst[h] * s.out[l] * 4) * relational_factor(g, &s) +
 						(s.gat ? 4.0 * (harcs[h] + dst[h]) * s.heads * 3 : 0);
 				}
 				out->batch_bytes = (int64_t) (inputs * row_bytes(g) * 2 + blocks + act);
@@ -220,12 +251,23 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 				add(out, false, "sampler buffers", blocks * slots + 24.0 * inputs * slots + 8.0 * n,
 					"%.0f sampled arcs per batch, %.0f batches in flight, a node map", sampled, slots);
 				add(out, gpu, "activations", act, "one batch's outputs and gradients, layer by layer");
-				if (!plan->sampled_eval)
-				{
-					full_pass(g, &s, n, arcs, false, &fp);
+				/*
+				 * Evaluation: a forward pass over all nodes each epoch, unless it
+				 * is sampled (options.evaluation 'sampled', typed graphs and
+				 * time-aware sampling: train_mb.c); then the results after
+				 * training are one such pass, or for a time-aware job sampled
+				 * batches over every node into host rows.
+				 */
+				full_pass(g, &s, n, arcs, false, &fp);
+				if (!plan->sampled_eval && !plan->temporal && g->num_edge_types <= 1)
 					add(out, false, "evaluation", fp.features + fp.operators + fp.activations + fp.attention,
 						"a forward pass over all %.0f nodes each epoch (options.evaluation 'sampled' needs less)", n);
-				}
+				else if (!plan->temporal)
+					add(out, false, "final inference", fp.features + fp.operators + fp.activations + fp.attention,
+						"one forward pass over all %.0f nodes for the results", n);
+				else
+					add(out, false, "final inference", (double) out->batch_bytes,
+						"every node's rows as of its time, sampled batch by batch into the results");
 				break;
 			}
 		case GNN_LOOP_CLUSTER:

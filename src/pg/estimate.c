@@ -133,6 +133,8 @@ EstimateOf(const GnnTrainRequest *r, const gnn_graph *g, bool gpu, gnn_estimate 
 	plan.prefetch = r->prefetch;
 	plan.threads = r->threads;
 	plan.sampled_eval = strcmp(r->evaluation, "sampled") == 0;
+	/* as the worker decides (RunMinibatch): time-aware on a graph with times unless turned off */
+	plan.temporal = r->nfanouts > 0 && ((r->temporal != 0 && g->time) || r->has_as_of);
 	plan.gpu = gpu;
 	plan.gpu_cache_bytes = gnn_gpu_cache_size_mb < 0 ? -1 : (int64) gnn_gpu_cache_size_mb << 20;
 	plan.host_cache_bytes = g->fstore ? (int64) r->feature_cache_kb * 1024 : 0;

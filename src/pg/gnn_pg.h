@@ -216,6 +216,7 @@ typedef struct GnnJobSlot
 	float4		val_acc;
 	char		device[16];
 	char		device_note[256];	/* why the CPU was used under device => auto */
+	bool		device_note_expected;	/* the normal CPU case (no GPU here): said only with gnn.verbose */
 	TimestampTz started;
 	TimestampTz finished;
 	char		error[512];

@@ -878,6 +878,7 @@ WaitForJob(int64 id, long timeout_ms, bool cancel_on_interrupt, bool progress)
 	TimestampTz start = GetCurrentTimestamp();
 	GnnJobState st = GNN_JOB_FREE;
 	WaitProgress wp = {1, start, -1};
+	bool		first = true;
 
 	(void) ExtOid();
 	if (!exit_callback_registered)
@@ -901,8 +902,10 @@ WaitForJob(int64 id, long timeout_ms, bool cancel_on_interrupt, bool progress)
 			if (j && progress)
 				snap = *j;
 			LWLockRelease(gnn_shared->lock);
-			if (j && progress && st != GNN_JOB_FREE)
+			/* a job over before the wait began was reported by whoever waited for it (or needs no report) */
+			if (j && progress && st != GNN_JOB_FREE && !(first && JobFinal(st)))
 				ReportProgress(id, &snap, &wp, JobFinal(st) && st == GNN_JOB_SUCCEEDED);
+			first = false;
 			if (st == GNN_JOB_FREE || JobFinal(st))
 				break;
 			if (timeout_ms >= 0 &&
@@ -1259,6 +1262,7 @@ gnn_train(PG_FUNCTION_ARGS)
 	bool		wait;
 	char		device[16];
 	char		note[256];
+	bool		quiet = false;
 	GnnJobState st;
 
 	GnnRequirePreload();
@@ -1378,6 +1382,7 @@ gnn_train(PG_FUNCTION_ARGS)
 		st = slot->id == id ? slot->state : GNN_JOB_FAILED;
 		strlcpy(device, slot->device, sizeof(device));
 		strlcpy(note, slot->device_note, sizeof(note));
+		quiet = slot->device_note_expected && !gnn_verbose;
 		LWLockRelease(gnn_shared->lock);
 		if (st != GNN_JOB_STARTING)
 			break;
@@ -1387,7 +1392,7 @@ gnn_train(PG_FUNCTION_ARGS)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
-	if (note[0] != '\0')
+	if (note[0] != '\0' && !quiet)
 		ereport(NOTICE,
 				(errmsg("training job %lld runs on the CPU: %s", (long long) id, note)));
 

@@ -646,6 +646,7 @@ RunJob(void)
 	gnn_error	err;
 	gnn_status	st;
 	char		note[256] = "";
+	bool		note_expected = false;
 	char		devname[16];
 	GnnGraphRef ref;
 	gnn_train_config cfg;
@@ -708,7 +709,24 @@ RunJob(void)
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("device => 'cuda' was asked for, but no GPU can be used: %s", err.msg),
 						 errhint("Use device => 'auto' or 'cpu'.")));
-			snprintf(note, sizeof(note), "no usable GPU (%s)", err.msg);
+			/*
+			 * No GPU here (no driver, no device) or a build without CUDA is
+			 * the normal CPU case, said only with gnn.verbose; anything else
+			 * is a broken installation, said always.
+			 */
+			if (strstr(err.msg, "cudaErrorInsufficientDriver") || strstr(err.msg, "cudaErrorNoDevice") ||
+				strstr(err.msg, "no GPU found"))
+			{
+				snprintf(note, sizeof(note), "this machine has no GPU (no NVIDIA driver or device)");
+				note_expected = true;
+			}
+			else if (strstr(err.msg, "cannot load") && strstr(err.msg, "gnn_cuda.so"))
+			{
+				snprintf(note, sizeof(note), "gnn was built without CUDA (no gnn_cuda.so)");
+				note_expected = true;
+			}
+			else
+				snprintf(note, sizeof(note), "no usable GPU (%s)", err.msg);
 		}
 		else if (strcmp(r->device, "auto") == 0)
 		{
@@ -752,6 +770,7 @@ RunJob(void)
 		s->started = GetCurrentTimestamp();
 		strlcpy(s->device, devname, sizeof(s->device));
 		strlcpy(s->device_note, note, sizeof(s->device_note));
+		s->device_note_expected = note_expected;
 		LWLockRelease(gnn_shared->lock);
 	}
 

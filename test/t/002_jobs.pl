@@ -62,7 +62,12 @@ sub wait_for
 my ($rc, $out, $err) = $node->psql('postgres',
 	"SELECT gnn.train('g', model => 'gcn', name => 'm1', hidden => 16, epochs => 30, seed => 1, wait => true)");
 is($rc, 0, 'a job trains to the end with wait => true');
-like($err, qr/NOTICE:  training job \d+ runs on the CPU: no usable GPU/, 'no GPU: CPU fallback with a NOTICE');
+like($err, qr/NOTICE:  training job \d+ runs on the CPU: (this machine has no GPU|gnn was built without CUDA|no usable GPU)/,
+	'no GPU: CPU fallback with a NOTICE that says why');
+unlike($err, qr/InsufficientDriver|insufficient for CUDA runtime/, 'a machine without a GPU is not reported as a broken driver');
+($rc, $out, $err) = $node->psql('postgres',
+	"SET gnn.verbose = off; SELECT gnn.train('g', model => 'gcn', name => 'm_quiet', hidden => 16, epochs => 2, seed => 1, wait => true)");
+unlike($err, qr/runs on the CPU: (this machine has no GPU|gnn was built without CUDA)/, 'and with gnn.verbose = off it says nothing');
 is($node->safe_psql('postgres', "SELECT state || ' ' || device FROM gnn.jobs WHERE id = $out"),
 	'succeeded cpu', 'the job succeeded on the CPU');
 

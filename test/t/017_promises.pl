@@ -1,0 +1,211 @@
+# PostgreSQL's promises across sessions, phases and restarts (issue #39):
+# graph changes are seen by other sessions at commit and not at all after a
+# rollback, also in the graph store; a job stops within 2 s of gnn.cancel,
+# pg_terminate_backend or statement_timeout in every phase (initialisation,
+# an epoch, the final inference) and gives its memory back; DROP EXTENSION
+# stops running jobs, whose ids a new extension never gives out again; a
+# tracked graph gone with a restart gets no change-log rows.  Single-session
+# cases are in sql/promises.sql.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep time);
+
+my $node = PostgreSQL::Test::Cluster->new('promises');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'gnn'
+max_worker_processes = 24
+gnn.threads = 2
+});
+$node->start;
+
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION gnn;
+	CREATE TABLE e AS SELECT i AS src, (i * 7 + 1) % 3000 AS dst FROM generate_series(0, 2999) i;
+	INSERT INTO e SELECT i, (i * 13 + 5) % 3000 FROM generate_series(0, 2999) i;
+	CREATE TABLE n AS SELECT i AS id, i % 4 AS label,
+		CASE WHEN i % 10 < 6 THEN 'train' WHEN i % 10 < 8 THEN 'val' ELSE 'test' END AS split,
+		(SELECT array_agg(((i * 31 + j * 17) % 97) / 97.0 + CASE WHEN j % 4 = i % 4 THEN 0.3 ELSE 0 END ORDER BY j)
+		   FROM generate_series(0, 63) j)::real[] AS feat
+	FROM generate_series(0, 2999) i;
+	SELECT nodes FROM gnn.load_graph('g', 'e', nodes => 'n', features => 'feat', label => 'label',
+	                                 split => 'split', undirected => true);
+});
+my $dboid = $node->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
+my $store = $node->data_dir . "/gnn/$dboid";
+
+sub wait_for
+{
+	my ($sql, $expect, $secs) = @_;
+	$secs //= 60;
+	for (1 .. $secs * 20)
+	{
+		my $v = $node->safe_psql('postgres', $sql);
+		return $v if $v eq $expect;
+		usleep(50_000);
+	}
+	return $node->safe_psql('postgres', $sql);
+}
+
+sub store_files
+{
+	my @f = map { s{^\Q$store\E/}{}r } glob("$store/*/*");
+	return join(' ', sort @f);
+}
+
+# ------------------------------------------------------------------ other sessions see changes at commit
+my $s1 = $node->background_psql('postgres');
+$s1->query_safe("BEGIN");
+$s1->query_safe("SELECT nodes FROM gnn.load_graph('x', 'e', nodes => 'n', features => 'feat')");
+is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.graphs WHERE name = 'x'"), '0',
+	'a load is not seen by another session before it commits');
+like(store_files(), qr/pending-/, 'its graph.gnn waits under a pending name');
+$s1->query_safe("COMMIT");
+is($node->safe_psql('postgres', "SELECT nodes FROM gnn.graphs WHERE name = 'x'"), '3000', 'and is seen once it commits');
+unlike(store_files(), qr/pending-/, 'its file renamed into place');
+
+$s1->query_safe("BEGIN");
+$s1->query_safe("SELECT gnn.drop_graph('x')");
+is($node->safe_psql('postgres', "SELECT gnn.degree('x', 1)"), '2', 'a drop not committed: another session still uses the graph');
+$s1->query_safe("ROLLBACK");
+is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.graphs WHERE name = 'x' AND persisted"), '1',
+	'a rolled-back drop leaves the graph, stored');
+my $before = store_files();
+$s1->query_safe("BEGIN");
+$s1->query_safe("SELECT edges FROM gnn.load_graph('x', 'e', replace => true, undirected => true)");
+is($node->safe_psql('postgres', "SELECT edges FROM gnn.graphs WHERE name = 'x'"), '6000',
+	'a replace not committed: another session sees the old version');
+$s1->query_safe("ROLLBACK");
+is(store_files(), $before, 'a rolled-back replace leaves the store as it was');
+$s1->query_safe("SELECT gnn.drop_graph('x')");
+is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.graphs WHERE name = 'x'"), '0', 'a committed drop is seen');
+unlike(store_files(), qr/7800/, 'and its files are gone');    # "x" in hex
+$s1->quit;
+
+# a crash while a load is staged: after the restart, no graph and no pending file
+my $s2 = $node->background_psql('postgres');
+$s2->query_safe("BEGIN");
+$s2->query_safe("SELECT nodes FROM gnn.load_graph('crashed', 'e', nodes => 'n', features => 'feat')");
+like(store_files(), qr/pending-/, 'a staged load has a pending file');
+$node->stop('immediate');
+eval { $s2->quit; };
+$node->start;
+is($node->safe_psql('postgres', "SELECT string_agg(name, ',' ORDER BY name) FROM gnn.graphs"), 'g',
+	'after a crash the uncommitted load is not there');
+unlike(store_files(), qr/pending-/, 'and its pending file is gone');
+
+# ------------------------------------------------------------------ jobs stop within 2 s in every phase
+# hidden 6000: every epoch multiplies 3000 x 6000 by 6000 x 6000 several times (tens of seconds on two cores)
+my $big = "model => 'gcn', hidden => 6000, layers => 3, dropout => 0, device => 'cpu', seed => 1";
+
+sub stop_within
+{
+	my ($name, $after, $stop, $expect_state) = @_;
+	my $id = $node->safe_psql('postgres', "SELECT gnn.train('g', $big, name => '$name', epochs => 50)");
+	wait_for("SELECT state FROM gnn.jobs WHERE id = $id", 'running');
+	usleep($after * 1e6);
+	my $pid = $node->safe_psql('postgres', "SELECT pid FROM gnn.jobs WHERE id = $id");
+	my $t0 = time;
+	$node->safe_psql('postgres', $stop =~ s/\$id/$id/gr =~ s/\$pid/$pid/gr);
+	my $st = wait_for("SELECT state FROM gnn.jobs WHERE id = $id", $expect_state, 30);
+	my $dt = time - $t0;
+	is($st, $expect_state, "$name: $expect_state");
+	ok($dt < 2.0, sprintf("%s: stopped within 2 s (%.2f s)", $name, $dt));
+	is(wait_for("SELECT count(*) FROM pg_stat_activity WHERE pid = $pid", '0', 10), '0',
+		"$name: its worker exited (its memory is the system's again)");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.models WHERE name = '$name'"), '0',
+		"$name: no model written");
+}
+stop_within('cancel_early', 0.2, 'SELECT gnn.cancel($id)', 'cancelled');
+stop_within('cancel_epoch', 4, 'SELECT gnn.cancel($id)', 'cancelled');
+stop_within('terminate_epoch', 4, 'SELECT pg_terminate_backend($pid)', 'failed');
+
+# statement_timeout of a session waiting for its job
+{
+	my $t0 = time;
+	my ($rc, $out, $err) = $node->psql('postgres',
+		"SET statement_timeout = '2s'; SELECT gnn.train('g', $big, name => 'timed', epochs => 50, wait => true)");
+	like($err, qr/statement timeout/, 'statement_timeout ends the waiting statement');
+	my $id = $node->safe_psql('postgres', "SELECT id FROM gnn.jobs WHERE model_name = 'timed'");
+	my $st = wait_for("SELECT state FROM gnn.jobs WHERE id = $id", 'cancelled', 30);
+	my $dt = time - $t0;
+	is($st, 'cancelled', 'and its job is cancelled');
+	ok($dt < 4.0, sprintf('within 2 s of the timeout (%.2f s from the start)', $dt));
+}
+
+# the final inference: one epoch, then the whole-graph pass whose results the job shares
+{
+	my $id = $node->safe_psql('postgres', "SELECT gnn.train('g', $big, name => 'final', epochs => 1)");
+	wait_for("SELECT epoch FROM gnn.jobs WHERE id = $id", '1', 120);
+	usleep(300_000);
+	my $t0 = time;
+	$node->safe_psql('postgres', "SELECT gnn.cancel($id)");
+	my $st = wait_for("SELECT state FROM gnn.jobs WHERE id = $id", 'cancelled', 30);
+	my $dt = time - $t0;
+	is($st, 'cancelled', 'cancelled in its final inference');
+	ok($dt < 2.0, sprintf('within 2 s (%.2f s)', $dt));
+	is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.models WHERE name = 'final'"), '0', 'no model written');
+}
+
+# a job whose estimate cannot fit is refused by default, with the estimate in the error
+{
+	my ($rc, $out, $err) = $node->psql('postgres',
+		"SELECT gnn.train('g', model => 'gcn', hidden => 65536, layers => 8, epochs => 1)");
+	like($err, qr/needs about \d+ MB of host memory, over gnn.max_job_memory/, 'a job that cannot fit is refused by default');
+	like($node->safe_psql('postgres', 'SHOW gnn.max_job_memory'), qr/^[1-9]\d*(kB|MB|GB|TB)$/,
+		'gnn.max_job_memory follows the machine (not 0, no limit)');
+}
+
+# ------------------------------------------------------------------ DROP EXTENSION with a job running
+{
+	my $id = $node->safe_psql('postgres', "SELECT gnn.train('g', $big, name => 'orphan', epochs => 50)");
+	wait_for("SELECT state FROM gnn.jobs WHERE id = $id", 'running');
+	my $pid = $node->safe_psql('postgres', "SELECT pid FROM gnn.jobs WHERE id = $id");
+	my $t0 = time;
+	$node->safe_psql('postgres', 'DROP EXTENSION gnn CASCADE');
+	is(wait_for("SELECT count(*) FROM pg_stat_activity WHERE pid = $pid", '0', 10), '0',
+		'DROP EXTENSION stops the running job');
+	ok(time - $t0 < 3, 'within seconds');
+	$node->safe_psql('postgres', 'CREATE EXTENSION gnn');
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM gnn.job_history') . ','
+		  . $node->safe_psql('postgres', 'SELECT count(*) FROM gnn.training_log'), '0,0',
+		'the old job wrote nothing into the new catalog');
+	$node->safe_psql('postgres', q{SELECT gnn.load_graph('g', 'e', nodes => 'n', features => 'feat', label => 'label',
+	                                                      split => 'split', undirected => true)});
+	my $next = $node->safe_psql('postgres', "SELECT gnn.train('g', model => 'gcn', epochs => 1, device => 'cpu', wait => true)");
+	ok($next > $id, "a new extension's job ids continue after the old one's ($next > $id)");
+	$node->restart;
+	$node->safe_psql('postgres', 'DROP EXTENSION gnn CASCADE');
+	$node->safe_psql('postgres', 'CREATE EXTENSION gnn');
+	my $after = $node->safe_psql('postgres', q{
+		SELECT gnn.load_graph('g', 'e', nodes => 'n', features => 'feat', label => 'label', split => 'split');
+		SELECT gnn.train('g', model => 'gcn', epochs => 1, device => 'cpu', wait => true)});
+	$after =~ s/.*\n//s;
+	ok($after > $next, "also after a restart ($after > $next)");
+}
+
+# ------------------------------------------------------------------ a tracked graph gone with a restart
+{
+	$node->safe_psql('postgres', q{
+		CREATE TABLE te (s int, d int);
+		INSERT INTO te SELECT i, i + 1 FROM generate_series(1, 50) i;
+		SELECT edges FROM gnn.load_graph('tg', 'te', 's', 'd', track => true);
+		INSERT INTO te VALUES (100, 101);
+	});
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM gnn.change_log'), '1', 'a tracked graph logs its changes');
+	$node->restart;
+	is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.graphs WHERE name = 'tg'"), '0', 'gone with the restart');
+	$node->safe_psql('postgres', 'INSERT INTO te VALUES (102, 103)');
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM gnn.change_log'), '0',
+		'its change log is emptied, and changes to its tables are not logged while it is not loaded');
+	is($node->safe_psql('postgres', "SELECT edges FROM gnn.load_graph('tg', 'te', 's', 'd', track => true)"), '52',
+		'loaded again, it has every row');
+	$node->safe_psql('postgres', 'INSERT INTO te VALUES (104, 105)');
+	is($node->safe_psql('postgres', "SELECT inserted_edges FROM gnn.refresh_graph('tg')"), '1', 'and follows them again');
+}
+
+$node->stop;
+done_testing();
