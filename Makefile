@@ -148,15 +148,17 @@ demo: deps
 	bash test/demo.sh
 
 # longer fuzzing: libFuzzer targets (GNN_FUZZ_SECS each), the SQL fuzzer
-# (GNN_FUZZ_CALLS calls), and every core test under ASan + UBSan
+# (GNN_FUZZ_CALLS calls), the model-based random test (GNN_MODEL_STEPS steps),
+# and every core test under ASan + UBSan
 GNN_FUZZ_SECS  ?= 300
 GNN_FUZZ_CALLS ?= 20000
+GNN_MODEL_STEPS ?= 50000
 fuzz: deps
 	$(MAKE) all
 	$(MAKE) install
 	$(MAKE) core-tests-san
 	bash test/fuzz/run.sh $(GNN_FUZZ_SECS)
-	GNN_FUZZ_CALLS=$(GNN_FUZZ_CALLS) GNN_SAN_FULL=1 GNN_SUITES="asan fuzzsql" bash test/run_all.sh
+	GNN_FUZZ_CALLS=$(GNN_FUZZ_CALLS) GNN_MODEL_STEPS=$(GNN_MODEL_STEPS) GNN_SAN_FULL=1 GNN_SUITES="asan fuzzsql model" bash test/run_all.sh
 
 bench: deps
 	$(MAKE) all

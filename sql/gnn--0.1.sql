@@ -423,8 +423,12 @@ RETURNS TABLE (inserted_edges bigint, deleted_edges bigint, inserted_nodes bigin
 AS 'MODULE_PATHNAME', 'gnn_refresh_graph' LANGUAGE C VOLATILE;
 
 -- A digest of everything a graph holds (nodes, arcs and weights, reverse
--- arcs, features, labels, classes, splits): equal digests, equal graphs.
-CREATE FUNCTION gnn.graph_digest(graph text) RETURNS text
+-- arcs, dense and sparse features, labels, classes, splits, node types and
+-- relations, keys, times, targets): equal digests, equal graphs.  features
+-- => false leaves the feature values out: a tracked schema graph keeps its
+-- columns' encoding (means, categories) across refreshes, where a fresh
+-- load fits it anew.
+CREATE FUNCTION gnn.graph_digest(graph text, features boolean DEFAULT true) RETURNS text
 AS 'MODULE_PATHNAME', 'gnn_graph_digest' LANGUAGE C STABLE;
 
 SELECT pg_catalog.pg_extension_config_dump('gnn.job_id_seq', '');

@@ -69,6 +69,20 @@ SELECT gnn.embed('pv_sage', 'pv_x', options => '{"type": "vectors"}');
 SELECT gnn.embed('pv_sage', 'pv_x', options => '{"type": "vector", "distance": "manhattan"}');
 SELECT gnn.embed('pv_sage', 'pv_x', options => '{"dims": 8}');
 SELECT gnn.embed('pv_sage', 'pv_x', options => '["vector"]');
+-- a table name near the 63-byte limit: the cosine and l2 indexes get names of their own (not one
+-- truncated name, the second silently skipped), and a name another relation holds is an error, not a skip
+SELECT gnn.embed('pv_sage', 'pv_a_table_whose_name_is_long_enough_to_reach_the_63_byte_limit',
+                 options => '{"type": "vector", "index": "hnsw", "distance": "cosine"}') AS rows;
+SELECT gnn.embed('pv_sage', 'pv_a_table_whose_name_is_long_enough_to_reach_the_63_byte_limit',
+                 options => '{"type": "vector", "index": "hnsw", "distance": "l2"}') AS rows;
+SELECT count(*) AS indexes, count(DISTINCT o.opcname) AS distances
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_opclass o ON o.oid = i.indclass[0]
+WHERE i.indrelid = 'pv_a_table_whose_name_is_long_enough_to_reach_the_63_byte_limit'::regclass AND c.relam <> 403;
+CREATE TABLE pv_taken_embedding_hnsw_cosine (x int);
+SET client_min_messages = warning;
+SELECT gnn.embed('pv_sage', 'pv_taken', options => '{"type": "vector", "index": "hnsw", "distance": "cosine"}') AS rows;
+RESET client_min_messages;
+DROP TABLE pv_a_table_whose_name_is_long_enough_to_reach_the_63_byte_limit, pv_taken_embedding_hnsw_cosine;
 -- without pgvector: real[] as before, and a clear error for the vector type
 SET client_min_messages = warning;
 DROP TABLE pv_emb, pv_small;

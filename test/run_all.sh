@@ -15,8 +15,8 @@ tally() { # name pass fail
   PASS=$((PASS + $2)); FAIL=$((FAIL + $3))
 }
 
-# GNN_SUITES (for development): a subset of core, asan, walk, regress, tap, fuzzsql
-want() { [ -z "${GNN_SUITES:-}" ] || [[ " $GNN_SUITES " == *" $1 "* ]]; }
+# GNN_SUITES (for development): a subset of core, asan, walk, regress, tap, fuzzsql; model (make fuzz only)
+want() { if [ "$1" = model ]; then [[ " ${GNN_SUITES:-} " == *" model "* ]]; else [ -z "${GNN_SUITES:-}" ] || [[ " $GNN_SUITES " == *" $1 "* ]]; fi; }
 
 # ------------------------------------------------------------------ core unit tests
 suite "core unit tests"
@@ -123,6 +123,25 @@ elif [ "$f" -gt 0 ]; then
   grep -B2 -A8 '^not ok' "$WORK/tap.log" | head -80
 fi
 tally "TAP" "$p" "$f"
+fi
+
+# ------------------------------------------------------------------ the model-based random test at length
+# (make fuzz: GNN_MODEL_STEPS steps of test/t/018_model.pl; make test runs 2,000 in the TAP suite)
+suite "model-based random test"
+if want model; then
+mkdir -p "$WORK/model/t"
+cp test/t/018_model.pl "$WORK/model/t/"
+chown -R postgres:postgres "$WORK/model"
+as_pg "cd '$WORK/model' && TESTDIR='$WORK/model' PATH='$PG_BINDIR':\$PATH PG_REGRESS='$PG_REGRESS' \
+  GNN_MODEL_STEPS='${GNN_MODEL_STEPS:-50000}' ${GNN_MODEL_SEED:+GNN_MODEL_SEED='$GNN_MODEL_SEED'} \
+  prove -v -I '$PG_PERL' t/018_model.pl" > "$WORK/model.log" 2>&1
+rc=$?
+grep -E '^(not )?ok |^# model test' "$WORK/model.log" | head -20
+p=$(grep -cE '^ok [0-9]+' "$WORK/model.log")
+f=$(grep -cE '^not ok [0-9]+' "$WORK/model.log")
+if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; tail -30 "$WORK/model.log"; fi
+[ "$f" -gt 0 ] && grep -A40 'the last statements' "$WORK/model.log" | head -60
+tally "model-based random test" "$p" "$f"
 fi
 
 # ------------------------------------------------------------------ SQL fuzzer

@@ -564,13 +564,25 @@ scalar_stats(const gnn_col_encoder *e, double *mean, double *std)
 				ss = 0,
 				c = 0;
 
+	double		scale = 0;
+
 	*mean = 0;
 	*std = 1;
 	if (n <= 0)
 		return;
+	/*
+	 * In units of the largest magnitude: a column of values near 1e200 (any
+	 * finite double) neither overflows the sums nor their squares, and its
+	 * standardised values stay finite.
+	 */
+	for (int64_t r = 0; r < e->rows; r++)
+		if (fabs(e->num[r]) > scale)
+			scale = fabs(e->num[r]);
+	if (!(scale > 0) || !isfinite(scale))
+		scale = 1;
 	/* NULL rows hold 0, so they add nothing to the sum */
 	for (int64_t r = 0; r < e->rows; r++)
-		s += e->num[r];
+		s += e->num[r] / scale;
 	m = s / (double) n;
 	for (int64_t r = 0; r < e->rows; r++)
 	{
@@ -578,15 +590,15 @@ scalar_stats(const gnn_col_encoder *e, double *mean, double *std)
 
 		if (e->nulls && is_null(e->nullbits, r))
 			continue;
-		d = e->num[r] - m;
+		d = e->num[r] / scale - m;
 		ss += d * d;
 		c += d;
 	}
-	*mean = m;
+	*mean = m * scale;
 	if (e->kind == GNN_ENC_BOOL)
 		return;					/* 0 / 1 as they are */
 	ss = (ss - c * c / (double) n) / (double) n;
-	*std = ss > 0 ? sqrt(ss) : 0;
+	*std = ss > 0 ? sqrt(ss) * scale : 0;
 	if (!(*std > 0) || !isfinite(*std))
 		*std = 1;
 }
@@ -852,9 +864,17 @@ gnn_enc_width(const gnn_col_encoder *e)
 static inline float
 enc_num_value(const gnn_col_encoder *e, double v)
 {
+	double		z;
+
 	if (e->kind == GNN_ENC_BOOL)
 		return v != 0 ? 1.0f : 0.0f;
-	return (float) ((v - e->mean) / e->std);
+	/*
+	 * Fitted values are within sqrt(rows) deviations; a new row's value
+	 * (a tracked graph keeps its encoding) far beyond the fit is held at a
+	 * billion, finite for training.
+	 */
+	z = (v - e->mean) / e->std;
+	return (float) (z > 1e9 ? 1e9 : z < -1e9 ? -1e9 : z);
 }
 
 /*

@@ -451,6 +451,8 @@ gnn_graph_digest(PG_FUNCTION_ARGS)
 	int64		n,
 				m;
 
+	bool		features = PG_NARGS() < 2 || PG_ARGISNULL(1) || PG_GETARG_BOOL(1);
+
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	GnnGraphAcquire(TextArgOrNull(fcinfo, 0), &ref);
@@ -468,7 +470,7 @@ gnn_graph_digest(PG_FUNCTION_ARGS)
 	h = DigestAdd(h, g->rweights, g->rweights ? sizeof(float) * m : 0);
 	h = DigestAdd(h, &g->feat_kind, sizeof(g->feat_kind));
 	h = DigestAdd(h, &g->feat_dim, sizeof(g->feat_dim));
-	if (g->feat_kind == GNN_FEAT_DENSE)
+	if (g->feat_kind == GNN_FEAT_DENSE && features)
 	{
 		/* in slices: the same value from memory or through a features file */
 		Size		row = sizeof(float) * (Size) g->feat_dim;
@@ -488,10 +490,31 @@ gnn_graph_digest(PG_FUNCTION_ARGS)
 		h = DigestEnd(&d);
 		pfree(rows);
 	}
+	else if (g->feat_kind == GNN_FEAT_SPARSE && features)
+	{
+		/* sparse features (a feature table, a schema graph's encoded columns) */
+		h = DigestAdd(h, g->fptr, sizeof(int64) * (n + 1));
+		h = DigestAdd(h, g->fidx, sizeof(int32) * g->feat_nnz);
+		h = DigestAdd(h, g->fval, sizeof(float) * g->feat_nnz);
+	}
 	h = DigestAdd(h, g->labels, g->labels ? sizeof(int32) * n : 0);
 	h = DigestAdd(h, &g->num_classes, sizeof(g->num_classes));
 	h = DigestAdd(h, g->class_names, g->class_names ? g->class_names_bytes : 0);
 	h = DigestAdd(h, g->split, g->split ? n : 0);
+	/* types, relations, keys, times and targets (a schema graph's) */
+	h = DigestAdd(h, &g->num_node_types, sizeof(g->num_node_types));
+	h = DigestAdd(h, g->type_ptr, g->type_ptr ? sizeof(int64) * (g->num_node_types + 1) : 0);
+	h = DigestAdd(h, &g->num_edge_types, sizeof(g->num_edge_types));
+	h = DigestAdd(h, g->etypes, g->etypes ? sizeof(gnn_edge_type) * g->num_edge_types : 0);
+	h = DigestAdd(h, g->arc_type, g->arc_type ? sizeof(int16) * m : 0);
+	h = DigestAdd(h, g->rarc_type, g->rarc_type ? sizeof(int16) * m : 0);
+	h = DigestAdd(h, g->type_names, g->type_names ? g->type_names_bytes : 0);
+	h = DigestAdd(h, g->keys, g->keys ? sizeof(int64) * n : 0);
+	h = DigestAdd(h, g->key_off, g->key_off ? sizeof(int64) * (n + 1) : 0);
+	h = DigestAdd(h, g->key_bytes, g->key_off ? g->key_off[n] : 0);
+	h = DigestAdd(h, g->time, g->time ? sizeof(int64) * n : 0);
+	h = DigestAdd(h, g->seed_time, g->seed_time ? sizeof(int64) * n : 0);
+	h = DigestAdd(h, g->targets, g->targets ? sizeof(float) * n : 0);
 	GnnGraphRelease(&ref);
 	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%016llx", (unsigned long long) h)));
 }

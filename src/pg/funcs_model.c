@@ -24,6 +24,9 @@
  * trained without time is answered as it always was.
  */
 #include "gnn_pg.h"
+#include "mb/pg_wchar.h"
+#include "common/hashfn.h"
+#include "catalog/index.h"
 
 #include <math.h>
 
@@ -1240,10 +1243,21 @@ EmbedIndex(const char *qname, Oid relid, const char *column, Oid vtype, const Em
 	char	   *nsp = get_namespace_name(ExtensionSchema(get_extension_oid("vector", false)));
 	const char *ops = strcmp(o->distance, "l2") == 0 ? "vector_l2_ops" :
 		strcmp(o->distance, "ip") == 0 ? "vector_ip_ops" : "vector_cosine_ops";
-	char		name[NAMEDATALEN];
+	char	   *full = psprintf("%s_%s_%s_%s", get_rel_name(relid), column, o->index, o->distance);
+	char	   *name = full;
 	StringInfoData q;
 
-	snprintf(name, sizeof(name), "%s_%s_%s_%s", get_rel_name(relid), column, o->index, o->distance);
+	/*
+	 * Index names are at most NAMEDATALEN - 1 bytes: a longer one keeps what
+	 * fits of it (whole characters) and a hash of the whole, so the names of
+	 * two distances or methods never come out the same.
+	 */
+	if (strlen(full) >= NAMEDATALEN)
+	{
+		int			keep = pg_mbcliplen(full, strlen(full), NAMEDATALEN - 1 - 9);
+
+		name = psprintf("%.*s_%08x", keep, full, (unsigned) hash_bytes((const unsigned char *) full, strlen(full)));
+	}
 	initStringInfo(&q);
 	appendStringInfo(&q, "CREATE INDEX IF NOT EXISTS %s ON %s USING %s (%s %s.%s)", quote_identifier(name), qname,
 					 o->index, quote_identifier(column), quote_identifier(nsp), ops);
@@ -1253,6 +1267,18 @@ EmbedIndex(const char *qname, Oid relid, const char *column, Oid vtype, const Em
 						 (int) Max(1, rows <= 1000000 ? rows / 1000 : (int64) sqrt((double) rows)));
 	if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not create the index on %s", qname);
+	/* IF NOT EXISTS skips a name another table's index (or any relation) of the schema already has */
+	{
+		Oid			idx = get_relname_relid(name, get_rel_namespace(relid));
+
+		if (!OidIsValid(idx) || get_rel_relkind(idx) != RELKIND_INDEX ||
+			IndexGetRelation(idx, true) != relid)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("could not create the %s index of %s: the name \"%s\" is taken by another relation",
+							o->index, qname, name),
+					 errhint("Rename or drop that relation, or write the embeddings into another table.")));
+	}
 }
 
 /*

@@ -109,6 +109,12 @@ typedef struct GnnGraphEntry
 	 * gnn.max_graph_memory, gone with the version.
 	 */
 	bool		feat_disk;
+	/*
+	 * A graph that follows its tables, back from the graph store after a
+	 * restart: the store has its last full version (load, merge), not the
+	 * deltas of later refreshes, so its next refresh reloads it.
+	 */
+	bool		reload_at_refresh;
 	dsm_handle	cache_handle;	/* DSM_HANDLE_INVALID: not made yet */
 	uint64		cache_bytes;
 } GnnGraphEntry;

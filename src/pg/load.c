@@ -72,14 +72,15 @@ ResolveColumn(GnnScan *s, int i, const char *col, const char *role, const Oid *a
 				 errmsg("column \"%s\" does not exist in %s", col, s->relname),
 				 errhint("Name the %s column of %s with the corresponding argument of gnn.load_graph().",
 						 role, s->relname)));
-	type = get_atttype(s->relid, att);
+	/* a domain is read as its base type (its values are that type's) */
+	type = getBaseType(get_atttype(s->relid, att));
 	for (const Oid *a = accepted; *a != InvalidOid; a++)
 		ok |= (type == *a);
 	if (!ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("column \"%s\" of %s has type %s, which cannot be a %s column",
-						col, s->relname, format_type_be(type), role),
+						col, s->relname, format_type_be(get_atttype(s->relid, att)), role),
 				 errhint("A %s column must be %s.", role, accepted_desc)));
 	s->colnames[i] = col;
 	s->attnums[i] = att;
@@ -282,7 +283,8 @@ NumDatum(Datum d, Oid type)
 		case FLOAT8OID:
 			return DatumGetFloat8(d);
 		case NUMERICOID:
-			return DatumGetFloat8(DirectFunctionCall1(numeric_float8, d));
+			/* beyond double precision: infinite, which the callers refuse naming the column and row */
+			return DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, d));
 		default:
 			return (double) IntDatum(d, type);
 	}
@@ -1871,8 +1873,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		if (args->sparse_value)
 			strlcpy(proto.sparse_value_col, args->sparse_value, sizeof(proto.sparse_value_col));
 		proto.tracked = tracked;
-		/* tracked graphs are not stored (store.c says why) */
-		proto.stored = !tracked && (args->persist < 0 ? gnn_persist_graphs : args->persist > 0);
+		/* (a tracked graph too: after a restart its first refresh reloads it, store.c) */
+		proto.stored = args->persist < 0 ? gnn_persist_graphs : args->persist > 0;
 		if (OidIsValid(args->nodes))
 		{
 			strlcpy(proto.id_col, args->id, sizeof(proto.id_col));
@@ -1917,4 +1919,6 @@ GnnLoadArgsFromEntry(const GnnGraphEntry *e, GnnLoadArgs *a)
 	a->sparse_index = e->sparse_index_col[0] ? e->sparse_index_col : NULL;
 	a->sparse_value = e->sparse_value_col[0] ? e->sparse_value_col : NULL;
 	a->feature_store = e->feat_disk ? "disk" : NULL;
+	/* a reload (gnn.track, a refresh's) keeps the graph stored if it was */
+	a->persist = e->stored ? 1 : 0;
 }

@@ -739,9 +739,20 @@ FindTextKey(SchemaType *t, const char *tkey)
 char *
 GnnKeyText(Datum d, Oid type)
 {
+	char	   *k;
+
 	if (type == UUIDOID)
 		return UuidText(UuidWords(d));
-	return TextDatumGetCString(d);
+	k = TextDatumGetCString(d);
+	/* char(n): trailing blanks are padding, as bpchar compares and casts to text */
+	if (type == BPCHAROID)
+	{
+		size_t		n = strlen(k);
+
+		while (n > 0 && k[n - 1] == ' ')
+			k[--n] = '\0';
+	}
+	return k;
 }
 
 /* A time column's value as microseconds (PostgreSQL's epoch, 2000-01-01). */
@@ -751,6 +762,15 @@ TimeValue(Datum d, Oid type)
 	if (type == DATEOID)
 		return (int64) DatumGetDateADT(d) * USECS_PER_DAY;
 	return DatumGetInt64(d);	/* timestamp, timestamptz */
+}
+
+/* 'infinity' or '-infinity' */
+static bool
+TimeInfinite(Datum d, Oid type)
+{
+	if (type == DATEOID)
+		return DATE_NOT_FINITE(DatumGetDateADT(d));
+	return TIMESTAMP_NOT_FINITE(DatumGetInt64(d));
 }
 
 
@@ -809,7 +829,7 @@ PlanFeatures(SchemaLoad *L, SchemaType *t, List *fk_cols)
 		if (t->is_target && ((L->label && strcmp(col, L->label) == 0) || (L->split && strcmp(col, L->split) == 0) ||
 							 (L->seed_time && strcmp(col, L->seed_time) == 0)))
 			continue;
-		type = get_atttype(t->relid, a);
+		type = getBaseType(get_atttype(t->relid, a));	/* a domain: its base type's values */
 		c = &t->cols[t->ncols++];
 		c->name = col;
 		c->type = type;
@@ -937,7 +957,7 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 	{
 		static const Oid lt[] = {INT2OID, INT4OID, INT8OID, TEXTOID, VARCHAROID, BPCHAROID, BOOLOID,
 		FLOAT4OID, FLOAT8OID, NUMERICOID, InvalidOid};
-		Oid			ltype = get_atttype(t->relid, ColumnOf(t, L->label, "label"));
+		Oid			ltype = getBaseType(get_atttype(t->relid, ColumnOf(t, L->label, "label")));
 
 		if (IsEnum(ltype))
 			ResolveColumn(&s, t->label_scan = s.ncols++, L->label, "label", (Oid[]) {ltype, InvalidOid}, "");
@@ -1088,12 +1108,33 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 			switch (col->kind)
 			{
 				case GNN_ENC_NUMERIC:
-					st = gnn_enc_add_num(col->enc, isnull ? 0 : NumDatum(d, col->type), isnull, &err);
-					break;
+					{
+						double		x = isnull ? 0 : NumDatum(d, col->type);
+
+						/* a numeric beyond double precision (or a float infinity), named with its column */
+						if (!isnull && !isfinite(x))
+						{
+							char	   *txt = TextDatum(d, col->type);
+
+							if (strlen(txt) > 40)
+								txt = psprintf("%.20s... (%d characters)", txt, (int) strlen(txt));
+							ereport(ERROR,
+									(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+									 errmsg("column \"%s\" of %s has a value out of the range of double precision",
+											col->name, t->relname),
+									 errdetail("In %s: %s.", ScanRowDesc(&s), txt),
+									 errhint("Scale the column (a view can divide it), exclude it with options.exclude, or fix the value.")));
+						}
+						st = gnn_enc_add_num(col->enc, x, isnull, &err);
+						break;
+					}
 				case GNN_ENC_BOOL:
 					st = gnn_enc_add_num(col->enc, isnull ? 0 : (DatumGetBool(d) ? 1 : 0), isnull, &err);
 					break;
 				case GNN_ENC_TIME:
+					/* +-infinity is no point in time to standardise: missing, as a NULL is */
+					if (!isnull && TimeInfinite(d, col->type))
+						isnull = true;
 					st = gnn_enc_add_num(col->enc, isnull ? 0 : (double) TimeValue(d, col->type) / 1e6, isnull, &err);
 					break;
 				case GNN_ENC_CATEGORY:
@@ -1965,7 +2006,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 						 errhint("Add a primary key, or name a unique column in options.keys, e.g. {\"keys\": {\"%s\": \"id\"}}.",
 								 T->name)));
 		}
-		T->key_type = get_atttype(T->relid, ColumnOf(T, T->key, "key"));
+		T->key_type = getBaseType(get_atttype(T->relid, ColumnOf(T, T->key, "key")));
 		if (!IsKeyType(T->key_type, &T->kk))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -2248,8 +2289,8 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		int64_t    *times = NULL;
 		bool		any_text = false,
 					any_time = false;
-		int32_t    *esrc = palloc(sizeof(int32) * Max(L.nrels, 1));
-		int32_t    *edst = palloc(sizeof(int32) * Max(L.nrels, 1));
+		int32_t    *esrc = palloc0(sizeof(int32) * Max(L.nrels, 1));
+		int32_t    *edst = palloc0(sizeof(int32) * Max(L.nrels, 1));
 		uint8_t    *ttk = palloc0(nrel);
 
 		for (int t = 0; t < nrel; t++)
@@ -2592,6 +2633,9 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 			}
 		for (int r = 0; r < L.nrels; r++)
 			appendBinaryStringInfo(&names, rn[r], strlen(rn[r]) + 1);
+		/* tables with no foreign key between them: nodes without arcs, and one relation with none */
+		if (L.nrels == 0)
+			appendBinaryStringInfo(&names, "none", 5);
 	}
 	in.type_names = names.data;
 	in.type_names_bytes = names.len;
@@ -2710,7 +2754,8 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 	}
 	proto.tracked = tracked;
 	/* tracked graphs are not stored (store.c) */
-	proto.stored = !tracked && (L.persist < 0 ? gnn_persist_graphs : L.persist > 0);
+	/* (a tracked graph too: after a restart its first refresh reloads it, store.c) */
+	proto.stored = L.persist < 0 ? gnn_persist_graphs : L.persist > 0;
 	proto.schema_graph = true;
 	GnnBuildAndRegister(L.name, replace, &in, &proto, L.feature_store, NULL, SchemaReport, &L, ctx);
 	if (tracked)

@@ -20,10 +20,12 @@
  * refused with an error; gnn.drop_graph removes it.
  *
  * Which graphs: those loaded with persist => true (the default follows
- * gnn.persist_graphs), not graphs that follow their tables (gnn.track):
- * their refreshes delete the change-log rows they apply, so a file of an
- * older version could not be brought up to date after a crash.  Making a
- * persisted graph tracked removes its files.
+ * gnn.persist_graphs), tracked ones (gnn.track) too.  A tracked graph's
+ * file is its last full version (a load, a refresh that wrote a new region);
+ * later refreshes keep deltas in memory only and delete the change-log rows
+ * they apply, so after a restart the file cannot be brought up to date from
+ * the log: the graph comes back as of that version, still following its
+ * tables, and its next refresh reloads it (reload_at_refresh).
  *
  * Features on disk (gnn.load_graph(..., feature_store => 'disk')): the
  * dense feature matrix is not in the region but in features-<version>.gnn
@@ -888,7 +890,8 @@ ScanGraph(Oid dbid, const char *dbpath, const char *d)
 	e->part_handle = DSM_HANDLE_INVALID;
 	e->part_bytes = 0;
 	e->holders = 0;
-	e->tracked = false;
+	/* it follows its tables still (its triggers are there); its refreshes since the file are not */
+	e->reload_at_refresh = e->tracked;
 	if (err.status == GNN_OK)
 	{
 		gnn_store_header ph;

@@ -886,11 +886,13 @@ FindCol(TupleDesc td, const char *name, const Oid *accepted, Col *c)
 
 		if (!a->attisdropped && strcmp(NameStr(a->attname), name) == 0)
 		{
+			Oid			base = getBaseType(a->atttypid);	/* a domain: its base type's values */
+
 			for (int k = 0; OidIsValid(accepted[k]); k++)
-				if (accepted[k] == a->atttypid)
+				if (accepted[k] == base)
 				{
 					c->att = a->attnum;
-					c->type = a->atttypid;
+					c->type = base;
 					return true;
 				}
 			return false;
@@ -2497,11 +2499,12 @@ SchemaTables(const gnn_graph *g, const char *name, int *n_out)
 static void
 ReloadSchema(const GnnGraphEntry *e, const char *meta, int64 *nodes, int64 *edges)
 {
-	Oid			types[5] = {TEXTOID, TEXTOID, OIDOID, TEXTOID, TEXTOID};
-	Datum		values[5];
-	char		nulls[6] = "     ";
+	Oid			types[6] = {TEXTOID, TEXTOID, OIDOID, TEXTOID, TEXTOID, BOOLOID};
+	Datum		values[6];
+	char		nulls[7] = "      ";
 	bool		isnull;
 
+	values[5] = BoolGetDatum(e->stored);	/* it stays stored if it was, and in memory only if it was */
 	values[0] = CStringGetTextDatum(e->name);
 	values[1] = CStringGetTextDatum(meta);
 	values[2] = ObjectIdGetDatum(e->nodes_rel);
@@ -2527,8 +2530,9 @@ ReloadSchema(const GnnGraphEntry *e, const char *meta, int64 *nodes, int64 *edge
 	if (SPI_execute_with_args("SELECT nodes, edges FROM gnn.load_schema_graph($1, "
 							  "ARRAY(SELECT (t->>'oid')::oid::regclass FROM jsonb_array_elements($2::jsonb->'types') "
 							  "WITH ORDINALITY a(t, i) ORDER BY i), $3::regclass, $4, $5, "
-							  "coalesce($2::jsonb->'load'->'options', '{}'), replace => true, track => true)",
-							  5, types, values, nulls, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+							  "coalesce($2::jsonb->'load'->'options', '{}') || jsonb_build_object('persist', $6), "
+							  "replace => true, track => true)",
+							  6, types, values, nulls, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not reload graph \"%s\"", e->name);
 	*nodes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	*edges = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
@@ -2656,6 +2660,8 @@ GnnRefreshGraph(const char *name, bool merge, GnnRefreshResult *out)
 				 errmsg("graph \"%s\" is not tracked", name),
 				 errhint("Capture its tables' changes with gnn.track('%s'), or reload it with gnn.load_graph(..., replace => true).", name)));
 	capture_off = CaptureProblem(trig, &gone);
+	if (!capture_off && entry.reload_at_refresh && !gone)
+		capture_off = "the server restarted since its last full version was stored (later refreshes are not in the graph store)";
 	if (gone)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -2845,9 +2851,14 @@ merged:
 		}
 		else
 		{
+			char	   *staged = NULL;
+
 			proto.delta_handle = DSM_HANDLE_INVALID;
 			proto.delta_bytes = 0;
-			GnnPublishAtCommit(&proto, rq.seg, rq.reserved, NULL, 0);
+			/* a stored graph's new full version goes to the store too (at commit) */
+			if (entry.stored)
+				staged = GnnStoreStage(&proto, region, size);
+			GnnPublishAtCommit(&proto, rq.seg, rq.reserved, staged, 0);
 		}
 		out->delta = is_delta;
 	}

@@ -65,9 +65,22 @@ is($rc, 0, 'a job trains to the end with wait => true');
 like($err, qr/NOTICE:  training job \d+ runs on the CPU: (this machine has no GPU|gnn was built without CUDA|no usable GPU)/,
 	'no GPU: CPU fallback with a NOTICE that says why');
 unlike($err, qr/InsufficientDriver|insufficient for CUDA runtime/, 'a machine without a GPU is not reported as a broken driver');
-($rc, $out, $err) = $node->psql('postgres',
-	"SET gnn.verbose = off; SELECT gnn.train('g', model => 'gcn', name => 'm_quiet', hidden => 16, epochs => 2, seed => 1, wait => true)");
-unlike($err, qr/runs on the CPU: (this machine has no GPU|gnn was built without CUDA)/, 'and with gnn.verbose = off it says nothing');
+{
+	my ($qrc, $qout, $qerr) = $node->psql('postgres',
+		"SET \"gnn.verbose\" = off; SELECT gnn.train('g', model => 'gcn', name => 'm_quiet', hidden => 16, epochs => 2, seed => 1, wait => true)");
+	is($qrc, 0, 'a job with gnn.verbose = off') or diag($qerr);
+	unlike($qerr, qr/runs on the CPU: (this machine has no GPU|gnn was built without CUDA)/,
+		'and with gnn.verbose = off it says nothing');
+	$node->psql('postgres', "SELECT gnn.drop_model('m_quiet')");
+}
+# gnn.wait of a job gnn.train already waited for repeats no progress line (#39)
+{
+	my ($wrc, $wout, $werr) = $node->psql('postgres',
+		"SELECT state FROM gnn.wait(gnn.train('g', model => 'gcn', name => 'm_twice', hidden => 16, epochs => 3, seed => 1, wait => true))");
+	my $done = () = $werr =~ /epoch 3 of 3.*done/g;
+	is($done, 1, 'the last progress line is said once, not again by gnn.wait') or diag($werr);
+	$node->psql('postgres', "SELECT gnn.drop_model('m_twice')");
+}
 is($node->safe_psql('postgres', "SELECT state || ' ' || device FROM gnn.jobs WHERE id = $out"),
 	'succeeded cpu', 'the job succeeded on the CPU');
 

@@ -163,8 +163,10 @@ sq(q{INSERT INTO si VALUES (1001, 'c5', 2); INSERT INTO tke VALUES ('n3', 'n4')}
 sq(q{SELECT gnn.refresh_graph('s'); SELECT gnn.refresh_graph('tk')});
 is(sq(q{SELECT gnn.load_schema_graph('s_fresh', ARRAY['sc', 'si']::regclass[]) IS NOT NULL;
 	SELECT gnn.load_graph('tk_fresh', 'tke', src => 'a', dst => 'b') IS NOT NULL;
-	SELECT (gnn.graph_digest('s') = gnn.graph_digest('s_fresh')) || ',' || (gnn.graph_digest('tk') = gnn.graph_digest('tk_fresh'))}),
-	"t\nt\ntrue,true", 'both equal a fresh load after the restart and a refresh: nothing lost or applied twice');
+	SELECT (gnn.graph_digest('s', features => false) = gnn.graph_digest('s_fresh', features => false)) || ',' ||
+	       (gnn.graph_digest('tk') = gnn.graph_digest('tk_fresh'))}),
+	"t\nt\ntrue,true", 'both equal a fresh load after the restart and a refresh: nothing lost or applied twice '
+	  . '(the schema graph keeps its columns\' encoding, a fresh load fits it anew)');
 sq(q{SELECT gnn.drop_graph(g) FROM unnest(ARRAY['s', 's_fresh', 'tk', 'tk_fresh']) g});
 sq($load);    # 'g' again, for what follows (the restart dropped it)
 

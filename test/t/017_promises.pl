@@ -4,7 +4,8 @@
 # pg_terminate_backend or statement_timeout in every phase (initialisation,
 # an epoch, the final inference) and gives its memory back; DROP EXTENSION
 # stops running jobs, whose ids a new extension never gives out again; a
-# tracked graph gone with a restart gets no change-log rows.  Single-session
+# persisted tracked graph comes back after a restart and reloads at its
+# first refresh, a memory-only one gets no change-log rows while it is gone.  Single-session
 # cases are in sql/promises.sql.
 use strict;
 use warnings;
@@ -13,6 +14,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep time);
 
+# freed memory read again shows as garbage
+$ENV{MALLOC_PERTURB_} = '165';
 my $node = PostgreSQL::Test::Cluster->new('promises');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
@@ -187,24 +190,33 @@ stop_within('terminate_epoch', 4, 'SELECT pg_terminate_backend($pid)', 'failed')
 	ok($after > $next, "also after a restart ($after > $next)");
 }
 
-# ------------------------------------------------------------------ a tracked graph gone with a restart
+# ------------------------------------------------------------------ tracked graphs and restarts
 {
 	$node->safe_psql('postgres', q{
 		CREATE TABLE te (s int, d int);
 		INSERT INTO te SELECT i, i + 1 FROM generate_series(1, 50) i;
 		SELECT edges FROM gnn.load_graph('tg', 'te', 's', 'd', track => true);
+		SELECT edges FROM gnn.load_graph('tm', 'te', 's', 'd', track => true, persist => false);
 		INSERT INTO te VALUES (100, 101);
 	});
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM gnn.change_log'), '1', 'a tracked graph logs its changes');
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM gnn.change_log'), '2', 'tracked graphs log their changes');
+	is($node->safe_psql('postgres', "SELECT persisted FROM gnn.graphs WHERE name = 'tg'"), 't',
+		'a tracked graph is persisted like any other');
+	$node->safe_psql('postgres', "SELECT inserted_edges FROM gnn.refresh_graph('tg')");
 	$node->restart;
-	is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.graphs WHERE name = 'tg'"), '0', 'gone with the restart');
+	is($node->safe_psql('postgres', "SELECT string_agg(name || ':' || tracked, ',' ORDER BY name) FROM gnn.graphs WHERE name IN ('tg', 'tm')"),
+		'tg:true', 'after a restart the persisted tracked graph is back and tracked; the memory-only one is gone');
 	$node->safe_psql('postgres', 'INSERT INTO te VALUES (102, 103)');
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM gnn.change_log'), '0',
-		'its change log is emptied, and changes to its tables are not logged while it is not loaded');
-	is($node->safe_psql('postgres', "SELECT edges FROM gnn.load_graph('tg', 'te', 's', 'd', track => true)"), '52',
-		'loaded again, it has every row');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.change_log WHERE graph = 'tm'"), '0',
+		'the gone graph\'s log is emptied, and changes are not logged for it while it is not loaded');
+	my ($rc, $out, $err) = $node->psql('postgres', "SELECT edges FROM gnn.graphs WHERE name = 'tg'; SELECT inserted_edges > 0 FROM gnn.refresh_graph('tg')");
+	like($err, qr/reloaded in full: the server restarted/, 'its first refresh after the restart reloads it, saying why');
+	is($node->safe_psql('postgres', q{SELECT gnn.graph_digest('tg') = (SELECT gnn.graph_digest(name) FROM gnn.load_graph('fresh', 'te', 's', 'd'))}),
+		't', 'and it equals a fresh load of its table');
 	$node->safe_psql('postgres', 'INSERT INTO te VALUES (104, 105)');
-	is($node->safe_psql('postgres', "SELECT inserted_edges FROM gnn.refresh_graph('tg')"), '1', 'and follows them again');
+	is($node->safe_psql('postgres', "SELECT inserted_edges FROM gnn.refresh_graph('tg')"), '1', 'then follows its table by deltas again');
+	is($node->safe_psql('postgres', "SELECT edges FROM gnn.load_graph('tm', 'te', 's', 'd', track => true, persist => false)"), '53',
+		'the memory-only one, loaded again, has every row');
 }
 
 $node->stop;
