@@ -54,6 +54,32 @@ BEGIN;
 SELECT nodes FROM gnn.load_graph('pg3', 'pe', 's', 'd', nodes => 'pn', features => 'f', label => 'label', split => 'split');
 SELECT gnn.train('pg3', 'gcn', epochs => 1, device => 'cpu', wait => true);
 ROLLBACK;
+-- a partition follows its transaction: seen by the transaction at once, gone with its rollback
+BEGIN;
+SELECT count(*) FROM gnn.partition('pg', 2, 'random', balance => '{nodes}', seed => 1);
+SELECT parts FROM (SELECT count(*) - 1 AS parts FROM gnn.partition_stats('pg')) s;
+ROLLBACK;
+SELECT * FROM gnn.partition_stats('pg');
+SELECT count(*) FROM gnn.partition('pg', 2, 'random', balance => '{nodes}', seed => 1);
+SELECT count(*) - 1 AS parts FROM gnn.partition_stats('pg');
+-- shared results: dropping them (gnn.cache_drop, gnn.drop_model) takes effect at commit
+SELECT nodes FROM gnn.load_graph('pgm', 'pe', 's', 'd', nodes => 'pn', features => 'f', label => 'label', split => 'split');
+SELECT gnn.train('pgm', 'gcn', name => 'p_model', epochs => 2, device => 'cpu', seed => 1, wait => true) > 0 AS trained;
+SELECT count(*) FROM gnn.predict('p_model');
+SELECT count(*) > 0 AS cached FROM gnn.cache WHERE model = 'p_model';
+BEGIN;
+SELECT gnn.cache_drop('p_model') > 0 AS dropping;
+ROLLBACK;
+SELECT count(*) > 0 AS still_cached FROM gnn.cache WHERE model = 'p_model';
+BEGIN;
+SELECT gnn.drop_model('p_model');
+ROLLBACK;
+SELECT count(*) > 0 AS still_cached_and_there FROM gnn.cache c JOIN gnn.models m ON m.name = c.model
+WHERE c.model = 'p_model';
+SELECT gnn.cache_drop('p_model') > 0 AS dropped;
+SELECT count(*) AS left FROM gnn.cache WHERE model = 'p_model';
+SELECT gnn.drop_model('p_model');
+SELECT gnn.drop_graph('pgm');
 -- PREPARE TRANSACTION with a staged graph change is refused (nothing is prepared or kept)
 BEGIN;
 SELECT gnn.drop_graph('pg');

@@ -578,24 +578,14 @@ draw_row(gnn_rng *r, const int32_t *nb, const float *w, int64_t deg, int64_t k, 
 
 /*
  * The stream of a destination under per-node streams: (hop, node, bound)
- * mixed into 64 bits (splitmix64's finaliser, which is a bijection, so two
+ * mixed into 64 bits (gnn_mix64, murmur3's finaliser, is a bijection, so two
  * nodes of one bound and hop never share a key).
  */
-static inline uint64_t
-mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
-}
 
 static inline void
 node_stream(const gnn_sampler *s, const gnn_rng *base, int h, int32_t v, int64_t b, gnn_rng *r)
 {
-	uint64_t	key = mix64(mix64((uint64_t) b + 0x9e3779b97f4a7c15ULL) ^
+	uint64_t	key = gnn_mix64(gnn_mix64((uint64_t) b + 0x9e3779b97f4a7c15ULL) ^
 							(((uint64_t) (uint32_t) v << 8) | (uint64_t) (s->cfg.first_hop + h)));
 
 	gnn_rng_split(base, key, r);

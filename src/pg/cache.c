@@ -619,12 +619,11 @@ GnnCacheLookup(const GnnCacheKey *key, GnnResult *res)
 }
 
 /*
- * Drop the entries of the calling role's model name (a version, or all),
- * and any of its entries for graph versions that are gone.  Returns how
- * many entries went.
+ * Drop owner's entries of model name (a version, or all); count_only: just
+ * count them.  Returns how many there were.
  */
-int
-GnnCacheDrop(const char *model, int32 version)
+static int
+CacheDropNow(const char *model, int32 version, Oid owner, bool count_only)
 {
 	int			n = 0;
 
@@ -633,15 +632,110 @@ GnnCacheDrop(const char *model, int32 version)
 	{
 		GnnCacheEntry *e = &gnn_shared->cache[i];
 
-		if (e->state == GNN_CACHE_READY && e->key.dbid == MyDatabaseId && e->key.owner == GetUserId() &&
+		if (e->state == GNN_CACHE_READY && e->key.dbid == MyDatabaseId && e->key.owner == owner &&
 			strcmp(e->model, model) == 0 && (version <= 0 || e->version == version))
 		{
-			EntryFree(e);
+			if (!count_only)
+				EntryFree(e);
 			n++;
 		}
 	}
 	LWLockRelease(gnn_shared->lock);
 	return n;
+}
+
+/*
+ * Dropping a model's results follows the transaction, as dropping the
+ * model does: they go when it commits (with those made meanwhile), and
+ * stay when it rolls back.
+ */
+typedef struct CacheDrop
+{
+	char		model[NAMEDATALEN];
+	int32		version;
+	Oid			owner;
+	SubTransactionId subid;
+} CacheDrop;
+
+static List *cache_drops = NIL;
+static bool cache_drop_callbacks = false;
+
+static void
+CacheDropXact(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (cache_drops == NIL)
+		return;
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
+		foreach(lc, cache_drops)
+		{
+			CacheDrop  *d = lfirst(lc);
+
+			(void) CacheDropNow(d->model, d->version, d->owner, false);
+		}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PREPARE)
+	{
+		list_free_deep(cache_drops);
+		cache_drops = NIL;
+	}
+}
+
+static void
+CacheDropSubXact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	foreach(lc, cache_drops)
+	{
+		CacheDrop  *d = lfirst(lc);
+
+		if (d->subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+			cache_drops = foreach_delete_current(cache_drops, lc);
+		else if (event == SUBXACT_EVENT_COMMIT_SUB)
+			d->subid = parentSubid;
+	}
+}
+
+/* The calling role's results of model (a version, or all) go at commit; returns how many there are now. */
+int
+GnnCacheDrop(const char *model, int32 version)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	CacheDrop  *d = palloc0(sizeof(CacheDrop));
+
+	if (!cache_drop_callbacks)
+	{
+		RegisterXactCallback(CacheDropXact, NULL);
+		RegisterSubXactCallback(CacheDropSubXact, NULL);
+		cache_drop_callbacks = true;
+	}
+	strlcpy(d->model, model, sizeof(d->model));
+	d->version = version;
+	d->owner = GetUserId();
+	d->subid = GetCurrentSubTransactionId();
+	cache_drops = lappend(cache_drops, d);
+	MemoryContextSwitchTo(old);
+	return CacheDropNow(model, version, GetUserId(), true);
+}
+
+/* A version staged by a transaction that did not commit: results computed on it go. */
+void
+GnnCachePurgeGeneration(const char *graph, Oid owner, uint64 generation)
+{
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < GNN_CACHE_SLOTS; i++)
+	{
+		GnnCacheEntry *e = &gnn_shared->cache[i];
+
+		if (e->state == GNN_CACHE_READY && e->key.dbid == MyDatabaseId && e->key.owner == owner &&
+			strcmp(e->graph, graph) == 0 && e->key.generation == generation)
+			EntryFree(e);
+	}
+	LWLockRelease(gnn_shared->lock);
 }
 
 /* A graph of the calling role was replaced or dropped: results computed on it can never be asked for again. */

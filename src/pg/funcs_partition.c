@@ -185,6 +185,7 @@ gnn_partition(PG_FUNCTION_ARGS)
 		h->balance = cfg.balance;
 		h->method = (int32) cfg.method;
 		memcpy(h->part, part, sizeof(int32) * n);
+		/* the graph's when the transaction commits (the mapping the transaction's until then) */
 		GnnPartitionPublish(graph, ref.entry.generation, seg, reserved, cfg.parts,
 							gnn_part_method_name(cfg.method));
 	}
@@ -194,7 +195,6 @@ gnn_partition(PG_FUNCTION_ARGS)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	dsm_detach(seg);
 
 	{
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -359,7 +359,8 @@ GnnTrainSubgraph(const GnnTrainRequest *r, const GnnGraphRef *ref, const gnn_tra
 				sc.num_parts = h->parts;
 				sc.part = stored;
 			}
-			dsm_detach(seg);
+			if (!GnnPartitionIsStaged(seg))
+				dsm_detach(seg);
 		}
 		CommitTransactionCommand();
 		st = gnn_train_cluster(&ref->g, cfg, &sc, be, progress, NULL, should_stop, NULL, model, res, err);

@@ -320,6 +320,7 @@ extern void GnnCachePublish(const GnnCacheKey *key, const char *model, int32 ver
 extern bool GnnCacheLookup(const GnnCacheKey *key, GnnResult *res);
 extern int	GnnCacheDrop(const char *model, int32 version);
 extern void GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation);
+extern void GnnCachePurgeGeneration(const char *graph, Oid owner, uint64 generation);
 
 typedef struct GnnShared
 {
@@ -414,6 +415,7 @@ extern dsm_segment *GnnPartitionAttach(const char *name, uint64 generation);
 extern void GnnPartitionPublish(const char *name, uint64 generation, dsm_segment *seg,
 								uint64 bytes, int32 parts, const char *method);
 extern void GnnPartitionFree(GnnGraphEntry *e);
+extern bool GnnPartitionIsStaged(dsm_segment *seg);
 
 /* store.c: loaded graphs on disk, back after a restart */
 extern void GnnStoreInit(void);

@@ -865,7 +865,8 @@ typedef enum PendKind
 {
 	PEND_VERSION,				/* a new region (seg) or a delta over the registered base (dseg) */
 	PEND_DROP,
-	PEND_UNTRACK				/* the graph stops following its tables (tracked = false) */
+	PEND_UNTRACK,				/* the graph stops following its tables (tracked = false) */
+	PEND_PARTITION				/* gnn.partition's assignment (seg) for version proto.generation */
 } PendKind;
 
 typedef struct Pending
@@ -878,6 +879,8 @@ typedef struct Pending
 	char		staged[32];		/* graph.gnn written under this name in the store ("": none) */
 	uint64		feat_gen;		/* a features file written for this version (0: none) */
 	int			slot;			/* a registry slot claimed at PRE_COMMIT for a new name (-1: none) */
+	int32		part_parts;		/* a partition's parts and method */
+	char		part_method[16];
 	SubTransactionId subid;
 } Pending;
 
@@ -896,6 +899,9 @@ PendSame(const Pending *p, const char *name, Oid owner)
 static void
 PendRelease(Pending *p, bool detach)
 {
+	/* a version that never took effect: results computed on it can never be asked for */
+	if (p->kind == PEND_VERSION && (p->seg || p->dseg) && p->proto.generation)
+		GnnCachePurgeGeneration(p->proto.name, p->proto.owner, p->proto.generation);
 	if (p->reserved)
 		GnnGraphUnreserve(p->reserved);
 	p->reserved = 0;
@@ -928,32 +934,41 @@ PendRemove(int i, bool detach)
 	npending--;
 }
 
-/* Entries of name older than entry `upto` and staged at level subid are shadowed for good. */
+/* whether entry k, staged after i, makes i never take effect: a version or drop, or a newer partition */
+static bool
+PendShadows(const Pending *k, const Pending *i)
+{
+	if (k->kind == PEND_UNTRACK || i->kind == PEND_UNTRACK || !PendSame(k, i->proto.name, i->proto.owner))
+		return false;
+	return k->kind != PEND_PARTITION || i->kind == PEND_PARTITION;
+}
+
+/* Entries shadowed by entry `upto` and staged at its level subid go for good. */
 static void
 PendCollapse(int upto, SubTransactionId subid)
 {
 	for (int i = upto - 1; i >= 0; i--)
-		if (pending[i].subid == subid && pending[i].kind != PEND_UNTRACK &&
-			PendSame(&pending[i], pending[upto].proto.name, pending[upto].proto.owner))
+		if (pending[i].subid == subid && PendShadows(&pending[upto], &pending[i]))
 		{
 			PendRemove(i, true);
 			upto--;
 		}
 }
 
-/* whether entry i is what its name will be at commit: the newest version or drop of the name */
+/* whether entry i takes effect at commit: nothing staged later shadows it */
 static bool
 PendWins(int i)
 {
 	if (pending[i].kind == PEND_UNTRACK)
 		return false;
 	for (int k = i + 1; k < npending; k++)
-		if (pending[k].kind != PEND_UNTRACK && PendSame(&pending[k], pending[i].proto.name, pending[i].proto.owner))
+		if (PendShadows(&pending[k], &pending[i]))
 			return false;
 	return true;
 }
 
 static void PendXactCallback(XactEvent event, void *arg);
+static void PendInstallPartition(Pending *p);
 static void PendSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 								SubTransactionId parentSubid, void *arg);
 
@@ -1002,6 +1017,9 @@ GnnPublishAtCommit(const GnnGraphEntry *proto, dsm_segment *seg, uint64 reserved
 
 	p->proto = *proto;
 	p->proto.dbid = MyDatabaseId;
+	/* numbered now: what the transaction makes of it (a partition, results) names this version */
+	if (p->proto.generation == 0)
+		p->proto.generation = GnnGraphNewGeneration();
 	p->seg = seg;
 	p->reserved = reserved;
 	if (staged)
@@ -1056,7 +1074,8 @@ GnnPendingLookup(const char *name, Oid owner, GnnGraphEntry *entry, dsm_segment 
 	{
 		Pending    *p = &pending[i];
 
-		if (p->kind == PEND_UNTRACK || !PendSame(p, name, owner) || p->proto.dbid != MyDatabaseId)
+		if (p->kind == PEND_UNTRACK || p->kind == PEND_PARTITION || !PendSame(p, name, owner) ||
+			p->proto.dbid != MyDatabaseId)
 			continue;
 		if (p->kind == PEND_DROP)
 			return GNN_PENDING_DROPPED;
@@ -1328,6 +1347,8 @@ PendXactCallback(XactEvent event, void *arg)
 					continue;
 				else if (p->kind == PEND_DROP)
 					PendInstallDrop(p);
+				else if (p->kind == PEND_PARTITION)
+					PendInstallPartition(p);
 				else
 					PendInstallVersion(p);
 			}
@@ -1461,6 +1482,11 @@ GnnPartitionAttach(const char *name, uint64 generation)
 	GnnGraphEntry *e;
 	dsm_segment *seg = NULL;
 
+	/* one this transaction staged, of the version it partitioned (the transaction's mapping) */
+	for (int i = npending - 1; i >= 0; i--)
+		if (pending[i].kind == PEND_PARTITION && PendWins(i) && PendSame(&pending[i], name, GetUserId()) &&
+			pending[i].proto.generation == generation)
+			return pending[i].seg;
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
 	e = FindEntry(name);
 	if (e && e->generation == generation && e->part_handle != DSM_HANDLE_INVALID)
@@ -1469,51 +1495,96 @@ GnnPartitionAttach(const char *name, uint64 generation)
 	return seg;
 }
 
+/* Whether seg is a partition this transaction staged (its mapping is the transaction's: not to detach). */
+bool
+GnnPartitionIsStaged(dsm_segment *seg)
+{
+	for (int i = 0; i < npending; i++)
+		if (pending[i].kind == PEND_PARTITION && pending[i].seg == seg)
+			return true;
+	return false;
+}
+
 /*
- * Keep seg as the partition of graph name, replacing any earlier one; bytes
- * were reserved by the caller and become the entry's.  Fails (the caller
- * still owns seg and the reservation) if the graph was dropped or replaced
- * since generation.
+ * Keep seg as the partition of graph name (version generation), replacing
+ * any earlier one, when the transaction commits; bytes were reserved by the
+ * caller and become the partition's.  The mapping moves to the top
+ * transaction.  Fails (the caller still owns seg and the reservation) if
+ * the graph as this transaction sees it is no longer that version.
  */
 void
 GnnPartitionPublish(const char *name, uint64 generation, dsm_segment *seg, uint64 bytes,
 					int32 parts, const char *method)
 {
-	GnnGraphEntry *e;
+	GnnGraphEntry e;
+	Pending    *p;
+	ResourceOwner save = CurrentResourceOwner;
 
-	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-	e = FindEntry(name);
-	if (e == NULL || e->generation != generation)
+	if (GnnPendingLookup(name, GetUserId(), &e, NULL, NULL) == GNN_PENDING_NONE)
 	{
+		GnnGraphEntry *r;
+
+		LWLockAcquire(gnn_shared->lock, LW_SHARED);
+		r = FindEntry(name);
+		e.generation = r ? r->generation : 0;
 		LWLockRelease(gnn_shared->lock);
+	}
+	if (e.generation != generation)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("graph \"%s\" was dropped or replaced while it was being partitioned", name),
 				 errhint("Run gnn.partition() again.")));
-	}
-	dsm_pin_segment(seg);
-	GnnPartitionFree(e);
-	e->part_handle = dsm_segment_handle(seg);
-	e->part_bytes = bytes;
-	ReservationOwned(bytes);
-	e->part_parts = parts;
-	strlcpy(e->part_method, method, sizeof(e->part_method));
-	e->part_stored = false;
-	{
-		GnnGraphEntry copy = *e;
+	dsm_pin_mapping(seg);
+	CurrentResourceOwner = TopTransactionResourceOwner;
+	dsm_unpin_mapping(seg);
+	CurrentResourceOwner = save;
+	p = PendNew(PEND_PARTITION, name, GetUserId());
+	p->proto.generation = generation;
+	p->seg = seg;
+	p->reserved = bytes;
+	p->part_parts = parts;
+	strlcpy(p->part_method, method, sizeof(p->part_method));
+	PendCollapse(npending - 1, p->subid);
+}
 
+/* after the commit record: the partition becomes the graph's (and is stored with it); cannot fail */
+static void
+PendInstallPartition(Pending *p)
+{
+	GnnGraphEntry *e;
+	GnnGraphEntry copy;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = GnnGraphEntryOf(p->proto.name, p->proto.owner);
+	if (e == NULL || e->generation != p->proto.generation)
+	{
+		/* replaced by a version this transaction staged after it: PendWins says so; cannot happen */
 		LWLockRelease(gnn_shared->lock);
-		if (copy.stored)
-		{
-			/* written after publishing: a restart in between finds no partition, never a wrong one */
-			GnnStorePersistPartition(&copy, dsm_segment_address(seg), dsm_segment_map_length(seg));
-			LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-			e = FindEntry(name);
-			if (e && e->generation == generation && e->part_handle == copy.part_handle)
-				e->part_stored = true;
-			LWLockRelease(gnn_shared->lock);
-		}
+		return;
 	}
+	dsm_pin_segment(p->seg);
+	GnnPartitionFree(e);
+	e->part_handle = dsm_segment_handle(p->seg);
+	e->part_bytes = p->reserved;
+	ReservationOwned(p->reserved);
+	p->reserved = 0;
+	e->part_parts = p->part_parts;
+	strlcpy(e->part_method, p->part_method, sizeof(e->part_method));
+	e->part_stored = false;
+	copy = *e;
+	LWLockRelease(gnn_shared->lock);
+	if (copy.stored)
+	{
+		/* written after publishing: a restart in between finds no partition, never a wrong one */
+		GnnStorePersistPartition(&copy, dsm_segment_address(p->seg), dsm_segment_map_length(p->seg));
+		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+		e = GnnGraphEntryOf(p->proto.name, p->proto.owner);
+		if (e && e->generation == copy.generation && e->part_handle == copy.part_handle)
+			e->part_stored = true;
+		LWLockRelease(gnn_shared->lock);
+	}
+	dsm_detach(p->seg);
+	p->seg = NULL;
 }
 
 /*

@@ -27,6 +27,9 @@
  *     the same seed must agree bit for bit.
  */
 #include "check.h"
+#include "typed_graph.h"
+
+typedef tg_arc arc;
 #include "eval.h"
 #include "serialize.h"
 #include "train.h"
@@ -53,47 +56,12 @@ typedef struct hgraph
 	gnn_edge_type et[2];
 } hgraph;
 
-typedef struct arc
-{
-	int32_t		dst,
-				src;
-	int16_t		rel;
-} arc;
-
-static int
-cmp_arc(const void *a, const void *b)
-{
-	const arc  *x = a,
-			   *y = b;
-
-	if (x->dst != y->dst)
-		return x->dst < y->dst ? -1 : 1;
-	if (x->src != y->src)
-		return x->src < y->src ? -1 : 1;
-	return (x->rel > y->rel) - (x->rel < y->rel);
-}
-
 /* reverse CSR of arcs (sorted by destination, source, relation; same-relation duplicates merged) */
 static void
 hgraph_arcs(hgraph *h, int64_t n, arc *arcs, int64_t m)
 {
-	int64_t		k = 0;
+	int64_t		k = tg_reverse_csr(arcs, m, n, &h->rptr, &h->ridx, &h->rtype);
 
-	qsort(arcs, m, sizeof(arc), cmp_arc);
-	h->rptr = calloc(n + 1, sizeof(int64_t));
-	h->ridx = malloc(sizeof(int32_t) * (m + 1));
-	h->rtype = malloc(sizeof(int16_t) * (m + 1));
-	for (int64_t e = 0; e < m; e++)
-	{
-		if (k > 0 && e > 0 && cmp_arc(&arcs[e], &arcs[e - 1]) == 0)
-			continue;
-		h->ridx[k] = arcs[e].src;
-		h->rtype[k] = arcs[e].rel;
-		h->rptr[arcs[e].dst + 1]++;
-		k++;
-	}
-	for (int64_t i = 0; i < n; i++)
-		h->rptr[i + 1] += h->rptr[i];
 	h->g.num_nodes = n;
 	h->g.num_edges = k;
 	h->g.rindptr = h->rptr;

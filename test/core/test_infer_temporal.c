@@ -28,6 +28,9 @@
  *    recorded is the accuracy of time-aware inference on the test nodes.
  */
 #include "check.h"
+#include "typed_graph.h"
+
+typedef tg_arc arc;
 #include "infer.h"
 #include "train.h"
 #include "train_mb.h"
@@ -57,26 +60,6 @@ typedef struct canary
 	int64_t		type_ptr[3];
 	gnn_edge_type et[2];
 } canary;
-
-typedef struct arc
-{
-	int32_t		dst,
-				src;
-	int16_t		rel;
-} arc;
-
-static int
-cmp_arc(const void *a, const void *b)
-{
-	const arc  *x = a,
-			   *y = b;
-
-	if (x->dst != y->dst)
-		return x->dst < y->dst ? -1 : 1;
-	if (x->src != y->src)
-		return x->src < y->src ? -1 : 1;
-	return (x->rel > y->rel) - (x->rel < y->rel);
-}
 
 static bool
 is_canary(int64_t c)
@@ -132,18 +115,7 @@ make_canary(canary *k, uint64_t seed)
 			arcs[m++] = (arc) {(int32_t) e, (int32_t) c, 1};
 		}
 	}
-	qsort(arcs, m, sizeof(arc), cmp_arc);
-	k->rptr = calloc(n + 1, sizeof(int64_t));
-	k->ridx = malloc(sizeof(int32_t) * m);
-	k->rtype = malloc(sizeof(int16_t) * m);
-	for (int64_t e = 0; e < m; e++)
-	{
-		k->ridx[e] = arcs[e].src;
-		k->rtype[e] = arcs[e].rel;
-		k->rptr[arcs[e].dst + 1]++;
-	}
-	for (int64_t v = 0; v < n; v++)
-		k->rptr[v + 1] += k->rptr[v];
+	m = tg_reverse_csr(arcs, m, n, &k->rptr, &k->ridx, &k->rtype);
 	free(arcs);
 	k->g.num_nodes = n;
 	k->g.num_edges = m;

@@ -125,9 +125,14 @@ sq(q{INSERT INTO e VALUES (2, 3, 7), (3, 4, 7); DELETE FROM n WHERE id = 20;
 	UPDATE n SET feat = '{1,1}' WHERE id = 21});
 ok(sq("SELECT pending_changes FROM gnn.graphs WHERE name = 'g'") > 0, 'changes pending before the restart');
 $node->restart;
-is(sq("SELECT count(*) FROM gnn.graphs WHERE name = 'g'"), '0',
-	'a tracked graph is gone after a restart (it is not stored: its log rows were applied)');
+is(sq("SELECT count(*) || ':' || bool_and(tracked) FROM gnn.graphs WHERE name = 'g'"), '1:true',
+	'a tracked graph is back after a restart, as of its last full version, still tracked');
 ok(sq("SELECT count(*) FROM gnn.change_log") > 0, 'the log survived the restart');
+{
+	my ($rc, $out, $err) = $node->psql('postgres', "SELECT inserted_edges > 0 FROM gnn.refresh_graph('g')");
+	like($err, qr/reloaded in full: the server restarted/, 'its first refresh after the restart reloads it');
+	is(sq('SELECT same()'), 't', 'equal to a fresh load then');
+}
 sq($load);    # the same call as before: still tracked
 is(sq("SELECT tracked, pending_changes FROM gnn.graphs WHERE name = 'g'"), 't|0',
 	'loaded again, still tracked; the load covers what was pending');
