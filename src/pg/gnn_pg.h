@@ -422,6 +422,7 @@ extern void GnnStoreInit(void);
 extern void GnnStoreScan(void);
 struct TupleDescData;
 extern bool GnnGraphRowArgs(FunctionCallInfo fcinfo, char **name, Oid *owner, struct TupleDescData **tupdesc);
+extern bool GnnStoreTrackedToo(const char *name, bool tracked, int persist);
 extern char *GnnStoreStage(GnnGraphEntry *proto, const void *region, uint64 size);
 extern bool GnnStoreCommitStaged(Oid dbid, Oid owner, const char *name, const char *staged);
 extern void GnnStoreRemoveStaged(Oid dbid, Oid owner, const char *name, const char *staged);

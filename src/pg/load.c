@@ -1873,8 +1873,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		if (args->sparse_value)
 			strlcpy(proto.sparse_value_col, args->sparse_value, sizeof(proto.sparse_value_col));
 		proto.tracked = tracked;
-		/* (a tracked graph too: after a restart its first refresh reloads it, store.c) */
-		proto.stored = args->persist < 0 ? gnn_persist_graphs : args->persist > 0;
+		proto.stored = GnnStoreTrackedToo(args->name, tracked, args->persist);
 		if (OidIsValid(args->nodes))
 		{
 			strlcpy(proto.id_col, args->id, sizeof(proto.id_col));

@@ -2753,9 +2753,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 			strlcpy(proto.split_col, L.split, sizeof(proto.split_col));
 	}
 	proto.tracked = tracked;
-	/* tracked graphs are not stored (store.c) */
-	/* (a tracked graph too: after a restart its first refresh reloads it, store.c) */
-	proto.stored = L.persist < 0 ? gnn_persist_graphs : L.persist > 0;
+	proto.stored = GnnStoreTrackedToo(L.name, tracked, L.persist);
 	proto.schema_graph = true;
 	GnnBuildAndRegister(L.name, replace, &in, &proto, L.feature_store, NULL, SchemaReport, &L, ctx);
 	if (tracked)

@@ -20,7 +20,8 @@
  * refused with an error; gnn.drop_graph removes it.
  *
  * Which graphs: those loaded with persist => true (the default follows
- * gnn.persist_graphs), tracked ones (gnn.track) too.  A tracked graph's
+ * gnn.persist_graphs), and every tracked one (gnn.track), whatever persist
+ * says (GnnStoreTrackedToo).  A tracked graph's
  * file is its last full version (a load, a refresh that wrote a new region);
  * later refreshes keep deltas in memory only and delete the change-log rows
  * they apply, so after a restart the file cannot be brought up to date from
@@ -120,6 +121,30 @@ ReportStoreError(const char *what, const char *name, const gnn_error *err)
 }
 
 static bool RemoveFile(const char *dir, const char *file);
+
+/*
+ * Whether a load of graph name is stored: as persist says (1, 0, -1 =
+ * gnn.persist_graphs), and always when the graph follows its tables: its
+ * capture triggers outlive a restart, so the graph must too (it comes back
+ * as of its last full version and its first refresh reloads it), or its
+ * triggers would be left logging for a graph that is gone.
+ */
+bool
+GnnStoreTrackedToo(const char *name, bool tracked, int persist)
+{
+	bool		stored = persist < 0 ? gnn_persist_graphs : persist > 0;
+
+	if (tracked && !stored)
+	{
+		if (persist == 0)
+			ereport(NOTICE,
+					(errmsg("graph \"%s\" follows its tables, so it is stored in the graph store all the same", name),
+					 errdetail("Its capture triggers outlive a restart, and so does the graph: it comes back as of its last full version, and its first refresh reloads it."),
+					 errhint("Load it without track => true to keep it in memory only.")));
+		stored = true;
+	}
+	return stored;
+}
 
 /*
  * Write proto's region as a pending graph.gnn of its graph: under a name of

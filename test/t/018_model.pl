@@ -84,9 +84,8 @@ my %graphs = (alice => {}, bob => {});
 # transaction's start, top: now); savepoint names parallel to it
 my %txn = (alice => undef, bob => undef);
 my %sp = (alice => [], bob => []);
-# A graph kept in memory only that a restart took while it was tracked is
-# "dormant": gone, but its capture triggers stay, and loading its name again
-# follows the tables again (gnn.track's rule for a reload after a restart).
+# (A "dormant" entry would be a tracked graph a restart took with its
+# triggers left: none should ever appear, since tracked graphs are stored.)
 my $failures = 0;
 my $step = 0;
 my $log_pos = 0;
@@ -203,6 +202,7 @@ sub act_load
 	my ($ok) = expect($r, load_sql($r, $g, %o), !$exists || $o{replace}, '42710', 'load');
 	return unless $ok;
 	$o{tracked} = 1 if $dormant;    # its triggers are there: the load follows the tables (again)
+	$o{persisted} = 1 if $o{tracked};    # a tracked graph is always stored
 	$v->{$g} = { %o };
 	$v->{$g}{digest} = digest($r, $g) unless $o{tracked};
 	$count{load}++;
@@ -233,6 +233,7 @@ sub act_track
 	if ($on)
 	{
 		$v->{$g}{tracked} = 1;
+		$v->{$g}{persisted} = 1;
 		delete $v->{$g}{digest};
 	}
 	else
@@ -481,12 +482,9 @@ sub act_restart
 	{
 		$txn{$r} = undef;
 		$sp{$r} = [];
-		# graphs kept in memory only are gone (dormant when tracked); stored ones come back as committed
-		for my $g (grep { !$graphs{$r}{$_}{persisted} } keys %{ $graphs{$r} })
-		{
-			if ($graphs{$r}{$g}{tracked}) { $graphs{$r}{$g} = { %{ $graphs{$r}{$g} }, dormant => 1 }; }
-			else { delete $graphs{$r}{$g}; }
-		}
+		# graphs kept in memory only are gone (never a tracked one: those are always stored);
+		# stored ones come back as committed
+		delete $graphs{$r}{$_} for grep { !$graphs{$r}{$_}{persisted} } keys %{ $graphs{$r} };
 	}
 	$log_pos = -s $node->logfile;    # what the shutdown and recovery logged
 	$count{"restart_$mode"}++;
@@ -559,16 +557,12 @@ sub invariants
 		bad("capture: $trig triggers, $bound bound, $bindings bindings; $per_graph expected (bindings "
 			  . join(',', map { $_->[0] } @$b) . "; tracked in the model: $m)");
 	}
-	# (a tracked graph a restart took, kept in memory only, keeps its triggers: its rows go at its
-	# tables' next change or its next load)
 	my $orphans = one('admin', q{SELECT count(*) FROM gnn.change_log l WHERE NOT EXISTS
-		(SELECT 1 FROM gnn.graphs g WHERE g.name = l.graph AND g.owner = l.owner) AND NOT EXISTS
-		(SELECT 1 FROM gnn.capture c WHERE c.graph = l.graph AND c.owner = l.owner)});
+		(SELECT 1 FROM gnn.graphs g WHERE g.name = l.graph AND g.owner = l.owner)});
 	if ($orphans)
 	{
 		my $o = $admin->selectall_arrayref(q{SELECT owner::text || '/' || graph || ' ' || relid::regclass::text || ' ' || kind::text || ' ' || rows || ' ' || logged_at::text
-			FROM gnn.change_log l WHERE NOT EXISTS (SELECT 1 FROM gnn.graphs g WHERE g.name = l.graph AND g.owner = l.owner) AND NOT EXISTS
-			(SELECT 1 FROM gnn.capture c WHERE c.graph = l.graph AND c.owner = l.owner)});
+			FROM gnn.change_log l WHERE NOT EXISTS (SELECT 1 FROM gnn.graphs g WHERE g.name = l.graph AND g.owner = l.owner)});
 		bad("change log: $orphans rows of graphs that are not loaded: " . join(', ', map { $_->[0] } @$o));
 	}
 	# no job left running
