@@ -106,8 +106,9 @@ my $big = "model => 'gcn', hidden => 6000, layers => 3, dropout => 0, device => 
 
 sub stop_within
 {
-	my ($name, $after, $stop, $expect_state) = @_;
-	my $id = $node->safe_psql('postgres', "SELECT gnn.train('g', $big, name => '$name', epochs => 50)");
+	my ($name, $after, $stop, $expect_state, $options) = @_;
+	$options //= '{}';
+	my $id = $node->safe_psql('postgres', "SELECT gnn.train('g', $big, name => '$name', epochs => 50, options => '$options')");
 	wait_for("SELECT state FROM gnn.jobs WHERE id = $id", 'running');
 	usleep($after * 1e6);
 	my $pid = $node->safe_psql('postgres', "SELECT pid FROM gnn.jobs WHERE id = $id");
@@ -125,6 +126,8 @@ sub stop_within
 stop_within('cancel_early', 0.2, 'SELECT gnn.cancel($id)', 'cancelled');
 stop_within('cancel_epoch', 4, 'SELECT gnn.cancel($id)', 'cancelled');
 stop_within('terminate_epoch', 4, 'SELECT pg_terminate_backend($pid)', 'failed');
+# minibatches: sampled and gathered ahead on a thread of their own while the wide layers compute
+stop_within('cancel_minibatch', 3, 'SELECT gnn.cancel($id)', 'cancelled', '{"fanouts": [10, 10, 10], "batch_size": 1000}');
 
 # statement_timeout of a session waiting for its job
 {
