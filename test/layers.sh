@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 # may use the folders before it, never one after it.  "pg" is src/pg's own
 # top (gnn.c: _PG_init, which only delegates).
 ORDER="core/base core/graph core/store core/nn core/sample core/infer core/dist core/train
-       pg/base pg/graph pg/load pg/jobs pg/serve pg"
+       pg/common pg/registry pg/load pg/jobs pg/serve pg"
 
 # PostgreSQL's symbols the core must never reference (it returns gnn_status codes)
 PG_SYMS='^(errstart|errstart_cold|errfinish|errmsg|errmsg_internal|errcode|errdetail|errhint|elog_start|elog_finish|pg_re_throw|ExceptionalCondition|PG_exception_stack|error_context_stack|palloc|palloc0|palloc_extended|pfree|repalloc|repalloc_huge|pstrdup|psprintf|MemoryContextAlloc.*|MemoryContextStrdup|CurrentMemoryContext|TopMemoryContext|SPI_.*|LWLockAcquire|LWLockRelease|ProcessInterrupts|InterruptPending|CHECK_FOR_INTERRUPTS)$'
