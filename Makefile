@@ -10,8 +10,11 @@ MODULE_big  = gnn
 DATA        = $(wildcard sql/gnn--*.sql)
 PG_CONFIG  ?= pg_config
 
-CORE_SRCS   = $(sort $(wildcard src/core/*.c))
-PG_SRCS     = $(sort $(wildcard src/pg/*.c))
+# one folder per layer (ARCHITECTURE.md; test/layers.sh checks the arrows between them)
+CORE_SRCS   = $(sort $(wildcard src/core/*/*.c))
+PG_SRCS     = $(sort $(wildcard src/pg/*.c src/pg/*/*.c))
+CORE_HDRS   = $(wildcard src/core/*/*.h)
+PG_HDRS     = $(wildcard src/pg/*.h src/pg/*/*.h)
 OBJS        = $(PG_SRCS:.c=.o) $(CORE_SRCS:.c=.o)
 
 PG_CPPFLAGS = -I$(CURDIR)/src/core -I$(CURDIR)/src/pg -I$(shell $(PG_CONFIG) --includedir)
@@ -20,7 +23,7 @@ PG_CFLAGS   = -std=gnu11 -O2 -fopenmp -Wno-declaration-after-statement
 # exactly when the compiler finds liburing.h, which feature_store.c includes when it can
 # (a header found through CPATH, as from the GPU run's bundle, counts too)
 URING_LIB  := $(shell printf '\043include <liburing.h>\n' | $(or $(CC),cc) -E -x c - > /dev/null 2>&1 && echo -luring)
-# the core's heap counts (src/core/heap.h): its allocation calls go through heap.c
+# the core's heap counts (src/core/base/heap.h): its allocation calls go through heap.c
 GNN_HEAP_WRAP = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign,--wrap=free
 # libpq: distributed jobs reach their peers and the coordinator (src/pg/dist.c)
 SHLIB_LINK  = -lopenblas -lmetis $(URING_LIB) -lpq -lgomp -lpthread -lm -ldl $(GNN_HEAP_WRAP)
@@ -65,7 +68,7 @@ include $(PGXS)
 $(CORE_SRCS:.c=.o): override CFLAGS += -fno-wrapv
 
 # every object is rebuilt when any header changes (PGXS tracks no header dependencies)
-$(OBJS): $(wildcard src/core/*.h src/pg/*.h)
+$(OBJS): $(CORE_HDRS) $(PG_HDRS)
 
 # ---------------------------------------------------------------- CUDA backend
 CU_OBJS = $(CU_SRCS:.cu=.cu.o)
@@ -76,7 +79,7 @@ NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC,-fvisibility=hidden -I$(CURDIR)/src
 # sources are never made (stops make deriving X.cu from X.cu.o: "Circular ... dropped")
 $(CU_SRCS): ;
 
-kernels/%.cu.o: kernels/%.cu $(wildcard kernels/*.cuh) $(wildcard src/core/*.h)
+kernels/%.cu.o: kernels/%.cu $(wildcard kernels/*.cuh) $(CORE_HDRS)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 $(CUDA_SO): $(CU_OBJS)
@@ -87,7 +90,7 @@ install-cuda: $(CUDA_SO)
 	$(INSTALL_SHLIB) $(CUDA_SO) '$(DESTDIR)$(pkglibdir)/gnn_cuda.so'
 
 # ---------------------------------------------------------------- distributed engine (Gloo)
-$(DIST_SO): src/dist/gloo.cc src/core/dist.h src/core/gnn_core.h
+$(DIST_SO): src/dist/gloo.cc src/core/dist/dist.h src/core/base/gnn_core.h
 	$(or $(CXX),g++) -std=c++17 -O2 -g -Wall -fPIC -shared -fvisibility=hidden -I$(CURDIR)/src/core -o $@ $< -lgloo -lpthread
 
 install-dist: $(DIST_SO)
@@ -105,8 +108,8 @@ endif
 TEST_OBJS   = $(patsubst src/core/%.c,test/core/obj/%.o,$(CORE_SRCS))
 SAN_OBJS    = $(patsubst src/core/%.c,test/core/obj-san/%.o,$(CORE_SRCS))
 
-test/core/obj/%.o: src/core/%.c $(wildcard src/core/*.h)
-	@mkdir -p test/core/obj
+test/core/obj/%.o: src/core/%.c $(CORE_HDRS)
+	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -c -o $@ $<
 
 test/core/bin/%: test/core/%.c $(TEST_OBJS) $(wildcard test/core/*.h) $(wildcard kernels/*.h)
@@ -120,8 +123,8 @@ core-tests: $(CORE_TESTS)
 SAN_FLAGS   = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 SAN_TESTS   = $(patsubst test/core/%.c,test/core/bin-san/%,$(filter-out %cuda_parity.c,$(sort $(wildcard test/core/test_*.c))))
 
-test/core/obj-san/%.o: src/core/%.c $(wildcard src/core/*.h)
-	@mkdir -p test/core/obj-san
+test/core/obj-san/%.o: src/core/%.c $(CORE_HDRS)
+	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -O2,$(TEST_CFLAGS)) -O1 $(SAN_FLAGS) -c -o $@ $<
 
 test/core/bin-san/%: test/core/%.c $(SAN_OBJS) $(wildcard test/core/*.h) $(wildcard kernels/*.h)

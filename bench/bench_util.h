@@ -6,7 +6,7 @@
 #ifndef GNN_BENCH_UTIL_H
 #define GNN_BENCH_UTIL_H
 
-#include "gnn_core.h"
+#include "base/gnn_core.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -8,8 +8,8 @@
  *   bench/bin/build_bench SCALE EDGES REPS
  */
 #include "bench_util.h"
-#include "graph.h"
-#include "graph_int.h"
+#include "graph/graph.h"
+#include "graph/graph_int.h"
 
 #include <omp.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
  *
  *   bash bench/delta_bench.sh [nodes edges changes nodech threads]
  */
-#include "graph.h"
+#include "graph/graph.h"
 #include "bench_util.h"
 
 #include <sys/mman.h>

@@ -6,6 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bench/bin
-cc -std=gnu11 -O2 -fno-wrapv -fopenmp -Wall -Isrc/core -o bench/bin/delta_bench bench/delta_bench.c src/core/*.c \
+cc -std=gnu11 -O2 -fno-wrapv -fopenmp -Wall -Isrc/core -o bench/bin/delta_bench bench/delta_bench.c src/core/*/*.c \
    -lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lgomp -lpthread -lm -ldl
 bench/bin/delta_bench "$@"

@@ -33,7 +33,7 @@ PASSES=${PASSES:-2}
 LOCK=${LOCK:-/tmp/gnn-bench.lock}
 mkdir -p bench/bin bench/results
 make -s src/dist/gnn_dist.so
-cc -std=gnu11 -O2 -fopenmp -Wall -Isrc/core -o bench/bin/dist_bench bench/dist_bench.c src/core/*.c \
+cc -std=gnu11 -O2 -fopenmp -Wall -Isrc/core -o bench/bin/dist_bench bench/dist_bench.c src/core/*/*.c \
    -lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lgomp -lpthread -lm -ldl
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 REPORT=bench/results/dist-$STAMP.md

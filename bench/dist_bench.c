@@ -33,11 +33,11 @@
  * Prints markdown: the partitions' cuts and halos, then per model a table
  * of rank counts and per-rank lines.
  */
-#include "dataset.h"
-#include "dist.h"
-#include "halo.h"
-#include "partition.h"
-#include "train.h"
+#include "graph/dataset.h"
+#include "dist/dist.h"
+#include "dist/halo.h"
+#include "graph/partition.h"
+#include "train/train.h"
 #include "../test/core/dist_store.h"
 #include "bench_util.h"
 

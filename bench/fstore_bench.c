@@ -19,8 +19,8 @@
  * pipeline 2 batches ahead, no evaluation pass.  Features are a hash of
  * (node, column), so every mode has the same bytes without storing them.
  */
-#include "train_mb.h"
-#include "feature_store.h"
+#include "train/train_mb.h"
+#include "store/feature_store.h"
 #include "bench_util.h"
 
 #include <stdio.h>

@@ -15,9 +15,9 @@
  * H W2 again), each the best of REPEATS x EPOCHS calls of cblas_sgemm split
  * into row blocks as the CPU backend does.
  */
-#include "dataset.h"
-#include "train.h"
-#include "backend.h"
+#include "graph/dataset.h"
+#include "train/train.h"
+#include "nn/backend.h"
 #include "bench_util.h"
 
 #include <cblas.h>

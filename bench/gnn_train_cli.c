@@ -10,8 +10,8 @@
  *                 [--select loss|acc|gat] [--optimizer adam|sgd] [--seed S]
  *                 [--no-timing] [--verbose]
  */
-#include "dataset.h"
-#include "train.h"
+#include "graph/dataset.h"
+#include "train/train.h"
 
 #include <math.h>
 #include <stdio.h>

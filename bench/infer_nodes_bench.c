@@ -15,8 +15,8 @@
  * full-graph gnn_model_infer for scale.  R-MAT's hubs make many 2-hop
  * neighbourhoods large, so the spread matters more than the median.
  */
-#include "infer.h"
-#include "train.h"
+#include "infer/infer.h"
+#include "train/train.h"
 #include "bench_util.h"
 
 #include <stdio.h>

@@ -12,7 +12,7 @@
  * halo nodes, METIS's memory estimate and
  * the peak resident memory of the process so far.
  */
-#include "partition.h"
+#include "graph/partition.h"
 #include "bench_util.h"
 
 #include <stdio.h>

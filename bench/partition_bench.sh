@@ -9,7 +9,7 @@ NODES=${NODES:-2500000}
 EDGES=${EDGES:-60000000}
 PARTS=${PARTS:-"4 16"}
 mkdir -p bench/bin bench/results
-cc -std=gnu11 -O2 -fopenmp -Wall -Isrc/core -o bench/bin/partition_bench bench/partition_bench.c src/core/*.c \
+cc -std=gnu11 -O2 -fopenmp -Wall -Isrc/core -o bench/bin/partition_bench bench/partition_bench.c src/core/*/*.c \
    -lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lgomp -lpthread -lm -ldl
 out="bench/results/partition-$(date -u +%Y%m%dT%H%M%SZ).txt"
 {

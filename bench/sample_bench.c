@@ -11,8 +11,8 @@
  * split into sampling, gathering and compute, extrapolated to an epoch over
  * the training nodes (8% of the nodes, as ogbn-products).
  */
-#include "train_mb.h"
-#include "feature_cache.h"
+#include "train/train_mb.h"
+#include "sample/feature_cache.h"
 #include "bench_util.h"
 
 #include <stdio.h>

@@ -15,9 +15,9 @@
  *      bench/sample_gpu_bench.c src/core/ *.c -lopenblas -lmetis -lgomp -lpthread -lm -ldl
  *   bench/bin/sample_gpu_bench [SCALE=20] [EDGE_FACTOR=16] [BATCHES=50]
  */
-#include "backend.h"
-#include "sample.h"
-#include "sample_gpu.h"
+#include "nn/backend.h"
+#include "sample/sample.h"
+#include "sample/sample_gpu.h"
 #include "sample_gpu_emu.h"
 #include "bench_util.h"
 

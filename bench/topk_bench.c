@@ -9,7 +9,7 @@
  * table (the bound for one pass) and, once, the naive way: score every row
  * and sort all scores.
  */
-#include "topk.h"
+#include "infer/topk.h"
 #include "bench_util.h"
 
 #include <math.h>

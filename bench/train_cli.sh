@@ -11,7 +11,7 @@ SEEDS=${SEEDS:-10}
 BACKEND=${BACKEND:-cpu}
 DATA=${GNN_DATA_DIR:-../shared/data}
 mkdir -p bench/bin
-cc -std=gnu11 -O2 -fopenmp -Wall -Isrc/core -o bench/bin/gnn_train_cli bench/gnn_train_cli.c src/core/*.c \
+cc -std=gnu11 -O2 -fopenmp -Wall -Isrc/core -o bench/bin/gnn_train_cli bench/gnn_train_cli.c src/core/*/*.c \
    -lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lgomp -lpthread -lm -ldl
 run() { echo "== $*"; bench/bin/gnn_train_cli --seeds "$SEEDS" --threads "$THREADS" --backend "$BACKEND" "$@"; echo; }
 run --data "$DATA/cora" --model gcn --epochs 200

@@ -13,8 +13,8 @@
 #ifndef GNN_CUDA_COMMON_CUH
 #define GNN_CUDA_COMMON_CUH
 
-#include "backend.h"
-#include "ops_math.h"
+#include "nn/backend.h"
+#include "base/ops_math.h"
 #include "kernel_math.h"
 
 #include <cuda_runtime.h>

@@ -6,7 +6,7 @@
  */
 #include "cuda_common.cuh"
 #include "sample_math.h"
-#include "sample_gpu.h"
+#include "sample/sample_gpu.h"
 
 __global__ void
 gather_kernel(const float *feat, int64_t d, const int32_t *nodes, int64_t n, bool norm, int v,

@@ -25,7 +25,7 @@
 #ifndef GNN_KERNEL_MATH_H
 #define GNN_KERNEL_MATH_H
 
-#include "ops_math.h"
+#include "base/ops_math.h"
 
 #include <float.h>
 #include <stdint.h>

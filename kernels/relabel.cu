@@ -12,7 +12,7 @@
 #include "cuda_common.cuh"
 #include "relabel_math.h"
 #include "sample_math.h"
-#include "sample_gpu.h"
+#include "sample/sample_gpu.h"
 
 #include <cub/cub.cuh>
 

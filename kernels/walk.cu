@@ -4,7 +4,7 @@
  */
 #include "cuda_common.cuh"
 #include "sample_math.h"
-#include "sample_gpu.h"
+#include "sample/sample_gpu.h"
 
 #include <math.h>
 

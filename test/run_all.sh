@@ -32,6 +32,18 @@ want core && for t in test/core/bin/test_*; do
   tally "$(basename "$t")" "$p" "$f"
 done
 
+# ------------------------------------------------------------------ layers (no server)
+# the folder-to-folder arrows of the built objects (ARCHITECTURE.md, test/layers.sh)
+suite "layers"
+if want layers; then
+  out=$(bash test/layers.sh 2>&1); rc=$?
+  echo "$out" | grep -E '^not ok |^#   ' | head -40
+  p=$(echo "$out" | grep -c '^ok ')
+  f=$(echo "$out" | grep -c '^not ok ')
+  if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "test/layers.sh exited with status $rc"; fi
+  tally "layers" "$p" "$f"
+fi
+
 # ------------------------------------------------------------------ core tests under ASan + UBSan
 # test/core/bin-san (make core-tests-san).  test_train takes minutes under the
 # sanitizers: it runs in make fuzz (GNN_SAN_FULL=1), and with SANITIZE=1.

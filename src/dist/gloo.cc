@@ -32,7 +32,7 @@
 
 extern "C"
 {
-#include "dist.h"
+#include "dist/dist.h"
 }
 
 namespace

@@ -1,29 +1,16 @@
 /*
- * gnn.c: module entry point.  _PG_init defines the GUCs and delegates
- * shared-memory setup to shmem.c; it does nothing else.
+ * gnn.c: module entry point, the top of src/pg (ARCHITECTURE.md).  _PG_init
+ * defines the GUCs (their variables: common/settings.c) and delegates
+ * shared-memory setup to common/shmem.c; it does nothing else.  Nothing
+ * calls into this file.
  */
-#include "gnn_pg.h"
+#include "common/gnn_pg.h"
 
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
-
-int			gnn_max_graph_memory_mb = 4096;
-bool		gnn_verbose = true;
-int			gnn_max_graphs = 64;
-int			gnn_threads = 0;
-int			gnn_max_jobs = 4;
-char	   *gnn_cuda_library = NULL;
-char	   *gnn_dist_host = NULL;
-int			gnn_fault_backend_calls = -1;
-int			gnn_max_classes = 10000;
-int			gnn_max_cache_memory_mb = 1024;
-double		gnn_khop_max_fraction = 0.5;
-double		gnn_merge_threshold = 0.25;
-int			gnn_gpu_cache_size_mb = -1;
-int			gnn_gpu_graph_memory_mb = -1;
 
 void		_PG_init(void);
 
@@ -185,17 +172,7 @@ _PG_init(void)
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("gnn");
-	GnnShmemInit();
+	GnnShmemInit(GnnStoreScan);	/* stored graphs come back when shared memory is made */
 	GnnStoreInit();
 	GnnRefresherInit();
-}
-
-/*
- * The end of a hint that says to raise a superuser-only setting: "raise
- * gnn.x" for a superuser, "ask a superuser to raise gnn.x" for anyone else.
- */
-const char *
-GnnRaiseSetting(const char *guc)
-{
-	return superuser() ? psprintf("raise %s", guc) : psprintf("ask a superuser to raise %s", guc);
 }

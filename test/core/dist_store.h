@@ -8,7 +8,7 @@
 #ifndef GNN_TEST_DIST_STORE_H
 #define GNN_TEST_DIST_STORE_H
 
-#include "dist.h"
+#include "dist/dist.h"
 
 #include <errno.h>
 #include <stdio.h>

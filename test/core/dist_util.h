@@ -6,7 +6,7 @@
 #define GNN_TEST_DIST_UTIL_H
 
 #include "check.h"
-#include "dist.h"
+#include "dist/dist.h"
 #include "dist_store.h"
 
 #include <errno.h>

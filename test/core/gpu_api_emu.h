@@ -12,7 +12,7 @@
 #define GNN_GPU_API_EMU_H
 
 #include "gpu_batch_emu.h"
-#include "sample_gpu.h"
+#include "sample/sample_gpu.h"
 
 #include <stdio.h>
 

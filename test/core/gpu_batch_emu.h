@@ -12,7 +12,7 @@
 
 #include "sample_gpu_emu.h"
 #include "../../kernels/relabel_math.h"
-#include "train.h"
+#include "train/train.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -9,7 +9,7 @@
 #ifndef GNN_SAMPLE_GPU_EMU_H
 #define GNN_SAMPLE_GPU_EMU_H
 
-#include "graph.h"
+#include "graph/graph.h"
 #include "../../kernels/sample_math.h"
 
 #include <math.h>

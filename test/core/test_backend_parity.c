@@ -13,8 +13,8 @@
  * relative to the largest magnitude, since summation order may differ.
  */
 #include "check.h"
-#include "model.h"
-#include "ops_math.h"
+#include "nn/model.h"
+#include "base/ops_math.h"
 
 #include <math.h>
 

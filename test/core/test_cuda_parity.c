@@ -18,7 +18,7 @@
  * loaded backend.
  */
 #include "check.h"
-#include "backend.h"
+#include "nn/backend.h"
 
 #include <math.h>
 #include <stdlib.h>

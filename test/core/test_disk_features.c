@@ -8,13 +8,13 @@
  * no ../shared needed.
  */
 #include "check.h"
-#include "feature_store.h"
-#include "infer.h"
-#include "sample.h"
-#include "store.h"
-#include "train.h"
-#include "train_mb.h"
-#include "train_subgraph.h"
+#include "store/feature_store.h"
+#include "infer/infer.h"
+#include "sample/sample.h"
+#include "store/store.h"
+#include "train/train.h"
+#include "train/train_mb.h"
+#include "train/train_subgraph.h"
 
 #include <fcntl.h>
 #include <math.h>

@@ -16,8 +16,8 @@
  * rank with an error, not a hang.
  */
 #include "dist_util.h"
-#include "halo.h"
-#include "train.h"
+#include "dist/halo.h"
+#include "train/train.h"
 
 #include <math.h>
 

@@ -7,7 +7,7 @@
  * smoke test that prints its times.
  */
 #include "check.h"
-#include "encode.h"
+#include "graph/encode.h"
 
 #include <math.h>
 #include <time.h>

@@ -6,12 +6,12 @@
  * The estimate must be within 2x of the measured peak either way.
  */
 #include "check.h"
-#include "dataset.h"
-#include "estimate.h"
-#include "heap.h"
-#include "train.h"
-#include "train_mb.h"
-#include "train_subgraph.h"
+#include "graph/dataset.h"
+#include "train/estimate.h"
+#include "base/heap.h"
+#include "train/train.h"
+#include "train/train_mb.h"
+#include "train/train_subgraph.h"
 
 #include <stdlib.h>
 

@@ -12,7 +12,7 @@
  * the graph, unknown policy) hold.
  */
 #include "check.h"
-#include "feature_cache.h"
+#include "sample/feature_cache.h"
 
 #include <math.h>
 #include <stdlib.h>

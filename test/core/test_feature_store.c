@@ -15,8 +15,8 @@
  * leaves it emptied, not stuck.
  */
 #include "check.h"
-#include "feature_store.h"
-#include "feature_cache.h"
+#include "store/feature_store.h"
+#include "sample/feature_cache.h"
 
 #include <math.h>
 #include <stdlib.h>

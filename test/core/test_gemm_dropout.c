@@ -9,7 +9,7 @@
  * bad p and a stride narrower than the row are errors.
  */
 #include "check.h"
-#include "backend.h"
+#include "nn/backend.h"
 
 #include <stdlib.h>
 #include <string.h>

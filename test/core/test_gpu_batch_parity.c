@@ -12,11 +12,11 @@
 #include <math.h>
 
 #include "check.h"
-#include "backend.h"
-#include "dataset.h"
-#include "gpu_batch.h"
+#include "nn/backend.h"
+#include "graph/dataset.h"
+#include "sample/gpu_batch.h"
 #include "gpu_batch_emu.h"
-#include "train_mb.h"
+#include "train/train_mb.h"
 
 static gnn_backend *be;
 

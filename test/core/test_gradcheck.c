@@ -20,9 +20,9 @@
  * activations op by op; Adam and SGD steps against hand computation.
  */
 #include "check.h"
-#include "model.h"
-#include "optim.h"
-#include "ops_math.h"
+#include "nn/model.h"
+#include "nn/optim.h"
+#include "base/ops_math.h"
 
 #include <math.h>
 

@@ -4,8 +4,8 @@
  * targets and meta (schema graphs).
  */
 #include "check.h"
-#include "graph.h"
-#include "model.h"
+#include "graph/graph.h"
+#include "nn/model.h"
 
 #include <math.h>
 

@@ -8,8 +8,8 @@
  * that the base region is never written.
  */
 #include "check.h"
-#include "graph.h"
-#include "graph_int.h"
+#include "graph/graph.h"
+#include "graph/graph_int.h"
 
 #include <math.h>
 #include <stdbool.h>

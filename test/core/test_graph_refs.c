@@ -20,7 +20,7 @@
  * (4) Malformed references are refused with a message (leaks: ASan build).
  */
 #include "check.h"
-#include "graph.h"
+#include "graph/graph.h"
 
 #include <math.h>
 #ifdef _OPENMP

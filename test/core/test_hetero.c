@@ -30,10 +30,10 @@
 #include "typed_graph.h"
 
 typedef tg_arc arc;
-#include "eval.h"
-#include "serialize.h"
-#include "train.h"
-#include "train_mb.h"
+#include "train/eval.h"
+#include "nn/serialize.h"
+#include "train/train.h"
+#include "train/train_mb.h"
 
 #include <math.h>
 #include <time.h>

@@ -12,8 +12,8 @@
  * against the whole-graph block, the node limit, bad arguments.
  */
 #include "check.h"
-#include "infer.h"
-#include "train.h"
+#include "infer/infer.h"
+#include "train/train.h"
 
 #include <math.h>
 

@@ -31,9 +31,9 @@
 #include "typed_graph.h"
 
 typedef tg_arc arc;
-#include "infer.h"
-#include "train.h"
-#include "train_mb.h"
+#include "infer/infer.h"
+#include "train/train.h"
+#include "train/train_mb.h"
 
 #include <math.h>
 

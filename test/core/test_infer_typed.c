@@ -24,8 +24,8 @@
  * would fail the row comparisons.
  */
 #include "check.h"
-#include "infer.h"
-#include "train.h"
+#include "infer/infer.h"
+#include "train/train.h"
 
 #include <math.h>
 

@@ -9,7 +9,7 @@
  * where one exists.
  */
 #include "check.h"
-#include "backend.h"
+#include "nn/backend.h"
 #include "../../kernels/kernel_math.h"
 
 #include <math.h>

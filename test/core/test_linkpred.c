@@ -14,8 +14,8 @@
  * The Cora parts skip when ../shared/data (or GNN_DATA_DIR) is missing.
  */
 #include "check.h"
-#include "dataset.h"
-#include "train_mb.h"
+#include "graph/dataset.h"
+#include "train/train_mb.h"
 
 #include <math.h>
 

@@ -9,7 +9,7 @@
  * where the kernel has no THP.
  */
 #include "check.h"
-#include "gnn_core.h"
+#include "base/gnn_core.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,8 +5,8 @@
  * keeps its balance constraints; streaming sits between the two; bad input.
  */
 #include "check.h"
-#include "dataset.h"
-#include "partition.h"
+#include "graph/dataset.h"
+#include "graph/partition.h"
 
 #include <math.h>
 

@@ -20,14 +20,14 @@
  *    path's accuracy (skipped without ../shared/data).
  */
 #include "check.h"
-#include "backend.h"
-#include "model.h"
-#include "sample.h"
+#include "nn/backend.h"
+#include "nn/model.h"
+#include "sample/sample.h"
 #include "gpu_batch_emu.h"
 #include "gpu_api_emu.h"
-#include "gpu_batch.h"
-#include "dataset.h"
-#include "train_mb.h"
+#include "sample/gpu_batch.h"
+#include "graph/dataset.h"
+#include "train/train_mb.h"
 
 static bool
 same_i64(const int64_t *a, const int64_t *b, int64_t n)

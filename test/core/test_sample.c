@@ -7,7 +7,7 @@
  * freedom used) and the seeds are fixed, so the tests are deterministic.
  */
 #include "check.h"
-#include "sample.h"
+#include "sample/sample.h"
 
 #include <math.h>
 

@@ -9,9 +9,9 @@
  * fails cleanly and prints "# SKIP" lines.  GNN_CUDA_SO overrides the path.
  */
 #include "check.h"
-#include "backend.h"
-#include "sample.h"
-#include "sample_gpu.h"
+#include "nn/backend.h"
+#include "sample/sample.h"
+#include "sample/sample_gpu.h"
 #include "sample_gpu_emu.h"
 
 #include <stdlib.h>

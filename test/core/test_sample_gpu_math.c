@@ -6,8 +6,8 @@
  * (test/core/sample_gpu_emu.h).  No GPU needed.
  */
 #include "check.h"
-#include "graph.h"
-#include "sample.h"
+#include "graph/graph.h"
+#include "sample/sample.h"
 #include "sample_gpu_emu.h"
 
 #include <math.h>

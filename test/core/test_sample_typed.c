@@ -10,8 +10,8 @@
  * fixed, so the tests are deterministic.
  */
 #include "check.h"
-#include "sample.h"
-#include "train_mb.h"
+#include "sample/sample.h"
+#include "train/train_mb.h"
 
 #include <math.h>
 

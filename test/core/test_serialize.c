@@ -4,7 +4,7 @@
  * with GNN_ERR_CORRUPT and never crash (run under SANITIZE=1 for ASan).
  */
 #include "check.h"
-#include "serialize.h"
+#include "nn/serialize.h"
 
 #include <math.h>
 

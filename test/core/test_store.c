@@ -9,7 +9,7 @@
  * a stale temporary file does not disturb reading.
  */
 #include "check.h"
-#include "store.h"
+#include "store/store.h"
 
 #include <dirent.h>
 #include <errno.h>

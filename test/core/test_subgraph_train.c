@@ -5,8 +5,8 @@
  * bad settings.  Skips when ../shared/data is missing.
  */
 #include "check.h"
-#include "dataset.h"
-#include "train_subgraph.h"
+#include "graph/dataset.h"
+#include "train/train_subgraph.h"
 
 static bool
 stop_after(void *arg)

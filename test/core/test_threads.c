@@ -7,7 +7,7 @@
  * (checked in a child process: the variable is read once).
  */
 #include "check.h"
-#include "backend.h"
+#include "nn/backend.h"
 
 #include <signal.h>
 #include <stdlib.h>

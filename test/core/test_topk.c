@@ -5,7 +5,7 @@
  * lower index), zero rows (score 0), a NaN row (ranks last).
  */
 #include "check.h"
-#include "topk.h"
+#include "infer/topk.h"
 
 #include <math.h>
 

@@ -10,9 +10,9 @@
  * missing.
  */
 #include "check.h"
-#include "dataset.h"
-#include "serialize.h"
-#include "train.h"
+#include "graph/dataset.h"
+#include "nn/serialize.h"
+#include "train/train.h"
 
 #include <math.h>
 

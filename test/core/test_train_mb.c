@@ -5,8 +5,8 @@
  * Skips when ../shared/data is missing.
  */
 #include "check.h"
-#include "dataset.h"
-#include "train_mb.h"
+#include "graph/dataset.h"
+#include "train/train_mb.h"
 
 #include <math.h>
 

@@ -6,10 +6,10 @@
  * Needs no data; runs in seconds, also under the sanitizers.
  */
 #include "check.h"
-#include "eval.h"
-#include "train.h"
-#include "train_mb.h"
-#include "train_subgraph.h"
+#include "train/eval.h"
+#include "train/train.h"
+#include "train/train_mb.h"
+#include "train/train_subgraph.h"
 
 #include <math.h>
 

@@ -7,7 +7,7 @@
  * an odd first byte get both re-stamped to reach the span checks.
  * Build and run: test/fuzz/run.sh [seconds]
  */
-#include "graph.h"
+#include "graph/graph.h"
 
 #include <stddef.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * input byte odd) to reach the structural checks.
  * Build and run: test/fuzz/run.sh [seconds]
  */
-#include "serialize.h"
+#include "nn/serialize.h"
 
 #include <stdlib.h>
 #include <string.h>

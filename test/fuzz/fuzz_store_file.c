@@ -12,9 +12,9 @@
  * through a 4-row cache: again only GNN_OK or GNN_ERR_CORRUPT.
  * Build and run: test/fuzz/run.sh [seconds] fuzz_store_file
  */
-#include "graph.h"
-#include "feature_store.h"
-#include "store.h"
+#include "graph/graph.h"
+#include "store/feature_store.h"
+#include "store/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,9 +3,9 @@
  * sparse, weighted, text labels) into DIR; with --store each as a graph
  * store file around the region (the fuzz_store_file corpus).
  */
-#include "graph.h"
-#include "store.h"
-#include "feature_store.h"
+#include "graph/graph.h"
+#include "store/store.h"
+#include "store/feature_store.h"
 
 #include <stdio.h>
 #include <stdlib.h>

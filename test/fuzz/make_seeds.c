@@ -1,5 +1,5 @@
 /* make_seeds DIR: write one valid small model blob per architecture into DIR. */
-#include "serialize.h"
+#include "nn/serialize.h"
 
 #include <stdio.h>
 #include <stdlib.h>

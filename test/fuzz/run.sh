@@ -12,7 +12,7 @@ secs=${1:-60}
 shift || true
 targets=${*:-fuzz_model_blob fuzz_graph_attach fuzz_store_file}
 out=test/fuzz/bin
-srcs=$(ls src/core/*.c)
+srcs=$(ls src/core/*/*.c)
 mkdir -p "$out"
 cc -std=gnu11 -O1 -fopenmp -Isrc/core -o "$out/make_seeds" test/fuzz/make_seeds.c $srcs \
     -lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lgomp -lpthread -lm -ldl

@@ -92,7 +92,7 @@ if ! probe_libs; then
 	fi
 	probe_libs || { echo "no OpenBLAS / METIS headers and libraries here, nor in a bundle (test/gpu/debs)"; FAIL=1; }
 fi
-CORE_SRCS=$(ls src/core/*.c)
+CORE_SRCS=$(ls src/core/*/*.c)
 CFLAGS="-std=gnu11 -O2 -g -fopenmp -Wall -Wno-unused-function -Isrc/core -Itest/core"
 # -luring exactly when the compiler finds liburing.h (feature_store.c includes it when it can)
 LIBS="-lopenblas -lmetis $(printf '#include <liburing.h>\n' | cc -E -x c - > /dev/null 2>&1 && echo -luring) -lgomp -lpthread -lm -ldl"
@@ -100,7 +100,7 @@ mkdir -p test/core/bin
 # the core compiled once, on every core, and linked into each program (compiling
 # it into each of nine programs in turn took two minutes of the run)
 CORE_OBJ_DIR=$(mktemp -d /tmp/gnn_core_obj.XXXXXX)
-ls src/core/*.c | xargs -P "$JOBS" -I{} sh -c 'cc '"$CFLAGS"' -c {} -o '"$CORE_OBJ_DIR"'/$(basename {} .c).o' \
+ls src/core/*/*.c | xargs -P "$JOBS" -I{} sh -c 'cc '"$CFLAGS"' -c {} -o '"$CORE_OBJ_DIR"'/$(basename {} .c).o' \
 	> "$OUT/cc_core.log" 2>&1 || { echo "cc src/core failed"; tail -n 5 "$OUT/cc_core.log"; FAIL=1; }
 CORE_SRCS=$(ls "$CORE_OBJ_DIR"/*.o)
 for t in test_backend_parity test_cuda_parity test_kernel_math test_sample_gpu_math test_sample_cuda_parity \

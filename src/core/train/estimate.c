@@ -1,0 +1,291 @@
+/*
+ * estimate.c: gnn_job_estimate (estimate.h).
+ *
+ * Each item follows the shapes the loops allocate; the per-element
+ * factors (how many buffers of a shape a layer keeps) were measured with
+ * the heap counts (heap.h) over GCN, GraphSAGE and GAT, 2 and 3 layers,
+ * hidden 16 and 128, 32 and 256 features, 10k and 30k nodes, each loop
+ * (test/core/test_estimate.c checks several such jobs, and Cora, within 2x).
+ */
+#include "train/estimate.h"
+
+#include "nn/model.h"
+#include "train/train_linkpred.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+void
+gnn_job_plan_default(gnn_job_plan *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->prefetch = -1;
+	p->gpu_cache_bytes = -1;
+}
+
+static void
+add(gnn_estimate *e, bool gpu, const char *item, double bytes, const char *fmt,...)
+	__attribute__((format(printf, 5, 6)));
+
+static void
+add(gnn_estimate *e, bool gpu, const char *item, double bytes, const char *fmt,...)
+{
+	gnn_estimate_item *it;
+	va_list		ap;
+
+	if (e->n >= GNN_ESTIMATE_ITEMS || bytes < 0)
+		return;
+	it = &e->items[e->n++];
+	snprintf(it->item, sizeof(it->item), "%s", item);
+	it->gpu = gpu;
+	it->bytes = (int64_t) bytes;
+	va_start(ap, fmt);
+	vsnprintf(it->note, sizeof(it->note), fmt, ap);
+	va_end(ap);
+	if (gpu)
+		e->gpu_bytes += it->bytes;
+	else
+		e->host_bytes += it->bytes;
+}
+
+/* the widths of the model's layers: in[l] -> out[l] */
+typedef struct shape
+{
+	int			layers;
+	double		in[GNN_MAX_LAYERS];
+	double		out[GNN_MAX_LAYERS];
+	double		hidden_sum;		/* the hidden layers' output widths, summed */
+	double		heads;
+	bool		gat;
+	bool		relational;
+	double		relations;
+} shape;
+
+static void
+shape_of(const gnn_model_config *mc, shape *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->layers = mc->layers;
+	s->gat = mc->kind == GNN_MODEL_GAT;
+	s->relational = mc->kind == GNN_MODEL_RGCN || mc->kind == GNN_MODEL_HSAGE;
+	s->relations = mc->num_relations > 0 ? mc->num_relations : 1;
+	s->heads = s->gat ? (mc->heads > 0 ? mc->heads : 1) : 1;
+	for (int l = 0; l < mc->layers; l++)
+	{
+		bool		last = l == mc->layers - 1;
+
+		s->in[l] = l == 0 ? mc->in_dim : mc->hidden * s->heads;
+		s->out[l] = last ? mc->out_dim : mc->hidden * s->heads;
+		if (!last)
+			s->hidden_sum += s->out[l];
+	}
+}
+
+/*
+ * One forward and backward pass over rows nodes (full batch: every node;
+ * a batch: the destinations of each hop) and arcs arcs: features, the
+ * activations and gradients a layer keeps, attention per arc and head.
+ */
+typedef struct pass_bytes
+{
+	double		features;
+	double		activations;
+	double		attention;
+	double		operators;
+} pass_bytes;
+
+/* bytes of one node's feature row as a batch or a copy holds it (sparse: its nonzeros) */
+static double
+row_bytes(const gnn_graph *g)
+{
+	if (g->feat_kind == GNN_FEAT_SPARSE)
+		return 8.0 + 8.0 * (double) g->feat_nnz / (double) (g->num_nodes > 0 ? g->num_nodes : 1);
+	return 4.0 * g->feat_dim;
+}
+
+/*
+ * A relational layer (R-GCN, heterogeneous GraphSAGE) keeps a message buffer
+ * per relation over that relation's destination type: on top of what a
+ * homogeneous layer keeps, half a hidden-wide buffer per destination row of
+ * every relation (measured on the shop schema: 10 relations over 5 types,
+ * where the per-relation rows sum to twice the nodes).
+ */
+static double
+relational_factor(const gnn_graph *g, const shape *s)
+{
+	double		rows = 0,
+				n = g->num_nodes > 0 ? (double) g->num_nodes : 1;
+
+	if (!s->relational)
+		return 1;
+	if (g->num_edge_types <= 1 || !g->etypes || !g->type_ptr)
+		return 1.5;
+	for (int r = 0; r < g->num_edge_types; r++)
+	{
+		int32_t		t = g->etypes[r].dst_type;
+
+		if (t >= 0 && t < g->num_node_types)
+			rows += (double) (g->type_ptr[t + 1] - g->type_ptr[t]);
+	}
+	return 1 + 0.5 * rows / n;
+}
+
+static void
+full_pass(const gnn_graph *g, const shape *s, double nodes, double arcs, bool training, pass_bytes *p)
+{
+	memset(p, 0, sizeof(*p));
+	/* the features as the loop holds them (a row-normalised copy; dropout's output on training) */
+	p->features = nodes * row_bytes(g) * (training ? 2 : 1);
+	/* per hidden layer about eight node x width buffers on training (transform, aggregate,
+	 * activation, dropout, and their gradients), three for a forward pass; logits and their gradient */
+	p->activations = 4.0 * nodes * s->hidden_sum * (training ? 8 : 3) * relational_factor(g, s) +
+		4.0 * nodes * s->out[s->layers - 1] * 4;
+	if (s->gat)
+		p->attention = 4.0 * (arcs + nodes) * s->heads * s->layers * (training ? 3 : 1);
+	/* the normalised operator, both ways, and per-node bookkeeping (labels, splits, degrees) */
+	p->operators = 2.0 * (8.0 * (nodes + 1) + 8.0 * (arcs + nodes)) + 64.0 * nodes;
+}
+
+/* expected rows per hop of a neighbour-sampled batch: dst[h] rows receive arc[h] arcs */
+static void
+batch_rows(const gnn_graph *g, const gnn_job_plan *p, double seeds, double *dst, double *arcs, double *inputs)
+{
+	double		n = (double) g->num_nodes,
+				avg = n > 0 ? (double) g->num_edges / n : 0,
+				level = seeds < n ? seeds : n;
+
+	/* on a typed graph the fan-out is per relation: a destination draws from each relation into its type */
+	double		per_dst = g->num_edge_types > 1 && g->num_node_types > 0 ?
+		(double) g->num_edge_types / g->num_node_types : 1;
+
+	for (int h = 0; h < p->nfanouts; h++)
+	{
+		double		fo = p->fanouts[h] < 0 || p->fanouts[h] * per_dst > avg ? avg : p->fanouts[h] * per_dst;
+		double		next;
+
+		dst[h] = level;
+		arcs[h] = level * fo;
+		/* sampled sources overlap: distinct nodes grow as n (1 - exp(-draws / n)) */
+		next = level + (n > 0 ? n * (1 - exp(-arcs[h] / n)) : 0);
+		level = next < n ? next : n;
+	}
+	*inputs = level;
+}
+
+gnn_status
+gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_plan *plan,
+				 gnn_estimate *out, gnn_error *err)
+{
+	gnn_model_config mc;
+	gnn_status	st;
+	shape		s;
+	double		params,
+				n = (double) g->num_nodes,
+				arcs = (double) g->num_edges;
+	pass_bytes	fp;
+	bool		gpu = plan->gpu;
+
+	memset(out, 0, sizeof(*out));
+	/* link prediction trains an encoder: the last layer is the embedding, whatever the labels */
+	if ((st = plan->loop == GNN_LOOP_LINKPRED ? gnn_linkpred_model_config(g, cfg, &mc, err)
+		 : gnn_train_model_config_for(cfg, g, &mc, err)) != GNN_OK)
+		return st;
+	params = (double) gnn_model_config_params(&mc, NULL, NULL);
+	if (params < 0)
+		return gnn_error_set(err, GNN_ERR_INVALID, "the model configuration is invalid");
+	shape_of(&mc, &s);
+
+	/* the model: on the device that trains it, with a host copy of the best epoch */
+	add(out, gpu, "parameters", 4 * params, "%.0f weights", params);
+	add(out, gpu, "gradients", 4 * params, "one per weight");
+	add(out, gpu, "optimiser state", cfg->optimizer == GNN_OPTIM_ADAM ? 8 * params : 0,
+		cfg->optimizer == GNN_OPTIM_ADAM ? "Adam: two moments per weight" : "SGD: none");
+	add(out, false, "best-epoch weights", 4 * params, "a host copy of the selected epoch's weights");
+
+	switch (plan->loop)
+	{
+		case GNN_LOOP_FULL:
+		case GNN_LOOP_LINKPRED:
+			full_pass(g, &s, n, arcs, true, &fp);
+			add(out, gpu, "features", fp.features, "%s features of %.0f nodes, with dropout's copy",
+				g->feat_kind == GNN_FEAT_SPARSE ? "sparse" : "dense", n);
+			add(out, gpu, "graph operators", fp.operators, "the normalised adjacency of %.0f arcs, both ways", arcs);
+			add(out, gpu, "activations", fp.activations + fp.attention,
+				"every layer's outputs and gradients over all %.0f nodes%s", n,
+				s.gat ? ", attention per arc and head" : "");
+			if (plan->loop == GNN_LOOP_LINKPRED)
+				add(out, gpu, "link pairs", 40.0 * arcs,
+					"positive and negative pairs, their scores and the decoder's gradients");
+			break;
+		case GNN_LOOP_MINIBATCH:
+			{
+				double		dst[GNN_MAX_LAYERS],
+							harcs[GNN_MAX_LAYERS],
+							inputs,
+							seeds = plan->batch_size > 0 ? plan->batch_size : 512,
+							slots = (plan->prefetch < 0 ? 2 : plan->prefetch) + 1,
+							act = 0,
+							blocks = 0,
+							sampled = 0;
+
+				if (plan->nfanouts != mc.layers)
+					return gnn_error_set(err, GNN_ERR_INVALID, "%d fan-outs for %d layers", plan->nfanouts,
+										 mc.layers);
+				batch_rows(g, plan, seeds, dst, harcs, &inputs);
+				for (int h = 0; h < plan->nfanouts; h++)
+				{
+					/* the model's layer l reads hop nfanouts - 1 - l */
+					int			l = plan->nfanouts - 1 - h;
+
+					sampled += harcs[h];
+					blocks += 2.0 * (8.0 * (dst[h] + 1) + 8.0 * (harcs[h] + dst[h])) + 16.0 * dst[h];
+					act += (4.0 * dst[h] * (l == 0 || s.out[l] > s.in[l] ? s.out[l] : s.in[l]) * 5 +
+							4.0 * dst[h] * s.out[l] * 4) * relational_factor(g, &s) +
+						(s.gat ? 4.0 * (harcs[h] + dst[h]) * s.heads * 3 : 0);
+				}
+				out->batch_bytes = (int64_t) (inputs * row_bytes(g) * 2 + blocks + act);
+				add(out, gpu, "batch features", inputs * row_bytes(g) * (slots + 1),
+					"%.0f input nodes per batch x %d features, %.0f batches in flight and dropout's copy",
+					inputs, g->feat_dim, slots);
+				add(out, false, "sampler buffers", blocks * slots + 24.0 * inputs * slots + 8.0 * n,
+					"%.0f sampled arcs per batch, %.0f batches in flight, a node map", sampled, slots);
+				add(out, gpu, "activations", act, "one batch's outputs and gradients, layer by layer");
+				/*
+				 * Evaluation: a forward pass over all nodes each epoch, unless it
+				 * is sampled (options.evaluation 'sampled', typed graphs and
+				 * time-aware sampling: train_mb.c); then the results after
+				 * training are one such pass, or for a time-aware job sampled
+				 * batches over every node into host rows.
+				 */
+				full_pass(g, &s, n, arcs, false, &fp);
+				if (!plan->sampled_eval && !plan->temporal && g->num_edge_types <= 1)
+					add(out, false, "evaluation", fp.features + fp.operators + fp.activations + fp.attention,
+						"a forward pass over all %.0f nodes each epoch (options.evaluation 'sampled' needs less)", n);
+				else if (!plan->temporal)
+					add(out, false, "final inference", fp.features + fp.operators + fp.activations + fp.attention,
+						"one forward pass over all %.0f nodes for the results", n);
+				else
+					add(out, false, "final inference", (double) out->batch_bytes,
+						"every node's rows as of its time, sampled batch by batch into the results");
+				break;
+			}
+		case GNN_LOOP_CLUSTER:
+		case GNN_LOOP_SAINT:
+			/* the partition or the walk sampler over the whole graph, then subgraphs of a part's size */
+			full_pass(g, &s, n, arcs, true, &fp);
+			add(out, false, "partition", 16.0 * (n + arcs) + 8.0 * n,
+				"clusters (METIS) or walk normalisation over all %.0f nodes", n);
+			add(out, gpu, "features", 4.0 * n * row_bytes(g), "the features, row-normalised, and the subgraphs' copies");
+			add(out, gpu, "graph operators", fp.operators, "the subgraphs' operators and the full graph's");
+			add(out, gpu, "activations", fp.activations / 2 + fp.attention / 2 + 600.0 * n,
+				"a subgraph's outputs and gradients, the evaluation pass");
+			break;
+	}
+	/* after training: the default embedding and class probabilities, computed once */
+	add(out, false, "results", 4.0 * n * (s.hidden_sum / (s.layers > 1 ? s.layers - 1 : 1) + s.out[s.layers - 1]),
+		"the full-graph outputs published for gnn.embed and gnn.predict");
+	if (g->fstore && plan->host_cache_bytes > 0)
+		add(out, false, "feature cache", (double) plan->host_cache_bytes, "this process's cache of on-disk features");
+	return GNN_OK;
+}

@@ -1,0 +1,620 @@
+/*
+ * train_linkpred.c: unsupervised link prediction (full batch).
+ */
+#include "train/train_linkpred.h"
+#include "train/eval.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void
+gnn_linkpred_config_default(gnn_linkpred_config *lc)
+{
+	lc->holdout = 0.1;
+	lc->val_fraction = 0.5;
+	lc->negatives = 1;
+	lc->hits_k = 50;
+	lc->edge_type = -1;
+	lc->reverse_edge_type = -1;
+}
+
+void
+gnn_linkpred_train_defaults(gnn_train_config *cfg)
+{
+	cfg->hidden = 64;
+	cfg->lr = 0.01f;
+	cfg->weight_decay = 0.0f;
+	cfg->dropout = 0.0f;
+	cfg->attn_dropout = 0.0f;
+	cfg->epochs = 300;
+	cfg->patience = 50;
+	cfg->row_normalise = true;
+}
+
+typedef gnn_linkpred_pair pair;
+
+/* an arc to take out of the training graph: relation (-1: any), source, destination */
+typedef struct arc_key
+{
+	int32_t		rel;
+	int32_t		u;
+	int32_t		v;
+} arc_key;
+
+static int
+cmp_arc_key(const void *a, const void *b)
+{
+	const arc_key *x = a,
+			   *y = b;
+
+	if (x->rel != y->rel)
+		return x->rel < y->rel ? -1 : 1;
+	if (x->u != y->u)
+		return x->u < y->u ? -1 : 1;
+	return (x->v > y->v) - (x->v < y->v);
+}
+
+/*
+ * Adjacency that arcs are looked up in: the graph's out-CSR (row = source)
+ * or the training block's in-CSR (row = destination), columns sorted within
+ * a row, the relation of each entry or NULL (all relation 0).
+ */
+typedef struct adjacency
+{
+	const int64_t *ptr;
+	const int32_t *idx;
+	const int16_t *rel;
+	bool		by_dst;
+} adjacency;
+
+/* arc u -> v of relation rel (-1: of any relation) */
+static bool
+has_arc(const adjacency *a, int32_t u, int32_t v, int32_t rel)
+{
+	int32_t		row = a->by_dst ? v : u,
+				col = a->by_dst ? u : v;
+	int64_t		lo = a->ptr[row],
+				hi = a->ptr[row + 1];
+
+	while (lo < hi)
+	{
+		int64_t		mid = (lo + hi) / 2;
+
+		if (a->idx[mid] < col)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* rows are sorted by column, then relation: the arcs to col are adjacent */
+	for (; lo < a->ptr[row + 1] && a->idx[lo] == col; lo++)
+		if (rel < 0 || (a->rel ? a->rel[lo] : 0) == rel)
+			return true;
+	return false;
+}
+
+/* whether the pair (u, v) is linked in a: an arc of the relation, or a reverse arc of its reverse */
+static bool
+linked(const adjacency *a, const gnn_linkpred_split *s, int32_t u, int32_t v)
+{
+	if (s->edge_type < 0)
+		return has_arc(a, u, v, -1) || has_arc(a, v, u, -1);
+	return has_arc(a, u, v, s->edge_type) ||
+		(s->reverse_edge_type >= 0 && has_arc(a, v, u, s->reverse_edge_type));
+}
+
+/* uniformly drawn pairs of the relation's endpoint types not linked in a, no self pairs */
+static void
+draw_negatives(const adjacency *a, const gnn_linkpred_split *s, gnn_rng *r, pair *out, int64_t n)
+{
+	uint64_t	ns = (uint64_t) (s->src_hi - s->src_lo),
+				nd = (uint64_t) (s->dst_hi - s->dst_lo);
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		for (int tries = 0;; tries++)
+		{
+			int32_t		u = (int32_t) (s->src_lo + (int64_t) gnn_rng_below(r, ns)),
+						v = (int32_t) (s->dst_lo + (int64_t) gnn_rng_below(r, nd));
+
+			/* a dense graph may have no unlinked pair to find: give up after a while */
+			if (tries < 100 && (u == v || linked(a, s, u, v)))
+				continue;
+			out[i].u = u;
+			out[i].v = v;
+			break;
+		}
+	}
+}
+
+void
+gnn_linkpred_negatives(const gnn_linkpred_split *s, gnn_rng *rng, gnn_linkpred_pair *out, int64_t n)
+{
+	adjacency	a = {s->graph.indptr, s->graph.indices, s->graph.etypes, true};
+
+	draw_negatives(&a, s, rng, out, n);
+}
+
+/* The relation lc asks for on g, checked, and where its endpoints lie. */
+static gnn_status
+split_task(const gnn_graph *g, const gnn_linkpred_config *lc, gnn_linkpred_split *s, gnn_error *err)
+{
+	int32_t		R = g->etypes && g->num_edge_types > 0 ? g->num_edge_types : 1;
+	int32_t		rel = lc->edge_type,
+				rev = lc->reverse_edge_type;
+
+	s->edge_type = rel;
+	s->reverse_edge_type = rev;
+	s->src_lo = s->dst_lo = 0;
+	s->src_hi = s->dst_hi = g->num_nodes;
+	if (rel < -1 || rel >= R)
+		return gnn_error_set(err, GNN_ERR_INVALID, "edge type %d does not exist: the graph has %d (give 0 to %d, or -1 for every edge)",
+							 rel, R, R - 1);
+	if (rel < 0)
+	{
+		if (rev != -1)
+			return gnn_error_set(err, GNN_ERR_INVALID, "a reverse edge type needs an edge type");
+		return GNN_OK;
+	}
+	if (rev < -1 || rev >= R)
+		return gnn_error_set(err, GNN_ERR_INVALID, "reverse edge type %d does not exist: the graph has %d (give 0 to %d, or -1 for none)",
+							 rev, R, R - 1);
+	if (g->etypes && g->type_ptr)
+	{
+		const gnn_edge_type *e = &g->etypes[rel];
+
+		if (rev >= 0 && (g->etypes[rev].src_type != e->dst_type || g->etypes[rev].dst_type != e->src_type))
+			return gnn_error_set(err, GNN_ERR_INVALID, "edge type %d cannot be the reverse of edge type %d: its endpoint types are not swapped",
+								 rev, rel);
+		s->src_lo = g->type_ptr[e->src_type];
+		s->src_hi = g->type_ptr[e->src_type + 1];
+		s->dst_lo = g->type_ptr[e->dst_type];
+		s->dst_hi = g->type_ptr[e->dst_type + 1];
+		if (s->src_hi <= s->src_lo || s->dst_hi <= s->dst_lo)
+			return gnn_error_set(err, GNN_ERR_EMPTY, "edge type %d joins a node type without nodes", rel);
+	}
+	return GNN_OK;
+}
+
+/*
+ * The positives: arcs of the relation between distinct nodes, each
+ * unordered pair once where the relation is its own reverse (or the graph
+ * is taken as undirected).
+ */
+static int64_t
+collect_pairs(const gnn_graph *g, const gnn_linkpred_split *s, pair *out)
+{
+	adjacency	a = {g->indptr, g->indices, g->arc_type, false};
+	int32_t		rel = s->edge_type;
+	bool		symmetric = rel < 0 || s->reverse_edge_type == rel;
+	int64_t		np = 0;
+
+	for (int64_t u = s->src_lo; u < s->src_hi; u++)
+		for (int64_t e = g->indptr[u]; e < g->indptr[u + 1]; e++)
+		{
+			int32_t		v = g->indices[e];
+
+			if (rel >= 0 && (g->arc_type ? g->arc_type[e] : 0) != rel)
+				continue;
+			/* arcs of other relations between the same nodes: one pair */
+			if (rel < 0 && e > g->indptr[u] && g->indices[e - 1] == v)
+				continue;
+			if (u == v || (symmetric && u > v && has_arc(&a, v, (int32_t) u, rel)))
+				continue;
+			out[np++] = (pair) {(int32_t) u, v};
+		}
+	return np;
+}
+
+void
+gnn_linkpred_split_free(gnn_linkpred_split *s)
+{
+	free(s->pos);
+	free(s->neg);
+	free((void *) s->graph.indptr);
+	free((void *) s->graph.indices);
+	free((void *) s->graph.weights);
+	free((void *) s->graph.etypes);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The training graph: g's in-edges less the held-out pairs' arcs, typed as g is. */
+static gnn_status
+split_graph(const gnn_graph *g, gnn_linkpred_split *s, gnn_error *err)
+{
+	int64_t		n = g->num_nodes,
+				nheld = s->n_val + s->n_test,
+				nrem = 0;
+	const pair *held = s->pos + s->n_train;
+	arc_key    *removed = malloc(sizeof(arc_key) * (2 * nheld + 1));
+	int64_t    *ptr = malloc(sizeof(int64_t) * (n + 1));
+	int32_t    *idx = malloc(sizeof(int32_t) * (g->num_edges + 1));
+	float	   *w = g->rweights ? malloc(sizeof(float) * (g->num_edges + 1)) : NULL;
+	int16_t    *rel = g->rarc_type ? malloc(sizeof(int16_t) * (g->num_edges + 1)) : NULL;
+
+	/* the split owns them from here, also on failure */
+	s->graph.indptr = ptr;
+	s->graph.indices = idx;
+	s->graph.weights = w;
+	s->graph.etypes = rel;
+	if (!removed || !ptr || !idx || (g->rweights && !w) || (g->rarc_type && !rel))
+	{
+		free(removed);
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	}
+	/* a held-out pair loses both its arcs: messages along either would show it */
+	for (int64_t i = 0; i < nheld; i++)
+	{
+		if (s->edge_type < 0)
+		{
+			removed[nrem++] = (arc_key) {-1, held[i].u, held[i].v};
+			removed[nrem++] = (arc_key) {-1, held[i].v, held[i].u};
+			continue;
+		}
+		removed[nrem++] = (arc_key) {s->edge_type, held[i].u, held[i].v};
+		if (s->reverse_edge_type >= 0)
+			removed[nrem++] = (arc_key) {s->reverse_edge_type, held[i].v, held[i].u};
+	}
+	qsort(removed, nrem, sizeof(arc_key), cmp_arc_key);
+	ptr[0] = 0;
+	for (int64_t v = 0; v < n; v++)
+	{
+		int64_t		k = ptr[v];
+
+		for (int64_t e = g->rindptr[v]; e < g->rindptr[v + 1]; e++)
+		{
+			int16_t		r = g->rarc_type ? g->rarc_type[e] : 0;
+			arc_key		key = {s->edge_type < 0 ? -1 : r, g->rindices[e], (int32_t) v};
+
+			if (bsearch(&key, removed, nrem, sizeof(arc_key), cmp_arc_key))
+				continue;
+			if (w)
+				w[k] = g->rweights[e];
+			if (rel)
+				rel[k] = r;
+			idx[k++] = g->rindices[e];
+		}
+		ptr[v + 1] = k;
+	}
+	free(removed);
+	s->graph.n_dst = s->graph.n_src = n;
+	s->graph.nnz = ptr[n];
+	/* relational layers read the types; the others ignore them */
+	s->graph.dst_ntype = g->node_type;
+	return GNN_OK;
+}
+
+gnn_status
+gnn_linkpred_split_create(const gnn_graph *g, const gnn_linkpred_config *lc, gnn_rng *rng,
+						  gnn_linkpred_split *s, gnn_error *err)
+{
+	adjacency	full = {g->indptr, g->indices, g->arc_type, false};
+	int64_t		np;
+	gnn_status	st;
+
+	memset(s, 0, sizeof(*s));
+	if (!(lc->holdout > 0 && lc->holdout < 1) || !(lc->val_fraction > 0 && lc->val_fraction < 1) ||
+		lc->negatives < 1 || lc->negatives > 100 || lc->hits_k < 1)
+		return gnn_error_set(err, GNN_ERR_INVALID, "link prediction needs holdout and val_fraction in (0, 1), negatives in [1, 100], hits_k >= 1");
+	if ((st = split_task(g, lc, s, err)) != GNN_OK)
+		return st;
+	s->pos = malloc(sizeof(pair) * (g->num_edges + 1));
+	if (!s->pos)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	np = collect_pairs(g, s, s->pos);
+	for (int64_t i = np - 1; i > 0; i--)
+	{
+		int64_t		j = (int64_t) gnn_rng_below(rng, (uint64_t) i + 1);
+		pair		t = s->pos[i];
+
+		s->pos[i] = s->pos[j];
+		s->pos[j] = t;
+	}
+	s->n_val = (int64_t) (np * lc->holdout * lc->val_fraction);
+	s->n_test = (int64_t) (np * lc->holdout) - s->n_val;
+	s->n_train = np - s->n_val - s->n_test;
+	if (s->n_val < 1 || s->n_test < 1 || s->n_train < 1)
+	{
+		gnn_linkpred_split_free(s);
+		return gnn_error_set(err, GNN_ERR_EMPTY, "too few edges (%lld) to hold some out for link prediction", (long long) np);
+	}
+	s->neg = malloc(sizeof(pair) * (s->n_val + s->n_test));
+	if (!s->neg)
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	else
+		st = split_graph(g, s, err);
+	if (st != GNN_OK)
+	{
+		gnn_linkpred_split_free(s);
+		return st;
+	}
+	draw_negatives(&full, s, rng, s->neg, s->n_val + s->n_test);
+	return GNN_OK;
+}
+
+static double
+dot(const float *z, int32_t d, int32_t u, int32_t v)
+{
+	double		s = 0;
+
+	for (int32_t k = 0; k < d; k++)
+		s += (double) z[(int64_t) u * d + k] * z[(int64_t) v * d + k];
+	return s;
+}
+
+static int
+cmp_desc(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return (x < y) - (x > y);
+}
+
+/*
+ * AUC by rank sums, ties averaged (gnn_auroc, as node classification
+ * scores it); Hits@K as OGB: positives above the K-th best negative.
+ */
+static void
+auc_hits(const float *z, int32_t d, const gnn_linkpred_pair *pos, int64_t np, const gnn_linkpred_pair *neg, int64_t nn, int k,
+		 double *auc, double *hits)
+{
+	double	   *score = malloc(sizeof(double) * (np + nn + 1));
+	int32_t    *label = malloc(sizeof(int32_t) * (np + nn + 1));
+	int64_t		above = 0;
+
+	*auc = 0;
+	*hits = 0;
+	if (!score || !label || np == 0 || nn == 0)
+	{
+		free(score);
+		free(label);
+		return;
+	}
+	for (int64_t i = 0; i < np; i++)
+	{
+		score[i] = dot(z, d, pos[i].u, pos[i].v);
+		label[i] = 1;
+	}
+	for (int64_t i = 0; i < nn; i++)
+	{
+		score[np + i] = dot(z, d, neg[i].u, neg[i].v);
+		label[np + i] = 0;
+	}
+	*auc = gnn_auroc(score, label, np + nn);
+	if (nn < k)
+		*hits = 1.0;
+	else
+	{
+		/* the negatives' scores, best first: the K-th is the bar */
+		qsort(score + np, nn, sizeof(double), cmp_desc);
+		for (int64_t i = 0; i < np; i++)
+			above += score[i] > score[np + k - 1];
+		*hits = (double) above / np;
+	}
+	free(score);
+	free(label);
+}
+
+/*
+ * Binary cross-entropy on inner products: the mean of the positives' mean
+ * and the negatives' mean (GAE's reconstruction loss, halved), so that more
+ * negatives per positive sharpen the estimate of the negative term rather
+ * than outweigh the positives.  Adds its gradient with respect to the
+ * embeddings z to dz.
+ */
+static double
+bce_step(const float *z, int32_t d, const gnn_linkpred_pair *pos, int64_t np, const gnn_linkpred_pair *neg, int64_t nn, float *dz)
+{
+	double		loss = 0;
+
+	for (int64_t i = 0; i < np + nn; i++)
+	{
+		bool		positive = i < np;
+		double		scale = 0.5 / (double) (positive ? np : nn);
+		gnn_linkpred_pair p = positive ? pos[i] : neg[i - np];
+		double		s = dot(z, d, p.u, p.v);
+		double		sig = 1.0 / (1.0 + exp(-s));
+		double		gs = (positive ? sig - 1.0 : sig) * scale;
+
+		/* softplus(-s) for positives, softplus(s) for negatives, stably */
+		loss += scale * (positive ? (s > 0 ? log1p(exp(-s)) : -s + log1p(exp(s)))
+						 : (s > 0 ? s + log1p(exp(-s)) : log1p(exp(s))));
+		for (int32_t k = 0; k < d; k++)
+		{
+			dz[(int64_t) p.u * d + k] += (float) (gs * z[(int64_t) p.v * d + k]);
+			dz[(int64_t) p.v * d + k] += (float) (gs * z[(int64_t) p.u * d + k]);
+		}
+	}
+	return loss;
+}
+
+/* The model configuration: the embedding is the output; relational kinds get the graph's types. */
+gnn_status
+gnn_linkpred_model_config(const gnn_graph *g, const gnn_train_config *cfg, gnn_model_config *mc, gnn_error *err)
+{
+	gnn_status	st;
+
+	if ((st = gnn_train_model_config(cfg, g->feat_dim, cfg->hidden, mc, err)) != GNN_OK)
+		return st;
+	mc->num_relations = g->etypes && g->num_edge_types > 1 ? g->num_edge_types : 1;
+	mc->num_node_types = g->type_ptr && g->num_node_types > 1 ? g->num_node_types : 1;
+	mc->num_bases = cfg->num_bases;
+	return gnn_model_config_check(mc, err);
+}
+
+gnn_status
+gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_config *lc,
+				   gnn_backend *be_in, gnn_progress_fn progress, void *progress_arg,
+				   gnn_should_stop_fn should_stop, void *stop_arg, gnn_model **model_out,
+				   gnn_linkpred_result *res, gnn_error *err)
+{
+	gnn_backend *be = be_in;
+	gnn_model  *model = NULL;
+	gnn_model_config mc;
+	gnn_optim	opt;
+	gnn_rng		rng;
+	gnn_status	st;
+	gnn_dblock	dblk;
+	gnn_dfeat	x;
+	gnn_linkpred_split sp;
+	pair	   *tneg = NULL;
+	float	   *z = NULL,
+			   *dz = NULL,
+			   *best_w = NULL;
+	gnn_buf		ddz = {0};
+	int64_t		n = g->num_nodes,
+				nval,
+				ntest,
+				ntrain;
+	int32_t		d = cfg->hidden;
+	double		best_auc = -1,
+				t_start = gnn_now_s();
+	bool		have_best = false;
+	int32_t		wait = 0;
+	gnn_dblock *blocks[GNN_MAX_LAYERS];
+
+	memset(res, 0, sizeof(*res));
+	memset(&dblk, 0, sizeof(dblk));
+	memset(&x, 0, sizeof(x));
+	memset(&sp, 0, sizeof(sp));
+	if (model_out)
+		*model_out = NULL;
+	if ((st = gnn_train_config_check(cfg, err)) != GNN_OK)
+		return st;
+	if (g->feat_kind == GNN_FEAT_NONE)
+		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
+	if (model_out && !be_in)
+		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
+	if ((st = gnn_linkpred_model_config(g, cfg, &mc, err)) != GNN_OK)
+		return st;
+	gnn_rng_seed(&rng, cfg->seed ^ 0x6c696e6bULL);
+	if ((st = gnn_linkpred_split_create(g, lc, &rng, &sp, err)) != GNN_OK)
+		return st;
+	nval = sp.n_val;
+	ntest = sp.n_test;
+	ntrain = sp.n_train;
+	res->test_edges = ntest;
+	tneg = malloc(sizeof(pair) * (ntrain * lc->negatives + 1));
+	z = malloc(sizeof(float) * n * d + 4);
+	dz = malloc(sizeof(float) * n * d + 4);
+	if (!tneg || !z || !dz)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+
+	if (!be && (st = gnn_backend_create(cfg->backend, cfg->threads, cfg->cuda_so, &be, err)) != GNN_OK)
+		goto done;
+	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK ||
+		(st = gnn_dblock_create(be, &sp.graph, &dblk, err)) != GNN_OK ||
+		(st = gnn_dfeat_from_graph(be, g, cfg->row_normalise, &x, err)) != GNN_OK ||
+		(st = gnn_buf_ensure(be, &ddz, sizeof(float) * n * d, err)) != GNN_OK)
+		goto done;
+	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
+	if (!best_w)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	for (int l = 0; l < GNN_MAX_LAYERS; l++)
+		blocks[l] = &dblk;
+	gnn_optim_init(&opt, cfg->optimizer, cfg->lr, cfg->weight_decay);
+
+	for (int32_t epoch = 1; epoch <= cfg->epochs; epoch++)
+	{
+		gnn_epoch_metrics em;
+		const float *out;
+		double		t0 = gnn_now_s(),
+					val_auc,
+					val_hits,
+					test_auc,
+					test_hits;
+		int64_t		ntneg = ntrain * lc->negatives;
+
+		if (should_stop && should_stop(stop_arg))
+		{
+			st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
+			break;
+		}
+		gnn_epoch_metrics_init(&em, epoch);
+		if ((st = gnn_model_forward(model, blocks, &x, true, gnn_rng_next(&rng), &out, err)) != GNN_OK ||
+			(st = gnn_backend_error(be, gnn_backend_copy_d2h(be, z, out, sizeof(float) * n * d), err)) != GNN_OK)
+			break;
+		/* fresh negatives each epoch */
+		gnn_linkpred_negatives(&sp, &rng, tneg, ntneg);
+		memset(dz, 0, sizeof(float) * n * d);
+		em.train_loss = (float) bce_step(z, d, sp.pos, ntrain, tneg, ntneg, dz);
+		if ((st = gnn_backend_error(be, gnn_backend_copy_h2d(be, ddz.p, dz, sizeof(float) * n * d), err)) != GNN_OK ||
+			(st = gnn_model_backward(model, ddz.p, err)) != GNN_OK ||
+			(st = gnn_optim_step(&opt, model, err)) != GNN_OK)
+			break;
+
+		/* evaluation */
+		if ((st = gnn_model_forward(model, blocks, &x, false, 0, &out, err)) != GNN_OK ||
+			(st = gnn_backend_error(be, gnn_backend_copy_d2h(be, z, out, sizeof(float) * n * d), err)) != GNN_OK)
+			break;
+		auc_hits(z, d, sp.pos + ntrain, nval, sp.neg, nval, lc->hits_k, &val_auc, &val_hits);
+		auc_hits(z, d, sp.pos + ntrain + nval, ntest, sp.neg + nval, ntest, lc->hits_k, &test_auc, &test_hits);
+		/* the AUCs, also in *_acc, which logs of any task read */
+		em.train_acc = em.val_loss = em.test_loss = NAN;
+		em.val_mae = em.test_mae = em.val_rmse = em.test_rmse = NAN;
+		em.val_acc = em.val_auc = (float) val_auc;
+		em.test_acc = em.test_auc = (float) test_auc;
+		if (!have_best || val_auc > best_auc)
+		{
+			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
+				break;
+			have_best = true;
+			best_auc = val_auc;
+			em.best = true;
+			res->best_epoch = epoch;
+			res->val_auc = val_auc;
+			res->test_auc = test_auc;
+			res->test_hits = test_hits;
+			wait = 0;
+		}
+		else
+			wait++;
+		em.seconds = gnn_now_s() - t0;
+		res->epochs_run = epoch;
+		if (progress)
+			progress(progress_arg, &em);
+		if (cfg->patience > 0 && wait >= cfg->patience)
+		{
+			res->stopped_early = epoch < cfg->epochs;
+			break;
+		}
+	}
+	res->seconds = gnn_now_s() - t_start;
+	/* the kept weights matter only to a model that is handed back */
+	if (have_best)
+	{
+		gnn_status	st2 = gnn_model_weights_set(model, best_w, st == GNN_OK ? err : NULL);
+
+		if (st == GNN_OK)
+			st = st2;
+	}
+	if (st == GNN_OK && model_out)
+	{
+		*model_out = model;
+		model = NULL;
+	}
+done:
+	gnn_linkpred_split_free(&sp);
+	free(tneg);
+	free(z);
+	free(dz);
+	free(best_w);
+	if (be)
+	{
+		gnn_buf_free(be, &ddz);
+		gnn_dblock_free(&dblk);
+		gnn_dfeat_free(&x);
+	}
+	gnn_model_free(model);
+	if (!be_in && be)
+		gnn_backend_destroy(be);
+	return st;
+}

@@ -1,0 +1,125 @@
+/*
+ * train_mb.h: minibatch training with sampled blocks (node classification
+ * and regression) and unsupervised link prediction.
+ *
+ * gnn_train_minibatch follows gnn_train_full's conventions (config, progress
+ * and should_stop callbacks, result, best-epoch weights restored) but each
+ * epoch walks the shuffled training nodes in batches: sample blocks
+ * (sample.h), gather the batch's input features once, forward / backward /
+ * step on the batch.  should_stop is polled between minibatches.
+ * Evaluation uses full neighbourhoods over all nodes, computed layer by layer
+ * (the full-graph forward), as DGL and PyG do, so accuracies are comparable
+ * with full-batch training.
+ *
+ * Typed graphs: the sampler's blocks go to the model as they are (relations
+ * and destination node types included, sampler.type_fanouts per relation),
+ * and the nodes trained and measured on are the labelled ones of
+ * cfg->target_type.  Temporal sampling (sampler.temporal): each training seed
+ * is sampled at its own time g->time[seed] (no bound when it has none), and
+ * evaluation, which must not see the future either, runs sampled batches
+ * under the same rule with a fixed seed instead of the full-neighbourhood
+ * pass.
+ *
+ * Regression (cfg->task): as gnn_train_full's, one output, the seeds are the
+ * nodes of a split with a finite g->targets (of cfg->target_type), the loss
+ * is the batch's mean squared error, and the metrics are filled as
+ * full-batch regression fills them (MSE as loss, MAE, RMSE, -MAE as
+ * accuracy), on whichever evaluation pass classification would use.
+ */
+#ifndef GNN_TRAIN_MB_H
+#define GNN_TRAIN_MB_H
+
+#include "sample/sample.h"
+#include "train/train.h"
+
+typedef struct gnn_minibatch_config
+{
+	gnn_sampler_config sampler; /* nhops must equal the model's layers */
+	int32_t		batch_size;		/* seed nodes per batch */
+	int32_t		max_batches;	/* per epoch, 0 = all (benchmarks extrapolate) */
+	bool		skip_eval;		/* no evaluation pass (benchmarks) */
+	/*
+	 * evaluate on sampled neighbourhoods of the splits' nodes (the training
+	 * fan-outs, a fixed seed) instead of the full-graph pass; typed and
+	 * temporal training always do.  The full pass holds every node's
+	 * features in the process: a graph with its features on disk that does
+	 * not fit evaluates this way.
+	 */
+	bool		sampled_eval;
+	/*
+	 * temporal sampling: with has_as_of, every seed samples at time as_of
+	 * (training "as of" a date); else at its own (gnn_graph_seed_time)
+	 */
+	bool		has_as_of;
+	int64_t		as_of;
+
+	/*
+	 * The pipeline: prefetch batches are sampled and gathered ahead of the
+	 * one being computed, on a thread of their own (0: in line, one after
+	 * the other).  Results do not depend on it: every batch's sampling
+	 * and dropout seeds come from one stream drawn in batch order.
+	 */
+	int32_t		prefetch;
+	/* tests: the batch producer fails at its fail_batch-th batch (1-based,
+	 * counted over the whole run; 0: never) */
+	int64_t		fail_batch;
+
+	/*
+	 * The CUDA backend builds batches on the GPU (gpu_batch.h) unless
+	 * cpu_batches is set or the job needs what only the CPU sampler does
+	 * (gnn_gpu_batch_unsupported); gpu: its cache and graph budgets.
+	 */
+	bool		cpu_batches;
+	struct gnn_gpu_batch_config *gpu;	/* NULL: defaults */
+} gnn_minibatch_config;
+
+/* Where the time went (optional output). */
+typedef struct gnn_minibatch_stats
+{
+	int64_t		batches;
+	int64_t		sampled_edges;
+	int64_t		input_nodes;	/* summed over batches */
+	double		sample_s;
+	double		gather_s;		/* feature gather + upload */
+	double		compute_s;		/* block upload, forward, loss, backward, step */
+	double		wait_s;			/* computing waited for the next batch (pipeline) */
+	double		eval_s;
+	/* where batches were built: on the GPU, or (the CUDA backend only) why
+	 * not there */
+	char		cpu_batches_why[200];
+	bool		gpu_batches;
+	int64_t		cache_rows;		/* GPU feature cache: rows held */
+	int64_t		feature_rows;	/* feature rows gathered, all batches */
+	int64_t		cache_hits;		/* of them served by the GPU cache */
+	int64_t		h2d_bytes;		/* bytes moved host -> device for batches */
+} gnn_minibatch_stats;
+
+gnn_status	gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg,
+								const gnn_minibatch_config *mbc, gnn_backend *be,
+								gnn_progress_fn progress, void *progress_arg,
+								gnn_should_stop_fn should_stop, void *stop_arg,
+								gnn_model **model_out, gnn_train_result *res,
+								gnn_minibatch_stats *stats, gnn_error *err);
+
+/*
+ * The GPU batch builder (sample/gpu_batch.h) for this job: its plain spec
+ * filled from cfg, mbc and the job's estimate (train/gpu_batch_spec.c).
+ * gnn_gpu_batch_unsupported: NULL when the GPU can build the batches, else
+ * why not; gnn_gpu_batcher_create: gnn_gpu_batcher_open with that spec.
+ */
+struct gnn_gpu_batcher;
+struct gnn_gpu_batch_config;
+struct gnn_gpu_batch_spec;
+void		gnn_gpu_batch_spec_of(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
+								  bool estimate, struct gnn_gpu_batch_spec *spec);
+const char *gnn_gpu_batch_unsupported(const gnn_backend *be, const gnn_graph *g, const gnn_train_config *cfg,
+									  const gnn_minibatch_config *mbc);
+gnn_status	gnn_gpu_batcher_create(gnn_backend *be, const gnn_graph *g, const gnn_train_config *cfg,
+								   const gnn_minibatch_config *mbc, const struct gnn_gpu_batch_config *gc,
+								   const int32_t *train, int64_t ntrain, size_t model_bytes, int nslots,
+								   struct gnn_gpu_batcher **out, gnn_error *err);
+
+/* link prediction: train_linkpred.h */
+#include "train/train_linkpred.h"
+
+#endif							/* GNN_TRAIN_MB_H */

@@ -1,0 +1,804 @@
+/*
+ * cache.c: the shared inference result cache.
+ *
+ * A full-graph inference result (one layer's output for every node: an
+ * embedding, or class probabilities) is computed once per model row and
+ * graph version into a DSM segment and shared by every session: the training
+ * worker publishes the default results when a job ends, and the first caller
+ * computes whatever is missing while concurrent callers of the same result
+ * wait for it (a condition variable) instead of computing it again.
+ *
+ * Entries are keyed by (database, owner, model row id and xmin, graph
+ * generation, kind, layer, and the as_of moment a time-aware model was asked
+ * at, if any): a retrained model (a new row), a reloaded graph (a new
+ * generation) or a dropped model never finds an old result.  Their
+ * segments are counted against gnn.max_cache_memory; the least recently used
+ * ready entries are evicted to make room.  A result larger than the budget
+ * is computed for the calling transaction only.
+ *
+ * Only sessions whose current role owns the model reach its entries (model
+ * names are per role), and gnn.cache lists only the caller's own entries
+ * (every role's for a superuser).
+ *
+ * A session keeps the segments it reads mapped across transactions (see
+ * CmapSweep); an entry evicted meanwhile lives on for the sessions that map
+ * it (DSM reference counting) until each ends a transaction.
+ */
+#include "common/gnn_pg.h"
+
+#include <math.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "access/xact.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "utils/builtins.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "infer/topk.h"
+
+PG_FUNCTION_INFO_V1(gnn_cache_entries);
+
+#define CACHE_MAGIC 0x474e4e43u	/* "GNNC" */
+
+typedef struct CacheHeader
+{
+	uint32		magic;
+	int32		cols;
+	int64		rows;
+	Size		ids_off;
+	Size		out_off;
+	Size		norms_off;
+	Size		emb16_off;		/* embeddings: a bf16 copy for gnn.similar's scan; 0: none */
+} CacheHeader;
+
+/* ------------------------------------------------------------------ this session's mappings
+ * A session keeps the shared results it has read mapped across its
+ * transactions: mapping a 500 MB result costs tens of milliseconds of page
+ * faults, which repeated calls should not pay again.  At the end of every
+ * transaction the mappings of entries that are no longer in the cache
+ * (evicted, dropped, replaced) are let go, so their memory is freed once the
+ * sessions that read them end a transaction.  Results computed for one
+ * transaction only (serial 0) go at its end.
+ */
+#define CMAP_MAX 16
+typedef struct CacheMap
+{
+	uint64		serial;			/* the entry's serial; 0: a private result */
+	dsm_segment *seg;
+} CacheMap;
+
+static CacheMap cmap[CMAP_MAX];
+static int	ncmap = 0;
+static bool xact_cb = false;
+static bool exit_cb = false;
+
+static void
+CmapForget(int i)
+{
+	dsm_detach(cmap[i].seg);
+	cmap[i] = cmap[--ncmap];
+}
+
+/* at a transaction's end: keep what is still cached, let go of the rest */
+static void
+CmapSweep(void)
+{
+	bool		live[CMAP_MAX];
+
+	if (ncmap == 0 || gnn_shared == NULL)
+		return;
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	for (int i = 0; i < ncmap; i++)
+	{
+		live[i] = false;
+		for (int j = 0; j < GNN_CACHE_SLOTS && cmap[i].serial != 0; j++)
+			if (gnn_shared->cache[j].state == GNN_CACHE_READY && gnn_shared->cache[j].serial == cmap[i].serial)
+			{
+				live[i] = true;
+				break;
+			}
+	}
+	LWLockRelease(gnn_shared->lock);
+	for (int i = ncmap - 1; i >= 0; i--)
+		if (!live[i])
+		{
+			live[i] = live[ncmap - 1];
+			CmapForget(i);
+		}
+}
+
+static void
+CacheXactCallback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
+		CmapSweep();
+}
+
+/* keep seg mapped (it must have been attached or created without a resource owner) */
+static void
+CmapAdd(uint64 serial, dsm_segment *seg)
+{
+	if (!xact_cb)
+	{
+		RegisterXactCallback(CacheXactCallback, NULL);
+		xact_cb = true;
+	}
+	if (ncmap == CMAP_MAX)
+	{
+		/*
+		 * let go of a shared one (the oldest): this transaction may still
+		 * point into a private one, and into shared ones it read; those are
+		 * the last CMAP_MAX - 1 it used
+		 */
+		for (int i = 0; i < ncmap; i++)
+			if (cmap[i].serial != 0)
+			{
+				dsm_detach(cmap[i].seg);
+				memmove(&cmap[i], &cmap[i + 1], sizeof(CacheMap) * (ncmap - i - 1));
+				ncmap--;
+				break;
+			}
+		if (ncmap == CMAP_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("too many inference results are in use in this transaction")));
+	}
+	cmap[ncmap].serial = serial;
+	cmap[ncmap].seg = seg;
+	ncmap++;
+}
+
+static dsm_segment *
+CmapFind(uint64 serial)
+{
+	for (int i = 0; i < ncmap; i++)
+		if (serial != 0 && cmap[i].serial == serial)
+			return cmap[i].seg;
+	return NULL;
+}
+
+/* attach for the session (no resource owner: CmapSweep detaches it) */
+static dsm_segment *
+AttachForSession(dsm_handle h)
+{
+	ResourceOwner save = CurrentResourceOwner;
+	dsm_segment *seg;
+
+	CurrentResourceOwner = NULL;
+	seg = GnnDsmAttach(h);
+	CurrentResourceOwner = save;
+	return seg;
+}
+
+static void
+ResultFromSegment(dsm_segment *seg, GnnResult *res)
+{
+	char	   *base = dsm_segment_address(seg);
+	CacheHeader *h = (CacheHeader *) base;
+
+	if (h->magic != CACHE_MAGIC)
+		ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED), errmsg("a cached inference result is corrupt")));
+	res->rows = h->rows;
+	res->cols = h->cols;
+	res->ids = (int64 *) (base + h->ids_off);
+	res->out = (float *) (base + h->out_off);
+	res->norms = (float *) (base + h->norms_off);
+	res->emb16 = h->emb16_off ? (uint16 *) (base + h->emb16_off) : NULL;
+	res->fresh = false;
+}
+
+/* ------------------------------------------------------------------ shared entries */
+
+static bool
+KeyEqual(const GnnCacheKey *a, const GnnCacheKey *b)
+{
+	return a->dbid == b->dbid && a->owner == b->owner && a->model_id == b->model_id &&
+		a->model_xmin == b->model_xmin && a->generation == b->generation && a->kind == b->kind &&
+		a->layer == b->layer && a->has_as_of == b->has_as_of && (!a->has_as_of || a->as_of == b->as_of);
+}
+
+/* caller holds the lock */
+static GnnCacheEntry *
+FindKey(const GnnCacheKey *key)
+{
+	for (int i = 0; i < GNN_CACHE_SLOTS; i++)
+	{
+		GnnCacheEntry *e = &gnn_shared->cache[i];
+
+		if (e->state != GNN_CACHE_FREE && KeyEqual(&e->key, key))
+			return e;
+	}
+	return NULL;
+}
+
+/* caller holds the lock exclusively: a ready entry goes (its readers keep their mappings) */
+static void
+EntryFree(GnnCacheEntry *e)
+{
+	if (e->state == GNN_CACHE_READY)
+		dsm_unpin_segment(e->handle);
+	gnn_shared->cache_bytes -= Min(e->bytes, gnn_shared->cache_bytes);
+	memset(e, 0, sizeof(*e));
+}
+
+/* caller holds the lock exclusively: the least recently used ready entry, or NULL */
+static GnnCacheEntry *
+LruVictim(void)
+{
+	GnnCacheEntry *v = NULL;
+
+	for (int i = 0; i < GNN_CACHE_SLOTS; i++)
+	{
+		GnnCacheEntry *e = &gnn_shared->cache[i];
+
+		if (e->state == GNN_CACHE_READY && (v == NULL || e->last_used < v->last_used))
+			v = e;
+	}
+	return v;
+}
+
+/* caller holds the lock exclusively: a slot to claim, evicting the LRU entry if all are taken */
+static GnnCacheEntry *
+ClaimSlot(void)
+{
+	GnnCacheEntry *v;
+
+	for (int i = 0; i < GNN_CACHE_SLOTS; i++)
+		if (gnn_shared->cache[i].state == GNN_CACHE_FREE)
+			return &gnn_shared->cache[i];
+	v = LruVictim();
+	if (v)
+		EntryFree(v);
+	return v;
+}
+
+/*
+ * caller holds the lock exclusively: make room for bytes more under
+ * gnn.max_cache_memory by evicting least recently used entries; false if
+ * the budget cannot hold it even empty.
+ */
+static bool
+MakeRoom(uint64 bytes)
+{
+	uint64		limit = (uint64) gnn_max_cache_memory_mb * 1024 * 1024;
+
+	while (gnn_shared->cache_bytes + bytes > limit)
+	{
+		GnnCacheEntry *v = LruVictim();
+
+		if (v == NULL)
+			return false;
+		EntryFree(v);
+	}
+	return true;
+}
+
+/* entries this process is computing are released if it exits mid-way */
+static void
+CacheAtExit(int code, Datum arg)
+{
+	bool		any = false;
+
+	if (gnn_shared == NULL)
+		return;
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < GNN_CACHE_SLOTS; i++)
+	{
+		GnnCacheEntry *e = &gnn_shared->cache[i];
+
+		if (e->state == GNN_CACHE_COMPUTING && e->computing_pid == MyProcPid)
+		{
+			EntryFree(e);
+			any = true;
+		}
+	}
+	LWLockRelease(gnn_shared->lock);
+	if (any)
+		ConditionVariableBroadcast(&gnn_shared->cache_cv);
+}
+
+static Size
+SegmentSize(int64 rows, int32 cols, bool with16, CacheHeader *h)
+{
+	Size		off = MAXALIGN(sizeof(CacheHeader));
+
+	h->ids_off = off;
+	off += MAXALIGN(sizeof(int64) * (Size) Max(rows, 1));
+	h->out_off = off;
+	off += MAXALIGN(sizeof(float) * (Size) Max(rows, 1) * (Size) Max(cols, 1));
+	h->norms_off = off;
+	off += MAXALIGN(sizeof(float) * (Size) Max(rows, 1));
+	h->emb16_off = 0;
+	if (with16)
+	{
+		h->emb16_off = off;
+		off += MAXALIGN(sizeof(uint16) * (Size) Max(rows, 1) * (Size) Max(cols, 1));
+	}
+	return off;
+}
+
+/*
+ * A new, unpublished result segment of rows x cols mapped by this session
+ * (beyond the transaction: the training worker fills it in one transaction
+ * and publishes it after committing the model row).  res points into it;
+ * ids and out are for the caller to fill, then GnnResultFinish.
+ */
+dsm_segment *
+GnnResultCreate(int64 rows, int32 cols, bool with16, GnnResult *res)
+{
+	CacheHeader h;
+	Size		bytes = SegmentSize(rows, cols, with16, &h);
+	dsm_segment *seg;
+	ResourceOwner save = CurrentResourceOwner;
+
+	h.magic = CACHE_MAGIC;
+	h.rows = rows;
+	h.cols = cols;
+	/* no resource owner: an error must not unmap it behind the caller's back */
+	CurrentResourceOwner = NULL;
+	seg = GnnDsmCreate(bytes, 0);
+	CurrentResourceOwner = save;
+	memcpy(dsm_segment_address(seg), &h, sizeof(h));
+	ResultFromSegment(seg, res);
+	res->bytes = bytes;
+	return seg;
+}
+
+/*
+ * Map in every page of a result's rows and norms at once before a full scan
+ * (gnn.similar): a session's first scan of a 500 MB result otherwise takes
+ * one page fault per 4 kB, which cost more than the scan itself.  Where the
+ * kernel cannot (before Linux 5.14), the scan faults them in as before.
+ */
+void
+GnnResultPrefault(const GnnResult *res)
+{
+#ifdef MADV_POPULATE_READ
+	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
+	/* what the scan reads: the norms and the bf16 copy, or the rows */
+	uintptr_t	start = (uintptr_t) (res->emb16 ? (const void *) res->norms : (const void *) res->out) & ~(page - 1);
+	uintptr_t	end = res->emb16 ? (uintptr_t) (res->emb16 + res->rows * (int64) res->cols) :
+		(uintptr_t) (res->norms + res->rows);
+
+	if (page > 0 && end > start)
+		(void) madvise((void *) start, end - start, MADV_POPULATE_READ);
+#endif
+}
+
+/* row norms (and the bf16 copy) for cosine similarity; after out is filled */
+void
+GnnResultFinish(GnnResult *res)
+{
+	float	   *norms = (float *) res->norms;
+
+	if (res->emb16)
+		gnn_to_bf16(res->out, res->rows * (int64) res->cols, (uint16 *) res->emb16);
+
+	for (int64 i = 0; i < res->rows; i++)
+	{
+		double		s = 0;
+		const float *r = res->out + i * res->cols;
+
+		for (int j = 0; j < res->cols; j++)
+			s += (double) r[j] * r[j];
+		norms[i] = (float) sqrt(s);
+	}
+}
+
+/*
+ * Publish a finished segment under key (the caller no longer needs it
+ * mapped: it is detached here).  Nothing happens if the key is already
+ * there, or if the budget cannot hold it.  Never errors after the segment
+ * is pinned.
+ */
+void
+GnnCachePublish(const GnnCacheKey *key, const char *model, int32 version, const char *graph,
+				dsm_segment *seg, GnnResult *res, double seconds)
+{
+	GnnCacheEntry *e;
+	bool		published = false;
+
+	GnnCacheInitProcess();
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	if (FindKey(key) == NULL && MakeRoom(res->bytes) && (e = ClaimSlot()) != NULL)
+	{
+		dsm_pin_segment(seg);
+		memset(e, 0, sizeof(*e));
+		e->state = GNN_CACHE_READY;
+		e->key = *key;
+		strlcpy(e->model, model, sizeof(e->model));
+		e->version = version;
+		strlcpy(e->graph, graph, sizeof(e->graph));
+		e->handle = dsm_segment_handle(seg);
+		e->bytes = res->bytes;
+		e->rows = res->rows;
+		e->cols = res->cols;
+		e->created = GetCurrentTimestamp();
+		e->last_used = ++gnn_shared->cache_clock;
+		e->serial = ++gnn_shared->cache_serial;
+		e->seconds = seconds;
+		gnn_shared->cache_bytes += res->bytes;
+		published = true;
+	}
+	LWLockRelease(gnn_shared->lock);
+	if (published)
+		ConditionVariableBroadcast(&gnn_shared->cache_cv);
+	dsm_detach(seg);
+}
+
+void
+GnnCacheInitProcess(void)
+{
+	if (!exit_cb)
+	{
+		before_shmem_exit(CacheAtExit, (Datum) 0);
+		exit_cb = true;
+	}
+}
+
+/* caller holds the lock exclusively: count a hit on a ready entry and say where it is */
+static void
+TakeHit(GnnCacheEntry *e, uint64 *serial, dsm_handle *handle)
+{
+	e->hits++;
+	e->last_used = ++gnn_shared->cache_clock;
+	*serial = e->serial;
+	*handle = e->handle;
+}
+
+/* res from a ready entry's segment, mapped for the session; false if it is gone */
+static bool
+MapReady(uint64 serial, dsm_handle handle, GnnResult *res)
+{
+	dsm_segment *seg = CmapFind(serial);
+	bool		fresh = false;
+
+	if (seg == NULL)
+	{
+		seg = AttachForSession(handle);
+		if (seg == NULL)
+			return false;		/* evicted and unmapped everywhere meanwhile */
+		CmapAdd(serial, seg);
+		fresh = true;
+	}
+	ResultFromSegment(seg, res);
+	res->fresh = fresh;
+	return true;
+}
+
+/*
+ * The result for key: from the cache (a hit), else computed by compute()
+ * into a new segment (which the caller's rows x cols describe) and shared;
+ * callers asking for a result another session is computing wait for it.
+ * res stays valid until the transaction ends.  *hit says whether it was
+ * found ready.
+ */
+void
+GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char *graph, int64 rows,
+			int32 cols, GnnComputeFn compute, void *arg, GnnResult *res, bool *hit)
+{
+	GnnCacheEntry *e;
+	uint64		serial = 0;
+	dsm_handle	handle = DSM_HANDLE_INVALID;
+	bool		claimed = false;
+	bool		shared = true;
+	dsm_segment *volatile seg = NULL;
+	CacheHeader h;
+	Size		bytes = SegmentSize(rows, cols, key->kind == GNN_RESULT_EMBED, &h);	/* to make room for */
+	TimestampTz t0;
+
+	GnnCacheInitProcess();
+	*hit = false;
+	ConditionVariablePrepareToSleep(&gnn_shared->cache_cv);
+	for (;;)
+	{
+		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+		e = FindKey(key);
+		if (e && e->state == GNN_CACHE_READY)
+		{
+			TakeHit(e, &serial, &handle);
+			LWLockRelease(gnn_shared->lock);
+			break;
+		}
+		if (e == NULL)
+		{
+			/* ours to compute: claim a slot and the memory (or compute it for us alone) */
+			if (bytes > (uint64) gnn_max_cache_memory_mb * 1024 * 1024 || !MakeRoom(bytes) ||
+				(e = ClaimSlot()) == NULL)
+				shared = false;
+			else
+			{
+				memset(e, 0, sizeof(*e));
+				e->state = GNN_CACHE_COMPUTING;
+				e->key = *key;
+				strlcpy(e->model, model, sizeof(e->model));
+				e->version = version;
+				strlcpy(e->graph, graph, sizeof(e->graph));
+				e->bytes = bytes;
+				e->rows = rows;
+				e->cols = cols;
+				e->computing_pid = MyProcPid;
+				e->last_used = ++gnn_shared->cache_clock;
+				e->serial = ++gnn_shared->cache_serial;
+				serial = e->serial;
+				gnn_shared->cache_bytes += bytes;
+				claimed = true;
+			}
+			LWLockRelease(gnn_shared->lock);
+			break;
+		}
+		/* another session computes it: wait for it (or for its failure) */
+		LWLockRelease(gnn_shared->lock);
+		ConditionVariableTimedSleep(&gnn_shared->cache_cv, 100, PG_WAIT_EXTENSION);
+		CHECK_FOR_INTERRUPTS();
+	}
+	ConditionVariableCancelSleep();
+
+	if (handle != DSM_HANDLE_INVALID)
+	{
+		*hit = true;
+		if (!MapReady(serial, handle, res))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("could not map the cached result of model \"%s\"", model),
+					 errhint("It was evicted as it was found; run the statement again.")));
+		return;
+	}
+
+	/* compute: into a segment this session maps (kept once shared, see CmapSweep; else freed) */
+	t0 = GetCurrentTimestamp();
+	PG_TRY();
+	{
+		seg = GnnResultCreate(rows, cols, key->kind == GNN_RESULT_EMBED, res);
+		compute(arg, res);
+		GnnResultFinish(res);
+	}
+	PG_CATCH();
+	{
+		if (seg)
+			dsm_detach(seg);	/* unpinned: it goes */
+		if (claimed)
+		{
+			LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+			e = FindKey(key);
+			if (e && e->state == GNN_CACHE_COMPUTING && e->computing_pid == MyProcPid)
+				EntryFree(e);
+			LWLockRelease(gnn_shared->lock);
+			ConditionVariableBroadcast(&gnn_shared->cache_cv);
+		}
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	if (claimed)
+	{
+		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+		e = FindKey(key);
+		if (e && e->state == GNN_CACHE_COMPUTING && e->computing_pid == MyProcPid)
+		{
+			dsm_pin_segment(seg);
+			e->state = GNN_CACHE_READY;
+			e->handle = dsm_segment_handle(seg);
+			e->created = GetCurrentTimestamp();
+			e->computing_pid = 0;
+			e->seconds = (double) (e->created - t0) / 1e6;
+		}
+		LWLockRelease(gnn_shared->lock);
+		ConditionVariableBroadcast(&gnn_shared->cache_cv);
+	}
+	else if (!shared)
+		ereport(DEBUG1,
+				(errmsg("the result of model \"%s\" (%zu bytes) is beyond gnn.max_cache_memory: computed for this transaction only",
+						model, bytes)));
+	CmapAdd(claimed ? serial : 0, seg);
+}
+
+/* The ready result for key, if cached (a hit); nothing is computed. */
+bool
+GnnCacheLookup(const GnnCacheKey *key, GnnResult *res)
+{
+	GnnCacheEntry *e;
+	uint64		serial = 0;
+	dsm_handle	handle = DSM_HANDLE_INVALID;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = FindKey(key);
+	if (e && e->state == GNN_CACHE_READY)
+		TakeHit(e, &serial, &handle);
+	LWLockRelease(gnn_shared->lock);
+	return handle != DSM_HANDLE_INVALID && MapReady(serial, handle, res);
+}
+
+/*
+ * Drop owner's entries of model name (a version, or all); count_only: just
+ * count them.  Returns how many there were.
+ */
+static int
+CacheDropNow(const char *model, int32 version, Oid owner, bool count_only)
+{
+	int			n = 0;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < GNN_CACHE_SLOTS; i++)
+	{
+		GnnCacheEntry *e = &gnn_shared->cache[i];
+
+		if (e->state == GNN_CACHE_READY && e->key.dbid == MyDatabaseId && e->key.owner == owner &&
+			strcmp(e->model, model) == 0 && (version <= 0 || e->version == version))
+		{
+			if (!count_only)
+				EntryFree(e);
+			n++;
+		}
+	}
+	LWLockRelease(gnn_shared->lock);
+	return n;
+}
+
+/*
+ * Dropping a model's results follows the transaction, as dropping the
+ * model does: they go when it commits (with those made meanwhile), and
+ * stay when it rolls back.
+ */
+typedef struct CacheDrop
+{
+	char		model[NAMEDATALEN];
+	int32		version;
+	Oid			owner;
+	SubTransactionId subid;
+} CacheDrop;
+
+static List *cache_drops = NIL;
+static bool cache_drop_callbacks = false;
+
+static void
+CacheDropXact(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (cache_drops == NIL)
+		return;
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
+		foreach(lc, cache_drops)
+		{
+			CacheDrop  *d = lfirst(lc);
+
+			(void) CacheDropNow(d->model, d->version, d->owner, false);
+		}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PREPARE)
+	{
+		list_free_deep(cache_drops);
+		cache_drops = NIL;
+	}
+}
+
+static void
+CacheDropSubXact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	foreach(lc, cache_drops)
+	{
+		CacheDrop  *d = lfirst(lc);
+
+		if (d->subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+			cache_drops = foreach_delete_current(cache_drops, lc);
+		else if (event == SUBXACT_EVENT_COMMIT_SUB)
+			d->subid = parentSubid;
+	}
+}
+
+/* The calling role's results of model (a version, or all) go at commit; returns how many there are now. */
+int
+GnnCacheDrop(const char *model, int32 version)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	CacheDrop  *d = palloc0(sizeof(CacheDrop));
+
+	if (!cache_drop_callbacks)
+	{
+		RegisterXactCallback(CacheDropXact, NULL);
+		RegisterSubXactCallback(CacheDropSubXact, NULL);
+		cache_drop_callbacks = true;
+	}
+	strlcpy(d->model, model, sizeof(d->model));
+	d->version = version;
+	d->owner = GetUserId();
+	d->subid = GetCurrentSubTransactionId();
+	cache_drops = lappend(cache_drops, d);
+	MemoryContextSwitchTo(old);
+	return CacheDropNow(model, version, GetUserId(), true);
+}
+
+/* A version staged by a transaction that did not commit: results computed on it go. */
+void
+GnnCachePurgeGeneration(const char *graph, Oid owner, uint64 generation)
+{
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < GNN_CACHE_SLOTS; i++)
+	{
+		GnnCacheEntry *e = &gnn_shared->cache[i];
+
+		if (e->state == GNN_CACHE_READY && e->key.dbid == MyDatabaseId && e->key.owner == owner &&
+			strcmp(e->graph, graph) == 0 && e->key.generation == generation)
+			EntryFree(e);
+	}
+	LWLockRelease(gnn_shared->lock);
+}
+
+/* A graph of the calling role was replaced or dropped: results computed on it can never be asked for again. */
+void
+GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation)
+{
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < GNN_CACHE_SLOTS; i++)
+	{
+		GnnCacheEntry *e = &gnn_shared->cache[i];
+
+		if (e->state == GNN_CACHE_READY && e->key.dbid == MyDatabaseId && e->key.owner == owner &&
+			strcmp(e->graph, graph) == 0 && e->key.generation != live_generation)
+			EntryFree(e);
+	}
+	LWLockRelease(gnn_shared->lock);
+}
+
+/* gnn._cache_entries(): the caller's entries (every role's for a superuser) */
+Datum
+gnn_cache_entries(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GnnCacheEntry *copy = palloc(sizeof(GnnCacheEntry) * GNN_CACHE_SLOTS);
+	int			n = 0;
+	bool		super = superuser();
+
+	GnnRequirePreload();
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	for (int i = 0; i < GNN_CACHE_SLOTS; i++)
+	{
+		GnnCacheEntry *e = &gnn_shared->cache[i];
+
+		if (e->state != GNN_CACHE_FREE && e->key.dbid == MyDatabaseId && (super || e->key.owner == GetUserId()))
+			copy[n++] = *e;
+	}
+	LWLockRelease(gnn_shared->lock);
+	for (int i = 0; i < n; i++)
+	{
+		GnnCacheEntry *e = &copy[i];
+		Datum		v[14];
+		bool		nl[14];
+
+		memset(nl, 0, sizeof(nl));
+		v[0] = CStringGetTextDatum(e->model);
+		v[1] = Int32GetDatum(e->version);
+		v[2] = ObjectIdGetDatum(e->key.owner);
+		v[3] = CStringGetTextDatum(e->graph);
+		v[4] = Int64GetDatum((int64) e->key.generation);
+		v[5] = CStringGetTextDatum(e->key.kind == GNN_RESULT_PROBS ? "probabilities" : "embedding");
+		v[6] = Int32GetDatum(e->key.layer);
+		nl[6] = e->key.kind == GNN_RESULT_PROBS;
+		v[7] = Int64GetDatum(e->rows);
+		v[8] = Int32GetDatum(e->cols);
+		v[9] = Int64GetDatum((int64) e->bytes);
+		v[10] = Int64GetDatum(e->hits);
+		v[11] = CStringGetTextDatum(e->state == GNN_CACHE_READY ? "ready" : "computing");
+		v[12] = TimestampTzGetDatum(e->created);
+		nl[12] = e->created == 0;
+		v[13] = Float8GetDatum(e->seconds);
+		nl[13] = e->state != GNN_CACHE_READY;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nl);
+	}
+	return (Datum) 0;
+}

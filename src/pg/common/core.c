@@ -1,0 +1,101 @@
+/*
+ * core.c: running the compute core inside a PostgreSQL process.
+ *
+ * The core runs OpenMP and BLAS threads.  PostgreSQL's signal handlers must
+ * only ever run on the main thread, so the thread pools are created once per
+ * process with every signal blocked: threads inherit that mask and keep it.
+ */
+#include "common/gnn_pg.h"
+
+#include "miscadmin.h"
+
+#include <pthread.h>
+#include <signal.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include <cblas.h>
+
+static bool threads_ready = false;
+
+void
+GnnCoreThreadsInit(void)
+{
+	sigset_t	all,
+				old;
+	float		a[4] = {1, 2, 3, 4},
+				c[4];
+	int			n = gnn_threads;
+
+	if (threads_ready)
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+#ifdef _OPENMP
+	if (n > 0)
+		omp_set_num_threads(n);
+	else
+		n = omp_get_max_threads();
+#pragma omp parallel
+	{
+		(void) omp_get_thread_num();
+	}
+#endif
+	if (n > 0)
+		openblas_set_num_threads(n);
+	/* a product large enough to wake BLAS's own pool */
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 2, 2, 2, 1.0f, a, 2, a, 2, 0.0f, c, 2);
+	{
+		int			big = 256;
+		float	   *x = palloc0(sizeof(float) * big * big);
+		float	   *y = palloc(sizeof(float) * big * big);
+
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, big, big, big, 1.0f, x, big, x, big,
+					0.0f, y, big);
+		pfree(x);
+		pfree(y);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	threads_ready = true;
+}
+
+/* Turn a core status into an ERROR. */
+void
+GnnReportCoreError(const char *what, const gnn_error *err)
+{
+	int			code;
+
+	switch (err->status)
+	{
+		case GNN_ERR_NOMEM:
+			code = ERRCODE_OUT_OF_MEMORY;
+			break;
+		case GNN_ERR_INVALID:
+		case GNN_ERR_DIMENSION:
+		case GNN_ERR_BAD_VALUE:
+			code = ERRCODE_INVALID_PARAMETER_VALUE;
+			break;
+		case GNN_ERR_EMPTY:
+			code = ERRCODE_NO_DATA_FOUND;
+			break;
+		case GNN_ERR_LIMIT:
+			code = ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+			break;
+		case GNN_ERR_CORRUPT:
+			code = ERRCODE_DATA_CORRUPTED;
+			break;
+		case GNN_ERR_UNSUPPORTED:
+			code = ERRCODE_FEATURE_NOT_SUPPORTED;
+			break;
+		case GNN_ERR_CANCELLED:
+			/* the interrupt that stopped the core says what it was (statement timeout, cancel, terminate) */
+			CHECK_FOR_INTERRUPTS();
+			code = ERRCODE_QUERY_CANCELED;
+			break;
+		default:
+			code = ERRCODE_EXTERNAL_ROUTINE_EXCEPTION;
+	}
+	ereport(ERROR,
+			(errcode(code),
+			 errmsg("%s: %s", what, err->msg[0] ? err->msg : gnn_status_name(err->status))));
+}

@@ -1,0 +1,1253 @@
+/*
+ * dist.c: several PostgreSQL servers working on one job (issue #16).
+ *
+ * The pieces every distributed job stands on:
+ *  - connections to peers and to the coordinator over libpq, made as the
+ *    calling role (its name unless the conninfo says otherwise), waiting
+ *    interruptibly; a role that is not superuser follows dblink's rule: its
+ *    conninfo carries the password, names no password file or service
+ *    (which would read the server's own ~/.pgpass or pg_service.conf), and
+ *    the connection must have used a password, so no role borrows the
+ *    server's OS identity, its files or a trust rule;
+ *  - the rendezvous store Gloo meets through: rows of gnn.dist_store on the
+ *    coordinator (set = upsert, get = poll with a timeout), keyed by job and
+ *    generation, each rank writing through its own connection so every row
+ *    is committed at once; its callbacks use libpq only (no ereport, no
+ *    palloc: they run inside Gloo's C++ frames) and give up when the query
+ *    is cancelled or a watched peer has already ended;
+ *  - one rank's work (DistRank): meet the others, check that every rank
+ *    holds the same kind of graph, time an allreduce, and fetch the halo's
+ *    features from their owners with two alltoallv (ids out, rows back),
+ *    which is what training asks of the mesh.
+ *
+ * gnn.dist_check(peers, ...) runs rank 0 in the calling backend and the
+ * others on the peers (gnn._dist_rank over libpq), and reports per rank.
+ */
+#include "postgres.h"
+
+#include "common/gnn_pg.h"
+#include "dist/dist.h"
+#include "dist/halo.h"
+#include "sample/sample.h"
+
+#include <math.h>
+#include <sys/time.h>
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "libpq-fe.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "commands/dbcommands.h"
+#include "postmaster/postmaster.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#define DIST_MAX_RANKS 64
+
+/* ------------------------------------------------------------------ libpq */
+
+static double
+NowMs(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return tv.tv_sec * 1e3 + tv.tv_usec / 1e3;
+}
+
+/* a libpq message on one line */
+static char *
+OneLine(const char *m)
+{
+	char	   *s = pstrdup(m ? m : "");
+	int			n = strlen(s);
+
+	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' '))
+		s[--n] = 0;
+	for (char *p = s; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	return s;
+}
+
+/* the conninfo without its password, for messages */
+static char *
+ConninfoForMessage(const char *conninfo)
+{
+	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
+	StringInfoData b;
+
+	if (!opts)
+		return pstrdup("(unparsable conninfo)");
+	initStringInfo(&b);
+	for (PQconninfoOption *o = opts; o->keyword; o++)
+		if (o->val && *o->val && strcmp(o->keyword, "password") != 0 &&
+			(strcmp(o->keyword, "host") == 0 || strcmp(o->keyword, "hostaddr") == 0 ||
+			 strcmp(o->keyword, "port") == 0 || strcmp(o->keyword, "dbname") == 0 ||
+			 strcmp(o->keyword, "user") == 0))
+			appendStringInfo(&b, "%s%s=%s", b.len ? " " : "", o->keyword, o->val);
+	PQconninfoFree(opts);
+	return b.data;
+}
+
+/*
+ * dblink's rule for a role that is not superuser: it brings its own
+ * password.  A password in the conninfo is the one libpq sends (it reads a
+ * password file only when none is given, and DistConnect points passfile at
+ * /dev/null besides); a password file or a service would be read with this
+ * server's OS identity, so neither may be named.  Nothing of the server's
+ * environment (PGPASSWORD, PGPASSFILE, ~/.pgpass) is used when the conninfo
+ * has the password; DistConnect then checks that the server asked for it.
+ * gnn.train applies the rule to its peers before it queues a job.
+ */
+void
+GnnDistCheckConninfo(const char *conninfo, const char *who)
+{
+	PQconninfoOption *opts;
+	const char *server_file = NULL;
+	bool		has_password = false;
+
+	if (superuser())
+		return;
+	if (!(opts = PQconninfoParse(conninfo, NULL)))
+		return;					/* DistConnect says what is wrong with it */
+	for (PQconninfoOption *o = opts; o->keyword; o++)
+		if (o->val && *o->val)
+		{
+			has_password |= strcmp(o->keyword, "password") == 0;
+			if (strcmp(o->keyword, "passfile") == 0 || strcmp(o->keyword, "service") == 0)
+				server_file = o->keyword;	/* libpq's static option table */
+		}
+	PQconninfoFree(opts);
+	if (server_file)
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("a role that is not superuser may not name a %s in the conninfo of %s", server_file, who),
+				 errdetail("It would be read with this server's own identity."),
+				 errhint("Give the password in the conninfo: \"host=... dbname=... password=...\".")));
+	if (!has_password)
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required to connect to %s", who),
+				 errdetail("A role that is not superuser must give its password in the conninfo, so that it never acts with this server's own identity or files."),
+				 errhint("Give the password in the conninfo: \"host=... dbname=... password=...\".")));
+}
+
+/*
+ * Connect to conninfo as the calling role, waiting at most timeout_ms and
+ * answering cancels; `who` names the server in errors ("peer 2 (host=...)").
+ */
+static PGconn *
+DistConnect(const char *conninfo, const char *who, int timeout_ms, const char *role)
+{
+	PQconninfoOption *opts;
+	char	   *perr = NULL;
+	const char *kw[64];
+	const char *val[64];
+	int			n = 0;
+	bool		has_user = false;
+	PGconn	   *conn;
+	double		until = NowMs() + timeout_ms;
+	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+
+	GnnDistCheckConninfo(conninfo, who);
+	if (!(opts = PQconninfoParse(conninfo, &perr)))
+	{
+		char	   *m = OneLine(perr ? perr : "out of memory");
+
+		if (perr)
+			PQfreemem(perr);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the conninfo of %s is invalid: %s", who, m),
+				 errhint("Write a libpq connection string: \"host=... port=... dbname=...\".")));
+	}
+	for (PQconninfoOption *o = opts; o->keyword && n < 60; o++)
+		if (o->val && *o->val)
+		{
+			kw[n] = pstrdup(o->keyword);
+			val[n] = pstrdup(o->val);
+			has_user |= strcmp(o->keyword, "user") == 0;
+			n++;
+		}
+	PQconninfoFree(opts);
+	if (!superuser())
+	{
+		kw[n] = "passfile";
+		val[n++] = "/dev/null";
+	}
+	if (!has_user)
+	{
+		kw[n] = "user";
+		val[n++] = role ? role : GetUserNameFromId(GetUserId(), false);
+	}
+	kw[n] = "fallback_application_name";
+	val[n++] = "gnn distributed";
+	kw[n] = NULL;
+	val[n] = NULL;
+
+	if (!(conn = PQconnectStartParams(kw, val, false)))
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory connecting to %s", who)));
+	while (PQstatus(conn) != CONNECTION_BAD && st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED)
+	{
+		int			ev = st == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE;
+		double		left = until - NowMs();
+		int			rc;
+
+		if (left <= 0)
+		{
+			PQfinish(conn);
+			ereport(ERROR,
+					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+					 errmsg("could not connect to %s: no answer within %d ms", who, timeout_ms),
+					 errhint("Check that the server runs and listens there, or raise the timeout.")));
+		}
+		rc = WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH | ev, PQsocket(conn),
+							   (long) Min(left, 1000), PG_WAIT_EXTENSION);
+		if (rc & WL_LATCH_SET)
+		{
+			ResetLatch(MyLatch);
+			if (InterruptPending)
+			{
+				PQfinish(conn);
+				CHECK_FOR_INTERRUPTS();
+			}
+		}
+		st = PQconnectPoll(conn);
+	}
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		char	   *m = OneLine(PQerrorMessage(conn));
+
+		PQfinish(conn);
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("could not connect to %s: %s", who, m),
+				 errhint("Check the peer's conninfo, that it runs and listens there, and the role's password.")));
+	}
+	if (!superuser() && !PQconnectionUsedPassword(conn))
+	{
+		PQfinish(conn);
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required to connect to %s", who),
+				 errdetail("A role that is not superuser must authenticate to other servers with a password, so that it never acts with this server's own identity."),
+				 errhint("Give the password in the conninfo (password=...), and make the server there ask for it.")));
+	}
+	return conn;
+}
+
+/* wait for conn's result, answering cancels; NULL when until passed */
+static PGresult *
+DistWaitResult(PGconn *conn, double until)
+{
+	/*
+	 * Read what has arrived before looking at the clock: when an earlier
+	 * peer used up the deadline, a peer whose server already closed the
+	 * connection must still be seen as gone, not as slow.
+	 */
+	while (PQconsumeInput(conn) && PQisBusy(conn))
+	{
+		double		left = until - NowMs();
+		int			rc;
+
+		if (left <= 0)
+			return NULL;
+		rc = WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH | WL_SOCKET_READABLE,
+							   PQsocket(conn), (long) Min(left, 1000), PG_WAIT_EXTENSION);
+		if (rc & WL_LATCH_SET)
+		{
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	return PQgetResult(conn);
+}
+
+/* close peers' connections, cancelling the queries still running there */
+static void
+ClosePeers(PGconn **peers, int n)
+{
+	for (int i = 0; peers && i < n; i++)
+		if (peers[i])
+		{
+			if (PQisBusy(peers[i]))
+			{
+				PGcancel   *c = PQgetCancel(peers[i]);
+				char		eb[256];
+
+				if (c)
+				{
+					(void) PQcancel(c, eb, sizeof(eb));
+					PQfreeCancel(c);
+				}
+			}
+			PQfinish(peers[i]);
+			peers[i] = NULL;
+		}
+}
+
+/* the job's rows of the store go, and the connection to it */
+static void
+CloseStore(PGconn *store, const char *job)
+{
+	const char *vals[1] = {job};
+
+	if (!store)
+		return;
+	PQclear(PQexecParams(store, "DELETE FROM gnn.dist_store WHERE job = $1", 1, NULL, vals, NULL, NULL, 0));
+	PQfinish(store);
+}
+
+/* ------------------------------------------------------------------ the store over gnn.dist_store */
+
+typedef struct TableStore
+{
+	PGconn	   *conn;			/* to the coordinator */
+	const char *job;			/* "<job key>/<generation>" */
+	/* peers whose early end fails a wait (the coordinator's rank 0) */
+	PGconn	  **watch;
+	int			nwatch;
+	const char *const *watch_names;
+	int			peer_failed;	/* the watched peer that ended, -1: none */
+	char		peer_msg[512];	/* its error */
+} TableStore;
+
+static bool
+Cancelled(char *msg, size_t msglen)
+{
+	if (InterruptPending && (QueryCancelPending || ProcDiePending))
+	{
+		snprintf(msg, msglen, "cancelled");
+		return true;
+	}
+	return false;
+}
+
+static gnn_dist_store_status
+StoreSet(void *arg, const char *key, const void *data, size_t len, char *msg, size_t msglen)
+{
+	TableStore *ts = arg;
+	const char *vals[3] = {ts->job, key, data};
+	int			lens[3] = {0, 0, (int) len};
+	int			fmts[3] = {0, 0, 1};
+	PGresult   *res;
+	bool		ok;
+
+	if (Cancelled(msg, msglen))
+		return GNN_DIST_STORE_ERROR;
+	res = PQexecParams(ts->conn,
+					   "INSERT INTO gnn.dist_store (job, key, value) VALUES ($1, $2, $3) "
+					   "ON CONFLICT (job, key) DO UPDATE SET value = excluded.value",
+					   3, NULL, vals, lens, fmts, 0);
+	ok = res && PQresultStatus(res) == PGRES_COMMAND_OK;
+	if (!ok)
+		snprintf(msg, msglen, "%s", PQerrorMessage(ts->conn));
+	PQclear(res);
+	return ok ? GNN_DIST_STORE_OK : GNN_DIST_STORE_ERROR;
+}
+
+/* a watched peer that has already answered (with an error, as it must not before meeting) */
+static bool
+PeerEnded(TableStore *ts, char *msg, size_t msglen)
+{
+	for (int i = 0; i < ts->nwatch; i++)
+	{
+		PGconn	   *c = ts->watch[i];
+
+		if (!c)
+			continue;
+		if (PQconsumeInput(c) && PQisBusy(c))
+			continue;
+		{
+			PGresult   *res = PQgetResult(c);
+			const char *prim = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+
+			snprintf(ts->peer_msg, sizeof(ts->peer_msg), "%s",
+					 prim ? prim : PQerrorMessage(c)[0] ? PQerrorMessage(c) : "it ended before the ranks met");
+			PQclear(res);
+		}
+		ts->peer_failed = i;
+		snprintf(msg, msglen, "%s ended before the ranks met: %s", ts->watch_names[i], ts->peer_msg);
+		return true;
+	}
+	return false;
+}
+
+static gnn_dist_store_status
+StoreGet(void *arg, const char *key, int timeout_ms, void **data, size_t *len, char *msg, size_t msglen)
+{
+	TableStore *ts = arg;
+	const char *vals[2] = {ts->job, key};
+	double		until = NowMs() + timeout_ms;
+	int			sleep_us = 1000;
+
+	for (;;)
+	{
+		PGresult   *res;
+
+		if (Cancelled(msg, msglen))
+			return GNN_DIST_STORE_ERROR;
+		res = PQexecParams(ts->conn, "SELECT value FROM gnn.dist_store WHERE job = $1 AND key = $2",
+						   2, NULL, vals, NULL, NULL, 1);
+		if (!res || PQresultStatus(res) != PGRES_TUPLES_OK)
+		{
+			snprintf(msg, msglen, "%s", PQerrorMessage(ts->conn));
+			PQclear(res);
+			return GNN_DIST_STORE_ERROR;
+		}
+		if (PQntuples(res) == 1)
+		{
+			size_t		n = PQgetlength(res, 0, 0);
+
+			*data = malloc(n ? n : 1);
+			if (!*data)
+			{
+				PQclear(res);
+				snprintf(msg, msglen, "out of memory");
+				return GNN_DIST_STORE_ERROR;
+			}
+			memcpy(*data, PQgetvalue(res, 0, 0), n);
+			*len = n;
+			PQclear(res);
+			return GNN_DIST_STORE_OK;
+		}
+		PQclear(res);
+		if (PeerEnded(ts, msg, msglen))
+			return GNN_DIST_STORE_ERROR;
+		if (NowMs() >= until)
+			return GNN_DIST_STORE_TIMEOUT;
+		pg_usleep(sleep_us);
+		sleep_us = Min(sleep_us * 2, 20000);
+	}
+}
+
+/* ------------------------------------------------------------------ one rank's work */
+
+typedef struct RankResult
+{
+	double		meet_ms;
+	double		allreduce_ms;
+	int64		halo;			/* halo rows fetched */
+	int64		halo_missing;	/* halo nodes no rank owns */
+	double		halo_sum;		/* of every fetched value */
+	int32		part;
+	int32		feat_dim;
+} RankResult;
+
+static void
+DistFail(const char *what, int rank, const gnn_error *err)
+{
+	ereport(ERROR,
+			(errcode(err->status == GNN_ERR_LIMIT ? ERRCODE_QUERY_CANCELED :
+					 err->status == GNN_ERR_UNSUPPORTED ? ERRCODE_FEATURE_NOT_SUPPORTED :
+					 ERRCODE_CONNECTION_FAILURE),
+			 errmsg("rank %d: %s: %s", rank, what, err->msg),
+			 err->status == GNN_ERR_UNSUPPORTED ?
+			 errhint("Install libgloo-dev and build gnn with it (make deps; make install) on every server.") :
+			 errhint("Every rank must reach the others' addresses (gnn.dist_host) and the coordinator within the timeout.")));
+}
+
+/*
+ * The halo's features from their owners, by the plan training uses (halo.c:
+ * nodes named by type and key, owners asked when known, every rank when
+ * not); fills r->halo and halo_sum.  A halo node no rank owns, or two do,
+ * fails the check naming it, as it would fail a job.
+ */
+static void
+FetchHalo(gnn_dist *d, int rank, const gnn_graph *g, RankResult *r)
+{
+	int64		n = g->num_nodes;
+	int32		dim = g->feat_dim;
+	float	   *x = palloc_extended(sizeof(float) * Max(n, 1) * Max(dim, 1), MCXT_ALLOC_HUGE);
+	gnn_halo_plan plan;
+	gnn_error	err;
+	gnn_status	st;
+
+	if (gnn_graph_feat_range(g, 0, n, x, &err) != GNN_OK)
+		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("rank %d: reading features: %s", rank, err.msg)));
+	st = gnn_halo_plan_build(d, g, &plan, &err);
+	if (st == GNN_OK)
+		st = gnn_halo_forward(&plan, x, dim, &err);
+	if (st != GNN_OK)
+	{
+		gnn_halo_plan_free(&plan);
+		if (err.status == GNN_ERR_DANGLING || err.status == GNN_ERR_DUPLICATE)
+			ereport(ERROR,
+					(errcode(err.status == GNN_ERR_DUPLICATE ? ERRCODE_UNIQUE_VIOLATION : ERRCODE_FOREIGN_KEY_VIOLATION),
+					 errmsg("rank %d: %s", rank, err.msg),
+					 errhint("Each node belongs to one part; load every server's part from the same assignment, one part a server.")));
+		DistFail("fetching the halo's features", rank, &err);
+	}
+	r->halo = plan.nrecv;
+	r->halo_missing = 0;
+	r->halo_sum = 0;
+	for (int64 k = 0; k < plan.nrecv; k++)
+		for (int32 j = 0; j < dim; j++)
+			r->halo_sum += x[(int64) plan.recv_idx[k] * dim + j];
+	gnn_halo_plan_free(&plan);
+	pfree(x);
+}
+
+/*
+ * One rank: meet the others through the coordinator's store, check the
+ * graphs agree, time an allreduce of `floats` values, fetch the halo.
+ */
+static void
+DistRank(const char *job, int rank, int size, PGconn *store_conn, PGconn **watch, const char *const *watch_names,
+		 int nwatch, int timeout_ms, const char *graph, int64 floats, RankResult *r)
+{
+	TableStore	ts = {store_conn, job, watch, nwatch, watch_names, -1, ""};
+	gnn_dist_store st = {&ts, StoreSet, StoreGet};
+	gnn_dist_options o;
+	gnn_dist   *d = NULL;
+	gnn_error	err;
+	double		t0;
+	GnnGraphRef ref;
+	bool		have_graph = graph != NULL;
+
+	memset(r, 0, sizeof(*r));
+	r->part = -1;
+	memset(&ref, 0, sizeof(ref));
+	if (have_graph)
+	{
+		GnnGraphAcquireView(graph, &ref);
+		if (!ref.g.node_part)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("rank %d: graph \"%s\" is not one part of a partitioned graph", rank, graph),
+					 errhint("Load each server's part with gnn.load_graph(..., part_column => ..., part => k).")));
+		if (ref.g.feat_kind == GNN_FEAT_NONE)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("rank %d: graph \"%s\" has no features to fetch", rank, graph)));
+		r->part = ref.g.part;
+		r->feat_dim = ref.g.feat_dim;
+	}
+	memset(&o, 0, sizeof(o));
+	o.rank = rank;
+	o.size = size;
+	o.host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
+	o.prefix = job;
+	o.timeout_ms = timeout_ms;
+	t0 = NowMs();
+	if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &st, &d, &err) != GNN_OK)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (have_graph)
+			GnnGraphRelease(&ref);
+		/* a peer that failed before meeting: its own error is the one to see */
+		if (ts.peer_failed >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("rank %d on %s failed: %s", ts.peer_failed + 1, watch_names[ts.peer_failed], ts.peer_msg),
+					 errhint("Each server needs gnn, the graph (one part per server, loaded by the same role), and a way back to the coordinator.")));
+		DistFail("meeting the other ranks", rank, &err);
+	}
+	r->meet_ms = NowMs() - t0;
+	PG_TRY();
+	{
+		int32		mine[2] = {r->part, r->feat_dim};
+		int32	   *all = palloc(sizeof(int32) * 2 * size);
+		int32	   *part_of_rank = palloc(sizeof(int32) * size);
+		float	   *buf;
+
+		/* every rank's part and width */
+		if (gnn_dist_allgather(d, mine, sizeof(mine), all, &err) != GNN_OK)
+			DistFail("exchanging the graphs' shapes", rank, &err);
+		for (int q = 0; q < size; q++)
+		{
+			part_of_rank[q] = all[2 * q];
+			if (have_graph && all[2 * q + 1] != r->feat_dim)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("rank %d's graph has features of width %d, rank %d's of width %d", q,
+								all[2 * q + 1], rank, r->feat_dim),
+						 errhint("Load every part from the same node table and feature column.")));
+			for (int p = 0; p < q; p++)
+				if (have_graph && part_of_rank[p] == part_of_rank[q])
+					ereport(ERROR,
+							(errcode(ERRCODE_UNIQUE_VIOLATION),
+							 errmsg("ranks %d and %d both hold part %d", p, q, part_of_rank[q]),
+							 errhint("Load a different part on each server.")));
+		}
+		/* an allreduce: every rank's value known, the sum exact */
+		buf = palloc(sizeof(float) * Max(floats, 1));
+		for (int64 i = 0; i < floats; i++)
+			buf[i] = (float) (rank + 1);
+		t0 = NowMs();
+		if (gnn_dist_allreduce(d, buf, floats, GNN_DIST_F32, &err) != GNN_OK)
+			DistFail("allreduce", rank, &err);
+		r->allreduce_ms = NowMs() - t0;
+		for (int64 i = 0; i < floats; i++)
+			if (buf[i] != (float) (size * (size + 1) / 2))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("rank %d: allreduce gave %g at %lld, not %d", rank, (double) buf[i], (long long) i,
+								size * (size + 1) / 2)));
+		if (have_graph)
+			FetchHalo(d, rank, &ref.g, r);
+		if (gnn_dist_barrier(d, &err) != GNN_OK)
+			DistFail("the final barrier", rank, &err);
+	}
+	PG_FINALLY();
+	{
+		gnn_dist_close(d);
+		if (have_graph)
+			GnnGraphRelease(&ref);
+	}
+	PG_END_TRY();
+}
+
+/* ------------------------------------------------------------------ SQL */
+
+PG_FUNCTION_INFO_V1(gnn_dist_rank_fn);
+PG_FUNCTION_INFO_V1(gnn_dist_check);
+
+static int
+TimeoutArg(FunctionCallInfo fcinfo, int i)
+{
+	int			t = PG_ARGISNULL(i) ? 30000 : PG_GETARG_INT32(i);
+
+	if (t < 100 || t > 3600 * 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("timeout_ms must be between 100 and 3600000, not %d", t)));
+	return t;
+}
+
+/*
+ * _dist_rank(job, rank, size, coordinator, timeout_ms, graph, floats) ->
+ * (server, engine, meet_ms, allreduce_ms, part, halo, halo_missing, halo_sum):
+ * one peer's rank of gnn.dist_check, run on that peer.
+ */
+Datum
+gnn_dist_rank_fn(PG_FUNCTION_ARGS)
+{
+	const char *job,
+			   *coord,
+			   *graph;
+	int			rank,
+				size,
+				timeout;
+	int64		floats;
+	PGconn	   *conn = NULL;
+	RankResult	r;
+	TupleDesc	td;
+	Datum		values[8];
+	bool		nulls[8] = {false};
+
+	for (int i = 0; i < 4; i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("job, rank, size and coordinator must not be NULL")));
+	job = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	rank = PG_GETARG_INT32(1);
+	size = PG_GETARG_INT32(2);
+	coord = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	timeout = TimeoutArg(fcinfo, 4);
+	graph = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
+	floats = PG_ARGISNULL(6) ? 0 : PG_GETARG_INT64(6);
+	if (size < 1 || size > DIST_MAX_RANKS || rank < 0 || rank >= size || floats < 0 || floats > 256 * 1024 * 1024)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid rank %d of %d", rank, size)));
+	conn = DistConnect(coord, "the coordinator", timeout, NULL);
+	PG_TRY();
+	{
+		DistRank(job, rank, size, conn, NULL, NULL, 0, timeout, graph, floats, &r);
+	}
+	PG_FINALLY();
+	{
+		PQfinish(conn);
+	}
+	PG_END_TRY();
+	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = CStringGetTextDatum(psprintf("%s (%s)", GetConfigOption("cluster_name", true, false) &&
+											 *GetConfigOption("cluster_name", true, false) ?
+											 GetConfigOption("cluster_name", true, false) : "postgres",
+											 PG_VERSION_STR));
+	values[1] = CStringGetTextDatum("gloo");
+	values[2] = Float8GetDatum(r.meet_ms);
+	values[3] = Float8GetDatum(r.allreduce_ms);
+	values[4] = Int32GetDatum(r.part);
+	nulls[4] = r.part < 0;
+	values[5] = Int64GetDatum(r.halo);
+	values[6] = Int64GetDatum(r.halo_missing);
+	values[7] = Float8GetDatum(r.halo_sum);
+	nulls[5] = nulls[6] = nulls[7] = graph == NULL;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(td), values, nulls)));
+}
+
+static char *
+RandomKey(void)
+{
+	uint8		b[12];
+	StringInfoData s;
+
+	if (!pg_strong_random(b, sizeof(b)))
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not generate a job key")));
+	initStringInfo(&s);
+	for (int i = 0; i < (int) sizeof(b); i++)
+		appendStringInfo(&s, "%02x", b[i]);
+	return s.data;
+}
+
+/* the conninfo peers reach this server by: the coordinator argument, else this server's socket */
+static char *
+CoordinatorConninfo(const char *given)
+{
+	const char *dirs = GetConfigOption("unix_socket_directories", false, false);
+	char	   *dir = pstrdup(dirs ? dirs : "/tmp");
+	char	   *comma = strchr(dir, ',');
+
+	if (given && *given)
+		return pstrdup(given);
+	if (comma)
+		*comma = 0;
+	return psprintf("host='%s' port=%d dbname='%s'", dir, PostPortNumber, get_database_name(MyDatabaseId));
+}
+
+/*
+ * dist_check(peers, graph, coordinator, timeout_ms, megabytes) -> a row per
+ * rank: whether every server is reachable as the calling role, has gnn with
+ * the engine, meets the others, sums an allreduce right, and (with a graph:
+ * one part per server) fetches its halo's features from their owners.
+ */
+Datum
+gnn_dist_check(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *enulls;
+	int			npeers,
+				size,
+				timeout;
+	const char *graph,
+			   *coord;
+	char	   *job;
+	int64		floats;
+	PGconn	  **peers;
+	char	  **names;
+	double	   *connect_ms;
+	PGconn	   *store = NULL;
+	RankResult	r0;
+	double		until;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("peers must not be NULL")));
+	arr = PG_GETARG_ARRAYTYPE_P(0);
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &enulls, &npeers);
+	size = npeers + 1;
+	if (npeers < 1 || size > DIST_MAX_RANKS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a distributed check needs 1 to %d peers, not %d", DIST_MAX_RANKS - 1, npeers),
+				 errhint("Pass the peers' conninfos: ARRAY['host=... port=... dbname=...', ...].")));
+	graph = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	coord = CoordinatorConninfo(PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	timeout = TimeoutArg(fcinfo, 3);
+	floats = PG_ARGISNULL(4) ? 262144 : (int64) PG_GETARG_INT32(4) * 262144;
+	if (floats < 0 || floats > 256 * 1024 * 1024)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("megabytes must be between 0 and 1024")));
+	InitMaterializedSRF(fcinfo, 0);
+	job = psprintf("check-%s/g0", RandomKey());
+	peers = palloc0(sizeof(PGconn *) * npeers);
+	names = palloc0(sizeof(char *) * npeers);
+	connect_ms = palloc0(sizeof(double) * npeers);
+	for (int i = 0; i < npeers; i++)
+	{
+		if (enulls[i])
+			ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("peer %d's conninfo is NULL", i + 1)));
+		names[i] = psprintf("peer %d (%s)", i + 1, ConninfoForMessage(TextDatumGetCString(elems[i])));
+	}
+	PG_TRY();
+	{
+		/* everyone reachable first: a wrong peer fails before any rank waits */
+		store = DistConnect(coord, "the coordinator (this server, as peers reach it)", timeout, NULL);
+		for (int i = 0; i < npeers; i++)
+		{
+			double		t0 = NowMs();
+
+			peers[i] = DistConnect(TextDatumGetCString(elems[i]), names[i], timeout, NULL);
+			connect_ms[i] = NowMs() - t0;
+		}
+		/* start the peers' ranks, then take rank 0 here */
+		for (int i = 0; i < npeers; i++)
+		{
+			char		rk[16],
+						sz[16],
+						tm[16],
+						fl[24];
+			const char *vals[7] = {job, rk, sz, coord, tm, graph, fl};
+
+			snprintf(rk, sizeof(rk), "%d", i + 1);
+			snprintf(sz, sizeof(sz), "%d", size);
+			snprintf(tm, sizeof(tm), "%d", timeout);
+			snprintf(fl, sizeof(fl), INT64_FORMAT, floats);
+			if (!PQsendQueryParams(peers[i],
+								   "SELECT * FROM gnn._dist_rank($1, $2::int, $3::int, $4, $5::int, $6, $7::bigint)",
+								   7, NULL, vals, NULL, NULL, 0))
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("could not start rank %d on %s", i + 1, names[i]),
+						 errdetail_internal("%s", OneLine(PQerrorMessage(peers[i])))));
+		}
+		DistRank(job, 0, size, store, peers, (const char *const *) names, npeers, timeout, graph, floats, &r0);
+		/* rank 0's row, then each peer's */
+		{
+			Datum		values[10];
+			bool		nulls[10] = {false};
+
+			values[0] = Int32GetDatum(0);
+			values[1] = CStringGetTextDatum("this server");
+			values[2] = CStringGetTextDatum("gloo");
+			nulls[3] = true;
+			values[4] = Float8GetDatum(r0.meet_ms);
+			values[5] = Float8GetDatum(r0.allreduce_ms);
+			values[6] = Int32GetDatum(r0.part);
+			nulls[6] = r0.part < 0;
+			values[7] = Int64GetDatum(r0.halo);
+			values[8] = Int64GetDatum(r0.halo_missing);
+			values[9] = Float8GetDatum(r0.halo_sum);
+			nulls[7] = nulls[8] = nulls[9] = graph == NULL;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+		until = NowMs() + timeout;
+		for (int i = 0; i < npeers; i++)
+		{
+			PGresult   *res = DistWaitResult(peers[i], until);
+			Datum		values[10];
+			bool		nulls[10] = {false};
+
+			if (!res)
+				ereport(ERROR,
+						(errcode(ERRCODE_QUERY_CANCELED),
+						 errmsg("%s did not answer within %d ms after the ranks met", names[i], timeout)));
+			if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+			{
+				char	   *m = OneLine(PQresultErrorMessage(res));
+
+				PQclear(res);
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("rank %d on %s failed", i + 1, names[i]),
+						 errdetail_internal("%s", m)));
+			}
+			values[0] = Int32GetDatum(i + 1);
+			values[1] = CStringGetTextDatum(names[i]);
+			values[2] = CStringGetTextDatum(PQgetvalue(res, 0, 1));
+			values[3] = Float8GetDatum(connect_ms[i]);
+			values[4] = Float8GetDatum(strtod(PQgetvalue(res, 0, 2), NULL));
+			values[5] = Float8GetDatum(strtod(PQgetvalue(res, 0, 3), NULL));
+			for (int c = 4; c <= 7; c++)
+				nulls[c + 2] = PQgetisnull(res, 0, c);
+			values[6] = Int32GetDatum(nulls[6] ? 0 : atoi(PQgetvalue(res, 0, 4)));
+			values[7] = Int64GetDatum(nulls[7] ? 0 : strtoll(PQgetvalue(res, 0, 5), NULL, 10));
+			values[8] = Int64GetDatum(nulls[8] ? 0 : strtoll(PQgetvalue(res, 0, 6), NULL, 10));
+			values[9] = Float8GetDatum(nulls[9] ? 0 : strtod(PQgetvalue(res, 0, 7), NULL));
+			PQclear(res);
+			while ((res = PQgetResult(peers[i])) != NULL)
+				PQclear(res);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	PG_FINALLY();
+	{
+		/* the job's rows go; a peer still running is cancelled */
+		ClosePeers(peers, npeers);
+		CloseStore(store, job);
+	}
+	PG_END_TRY();
+	return (Datum) 0;
+}
+
+
+struct GnnDistJob
+{
+	bool		active;
+	int			npeers;
+	int			size;
+	int			timeout_ms;
+	char	   *job;
+	char	   *coord;
+	PGconn	   *store;
+	PGconn	  **peers;
+	char	  **names;
+	gnn_dist   *d;
+	TableStore	ts;
+	gnn_dist_store st;
+};
+
+/* ------------------------------------------------------------------ training over several servers */
+
+/*
+ * A job's ranks from the coordinator's worker (rank 0): connections to the
+ * coordinator's store and to each peer, the peers' ranks started
+ * (gnn._train_rank over libpq, as the job's role), the mesh met.  One per
+ * worker process: the progress callback and the error path find it here.
+ */
+static GnnDistJob *current_job = NULL;
+
+/* the peer calls: gnn.train's 14 arguments, then the job's */
+#define TRAIN_RANK_SQL \
+	"SELECT * FROM gnn._train_rank($1, $2, $3, $4, $5::int, $6::int, $7::int, $8::float8, $9::float8, " \
+	"$10::float8, 'cpu', $11::int, false, $12::jsonb, $13, $14::int, $15::int, $16, $17::int)"
+
+void
+GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj)
+{
+	char	   *list = pstrdup(r->dist_peers);
+	char	   *line,
+			   *save = NULL;
+	int			i = 0;
+	gnn_dist_options o;
+	gnn_error	err;
+
+	MemoryContext old;
+	bool		xact = !IsTransactionState();
+	char	   *role;
+
+	memset(dj, 0, sizeof(*dj));
+	/* what needs the catalogs, in a transaction of its own (a worker runs the job outside one) */
+	if (xact)
+		StartTransactionCommand();
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	role = pstrdup(GetUserNameFromId(GetUserId(), false));
+	(void) superuser();			/* remembered for the connections' password check */
+	dj->coord = CoordinatorConninfo(r->dist_coordinator);
+	dj->npeers = r->dist_npeers;
+	dj->size = r->dist_npeers + 1;
+	dj->timeout_ms = r->dist_timeout_ms;
+	dj->job = psprintf("job%lld-%s/g0", (long long) job_id, RandomKey());
+	dj->peers = palloc0(sizeof(PGconn *) * dj->npeers);
+	dj->names = palloc0(sizeof(char *) * dj->npeers);
+	for (line = strtok_r(list, "\n", &save); line && i < dj->npeers; line = strtok_r(NULL, "\n", &save), i++)
+		dj->names[i] = psprintf("peer %d (%s)", i + 1, ConninfoForMessage(line));
+	MemoryContextSwitchTo(old);
+	if (xact)
+		CommitTransactionCommand();
+	dj->active = true;
+	current_job = dj;
+	/* everyone reachable first */
+	dj->store = DistConnect(dj->coord, "the coordinator (this server, as peers reach it)", dj->timeout_ms, role);
+	list = pstrdup(r->dist_peers);
+	save = NULL;
+	i = 0;
+	for (line = strtok_r(list, "\n", &save); line && i < dj->npeers; line = strtok_r(NULL, "\n", &save), i++)
+		dj->peers[i] = DistConnect(line, dj->names[i], dj->timeout_ms, role);
+	for (i = 0; i < dj->npeers; i++)
+	{
+		char		hid[16],
+					lay[16],
+					ep[16],
+					lr[32],
+					wd[32],
+					dr[32],
+					sd[24],
+					rk[16],
+					sz[16],
+					tm[16];
+		const char *vals[17] = {r->graph, r->model, r->task, r->model_name, hid, lay, ep, lr, wd, dr, sd,
+			r->dist_options[0] ? r->dist_options : "{}", dj->job, rk, sz, dj->coord, tm};
+
+		snprintf(hid, sizeof(hid), "%d", r->hidden);
+		snprintf(lay, sizeof(lay), "%d", r->layers);
+		snprintf(ep, sizeof(ep), "%d", r->epochs);
+		snprintf(lr, sizeof(lr), "%.17g", r->lr);
+		snprintf(wd, sizeof(wd), "%.17g", r->weight_decay);
+		snprintf(dr, sizeof(dr), "%.17g", r->dropout);
+		snprintf(sd, sizeof(sd), "%lld", (long long) r->seed);
+		snprintf(rk, sizeof(rk), "%d", i + 1);
+		snprintf(sz, sizeof(sz), "%d", dj->size);
+		snprintf(tm, sizeof(tm), "%d", dj->timeout_ms);
+		if (!PQsendQueryParams(dj->peers[i], TRAIN_RANK_SQL, 17, NULL, vals, NULL, NULL, 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not start rank %d on %s", i + 1, dj->names[i]),
+					 errdetail_internal("%s", OneLine(PQerrorMessage(dj->peers[i])))));
+	}
+	/* rank 0 meets the others; a peer that fails before meeting is named */
+	dj->ts.conn = dj->store;
+	dj->ts.job = dj->job;
+	dj->ts.watch = dj->peers;
+	dj->ts.nwatch = dj->npeers;
+	dj->ts.watch_names = (const char *const *) dj->names;
+	dj->ts.peer_failed = -1;
+	dj->st.arg = &dj->ts;
+	dj->st.set = StoreSet;
+	dj->st.get = StoreGet;
+	memset(&o, 0, sizeof(o));
+	o.rank = 0;
+	o.size = dj->size;
+	o.host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
+	o.prefix = dj->job;
+	o.timeout_ms = dj->timeout_ms;
+	if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &dj->st, &dj->d, &err) != GNN_OK)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (dj->ts.peer_failed >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("rank %d on %s failed: %s", dj->ts.peer_failed + 1, dj->names[dj->ts.peer_failed],
+							dj->ts.peer_msg),
+					 errhint("Each server needs gnn, its part of the graph loaded by the same role, and a way back to the coordinator.")));
+		DistFail("meeting the other ranks", 0, &err);
+	}
+	dj->ts.nwatch = 0;			/* met: from here a peer's end is read after training */
+}
+
+/* a rank's progress, under the job's key (gnn.job_ranks reads it) */
+static void
+PutProgress(PGconn *conn, const char *job, int rank, const gnn_epoch_metrics *m)
+{
+	char		key[32],
+				val[160],
+				msg[256];
+	TableStore	ts;
+
+	memset(&ts, 0, sizeof(ts));
+	ts.conn = conn;
+	ts.job = job;
+	snprintf(key, sizeof(key), "rank/%d", rank);
+	snprintf(val, sizeof(val), "%d|%.9g|%.9g|%.9g", m->epoch, (double) m->train_loss, (double) m->val_acc,
+			 m->seconds);
+	(void) StoreSet(&ts, key, val, strlen(val), msg, sizeof(msg));
+}
+
+void
+GnnDistJobProgress(const gnn_epoch_metrics *m)
+{
+	if (current_job && current_job->active && current_job->store)
+		PutProgress(current_job->store, current_job->job, 0, m);
+}
+
+/*
+ * After rank 0's training: every peer's answer.  A peer that failed is the
+ * job's error (its rank, server and message), whatever rank 0 saw; st is
+ * rank 0's own outcome, reported when no peer says more.  On success the
+ * ranks' figures go into metrics (a JSON array).
+ */
+void
+GnnDistJobFinish(GnnDistJob *dj, gnn_status st, StringInfo ranks_json)
+{
+	double		until = NowMs() + (st == GNN_OK ? dj->timeout_ms : Min(dj->timeout_ms, 5000));
+	int			failed = -1,
+				failed_score = 0;
+	char	   *failmsg = NULL;
+
+	/*
+	 * The cause, when several ranks failed: a rank whose server connection
+	 * is gone (it died) over one that reported an error (often only that a
+	 * peer went away) over one that did not answer in time (often blocked
+	 * on the one that died); the lowest rank on a tie.
+	 */
+	appendStringInfoChar(ranks_json, '[');
+	for (int i = 0; i < dj->npeers; i++)
+	{
+		PGresult   *res = dj->peers[i] ? DistWaitResult(dj->peers[i], until) : NULL;
+		int			score = 0;
+		char	   *msg = NULL;
+
+		if (!res)
+		{
+			bool		gone = PQstatus(dj->peers[i]) == CONNECTION_BAD;
+
+			score = gone ? 3 : 1;
+			msg = gone || PQerrorMessage(dj->peers[i])[0] ? OneLine(PQerrorMessage(dj->peers[i])) :
+				psprintf("no answer within %d ms", dj->timeout_ms);
+		}
+		else if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		{
+			const char *prim = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+			score = !prim || PQstatus(dj->peers[i]) == CONNECTION_BAD ? 3 : 2;
+			msg = OneLine(prim ? prim : PQresultErrorMessage(res));
+		}
+		else
+			appendStringInfo(ranks_json, "%s{\"rank\": %d, \"epochs\": %s, \"seconds\": %s, \"own_nodes\": %s, "
+							 "\"halo_nodes\": %s}", i ? ", " : "", i + 1, PQgetvalue(res, 0, 0),
+							 PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3));
+		if (score > failed_score)
+		{
+			failed = i;
+			failed_score = score;
+			failmsg = msg;
+		}
+		if (res)
+		{
+			PQclear(res);
+			while ((res = PQgetResult(dj->peers[i])) != NULL)
+				PQclear(res);
+		}
+	}
+	appendStringInfoChar(ranks_json, ']');
+	if (failed >= 0 && st != GNN_ERR_CANCELLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("rank %d on %s failed: %s", failed + 1, dj->names[failed], failmsg),
+				 errhint("Every rank stops with the job; nothing is written to gnn.models.")));
+}
+
+/* close everything; the peers still running are cancelled, the job's store rows go */
+void
+GnnDistJobEnd(GnnDistJob *dj)
+{
+	if (!dj || !dj->active)
+		return;
+	dj->active = false;
+	if (current_job == dj)
+		current_job = NULL;
+	gnn_dist_close(dj->d);
+	dj->d = NULL;
+	ClosePeers(dj->peers, dj->npeers);
+	CloseStore(dj->store, dj->job);
+	dj->store = NULL;
+}
+
+/* ---- a peer's rank */
+
+typedef struct PeerCtx
+{
+	PGconn	   *store;
+	const char *job;
+	int			rank;
+} PeerCtx;
+
+static void
+PeerProgress(void *arg, const gnn_epoch_metrics *m)
+{
+	PeerCtx    *pc = arg;
+
+	PutProgress(pc->store, pc->job, pc->rank, m);
+}
+
+static bool
+PeerShouldStop(void *arg)
+{
+	return InterruptPending && (QueryCancelPending || ProcDiePending);
+}
+
+PG_FUNCTION_INFO_V1(gnn_train_rank);
+
+/*
+ * _train_rank(gnn.train's 14 arguments, job, rank, size, coordinator,
+ * timeout_ms) -> (epochs, seconds, own_nodes, halo_nodes): one peer's rank
+ * of a job over several servers, run on that peer over libpq as the job's
+ * role; the model stays with the coordinator.
+ */
+Datum
+gnn_train_rank(PG_FUNCTION_ARGS)
+{
+	GnnTrainRequest r;
+	const char *job,
+			   *coord;
+	int			rank,
+				size,
+				timeout;
+	PGconn	   *conn = NULL;
+	GnnGraphRef ref;
+	gnn_train_config cfg;
+	gnn_train_result res;
+	gnn_backend *be = NULL;
+	gnn_dist   *d = NULL;
+	gnn_error	err;
+	gnn_status	st = GNN_OK;
+	TupleDesc	td;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+	TableStore	ts;
+	gnn_dist_store dst = {&ts, StoreSet, StoreGet};
+	PeerCtx		pc;
+	bool		have_ref = false;
+
+	for (int i = 14; i <= 18; i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("the job's arguments must not be NULL")));
+	GnnRequirePreload();
+	GnnTrainRequestFromArgs(fcinfo, &r);
+	job = text_to_cstring(PG_GETARG_TEXT_PP(14));
+	rank = PG_GETARG_INT32(15);
+	size = PG_GETARG_INT32(16);
+	coord = text_to_cstring(PG_GETARG_TEXT_PP(17));
+	timeout = TimeoutArg(fcinfo, 18);
+	if (size < 2 || size > DIST_MAX_RANKS || rank < 1 || rank >= size)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid rank %d of %d", rank, size)));
+	if (r.nfanouts > 0 || r.sampler[0] || strcmp(r.task, "link_prediction") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("rank %d: a job over several servers trains full batch, node classification or regression", rank)));
+	memset(&ref, 0, sizeof(ref));
+	memset(&ts, 0, sizeof(ts));
+	conn = DistConnect(coord, "the coordinator", timeout, NULL);
+	PG_TRY();
+	{
+		gnn_dist_options o;
+
+		GnnGraphAcquire(r.graph, &ref);
+		have_ref = true;
+		GnnTrainConfigFor(&r, &ref.g, false, &cfg);
+		GnnCoreThreadsInit();
+		if (gnn_backend_cpu_create(r.threads, &be, &err) != GNN_OK)
+			GnnReportCoreError("could not create the CPU backend", &err);
+		ts.conn = conn;
+		ts.job = job;
+		ts.peer_failed = -1;
+		memset(&o, 0, sizeof(o));
+		o.rank = rank;
+		o.size = size;
+		o.host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
+		o.prefix = job;
+		o.timeout_ms = timeout;
+		if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &dst, &d, &err) != GNN_OK)
+		{
+			CHECK_FOR_INTERRUPTS();
+			DistFail("meeting the other ranks", rank, &err);
+		}
+		cfg.dist = d;
+		pc.store = conn;
+		pc.job = job;
+		pc.rank = rank;
+		st = gnn_train_full(&ref.g, &cfg, be, PeerProgress, &pc, PeerShouldStop, NULL, NULL, &res, &err);
+		CHECK_FOR_INTERRUPTS();
+		if (st != GNN_OK)
+			ereport(ERROR,
+					(errcode(st == GNN_ERR_CANCELLED ? ERRCODE_QUERY_CANCELED : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+					 errmsg("rank %d: %s", rank, err.msg)));
+		values[0] = Int32GetDatum(res.epochs_run);
+		values[1] = Float8GetDatum(res.seconds);
+		values[2] = Int64GetDatum(ref.g.n_owned);
+		values[3] = Int64GetDatum(ref.g.num_nodes - ref.g.n_owned);
+	}
+	PG_FINALLY();
+	{
+		gnn_dist_close(d);
+		gnn_backend_destroy(be);
+		if (have_ref)
+			GnnGraphRelease(&ref);
+		PQfinish(conn);
+	}
+	PG_END_TRY();
+	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(td), values, nulls)));
+}
+
+GnnDistJob *
+GnnDistJobAlloc(void)
+{
+	return MemoryContextAllocZero(TopMemoryContext, sizeof(GnnDistJob));
+}
+
+struct gnn_dist *
+GnnDistJobMesh(GnnDistJob *dj)
+{
+	return dj ? dj->d : NULL;
+}

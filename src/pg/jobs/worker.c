@@ -1,0 +1,1170 @@
+/*
+ * worker.c: the background worker that runs one training job.
+ *
+ * It connects to the job's database as the role that started the job (never
+ * as a superuser it was not), maps the graph, runs the core's training loop
+ * with progress and should-stop callbacks, and writes the catalog in short
+ * transactions: the job row at start, per-epoch log rows about once a second,
+ * and the model with the final job row at the end.  Errors, cancellation and
+ * termination all end in a final state recorded in the job's slot, and in
+ * the catalog wherever a transaction can still run.
+ */
+#include "common/gnn_pg.h"
+
+#include "commands/extension.h"
+#include "base/heap.h"
+#include "store/feature_store.h"
+
+#include <math.h>
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "tcop/tcopprot.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "nn/backend.h"
+#include "sample/gpu_batch.h"
+#include "infer/infer.h"
+#include "nn/serialize.h"
+#include "train/train.h"
+#include "train/train_mb.h"
+#include "train/train_subgraph.h"
+
+#define LOG_BATCH 1024
+
+typedef struct WorkerCtx
+{
+	int			slot_index;
+	int64		job;
+	Oid			owner;			/* the role that started the job: owner of every row written */
+	GnnTrainRequest req;
+	gnn_epoch_metrics pending[LOG_BATCH];
+	/* features on disk: each pending epoch's reads through the store (rows < 0: none) */
+	gnn_fstore_stats store_pending[LOG_BATCH];
+	struct gnn_fstore *fs;
+	int			npending;
+	TimestampTz last_flush;
+	bool		failed;			/* a catalog write failed, or the job went over its memory: stop */
+	char		failure[512];
+	int64		heap_base;		/* the core's heap when training began (heap.h) */
+} WorkerCtx;
+
+static WorkerCtx *wctx = NULL;
+
+static GnnJobSlot *
+MySlot(void)
+{
+	return &gnn_shared->jobs[wctx->slot_index];
+}
+
+/* Set the final state in the slot (lock held briefly; never errors). */
+static void
+SlotFinish(GnnJobState st, const char *error)
+{
+	GnnJobSlot *s = MySlot();
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	if (s->id == wctx->job)
+	{
+		s->state = st;
+		s->finished = GetCurrentTimestamp();
+		if (error)
+			strlcpy(s->error, error, sizeof(s->error));
+	}
+	LWLockRelease(gnn_shared->lock);
+}
+
+/* At exit (also FATAL, e.g. pg_terminate_backend): no job stays running. */
+static void
+WorkerExit(int code, Datum arg)
+{
+	GnnJobSlot *s;
+
+	if (wctx == NULL || gnn_shared == NULL)
+		return;
+	s = MySlot();
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	if (s->id == wctx->job)
+	{
+		if (s->state == GNN_JOB_STARTING || s->state == GNN_JOB_RUNNING)
+		{
+			s->state = GNN_JOB_FAILED;
+			s->finished = GetCurrentTimestamp();
+			strlcpy(s->error, "the training worker was terminated", sizeof(s->error));
+		}
+		s->pid = 0;
+	}
+	LWLockRelease(gnn_shared->lock);
+}
+
+/*
+ * Every statement of the worker writes the extension's own tables
+ * (catalog.c): those of the extension the job started with, never a
+ * re-created one's (whose ids would collide with this job's).
+ */
+static void
+Exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls)
+{
+	if (get_extension_oid("gnn", true) != MySlot()->extoid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the gnn extension was dropped while job %lld ran: nothing of it is written",
+						(long long) wctx->job)));
+	(void) GnnCatalogExec(sql, nargs, types, values, nulls, 0);
+}
+
+/* The class names of g (text labels) as a text[], or NULL when its labels are numbers. */
+static Datum
+ClassNamesArray(const gnn_graph *g, bool *isnull)
+{
+	Datum	   *d;
+	const char *p = g->class_names;
+
+	*isnull = p == NULL || g->num_classes < 1;
+	if (*isnull)
+		return (Datum) 0;
+	d = palloc(sizeof(Datum) * g->num_classes);
+	for (int i = 0; i < g->num_classes; i++)
+	{
+		d[i] = CStringGetTextDatum(p);
+		p += strlen(p) + 1;
+	}
+	return PointerGetDatum(construct_array(d, g->num_classes, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+static void
+BeginXact(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+static void
+EndXact(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+static Datum
+Float4OrNull(float v, char *null)
+{
+	*null = isfinite(v) ? ' ' : 'n';
+	return Float4GetDatum(v);
+}
+
+/* Write buffered epoch rows and the job's progress in one short transaction. */
+static void
+FlushLog(void)
+{
+	if (wctx->npending == 0)
+		return;
+	BeginXact();
+	for (int i = 0; i < wctx->npending; i++)
+	{
+		gnn_epoch_metrics *m = &wctx->pending[i];
+		Oid			t[19] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, FLOAT8OID, OIDOID,
+		FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, INT8OID, FLOAT8OID, INT8OID, FLOAT8OID};
+		Datum		v[19];
+		char		n[20] = "                   ";
+		const gnn_fstore_stats *fd = &wctx->store_pending[i];
+		double		split[5] = {m->sample_s, m->gather_s, m->compute_s, m->wait_s, m->eval_s};
+
+		v[0] = Int64GetDatum(wctx->job);
+		v[1] = Int32GetDatum(m->epoch);
+		v[2] = Float4OrNull(m->train_loss, &n[2]);
+		v[3] = Float4OrNull(m->train_acc, &n[3]);
+		v[4] = Float4OrNull(m->val_acc, &n[4]);
+		v[5] = Float4OrNull(m->val_loss, &n[5]);
+		v[6] = Float4OrNull(m->test_acc, &n[6]);
+		v[7] = Float8GetDatum(m->seconds);
+		v[8] = ObjectIdGetDatum(wctx->owner);
+		for (int k = 0; k < 5; k++)
+		{
+			v[9 + k] = Float8GetDatum(isfinite(split[k]) ? split[k] : 0);
+			n[9 + k] = isfinite(split[k]) ? ' ' : 'n';
+		}
+		v[14] = Float8GetDatum(isfinite(m->cache_hit_rate) ? m->cache_hit_rate : 0);
+		n[14] = isfinite(m->cache_hit_rate) ? ' ' : 'n';
+		v[15] = Int64GetDatum(m->h2d_bytes);
+		n[15] = m->h2d_bytes >= 0 ? ' ' : 'n';
+		/* features on disk: hit rate, bytes read, read amplification (NULL when not measured) */
+		v[16] = Float8GetDatum(fd->rows_requested > 0 ? (double) fd->hits / (double) fd->rows_requested : 0);
+		n[16] = fd->rows_requested > 0 ? ' ' : 'n';
+		v[17] = Int64GetDatum(fd->bytes_read);
+		n[17] = fd->rows_requested >= 0 ? ' ' : 'n';
+		v[18] = Float8GetDatum(fd->bytes_needed > 0 ? (double) fd->bytes_read / (double) fd->bytes_needed : 0);
+		n[18] = fd->bytes_needed > 0 ? ' ' : 'n';
+		Exec("INSERT INTO gnn.training_log (job, epoch, loss, train_acc, val_acc, val_loss, test_acc, seconds, owner, "
+			 "sample_seconds, gather_seconds, compute_seconds, wait_seconds, eval_seconds, cache_hit_rate, h2d_bytes, "
+			 "store_hit_rate, store_bytes_read, store_read_amplification) "
+			 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::oid::regrole, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) "
+			 "ON CONFLICT (job, epoch) DO NOTHING", 19, t, v, n);
+	}
+	{
+		gnn_epoch_metrics *m = &wctx->pending[wctx->npending - 1];
+		Oid			t[5] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID};
+		Datum		v[5];
+		char		n[6] = "     ";
+
+		v[0] = Int64GetDatum(wctx->job);
+		v[1] = Int32GetDatum(m->epoch);
+		v[2] = Float4OrNull(m->train_loss, &n[2]);
+		v[3] = Float4OrNull(m->train_acc, &n[3]);
+		v[4] = Float4OrNull(m->val_acc, &n[4]);
+		Exec("UPDATE gnn.job_history SET epoch = $2, loss = $3, train_acc = $4, val_acc = $5 WHERE id = $1",
+			 5, t, v, n);
+	}
+	EndXact();
+	wctx->npending = 0;
+	wctx->last_flush = GetCurrentTimestamp();
+}
+
+/* Called by the core after every epoch, on this (the main) thread. */
+static void
+OnProgress(void *arg, const gnn_epoch_metrics *m)
+{
+	GnnJobSlot *s = MySlot();
+	MemoryContext mcxt = CurrentMemoryContext;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	s->epoch = m->epoch;
+	s->loss = m->train_loss;
+	s->train_acc = m->train_acc;
+	s->val_acc = m->val_acc;
+	LWLockRelease(gnn_shared->lock);
+	GnnDistJobProgress(m);
+
+	if (wctx->failed)
+		return;
+	wctx->pending[wctx->npending] = *m;
+	/* this epoch's reads through the store (the pipeline may have begun the next one's) */
+	if (wctx->fs)
+		gnn_fstore_stats_take(wctx->fs, &wctx->store_pending[wctx->npending]);
+	else
+	{
+		memset(&wctx->store_pending[wctx->npending], 0, sizeof(gnn_fstore_stats));
+		wctx->store_pending[wctx->npending].rows_requested = -1;
+	}
+	wctx->npending++;
+	if (wctx->npending < LOG_BATCH &&
+		!TimestampDifferenceExceeds(wctx->last_flush, GetCurrentTimestamp(), 1000))
+		return;
+	/* never let an error unwind through the core: catch it here and stop */
+	PG_TRY();
+	{
+		FlushLog();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *ed;
+
+		MemoryContextSwitchTo(mcxt);
+		ed = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		wctx->failed = true;
+		snprintf(wctx->failure, sizeof(wctx->failure), "could not record progress: %s", ed->message);
+	}
+	PG_END_TRY();
+}
+
+static bool
+ShouldStop(void *arg)
+{
+	int64		used = gnn_heap_current() - wctx->heap_base;
+
+	/* gnn.max_job_memory, measured: an estimate that was low does not let a job run away */
+	if (wctx->req.max_job_memory_kb > 0 && gnn_heap_tracked() && used > (int64) wctx->req.max_job_memory_kb * 1024 &&
+		!wctx->failed)
+	{
+		wctx->failed = true;
+		snprintf(wctx->failure, sizeof(wctx->failure),
+				 "the job holds %lld MB, over gnn.max_job_memory (%d MB)",
+				 (long long) (used >> 20), wctx->req.max_job_memory_kb / 1024);
+	}
+	return MySlot()->cancel_requested || wctx->failed || ProcDiePending || QueryCancelPending;
+}
+
+static void
+JsonNum(StringInfo b, const char *key, double v, bool last)
+{
+	if (isfinite(v))
+		appendStringInfo(b, "\"%s\": %.6g%s", key, v, last ? "" : ", ");
+	else
+		appendStringInfo(b, "\"%s\": null%s", key, last ? "" : ", ");
+}
+
+static void
+RecordFailure(GnnJobState st, const char *msg)
+{
+	SlotFinish(st, msg);
+	PG_TRY();
+	{
+		Oid			t[3] = {INT8OID, TEXTOID, TEXTOID};
+		Datum		v[3];
+		char		n[4] = "   ";
+
+		v[0] = Int64GetDatum(wctx->job);
+		v[1] = CStringGetTextDatum(GnnJobStateName(st));
+		v[2] = CStringGetTextDatum(msg ? msg : "");
+		n[2] = msg ? ' ' : 'n';
+		SetConfigOption("synchronous_commit", "on", PGC_USERSET, PGC_S_SESSION);
+		BeginXact();
+		Exec("UPDATE gnn.job_history SET state = $2, error = $3, finished = now() WHERE id = $1", 3, t, v, n);
+		EndXact();
+	}
+	PG_CATCH();
+	{
+		/* the slot holds the outcome; the table is reconciled later */
+		EmitErrorReport();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+	}
+	PG_END_TRY();
+}
+
+/*
+ * Fan-outs per relation of g, [nfanouts * R] (palloc'd): a name given is a
+ * relation's, or a node type's (the relations whose sources are of that
+ * type: "reviews" draws reviews); the rest take the default list.  Jobs
+ * sample by it, and serving samples a time-aware model's rows by it again
+ * (funcs_model.c), from the names its params recorded.
+ */
+int32 *
+GnnTypeFanouts(const gnn_graph *g, int nfanouts, const int32 *fanouts, int ntf,
+			   const char (*names)[NAMEDATALEN], const int32 (*lists)[GNN_MAX_FANOUTS])
+{
+	int32	   *tf = palloc(sizeof(int32) * nfanouts * g->num_edge_types);
+
+	for (int e = 0; e < g->num_edge_types; e++)
+	{
+		const int32 *use = fanouts;
+		const char *en = gnn_graph_edge_type_name(g, e);
+		const char *sn = gnn_graph_node_type_name(g, g->etypes[e].src_type);
+
+		for (int i = 0; i < ntf; i++)
+			if (en && strcmp(names[i], en) == 0)
+				use = lists[i];
+		if (use == fanouts)
+			for (int i = 0; i < ntf; i++)
+				if (sn && strcmp(names[i], sn) == 0)
+					use = lists[i];
+		for (int h = 0; h < nfanouts; h++)
+			tf[h * g->num_edge_types + e] = use[h];
+	}
+	return tf;
+}
+
+/* minibatch node classification over sampled blocks (options fanouts / batch_size / sampler) */
+static bool job_temporal = false;	/* the minibatch job sampled by time */
+
+/*
+ * A time-aware job's sampler and bound, for the results shared after it
+ * (Precompute answers the model as serving will: infer.h); its typed
+ * fan-outs are copied where they outlive the job's transactions.
+ */
+static gnn_sampler_config job_sampler;
+static bool job_has_as_of = false;
+static int64 job_as_of = 0;
+
+static gnn_status
+RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *r, gnn_backend *be,
+			 gnn_model **model, gnn_train_result *res, gnn_minibatch_stats *stats, gnn_error *err)
+{
+	gnn_minibatch_config mbc;
+	gnn_gpu_batch_config job_gpu;	/* its GPU batch settings */
+
+	memset(&mbc, 0, sizeof(mbc));
+	mbc.sampler.kind = strcmp(r->sampler, "ladies") == 0 ? GNN_SAMPLER_LADIES : GNN_SAMPLER_NEIGHBOR;
+	mbc.sampler.nhops = r->nfanouts;
+	/* hop order, as gnn.sample_neighbors: fanouts[0] for the seeds' own neighbours */
+	for (int h = 0; h < r->nfanouts; h++)
+		mbc.sampler.fanouts[h] = r->fanouts[h];
+	mbc.sampler.nthreads = r->threads;
+	mbc.sampler.weighted = true;	/* as gnn.sample_neighbors: by weight where the graph has weights */
+	mbc.batch_size = r->batch_size;
+	mbc.prefetch = r->prefetch;
+	mbc.sampled_eval = strcmp(r->evaluation, "sampled") == 0;
+	/* on a GPU: batches built there, with a feature cache (gpu_batch.h) */
+	mbc.cpu_batches = r->gpu_sampling == 0;
+	gnn_gpu_batch_config_default(&job_gpu);
+	job_gpu.cache_bytes = gnn_gpu_cache_size_mb < 0 ? -1 : (int64_t) gnn_gpu_cache_size_mb << 20;
+	job_gpu.graph_bytes = gnn_gpu_graph_memory_mb < 0 ? -1 : (int64_t) gnn_gpu_graph_memory_mb << 20;
+	if (strcmp(r->cache_policy, "degree") == 0)
+		job_gpu.policy = GNN_CACHE_DEGREE;
+	mbc.gpu = &job_gpu;
+	if (g->num_edge_types > 1 || r->ntype_fanouts > 0)
+		mbc.sampler.type_fanouts = GnnTypeFanouts(g, r->nfanouts, r->fanouts, r->ntype_fanouts,
+												  r->type_fanout_names, r->type_fanouts);
+	/* time-aware by default when the nodes trained on have times */
+	if (r->temporal != 0 && g->time)
+	{
+		bool		have = r->has_as_of;
+
+		for (int64 v = 0; v < g->num_nodes && !have; v++)
+			have = gnn_graph_type_of(g, v) == cfg->target_type && gnn_graph_seed_time(g, v) != GNN_TIME_NONE;
+		mbc.sampler.temporal = have;
+	}
+	if (r->has_as_of && r->temporal != 0)
+		mbc.sampler.temporal = true;	/* the core refuses it on a graph without times */
+	mbc.has_as_of = r->has_as_of;
+	mbc.as_of = r->as_of;
+	mbc.sampler.temporal_strategy = strcmp(r->temporal_strategy, "last") == 0 ? 1 : 0;
+	job_temporal = mbc.sampler.temporal;
+	if (job_temporal)
+	{
+		job_sampler = mbc.sampler;
+		if (mbc.sampler.type_fanouts)
+		{
+			Size		bytes = sizeof(int32) * r->nfanouts * g->num_edge_types;
+
+			job_sampler.type_fanouts = memcpy(MemoryContextAlloc(TopMemoryContext, bytes),
+											  mbc.sampler.type_fanouts, bytes);
+		}
+		job_has_as_of = mbc.has_as_of;
+		job_as_of = mbc.as_of;
+	}
+	return gnn_train_minibatch(g, cfg, &mbc, be, OnProgress, NULL, ShouldStop, NULL, model, res, stats, err);
+}
+
+/* unsupervised link prediction; the AUCs travel in the accuracy fields of the log */
+static gnn_status
+RunLinkPrediction(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be, gnn_model **model,
+				  gnn_train_result *res, gnn_linkpred_result *lres, gnn_error *err)
+{
+	gnn_linkpred_config lc;
+	gnn_status	st;
+
+	gnn_linkpred_config_default(&lc);
+	if (wctx->req.edge_type[0])
+	{
+		char		rev[NAMEDATALEN * 2];
+		const char *et = wctx->req.edge_type;
+
+		lc.edge_type = gnn_graph_edge_type_by_name(g, et);
+		/* its reverse: "rev_X" for X, X for "rev_X" */
+		if (strncmp(et, "rev_", 4) == 0)
+			strlcpy(rev, et + 4, sizeof(rev));
+		else
+			snprintf(rev, sizeof(rev), "rev_%s", et);
+		lc.reverse_edge_type = gnn_graph_edge_type_by_name(g, rev);
+		/* no reverse relation between a type and itself: the relation is its own (symmetric) */
+		if (lc.reverse_edge_type < 0 && lc.edge_type >= 0 &&
+			g->etypes[lc.edge_type].src_type == g->etypes[lc.edge_type].dst_type)
+			lc.reverse_edge_type = lc.edge_type;
+	}
+	st = gnn_train_linkpred(g, cfg, &lc, be, OnProgress, NULL, ShouldStop, NULL, model, lres, err);
+	memset(res, 0, sizeof(*res));
+	res->epochs_run = lres->epochs_run;
+	res->best_epoch = lres->best_epoch;
+	res->best.val_acc = (float) lres->val_auc;
+	res->best.test_acc = (float) lres->test_auc;
+	res->best.train_acc = NAN;
+	res->best.train_loss = NAN;
+	res->best.val_loss = NAN;
+	res->seconds = lres->seconds;
+	res->stopped_early = lres->stopped_early;
+	return st;
+}
+
+/*
+ * The shared results applications ask for first (the default embedding;
+ * class probabilities for a classifier), computed while the model is still
+ * in the worker, to be published once its row is committed (cache.c).
+ */
+typedef struct Precomputed
+{
+	dsm_segment *seg[2];
+	GnnResult	res[2];
+	int32		layer[2];
+	int32		kind[2];
+	int			n;
+	double		seconds;
+} Precomputed;
+
+/*
+ * A time-aware model's shared results: every node as of its own time (or
+ * the job's seed_time), sampled as serving samples it (infer.h), both
+ * results from one pass: the embedding is the layer each prediction was
+ * computed from.
+ */
+static void
+PrecomputeTemporal(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, Precomputed *pc)
+{
+	const gnn_model_config *mc = gnn_model_config_of(model);
+	gnn_infer_temporal_config tc;
+	int64	   *idx = palloc_extended(sizeof(int64) * Max(g->num_nodes, 1), MCXT_ALLOC_HUGE);
+	bool		probs = pc->n == 2;
+	gnn_error	err;
+
+	for (int i = 0; i < pc->n; i++)
+	{
+		int32		cols = pc->layer[i] < 0 ? mc->out_dim : gnn_model_layer_dim(model, pc->layer[i]);
+
+		pc->seg[i] = GnnResultCreate(g->num_nodes, cols, pc->kind[i] == GNN_RESULT_EMBED, &pc->res[i]);
+		memcpy((int64 *) pc->res[i].ids, g->ids, sizeof(int64) * g->num_nodes);
+	}
+	for (int64 v = 0; v < g->num_nodes; v++)
+		idx[v] = v;
+	memset(&tc, 0, sizeof(tc));
+	tc.sampler = job_sampler;
+	tc.seed = gnn_infer_temporal_seed(cfg->seed);
+	tc.batch_size = wctx->req.batch_size;
+	tc.row_normalise = cfg->row_normalise;
+	tc.has_as_of = job_has_as_of;
+	tc.as_of = job_as_of;
+	tc.should_stop = ShouldStop;
+	if (probs)
+	{
+		tc.also_layer = pc->layer[0];
+		tc.also_out = (float *) pc->res[0].out;
+	}
+	if (gnn_model_infer_temporal(model, g, &tc, probs ? -1 : pc->layer[0], probs, idx, g->num_nodes,
+								 (float *) pc->res[probs ? 1 : 0].out, &err) != GNN_OK)
+		GnnReportCoreError("inference after training failed", &err);
+	for (int i = 0; i < pc->n; i++)
+		GnnResultFinish(&pc->res[i]);
+	pfree(idx);
+}
+
+static void
+Precompute(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, bool linkpred, Precomputed *pc)
+{
+	const gnn_model_config *mc = gnn_model_config_of(model);
+	TimestampTz t0 = GetCurrentTimestamp();
+	MemoryContext mcxt = CurrentMemoryContext;
+
+	memset(pc, 0, sizeof(*pc));
+	/*
+	 * A full pass holds several hidden-wide rows per node (input, aggregate,
+	 * output per layer); where even the one result would not fit in
+	 * gnn.max_cache_memory, none is shared and the worker does not risk the
+	 * memory (sessions ask for what they need: few nodes go the k-hop way).
+	 */
+	{
+		int32		widest = Max(Max(mc->hidden, mc->out_dim), mc->in_dim);
+
+		if ((double) g->num_nodes * widest * sizeof(float) > (double) gnn_max_cache_memory_mb * 1048576.0)
+		{
+			elog(LOG, "gnn: training job: no shared results for %lld nodes of width %d (over gnn.max_cache_memory)",
+				 (long long) g->num_nodes, widest);
+			return;
+		}
+	}
+	pc->kind[0] = GNN_RESULT_EMBED;
+	pc->layer[0] = GnnDefaultEmbeddingLayer(mc->layers, !linkpred);
+	pc->n = 1;
+	/* (a regression model's prediction is its output layer, read by the k-hop or full path) */
+	if (!linkpred && cfg->task != GNN_TASK_REGRESS)
+	{
+		pc->kind[1] = GNN_RESULT_PROBS;
+		pc->layer[1] = -1;
+		pc->n = 2;
+	}
+	PG_TRY();
+	{
+		/*
+		 * One forward pass gives both: run it for the last result, then copy
+		 * the embedding layer the same pass left in the model.  A time-aware
+		 * model sees no future: its own way.
+		 */
+		if (job_temporal)
+			PrecomputeTemporal(model, g, cfg, pc);
+		for (int i = pc->n - 1; i >= 0 && !job_temporal; i--)
+		{
+			gnn_error	err;
+			int32		cols = pc->layer[i] < 0 ? mc->out_dim : gnn_model_layer_dim(model, pc->layer[i]);
+
+			pc->seg[i] = GnnResultCreate(g->num_nodes, cols, pc->kind[i] == GNN_RESULT_EMBED, &pc->res[i]);
+			memcpy((int64 *) pc->res[i].ids, g->ids, sizeof(int64) * g->num_nodes);
+			/* the output layer's own buffer was softmaxed in place: a 1-layer model's embedding needs its own pass */
+			if (i == pc->n - 1 || pc->layer[i] == mc->layers - 1)
+			{
+				if (gnn_model_infer(model, g, cfg->row_normalise, pc->layer[i], pc->kind[i] == GNN_RESULT_PROBS,
+									(float *) pc->res[i].out, &err) != GNN_OK)
+					GnnReportCoreError("inference after training failed", &err);
+			}
+			else
+			{
+				int64		rows;
+				int32		c;
+				const float *dev = gnn_model_layer_output(model, pc->layer[i], &rows, &c);
+				gnn_status	st;
+
+				if (dev == NULL || rows != g->num_nodes || c != cols)
+					elog(ERROR, "the forward pass kept no output of layer %d", pc->layer[i]);
+				st = gnn_backend_copy_d2h(gnn_model_backend(model), (float *) pc->res[i].out, dev,
+										  sizeof(float) * (size_t) rows * c);
+				if (st != GNN_OK)
+				{
+					(void) gnn_backend_error(gnn_model_backend(model), st, &err);
+					GnnReportCoreError("copying the embeddings failed", &err);
+				}
+			}
+			GnnResultFinish(&pc->res[i]);
+		}
+	}
+	PG_CATCH();
+	{
+		ErrorData  *ed;
+
+		/* the job succeeded; its results will be computed by their first caller instead */
+		MemoryContextSwitchTo(mcxt);
+		ed = CopyErrorData();
+		FlushErrorState();
+		ereport(WARNING,
+				(errmsg("gnn training job %lld: results not precomputed: %s", (long long) wctx->job, ed->message)));
+		for (int i = 0; i < 2; i++)
+			if (pc->seg[i])
+				dsm_detach(pc->seg[i]);
+		memset(pc, 0, sizeof(*pc));
+	}
+	PG_END_TRY();
+	pc->seconds = (double) (GetCurrentTimestamp() - t0) / 1e6;
+}
+
+static void
+RunJob(void)
+{
+	GnnTrainRequest *r = &wctx->req;
+	gnn_backend *be = NULL;
+	gnn_error	err;
+	gnn_status	st;
+	char		note[256] = "";
+	bool		note_expected = false;
+	char		devname[16];
+	GnnGraphRef ref;
+	gnn_train_config cfg;
+	gnn_model  *model = NULL;
+	gnn_train_result res;
+	void	   *blob = NULL;
+	size_t		bloblen = 0;
+	gnn_linkpred_result lres;
+	gnn_minibatch_stats mstats;
+	bool		linkpred = strcmp(r->task, "link_prediction") == 0;
+	Precomputed pre;
+	int64		row_id = 0;
+	uint32		row_xmin = 0;
+	int32		row_version = 0;
+	GnnDistJob *volatile dj = NULL;	/* several servers: the peers and the mesh */
+	char	   *ranks_json = NULL;
+
+	memset(&ref, 0, sizeof(ref));
+	memset(&pre, 0, sizeof(pre));
+	gnn_error_clear(&err);
+
+	/* the job's row */
+	{
+		Oid			t[10] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID, INT8OID, TEXTOID, OIDOID};
+		Datum		v[10];
+
+		v[0] = Int64GetDatum(wctx->job);
+		v[1] = CStringGetTextDatum(r->graph);
+		v[2] = CStringGetTextDatum(r->model_name);
+		v[3] = CStringGetTextDatum(r->model);
+		v[4] = CStringGetTextDatum(r->task);
+		v[5] = Int32GetDatum(r->epochs);
+		v[6] = CStringGetTextDatum(r->params_json);
+		v[7] = Int64GetDatum((int64) gnn_shared->instance);
+		v[8] = CStringGetTextDatum(r->device);
+		v[9] = ObjectIdGetDatum(wctx->owner);
+		/* durable, unlike progress rows: a crash must not lose the job's existence */
+		SetConfigOption("synchronous_commit", "on", PGC_USERSET, PGC_S_SESSION);
+		BeginXact();
+		Exec("INSERT INTO gnn.job_history (id, graph, model_name, model, task, state, epoch, epochs, params, "
+			 "instance, device, started, owner) VALUES ($1, $2, $3, $4, $5, 'running', 0, $6, $7::jsonb, $8, $9, now(), "
+			 "$10::oid::regrole)", 10, t, v, NULL);
+		EndXact();
+		SetConfigOption("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION);
+	}
+
+	/* the device: CUDA is initialised here, in the worker, and nowhere else */
+	GnnCoreThreadsInit();
+	if (strcmp(r->device, "cpu") != 0)
+	{
+		const char *so = (gnn_cuda_library && gnn_cuda_library[0]) ? gnn_cuda_library :
+			psprintf("%s/gnn_cuda.so", pkglib_path);
+
+		st = gnn_backend_cuda_load(so, 0, &be, &err);
+		if (st != GNN_OK)
+		{
+			be = NULL;
+			if (strcmp(r->device, "cuda") == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("device => 'cuda' was asked for, but no GPU can be used: %s", err.msg),
+						 errhint("Use device => 'auto' or 'cpu'.")));
+			/*
+			 * No GPU here (no driver, no device) or a build without CUDA is
+			 * the normal CPU case, said only with gnn.verbose; anything else
+			 * is a broken installation, said always.
+			 */
+			if (strstr(err.msg, "cudaErrorInsufficientDriver") || strstr(err.msg, "cudaErrorNoDevice") ||
+				strstr(err.msg, "no GPU found"))
+			{
+				snprintf(note, sizeof(note), "this machine has no GPU (no NVIDIA driver or device)");
+				note_expected = true;
+			}
+			else if (strstr(err.msg, "cannot load") && strstr(err.msg, "gnn_cuda.so"))
+			{
+				snprintf(note, sizeof(note), "gnn was built without CUDA (no gnn_cuda.so)");
+				note_expected = true;
+			}
+			else
+				snprintf(note, sizeof(note), "no usable GPU (%s)", err.msg);
+		}
+		else if (strcmp(r->device, "auto") == 0)
+		{
+			/* auto: the GPU when the job fits it, else the CPU, saying which limit */
+			size_t		fr,
+						tot;
+			gnn_error	merr;
+
+			if (gnn_gpu_mem_info(be, &fr, &tot, &merr) == GNN_OK)
+			{
+				int64		need = GnnJobGpuBytes(r);
+
+				if ((double) need > 0.9 * (double) fr)
+				{
+					gnn_backend_destroy(be);
+					be = NULL;
+					snprintf(note, sizeof(note),
+							 "the job needs about %lld MB of GPU memory (gnn.estimate) and %lld MB are free%s",
+							 (long long) (need >> 20), (long long) (fr >> 20),
+							 r->nfanouts > 0 ? "" : " (minibatch training, options.fanouts, needs far less)");
+				}
+			}
+		}
+	}
+	if (be == NULL)
+	{
+		st = gnn_backend_cpu_create(r->threads, &be, &err);
+		if (st != GNN_OK)
+			GnnReportCoreError("could not create the CPU backend", &err);
+	}
+	if (r->fault_after >= 0)
+		gnn_backend_fail_after(be, r->fault_after);
+	/* a cancel, a terminate or the memory cap stops any op, and long ones between their pieces */
+	gnn_backend_set_stop(be, ShouldStop, NULL);
+	strlcpy(devname, be->name, sizeof(devname));
+	{
+		GnnJobSlot *s = MySlot();
+
+		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+		s->state = GNN_JOB_RUNNING;
+		s->started = GetCurrentTimestamp();
+		strlcpy(s->device, devname, sizeof(s->device));
+		strlcpy(s->device_note, note, sizeof(s->device_note));
+		s->device_note_expected = note_expected;
+		LWLockRelease(gnn_shared->lock);
+	}
+
+	PG_TRY();
+	{
+		/* the job's memory, from here (a feature cache included): capped by gnn.max_job_memory */
+		wctx->heap_base = gnn_heap_current();
+		gnn_heap_peak_reset();
+		/* the graph, mapped for the whole job */
+		StartTransactionCommand();
+		gnn_feature_cache_kb = r->feature_cache_kb;	/* the caller's, for a graph with features on disk */
+		GnnGraphAcquire(r->graph, &ref);
+		GnnGraphKeepMapping(&ref);
+		/* training reads through this process's cache: counted from here */
+		if ((wctx->fs = ref.g.fstore) != NULL)
+			gnn_fstore_stats_reset(wctx->fs);
+		CommitTransactionCommand();
+
+		/* a features-only baseline: GraphSAGE's root weights over the nodes without edges */
+		if (strcmp(r->model, "mlp") == 0)
+			GnnEdgelessView(&ref.g, &ref.g);
+		GnnTrainConfigFor(r, &ref.g, strncmp(devname, "cuda", 4) == 0, &cfg);
+		if (r->dist_npeers > 0)
+		{
+			/* rank 0 of several servers: the peers' ranks start, the mesh meets */
+			dj = GnnDistJobAlloc();
+			GnnDistJobStart(r, wctx->job, dj);
+			cfg.dist = GnnDistJobMesh(dj);
+		}
+
+		wctx->last_flush = GetCurrentTimestamp();
+		memset(&lres, 0, sizeof(lres));
+		memset(&mstats, 0, sizeof(mstats));
+		if (linkpred)
+			st = RunLinkPrediction(&ref.g, &cfg, be, &model, &res, &lres, &err);
+		else if (r->nfanouts > 0)
+			st = RunMinibatch(&ref.g, &cfg, r, be, &model, &res, &mstats, &err);
+		else if (strcmp(r->sampler, "cluster") == 0 || strcmp(r->sampler, "saint_rw") == 0)
+			st = GnnTrainSubgraph(r, &ref, &cfg, be, OnProgress, ShouldStop, &model, &res, &err);
+		else
+			st = gnn_train_full(&ref.g, &cfg, be, OnProgress, NULL, ShouldStop, NULL, &model, &res, &err);
+		if (dj)
+		{
+			/* every peer's answer: a failed rank is the job's error, named */
+			StringInfoData rj;
+
+			initStringInfo(&rj);
+			GnnDistJobFinish(dj, st, &rj);
+			ranks_json = rj.data;
+		}
+
+		if (ProcDiePending)
+			CHECK_FOR_INTERRUPTS();		/* terminated: WorkerExit records it */
+		if (wctx->failed)
+			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s", wctx->failure)));
+		if (st == GNN_ERR_CANCELLED)
+		{
+			gnn_model_free(model);
+			model = NULL;
+			FlushLog();
+			RecordFailure(GNN_JOB_CANCELLED, NULL);
+		}
+		else
+		{
+			StringInfoData metrics;
+
+			if (st != GNN_OK)
+				GnnReportCoreError(psprintf("training failed on %s", devname), &err);
+			FlushLog();
+			{
+				gnn_model_meta meta;
+
+				memset(&meta, 0, sizeof(meta));
+				meta.lr = cfg.lr;
+				meta.weight_decay = cfg.weight_decay;
+				meta.epochs = cfg.epochs;
+				meta.best_epoch = res.best_epoch;
+				meta.optimizer = (uint32_t) cfg.optimizer;
+				meta.seed = cfg.seed;
+				meta.val_acc = res.best.val_acc;
+				meta.test_acc = res.best.test_acc;
+				st = gnn_model_serialize(model, &meta, &blob, &bloblen, &err);
+			}
+			if (st != GNN_OK)
+				GnnReportCoreError("could not serialise the model", &err);
+
+			/*
+			 * the full-graph results, shared once the model row is committed;
+			 * not from one part of a graph (its halo has no features here)
+			 */
+			if (!dj)
+				Precompute(model, &ref.g, &cfg, linkpred, &pre);
+			/* stopped during the final inference: nothing is written (the error path records it) */
+			if (ProcDiePending)
+				CHECK_FOR_INTERRUPTS();
+			if (MySlot()->cancel_requested || wctx->failed)
+				ereport(ERROR,
+						(errcode(ERRCODE_QUERY_CANCELED),
+						 errmsg("%s", wctx->failed ? wctx->failure : "the job was cancelled")));
+
+			initStringInfo(&metrics);
+			appendStringInfoChar(&metrics, '{');
+			JsonNum(&metrics, "best_epoch", res.best_epoch, false);
+			JsonNum(&metrics, "epochs_run", res.epochs_run, false);
+			JsonNum(&metrics, "train_acc", res.best.train_acc, false);
+			JsonNum(&metrics, "val_acc", res.best.val_acc, false);
+			JsonNum(&metrics, "val_loss", res.best.val_loss, false);
+			JsonNum(&metrics, "test_acc", res.best.test_acc, false);
+			JsonNum(&metrics, "seconds", res.seconds, false);
+			if (gnn_heap_tracked())
+				JsonNum(&metrics, "peak_memory_bytes", (double) (gnn_heap_peak() - wctx->heap_base), false);
+			if (!linkpred && cfg.task == GNN_TASK_REGRESS)
+			{
+				JsonNum(&metrics, "val_mae", res.best.val_mae, false);
+				JsonNum(&metrics, "test_mae", res.best.test_mae, false);
+				JsonNum(&metrics, "val_rmse", res.best.val_rmse, false);
+				JsonNum(&metrics, "test_rmse", res.best.test_rmse, false);
+			}
+			else if (!linkpred && ref.g.num_classes == 2)
+			{
+				JsonNum(&metrics, "val_auc", res.best.val_auc, false);
+				JsonNum(&metrics, "test_auc", res.best.test_auc, false);
+			}
+			if (linkpred)
+			{
+				JsonNum(&metrics, "val_auc", lres.val_auc, false);
+				JsonNum(&metrics, "test_auc", lres.test_auc, false);
+				JsonNum(&metrics, "test_hits_at_50", lres.test_hits, false);
+				JsonNum(&metrics, "test_edges", (double) lres.test_edges, false);
+			}
+			if (r->nfanouts > 0)
+			{
+				appendStringInfo(&metrics, "\"temporal\": %s, ", job_temporal ? "true" : "false");
+				JsonNum(&metrics, "batches", (double) mstats.batches, false);
+				JsonNum(&metrics, "sampled_edges", (double) mstats.sampled_edges, false);
+				JsonNum(&metrics, "sample_seconds", mstats.sample_s, false);
+				JsonNum(&metrics, "gather_seconds", mstats.gather_s, false);
+				JsonNum(&metrics, "compute_seconds", mstats.compute_s, false);
+				if (strncmp(devname, "cuda", 4) == 0)
+				{
+					appendStringInfo(&metrics, "\"gpu_batches\": %s, ", mstats.gpu_batches ? "true" : "false");
+					if (mstats.gpu_batches)
+					{
+						JsonNum(&metrics, "cache_rows", (double) mstats.cache_rows, false);
+						JsonNum(&metrics, "cache_hit_rate", mstats.feature_rows > 0 ?
+								(double) mstats.cache_hits / (double) mstats.feature_rows : NAN, false);
+					}
+					else
+					{
+						appendStringInfoString(&metrics, "\"cpu_batches_why\": ");
+						escape_json(&metrics, mstats.cpu_batches_why);
+						appendStringInfoString(&metrics, ", ");
+					}
+				}
+			}
+			if (pre.n > 0)
+				JsonNum(&metrics, "inference_seconds", pre.seconds, false);
+			if (ranks_json)
+				appendStringInfo(&metrics, "\"ranks\": %d, \"peers\": %s, ", r->dist_npeers + 1, ranks_json);
+			appendStringInfo(&metrics, "\"stopped_early\": %s, \"device\": \"%s\"}",
+							 res.stopped_early ? "true" : "false", devname);
+
+			/* durable: the model is the point of the job */
+			SetConfigOption("synchronous_commit", "on", PGC_USERSET, PGC_S_SESSION);
+			BeginXact();
+			{
+				Oid			t[10] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, BYTEAOID, OIDOID,
+				TEXTARRAYOID};
+				Datum		v[10];
+				char		n[11] = "          ";
+				bool		nonames;
+				bytea	   *b = palloc(VARHDRSZ + bloblen);
+
+				SET_VARSIZE(b, VARHDRSZ + bloblen);
+				memcpy(VARDATA(b), blob, bloblen);
+				v[0] = CStringGetTextDatum(r->model_name);
+				v[1] = CStringGetTextDatum(r->graph);
+				v[2] = CStringGetTextDatum(r->model);
+				v[3] = CStringGetTextDatum(r->task);
+				v[4] = CStringGetTextDatum(r->params_json);
+				v[5] = CStringGetTextDatum(metrics.data);
+				v[6] = Int64GetDatum(wctx->job);
+				v[7] = PointerGetDatum(b);
+				v[8] = ObjectIdGetDatum(wctx->owner);
+				/* the names of the classes the model was trained on: predictions are read with them */
+				v[9] = ClassNamesArray(&ref.g, &nonames);
+				n[9] = nonames ? 'n' : ' ';
+				/*
+				 * versions of one name are numbered one after another, per
+				 * owner (over all of the owner's rows, whoever can see them),
+				 * also under concurrent jobs
+				 */
+				Exec("SELECT pg_advisory_xact_lock(hashtext('gnn.models:' || $9::oid::text || ':' || $1))",
+					 10, t, v, n);
+				Exec("INSERT INTO gnn.models (name, version, graph, model, task, params, metrics, job, weights, owner, classes) "
+					 "SELECT $1, coalesce(max(version), 0) + 1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9::oid::regrole, $10 "
+					 "FROM gnn.models WHERE name = $1 AND owner = $9::oid::regrole "
+					 "RETURNING id, xmin::text::bigint, version", 10, t, v, n);
+				if (SPI_processed == 1)
+				{
+					bool		isnull;
+
+					row_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+					row_xmin = (uint32) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+					row_version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+				}
+			}
+			{
+				Oid			t[6] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, TEXTOID};
+				Datum		v[6];
+				char		n[7] = "      ";
+
+				v[0] = Int64GetDatum(wctx->job);
+				v[1] = Int32GetDatum(res.epochs_run);
+				v[2] = Float4OrNull(res.best.train_loss, &n[2]);
+				v[3] = Float4OrNull(res.best.train_acc, &n[3]);
+				v[4] = Float4OrNull(res.best.val_acc, &n[4]);
+				v[5] = CStringGetTextDatum(devname);
+				Exec("UPDATE gnn.job_history SET state = 'succeeded', finished = now(), epoch = $2, "
+					 "loss = $3, train_acc = $4, val_acc = $5, device = $6 WHERE id = $1", 6, t, v, n);
+			}
+			EndXact();
+			/*
+			 * committed: its results are now the model row's, for every
+			 * session; unless the graph was replaced or dropped meanwhile (its
+			 * results were purged then, and these could never be asked for)
+			 */
+			if (GnnGraphGeneration(r->graph) != ref.entry.generation)
+			{
+				for (int i = 0; i < pre.n; i++)
+					if (pre.seg[i])
+						dsm_detach(pre.seg[i]);
+				pre.n = 0;
+			}
+			for (int i = 0; i < pre.n; i++)
+			{
+				GnnCacheKey key;
+
+				memset(&key, 0, sizeof(key));
+				key.dbid = MyDatabaseId;
+				key.owner = wctx->owner;
+				key.model_id = row_id;
+				key.model_xmin = row_xmin;
+				key.generation = ref.entry.generation;
+				key.kind = pre.kind[i];
+				key.layer = pre.layer[i];
+				GnnCachePublish(&key, r->model_name, row_version, r->graph, pre.seg[i], &pre.res[i],
+								pre.seconds / pre.n);
+				pre.seg[i] = NULL;
+			}
+			SlotFinish(GNN_JOB_SUCCEEDED, NULL);
+		}
+	}
+	PG_FINALLY();
+	{
+		GnnDistJobEnd(dj);
+		for (int i = 0; i < pre.n; i++)
+			if (pre.seg[i])
+				dsm_detach(pre.seg[i]);
+		free(blob);
+		if (model)
+			gnn_model_free(model);
+		gnn_backend_destroy(be);
+		GnnGraphRelease(&ref);
+	}
+	PG_END_TRY();
+}
+
+void
+GnnWorkerMain(Datum arg)
+{
+	int			idx = DatumGetInt32(arg);
+	GnnJobSlot *s;
+	Oid			dbid,
+				owner;
+	MemoryContext mcxt;
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	mcxt = AllocSetContextCreate(TopMemoryContext, "gnn worker", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(mcxt);
+	wctx = palloc0(sizeof(WorkerCtx));
+	wctx->slot_index = idx;
+	s = &gnn_shared->jobs[idx];
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	wctx->job = s->id;
+	wctx->req = s->req;
+	dbid = s->dbid;
+	owner = s->owner;
+	wctx->owner = owner;
+	s->pid = MyProcPid;
+	LWLockRelease(gnn_shared->lock);
+	before_shmem_exit(WorkerExit, (Datum) 0);
+
+	/* as the role that started the job, in its database */
+	BackgroundWorkerInitializeConnectionByOid(dbid, owner, 0);
+	pgstat_report_appname(psprintf("gnn training job %lld", (long long) wctx->job));
+	pgstat_report_activity(STATE_RUNNING,
+						   psprintf("gnn: training job %lld: %s \"%s\" on graph \"%s\", %d epochs",
+									(long long) wctx->job, wctx->req.model, wctx->req.model_name,
+									wctx->req.graph, wctx->req.epochs));
+	/* progress rows need not wait for the disk; the final commit does */
+	SetConfigOption("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION);
+
+	PG_TRY();
+	{
+		RunJob();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *ed;
+
+		MemoryContextSwitchTo(mcxt);
+		ed = CopyErrorData();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+		/* stopped in whatever phase by gnn.cancel (or an interrupted gnn.wait): cancelled, not failed */
+		if (MySlot()->cancel_requested && !wctx->failed)
+			RecordFailure(GNN_JOB_CANCELLED, NULL);
+		else
+		{
+			ereport(LOG,
+					(errmsg("gnn training job %lld failed: %s", (long long) wctx->job, ed->message)));
+			RecordFailure(GNN_JOB_FAILED, ed->message);
+		}
+	}
+	PG_END_TRY();
+
+	pgstat_report_activity(STATE_IDLE, NULL);
+	proc_exit(0);
+}
+
+/*
+ * Which layer an embedding is.  Layers are numbered 0 to layers-1; the last
+ * is the output layer (its raw scores, before softmax).  The default is the
+ * last hidden layer of a classifier, and the output of a link-prediction
+ * model (what its training scores with dot products) or of a 1-layer model
+ * (which has no hidden layer).  Probabilities: -1 (the output, softmaxed).
+ */
+int32
+GnnDefaultEmbeddingLayer(int layers, bool classifier)
+{
+	return (layers == 1 || !classifier) ? layers - 1 : layers - 2;
+}
+
+/*
+ * The worker's entry for sampler 'cluster' / 'saint_rw'.  Cluster-GCN uses
+ * the graph's stored partition (gnn.partition) when its number of parts is
+ * the one asked for (or none was asked for); otherwise it clusters itself.
+ */
+gnn_status
+GnnTrainSubgraph(const GnnTrainRequest *r, const GnnGraphRef *ref, const gnn_train_config *cfg,
+				 gnn_backend *be, gnn_progress_fn progress, gnn_should_stop_fn should_stop,
+				 gnn_model **model, gnn_train_result *res, gnn_error *err)
+{
+	gnn_subgraph_config sc;
+	int32	   *stored = NULL;
+	gnn_status	st;
+
+	gnn_subgraph_config_default(&sc);
+	sc.num_parts = r->num_parts;
+	sc.clusters_per_batch = r->clusters_per_batch;
+	sc.walk_length = r->walk_length;
+	sc.roots = r->roots;
+	sc.presample = r->presample;
+	sc.batches = r->saint_batches;
+	if (strcmp(r->sampler, "cluster") == 0)
+	{
+		dsm_segment *seg;
+
+		StartTransactionCommand();
+		seg = GnnPartitionAttach(ref->entry.name, ref->entry.generation);
+		if (seg)
+		{
+			const GnnPartitionHeader *h = GnnPartitionOf(seg, ref, ref->entry.name);
+
+			if (r->num_parts == 0 || r->num_parts == h->parts)
+			{
+				stored = MemoryContextAllocHuge(TopMemoryContext, sizeof(int32) * (h->nodes + 1));
+				memcpy(stored, h->part, sizeof(int32) * h->nodes);
+				sc.num_parts = h->parts;
+				sc.part = stored;
+			}
+			if (!GnnPartitionIsStaged(seg))
+				dsm_detach(seg);
+		}
+		CommitTransactionCommand();
+		st = gnn_train_cluster(&ref->g, cfg, &sc, be, progress, NULL, should_stop, NULL, model, res, err);
+	}
+	else
+		st = gnn_train_saint(&ref->g, cfg, &sc, be, progress, NULL, should_stop, NULL, model, res, err);
+	if (stored)
+		pfree(stored);
+	return st;
+}

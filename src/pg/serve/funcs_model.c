@@ -1,0 +1,1703 @@
+/*
+ * funcs_model.c: using trained models from SQL: embeddings and predictions,
+ * computed in the calling backend on the CPU (GPU work belongs to workers).
+ *
+ * A model row is read as the caller (its own models only: names are per
+ * role), deserialised with full validation (kept for the session, keyed by
+ * the row's id and xmin), and run over the graph it names as that graph is
+ * loaded now: reload the graph and the inductive models (GraphSAGE, GAT)
+ * embed the new nodes too.
+ *
+ * Full-graph results are shared by every session (cache.c): computed once per
+ * model row and graph version, by the training worker when the job ends or
+ * by the first caller.  A few nodes (gnn.embedding, gnn.predict with nodes)
+ * missing from the cache are computed exactly on their own neighbourhood
+ * instead, in milliseconds, unless that neighbourhood is a large part of the
+ * graph: then the full pass runs once and is shared.
+ *
+ * A model trained with time-aware sampling (metrics.temporal) is answered
+ * the way it was trained and evaluated, never from its rows' future: every
+ * row on a neighbourhood sampled with the training fan-outs as of the row's
+ * own time (or the job's seed_time), or as of one moment for every row
+ * (as_of =>), through gnn_model_infer_temporal (infer.h); its shared results
+ * are computed that way too, keyed by as_of when one is given.  A model
+ * trained without time is answered as it always was.
+ */
+#include "common/gnn_pg.h"
+#include "mb/pg_wchar.h"
+#include "common/hashfn.h"
+#include "catalog/index.h"
+
+#include <math.h>
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/jsonb.h"
+#include "utils/syscache.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/regproc.h"
+#include "utils/tuplestore.h"
+#include "utils/varlena.h"
+
+#include "nn/backend.h"
+#include "nn/serialize.h"
+#include "infer/infer.h"
+#include "infer/topk.h"
+#include "train/train.h"
+
+PG_FUNCTION_INFO_V1(gnn_embedding_rows);
+PG_FUNCTION_INFO_V1(gnn_embed);
+PG_FUNCTION_INFO_V1(gnn_predict);
+PG_FUNCTION_INFO_V1(gnn_embedding);
+PG_FUNCTION_INFO_V1(gnn_similar);
+PG_FUNCTION_INFO_V1(gnn_cache_drop);
+
+typedef enum
+{
+	OUT_EMBED = GNN_RESULT_EMBED,
+	OUT_PROBS = GNN_RESULT_PROBS
+} OutKind;
+
+/* ------------------------------------------------------------------ model rows */
+
+typedef struct ModelRow
+{
+	char		name[NAMEDATALEN];
+	int32		version;
+	int64		id;
+	TransactionId xmin;
+	char		graph[NAMEDATALEN];
+	char		task[32];
+	bool		row_normalise;
+	bytea	   *weights;
+	char	   *class_names;	/* C strings back to back (caller's memory), or NULL */
+	int32		nclasses;
+	bool		mlp;			/* trained and run without the graph's edges */
+	/* trained with time-aware sampling (metrics.temporal): how it sampled (params) */
+	bool		temporal;
+	int32		nfanouts;
+	int32		fanouts[GNN_MAX_FANOUTS];
+	int32		ntype_fanouts;
+	char		tf_names[GNN_MAX_TYPE_FANOUTS][NAMEDATALEN];
+	int32		tf_lists[GNN_MAX_TYPE_FANOUTS][GNN_MAX_FANOUTS];
+	int32		temporal_strategy;	/* 0 uniform, 1 last */
+	int32		batch_size;
+	bool		trained_as_of;	/* options.seed_time: every seed sampled at one time */
+	TimestampTz trained_as_of_time;
+} ModelRow;
+
+/* an int[] column of a model row into out (up to max); returns the count */
+static int
+IntArrayColumn(HeapTuple tup, TupleDesc desc, int col, int32 *out, int max)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+	Datum	   *el;
+	bool	   *nl;
+	int			n;
+
+	if (isnull)
+		return 0;
+	deconstruct_array(DatumGetArrayTypeP(d), INT4OID, 4, true, TYPALIGN_INT, &el, &nl, &n);
+	for (int i = 0; i < n && i < max; i++)
+		out[i] = nl[i] ? 0 : DatumGetInt32(el[i]);
+	return Min(n, max);
+}
+
+/*
+ * A time-aware model's sampling, as the job recorded it in params: its
+ * fan-outs, typed fan-outs by name (flattened in name order, one list of
+ * nfanouts per name), strategy, batch size and seed_time.  Columns from
+ * col on, as ReadModel selects them.
+ */
+static void
+ReadTemporal(HeapTuple tup, TupleDesc desc, int col, ModelRow *mr)
+{
+	bool		isnull;
+	Datum		d;
+	int32		flat[GNN_MAX_TYPE_FANOUTS * GNN_MAX_FANOUTS];
+	int			nflat;
+
+	mr->nfanouts = IntArrayColumn(tup, desc, col, mr->fanouts, GNN_MAX_FANOUTS);
+	d = SPI_getbinval(tup, desc, col + 1, &isnull);
+	mr->ntype_fanouts = 0;
+	if (!isnull)
+	{
+		Datum	   *el;
+		bool	   *nl;
+		int			n;
+
+		deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT, &el, &nl, &n);
+		for (int i = 0; i < n && i < GNN_MAX_TYPE_FANOUTS; i++)
+			strlcpy(mr->tf_names[mr->ntype_fanouts++], nl[i] ? "" : TextDatumGetCString(el[i]), NAMEDATALEN);
+	}
+	nflat = IntArrayColumn(tup, desc, col + 2, flat, GNN_MAX_TYPE_FANOUTS * GNN_MAX_FANOUTS);
+	if (nflat != mr->ntype_fanouts * mr->nfanouts)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("model \"%s\" version %d records typed fan-outs that do not match its %d fan-outs",
+						mr->name, mr->version, mr->nfanouts),
+				 errhint("Retrain it with gnn.train().")));
+	for (int i = 0; i < mr->ntype_fanouts; i++)
+		memcpy(mr->tf_lists[i], flat + i * mr->nfanouts, sizeof(int32) * mr->nfanouts);
+	d = SPI_getbinval(tup, desc, col + 3, &isnull);
+	mr->temporal_strategy = !isnull && strcmp(TextDatumGetCString(d), "last") == 0 ? 1 : 0;
+	d = SPI_getbinval(tup, desc, col + 4, &isnull);
+	mr->batch_size = isnull ? 512 : DatumGetInt32(d);
+	d = SPI_getbinval(tup, desc, col + 5, &isnull);
+	mr->trained_as_of = !isnull;
+	mr->trained_as_of_time = isnull ? 0 : DatumGetTimestampTz(d);
+	if (mr->nfanouts < 1 || mr->batch_size < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("model \"%s\" version %d was trained with time-aware sampling but records no fan-outs",
+						mr->name, mr->version),
+				 errhint("Retrain it with gnn.train().")));
+}
+
+/*
+ * The caller's model: latest version unless one is given (version 0: not
+ * given).  Model names are per owner: the name is looked up among the
+ * calling role's models only (a superuser's too), so no other role can
+ * steer which row it finds.
+ */
+static void
+ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
+{
+	Oid			types[4] = {TEXTOID, INT4OID, OIDOID, BOOLOID};
+	Datum		values[4];
+	char		nulls[5] = "    ";
+	bool		isnull;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	Datum		d;
+	MemoryContext callercxt = CurrentMemoryContext;
+
+	if (strlen(name) >= NAMEDATALEN)
+		ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG), errmsg("model name \"%s\" is too long", name)));
+	values[0] = CStringGetTextDatum(name);
+	values[1] = Int32GetDatum(version);
+	nulls[1] = version > 0 ? ' ' : 'n';
+	values[2] = ObjectIdGetDatum(GetUserId());
+	values[3] = BoolGetDatum(with_weights);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	/* the weights (maybe large, TOASTed) are fetched only when asked for */
+	if (SPI_execute_with_args("SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), id, "
+							  "xmin::text::bigint, task, classes, CASE WHEN $4 THEN weights END, "
+							  "coalesce(params->>'model' = 'mlp', false), "
+							  "coalesce((metrics->>'temporal')::boolean, false), "
+							  /* a time-aware model's sampling (ReadTemporal) */
+							  "ARRAY(SELECT f::int FROM jsonb_array_elements_text("
+							  "  CASE WHEN jsonb_typeof(params->'fanouts') = 'array' THEN params->'fanouts' END) "
+							  "  WITH ORDINALITY AS a(f, o) ORDER BY o), "
+							  "ARRAY(SELECT k FROM jsonb_object_keys("
+							  "  CASE WHEN jsonb_typeof(params->'type_fanouts') = 'object' THEN params->'type_fanouts' END) "
+							  "  AS t(k) ORDER BY k), "
+							  "ARRAY(SELECT f::int FROM jsonb_each("
+							  "  CASE WHEN jsonb_typeof(params->'type_fanouts') = 'object' THEN params->'type_fanouts' END) AS t, "
+							  "  jsonb_array_elements_text(t.value) WITH ORDINALITY AS a(f, o) ORDER BY t.key, a.o), "
+							  "params->>'temporal_strategy', (params->>'batch_size')::int, "
+							  "(params->>'seed_time')::timestamptz "
+							  "FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
+							  "AND ($2::int IS NULL OR version = $2::int) ORDER BY version DESC LIMIT 1",
+							  4, types, values, nulls, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read gnn.models");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 version > 0 ? errmsg("model \"%s\" version %d does not exist", name, version) :
+				 errmsg("model \"%s\" does not exist", name),
+				 errhint("gnn.models lists the models you own; gnn.train() makes one.")));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	strlcpy(mr->name, name, sizeof(mr->name));
+	mr->version = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+	strlcpy(mr->graph, TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull)), sizeof(mr->graph));
+	mr->row_normalise = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+	mr->id = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+	mr->xmin = (TransactionId) DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+	strlcpy(mr->task, TextDatumGetCString(SPI_getbinval(tup, desc, 6, &isnull)), sizeof(mr->task));
+	mr->class_names = NULL;
+	mr->nclasses = 0;
+	mr->mlp = DatumGetBool(SPI_getbinval(tup, desc, 9, &isnull));
+	/* an MLP reads no neighbours: there is no future to keep from it */
+	mr->temporal = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull)) && !mr->mlp;
+	if (mr->temporal)
+		ReadTemporal(tup, desc, 11, mr);
+	d = SPI_getbinval(tup, desc, 7, &isnull);
+	if (!isnull)
+	{
+		ArrayType  *a = DatumGetArrayTypeP(d);
+		Datum	   *el;
+		bool	   *nl;
+		int			n;
+		StringInfoData buf;
+
+		deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &el, &nl, &n);
+		initStringInfo(&buf);
+		for (int i = 0; i < n; i++)
+		{
+			char	   *t = nl[i] ? "" : TextDatumGetCString(el[i]);
+
+			appendBinaryStringInfo(&buf, t, strlen(t) + 1);
+		}
+		mr->class_names = MemoryContextAlloc(callercxt, Max(buf.len, 1));
+		memcpy(mr->class_names, buf.data, buf.len);
+		mr->nclasses = n;
+	}
+	mr->weights = NULL;
+	if (with_weights)
+	{
+		Datum		w = SPI_getbinval(tup, desc, 8, &isnull);
+
+		mr->weights = (bytea *) SPI_datumTransfer(PointerGetDatum(PG_DETOAST_DATUM_COPY(w)), false, -1);
+	}
+	SPI_finish();
+}
+
+/* version => : NULL is the latest; anything else is checked */
+static int32
+VersionArg(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		return 0;
+	GnnCheckVersion(PG_GETARG_INT32(argno));
+	return PG_GETARG_INT32(argno);
+}
+
+/*
+ * The deserialised model, kept for the session: the last one used (keyed by
+ * its row's id and xmin, so a retrained or replaced row is read again).
+ * Point lookups then cost no weight reading.
+ */
+static struct
+{
+	int64		id;
+	TransactionId xmin;
+	gnn_backend *be;
+	gnn_model  *m;
+	uint64		seed;			/* the training seed (its blob's) */
+}			session_model;
+
+/* the caller's model, and the seed it was trained with */
+/* polled by the core between batches: a cancel or termination stops it (then CHECK_FOR_INTERRUPTS reports it) */
+static bool
+SessionShouldStop(void *arg)
+{
+	return InterruptPending && (QueryCancelPending || ProcDiePending);
+}
+
+static gnn_model *
+LoadModel(ModelRow *mr, uint64 *seed)
+{
+	gnn_error	err;
+	gnn_status	st;
+	ModelRow	full;
+	gnn_model_meta meta;
+
+	if (session_model.m && session_model.id == mr->id && session_model.xmin == mr->xmin)
+	{
+		*seed = session_model.seed;
+		return session_model.m;
+	}
+	if (session_model.m)
+		gnn_model_free(session_model.m);
+	session_model.m = NULL;
+	GnnCoreThreadsInit();
+	if (session_model.be == NULL)
+	{
+		if (gnn_backend_cpu_create(gnn_threads, &session_model.be, &err) != GNN_OK)
+			GnnReportCoreError("could not create the CPU backend", &err);
+		/* a cancel or statement_timeout stops a long inference between its pieces */
+		gnn_backend_set_stop(session_model.be, SessionShouldStop, NULL);
+	}
+	ReadModel(mr->name, mr->version, true, &full);
+	if (full.id != mr->id)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("model \"%s\" version %d changed while it was read", mr->name, mr->version)));
+	st = gnn_model_deserialize(session_model.be, VARDATA_ANY(full.weights), VARSIZE_ANY_EXHDR(full.weights),
+							   &session_model.m, &meta, &err);
+	pfree(full.weights);
+	if (st != GNN_OK)
+	{
+		session_model.m = NULL;
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("model \"%s\" version %d cannot be read: %s", mr->name, mr->version, err.msg),
+				 errhint("Retrain it with gnn.train().")));
+	}
+	session_model.id = mr->id;
+	session_model.xmin = mr->xmin;
+	session_model.seed = meta.seed;
+	*seed = meta.seed;
+	return session_model.m;
+}
+
+static int32
+ResolveLayer(const ModelRow *mr, int layers, OutKind kind, int32 layer)
+{
+	int32		dflt,
+				want;
+
+	if (kind == OUT_PROBS)
+		return -1;
+	dflt = GnnDefaultEmbeddingLayer(layers, strcmp(mr->task, "link_prediction") != 0);
+	want = layer >= 0 ? layer : dflt;
+	if (want >= layers || layer < -1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model \"%s\" has %d layer%s; layer must be between 0 and %d", mr->name, layers,
+						layers == 1 ? "" : "s", layers - 1),
+				 errdetail("Layer %d is the output layer (raw scores before softmax); the default is %s.",
+						   layers - 1, dflt == layers - 1 ? "the output layer" : "the last hidden layer"),
+				 errhint("Omit layer for the default.")));
+	return want;
+}
+
+/* ------------------------------------------------------------------ inference */
+
+/* What one call works with: the model row, the graph version of the statement, the layer. */
+typedef struct InferCtx
+{
+	ModelRow	mr;
+	GnnGraphRef ref;
+	gnn_model  *m;
+	OutKind		kind;
+	int32		want;			/* layer, or -1 for probabilities */
+	int32		cols;
+	int32		type;			/* the node type results are about */
+	bool		regression;		/* predictions are the output layer's value */
+	GnnCacheKey key;
+	/* a time-aware model: how its rows are sampled (gnn_model_infer_temporal) */
+	gnn_infer_temporal_config tc;
+} InferCtx;
+
+/*
+ * as_of => (argument argno): one moment for every row of a time-aware
+ * model, as microseconds since 2000-01-01, the way the loader keeps node
+ * times (a timestamptz is that already).  *has: it was given.
+ */
+static TimestampTz
+AsOfArg(FunctionCallInfo fcinfo, int argno, bool *has)
+{
+	TimestampTz t;
+
+	*has = PG_NARGS() > argno && !PG_ARGISNULL(argno);
+	if (!*has)
+		return 0;
+	t = PG_GETARG_TIMESTAMPTZ(argno);
+	if (TIMESTAMP_NOT_FINITE(t))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("as_of must be a finite time"),
+				 errhint("Leave as_of out to answer every row as of its own time.")));
+	return t;
+}
+
+
+/*
+ * A time-aware model's sampling on the graph as loaded now: the training
+ * fan-outs (per relation by the names the job was given), strategy and
+ * seed, bounded by as_of when given, else by the job's seed_time, else by
+ * each row's own time.  The temporal sampler reads a flat graph: a delta is
+ * merged in first.
+ */
+static void
+TemporalBegin(InferCtx *x, uint64 train_seed, bool has_as_of, TimestampTz as_of)
+{
+	const ModelRow *mr = &x->mr;
+	gnn_infer_temporal_config *tc = &x->tc;
+	const gnn_graph *g;
+
+	GnnGraphFlattenRef(&x->ref);
+	g = &x->ref.g;
+	memset(tc, 0, sizeof(*tc));
+	tc->sampler.kind = GNN_SAMPLER_NEIGHBOR;
+	tc->sampler.nhops = mr->nfanouts;
+	memcpy(tc->sampler.fanouts, mr->fanouts, sizeof(int32) * mr->nfanouts);
+	tc->sampler.weighted = true;	/* as the job sampled */
+	tc->sampler.nthreads = gnn_threads;
+	tc->sampler.temporal = true;
+	tc->sampler.temporal_strategy = mr->temporal_strategy;
+	if (g->num_edge_types > 1 || mr->ntype_fanouts > 0)
+		tc->sampler.type_fanouts = GnnTypeFanouts(g, mr->nfanouts, mr->fanouts, mr->ntype_fanouts,
+												  mr->tf_names, mr->tf_lists);
+	tc->seed = gnn_infer_temporal_seed(train_seed);
+	tc->batch_size = mr->batch_size;
+	tc->row_normalise = mr->row_normalise;
+	tc->has_as_of = has_as_of || mr->trained_as_of;
+	tc->as_of = has_as_of ? as_of : mr->trained_as_of_time;
+	tc->should_stop = SessionShouldStop;
+}
+
+/* rows of idx[0..n) of a time-aware model into out (n x cols), computed here */
+static void
+InferTemporal(InferCtx *x, const int64 *idx, int64 n, float *out)
+{
+	gnn_error	err;
+	gnn_status	st;
+
+	GnnCoreThreadsInit();
+	st = gnn_model_infer_temporal(x->m, &x->ref.g, &x->tc, x->want, x->kind == OUT_PROBS, idx, n, out, &err);
+	if (st == GNN_ERR_CANCELLED)
+		CHECK_FOR_INTERRUPTS();
+	if (st != GNN_OK)
+		GnnReportCoreError(psprintf("inference with model \"%s\" failed", x->mr.name), &err);
+}
+
+static void
+InferBegin(const char *model, int32 version, OutKind kind, int32 layer, bool has_as_of, TimestampTz as_of,
+		   InferCtx *x)
+{
+	const gnn_model_config *mc;
+	uint64		train_seed;
+
+	memset(x, 0, sizeof(*x));
+	x->kind = kind;
+	ReadModel(model, version, false, &x->mr);
+	if (has_as_of && !x->mr.temporal)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model \"%s\" was not trained with time-aware sampling, so as_of does not apply to it", model),
+				 errdetail("as_of bounds the neighbourhood a time-aware model samples every row from; model \"%s\" version %d "
+						   "reads every neighbour of a row, whatever its time.", model, x->mr.version),
+				 errhint("Leave as_of out, or train the model with fan-outs on a graph with times "
+						 "(options.fanouts; options.temporal is on by default there).")));
+	if (kind == OUT_PROBS && strcmp(x->mr.task, "regression") == 0)
+	{
+		/* a regression model's prediction is its output layer */
+		x->regression = true;
+		kind = x->kind = OUT_EMBED;
+		layer = INT32_MAX;
+	}
+	if (kind == OUT_PROBS && strcmp(x->mr.task, "node_classification") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("model \"%s\" was trained for %s and predicts no classes", x->mr.name, x->mr.task),
+				 errhint("Use gnn.embedding(), gnn.similar() or gnn.embed() with a link-prediction model: "
+						 "its embeddings' dot products score links.")));
+	/* the graph version this statement sees (pinned for the statement by the registry) */
+	GnnGraphAcquireView(x->mr.graph, &x->ref);
+	if (x->mr.mlp)
+	{
+		GnnGraphFlattenRef(&x->ref);
+		GnnEdgelessView(&x->ref.g, &x->ref.g);
+	}
+	x->m = LoadModel(&x->mr, &train_seed);
+	mc = gnn_model_config_of(x->m);
+	if (x->mr.temporal)
+		TemporalBegin(x, train_seed, has_as_of, as_of);
+
+	/*
+	 * One part of a partitioned graph: its halo's features and neighbours are
+	 * on their owners' servers, so what a model computes here near the halo
+	 * is not what it computes on the whole graph (an MLP reads no edges).
+	 */
+	if (x->ref.g.node_part && x->ref.g.num_nodes > x->ref.g.n_owned && !x->mr.mlp)
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("graph \"%s\" is part %d of a partitioned graph: its %lld halo nodes have no features or "
+						"neighbours of their own here",
+						x->mr.graph, x->ref.g.part, (long long) (x->ref.g.num_nodes - x->ref.g.n_owned)),
+				 errdetail("Results of model \"%s\" for halo nodes, and for own nodes within %d hops of the halo, "
+						   "differ from the whole graph's.", x->mr.name, mc->layers),
+				 errhint("Read the model where the whole graph is loaded under the name \"%s\" "
+						 "(gnn.load_graph without part_column).", x->mr.graph)));
+	if (mc->in_dim != x->ref.g.feat_dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("model \"%s\" takes %d features, but graph \"%s\" has %d",
+						x->mr.name, mc->in_dim, x->mr.graph, x->ref.g.feat_dim),
+				 errhint("Reload the graph with the features the model was trained on.")));
+	x->want = x->regression ? mc->layers - 1 : ResolveLayer(&x->mr, mc->layers, kind, layer);
+	x->type = GnnResultType(&x->ref.g, NULL, x->mr.graph);
+	x->cols = x->want < 0 ? mc->out_dim : gnn_model_layer_dim(x->m, x->want);
+	x->key.dbid = MyDatabaseId;
+	x->key.owner = GetUserId();
+	x->key.model_id = x->mr.id;
+	x->key.model_xmin = x->mr.xmin;
+	x->key.generation = x->ref.entry.generation;
+	x->key.kind = kind;
+	x->key.layer = x->want;
+	x->key.has_as_of = has_as_of;
+	x->key.as_of = has_as_of ? as_of : 0;
+	if (x->mr.temporal && x->mr.nfanouts != mc->layers)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("model \"%s\" version %d records %d fan-outs for %d layers", x->mr.name, x->mr.version,
+						x->mr.nfanouts, mc->layers),
+				 errhint("Retrain it with gnn.train().")));
+}
+
+static void
+ComputeFull(void *arg, GnnResult *res)
+{
+	InferCtx   *x = arg;
+	gnn_error	err;
+
+	memcpy((int64 *) res->ids, x->ref.g.ids, sizeof(int64) * res->rows);
+	if (x->mr.temporal)
+	{
+		/* every node, as of its own time (or as_of) */
+		int64	   *idx = palloc_extended(sizeof(int64) * Max(res->rows, 1), MCXT_ALLOC_HUGE);
+
+		for (int64 v = 0; v < res->rows; v++)
+			idx[v] = v;
+		InferTemporal(x, idx, res->rows, (float *) res->out);
+		pfree(idx);
+		return;
+	}
+	GnnCoreThreadsInit();
+	/* the whole graph: a delta merged in first (the few-node path reads it in place) */
+	GnnGraphFlattenRef(&x->ref);
+	if (gnn_model_infer(x->m, &x->ref.g, x->mr.row_normalise, x->want, x->kind == OUT_PROBS,
+						(float *) res->out, &err) != GNN_OK)
+		GnnReportCoreError(psprintf("inference with model \"%s\" failed", x->mr.name), &err);
+}
+
+/*
+ * Every node's row: the shared result of this model row and graph version,
+ * computed (once, whoever asks first) if it is not cached.
+ */
+static void
+InferFull(InferCtx *x, GnnResult *res)
+{
+	bool		hit;
+
+	GnnCacheGet(&x->key, x->mr.name, x->mr.version, x->mr.graph, x->ref.g.num_nodes, x->cols,
+				ComputeFull, x, res, &hit);
+}
+
+static void
+InferEnd(InferCtx *x)
+{
+	GnnGraphRelease(&x->ref);
+}
+
+/*
+ * Rows of a few nodes (graph indices nodes[0..n)) into out (n x cols): from the shared
+ * result when it is there; else computed exactly on the nodes'
+ * neighbourhood (every neighbour, no sampling: equal to the full pass) when
+ * that neighbourhood is small beside the graph; else the full pass, shared.
+ */
+static void
+InferFew(InferCtx *x, const int64 *nodes, int n, float *out)
+{
+	GnnResult	res;
+	int64	   *idx = palloc(sizeof(int64) * Max(n, 1));
+	gnn_error	err;
+	gnn_status	st;
+	int64		touched = 0;
+
+	memcpy(idx, nodes, sizeof(int64) * n);
+	if (x->mr.temporal && !GnnCacheLookup(&x->key, &res))
+	{
+		/* sampled with the training fan-outs: as cheap for a few nodes whatever their neighbourhood */
+		InferTemporal(x, idx, n, out);
+		pfree(idx);
+		return;
+	}
+	if (!x->mr.temporal && !GnnCacheLookup(&x->key, &res))
+	{
+		/*
+		 * Past gnn.khop_max_fraction of the graph's nodes (half) the
+		 * neighbourhood costs about as much as the full pass, which is then
+		 * computed once for everyone.  (On a 1M-node R-MAT graph a 10-node
+		 * neighbourhood of 12% of the nodes took 75 ms, the full pass 10 s.)
+		 */
+		int64		max_nodes = Max((int64) (x->ref.g.num_nodes * gnn_khop_max_fraction), 1);
+
+		GnnCoreThreadsInit();
+		if (gnn_khop_max_fraction <= 0)
+			st = GNN_ERR_LIMIT;		/* always the full pass */
+		else
+			st = gnn_model_infer_nodes(x->m, &x->ref.g, x->mr.row_normalise, x->want, x->kind == OUT_PROBS,
+									   idx, n, max_nodes, out, &touched, &err);
+		if (st == GNN_OK)
+		{
+			pfree(idx);
+			return;
+		}
+		/* too large a neighbourhood, or a model the few-node path cannot run: the full pass */
+		if (st != GNN_ERR_LIMIT && st != GNN_ERR_UNSUPPORTED)
+			GnnReportCoreError(psprintf("inference with model \"%s\" failed", x->mr.name), &err);
+		InferFull(x, &res);
+	}
+	for (int i = 0; i < n; i++)
+		memcpy(out + (Size) i * x->cols, res.out + idx[i] * x->cols, sizeof(float) * x->cols);
+	pfree(idx);
+}
+
+
+/* A real[] of one row, built in place (one allocation, one copy). */
+static ArrayType *
+RowArray(const float *row, int32 cols)
+{
+	Size		bytes = ARR_OVERHEAD_NONULLS(1) + sizeof(float4) * (Size) cols;
+	ArrayType  *a = palloc0(bytes);
+
+	SET_VARSIZE(a, bytes);
+	a->ndim = 1;
+	a->dataoffset = 0;
+	a->elemtype = FLOAT4OID;
+	ARR_DIMS(a)[0] = cols;
+	ARR_LBOUND(a)[0] = 1;
+	memcpy(ARR_DATA_PTR(a), row, sizeof(float4) * (Size) cols);
+	return a;
+}
+
+/* the name of class k as the model learnt it (text labels), or NULL */
+static const char *
+ClassName(const ModelRow *mr, int k)
+{
+	const char *p = mr->class_names;
+
+	if (!p || k < 0 || k >= mr->nclasses)
+		return NULL;
+	for (int i = 0; i < k; i++)
+		p += strlen(p) + 1;
+	return p;
+}
+
+static char *
+ModelArg(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("model must not be NULL")));
+	return text_to_cstring(PG_GETARG_TEXT_PP(0));
+}
+
+/*
+ * gnn._embedding_rows(model, layer, version) -> (id, embedding): what
+ * gnn.embed inserts.  Streams rows from the shared result, one per call, so
+ * a large graph never spills a tuplestore; the result stays mapped until the
+ * transaction ends.
+ */
+/* What _embedding_rows streams: the shared result and the keys of one node type. */
+typedef struct EmbedRows
+{
+	GnnResult	r;
+	int64		first;			/* the type's first node */
+	int64		count;
+	int64	   *keys;			/* [count] */
+	int64	   *key_off;		/* [count + 1] text keys, or NULL */
+	char	   *key_bytes;
+} EmbedRows;
+
+Datum
+gnn_embedding_rows(PG_FUNCTION_ARGS)
+{
+	FuncCallContext *fctx;
+	EmbedRows  *er;
+
+	if (SRF_IS_FIRSTCALL())
+	{
+		MemoryContext old;
+		TupleDesc	desc;
+		InferCtx	x;
+		const gnn_graph *g;
+		int32		t;
+		bool		has_as_of;
+		TimestampTz as_of;
+
+		GnnRequirePreload();
+		fctx = SRF_FIRSTCALL_INIT();
+		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
+		er = palloc0(sizeof(EmbedRows));
+		MemoryContextSwitchTo(old);
+		as_of = AsOfArg(fcinfo, 4, &has_as_of);
+		InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED,
+				   PG_ARGISNULL(1) ? -1 : PG_GETARG_INT32(1), has_as_of, as_of, &x);
+		g = &x.ref.g;
+		t = GnnResultType(g, PG_NARGS() > 3 && !PG_ARGISNULL(3) ? text_to_cstring(PG_GETARG_TEXT_PP(3)) : NULL,
+					   x.mr.graph);
+		InferFull(&x, &er->r);
+		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
+		er->first = g->type_ptr[t];
+		er->count = g->type_ptr[t + 1] - g->type_ptr[t];
+		er->keys = palloc_extended(sizeof(int64) * Max(er->count, 1), MCXT_ALLOC_HUGE);
+		memcpy(er->keys, g->keys + er->first, sizeof(int64) * er->count);
+		if (g->key_off && g->type_text_key && g->type_text_key[t])
+		{
+			int64		b0 = g->key_off[er->first],
+						b1 = g->key_off[er->first + er->count];
+
+			er->key_off = palloc_extended(sizeof(int64) * (er->count + 1), MCXT_ALLOC_HUGE);
+			for (int64 i = 0; i <= er->count; i++)
+				er->key_off[i] = g->key_off[er->first + i] - b0;
+			er->key_bytes = palloc_extended(Max(b1 - b0, 1), MCXT_ALLOC_HUGE);
+			memcpy(er->key_bytes, g->key_bytes + b0, b1 - b0);
+		}
+		MemoryContextSwitchTo(old);
+		InferEnd(&x);
+		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
+		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		fctx->tuple_desc = BlessTupleDesc(desc);
+		fctx->user_fctx = er;
+		fctx->max_calls = er->count;
+		MemoryContextSwitchTo(old);
+	}
+	fctx = SRF_PERCALL_SETUP();
+	er = fctx->user_fctx;
+	if (fctx->call_cntr < fctx->max_calls)
+	{
+		Datum		v[3];
+		bool		n[3] = {false, false, false};
+		int64		i = (int64) fctx->call_cntr;
+		int64		row = er->first + i;
+
+		v[0] = Int64GetDatum(er->keys[i]);
+		v[1] = PointerGetDatum(RowArray(er->r.out + row * er->r.cols, er->r.cols));
+		if (er->key_off)
+			v[2] = PointerGetDatum(cstring_to_text_with_len(er->key_bytes + er->key_off[i],
+															(int) (er->key_off[i + 1] - er->key_off[i])));
+		else
+			v[2] = CStringGetTextDatum(psprintf(INT64_FORMAT, er->keys[i]));
+		SRF_RETURN_NEXT(fctx, HeapTupleGetDatum(heap_form_tuple(fctx->tuple_desc, v, n)));
+	}
+	SRF_RETURN_DONE(fctx);
+}
+
+/*
+ * What gnn.embed may write: a real[] column (new, or existing of that type)
+ * that is none of the columns the graph was loaded from, or a table of
+ * (id, embedding real[]) rows that is not the graph's node table (its rows
+ * are replaced).  Anything else would destroy data: refused.
+ */
+static void
+CheckEmbedTarget(const ModelRow *c, Oid relid, const char *into, const char *column, const char *idcol, Oid vtype)
+{
+	GnnGraphRef ref;
+	GnnGraphEntry e;
+
+	if (!OidIsValid(relid))
+		return;					/* a new table (or the error for a missing one, below) */
+	GnnGraphAcquireView(c->graph, &ref);
+	e = ref.entry;
+	GnnGraphRelease(&ref);
+	if (column != NULL)
+	{
+		AttrNumber	att = get_attnum(relid, column);
+		AttrNumber	idatt = get_attnum(relid, idcol);
+
+		if (relid == e.nodes_rel &&
+			(strcmp(column, e.id_col) == 0 || strcmp(column, e.feat_col) == 0 ||
+			 strcmp(column, e.label_col) == 0 || strcmp(column, e.split_col) == 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("column \"%s\" of %s is one graph \"%s\" was loaded from", column, into, c->graph),
+					 errdetail("gnn.embed() would overwrite the graph's own ids, features, labels or split."),
+					 errhint("Name a new column, e.g. \"column\" => '%s_embedding'.", c->name)));
+		if (att != InvalidAttrNumber && get_atttype(relid, att) != FLOAT4ARRAYOID &&
+			!(OidIsValid(vtype) && get_atttype(relid, att) == vtype))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of %s has type %s; embeddings go into a real[] or vector column",
+							column, into, format_type_be(get_atttype(relid, att))),
+					 errhint("Name a new column (it is added as real[], or as vector with options => "
+							 "'{\"type\": \"vector\"}') or an existing real[] or vector one.")));
+		if (idatt == InvalidAttrNumber || idatt < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" does not exist in %s", idcol, into),
+					 errhint("Pass id_column => naming the node id column of %s.", into)));
+		return;
+	}
+	if (relid == e.nodes_rel)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is the node table of graph \"%s\"; gnn.embed() would replace its rows", into, c->graph),
+				 errhint("Write into a new table, or add a column to this one with \"column\" => 'embedding'.")));
+	{
+		AttrNumber	idatt = get_attnum(relid, "id");
+		AttrNumber	eatt = get_attnum(relid, "embedding");
+
+		if (idatt == InvalidAttrNumber || eatt == InvalidAttrNumber ||
+			(get_atttype(relid, eatt) != FLOAT4ARRAYOID && !(OidIsValid(vtype) && get_atttype(relid, eatt) == vtype)))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("table %s exists but is not an embedding table (id, embedding real[] or vector)", into),
+					 errdetail("gnn.embed() replaces the rows of such a table; it leaves other tables alone."),
+					 errhint("Name a new table, or use \"column\" => to add a column to a node table.")));
+	}
+}
+
+/* ------------------------------------------------------------------ incremental embed */
+
+/* how many nodes this session's last gnn.embed computed (gnn._embed_recomputed) */
+static int64 last_recomputed = -1;
+
+PG_FUNCTION_INFO_V1(gnn_embed_recomputed);
+Datum
+gnn_embed_recomputed(PG_FUNCTION_ARGS)
+{
+	if (last_recomputed < 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(last_recomputed);
+}
+
+/* Remember the graph version a table's embeddings were written from (gnn.embed_state). */
+static void
+SaveEmbedState(Oid relid, const InferCtx *x)
+{
+	Oid			types[7] = {OIDOID, OIDOID, INT8OID, INT4OID, TEXTOID, INT8OID, INT8OID};
+	Datum		values[7];
+
+	values[0] = ObjectIdGetDatum(GetUserId());
+	values[1] = ObjectIdGetDatum(relid);
+	values[2] = Int64GetDatum(x->mr.id);
+	values[3] = Int32GetDatum(x->want);
+	values[4] = CStringGetTextDatum(x->mr.graph);
+	values[5] = Int64GetDatum((int64) gnn_shared->instance);
+	values[6] = Int64GetDatum((int64) x->ref.entry.generation);
+	GnnCatalogExec("INSERT INTO gnn.embed_state AS s (owner, relid, model_id, layer, graph, instance, generation) "
+				   "VALUES ($1::regrole, $2, $3, $4, $5, $6, $7) ON CONFLICT (owner, relid) DO UPDATE SET "
+				   "model_id = excluded.model_id, layer = excluded.layer, graph = excluded.graph, "
+				   "instance = excluded.instance, generation = excluded.generation, at = now()",
+				   7, types, values, NULL, 0);
+}
+
+/*
+ * The node ids touched since the version relid was last written from, by
+ * following gnn.graph_history to the version x sees.  False when there is
+ * no such chain (no earlier write of this model and layer, a reload, a
+ * restart): then every row is written.  SPI is connected.
+ */
+static bool
+TouchedSince(Oid relid, const InferCtx *x, int64 **ids, int64 *n_out, const char **why)
+{
+	Oid			t2[2] = {OIDOID, OIDOID};
+	Datum		v2[2];
+	bool		isnull;
+	int64		gen;
+	int64		cur = (int64) x->ref.entry.generation;
+	int64		n = 0,
+				cap = 256;
+	int64	   *t = palloc(sizeof(int64) * cap);
+
+	v2[0] = ObjectIdGetDatum(GetUserId());
+	v2[1] = ObjectIdGetDatum(relid);
+	if (SPI_execute_with_args("SELECT model_id, layer, graph, instance, generation FROM gnn.embed_state "
+							  "WHERE owner = $1::regrole AND relid = $2", 2, t2, v2, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read gnn.embed_state");
+	if (SPI_processed == 0)
+	{
+		*why = "no earlier gnn.embed wrote this table";
+		return false;
+	}
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		int64		model_id = DatumGetInt64(SPI_getbinval(tup, td, 1, &isnull));
+		int32		layer = DatumGetInt32(SPI_getbinval(tup, td, 2, &isnull));
+		char	   *graph = TextDatumGetCString(SPI_getbinval(tup, td, 3, &isnull));
+		int64		instance = DatumGetInt64(SPI_getbinval(tup, td, 4, &isnull));
+
+		gen = DatumGetInt64(SPI_getbinval(tup, td, 5, &isnull));
+		if (model_id != x->mr.id || layer != x->want || strcmp(graph, x->mr.graph) != 0)
+		{
+			*why = "the table was last written by another model, version or layer";
+			return false;
+		}
+		if (instance != (int64) gnn_shared->instance)
+		{
+			*why = "the server restarted since the table was written";
+			return false;
+		}
+	}
+	for (int hop = 0; gen != cur; hop++)
+	{
+		Oid			t4[4] = {OIDOID, TEXTOID, INT8OID, INT8OID};
+		Datum		v4[4];
+		ArrayType  *a;
+		Datum	   *d;
+		bool	   *dn;
+		int			k;
+
+		CHECK_FOR_INTERRUPTS();
+		v4[0] = ObjectIdGetDatum(GetUserId());
+		v4[1] = CStringGetTextDatum(x->mr.graph);
+		v4[2] = Int64GetDatum((int64) gnn_shared->instance);
+		v4[3] = Int64GetDatum(gen);
+		if (SPI_execute_with_args("SELECT generation, touched FROM gnn.graph_history WHERE owner = $1::regrole "
+								  "AND graph = $2 AND instance = $3 AND base_generation = $4",
+								  4, t4, v4, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read gnn.graph_history");
+		if (SPI_processed == 0)
+		{
+			*why = "the graph was reloaded (not only refreshed) since the table was written";
+			return false;
+		}
+		gen = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		a = DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		deconstruct_array(a, INT8OID, 8, true, TYPALIGN_DOUBLE, &d, &dn, &k);
+		if (n + k > cap)
+		{
+			cap = Max(cap * 2, n + k);
+			t = repalloc_huge(t, sizeof(int64) * cap);
+		}
+		for (int i = 0; i < k; i++)
+			t[n++] = DatumGetInt64(d[i]);
+	}
+	*ids = t;
+	*n_out = GnnSortUnique64(t, n);
+	return true;
+}
+
+/*
+ * The SQL type of a node type's keys as the loader recorded it (text, uuid,
+ * ...), or NULL when they are integers and travel as the bigint id.  SPI is
+ * connected.
+ */
+static char *
+EmbedKeyType(const char *graph, int32 type)
+{
+	char	   *key_type = NULL;
+
+	if (SPI_execute_with_args("SELECT gnn._graph_meta($1)->'types'->$2->>'key_type'", 2,
+							  (Oid[]) {TEXTOID, INT4OID},
+							  (Datum[]) {CStringGetTextDatum(graph), Int32GetDatum(type)},
+							  NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+		key_type = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (key_type && (strcmp(key_type, "bigint") == 0 || strcmp(key_type, "integer") == 0 ||
+					 strcmp(key_type, "smallint") == 0))
+		key_type = NULL;
+	return key_type;
+}
+
+/*
+ * Rewrite the rows of relid (id, embedding) that the touched nodes can have
+ * changed: a node's output at the layer written depends on its
+ * in-neighbourhood of hops hops, so the rows that can change are the
+ * touched nodes' out-neighbourhood of that many hops (in the graph now).
+ * Touched ids no longer in the graph lose their rows.  Returns the rows
+ * written; *recomputed the nodes whose rows were computed.
+ */
+static int64
+EmbedIncremental(InferCtx *x, const char *qname, const char *key_type, const int64 *touched, int64 nt,
+				 int64 *recomputed)
+{
+	const gnn_graph *g = &x->ref.g;
+	int			hops = x->want < 0 ? INT_MAX : x->want + 1;
+	bool	   *in = palloc_extended(Max(g->num_nodes, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	int64	   *front = palloc_extended(sizeof(int64) * Max(g->num_nodes, 1), MCXT_ALLOC_HUGE);
+	int64		nf = 0,
+				done = 0;
+	Datum	   *gone = palloc(sizeof(Datum) * Max(nt, 1));
+	int			ngone = 0;
+	float	   *out;
+	SPIPlanPtr	ins;
+	int64		written = 0;
+
+	for (int64 i = 0; i < nt; i++)
+	{
+		int64		v = gnn_graph_find(g, touched[i]);
+
+		if (v < 0)
+			gone[ngone++] = Int64GetDatum(touched[i]);
+		else if (!in[v])
+		{
+			in[v] = true;
+			front[nf++] = v;
+		}
+	}
+	for (int h = 0; h < hops && done < nf; h++)
+	{
+		int64		end = nf;
+
+		for (; done < end; done++)
+		{
+			int64		v = front[done];
+
+			const int32 *nb;
+			int64		len = gnn_graph_out_row(g, v, &nb, NULL, NULL);
+
+			for (int64 e = 0; e < len; e++)
+			{
+				int32		u = nb[e];
+
+				if (!in[u])
+				{
+					in[u] = true;
+					front[nf++] = u;
+				}
+			}
+		}
+	}
+	*recomputed = nf;
+	/* text keys: a node that goes renumbers the graph, so a refresh reloads it and no history leads here */
+	if (key_type && ngone > 0)
+		elog(ERROR, "gnn.embed: %d touched nodes of a text-keyed graph are gone", ngone);
+	/* rows of removed nodes and of the nodes recomputed go; the recomputed come back */
+	if (key_type)
+	{
+		Datum	   *d = palloc_extended(sizeof(Datum) * (nf + 1), MCXT_ALLOC_HUGE);
+
+		for (int64 i = 0; i < nf; i++)
+			d[i] = GnnNodeKeyText(g, front[i]);
+		if (SPI_execute_with_args(psprintf("DELETE FROM %s WHERE id = ANY($1::%s[])", qname, key_type), 1,
+								  (Oid[]) {TEXTARRAYOID},
+								  (Datum[]) {PointerGetDatum(construct_array(d, (int) nf, TEXTOID, -1, false, TYPALIGN_INT))},
+								  NULL, false, 0) < 0)
+			elog(ERROR, "could not delete from %s", qname);
+	}
+	else
+	{
+		Datum	   *d = palloc_extended(sizeof(Datum) * (nf + ngone + 1), MCXT_ALLOC_HUGE);
+		Oid			t1[1] = {INT8ARRAYOID};
+		Datum		v1[1];
+
+		for (int64 i = 0; i < nf; i++)
+			d[i] = Int64GetDatum(g->ids[front[i]]);
+		memcpy(d + nf, gone, sizeof(Datum) * ngone);
+		v1[0] = PointerGetDatum(construct_array(d, (int) (nf + ngone), INT8OID, 8, true, TYPALIGN_DOUBLE));
+		if (SPI_execute_with_args(psprintf("DELETE FROM %s WHERE id = ANY($1)", qname), 1, t1, v1, NULL,
+								  false, 0) < 0)
+			elog(ERROR, "could not delete from %s", qname);
+	}
+	if (nf == 0)
+		return 0;
+	qsort(front, nf, sizeof(int64), GnnCmpInt64);
+	ins = key_type ? SPI_prepare(psprintf("INSERT INTO %s (id, embedding) VALUES ($1::%s, $2)", qname, key_type), 2,
+								 (Oid[]) {TEXTOID, FLOAT4ARRAYOID}) :
+		SPI_prepare(psprintf("INSERT INTO %s (id, embedding) VALUES ($1, $2)", qname), 2,
+					(Oid[]) {INT8OID, FLOAT4ARRAYOID});
+	if (ins == NULL)
+		elog(ERROR, "could not prepare the insert into %s", qname);
+	/* in chunks: the rows of a chunk computed together (one neighbourhood) */
+	out = palloc_extended(sizeof(float) * (Size) Min(nf, 65536) * x->cols, MCXT_ALLOC_HUGE);
+	for (int64 c0 = 0; c0 < nf; c0 += 65536)
+	{
+		int			cn = (int) Min(nf - c0, 65536);
+
+		InferFew(x, front + c0, cn, out);
+		for (int i = 0; i < cn; i++)
+		{
+			Datum		v[2];
+
+			v[0] = key_type ? GnnNodeKeyText(g, front[c0 + i]) : Int64GetDatum(g->ids[front[c0 + i]]);
+			v[1] = PointerGetDatum(RowArray(out + (Size) i * x->cols, x->cols));
+			if (SPI_execute_plan(ins, v, NULL, false, 0) != SPI_OK_INSERT)
+				elog(ERROR, "could not insert into %s", qname);
+			written++;
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	return written;
+}
+
+/* ------------------------------------------------------------------ pgvector */
+
+/*
+ * gnn.embed's options: {"type": "vector" | "real[]", "index": "hnsw" |
+ * "ivfflat", "distance": "cosine" | "l2" | "ip"}.
+ */
+typedef struct EmbedOptions
+{
+	bool		vector;
+	char	   *index;			/* NULL: none */
+	char	   *distance;
+} EmbedOptions;
+
+static void
+ParseEmbedOptions(Jsonb *opts, EmbedOptions *o)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+
+	memset(o, 0, sizeof(*o));
+	o->distance = "cosine";
+	if (!opts)
+		return;
+	if (!JB_ROOT_IS_OBJECT(opts))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gnn.embed: options must be a JSON object"),
+				 errhint("For example '{\"type\": \"vector\", \"index\": \"hnsw\", \"distance\": \"cosine\"}'.")));
+	it = JsonbIteratorInit(&opts->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		char	   *val;
+
+		if (tok == WJB_KEY)
+		{
+			key = pnstrdup(v.val.string.val, v.val.string.len);
+			continue;
+		}
+		if (tok != WJB_VALUE)
+			continue;
+		if (strcmp(key, "type") != 0 && strcmp(key, "index") != 0 && strcmp(key, "distance") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("gnn.embed: unknown option \"%s\"", key),
+					 errhint("The options are type, index and distance.")));
+		if (v.type != jbvString)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("gnn.embed: options.%s must be a string", key)));
+		val = pnstrdup(v.val.string.val, v.val.string.len);
+		if (strcmp(key, "type") == 0)
+		{
+			if (strcmp(val, "vector") != 0 && strcmp(val, "real[]") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("gnn.embed: unknown options.type \"%s\"", val),
+						 errhint("Accepted: \"vector\" (pgvector), \"real[]\" (the default).")));
+			o->vector = strcmp(val, "vector") == 0;
+		}
+		else if (strcmp(key, "index") == 0)
+		{
+			if (strcmp(val, "hnsw") != 0 && strcmp(val, "ivfflat") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("gnn.embed: unknown options.index \"%s\"", val),
+						 errhint("Accepted: \"hnsw\", \"ivfflat\" (pgvector's index methods).")));
+			o->index = val;
+		}
+		else
+		{
+			if (strcmp(val, "cosine") != 0 && strcmp(val, "l2") != 0 && strcmp(val, "ip") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("gnn.embed: unknown options.distance \"%s\"", val),
+						 errhint("Accepted: \"cosine\" (<=>), \"l2\" (<->), \"ip\" (<#>).")));
+			o->distance = val;
+		}
+	}
+}
+
+/* the schema extension ext was installed in (InvalidOid: none) */
+static Oid
+ExtensionSchema(Oid ext)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			nsp = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return nsp;
+}
+
+/*
+ * pgvector's vector type in this database, found at run time (gnn never
+ * links to pgvector), and its schema; InvalidOid: not installed.
+ */
+static Oid
+PgvectorType(void)
+{
+	Oid			ext = get_extension_oid("vector", true);
+
+	if (!OidIsValid(ext))
+		return InvalidOid;
+	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("vector"),
+						   ObjectIdGetDatum(ExtensionSchema(ext)));
+}
+
+/*
+ * After the rows are written: a pgvector index on the embedding column, by
+ * the method and distance the options name (one per table, column, method
+ * and distance: a rewrite keeps it).  SPI is connected.
+ */
+static void
+EmbedIndex(const char *qname, Oid relid, const char *column, Oid vtype, const EmbedOptions *o, int64 rows)
+{
+	char	   *nsp = get_namespace_name(ExtensionSchema(get_extension_oid("vector", false)));
+	const char *ops = strcmp(o->distance, "l2") == 0 ? "vector_l2_ops" :
+		strcmp(o->distance, "ip") == 0 ? "vector_ip_ops" : "vector_cosine_ops";
+	char	   *full = psprintf("%s_%s_%s_%s", get_rel_name(relid), column, o->index, o->distance);
+	char	   *name = full;
+	StringInfoData q;
+
+	/*
+	 * Index names are at most NAMEDATALEN - 1 bytes: a longer one keeps what
+	 * fits of it (whole characters) and a hash of the whole, so the names of
+	 * two distances or methods never come out the same.
+	 */
+	if (strlen(full) >= NAMEDATALEN)
+	{
+		int			keep = pg_mbcliplen(full, strlen(full), NAMEDATALEN - 1 - 9);
+
+		name = psprintf("%.*s_%08x", keep, full, (unsigned) hash_bytes((const unsigned char *) full, strlen(full)));
+	}
+	initStringInfo(&q);
+	appendStringInfo(&q, "CREATE INDEX IF NOT EXISTS %s ON %s USING %s (%s %s.%s)", quote_identifier(name), qname,
+					 o->index, quote_identifier(column), quote_identifier(nsp), ops);
+	/* ivfflat: lists = rows / 1000 up to a million rows, their square root above (pgvector's advice) */
+	if (strcmp(o->index, "ivfflat") == 0)
+		appendStringInfo(&q, " WITH (lists = %d)",
+						 (int) Max(1, rows <= 1000000 ? rows / 1000 : (int64) sqrt((double) rows)));
+	if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not create the index on %s", qname);
+	/* IF NOT EXISTS skips a name another table's index (or any relation) of the schema already has */
+	{
+		Oid			idx = get_relname_relid(name, get_rel_namespace(relid));
+
+		if (!OidIsValid(idx) || get_rel_relkind(idx) != RELKIND_INDEX ||
+			IndexGetRelation(idx, true) != relid)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("could not create the %s index of %s: the name \"%s\" is taken by another relation",
+							o->index, qname, name),
+					 errhint("Rename or drop that relation, or write the embeddings into another table.")));
+	}
+}
+
+/*
+ * gnn.embed(model, into, layer, column, id_column, version, node_type,
+ * incremental, options, as_of): write every node's embedding into a table,
+ * in the caller's transaction.
+ */
+Datum
+gnn_embed(PG_FUNCTION_ARGS)
+{
+	char	   *model = ModelArg(fcinfo);
+	char	   *into;
+	char	   *column = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	char	   *idcol = PG_ARGISNULL(4) ? "id" : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	int32		layer = PG_ARGISNULL(2) ? -1 : PG_GETARG_INT32(2);
+	int32		version = VersionArg(fcinfo, 5);
+	List	   *names;
+	RangeVar   *rv;
+	Oid			relid;
+	char	   *qname;
+	StringInfoData q;
+	Oid			types[5] = {TEXTOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID};
+	Datum		values[5];
+	char		nulls[6] = "     ";
+	int64		written;
+	ModelRow	c;
+	char	   *node_type = PG_NARGS() > 6 && !PG_ARGISNULL(6) ? text_to_cstring(PG_GETARG_TEXT_PP(6)) : NULL;
+	char	   *key_type = NULL;	/* the node key's SQL type; NULL: bigint */
+	int32		type;
+	bool		incremental = PG_NARGS() > 7 && !PG_ARGISNULL(7) && PG_GETARG_BOOL(7);
+	InferCtx	x;
+	EmbedOptions eo;
+	Oid			vtype;
+	bool		as_vector;
+	char	   *coltype;
+	bool		has_as_of;
+	TimestampTz as_of;
+
+	GnnRequirePreload();
+	ParseEmbedOptions(PG_NARGS() > 8 && !PG_ARGISNULL(8) ? PG_GETARG_JSONB_P(8) : NULL, &eo);
+	as_of = AsOfArg(fcinfo, 9, &has_as_of);
+	vtype = PgvectorType();
+	if (eo.vector && !OidIsValid(vtype))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("options.type \"vector\" needs pgvector, which is not installed in this database"),
+				 errhint("CREATE EXTENSION vector; or leave the type out to write real[].")));
+	if (incremental && (eo.vector || eo.index))
+	{
+		ereport(NOTICE,
+				(errmsg("gnn.embed: writing every row of the table (options type and index are for full writes)")));
+		incremental = false;
+	}
+	if (incremental && has_as_of)
+	{
+		ereport(NOTICE,
+				(errmsg("gnn.embed: writing every row of the table (as_of asks for one moment; incremental writes "
+						"follow the rows' own times)")));
+		incremental = false;
+	}
+	if (PG_ARGISNULL(1))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("into must name a table")));
+	into = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	names = stringToQualifiedNameList(into);
+	rv = makeRangeVarFromNameList(names);
+	relid = RangeVarGetRelid(rv, NoLock, true);
+	InferBegin(model, version, OUT_EMBED, layer, has_as_of, as_of, &x);
+	type = node_type ? GnnResultType(&x.ref.g, node_type, x.mr.graph) : x.type;
+	c = x.mr;
+	if (incremental && (column != NULL || !OidIsValid(relid) || x.ref.g.num_node_types > 1 || node_type))
+	{
+		ereport(NOTICE,
+				(errmsg("gnn.embed: writing every row of %s", into),
+				 errdetail("%s", column ? "Incremental writes go to an embedding table, not a column." :
+						   !OidIsValid(relid) ? "The table does not exist yet." :
+						   "Incremental writes follow graphs of one node type.")));
+		incremental = false;
+	}
+	if (incremental)
+	{
+		int64	   *touched;
+		int64		nt,
+					recomputed;
+		const char *why = NULL;
+
+		CheckEmbedTarget(&c, relid, into, column, idcol, PgvectorType());
+		qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (TouchedSince(relid, &x, &touched, &nt, &why))
+		{
+			written = EmbedIncremental(&x, qname, EmbedKeyType(c.graph, type), touched, nt, &recomputed);
+			SaveEmbedState(relid, &x);
+			SPI_finish();
+			InferEnd(&x);
+			ereport(NOTICE,
+					(errmsg("gnn.embed: recomputed %lld of %lld nodes", (long long) recomputed,
+							(long long) x.ref.g.num_nodes)));
+			last_recomputed = recomputed;
+			PG_RETURN_INT64(written);
+		}
+		SPI_finish();
+		ereport(NOTICE,
+				(errmsg("gnn.embed: writing every row of %s", into),
+				 errdetail("Incremental writes need the graph's change history since the last write: %s.", why)));
+	}
+	/* compute first (or find it shared): a bad model or layer fails before anything is written */
+	{
+		GnnResult	r;
+
+		InferFull(&x, &r);
+	}
+	CheckEmbedTarget(&c, relid, into, column, idcol, vtype);
+	/* the column's type: vector when asked for, or when the column written is one */
+	{
+		AttrNumber	att = OidIsValid(relid) ? get_attnum(relid, column ? column : "embedding") : InvalidAttrNumber;
+		Oid			have = att != InvalidAttrNumber ? get_atttype(relid, att) : InvalidOid;
+
+		if (eo.vector && OidIsValid(have) && have != vtype)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of %s is %s, not vector", column ? column : "embedding", into,
+							format_type_be(have)),
+					 errhint("Drop the column or the table first, or write into a new one.")));
+		as_vector = eo.vector || (OidIsValid(vtype) && have == vtype);
+		if (as_vector && OidIsValid(have))
+		{
+			Oid			t,
+						coll;
+			int32		dims;
+
+			get_atttypetypmodcoll(relid, att, &t, &dims, &coll);
+
+			if (dims > 0 && dims != x.cols)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("column \"%s\" of %s is vector(%d), but model \"%s\" embeds in %d dimensions",
+								column ? column : "embedding", into, dims, model, x.cols),
+						 errdetail("Layer %d of the model has %d outputs.", x.want, x.cols),
+						 errhint("Write into a new table or column, or pick a layer of %d outputs with layer =>.", dims)));
+		}
+		if (eo.index && !as_vector)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("options.index \"%s\" needs a vector column", eo.index),
+					 errhint("Add \"type\": \"vector\" to the options (pgvector indexes vector columns).")));
+		coltype = as_vector ? format_type_with_typemod(vtype, x.cols) : "real[]";
+	}
+	values[0] = CStringGetTextDatum(model);
+	values[1] = Int32GetDatum(layer);
+	nulls[1] = layer >= 0 ? ' ' : 'n';
+	values[2] = Int32GetDatum(version);
+	nulls[2] = version > 0 ? ' ' : 'n';
+	initStringInfo(&q);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	/* the key's own type, as the loader recorded it (text and uuid keys; integer keys travel as the id) */
+	key_type = EmbedKeyType(c.graph, type);
+	values[3] = node_type ? CStringGetTextDatum(node_type) : (Datum) 0;
+	nulls[3] = node_type ? ' ' : 'n';
+	values[4] = TimestampTzGetDatum(as_of);
+	nulls[4] = has_as_of ? ' ' : 'n';
+	if (column == NULL)
+	{
+		if (!OidIsValid(relid))
+		{
+			qname = rv->schemaname ? quote_qualified_identifier(rv->schemaname, rv->relname) :
+				(char *) quote_identifier(rv->relname);
+			appendStringInfo(&q, "CREATE TABLE %s (id %s PRIMARY KEY, embedding %s)", qname,
+							 key_type ? key_type : "bigint", coltype);
+			if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
+				elog(ERROR, "could not create %s", qname);
+		}
+		else
+		{
+			/* replace the rows: readers see the old ones until this transaction commits */
+			qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+			appendStringInfo(&q, "DELETE FROM %s", qname);
+			if (SPI_execute(q.data, false, 0) < 0)
+				elog(ERROR, "could not empty %s", qname);
+		}
+		resetStringInfo(&q);
+		appendStringInfo(&q, "INSERT INTO %s (id, embedding) SELECT %s, embedding FROM gnn._embedding_rows($1, $2, $3, $4, $5)",
+						 qname, key_type ? psprintf("key::%s", key_type) : "id");
+	}
+	else
+	{
+		if (!OidIsValid(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("table \"%s\" does not exist", into),
+					 errhint("With column => , into names the node table that gets the column.")));
+		qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+		appendStringInfo(&q, "ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", qname, quote_identifier(column), coltype);
+		if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not add column %s", column);
+		resetStringInfo(&q);
+		appendStringInfo(&q, "UPDATE %s t SET %s = e.embedding FROM gnn._embedding_rows($1, $2, $3, $4, $5) e "
+						 "WHERE t.%s = e.%s", qname, quote_identifier(column), quote_identifier(idcol),
+						 key_type ? psprintf("key::%s", key_type) : "id");
+	}
+	if (SPI_execute_with_args(q.data, 5, types, values, nulls, false, 0) < 0)
+		elog(ERROR, "could not write embeddings into %s", qname);
+	written = (int64) SPI_processed;
+	if (eo.index)
+		EmbedIndex(qname, RangeVarGetRelid(rv, NoLock, false), column ? column : "embedding", vtype, &eo, written);
+	/*
+	 * the version written from: the start of the next incremental write;
+	 * rows as of one moment are no start for one (it follows the rows' own
+	 * times), so the table then has none
+	 */
+	if (column == NULL && x.ref.g.num_node_types <= 1 && node_type == NULL && !has_as_of)
+		SaveEmbedState(RangeVarGetRelid(rv, NoLock, false), &x);
+	else if (column == NULL && has_as_of)
+		GnnCatalogExec("DELETE FROM gnn.embed_state WHERE owner = $1::regrole AND relid = $2", 2,
+					   (Oid[]) {OIDOID, OIDOID},
+					   (Datum[]) {ObjectIdGetDatum(GetUserId()), ObjectIdGetDatum(RangeVarGetRelid(rv, NoLock, false))},
+					   NULL, 0);
+	SPI_finish();
+	InferEnd(&x);
+	last_recomputed = x.ref.g.num_nodes;
+	PG_RETURN_INT64(written);
+}
+
+/* the most probable class of a row of probabilities */
+static int
+ArgMax(const float *p, int32 cols)
+{
+	int			best = 0;
+
+	for (int j = 1; j < cols; j++)
+		if (p[j] > p[best])
+			best = j;
+	return best;
+}
+
+/*
+ * gnn.predict(model, nodes, version) -> (id, label, score, class, key):
+ * nodes as bigint[] (integer keys) or text[] (keys of any type, as text);
+ * NULL: every node of the model's type.  A regression model's score is its
+ * predicted value (label and class NULL).
+ */
+Datum
+gnn_predict(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	InferCtx	x;
+	int64	   *want = NULL;
+	int			nwant = -1;
+	GnnResult	r;
+	float	   *few = NULL;
+	Datum	   *d = NULL;
+	bool	   *dn = NULL;
+	bool		text_keys = get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTARRAYOID;
+	int64		first = 0;
+	bool		has_as_of;
+	TimestampTz as_of;
+
+	GnnRequirePreload();
+	if (!PG_ARGISNULL(1))
+	{
+		ArrayType  *a = PG_GETARG_ARRAYTYPE_P(1);
+
+		if (text_keys)
+			deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &d, &dn, &nwant);
+		else
+			deconstruct_array(a, INT8OID, 8, true, TYPALIGN_DOUBLE, &d, &dn, &nwant);
+		for (int i = 0; i < nwant; i++)
+			if (dn[i])
+				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("node ids must not be NULL")));
+	}
+	as_of = AsOfArg(fcinfo, 3, &has_as_of);
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1, has_as_of, as_of, &x);
+	if (nwant >= 0)
+	{
+		/* the nodes of the model's type with these keys */
+		want = palloc(sizeof(int64) * Max(nwant, 1));
+		for (int i = 0; i < nwant; i++)
+			want[i] = text_keys ?
+				GnnFindNodeText(&x.ref.g, x.type, TextDatumGetCString(d[i]), x.mr.graph) :
+				GnnFindNodeInt(&x.ref.g, x.type, DatumGetInt64(d[i]), x.mr.graph);
+		few = palloc(sizeof(float) * (Size) Max(nwant, 1) * x.cols);
+		if (nwant > 0)
+			InferFew(&x, want, nwant, few);
+	}
+	else
+	{
+		InferFull(&x, &r);
+		first = x.ref.g.type_ptr[x.type];
+	}
+	InitMaterializedSRF(fcinfo, 0);
+	for (int64 k = 0; k < (nwant >= 0 ? nwant : x.ref.g.type_ptr[x.type + 1] - first); k++)
+	{
+		const float *p = nwant >= 0 ? few + k * x.cols : r.out + (first + k) * x.cols;
+		int64		v = nwant >= 0 ? want[k] : first + k;
+		Datum		vals[5];
+		bool		n[5] = {false, false, false, false, false};
+
+		vals[0] = Int64GetDatum(x.ref.g.keys[v]);
+		if (x.regression)
+		{
+			n[1] = n[3] = true;
+			vals[2] = Float4GetDatum(p[0]);
+		}
+		else
+		{
+			int			best = ArgMax(p, x.cols);
+			const char *cls = ClassName(&x.mr, best);
+
+			vals[1] = Int32GetDatum(best);
+			vals[2] = Float4GetDatum(p[best]);
+			vals[3] = cls ? CStringGetTextDatum(cls) : (Datum) 0;
+			n[3] = cls == NULL;
+		}
+		vals[4] = GnnNodeKeyText(&x.ref.g, v);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, n);
+	}
+	InferEnd(&x);
+	return (Datum) 0;
+}
+
+/* gnn.embedding(model, node, version) -> real[] */
+Datum
+gnn_embedding(PG_FUNCTION_ARGS)
+{
+	InferCtx	x;
+	int64		node;
+	float	   *row;
+	bool		has_as_of;
+	TimestampTz as_of;
+
+	GnnRequirePreload();
+	if (PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	as_of = AsOfArg(fcinfo, 3, &has_as_of);
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED, -1, has_as_of, as_of, &x);
+	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID)
+		node = GnnFindNodeText(&x.ref.g, x.type, TextDatumGetCString(PG_GETARG_DATUM(1)), x.mr.graph);
+	else
+		node = GnnFindNodeInt(&x.ref.g, x.type, PG_GETARG_INT64(1), x.mr.graph);
+	row = palloc(sizeof(float) * x.cols);
+	InferFew(&x, &node, 1, row);
+	InferEnd(&x);
+	PG_RETURN_ARRAYTYPE_P(RowArray(row, x.cols));
+}
+
+/*
+ * gnn.similar(model, node, k, version) -> (id, score): the k nearest by
+ * cosine similarity over the shared embeddings, one multi-threaded pass.
+ */
+Datum
+gnn_similar(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	InferCtx	x;
+	GnnResult	r;
+	int64		row;
+	int32		k = PG_ARGISNULL(2) ? 10 : PG_GETARG_INT32(2);
+	int64	   *idx;
+	float	   *score;
+	int64		got;
+	int64		first,
+				count;
+	bool		has_as_of;
+	TimestampTz as_of;
+
+	GnnRequirePreload();
+	if (PG_ARGISNULL(1))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("node must not be NULL")));
+	if (k < 1 || k > 100000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be between 1 and 100000 (got %d)", k)));
+	as_of = AsOfArg(fcinfo, 4, &has_as_of);
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 3), OUT_EMBED, -1, has_as_of, as_of, &x);
+	InferFull(&x, &r);
+	/* the node's row, and the rows of its type: the candidates */
+	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID)
+		row = GnnFindNodeText(&x.ref.g, x.type, TextDatumGetCString(PG_GETARG_DATUM(1)), x.mr.graph);
+	else
+		row = GnnFindNodeInt(&x.ref.g, x.type, PG_GETARG_INT64(1), x.mr.graph);
+	first = x.ref.g.type_ptr[x.type];
+	count = x.ref.g.type_ptr[x.type + 1] - first;
+	idx = palloc(sizeof(int64) * k);
+	score = palloc(sizeof(float) * k);
+	if (r.fresh)
+		GnnResultPrefault(&r);	/* a first scan in this session: map its pages in one go */
+	GnnCoreThreadsInit();
+	{
+		/*
+		 * A scan is bound by memory bandwidth: when other sessions scan at
+		 * the same time, extra threads only oversubscribe the cores (and
+		 * OpenMP's waiting burns what is left), so a scan runs on one thread
+		 * then, on gnn.threads when it is alone.
+		 */
+		uint32		others = pg_atomic_fetch_add_u32(&gnn_shared->active_scans, 1);
+		int			nt = others > 0 ? 1 : gnn_threads;
+
+		PG_TRY();
+		{
+			const float *out = r.out + first * r.cols;
+			const uint16 *e16 = r.emb16 ? r.emb16 + first * r.cols : NULL;
+			const float *norms = r.norms + first;
+
+			got = e16 ? gnn_topk_cosine_bf16(out, e16, norms, count, r.cols, row - first, k, nt, idx, score) :
+				gnn_topk_cosine(out, norms, count, r.cols, row - first, k, nt, idx, score);
+		}
+		PG_FINALLY();
+		{
+			pg_atomic_fetch_sub_u32(&gnn_shared->active_scans, 1);
+		}
+		PG_END_TRY();
+	}
+	InitMaterializedSRF(fcinfo, 0);
+	for (int64 i = 0; i < got; i++)
+	{
+		Datum		v[3];
+		bool		n[3] = {false, false, false};
+
+		v[0] = Int64GetDatum(x.ref.g.keys[first + idx[i]]);
+		v[1] = Float4GetDatum(score[i]);
+		v[2] = GnnNodeKeyText(&x.ref.g, first + idx[i]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+	}
+	InferEnd(&x);
+	return (Datum) 0;
+}
+
+/* gnn.cache_drop(model, version): empties the shared results of the caller's model */
+Datum
+gnn_cache_drop(PG_FUNCTION_ARGS)
+{
+	GnnRequirePreload();
+	PG_RETURN_INT32(GnnCacheDrop(ModelArg(fcinfo), VersionArg(fcinfo, 1)));
+}
