@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# test/docs/run_docs.sh [FILE.md ...]: every ```sql block of README.md and
+# docs/*.md (docs/reference.md has none: test/docs/reference.sh checks it) runs,
+# in order, one psql session per file in a fresh database of one temporary
+# instance, and its output is compared with the ```text block shown after it
+# (test/docs/docblocks.py says how, and the markers that skip a block or expect
+# an error).  Prints TAP lines and "# docs: N passed, N failed, N skipped".
+# Needs the extension installed (make install) and root (servers run as postgres).
+set -uo pipefail
+source "$(dirname "$0")/../lib.sh"
+cd "$REPO_ROOT"
+
+if [ $# -gt 0 ]; then FILES=("$@"); else
+  FILES=(README.md)
+  for f in docs/*.md; do [ "$f" = docs/reference.md ] || FILES+=("$f"); done
+fi
+
+make_workdir DW
+trap 'pg_stop "$DW"; [ -n "${GNN_KEEP:-}" ] || rm -rf "$DW"' EXIT
+
+# what a block may need that this machine may lack: NAME<TAB>reason
+SKIPS="$DW/skips"; : > "$SKIPS"
+EXT=$(pg_config --sharedir)/extension
+LIB=$(pg_config --pkglibdir)
+CONF=("max_worker_processes = 32")
+[ -f "$EXT/vector.control" ] || printf 'pgvector\tpgvector is not installed (make deps builds it from ../shared/vendor when that is there)\n' >> "$SKIPS"
+if [ -f "$EXT/pg_cron.control" ] && [ -f "$LIB/pg_cron.so" ]; then
+  CONF+=("shared_preload_libraries = 'gnn,pg_cron'" "cron.database_name = 'docs_operations'")
+else
+  printf 'pg_cron\tpg_cron is not installed\n' >> "$SKIPS"
+fi
+DATA=$(gnn_data_dir || true)
+[ -n "$DATA" ] || printf 'cora\t../shared/data is not there (Cora)\n' >> "$SKIPS"
+
+PORT=$(free_port)
+pg_start "$DW" "$PORT" "${CONF[@]}" || { echo "not ok 1 - docs: the server did not start"; exit 1; }
+
+N=0; FAILED=0; SKIPPED=0; T0=$(date +%s)
+for f in "${FILES[@]}"; do
+  stem=$(basename "$f" .md | tr 'A-Z' 'a-z' | tr -c 'a-z0-9\n' '_')
+  db="docs_$stem"
+  dir="$DW/run_$stem"; mkdir -p "$dir"; chown postgres:postgres "$dir"
+  {
+    echo '\set QUIET on'
+    echo '\pset pager off'
+    echo 'SET client_min_messages = warning;'
+    python3 test/docs/docblocks.py script "$f" "$SKIPS"
+  } > "$dir/script.sql"
+  t=$(date +%s)
+  as_pg "'$PG_BINDIR/createdb' -h '$DW' -p $PORT '$db'" || { echo "not ok - $f: createdb failed"; FAILED=$((FAILED + 1)); continue; }
+  as_pg "cd '$dir' && PGTZ=UTC GNN_DATA_DIR='$DATA' '$PG_BINDIR/psql' -X -q -h '$DW' -p $PORT -d '$db' \
+    -v ON_ERROR_STOP=0 -P pager=off < script.sql > output.txt 2>&1"
+  res=$(python3 test/docs/docblocks.py compare "$f" "$SKIPS" "$dir/output.txt")
+  while IFS= read -r l; do
+    case "$l" in
+      "ok - "*) N=$((N + 1)); echo "ok $N - ${l#ok - }"; [[ "$l" == *"# SKIP "* ]] && SKIPPED=$((SKIPPED + 1)) ;;
+      "not ok - "*) N=$((N + 1)); FAILED=$((FAILED + 1)); echo "not ok $N - ${l#not ok - }" ;;
+      *) echo "$l" ;;
+    esac
+  done <<< "$res"
+  echo "# $f: $(( $(date +%s) - t )) s"
+done
+echo "# docs: $((N - FAILED)) passed, $FAILED failed, $SKIPPED skipped, $(( $(date +%s) - T0 )) s"
+[ $FAILED -eq 0 ]
