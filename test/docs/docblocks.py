@@ -5,6 +5,10 @@
                                      each after an \\echo marker (SKIPS: a file of
                                      "name<TAB>reason" lines for needs-markers that
                                      cannot be met here)
+  docblocks.py fill FILE SKIPS OUTPUT
+                                     rewrites FILE's ```text blocks with the output
+                                     each block gave (run_docs.sh --fill; review
+                                     the change with git diff before committing it)
   docblocks.py compare FILE SKIPS OUTPUT
                                      TAP lines: each block's output against the
                                      ```text block that follows it in FILE
@@ -61,8 +65,12 @@ def blocks(path):
                     e += 1
                 ind = re.match(r"^(\s*)", lines[k]).group(1)
                 expected = [l[len(ind):] if l.startswith(ind) else l.lstrip() for l in lines[k + 1:e]]
+                text_range = (k + 1, e, ind)
                 j = e
-            out.append({"line": start + 1, "sql": body, "marker": marker, "expected": expected})
+            else:
+                text_range = None
+            out.append({"line": start + 1, "sql": body, "marker": marker, "expected": expected,
+                        "text_range": text_range})
         i = j + 1
     return out
 
@@ -120,6 +128,15 @@ def main():
         elif cur is not None:
             got[cur].append(l)
     name = path
+    if mode == "fill":
+        lines = open(path, encoding="utf-8").read().split("\n")
+        for n, b in reversed(list(enumerate(bs, 1))):
+            if b["text_range"] and n in got and not skip_reason(b, skips) \
+                    and (b["marker"] or "") != "no-output-check":
+                a, e, ind = b["text_range"]
+                lines[a:e] = [ind + l if l else l for l in norm(got[n])]
+        open(path, "w", encoding="utf-8").write("\n".join(lines))
+        return
     failed = 0
     for n, b in enumerate(bs, 1):
         label = "%s block %d (line %d)" % (name, n, b["line"])

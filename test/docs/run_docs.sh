@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/docs/run_docs.sh [FILE.md ...]: every ```sql block of README.md and
+# test/docs/run_docs.sh [--fill] [FILE.md ...]: every ```sql block of README.md and
 # docs/*.md (docs/reference.md has none: test/docs/reference.sh checks it) runs,
 # in order, one psql session per file in a fresh database of one temporary
 # instance, and its output is compared with the ```text block shown after it
@@ -10,6 +10,10 @@ set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 cd "$REPO_ROOT"
 
+# --fill: rewrite each ```text block with the output its sql block gave (after an
+# intended change of output; review it with git diff)
+MODE=compare
+[ "${1:-}" = "--fill" ] && { MODE=fill; shift; }
 if [ $# -gt 0 ]; then FILES=("$@"); else
   FILES=(README.md)
   for f in docs/*.md; do [ "$f" = docs/reference.md ] || FILES+=("$f"); done
@@ -39,7 +43,8 @@ N=0; FAILED=0; SKIPPED=0; T0=$(date +%s)
 for f in "${FILES[@]}"; do
   stem=$(basename "$f" .md | tr 'A-Z' 'a-z' | tr -c 'a-z0-9\n' '_')
   db="docs_$stem"
-  dir="$DW/run_$stem"; mkdir -p "$dir"; chown postgres:postgres "$dir"
+  # psql runs in a directory of its own, as from a clone: \i test/shop_schema.sql works
+  dir="$DW/run_$stem"; mkdir -p "$dir/test"; cp test/*.sql "$dir/test/"; chown -R postgres:postgres "$dir"
   {
     echo '\set QUIET on'
     echo '\pset pager off'
@@ -50,6 +55,7 @@ for f in "${FILES[@]}"; do
   as_pg "'$PG_BINDIR/createdb' -h '$DW' -p $PORT '$db'" || { echo "not ok - $f: createdb failed"; FAILED=$((FAILED + 1)); continue; }
   as_pg "cd '$dir' && PGTZ=UTC GNN_DATA_DIR='$DATA' '$PG_BINDIR/psql' -X -q -h '$DW' -p $PORT -d '$db' \
     -v ON_ERROR_STOP=0 -P pager=off < script.sql > output.txt 2>&1"
+  [ $MODE = fill ] && python3 test/docs/docblocks.py fill "$f" "$SKIPS" "$dir/output.txt"
   res=$(python3 test/docs/docblocks.py compare "$f" "$SKIPS" "$dir/output.txt")
   while IFS= read -r l; do
     case "$l" in
