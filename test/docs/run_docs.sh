@@ -26,7 +26,9 @@ trap 'pg_stop "$DW"; [ -n "${GNN_KEEP:-}" ] || rm -rf "$DW"' EXIT
 SKIPS="$DW/skips"; : > "$SKIPS"
 EXT=$(pg_config --sharedir)/extension
 LIB=$(pg_config --pkglibdir)
-CONF=("max_worker_processes = 32")
+# files run side by side (below); one thread per job: this suite shares a small machine with
+# the others, and results do not depend on gnn.threads
+CONF=("max_worker_processes = 32" "gnn.max_jobs = 12" "gnn.threads = 1")
 [ -f "$EXT/vector.control" ] || printf 'pgvector\tpgvector is not installed (make deps builds it from ../shared/vendor when that is there)\n' >> "$SKIPS"
 if [ -f "$EXT/pg_cron.control" ] && [ -f "$LIB/pg_cron.so" ]; then
   CONF+=("shared_preload_libraries = 'gnn,pg_cron'" "cron.database_name = 'docs_operations'")
@@ -39,22 +41,39 @@ DATA=$(gnn_data_dir || true)
 PORT=$(free_port)
 pg_start "$DW" "$PORT" "${CONF[@]}" || { echo "not ok 1 - docs: the server did not start"; exit 1; }
 
-N=0; FAILED=0; SKIPPED=0; T0=$(date +%s)
+# each file's session runs as soon as one of GNN_DOCS_JOBS (default 3) slots is free:
+# the blocks mostly wait for training workers, so files overlap well even on 2 cores
+T0=$(date +%s)
+run_file() {  # run_file FILE STEM
+  local f=$1 stem=$2 db="docs_$2" dir="$DW/run_$2" t
+  t=$(date +%s)
+  as_pg "'$PG_BINDIR/createdb' -h '$DW' -p $PORT '$db'" > "$dir/createdb.log" 2>&1 || {
+    { echo "createdb failed"; cat "$dir/createdb.log"; } > "$dir/output.txt"; return; }
+  as_pg "cd '$dir' && PGTZ=UTC GNN_DATA_DIR='$DATA' '$PG_BINDIR/psql' -X -q -h '$DW' -p $PORT -d '$db' \
+    -v ON_ERROR_STOP=0 -P pager=off < script.sql > output.txt 2>&1"
+  echo $(( $(date +%s) - t )) > "$dir/seconds"
+}
+STEMS=()
 for f in "${FILES[@]}"; do
   stem=$(basename "$f" .md | tr 'A-Z' 'a-z' | tr -c 'a-z0-9\n' '_')
-  db="docs_$stem"
+  STEMS+=("$stem")
   # psql runs in a directory of its own, as from a clone: \i test/shop_schema.sql works
-  dir="$DW/run_$stem"; mkdir -p "$dir/test"; cp test/*.sql "$dir/test/"; chown -R postgres:postgres "$dir"
+  dir="$DW/run_$stem"; mkdir -p "$dir/test"; cp test/*.sql "$dir/test/"
   {
     echo '\set QUIET on'
     echo '\pset pager off'
     echo 'SET client_min_messages = warning;'
     python3 test/docs/docblocks.py script "$f" "$SKIPS"
   } > "$dir/script.sql"
-  t=$(date +%s)
-  as_pg "'$PG_BINDIR/createdb' -h '$DW' -p $PORT '$db'" || { echo "not ok - $f: createdb failed"; FAILED=$((FAILED + 1)); continue; }
-  as_pg "cd '$dir' && PGTZ=UTC GNN_DATA_DIR='$DATA' '$PG_BINDIR/psql' -X -q -h '$DW' -p $PORT -d '$db' \
-    -v ON_ERROR_STOP=0 -P pager=off < script.sql > output.txt 2>&1"
+  chown -R postgres:postgres "$dir"
+  while [ "$(jobs -rp | wc -l)" -ge "${GNN_DOCS_JOBS:-3}" ]; do sleep 0.2; done
+  run_file "$f" "$stem" &
+done
+wait
+
+N=0; FAILED=0; SKIPPED=0
+for i in "${!FILES[@]}"; do
+  f=${FILES[$i]}; dir="$DW/run_${STEMS[$i]}"
   [ $MODE = fill ] && python3 test/docs/docblocks.py fill "$f" "$SKIPS" "$dir/output.txt"
   res=$(python3 test/docs/docblocks.py compare "$f" "$SKIPS" "$dir/output.txt")
   while IFS= read -r l; do
@@ -64,7 +83,7 @@ for f in "${FILES[@]}"; do
       *) echo "$l" ;;
     esac
   done <<< "$res"
-  echo "# $f: $(( $(date +%s) - t )) s"
+  echo "# $f: $(cat "$dir/seconds" 2>/dev/null || echo '?') s"
 done
 echo "# docs: $((N - FAILED)) passed, $FAILED failed, $SKIPPED skipped, $(( $(date +%s) - T0 )) s"
 [ $FAILED -eq 0 ]
