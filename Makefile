@@ -169,3 +169,8 @@ bench: deps
 	bash bench/run.sh
 
 EXTRA_CLEAN = test/core/bin test/core/bin-san test/core/obj test/core/obj-san test/fuzz/bin kernels/*.cu.o $(CUDA_SO) $(DIST_SO) results regression.diffs regression.out tmp_check
+
+# docs/reference.md from the catalog of the installed extension (run make install first; root)
+.PHONY: reference
+reference:
+	bash test/docs/reference.sh

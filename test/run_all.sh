@@ -15,7 +15,7 @@ tally() { # name pass fail
   PASS=$((PASS + $2)); FAIL=$((FAIL + $3))
 }
 
-# GNN_SUITES (for development): a subset of core, asan, walk, regress, tap, fuzzsql; model (make fuzz only)
+# GNN_SUITES (for development): a subset of core, asan, regress, docs, tap, fuzzsql; model (make fuzz only)
 want() { if [ "$1" = model ]; then [[ " ${GNN_SUITES:-} " == *" model "* ]]; else [ -z "${GNN_SUITES:-}" ] || [[ " $GNN_SUITES " == *" $1 "* ]]; fi; }
 
 # ------------------------------------------------------------------ core unit tests
@@ -62,26 +62,6 @@ want asan && for t in test/core/bin-san/test_*; do
   tally "asan $(basename "$t")" "$p" "$f"
 done
 
-# ------------------------------------------------------------------ README walk = regression test
-suite "README walk"
-if want walk; then
-# each README walk is a regression test: the README's first sql block of a
-# section and the BEGIN/END block of its sql file must be the same
-check_walk() {  # check_walk "section heading" sql/file.sql
-  local walk_sql walk_md
-  walk_sql=$(sed -n '/^-- BEGIN README WALK/,/^-- END README WALK/p' "$2" | sed '1d;$d')
-  walk_md=$(awk -v h="$1" 'index($0, h) == 1 {f=1} f&&/^```sql/{g=1;next} g&&/^```/{exit} g' README.md)
-  if [ -n "$walk_sql" ] && [ "$walk_sql" = "$walk_md" ]; then
-    tally "README walk matches $2" 1 0
-  else
-    diff <(echo "$walk_md") <(echo "$walk_sql") | head -20
-    tally "README walk matches $2" 0 1
-  fi
-}
-check_walk "## From CREATE EXTENSION to embeddings" sql/readme_walk.sql
-check_walk "## Relational schemas as heterogeneous graphs" sql/readme_schema.sql
-fi
-
 # ------------------------------------------------------------------ pg_regress
 DATA=$(gnn_data_dir || true)
 make_workdir WORK
@@ -114,6 +94,31 @@ f=$(grep -cE '\.\.\. FAILED|\.\.\. failed' "$WORK/regress.log")
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; tail -20 "$WORK/regress.log"; fi
 if [ -s "$WORK/regression.diffs" ]; then head -150 "$WORK/regression.diffs"; fi
 tally "pg_regress" "$p" "$f"
+fi
+
+# ------------------------------------------------------------------ docs
+# every SQL block of README.md and docs/*.md against the output shown with it,
+# and docs/reference.md against the installed extension's catalog
+suite "docs"
+if want docs && ! command -v python3 >/dev/null; then
+  echo "# SKIP docs: python3 is not installed (test/docs/*.py parse the markdown)"; SKIP=$((SKIP + 1))
+elif want docs; then
+bash test/docs/run_docs.sh > "$WORK/docs.log" 2>&1
+rc=$?
+grep -E '^not ok|# SKIP|^#   |^# docs:' "$WORK/docs.log" | head -80
+p=$(grep -cE '^ok [0-9]+' "$WORK/docs.log")
+f=$(grep -cE '^not ok [0-9]+' "$WORK/docs.log")
+s=$(grep -cE '^ok [0-9]+ .*# SKIP' "$WORK/docs.log")
+SKIP=$((SKIP + s))
+if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; tail -20 "$WORK/docs.log"; fi
+tally "doc blocks" "$p" "$f"
+bash test/docs/reference.sh --check > "$WORK/reference.log" 2>&1
+rc=$?
+grep -vE '^ok ' "$WORK/reference.log" | head -90
+p=$(grep -cE '^ok [0-9]+' "$WORK/reference.log")
+f=$(grep -cE '^not ok [0-9]+' "$WORK/reference.log")
+if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+tally "docs/reference.md" "$p" "$f"
 fi
 
 # ------------------------------------------------------------------ TAP
