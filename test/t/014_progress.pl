@@ -4,6 +4,8 @@
 # far and left), in order, ending with its last epoch; a load of a large
 # table reports the rows it read and its phases, and gnn.partition its
 # phases; gnn.verbose = off says nothing (VERBOSE is an SQL keyword: SET gnn."verbose" = off).
+use strict;
+use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 use GnnTest;
