@@ -34,7 +34,9 @@ C<shared_preload_libraries = 'gnn'> (C<preload> names another list, say
 C<'gnn,pg_cron'>) and the lines of C<conf> appended to postgresql.conf,
 started unless C<< start => 0 >> (for a file that edits pg_hba.conf first).
 C<init> is a hash of arguments for C<init> (e.g. C<< { allows_streaming => 1 } >>).
-It becomes the current node.
+It becomes the current node.  Its data directory is a copy of one initdb
+made by the run's first node (see C<init_from_template>; not with
+C<< init => { extra => [...] } >>).
 
 =item node()
 
@@ -115,7 +117,7 @@ sub gnn_node
 {
 	my ($name, %o) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init(%{ $o{init} // {} });
+	init_from_template($node, %{ $o{init} // {} });
 	my $preload = $o{preload} // 'gnn';
 	$node->append_conf('postgresql.conf', "shared_preload_libraries = '$preload'\n" . ($o{conf} // '') . "\n");
 	$node->start if $o{start} // 1;
@@ -124,6 +126,32 @@ sub gnn_node
 }
 
 sub node { return $current; }
+
+# initdb costs 1 to 2 s a node (20 nodes in a run): the first node of a run
+# (tmp_check is shared by the files of one prove run) makes a template with
+# initdb, the others copy it, as PostgreSQL 16's Cluster.pm does
+# (INITDB_TEMPLATE).  Cluster::init does the rest as usual: its initdb call
+# alone is replaced by the copy.  GNN_TAP_INITDB=1 turns it off.
+sub init_from_template
+{
+	my ($node, %params) = @_;
+	return $node->init(%params) if $params{extra} || $ENV{GNN_TAP_INITDB};
+	my $tmpl = "$PostgreSQL::Test::Utils::tmp_check/initdb_template";
+	if (!-f "$tmpl/PG_VERSION")
+	{
+		# made aside and renamed: files run in parallel (prove -j) never see half a template
+		my $tmp = "$tmpl.$$";
+		PostgreSQL::Test::Utils::system_or_bail('initdb', '-D', $tmp, '-A', 'trust', '-N');
+		rename($tmp, $tmpl) or PostgreSQL::Test::Utils::system_or_bail('rm', '-rf', $tmp);
+	}
+	my $initdb = \&PostgreSQL::Test::Utils::system_or_bail;
+	no warnings 'redefine';
+	local *PostgreSQL::Test::Utils::system_or_bail = sub {
+		return $initdb->(@_) unless $_[0] eq 'initdb' && $_[1] eq '-D';
+		return $initdb->('cp', '-RPp', $tmpl, $_[2]);
+	};
+	return $node->init(%params);
+}
 
 sub sq
 {
