@@ -147,7 +147,7 @@ fi
 suite "model-based random test"
 if want model; then
 mkdir -p "$WORK/model/t"
-cp test/t/018_model.pl "$WORK/model/t/"
+cp test/t/018_model.pl test/t/GnnTest.pm "$WORK/model/t/"
 chown -R postgres:postgres "$WORK/model"
 as_pg "cd '$WORK/model' && TESTDIR='$WORK/model' PATH='$PG_BINDIR':\$PATH PG_REGRESS='$PG_REGRESS' \
   GNN_MODEL_STEPS='${GNN_MODEL_STEPS:-50000}' ${GNN_MODEL_SEED:+GNN_MODEL_SEED='$GNN_MODEL_SEED'} \

@@ -1,16 +1,11 @@
 # Server-level behaviour of loaded graphs: shared across sessions, outliving
 # the loading backend, lost on restart, refused without preloading, and
 # private to their owner.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 
-my $node = PostgreSQL::Test::Cluster->new('graph');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'gnn'\n");
-$node->start;
+my $node = gnn_node('graph');
 
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION gnn;

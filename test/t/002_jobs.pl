@@ -1,22 +1,16 @@
 # Training jobs at the server level: background workers, concurrency, cancel
 # (gnn.cancel and cancelling the waiting statement), a killed worker, a
 # restart mid-job, roles, the device fallback notice and fault injection.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('jobs');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gnn'
+my $node = gnn_node('jobs', conf => q{
 max_worker_processes = 24
 gnn.max_jobs = 3
 restart_after_crash = on
 });
-$node->start;
 
 # a planted-partition graph, small enough for quick jobs
 $node->safe_psql('postgres', q{
@@ -43,19 +37,6 @@ sub job_state
 {
 	my ($id) = @_;
 	return $node->safe_psql('postgres', "SELECT state FROM gnn.jobs WHERE id = $id");
-}
-
-sub wait_for
-{
-	my ($sql, $expect, $secs) = @_;
-	$secs //= 60;
-	for (1 .. $secs * 10)
-	{
-		my $v = $node->safe_psql('postgres', $sql);
-		return $v if $v eq $expect;
-		usleep(100_000);
-	}
-	return $node->safe_psql('postgres', $sql);
 }
 
 # ------------------------------------------------------------------ a job, its notice, its worker

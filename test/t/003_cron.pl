@@ -1,25 +1,19 @@
 # pg_cron schedules a nightly retrain: a new model version appears and
 # cron.job_run_details reports success; a failing scheduled run reports failure.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 use Time::HiRes qw(usleep);
 
 my $libdir = `pg_config --pkglibdir`;
 chomp $libdir;
 plan skip_all => 'pg_cron is not installed (postgresql-15-cron)' unless -f "$libdir/pg_cron.so";
 
-my $node = PostgreSQL::Test::Cluster->new('cron');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gnn,pg_cron'
+my $node = gnn_node('cron', preload => 'gnn,pg_cron', conf => q{
 cron.database_name = 'postgres'
 cron.use_background_workers = on
 max_worker_processes = 24
 });
-$node->start;
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION gnn;
 	CREATE EXTENSION pg_cron;

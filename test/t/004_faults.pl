@@ -16,26 +16,20 @@
 # restart every process (crash recovery): shared memory is rebuilt, and the
 # loaded graphs come back from the graph store (unmapped until used); an
 # interrupted load leaves no graph.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+# its wait_for tolerates errors (a server in crash recovery): its own
+use GnnTest qw(gnn_node sq wait_server dsm_files);
 use IPC::Run;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('faults');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gnn'
+my $node = gnn_node('faults', conf => q{
 dynamic_shared_memory_type = mmap
 max_worker_processes = 16
 max_parallel_workers_per_gather = 0
 gnn.max_jobs = 3
 restart_after_crash = on
 });
-$node->start;
-my $dshm = $node->data_dir . '/pg_dynshmem';
 
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION gnn;
@@ -60,16 +54,6 @@ $node->safe_psql('postgres', q{
 my $load_g = q{SELECT gnn.load_graph('g', 'e', nodes => 'n', features => 'feat', label => 'label',
 	split => 'split', undirected => true, replace => true)};
 
-sub sq { return $node->safe_psql('postgres', $_[0]); }
-
-sub dsm_files
-{
-	opendir(my $d, $dshm) or return -1;
-	my $n = grep { /^mmap\./ } readdir($d);
-	closedir($d);
-	return $n;
-}
-
 sub wait_for
 {
 	my ($sql, $expect, $secs) = @_;
@@ -83,17 +67,6 @@ sub wait_for
 		usleep(100_000);
 	}
 	return $v;
-}
-
-sub wait_server
-{
-	for (1 .. 600)
-	{
-		my ($rc) = $node->psql('postgres', 'SELECT 1');
-		return 1 if $rc == 0;
-		usleep(100_000);
-	}
-	return 0;
 }
 
 # a fault-free snapshot: memory, segments, committed rows

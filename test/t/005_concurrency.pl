@@ -8,29 +8,20 @@
 # shared memory is back where it was: a replaced graph's segment goes when
 # its last user detaches.  bench/concurrency.sh runs the same load longer and
 # reports latency percentiles.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 use IPC::Run;
 use Time::HiRes qw(usleep);
 
 my $secs = $ENV{GNN_CONCURRENCY_SECS} // 12;
-my $node = PostgreSQL::Test::Cluster->new('conc');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gnn'
+my $node = gnn_node('conc', conf => q{
 dynamic_shared_memory_type = mmap
 max_connections = 60
 max_worker_processes = 16
 max_parallel_workers_per_gather = 0
 gnn.threads = 1
 });
-$node->start;
-my $dshm = $node->data_dir . '/pg_dynshmem';
-sub sq { return $node->safe_psql('postgres', $_[0]); }
-sub dsm_files { opendir(my $d, $dshm) or return -1; my $n = grep { /^mmap\./ } readdir($d); closedir($d); return $n; }
 sub wait_files
 {
 	my ($want) = @_;

@@ -4,23 +4,11 @@
 # DEFINER; the samplers, gnn.wait, gnn.cancel of a running job, every model
 # function and gnn.embed across roles; column privileges; and names with
 # quotes, semicolons and mixed case used as identifiers, never as SQL.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 
-my $node = PostgreSQL::Test::Cluster->new('perm');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'gnn'\nmax_worker_processes = 16\n");
-$node->start;
-sub sq { return $node->safe_psql('postgres', $_[0]); }
-sub as
-{
-	my ($role, $sql) = @_;
-	my ($rc, $out, $err) = $node->psql('postgres', "SET ROLE $role; $sql");
-	return ($rc, $out, $err);
-}
+my $node = gnn_node('perm', conf => 'max_worker_processes = 16');
 
 sq(q{
 	CREATE EXTENSION gnn;

@@ -2,19 +2,12 @@
 # leave shared memory where it started: gnn.memory_used() and the number of
 # DSM segments (files in pg_dynshmem: dynamic_shared_memory_type = mmap, so
 # no other cluster's segments are counted).
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 
 my $cycles = $ENV{GNN_CYCLES} // 1000;
-my $node = PostgreSQL::Test::Cluster->new('cycles');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'gnn'\ndynamic_shared_memory_type = mmap\nmax_parallel_workers_per_gather = 0\n");
-$node->start;
-my $dshm = $node->data_dir . '/pg_dynshmem';
-sub dsm_files { opendir(my $d, $dshm) or return -1; my $n = grep { /^mmap\./ } readdir($d); closedir($d); return $n; }
+my $node = gnn_node('cycles', conf => "dynamic_shared_memory_type = mmap\nmax_parallel_workers_per_gather = 0");
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION gnn;
 	CREATE TABLE e AS SELECT s AS src, (s * 7 + k) % 2000 AS dst FROM generate_series(0, 1999) s, generate_series(1, 4) k;

@@ -4,42 +4,11 @@
 # from sequences nobody else can use, versions are counted per owner, a
 # superuser's lookups by name find only its own objects.  Also: the memory
 # of a dropped graph that a running job still holds stays counted.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
-use Time::HiRes qw(usleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 
-my $node = PostgreSQL::Test::Cluster->new('roles');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'gnn'\nmax_worker_processes = 16\ngnn.max_jobs = 4\n");
-$node->start;
-sub sq { return $node->safe_psql('postgres', $_[0]); }
-sub as
-{
-	my ($role, $sql) = @_;
-	my ($rc, $out, $err) = $node->psql('postgres', "SET ROLE $role; $sql");
-	return ($rc, $out, $err);
-}
-sub as_ok
-{
-	my ($role, $sql) = @_;
-	my ($rc, $out, $err) = as($role, $sql);
-	die "as $role: $sql: $err" if $rc != 0;
-	return $out;
-}
-sub wait_for
-{
-	my ($sql, $expect) = @_;
-	for (1 .. 600)
-	{
-		my $v = sq($sql);
-		return $v if $v eq $expect;
-		usleep(100_000);
-	}
-	return sq($sql);
-}
+my $node = gnn_node('roles', conf => "max_worker_processes = 16\ngnn.max_jobs = 4");
 
 sq(q{
 	CREATE EXTENSION gnn;

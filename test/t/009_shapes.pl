@@ -6,18 +6,12 @@
 # trained with one seed), labels and splits.  The server runs with
 # MALLOC_PERTURB_ set, so memory used after it was freed (as SPI's was)
 # shows as wrong answers instead of passing by chance.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 
 $ENV{MALLOC_PERTURB_} = '165';
-my $node = PostgreSQL::Test::Cluster->new('shapes');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'gnn'\nmax_worker_processes = 16\n");
-$node->start;
-sub sq { return $node->safe_psql('postgres', $_[0]); }
+my $node = gnn_node('shapes', conf => 'max_worker_processes = 16');
 
 my $has_fdw = sq(q{SELECT count(*) FROM pg_available_extensions WHERE name = 'postgres_fdw'}) eq '1';
 my ($host, $port) = ($node->host, $node->port);

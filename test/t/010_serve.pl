@@ -4,26 +4,17 @@
 # gnn.cache_drop; a new session answers from the shared result; a graph
 # replaced by another session is never answered from stale results; another
 # role can neither read a cached result nor learn that it exists.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('serve');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gnn'
+my $node = gnn_node('serve', conf => q{
 max_worker_processes = 16
 max_connections = 60
 dynamic_shared_memory_type = mmap
 gnn.threads = 1
 });
-$node->start;
-sub sq { return $node->safe_psql('postgres', $_[0]); }
-my $dshm = $node->data_dir . '/pg_dynshmem';
-sub dsm_files { opendir(my $d, $dshm) or return -1; my $n = grep { /^mmap\./ } readdir($d); closedir($d); return $n; }
 # the segments the registry and the cache account for: the graph's, and one per cached result
 sub wait_dsm
 {

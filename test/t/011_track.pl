@@ -7,23 +7,16 @@
 #    call, is still tracked, nothing is applied twice or lost;
 #  - roles: capture runs with the changing role's rights, a role reads no
 #    other role's change log and cannot track another role's tables.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 
 my $secs = $ENV{GNN_TRACK_SECS} // 5;
-my $node = PostgreSQL::Test::Cluster->new('track');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gnn'
+my $node = gnn_node('track', conf => q{
 max_connections = 40
 gnn.threads = 1
 gnn.merge_threshold = 0.9
 });
-$node->start;
-sub sq { return $node->safe_psql('postgres', $_[0]); }
 
 sq(q{
 	CREATE EXTENSION gnn;

@@ -7,40 +7,17 @@
 # postmaster at random points of a persisting load leave the old version or
 # the new one, whole, never a corrupt one; DROP EXTENSION removes the store
 # (not when rolled back); a dropped database's graphs go at the next start.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 use IPC::Run;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('store');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gnn'
+my $node = gnn_node('store', conf => q{
 max_worker_processes = 16
 restart_after_crash = on
 });
-$node->start;
 my $pgdata = $node->data_dir;
-sub sq { return $node->safe_psql('postgres', $_[0]); }
-sub try_sql
-{
-	my ($sql) = @_;
-	my ($rc, $out, $err) = $node->psql('postgres', $sql);
-	return ($rc, $out, $err);
-}
-sub wait_server
-{
-	for (1 .. 600)
-	{
-		my ($rc) = $node->psql('postgres', 'SELECT 1');
-		return 1 if $rc == 0;
-		usleep(100_000);
-	}
-	return 0;
-}
 sub store_files
 {
 	my @f = glob("$pgdata/gnn/*/*/*");
@@ -207,15 +184,7 @@ for my $round (1 .. 8)
 	else
 	{
 		# every process of the server at once, as a power cut would
-		my $pm = (split /\n/, slurp_file("$pgdata/postmaster.pid"))[0];
-		my @kids = split /\s+/, `pgrep -P $pm`;
-		kill 'KILL', grep { /^\d+$/ } @kids;
-		$node->kill9;
-		for (1 .. 100)
-		{
-			last unless kill(0, $pm) || grep { /^\d+$/ && kill(0, $_) } @kids;
-			usleep(100_000);
-		}
+		power_cut();
 		$node->start;
 	}
 	$h->finish;

@@ -9,40 +9,17 @@
 # backend and of the postmaster during a load that replaces a disk-featured
 # graph leaves the old version or the new one, whole, with only its own
 # features file.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 use IPC::Run;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('fstore');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gnn'
+my $node = gnn_node('fstore', conf => q{
 max_worker_processes = 16
 restart_after_crash = on
 });
-$node->start;
 my $pgdata = $node->data_dir;
-sub sq { return $node->safe_psql('postgres', $_[0]); }
-sub try_sql
-{
-	my ($sql) = @_;
-	my ($rc, $out, $err) = $node->psql('postgres', $sql);
-	return ($rc, $out, $err);
-}
-sub wait_server
-{
-	for (1 .. 600)
-	{
-		my ($rc) = $node->psql('postgres', 'SELECT 1');
-		return 1 if $rc == 0;
-		usleep(100_000);
-	}
-	return 0;
-}
 sub graph_dir
 {
 	my ($name, $role) = @_;
@@ -196,15 +173,7 @@ for my $round (1 .. 6)
 	}
 	else
 	{
-		my $pm = (split /\n/, slurp_file("$pgdata/postmaster.pid"))[0];
-		my @kids = split /\s+/, `pgrep -P $pm`;
-		kill 'KILL', grep { /^\d+$/ } @kids;
-		$node->kill9;
-		for (1 .. 100)
-		{
-			last unless kill(0, $pm) || grep { /^\d+$/ && kill(0, $_) } @kids;
-			usleep(100_000);
-		}
+		power_cut();
 		$node->start;
 	}
 	$h->finish;

@@ -6,18 +6,11 @@
 # phases; gnn.verbose = off says nothing (VERBOSE is an SQL keyword: SET gnn."verbose" = off).
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 
-my $node = PostgreSQL::Test::Cluster->new('progress');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gnn'
-max_worker_processes = 16
-});
-$node->start;
-sub sq { return $node->safe_psql('postgres', $_[0]); }
+my $node = gnn_node('progress', conf => 'max_worker_processes = 16');
 
 sq(q{
 	CREATE EXTENSION gnn;

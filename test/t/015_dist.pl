@@ -10,11 +10,9 @@
 # superuser, a peer without the graph, a peer whose graph has another
 # feature width, a peer role without that graph.  No row is left in the
 # store.  Skipped when gnn_dist.so (libgloo-dev) is not installed.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 use Time::HiRes qw(time);
 
 my $libdir = `pg_config --pkglibdir`;
@@ -23,7 +21,7 @@ plan skip_all => "gnn_dist.so is not installed (libgloo-dev missing; make deps i
   unless -f "$libdir/gnn_dist.so";
 
 # Cora from ../shared/data where it is (the issue's graph), else a generated one
-my $data = $ENV{GNN_DATA_DIR} // '';
+my $data = gnn_data_dir();
 my $cora = $data ne '' && -f "$data/cora/features.csv";
 my $tables = $cora ? qq{
 		CREATE TABLE cn (id int, label int, split text);
@@ -53,10 +51,7 @@ note($cora ? "graph: Cora from $data" : "graph: generated (../shared/data not fo
 my @n;
 for my $k (0 .. 2)
 {
-	my $node = PostgreSQL::Test::Cluster->new("dist$k");
-	$node->init;
-	$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gnn'
+	my $node = gnn_node("dist$k", start => 0, conf => q{
 max_worker_processes = 16
 restart_after_crash = on
 listen_addresses = '127.0.0.1'
@@ -83,12 +78,7 @@ sub conn
 }
 # peers reach the coordinator as dist, whatever role they run as there
 my $coord = conn(0, 'user=dist password=secret');
-sub as_dist
-{
-	my ($sql) = @_;
-	my ($rc, $out, $err) = $n[0]->psql('postgres', "SET ROLE dist; $sql");
-	return ($rc, $out, $err);
-}
+sub as_dist { return as('dist', $_[0], $n[0]); }
 
 # the assignment: METIS on the whole graph at the coordinator, the same table everywhere
 $n[0]->safe_psql('postgres', q{

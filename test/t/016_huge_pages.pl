@@ -5,24 +5,15 @@
 # 2 MB: the advice shows as the "hg" flag of the mapping in /proc/PID/smaps
 # whatever the OS then does with it.  GNN_HUGE_PAGES=0 in the server's
 # environment turns it off.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 
 plan skip_all => 'needs Linux /proc/PID/smaps' unless -r '/proc/self/smaps';
 plan skip_all => 'this kernel has no transparent huge pages (no /sys/kernel/mm/transparent_hugepage)'
   unless -d '/sys/kernel/mm/transparent_hugepage';
 
-my $node = PostgreSQL::Test::Cluster->new('huge');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gnn'
-max_worker_processes = 16
-});
-$node->start;
-sub sq { return $node->safe_psql('postgres', $_[0]); }
+my $node = gnn_node('huge', conf => 'max_worker_processes = 16');
 
 # 100k nodes with 32 features: a 14 MB segment, over the 8 MB line
 sq(q{

@@ -7,23 +7,14 @@
 # tracked graph (always stored) comes back after a restart and reloads at
 # its first refresh.  Single-session
 # cases are in sql/promises.sql.
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 use Time::HiRes qw(usleep time);
 
 # freed memory read again shows as garbage
 $ENV{MALLOC_PERTURB_} = '165';
-my $node = PostgreSQL::Test::Cluster->new('promises');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gnn'
-max_worker_processes = 24
-gnn.threads = 2
-});
-$node->start;
+my $node = gnn_node('promises', conf => "max_worker_processes = 24\ngnn.threads = 2");
 
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION gnn;
@@ -39,19 +30,6 @@ $node->safe_psql('postgres', q{
 });
 my $dboid = $node->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
 my $store = $node->data_dir . "/gnn/$dboid";
-
-sub wait_for
-{
-	my ($sql, $expect, $secs) = @_;
-	$secs //= 60;
-	for (1 .. $secs * 20)
-	{
-		my $v = $node->safe_psql('postgres', $sql);
-		return $v if $v eq $expect;
-		usleep(50_000);
-	}
-	return $node->safe_psql('postgres', $sql);
-}
 
 sub store_files
 {

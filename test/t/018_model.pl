@@ -19,11 +19,9 @@
 #  - no job is left running, and every job stopped within 2 s.
 # GNN_MODEL_SEED replays a run (the seed is printed); GNN_MODEL_STEPS sets
 # its length (2,000 here, 50,000 in make fuzz).
-use strict;
-use warnings;
-use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::Utils;
-use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GnnTest;
 use Time::HiRes qw(time usleep);
 use DBI;
 
@@ -34,10 +32,7 @@ diag("model test: seed $seed, $steps steps (GNN_MODEL_SEED=$seed replays it)");
 
 # freed memory read again shows as garbage
 $ENV{MALLOC_PERTURB_} = '165';
-my $node = PostgreSQL::Test::Cluster->new('model');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gnn'
+my $node = gnn_node('model', conf => q{
 max_worker_processes = 24
 gnn.max_jobs = 4
 gnn.threads = 2
@@ -45,7 +40,6 @@ restart_after_crash = on
 log_min_messages = warning
 max_prepared_transactions = 2
 });
-$node->start;
 my @roles = ('alice', 'bob');
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION gnn;
