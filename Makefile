@@ -138,15 +138,15 @@ core-tests-san: $(SAN_TESTS)
 deps:
 	@bash .ci/deps.sh
 
+# builds use every core (GNN_JOBS); the runner prints each suite's time and the build's
+GNN_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps
-	$(MAKE) all
-	$(MAKE) install
-	$(MAKE) core-tests
-	$(MAKE) core-tests-san
-	$(if $(filter 1,$(SANITIZE)),GNN_SAN_FULL=1) bash test/run_all.sh
+	@t0=$$(date +%s); \
+	$(MAKE) -j$(GNN_JOBS) all && $(MAKE) install && $(MAKE) -j$(GNN_JOBS) core-tests core-tests-san || exit 1; \
+	GNN_BUILD_SECS=$$(( $$(date +%s) - t0 )) $(if $(filter 1,$(SANITIZE)),GNN_SAN_FULL=1) bash test/run_all.sh
 
 demo: deps
-	$(MAKE) all
+	$(MAKE) -j$(GNN_JOBS) all
 	$(MAKE) install
 	bash test/demo.sh
 

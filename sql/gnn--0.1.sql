@@ -216,7 +216,7 @@ $$;
 -- Per node type, each source column: how it was encoded and its slice of
 -- the feature vector (feature_offset .. feature_offset + width - 1).
 CREATE FUNCTION gnn.graph_columns(graph text)
-RETURNS TABLE (type text, "column" text, column_type text, encoding text,
+RETURNS TABLE (type text, column_name text, column_type text, encoding text,
                feature_offset int, width int, detail jsonb)
 LANGUAGE sql STABLE AS $$
     SELECT t.t->>'name', c.c->>'column', c.c->>'type', c.c->>'encoding',
@@ -731,9 +731,11 @@ CREATE FUNCTION gnn.cancel(job bigint)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'gnn_cancel' LANGUAGE C VOLATILE;
 
--- Drops the calling role's model (every version, or one); returns how many rows went.
-CREATE FUNCTION gnn.drop_model(name text, version int DEFAULT NULL)
-RETURNS int
+-- Drops the calling role's model (every version, or one), with its shared
+-- results.  Like gnn.drop_graph and gnn.cache_drop it answers whether
+-- anything was dropped; a missing model is an error unless if_exists.
+CREATE FUNCTION gnn.drop_model(name text, version int DEFAULT NULL, if_exists boolean DEFAULT false)
+RETURNS boolean
 AS 'MODULE_PATHNAME', 'gnn_drop_model' LANGUAGE C VOLATILE;
 
 -- ------------------------------------------------------------------ using models
@@ -744,8 +746,10 @@ AS 'MODULE_PATHNAME', 'gnn_embedding_rows' LANGUAGE C STABLE;
 
 -- Every node's embedding (default: the last hidden layer) into a table
 -- (id bigint PRIMARY KEY, embedding real[]) created if missing, its rows
--- replaced in the caller's transaction; or, with column =>, into a real[]
--- column of the node table named by into.  Returns the rows written.
+-- replaced in the caller's transaction; or, with column_name =>, into a real[]
+-- column of the node table named by table_name.  Returns the rows written.
+-- "into" and "column" are the deprecated names of table_name and column_name
+-- (reserved words, so they needed quotes); they still work.
 -- incremental => true (a table written by an earlier gnn.embed of the same
 -- model and layer, the graph tracked and refreshed since): only the rows
 -- whose value can have changed are recomputed, new nodes' rows inserted and
@@ -757,10 +761,11 @@ AS 'MODULE_PATHNAME', 'gnn_embedding_rows' LANGUAGE C STABLE;
 -- one of another dimension is an error), "index": "hnsw" | "ivfflat" adds
 -- that index after the rows are written, for "distance": "cosine" (the
 -- default) | "l2" | "ip".  pgvector is found at run time, never required.
-CREATE FUNCTION gnn.embed(model text, "into" text, layer int DEFAULT NULL, "column" text DEFAULT NULL,
+CREATE FUNCTION gnn.embed(model text, table_name text DEFAULT NULL, layer int DEFAULT NULL,
+                          column_name text DEFAULT NULL,
                           id_column text DEFAULT 'id', version int DEFAULT NULL, node_type text DEFAULT NULL,
                           incremental boolean DEFAULT false, options jsonb DEFAULT '{}',
-                          as_of timestamptz DEFAULT NULL)
+                          as_of timestamptz DEFAULT NULL, "into" text DEFAULT NULL, "column" text DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_embed' LANGUAGE C VOLATILE;
 
@@ -865,9 +870,10 @@ AS 'MODULE_PATHNAME', 'gnn_cache_entries' LANGUAGE C VOLATILE;
 CREATE VIEW gnn.cache WITH (security_invoker = true) AS SELECT * FROM gnn._cache_entries();
 GRANT SELECT ON gnn.cache TO PUBLIC;
 
--- Empties the shared results of the caller's model (a version, or all); returns how many went.
+-- Empties the shared results of the caller's model (a version, or all);
+-- answers whether any were there (as gnn.drop_graph and gnn.drop_model do).
 CREATE FUNCTION gnn.cache_drop(model text, version int DEFAULT NULL)
-RETURNS int
+RETURNS boolean
 AS 'MODULE_PATHNAME', 'gnn_cache_drop' LANGUAGE C VOLATILE;
 
 -- ---- several servers on one job (issue 16)

@@ -32,9 +32,9 @@ SELECT nodes FROM gnn.load_schema_graph('in_num', ARRAY['in_num']::regclass[], t
 CREATE TABLE in_time (id int PRIMARY KEY, t timestamptz, lab int);
 INSERT INTO in_time VALUES (1, 'infinity', 0), (2, '2024-01-01', 1), (3, '2024-06-01', 0), (4, '-infinity', 1);
 SELECT nodes FROM gnn.load_schema_graph('in_time', ARRAY['in_time']::regclass[], target => 'in_time', label => 'lab');
-SELECT "column", encoding, width, (detail->>'missing')::bool AS missing,
+SELECT column_name, encoding, width, (detail->>'missing')::bool AS missing,
        (detail->>'std')::float8 BETWEEN 1e6 AND 1e8 AS std_of_finite_times
-FROM gnn.graph_columns('in_time') WHERE "column" = 't';
+FROM gnn.graph_columns('in_time') WHERE column_name = 't';
 SELECT n, gnn.features('in_time', n) FROM generate_series(1, 4) n ORDER BY n;
 
 -- char(n) keys: trailing blanks are padding, as char(n) compares

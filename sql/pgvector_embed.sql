@@ -49,7 +49,7 @@ RESET enable_seqscan;
 SELECT gnn.embed('pv_sage', 'pv_emb') AS rows;
 SELECT count(*) AS indexes FROM pg_indexes WHERE tablename = 'pv_emb' AND indexname LIKE '%hnsw%';
 -- an IVFFlat index for L2 distance on a vector column of the node table
-SELECT gnn.embed('pv_sage', 'pv_nodes', "column" => 'emb_vec', options => '{"type": "vector", "index": "ivfflat", "distance": "l2"}') AS rows;
+SELECT gnn.embed('pv_sage', 'pv_nodes', column_name => 'emb_vec', options => '{"type": "vector", "index": "ivfflat", "distance": "l2"}') AS rows;
 SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute
 WHERE attrelid = 'pv_nodes'::regclass AND attname = 'emb_vec';
 SELECT c.relname AS index, a.amname AS method, o.opcname AS opclass, c.reloptions

@@ -68,7 +68,7 @@ SELECT gnn.train('pgm', 'gcn', name => 'p_model', epochs => 2, device => 'cpu', 
 SELECT count(*) FROM gnn.predict('p_model');
 SELECT count(*) > 0 AS cached FROM gnn.cache WHERE model = 'p_model';
 BEGIN;
-SELECT gnn.cache_drop('p_model') > 0 AS dropping;
+SELECT gnn.cache_drop('p_model') AS dropping;
 ROLLBACK;
 SELECT count(*) > 0 AS still_cached FROM gnn.cache WHERE model = 'p_model';
 BEGIN;
@@ -76,7 +76,7 @@ SELECT gnn.drop_model('p_model');
 ROLLBACK;
 SELECT count(*) > 0 AS still_cached_and_there FROM gnn.cache c JOIN gnn.models m ON m.name = c.model
 WHERE c.model = 'p_model';
-SELECT gnn.cache_drop('p_model') > 0 AS dropped;
+SELECT gnn.cache_drop('p_model') AS dropped;
 SELECT count(*) AS left FROM gnn.cache WHERE model = 'p_model';
 SELECT gnn.drop_model('p_model');
 SELECT gnn.drop_graph('pgm');

@@ -33,7 +33,7 @@ INSERT INTO buy VALUES
 SELECT name, nodes, edges, feature_dim, features, classes
 FROM gnn.load_schema_graph('shop', ARRAY['cat', 'item', 'person', 'buy']::regclass[]);
 SELECT * FROM gnn.graph_types('shop');
-SELECT type, "column", column_type, encoding, feature_offset, width FROM gnn.graph_columns('shop');
+SELECT type, column_name, column_type, encoding, feature_offset, width FROM gnn.graph_columns('shop');
 SELECT name, nodes, edges FROM gnn.graphs WHERE name = 'shop';
 -- nodes named by their keys, of a node type; neighbours come back with theirs
 SELECT neighbor, weight, key, neighbor_type
@@ -68,15 +68,15 @@ SELECT * FROM gnn.sample_neighbors('shop', NULL, '{2}', node_type => 'person',
                                    keys => ARRAY['12345678-9abc-def0-1234-56789abcdef0'], seed_times => ARRAY[now()]);
 SELECT gnn.drop_graph('shop_t');
 -- the encodings kept with the graph: a standardised numeric column, a category with its values
-SELECT type, "column", detail->>'kind' AS kind, detail->'categories' AS categories, detail->>'missing' AS missing
-FROM gnn.graph_columns('shop') WHERE "column" IN ('price', 'tag', 'country');
+SELECT type, column_name, detail->>'kind' AS kind, detail->'categories' AS categories, detail->>'missing' AS missing
+FROM gnn.graph_columns('shop') WHERE column_name IN ('price', 'tag', 'country');
 
 -- a target with a label: text classes on persons, boolean classes, numeric regression targets
 SELECT name, classes FROM gnn.load_schema_graph('shop_vip', ARRAY['cat', 'item', 'person', 'buy']::regclass[],
                                                 target => 'person', label => 'vip');
 SELECT name, classes FROM gnn.load_schema_graph('shop_age', ARRAY['person', 'buy']::regclass[],
                                                 target => 'person', label => 'age');
-SELECT count(*) AS columns_without_label FROM gnn.graph_columns('shop_age') WHERE "column" = 'age';
+SELECT count(*) AS columns_without_label FROM gnn.graph_columns('shop_age') WHERE column_name = 'age';
 SELECT name, classes FROM gnn.load_schema_graph('shop_price', ARRAY['item', 'cat']::regclass[],
                                                 target => 'item', label => 'price');
 SELECT gnn._graph_meta('shop_price')->>'task' AS task;
@@ -86,11 +86,11 @@ SELECT name, nodes, edges, feature_dim
 FROM gnn.load_schema_graph('shop2', ARRAY['cat', 'item']::regclass[],
                            options => '{"features": {"item": ["price"]}, "exclude": {"cat": ["name"]},
                                         "keys": {"cat": "id"}}');
-SELECT type, "column", encoding FROM gnn.graph_columns('shop2');
+SELECT type, column_name, encoding FROM gnn.graph_columns('shop2');
 -- a table left without features: a learned embedding per node
 SELECT name FROM gnn.load_schema_graph('shop3', ARRAY['cat', 'item']::regclass[],
                            options => '{"features": {"cat": [], "item": ["price"]}}');
-SELECT type, "column", encoding, width FROM gnn.graph_columns('shop3') WHERE type = 'cat';
+SELECT type, column_name, encoding, width FROM gnn.graph_columns('shop3') WHERE type = 'cat';
 -- a declared edge where no constraint exists
 CREATE TABLE tagmap (tag text PRIMARY KEY, label text);
 INSERT INTO tagmap VALUES ('a', 'x'), ('b', 'y'), ('c', 'z');
@@ -147,7 +147,7 @@ SELECT name, nodes, edges FROM gnn.load_schema_graph('shapes', ARRAY['cat', 'big
                     "edges": [{"from": "big_items.cat_id", "to": "cat"}, {"from": "ptab.cat_id", "to": "cat"}],
                     "max_categories": 4}');
 SELECT kind, type, count FROM gnn.graph_types('shapes');
-SELECT type, "column", encoding, width, detail->>'reason' AS reason FROM gnn.graph_columns('shapes') WHERE type = 'ptab';
+SELECT type, column_name, encoding, width, detail->>'reason' AS reason FROM gnn.graph_columns('shapes') WHERE type = 'ptab';
 SELECT gnn.drop_graph('shapes');
 
 -- errors, each naming what is wrong and what exists
@@ -188,17 +188,17 @@ SELECT count(*) AS bad_graphs FROM gnn.graphs WHERE name = 'bad';
 -- statistics and categories of the load it replaces (a model trained on it
 -- reads them as it read the old rows); options.encodings = 'refit' fits afresh
 SELECT name FROM gnn.load_schema_graph('enc', ARRAY['cat', 'item']::regclass[]);
-CREATE TEMP TABLE enc0 AS SELECT "column", detail::text AS detail, width FROM gnn.graph_columns('enc') WHERE type = 'item';
+CREATE TEMP TABLE enc0 AS SELECT column_name, detail::text AS detail, width FROM gnn.graph_columns('enc') WHERE type = 'item';
 INSERT INTO item VALUES (100, 'c-1', 1000, 'new-tag', '2030-01-01', NULL, NULL);
 SELECT name, nodes FROM gnn.load_schema_graph('enc', ARRAY['cat', 'item']::regclass[], replace => true);
 SELECT gnn._graph_meta('enc')->>'encodings' AS encodings,
        bool_and(e.detail = c.detail::text AND e.width = c.width) AS same_encodings
-FROM enc0 e JOIN gnn.graph_columns('enc') c ON c.type = 'item' AND c."column" = e."column";
+FROM enc0 e JOIN gnn.graph_columns('enc') c ON c.type = 'item' AND c.column_name = e.column_name;
 SELECT name FROM gnn.load_schema_graph('enc', ARRAY['cat', 'item']::regclass[], replace => true,
                                        options => '{"encodings": "refit"}');
-SELECT gnn._graph_meta('enc')->>'encodings' AS encodings, e."column", e.detail = c.detail::text AS same
-FROM enc0 e JOIN gnn.graph_columns('enc') c ON c.type = 'item' AND c."column" = e."column"
-WHERE e."column" IN ('price', 'tag', 'added') ORDER BY 2;
+SELECT gnn._graph_meta('enc')->>'encodings' AS encodings, e.column_name, e.detail = c.detail::text AS same
+FROM enc0 e JOIN gnn.graph_columns('enc') c ON c.type = 'item' AND c.column_name = e.column_name
+WHERE e.column_name IN ('price', 'tag', 'added') ORDER BY 2;
 -- other columns: encoded afresh, with a notice
 SET client_min_messages = notice;
 SELECT name FROM gnn.load_schema_graph('enc', ARRAY['cat', 'item']::regclass[], replace => true,

@@ -54,7 +54,7 @@ SELECT j.name, e.bytes::float8 / (m.metrics->>'peak_memory_bytes')::float8 BETWE
 FROM est_jobs j JOIN gnn.models m ON m.name = j.name
 CROSS JOIN LATERAL gnn.estimate('shop', j.model, j.hidden, j.layers, j.options, 'cpu') e
 WHERE e.item = 'total host' ORDER BY j.name;
-SELECT sum(gnn.drop_model(name)) AS dropped FROM est_jobs WHERE name LIKE 'est_%';
+SELECT count(*) FILTER (WHERE gnn.drop_model(name)) AS dropped FROM est_jobs WHERE name LIKE 'est_%';
 
 -- typed models beat the features-only MLP and the type-blind GCN by a clear margin
 WITH a AS (SELECT name, (metrics->>'test_acc')::float AS acc FROM gnn.models)
@@ -167,7 +167,7 @@ SELECT (SELECT (metrics->>'test_acc')::float FROM gnn.models WHERE name = 'rs_rg
        (SELECT (metrics->>'test_acc')::float FROM gnn.models WHERE name = 'rs_gcn') <
        (SELECT (metrics->>'test_acc')::float FROM gnn.models WHERE name = 'rs_rgcn') - 0.1 AS gcn_far_lower;
 
-SELECT sum(gnn.drop_model(n)) AS dropped
+SELECT count(*) FILTER (WHERE gnn.drop_model(n)) AS dropped
 FROM unnest(ARRAY['hs', 'rg', 'gcn', 'mlp', 'hs_time', 'spend', 'churn', 'prodcat', 'rs_rgcn', 'rs_gcn', 'hs_seed', 'hs_asof', 'spend_mb']) n;
 SELECT gnn.drop_graph(g) FROM unnest(ARRAY['shop', 'shop_spend', 'shop_churn', 'relsel']) g;
 DROP SCHEMA st CASCADE;

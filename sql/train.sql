@@ -33,7 +33,7 @@ FROM gnn.training_log WHERE job = :job;
 SELECT name, version, graph, model, task, job = :job AS from_job, params->>'hidden' AS hidden,
        (metrics->>'test_acc')::float8 > 0.8 AS accurate, (metrics->>'epochs_run')::int AS epochs_run,
        length(weights) > 0 AS has_weights
-FROM gnn.models;
+FROM gnn.models WHERE graph = 'pp';
 
 -- predictions agree with the recorded test accuracy
 SELECT abs(avg((p.label = n.label)::int) - (SELECT (metrics->>'test_acc')::float8 FROM gnn.models
@@ -47,7 +47,7 @@ SELECT gnn.embed('pp_gcn', 'pp_emb');
 SELECT count(*), min(array_length(embedding, 1)), max(array_length(embedding, 1)) FROM pp_emb;
 SELECT gnn.embed('pp_gcn', 'pp_emb');   -- replaces the rows
 SELECT count(*) FROM pp_emb;
-SELECT gnn.embed('pp_gcn', 'pp_nodes', "column" => 'emb');
+SELECT gnn.embed('pp_gcn', 'pp_nodes', column_name => 'emb');
 SELECT count(emb) AS filled FROM pp_nodes;
 SELECT array_length(gnn.embedding('pp_gcn', 5), 1) AS dim,
        gnn.embedding('pp_gcn', 5) = (SELECT embedding FROM pp_emb WHERE id = 5) AS same_as_table;
@@ -59,10 +59,10 @@ SELECT avg((s.id % 3 = 5 % 3)::int) > 0.6 AS same_class FROM gnn.similar('pp_gcn
 -- each run of a name adds a version; no version means the latest
 SELECT gnn.train('pp', model => 'graphsage', name => 'pp_gcn', hidden => 8, epochs => 3, seed => 1,
                  wait => true) > :job AS later_job;
-SELECT name, version, model FROM gnn.models ORDER BY version;
+SELECT name, version, model FROM gnn.models WHERE graph = 'pp' ORDER BY version;
 SELECT count(*) FROM gnn.predict('pp_gcn', version => 1);
 SELECT gnn.drop_model('pp_gcn', 1);
-SELECT name, version, model FROM gnn.models ORDER BY version;
+SELECT name, version, model FROM gnn.models WHERE graph = 'pp' ORDER BY version;
 
 -- a job started without waiting, then waited for
 SELECT gnn.train('pp', model => 'gat', name => 'pp_gat', hidden => 4, epochs => 5, seed => 3,
@@ -118,5 +118,5 @@ SELECT state FROM gnn.jobs WHERE graph = 'tiny';
 
 SELECT gnn.drop_graph('pp'), gnn.drop_graph('tiny');
 -- models outlive the graph they were trained on
-SELECT count(*) FROM gnn.models;
+SELECT count(*) FROM gnn.models WHERE graph = 'pp';
 SELECT * FROM gnn.predict('pp_gcn');

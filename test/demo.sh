@@ -166,7 +166,7 @@ SELECT name, nodes, edges, feature_dim FROM gnn.load_schema_graph('shop',
 \echo == its node and edge types (every foreign key and its reverse)
 SELECT kind, type, source, count, feature_dim, src_type, dst_type FROM gnn.graph_types('shop');
 \echo == how the columns of products became features
-SELECT "column", column_type, encoding, feature_offset, width, detail->'categories' AS categories
+SELECT column_name, column_type, encoding, feature_offset, width, detail->'categories' AS categories
 FROM gnn.graph_columns('shop') WHERE type = 'products';
 \echo == the label is the department of the products a customer reviewed (visits are noise):
 \echo == typed models against a features-only MLP and a type-blind GCN
@@ -220,7 +220,7 @@ SELECT graph, capacity_rows, cached_rows, bytes, hits, misses, round(hit_rate::n
 FROM gnn.feature_caches;
 SQL
 
-echo "== progress in psql: a job waited for reports each tenth of its epochs (gnn.verbose)"
+echo "== progress in psql: a job waited for reports each tenth of its epochs (gnn.progress)"
 cat <<SQL | run_sql
 SELECT gnn.train('$G', model => 'gcn', name => '${G}_gcn_progress', hidden => 16, epochs => 200, seed => 2,
                  wait => true, options => '{"patience": 1000}') > 0 AS trained;

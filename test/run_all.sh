@@ -9,7 +9,17 @@ cd "$REPO_ROOT"
 PASS=0
 FAIL=0
 SKIP=0
-suite() { printf '\n=== %s\n' "$1"; }
+# each suite's time, printed as it ends and again in a table at the end
+SUITE_NAME=""; SUITE_T0=0; TIMES=()
+suite_end() {
+  if [ -n "$SUITE_NAME" ]; then
+    local d=$((SECONDS - SUITE_T0))
+    TIMES+=("$(printf '%5d s  %s' "$d" "$SUITE_NAME")")
+    printf -- '--- time: %d s (%s)\n' "$d" "$SUITE_NAME"
+  fi
+  SUITE_NAME=""
+}
+suite() { suite_end; SUITE_NAME=$1; SUITE_T0=$SECONDS; printf '\n=== %s\n' "$1"; }
 tally() { # name pass fail
   printf -- '--- %s: %d passed, %d failed\n' "$1" "$2" "$3"
   PASS=$((PASS + $2)); FAIL=$((FAIL + $3))
@@ -176,6 +186,12 @@ if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; tail -30 "$WORK/fuzzsql.log"; fi
 tally "SQL fuzzer" "$p" "$f"
 fi
 
+suite_end
+echo
+echo "=== time per suite"
+[ -n "${GNN_BUILD_SECS:-}" ] && printf '%5d s  %s\n' "$GNN_BUILD_SECS" "build (make all, install, core tests, sanitizer builds)"
+printf '%s\n' "${TIMES[@]}"
+printf '%5d s  %s\n' "$((SECONDS + ${GNN_BUILD_SECS:-0}))" "in all"
 echo
 [ "$SKIP" -gt 0 ] && echo "($SKIP skipped, counted as passed where they are TAP skips)"
 echo "$PASS passed, $FAIL failed"

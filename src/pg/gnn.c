@@ -97,13 +97,14 @@ _PG_init(void)
 							   "",
 							   PGC_SUSET, 0,
 							   NULL, NULL, NULL);
+	/* a test hook: settable by a superuser, out of pg_settings and SHOW ALL */
 	DefineCustomIntVariable("gnn.fault_backend_calls",
 							"Fault injection for tests: compute-backend calls after this many fail (-1: off).",
 							"Applies to training jobs started while it is set, on the CPU or the GPU alike, "
 							"so a failing GPU can be simulated on a machine without one.",
 							&gnn_fault_backend_calls,
 							-1, -1, INT_MAX,
-							PGC_SUSET, 0,
+							PGC_SUSET, GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gnn.refresh_naptime",
@@ -126,20 +127,29 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
-	DefineCustomBoolVariable("gnn.verbose",
+	DefineCustomBoolVariable("gnn.progress",
 							 "Report the progress of long calls as NOTICEs.",
 							 "gnn.train(..., wait => true) and gnn.wait report each tenth of a job's epochs and "
 							 "at least every 10 seconds (epoch, loss, validation metric, time so far and left); "
-							 "gnn.load_graph and gnn.partition report their phases on large inputs.",
-							 &gnn_verbose,
+							 "gnn.load_graph and gnn.partition report their phases on large inputs; a job says "
+							 "which device it runs on.",
+							 &gnn_progress,
 							 true,
 							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	/* the old name, which needed quotes (VERBOSE is a keyword): off silences too */
+	DefineCustomBoolVariable("gnn.verbose",
+							 "Deprecated name of gnn.progress (off silences progress too).",
+							 NULL,
+							 &gnn_verbose_deprecated,
+							 true,
+							 PGC_USERSET, GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gnn.persist_graphs",
 							 "Write loaded graphs to the graph store in the data directory, so that they survive a restart.",
 							 "gnn.load_graph(..., persist => ...) overrides it per load. Graphs that follow their "
-							 "tables (gnn.track) are never stored.",
+							 "tables (gnn.track) are always stored.",
 							 &gnn_persist_graphs,
 							 true,
 							 PGC_USERSET, 0,

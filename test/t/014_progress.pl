@@ -1,9 +1,9 @@
-# Progress where psql users see it (gnn.verbose, on by default): a job
+# Progress where psql users see it (gnn.progress, on by default): a job
 # waited for with gnn.train(..., wait => true) or gnn.wait reports its
 # epochs as NOTICEs (epoch of epochs, loss, the validation metric, time so
 # far and left), in order, ending with its last epoch; a load of a large
 # table reports the rows it read and its phases, and gnn.partition its
-# phases; gnn.verbose = off says nothing (VERBOSE is an SQL keyword: SET gnn."verbose" = off).
+# phases; gnn.progress = off says nothing (VERBOSE is an SQL keyword: SET gnn.progress = off).
 use strict;
 use warnings;
 use FindBin;
@@ -51,15 +51,15 @@ my $ran = sq(q{SELECT metrics->>'epochs_run' FROM gnn.models WHERE name = 'm'});
 is($epochs[-1], $ran, "the last one is the job's last epoch ($ran)");
 ok(@lines <= 12, 'at most one per tenth of the epochs, and the end (' . scalar(@lines) . ')');
 
-# gnn.wait reports too; gnn.verbose = off stops it
+# gnn.wait reports too; gnn.progress = off stops it
 ($rc, $out, $err) = $node->psql('postgres', q{
 	BEGIN; SELECT gnn.train('g', model => 'gcn', name => 'm2', epochs => 300, seed => 2) AS job \gset
 	COMMIT;
 	SELECT state FROM gnn.wait(:job);});
 like($err, qr/training job \d+: epoch \d+ of 300/, 'gnn.wait reports the epochs of the job it waits for');
 ($rc, $out, $err) = $node->psql('postgres',
-	q{SET gnn."verbose" = off; SELECT gnn.train('g', model => 'gcn', name => 'm3', epochs => 300, seed => 3, wait => true) IS NOT NULL});
-is($rc, 0, 'with gnn.verbose = off the job still runs');
+	q{SET gnn.progress = off; SELECT gnn.train('g', model => 'gcn', name => 'm3', epochs => 300, seed => 3, wait => true) IS NOT NULL});
+is($rc, 0, 'with gnn.progress = off the job still runs');
 unlike($err, qr/training job \d+: epoch/, 'and nothing is reported');
 
 # ------------------------------------------------------------------ a large load and a partition
@@ -72,8 +72,8 @@ like($err, qr/graph "big": built, 1200000 nodes and 1200000 arcs \([0-9.]+ s\)/,
 is($rc, 0, 'a partition of it');
 like($err, qr/graph "big": partitioning 1200000 nodes and 1200000 arcs into 4 parts \(streaming\)/, 'says what it does');
 like($err, qr/graph "big": partitioned into 4 parts \([0-9.]+ s\)/, 'and when it is done');
-($rc, $out, $err) = $node->psql('postgres', q{SET gnn."verbose" = off; SELECT nodes FROM gnn.load_graph('big', 'big', replace => true)});
-unlike($err, qr/read \d+ rows/, 'gnn.verbose = off: a large load says nothing');
+($rc, $out, $err) = $node->psql('postgres', q{SET gnn.progress = off; SELECT nodes FROM gnn.load_graph('big', 'big', replace => true)});
+unlike($err, qr/read \d+ rows/, 'gnn.progress = off: a large load says nothing');
 
 $node->stop;
 done_testing();

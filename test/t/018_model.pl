@@ -61,7 +61,7 @@ sub connect_as
 	my $h = DBI->connect(dsn(), $user, '', { AutoCommit => 1, RaiseError => 0, PrintError => 0, PrintWarn => 0 })
 	  or die "cannot connect as $user: $DBI::errstr";
 	$h->do("SET client_min_messages = warning");
-	$h->do("SET \"gnn.verbose\" = off");
+	$h->do("SET gnn.progress = off");
 	return $h;
 }
 

@@ -93,7 +93,7 @@ GnnCatalogExec(const char *sql, int nargs, Oid *types, Datum *values, const char
 	return rc;
 }
 
-/* gnn.drop_model(name, version): the calling role's model, all versions or one */
+/* gnn.drop_model(name, version, if_exists): the calling role's model, all versions or one */
 Datum
 gnn_drop_model(PG_FUNCTION_ARGS)
 {
@@ -125,13 +125,13 @@ gnn_drop_model(PG_FUNCTION_ARGS)
 	/* its shared results go with it (a retrain under the name starts from nothing) */
 	if (n > 0)
 		(void) GnnCacheDrop(name, version);
-	if (n == 0)
+	if (n == 0 && !(PG_NARGS() > 2 && !PG_ARGISNULL(2) && PG_GETARG_BOOL(2)))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 version > 0 ? errmsg("model \"%s\" version %d does not exist", name, version) :
 				 errmsg("model \"%s\" does not exist", name),
-				 errhint("gnn.models lists the models you own.")));
-	PG_RETURN_INT32(n);
+				 errhint("gnn.models lists the models you own; if_exists => true drops nothing quietly.")));
+	PG_RETURN_BOOL(n > 0);
 }
 
 /* version => : NULL means the latest; anything else must be a version number */

@@ -31,9 +31,11 @@ extern int	gnn_gpu_cache_size_mb;
 extern int	gnn_gpu_graph_memory_mb;
 extern bool gnn_persist_graphs;
 extern char *gnn_dist_host;
-extern bool gnn_verbose;
+extern bool gnn_progress;
+extern bool gnn_verbose_deprecated;
+extern bool GnnProgressOn(void);
 /*
- * Progress of a phase of a long call (gnn.verbose, load.c): a NOTICE when
+ * Progress of a phase of a long call (gnn.progress, load.c): a NOTICE when
  * the phase was large (rows >= 1M) or slow (>= 2 s since since).
  */
 extern void GnnPhaseDone(const char *what, int64 rows, TimestampTz since);
@@ -229,7 +231,7 @@ typedef struct GnnJobSlot
 	float4		val_acc;
 	char		device[16];
 	char		device_note[256];	/* why the CPU was used under device => auto */
-	bool		device_note_expected;	/* the normal CPU case (no GPU here): said only with gnn.verbose */
+	bool		device_note_expected;	/* the normal CPU case (no GPU here): said only with gnn.progress */
 	TimestampTz started;
 	TimestampTz finished;
 	char		error[512];

@@ -12,7 +12,8 @@
 #include "graph/partition.h"
 
 int			gnn_max_graph_memory_mb = 4096;
-bool		gnn_verbose = true;
+bool		gnn_progress = true;
+bool		gnn_verbose_deprecated = true;	/* gnn.verbose: the old name of gnn.progress */
 int			gnn_max_graphs = 64;
 int			gnn_threads = 0;
 int			gnn_max_jobs = 4;
@@ -62,4 +63,11 @@ const char *
 GnnRaiseSetting(const char *guc)
 {
 	return superuser() ? psprintf("raise %s", guc) : psprintf("ask a superuser to raise %s", guc);
+}
+
+/* whether long calls report their progress (gnn.progress, and its old name gnn.verbose) */
+bool
+GnnProgressOn(void)
+{
+	return gnn_progress && gnn_verbose_deprecated;
 }

@@ -811,7 +811,7 @@ StartedHere(int64 id)
 /* ------------------------------------------------------------------ waiting */
 
 /*
- * Progress of a job being waited for, as NOTICEs (gnn.verbose): when it
+ * Progress of a job being waited for, as NOTICEs (gnn.progress): when it
  * passes each tenth of its epochs and at least every 10 seconds: epoch,
  * loss, the validation metric, time so far and an estimate of the rest.
  */
@@ -1382,7 +1382,7 @@ gnn_train(PG_FUNCTION_ARGS)
 		st = slot->id == id ? slot->state : GNN_JOB_FAILED;
 		strlcpy(device, slot->device, sizeof(device));
 		strlcpy(note, slot->device_note, sizeof(note));
-		quiet = slot->device_note_expected && !gnn_verbose;
+		quiet = slot->device_note_expected && !GnnProgressOn();
 		LWLockRelease(gnn_shared->lock);
 		if (st != GNN_JOB_STARTING)
 			break;
@@ -1396,7 +1396,7 @@ gnn_train(PG_FUNCTION_ARGS)
 		ereport(NOTICE,
 				(errmsg("training job %lld runs on the CPU: %s", (long long) id, note)));
 
-	WaitForJob(id, -1, true, gnn_verbose);
+	WaitForJob(id, -1, true, GnnProgressOn());
 	(void) JobRow(id, true, fcinfo);
 	PG_RETURN_INT64(id);
 }
@@ -1443,7 +1443,7 @@ gnn_wait(PG_FUNCTION_ARGS)
 				 errmsg("training job %lld starts when this transaction commits", (long long) id),
 				 errhint("COMMIT first, then wait for it; or start it with wait => true.")));
 	cancel = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? PG_GETARG_BOOL(2) : StartedHere(id);
-	WaitForJob(id, timeout_ms, cancel, gnn_verbose);
+	WaitForJob(id, timeout_ms, cancel, GnnProgressOn());
 	PG_RETURN_DATUM(JobRow(id, true, fcinfo));
 }
 

@@ -712,7 +712,7 @@ RunJob(void)
 						 errhint("Use device => 'auto' or 'cpu'.")));
 			/*
 			 * No GPU here (no driver, no device) or a build without CUDA is
-			 * the normal CPU case, said only with gnn.verbose; anything else
+			 * the normal CPU case, said only with gnn.progress; anything else
 			 * is a broken installation, said always.
 			 */
 			if (strstr(err.msg, "cudaErrorInsufficientDriver") || strstr(err.msg, "cudaErrorNoDevice") ||

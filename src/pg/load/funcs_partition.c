@@ -132,7 +132,7 @@ gnn_partition(PG_FUNCTION_ARGS)
 	{
 		TimestampTz t0 = GetCurrentTimestamp();
 
-		if (gnn_verbose && n + ref.g.num_edges >= 1000000)
+		if (GnnProgressOn() && n + ref.g.num_edges >= 1000000)
 			ereport(NOTICE,
 					(errmsg("graph \"%s\": partitioning %lld nodes and %lld arcs into %d parts (%s)", graph,
 							(long long) n, (long long) ref.g.num_edges, cfg.parts, gnn_part_method_name(cfg.method))));

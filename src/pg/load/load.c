@@ -142,7 +142,7 @@ ScanNext(GnnScan *s, Datum *values, bool *nulls)
 	if ((s->rowno & 65535) == 0)
 	{
 		CHECK_FOR_INTERRUPTS();
-		if (gnn_verbose && s->rowno > 0 && GetCurrentTimestamp() >= s->next_report)
+		if (GnnProgressOn() && s->rowno > 0 && GetCurrentTimestamp() >= s->next_report)
 		{
 			ereport(NOTICE,
 					(errmsg("reading %s: %lld rows so far (%.0f s)", s->relname, (long long) s->rowno,
@@ -201,7 +201,7 @@ PhaseNote(const char *what, int64 rows, TimestampTz since)
 {
 	double		secs = (double) (GetCurrentTimestamp() - since) / 1e6;
 
-	return gnn_verbose && (rows >= 1000000 || secs >= 2.0) ? psprintf("%s (%.1f s)", what, secs) : NULL;
+	return GnnProgressOn() && (rows >= 1000000 || secs >= 2.0) ? psprintf("%s (%.1f s)", what, secs) : NULL;
 }
 
 void
@@ -656,7 +656,7 @@ FillFeatures(void *arg, float *dst, const int64_t *node_of_row, gnn_error *err)
 {
 	FeatureFill *ff = arg;
 	MemoryContext mcxt = CurrentMemoryContext;
-	bool		verbose = gnn_verbose;
+	bool		verbose = gnn_progress;
 
 	PG_TRY();
 	{
@@ -665,7 +665,7 @@ FillFeatures(void *arg, float *dst, const int64_t *node_of_row, gnn_error *err)
 		bool		nl[GNN_SCAN_MAXCOLS];
 
 		/* no notes from inside the build: they go out once the graph is registered */
-		gnn_verbose = false;
+		gnn_progress = false;
 		s.rowno = 0;
 		ScanBegin(&s);
 		while (ScanNext(&s, v, nl))
@@ -688,11 +688,11 @@ FillFeatures(void *arg, float *dst, const int64_t *node_of_row, gnn_error *err)
 							(long long) ff->rows, (long long) s.rowno),
 					 errhint("Load the graph again.")));
 		ScanEnd(&s);
-		gnn_verbose = verbose;
+		gnn_progress = verbose;
 	}
 	PG_CATCH();
 	{
-		gnn_verbose = verbose;
+		gnn_progress = verbose;
 		return GnnFillCaught(mcxt, err);
 	}
 	PG_END_TRY();

@@ -26,7 +26,7 @@ typedef struct GnnScan
 	Oid			types[GNN_SCAN_MAXCOLS];
 	int64		rowno;			/* rows returned so far */
 	bool		use_spi;
-	TimestampTz started;		/* progress (gnn.verbose): when the scan began */
+	TimestampTz started;		/* progress (gnn.progress): when the scan began */
 	TimestampTz next_report;	/* and when it next says how far it is */
 	/*
 	 * The caller's context, and one reset before every row: per-row work

@@ -804,7 +804,7 @@ CheckEmbedTarget(const ModelRow *c, Oid relid, const char *into, const char *col
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("column \"%s\" of %s is one graph \"%s\" was loaded from", column, into, c->graph),
 					 errdetail("gnn.embed() would overwrite the graph's own ids, features, labels or split."),
-					 errhint("Name a new column, e.g. \"column\" => '%s_embedding'.", c->name)));
+					 errhint("Name a new column, e.g. column_name => '%s_embedding'.", c->name)));
 		if (att != InvalidAttrNumber && get_atttype(relid, att) != FLOAT4ARRAYOID &&
 			!(OidIsValid(vtype) && get_atttype(relid, att) == vtype))
 			ereport(ERROR,
@@ -824,7 +824,7 @@ CheckEmbedTarget(const ModelRow *c, Oid relid, const char *into, const char *col
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s is the node table of graph \"%s\"; gnn.embed() would replace its rows", into, c->graph),
-				 errhint("Write into a new table, or add a column to this one with \"column\" => 'embedding'.")));
+				 errhint("Write into a new table, or add a column to this one with column_name => 'embedding'.")));
 	{
 		AttrNumber	idatt = get_attnum(relid, "id");
 		AttrNumber	eatt = get_attnum(relid, "embedding");
@@ -835,7 +835,7 @@ CheckEmbedTarget(const ModelRow *c, Oid relid, const char *into, const char *col
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("table %s exists but is not an embedding table (id, embedding real[] or vector)", into),
 					 errdetail("gnn.embed() replaces the rows of such a table; it leaves other tables alone."),
-					 errhint("Name a new table, or use \"column\" => to add a column to a node table.")));
+					 errhint("Name a new table, or use column_name => to add a column to a node table.")));
 	}
 }
 
@@ -1269,16 +1269,37 @@ EmbedIndex(const char *qname, Oid relid, const char *column, Oid vtype, const Em
 }
 
 /*
- * gnn.embed(model, into, layer, column, id_column, version, node_type,
- * incremental, options, as_of): write every node's embedding into a table,
- * in the caller's transaction.
+ * An argument that has a new name and keeps its old one (a reserved word that
+ * needed quotes) as a deprecated trailing argument: either may be given, not
+ * two different values.
+ */
+static char *
+RenamedTextArg(FunctionCallInfo fcinfo, int arg, int old_arg, const char *name, const char *old_name)
+{
+	char	   *v = PG_ARGISNULL(arg) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(arg));
+	char	   *o = PG_NARGS() > old_arg && !PG_ARGISNULL(old_arg) ?
+		text_to_cstring(PG_GETARG_TEXT_PP(old_arg)) : NULL;
+
+	if (v && o && strcmp(v, o) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s and \"%s\" name the same argument and disagree: \"%s\" and \"%s\"",
+						name, old_name, v, o),
+				 errhint("Use %s alone (\"%s\" is its deprecated name).", name, old_name)));
+	return v ? v : o;
+}
+
+/*
+ * gnn.embed(model, table_name, layer, column_name, id_column, version, node_type,
+ * incremental, options, as_of, "into", "column"): write every node's
+ * embedding into a table, in the caller's transaction.
  */
 Datum
 gnn_embed(PG_FUNCTION_ARGS)
 {
 	char	   *model = ModelArg(fcinfo);
-	char	   *into;
-	char	   *column = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	char	   *into = RenamedTextArg(fcinfo, 1, 10, "table_name", "into");
+	char	   *column = RenamedTextArg(fcinfo, 3, 11, "column_name", "column");
 	char	   *idcol = PG_ARGISNULL(4) ? "id" : text_to_cstring(PG_GETARG_TEXT_PP(4));
 	int32		layer = PG_ARGISNULL(2) ? -1 : PG_GETARG_INT32(2);
 	int32		version = VersionArg(fcinfo, 5);
@@ -1326,9 +1347,11 @@ gnn_embed(PG_FUNCTION_ARGS)
 						"follow the rows' own times)")));
 		incremental = false;
 	}
-	if (PG_ARGISNULL(1))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("into must name a table")));
-	into = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (into == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("gnn.embed needs table_name: the table to write the embeddings into"),
+				 errhint("gnn.embed('%s', table_name => 'embeddings').", model)));
 	names = stringToQualifiedNameList(into);
 	rv = makeRangeVarFromNameList(names);
 	relid = RangeVarGetRelid(rv, NoLock, true);
@@ -1457,7 +1480,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_TABLE),
 					 errmsg("table \"%s\" does not exist", into),
-					 errhint("With column => , into names the node table that gets the column.")));
+					 errhint("With column_name =>, table_name names the node table that gets the column.")));
 		qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
 		appendStringInfo(&q, "ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", qname, quote_identifier(column), coltype);
 		if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
@@ -1699,5 +1722,5 @@ Datum
 gnn_cache_drop(PG_FUNCTION_ARGS)
 {
 	GnnRequirePreload();
-	PG_RETURN_INT32(GnnCacheDrop(ModelArg(fcinfo), VersionArg(fcinfo, 1)));
+	PG_RETURN_BOOL(GnnCacheDrop(ModelArg(fcinfo), VersionArg(fcinfo, 1)) > 0);
 }
