@@ -2,7 +2,7 @@
 # Installs what the build, the tests and the demo need, with apt-get; quick when all is present.
 set -euo pipefail
 pkgs=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libmetis-dev libopenblas-dev
-      postgresql-15-cron liburing-dev libipc-run-perl libdbd-pg-perl librsvg2-bin libgloo-dev make gcc g++ perl)
+      postgresql-15-cron liburing-dev libipc-run-perl libdbd-pg-perl librsvg2-bin libgloo-dev make gcc g++ perl python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
