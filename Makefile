@@ -104,8 +104,15 @@ ifeq ($(SANITIZE),1)
 SANITIZE_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer
 endif
 
-# the core is compiled once per flavour, then linked into every test program
+# the core is compiled once per flavour, then linked into every test program:
+# the plain tests link the very objects gnn.so is made of (what ships is what is
+# tested, and the core is compiled once less); SANITIZE=1 and the sanitizer
+# build compile their own
+ifeq ($(SANITIZE),1)
 TEST_OBJS   = $(patsubst src/core/%.c,test/core/obj/%.o,$(CORE_SRCS))
+else
+TEST_OBJS   = $(CORE_SRCS:.c=.o)
+endif
 SAN_OBJS    = $(patsubst src/core/%.c,test/core/obj-san/%.o,$(CORE_SRCS))
 
 test/core/obj/%.o: src/core/%.c $(CORE_HDRS)
@@ -161,7 +168,7 @@ fuzz: deps
 	$(MAKE) install
 	$(MAKE) core-tests-san
 	bash test/fuzz/run.sh $(GNN_FUZZ_SECS)
-	GNN_FUZZ_CALLS=$(GNN_FUZZ_CALLS) GNN_MODEL_STEPS=$(GNN_MODEL_STEPS) GNN_SAN_FULL=1 GNN_SUITES="asan fuzzsql model" bash test/run_all.sh
+	GNN_FUZZ_CALLS=$(GNN_FUZZ_CALLS) GNN_MODEL_STEPS=$(GNN_MODEL_STEPS) GNN_SAN_FULL=1 GNN_TAP_FULL=1 GNN_SUITES="asan fuzzsql model tap" bash test/run_all.sh
 
 bench: deps
 	$(MAKE) all

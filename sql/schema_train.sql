@@ -25,8 +25,8 @@ SELECT kind, type, count, src_type, dst_type FROM gnn.graph_types('shop');
 
 -- the label is the department of the products a customer reviewed: two
 -- relations away from the customer, beside visits to random products
-SELECT gnn.train('shop', model => 'hetero_sage', name => 'hs', epochs => 100, seed => 7, wait => true) > 0 AS trained;
-SELECT gnn.train('shop', model => 'rgcn', name => 'rg', epochs => 100, seed => 7, wait => true,
+SELECT gnn.train('shop', model => 'hetero_sage', name => 'hs', epochs => 50, seed => 7, wait => true) > 0 AS trained;
+SELECT gnn.train('shop', model => 'rgcn', name => 'rg', epochs => 50, seed => 7, wait => true,
                  options => '{"num_bases": 4}') > 0 AS trained;
 SELECT gnn.train('shop', model => 'gcn', name => 'gcn', epochs => 100, seed => 7, wait => true) > 0 AS trained;
 SELECT gnn.train('shop', model => 'mlp', name => 'mlp', epochs => 100, seed => 7, wait => true) > 0 AS trained;
@@ -148,7 +148,7 @@ FROM gnn.models WHERE name = 'churn';
 SELECT DISTINCT class FROM gnn.predict('churn') ORDER BY class;
 
 -- link prediction through one edge type: which category a product belongs to
-SELECT gnn.train('shop', model => 'hetero_sage', name => 'prodcat', task => 'link_prediction', seed => 7,
+SELECT gnn.train('shop', model => 'hetero_sage', name => 'prodcat', task => 'link_prediction', seed => 7, epochs => 40,
                  wait => true, options => '{"edge_type": "products.category_id"}') > 0 AS trained;
 SELECT (metrics->>'test_auc')::float > 0.6 AS auc_measured FROM gnn.models WHERE name = 'prodcat';
 SELECT gnn.train('shop', task => 'link_prediction', options => '{"edge_type": "products.nosuch"}');

@@ -29,18 +29,43 @@ tally() { # name pass fail
 want() { if [ "$1" = model ]; then [[ " ${GNN_SUITES:-} " == *" model "* ]]; else [ -z "${GNN_SUITES:-}" ] || [[ " $GNN_SUITES " == *" $1 "* ]]; fi; }
 
 # ------------------------------------------------------------------ core unit tests
+# Test programs run two at a time (GNN_TEST_JOBS), each into its own file, and
+# are tallied in name order; test_threads, which measures how threads behave on
+# a busy machine, runs alone afterwards.
+BIN_OUT=$(mktemp -d /tmp/gnn-bin-XXXXXX)
+trap 'rm -rf "$BIN_OUT"' EXIT
+par_run() {  # par_run DIR JOBS ENV-ASSIGNMENTS BIN...: DIR/<name>.out and DIR/<name>.rc
+  local dir=$1 jobs=$2 envs=$3; shift 3
+  [ $# -gt 0 ] || return 0
+  printf '%s\n' "$@" | xargs -P "$jobs" -I{} bash -c \
+    'b=$(basename "$1"); env '"$envs"' "$1" > "$2/$b.out" 2>&1; echo $? > "$2/$b.rc"' _ {} "$dir"
+}
+run_bins() {  # run_bins DIR ENV-ASSIGNMENTS BIN...: the alone-only ones after the rest
+  local dir=$1 envs=$2 t; shift 2
+  local many=() alone=()
+  for t in "$@"; do
+    [ -x "$t" ] || continue
+    case "$(basename "$t")" in test_threads) alone+=("$t") ;; *) many+=("$t") ;; esac
+  done
+  par_run "$dir" "${GNN_TEST_JOBS:-2}" "$envs" "${many[@]}"
+  par_run "$dir" 1 "$envs" "${alone[@]}"
+}
 suite "core unit tests"
-want core && for t in test/core/bin/test_*; do
-  [ -x "$t" ] || continue
-  out=$("$t" 2>&1); rc=$?
+if want core; then
+mkdir -p "$BIN_OUT/core"
+run_bins "$BIN_OUT/core" "" test/core/bin/test_*
+for t in test/core/bin/test_*; do
+  [ -f "$BIN_OUT/core/$(basename "$t").rc" ] || continue
+  out=$(cat "$BIN_OUT/core/$(basename "$t").out"); rc=$(cat "$BIN_OUT/core/$(basename "$t").rc")
   echo "$out" | grep -E '^(not )?ok |^# ' | grep -vE '^ok .*' | head -50
   p=$(echo "$out" | grep -c '^ok ')
   f=$(echo "$out" | grep -c '^not ok ')
   s=$(echo "$out" | grep -c '^ok .*# SKIP')
   SKIP=$((SKIP + s))
-  if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$(basename "$t") exited with status $rc"; echo "$out" | tail -5; fi
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$(basename "$t") exited with status $rc"; echo "$out" | tail -5; fi
   tally "$(basename "$t")" "$p" "$f"
 done
+fi
 
 # ------------------------------------------------------------------ layers (no server)
 # the folder-to-folder arrows of the built objects (ARCHITECTURE.md, test/layers.sh)
@@ -55,27 +80,44 @@ if want layers; then
 fi
 
 # ------------------------------------------------------------------ core tests under ASan + UBSan
-# test/core/bin-san (make core-tests-san).  test_train takes minutes under the
-# sanitizers: it runs in make fuzz (GNN_SAN_FULL=1), and with SANITIZE=1.
+# test/core/bin-san (make core-tests-san), two at a time with one thread each.
+# make test leaves out the ones that take long under the sanitizers and whose
+# code the others reach (they run plain above): test_train (minutes),
+# test_estimate and test_relabel_math (arithmetic), test_topk (a scan the
+# inference tests run), test_linkpred, test_subgraph_train and test_train_mb
+# (training loops that test_train_small and test_hetero run under them).
+# make fuzz (GNN_SAN_FULL=1), and SANITIZE=1, run every one.
+SAN_LONG=" test_train test_estimate test_relabel_math test_topk test_linkpred test_subgraph_train test_train_mb "
 suite "core unit tests, AddressSanitizer + UndefinedBehaviorSanitizer"
-want asan && for t in test/core/bin-san/test_*; do
+if want asan; then
+mkdir -p "$BIN_OUT/san"
+SAN_BINS=()
+for t in test/core/bin-san/test_*; do
   [ -x "$t" ] || continue
-  case "$(basename "$t")" in test_train) [ -n "${GNN_SAN_FULL:-}" ] || { echo "# $(basename "$t"): make fuzz runs it"; continue; } ;; esac
-  # the CUDA runtime keeps allocations LeakSanitizer cannot attribute (its module is
-  # unloaded by then): under the sanitizers the parity tests skip CUDA; the plain run loads it
-  out=$(GNN_CUDA_SO=/nonexistent/gnn_cuda.so ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=2 "$t" 2>&1); rc=$?
+  if [ -z "${GNN_SAN_FULL:-}" ] && [[ "$SAN_LONG" == *" $(basename "$t") "* ]]; then
+    echo "# $(basename "$t"): make fuzz runs it under the sanitizers"; continue
+  fi
+  SAN_BINS+=("$t")
+done
+# the CUDA runtime keeps allocations LeakSanitizer cannot attribute (its module is
+# unloaded by then): under the sanitizers the parity tests skip CUDA; the plain run loads it
+run_bins "$BIN_OUT/san" "GNN_CUDA_SO=/nonexistent/gnn_cuda.so ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+  UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=1" "${SAN_BINS[@]}"
+for t in "${SAN_BINS[@]}"; do
+  out=$(cat "$BIN_OUT/san/$(basename "$t").out"); rc=$(cat "$BIN_OUT/san/$(basename "$t").rc")
   p=$(echo "$out" | grep -c '^ok ')
   f=$(echo "$out" | grep -c '^not ok ')
   if echo "$out" | grep -qE 'ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:'; then
     f=$((f + 1)); echo "$out" | grep -E -A12 'ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:' | head -40
-  elif [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$(basename "$t") exited with status $rc"; echo "$out" | tail -5; fi
+  elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$(basename "$t") exited with status $rc"; echo "$out" | tail -5; fi
   tally "asan $(basename "$t")" "$p" "$f"
 done
+fi
 
 # ------------------------------------------------------------------ pg_regress
 DATA=$(gnn_data_dir || true)
 make_workdir WORK
-trap '[ -n "${GNN_KEEP:-}" ] || rm -rf "$WORK"' EXIT
+trap 'rm -rf "$BIN_OUT"; [ -n "${GNN_KEEP:-}" ] || rm -rf "$WORK"' EXIT
 suite "pg_regress"
 if want regress; then
 cp -r sql expected test/regress.conf test/shop_schema.sql test/relsel_schema.sql "$WORK/"
@@ -137,10 +179,36 @@ if want tap; then
 mkdir -p "$WORK/tap"
 cp -r test/t "$WORK/tap/"
 chown -R postgres:postgres "$WORK/tap"
-as_pg "cd '$WORK/tap' && TESTDIR='$WORK/tap' PATH='$PG_BINDIR':\$PATH PG_REGRESS='$PG_REGRESS' \
-  GNN_DATA_DIR='$DATA' GNN_REPO='$REPO_ROOT' prove -v -I '$PG_PERL' t/*.pl" > "$WORK/tap.log" 2>&1
-rc=$?
-grep -E '^(not )?ok |^t/|^Result|^# SKIP|skipped' "$WORK/tap.log" | grep -vE '^ok [0-9]+ - ' | head -60
+# Each file has its own cluster on its own port, so most run two at a time, in
+# two lanes (GNN_TAP_LANES=1: one).  The files that time how fast a job stops
+# runs afterwards, alone, so a neighbour cannot slow them.
+# make test runs the long loops shorter (GNN_TAP_FULL=1, as make fuzz does,
+# runs them at length): 007's load/drop cycles 300 (1000), 018's random steps 500 (2000).
+TAP_ALONE=" 017_promises.pl 018_model.pl "
+TAP_ENV="GNN_CYCLES=${GNN_CYCLES:-$([ -n "${GNN_TAP_FULL:-}" ] && echo 1000 || echo 300)} \
+  GNN_MODEL_STEPS=${GNN_TAP_MODEL_STEPS:-$([ -n "${GNN_TAP_FULL:-}" ] && echo 2000 || echo 500)}"
+# the lanes are balanced by each file's time on an idle 2-core machine (seconds, roughly)
+declare -A TAP_COST=([015_dist.pl]=31 [002_jobs.pl]=21 [004_faults.pl]=25 [013_feature_store.pl]=21 [012_store.pl]=20
+  [007_cycles.pl]=17 [003_cron.pl]=15 [011_track.pl]=14 [010_serve.pl]=13 [008_roles.pl]=13
+  [005_concurrency.pl]=9 [016_huge_pages.pl]=8 [009_shapes.pl]=7 [014_progress.pl]=7
+  [006_permissions.pl]=6 [001_graph_server.pl]=4)
+LANE_FILES=("" ""); LANE_COST=(0 0); ALONE_FILES=""
+for f in $(for t in test/t/*.pl; do b=$(basename "$t"); echo "${TAP_COST[$b]:-10} $b"; done | sort -rn | cut -d' ' -f2); do
+  if [[ "$TAP_ALONE" == *" $f "* ]]; then ALONE_FILES+=" t/$f"; continue; fi
+  l=0; [ "${GNN_TAP_LANES:-2}" -gt 1 ] && [ "${LANE_COST[1]}" -lt "${LANE_COST[0]}" ] && l=1
+  LANE_FILES[$l]+=" t/$f"; LANE_COST[$l]=$((LANE_COST[$l] + ${TAP_COST[$f]:-10}))
+done
+tap_run() {  # tap_run LOG FILES...
+  local log=$1; shift
+  as_pg "cd '$WORK/tap' && TESTDIR='$WORK/tap' PATH='$PG_BINDIR':\$PATH PG_REGRESS='$PG_REGRESS' \
+    GNN_DATA_DIR='$DATA' GNN_REPO='$REPO_ROOT' $TAP_ENV prove -v --timer -I '$PG_PERL' $*" > "$log" 2>&1
+}
+rc=0
+for l in 0 1; do [ -n "${LANE_FILES[$l]}" ] && { tap_run "$WORK/tap-lane$l.log" ${LANE_FILES[$l]} & }; done
+for j in $(jobs -p); do wait "$j" || rc=1; done
+[ -n "$ALONE_FILES" ] && { tap_run "$WORK/tap-alone.log" $ALONE_FILES || rc=1; }
+cat "$WORK"/tap-lane*.log "$WORK/tap-alone.log" > "$WORK/tap.log" 2>/dev/null
+grep -E '^(not )?ok |^(\[[0-9:]+\] )?t/|^Result|^# SKIP|skipped' "$WORK/tap.log" | grep -vE '^ok [0-9]+ - ' | head -60
 p=$(grep -cE '^ok [0-9]+' "$WORK/tap.log")
 f=$(grep -cE '^not ok [0-9]+' "$WORK/tap.log")
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
@@ -153,7 +221,7 @@ tally "TAP" "$p" "$f"
 fi
 
 # ------------------------------------------------------------------ the model-based random test at length
-# (make fuzz: GNN_MODEL_STEPS steps of test/t/018_model.pl; make test runs 2,000 in the TAP suite)
+# (make fuzz: GNN_MODEL_STEPS steps of test/t/018_model.pl; make test runs 500 in the TAP suite)
 suite "model-based random test"
 if want model; then
 mkdir -p "$WORK/model/t"
