@@ -159,7 +159,7 @@ demo: deps
 
 # longer fuzzing: libFuzzer targets (GNN_FUZZ_SECS each), the SQL fuzzer
 # (GNN_FUZZ_CALLS calls), the model-based random test (GNN_MODEL_STEPS steps),
-# and every core test under ASan + UBSan
+# every core test under ASan + UBSan, and the TAP tests at their full lengths
 GNN_FUZZ_SECS  ?= 300
 GNN_FUZZ_CALLS ?= 20000
 GNN_MODEL_STEPS ?= 50000
