@@ -118,47 +118,6 @@ fi
 DATA=$(gnn_data_dir || true)
 make_workdir WORK
 trap 'rm -rf "$BIN_OUT"; [ -n "${GNN_KEEP:-}" ] || rm -rf "$WORK"' EXIT
-# ------------------------------------------------------------------ TAP lanes, started early
-# The TAP files that may share the machine run in two lanes beside pg_regress
-# and the docs (which use about one core between them); the TAP suite below
-# waits for them, then runs the rest alone and tallies.
-LANE_PIDS=()
-if want tap; then
-mkdir -p "$WORK/tap"
-cp -r test/t "$WORK/tap/"
-chown -R postgres:postgres "$WORK/tap"
-# Each file has its own cluster on its own port, so most run two at a time, in
-# two lanes (GNN_TAP_LANES=1: one).  The files that time how fast a job stops
-# run afterwards, alone, so that nothing beside them slows them.
-# make test runs the long loops shorter (GNN_TAP_FULL=1, as make fuzz does,
-# runs them at length): 007's load/drop cycles 300 (1000), 018's random steps 500 (2000).
-TAP_ALONE=" 017_promises.pl 018_model.pl "
-TAP_ENV="GNN_CYCLES=${GNN_CYCLES:-$([ -n "${GNN_TAP_FULL:-}" ] && echo 1000 || echo 300)} \
-  GNN_MODEL_STEPS=${GNN_TAP_MODEL_STEPS:-$([ -n "${GNN_TAP_FULL:-}" ] && echo 2000 || echo 500)}"
-# the lanes are balanced by each file's time on an idle 2-core machine (seconds, roughly)
-declare -A TAP_COST=([015_dist.pl]=31 [002_jobs.pl]=21 [004_faults.pl]=25 [013_feature_store.pl]=21 [012_store.pl]=20
-  [007_cycles.pl]=17 [003_cron.pl]=15 [011_track.pl]=14 [010_serve.pl]=13 [008_roles.pl]=13
-  [005_concurrency.pl]=9 [016_huge_pages.pl]=8 [009_shapes.pl]=7 [014_progress.pl]=7
-  [006_permissions.pl]=6 [001_graph_server.pl]=4)
-LANE_FILES=("" ""); LANE_COST=(0 0); ALONE_FILES=""
-for f in $(for t in test/t/*.pl; do b=$(basename "$t"); echo "${TAP_COST[$b]:-10} $b"; done | sort -rn | cut -d' ' -f2); do
-  if [[ "$TAP_ALONE" == *" $f "* ]]; then ALONE_FILES+=" t/$f"; continue; fi
-  l=0; [ "${GNN_TAP_LANES:-2}" -gt 1 ] && [ "${LANE_COST[1]}" -lt "${LANE_COST[0]}" ] && l=1
-  LANE_FILES[$l]+=" t/$f"; LANE_COST[$l]=$((LANE_COST[$l] + ${TAP_COST[$f]:-10}))
-done
-tap_run() {  # tap_run LOG FILES...
-  local log=$1; shift
-  as_pg "cd '$WORK/tap' && TESTDIR='$WORK/tap' PATH='$PG_BINDIR':\$PATH PG_REGRESS='$PG_REGRESS' \
-    GNN_DATA_DIR='$DATA' GNN_REPO='$REPO_ROOT' $TAP_ENV prove -v --timer -I '$PG_PERL' $*" > "$log" 2>&1
-}
-LANES_T0=$SECONDS
-for l in 0 1; do
-  [ -n "${LANE_FILES[$l]}" ] || continue
-  ( tap_run "$WORK/tap-lane$l.log" ${LANE_FILES[$l]}; echo "$? $SECONDS" > "$WORK/tap-lane$l.rc" ) &
-  LANE_PIDS+=($!)
-done
-fi
-
 suite "pg_regress"
 if want regress; then
 cp -r sql expected test/regress.conf test/shop_schema.sql test/relsel_schema.sql "$WORK/"
@@ -217,15 +176,36 @@ fi
 # ------------------------------------------------------------------ TAP
 suite "TAP (prove)"
 if want tap; then
-rc=0; LANES_END=$LANES_T0
-for j in "${LANE_PIDS[@]}"; do wait "$j"; done
-for l in 0 1; do
-  [ -f "$WORK/tap-lane$l.rc" ] || continue
-  read -r lrc lend < "$WORK/tap-lane$l.rc"
-  [ "$lrc" -eq 0 ] || rc=1
-  [ "$lend" -gt "$LANES_END" ] && LANES_END=$lend
+mkdir -p "$WORK/tap"
+cp -r test/t "$WORK/tap/"
+chown -R postgres:postgres "$WORK/tap"
+# Each file has its own cluster on its own port, so most run two at a time, in
+# two lanes (GNN_TAP_LANES=1: one).  The files that time how fast a job stops
+# runs afterwards, alone, so a neighbour cannot slow them.
+# make test runs the long loops shorter (GNN_TAP_FULL=1, as make fuzz does,
+# runs them at length): 007's load/drop cycles 300 (1000), 018's random steps 500 (2000).
+TAP_ALONE=" 017_promises.pl 018_model.pl "
+TAP_ENV="GNN_CYCLES=${GNN_CYCLES:-$([ -n "${GNN_TAP_FULL:-}" ] && echo 1000 || echo 300)} \
+  GNN_MODEL_STEPS=${GNN_TAP_MODEL_STEPS:-$([ -n "${GNN_TAP_FULL:-}" ] && echo 2000 || echo 500)}"
+# the lanes are balanced by each file's time on an idle 2-core machine (seconds, roughly)
+declare -A TAP_COST=([015_dist.pl]=31 [002_jobs.pl]=21 [004_faults.pl]=25 [013_feature_store.pl]=21 [012_store.pl]=20
+  [007_cycles.pl]=17 [003_cron.pl]=15 [011_track.pl]=14 [010_serve.pl]=13 [008_roles.pl]=13
+  [005_concurrency.pl]=9 [016_huge_pages.pl]=8 [009_shapes.pl]=7 [014_progress.pl]=7
+  [006_permissions.pl]=6 [001_graph_server.pl]=4)
+LANE_FILES=("" ""); LANE_COST=(0 0); ALONE_FILES=""
+for f in $(for t in test/t/*.pl; do b=$(basename "$t"); echo "${TAP_COST[$b]:-10} $b"; done | sort -rn | cut -d' ' -f2); do
+  if [[ "$TAP_ALONE" == *" $f "* ]]; then ALONE_FILES+=" t/$f"; continue; fi
+  l=0; [ "${GNN_TAP_LANES:-2}" -gt 1 ] && [ "${LANE_COST[1]}" -lt "${LANE_COST[0]}" ] && l=1
+  LANE_FILES[$l]+=" t/$f"; LANE_COST[$l]=$((LANE_COST[$l] + ${TAP_COST[$f]:-10}))
 done
-echo "# the two lanes ran $((LANES_END - LANES_T0)) s (beside pg_regress and the docs); then, alone:$ALONE_FILES"
+tap_run() {  # tap_run LOG FILES...
+  local log=$1; shift
+  as_pg "cd '$WORK/tap' && TESTDIR='$WORK/tap' PATH='$PG_BINDIR':\$PATH PG_REGRESS='$PG_REGRESS' \
+    GNN_DATA_DIR='$DATA' GNN_REPO='$REPO_ROOT' $TAP_ENV prove -v --timer -I '$PG_PERL' $*" > "$log" 2>&1
+}
+rc=0
+for l in 0 1; do [ -n "${LANE_FILES[$l]}" ] && { tap_run "$WORK/tap-lane$l.log" ${LANE_FILES[$l]} & }; done
+for j in $(jobs -p); do wait "$j" || rc=1; done
 [ -n "$ALONE_FILES" ] && { tap_run "$WORK/tap-alone.log" $ALONE_FILES || rc=1; }
 cat "$WORK"/tap-lane*.log "$WORK/tap-alone.log" > "$WORK/tap.log" 2>/dev/null
 grep -E '^(not )?ok |^(\[[0-9:]+\] )?t/|^Result|^# SKIP|skipped' "$WORK/tap.log" | grep -vE '^ok [0-9]+ - ' | head -60
