@@ -183,10 +183,12 @@ chown -R postgres:postgres "$WORK/tap"
 # two lanes (GNN_TAP_LANES=1: one).  The files that time how fast a job stops
 # runs afterwards, alone, so a neighbour cannot slow them.
 # make test runs the long loops shorter (GNN_TAP_FULL=1, as make fuzz does,
-# runs them at length): 007's load/drop cycles 300 (1000), 018's random steps 500 (2000).
+# runs them at length): 007's load/drop cycles 300 (1000), 018's random steps 500 (2000),
+# 005's and 011's pgbench runs 6 s and 3 s (12 s, 5 s).
 TAP_ALONE=" 017_promises.pl 018_model.pl "
-TAP_ENV="GNN_CYCLES=${GNN_CYCLES:-$([ -n "${GNN_TAP_FULL:-}" ] && echo 1000 || echo 300)} \
-  GNN_MODEL_STEPS=${GNN_TAP_MODEL_STEPS:-$([ -n "${GNN_TAP_FULL:-}" ] && echo 2000 || echo 500)}"
+full() { [ -n "${GNN_TAP_FULL:-}" ] && echo "$1" || echo "$2"; }
+TAP_ENV="GNN_CYCLES=${GNN_CYCLES:-$(full 1000 300)} GNN_MODEL_STEPS=${GNN_TAP_MODEL_STEPS:-$(full 2000 500)} \
+  GNN_CONCURRENCY_SECS=$(full 12 6) GNN_TRACK_SECS=$(full 5 3)"
 # the lanes are balanced by each file's time on an idle 2-core machine (seconds, roughly)
 declare -A TAP_COST=([015_dist.pl]=31 [002_jobs.pl]=21 [004_faults.pl]=25 [013_feature_store.pl]=21 [012_store.pl]=20
   [007_cycles.pl]=17 [003_cron.pl]=15 [011_track.pl]=14 [010_serve.pl]=13 [008_roles.pl]=13

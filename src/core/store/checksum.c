@@ -3,9 +3,6 @@
  * table or by the CPU's crc32 instruction.  Split out of store.c.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* O_DIRECT */
 #endif
 #include "store/store.h"

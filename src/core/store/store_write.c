@@ -4,9 +4,6 @@
  * with checksum.c and store_read.c.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* O_DIRECT */
 #endif
 #include "store/store.h"
