@@ -123,7 +123,7 @@ SELECT gnn.embed('hs', 'x_emb', node_type => 'orders');
 SELECT name, classes FROM gnn.load_schema_graph('shop_spend', ARRAY['customers', 'products', 'reviews', 'categories']::regclass[],
                            target => 'customers', label => 'spend', split => 'split',
                            options => '{"exclude": {"customers": ["churn", "segment"]}}');
-SELECT gnn.train('shop_spend', model => 'hetero_sage', name => 'spend', task => 'regression', epochs => 150,
+SELECT gnn.train('shop_spend', model => 'hetero_sage', name => 'spend', task => 'regression', epochs => 80,
                  seed => 7, wait => true) > 0 AS trained;
 SELECT (metrics->>'test_mae')::float < 40 AS mae_below_spread, (metrics->>'test_rmse')::float >= (metrics->>'test_mae')::float AS rmse_ge_mae
 FROM gnn.models WHERE name = 'spend';
@@ -142,7 +142,7 @@ SELECT gnn.train('shop_spend', name => 'spend_cls', epochs => 5, wait => true);
 SELECT name, classes FROM gnn.load_schema_graph('shop_churn', ARRAY['customers', 'products', 'reviews', 'categories']::regclass[],
                            target => 'customers', label => 'churn', split => 'split',
                            options => '{"exclude": {"customers": ["spend", "segment"]}}');
-SELECT gnn.train('shop_churn', model => 'rgcn', name => 'churn', epochs => 100, seed => 7, wait => true) > 0 AS trained;
+SELECT gnn.train('shop_churn', model => 'rgcn', name => 'churn', epochs => 60, seed => 7, wait => true) > 0 AS trained;
 SELECT (metrics->>'test_auc')::float > 0.6 AS auc_measured, metrics ? 'val_auc' AS has_val_auc
 FROM gnn.models WHERE name = 'churn';
 SELECT DISTINCT class FROM gnn.predict('churn') ORDER BY class;
@@ -161,7 +161,7 @@ SET client_min_messages = warning;
 SELECT nodes, edges FROM gnn.load_schema_graph('relsel', ARRAY['people', 'signal', 'noise']::regclass[],
                            target => 'people', label => 'label', split => 'split',
                            options => '{"exclude": {"people": ["noise"]}}');
-SELECT gnn.train('relsel', model => 'rgcn', name => 'rs_rgcn', epochs => 150, seed => 3, wait => true) > 0 AS trained;
+SELECT gnn.train('relsel', model => 'rgcn', name => 'rs_rgcn', epochs => 80, seed => 3, wait => true) > 0 AS trained;
 SELECT gnn.train('relsel', model => 'gcn', name => 'rs_gcn', epochs => 150, seed => 3, wait => true) > 0 AS trained;
 SELECT (SELECT (metrics->>'test_acc')::float FROM gnn.models WHERE name = 'rs_rgcn') >= 0.95 AS rgcn_95,
        (SELECT (metrics->>'test_acc')::float FROM gnn.models WHERE name = 'rs_gcn') <
