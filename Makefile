@@ -58,6 +58,9 @@ endif
 PG_REGRESS_DIR = $(dir $(PGXS))../../src/test/regress
 REGRESS     = $(patsubst sql/%.sql,%,$(filter-out sql/gnn--%,$(sort $(wildcard sql/*.sql))))
 
+# before the include: PGXS's clean rule tests it with ifdef when it is read
+EXTRA_CLEAN = test/core/bin test/core/bin-san test/core/obj test/core/obj-san test/fuzz/bin kernels/*.cu.o $(CUDA_SO) $(DIST_SO) results regression.diffs regression.out tmp_check
+
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
@@ -175,7 +178,6 @@ bench: deps
 	$(MAKE) install
 	bash bench/run.sh
 
-EXTRA_CLEAN = test/core/bin test/core/bin-san test/core/obj test/core/obj-san test/fuzz/bin kernels/*.cu.o $(CUDA_SO) $(DIST_SO) results regression.diffs regression.out tmp_check
 
 # docs/reference.md from the catalog of the installed extension (run make install first; root)
 .PHONY: reference
