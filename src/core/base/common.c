@@ -253,6 +253,17 @@ procs_running(void)
 }
 
 int
+gnn_team_for(int32_t nthreads)
+{
+#ifdef _OPENMP
+	return gnn_team_size(nthreads > 0 ? nthreads : omp_get_max_threads());
+#else
+	(void) nthreads;
+	return 1;
+#endif
+}
+
+int
 gnn_team_size(int want)
 {
 	static int	adaptive = -1;	/* -1: not read yet */

@@ -186,6 +186,9 @@ double		gnn_now_s(void);
  */
 int			gnn_team_size(int want);
 
+/* gnn_team_size of a configured thread count (0 or less: OpenMP's maximum; 1 without OpenMP) */
+int			gnn_team_for(int32_t nthreads);
+
 /*
  * Map in the pages of a fresh, all-zero shared mapping before it is written
  * (common.c), on nthreads threads (0: all): one madvise(MADV_POPULATE_WRITE)

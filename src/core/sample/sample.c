@@ -110,17 +110,6 @@ grow(void **p, size_t *cap, size_t need, size_t elem)
 	return true;
 }
 
-static int
-threads_of(int32_t n)
-{
-#ifdef _OPENMP
-	return gnn_team_size(n > 0 ? n : omp_get_max_threads());
-#else
-	(void) n;
-	return 1;
-#endif
-}
-
 gnn_status
 gnn_sampler_config_check(const gnn_sampler_config *c, gnn_error *err)
 {
@@ -657,7 +646,7 @@ hop_neighbor(gnn_sampler *s, int h, int64_t d0, int64_t nd, const gnn_rng *base,
 	int64_t		nchunks = (nd + CHUNK - 1) / CHUNK;
 	bool		ok = true;
 	bool		per_node = s->cfg.per_node_streams;
-	int			nt = threads_of(s->cfg.nthreads);
+	int			nt = gnn_team_for(s->cfg.nthreads);
 
 	if (!grow((void **) &s->indptr[h], &s->cap_indptr[h], nd + 1, sizeof(int64_t)))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory sampling");
@@ -1085,7 +1074,7 @@ hop_general(gnn_sampler *s, int h, int64_t nd, const gnn_rng *base, int64_t *n_t
 	int64_t		nnz;
 	int64_t		nchunks = (nd + CHUNK - 1) / CHUNK;
 	bool		ok = true;
-	int			nt = threads_of(s->cfg.nthreads);
+	int			nt = gnn_team_for(s->cfg.nthreads);
 
 	if (!grow((void **) &s->indptr[h], &s->cap_indptr[h], nd + 1, sizeof(int64_t)))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory sampling");
@@ -1553,7 +1542,7 @@ gnn_random_walk(const gnn_graph *g, const int32_t *starts, int64_t n, const gnn_
 	bool		outlier = wp > wout;	/* the step back drawn on its own */
 	int64_t		nchunks = (n + CHUNK - 1) / CHUNK;
 	gnn_rng		base;
-	int			nt = threads_of(cfg->nthreads);
+	int			nt = gnn_team_for(cfg->nthreads);
 
 	if (len < 1)
 		return gnn_error_set(err, GNN_ERR_INVALID, "walk length must be >= 1, got %lld", (long long) len);

@@ -12,17 +12,6 @@
 
 #include <omp.h>
 
-static int
-threads_of(int32_t n)
-{
-#ifdef _OPENMP
-	return gnn_team_size(n > 0 ? n : omp_get_max_threads());
-#else
-	(void) n;
-	return 1;
-#endif
-}
-
 /* a row divided by its sum (as gnn_dfeat_from_graph does for full-batch training) */
 static inline void
 normalise_row(float *dst, int64_t d)
@@ -39,7 +28,7 @@ normalise_row(float *dst, int64_t d)
 void
 gnn_normalise_rows(float *x, int64_t n, int64_t d, int nthreads)
 {
-	int			nt = threads_of(nthreads);
+	int			nt = gnn_team_for(nthreads);
 
 #pragma omp parallel for num_threads(nt) schedule(static) if (n * d > 65536 && nt > 1)
 	for (int64_t i = 0; i < n; i++)
@@ -51,7 +40,7 @@ gnn_gather_dense(const gnn_graph *g, const int32_t *nodes, int64_t n, bool row_n
 				 int nthreads, float *out, gnn_error *err)
 {
 	int64_t		d = g->feat_dim;
-	int			nt = threads_of(nthreads);
+	int			nt = gnn_team_for(nthreads);
 
 	if (g->feat_kind != GNN_FEAT_DENSE)
 		return gnn_error_set(err, GNN_ERR_INVALID, "the graph has no dense features");
@@ -138,7 +127,7 @@ gnn_gather_sparse(const gnn_graph *g, const int32_t *nodes, int64_t n, bool row_
 	int64_t    *ptr;
 	int32_t    *idx;
 	float	   *val;
-	int			nt = threads_of(nthreads);
+	int			nt = gnn_team_for(nthreads);
 
 	*ptr_out = NULL;
 	*idx_out = NULL;
