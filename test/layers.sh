@@ -23,7 +23,9 @@ PG_SYMS='^(errstart|errstart_cold|errfinish|errmsg|errmsg_internal|errcode|errde
 if [ $# -gt 0 ]; then
   OBJS=("$@")
 else
-  mapfile -t OBJS < <(find src/core src/pg -name '*.o' | sort)
+  # the objects of the sources in the tree (an object whose .c is gone, left by an
+  # older layout in a working copy, is not part of gnn.so)
+  mapfile -t OBJS < <(find src/core src/pg -name '*.o' | sort | while read -r o; do [ -f "${o%.o}.c" ] && echo "$o"; done)
 fi
 
 n=0; failed=0
