@@ -109,6 +109,13 @@ gnn_cublas_status_str(cublasStatus_t s)
 
 #define GNN_CUDA_BLOCK 256
 
+/* a scratch size rounded up to 256 bytes (the alignment cub and cuBLAS want of a carved-out part) */
+static inline size_t
+gnn_cuda_align256(size_t b)
+{
+	return (b + 255) & ~(size_t) 255;
+}
+
 /* blocks for total threads, total > 0 */
 static inline unsigned int
 gnn_cuda_blocks(int64_t total, int block)

@@ -148,12 +148,6 @@ t_ptr_kernel(const int32_t *sorted, int64_t nnz, int64_t n_cols, int64_t *t_indp
 }
 
 /* scratch for a transpose of nnz entries: cub's temp, sorted keys, positions in */
-static size_t
-align256(size_t b)
-{
-	return (b + 255) & ~(size_t) 255;
-}
-
 extern "C" __attribute__((visibility("default"))) gnn_status
 gnn_cuda_csr_transpose(gnn_backend *be, int64_t n_rows, int64_t n_cols, int64_t nnz, const int64_t *indptr,
 					   const int32_t *indices, int64_t *t_indptr, int32_t *t_indices, int64_t *t_perm)
@@ -174,11 +168,11 @@ gnn_cuda_csr_transpose(gnn_backend *be, int64_t n_rows, int64_t n_cols, int64_t 
 	}
 	CUDA_CHECK(be, cub::DeviceRadixSort::SortPairs(NULL, tmp_bytes, indices, (int32_t *) NULL, (const int64_t *) NULL,
 												  t_perm, (int) nnz, 0, 32, st));
-	if (gnn_cuda_scratch(be, align256(tmp_bytes) + align256(sizeof(int32_t) * nnz) + sizeof(int64_t) * nnz,
+	if (gnn_cuda_scratch(be, gnn_cuda_align256(tmp_bytes) + gnn_cuda_align256(sizeof(int32_t) * nnz) + sizeof(int64_t) * nnz,
 						 (void **) &w) != GNN_OK)
 		return be->err.status;
-	sorted = (int32_t *) (w + align256(tmp_bytes));
-	pos = (int64_t *) (w + align256(tmp_bytes) + align256(sizeof(int32_t) * nnz));
+	sorted = (int32_t *) (w + gnn_cuda_align256(tmp_bytes));
+	pos = (int64_t *) (w + gnn_cuda_align256(tmp_bytes) + gnn_cuda_align256(sizeof(int32_t) * nnz));
 	iota64_kernel<<<gnn_cuda_grid_stride_blocks(be, nnz), GNN_CUDA_BLOCK, 0, st>>>(pos, nnz);
 	CUDA_CHECK_LAUNCH(be);
 	/* radix sort is stable: a column's entries keep their forward order */
@@ -225,9 +219,9 @@ gnn_cuda_loop_csr(gnn_backend *be, int64_t nd, const int64_t *indptr, const int3
 	if (nd <= 0)
 		return GNN_OK;
 	CUDA_CHECK(be, cub::DeviceScan::InclusiveSum(NULL, tmp_bytes, (const int64_t *) NULL, lptr + 1, (int) nd, st));
-	if (gnn_cuda_scratch(be, align256(tmp_bytes) + sizeof(int64_t) * nd, (void **) &tmp) != GNN_OK)
+	if (gnn_cuda_scratch(be, gnn_cuda_align256(tmp_bytes) + sizeof(int64_t) * nd, (void **) &tmp) != GNN_OK)
 		return be->err.status;
-	cnt = (int64_t *) (tmp + align256(tmp_bytes));
+	cnt = (int64_t *) (tmp + gnn_cuda_align256(tmp_bytes));
 	loop_count_kernel<<<gnn_cuda_grid_stride_blocks(be, nd), GNN_CUDA_BLOCK, 0, st>>>(indptr, indices, nd, cnt);
 	CUDA_CHECK_LAUNCH(be);
 	CUDA_CHECK(be, cub::DeviceScan::InclusiveSum(tmp, tmp_bytes, cnt, lptr + 1, (int) nd, st));

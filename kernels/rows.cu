@@ -74,12 +74,6 @@ scatter_runs_kernel(const uint32_t *keys, const int32_t *vals, int64_t n, const 
 	gnn_k_scatter_run(keys, vals, n, src, d, dst, p, (int) (t % g), g);
 }
 
-static size_t
-align256(size_t x)
-{
-	return (x + 255) & ~(size_t) 255;
-}
-
 gnn_status
 cuda_scatter_add_rows(gnn_backend *be, const float *src, int64_t d, const int32_t *idx,
 					  int64_t n, float *dst)
@@ -104,7 +98,7 @@ cuda_scatter_add_rows(gnn_backend *be, const float *src, int64_t d, const int32_
 												   (uint32_t *) NULL, (int32_t *) NULL,
 												   (int32_t *) NULL, (int) n, 0, 32,
 												   ctx->stream));
-	arr = align256(sizeof(uint32_t) * (size_t) n);
+	arr = gnn_cuda_align256(sizeof(uint32_t) * (size_t) n);
 	st = gnn_cuda_scratch(be, 4 * arr + sort_bytes, (void **) &s);
 	if (st != GNN_OK)
 		return st;
