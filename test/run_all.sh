@@ -86,7 +86,9 @@ fi
 # test_estimate and test_relabel_math (arithmetic), test_topk (a scan the
 # inference tests run), test_linkpred, test_subgraph_train and test_train_mb
 # (training loops that test_train_small and test_hetero run under them).
-# make fuzz (GNN_SAN_FULL=1), and SANITIZE=1, run every one.
+# make fuzz (GNN_SAN_FULL=1), and SANITIZE=1, run every one.  The rest run their
+# randomised and exhaustive loops short (GNN_TEST_SHORT: the same first seeds;
+# test/core/check.h's check_len), full under make fuzz and in the plain run above.
 SAN_LONG=" test_train test_estimate test_relabel_math test_topk test_linkpred test_subgraph_train test_train_mb "
 suite "core unit tests, AddressSanitizer + UndefinedBehaviorSanitizer"
 if want asan; then
@@ -102,7 +104,7 @@ done
 # the CUDA runtime keeps allocations LeakSanitizer cannot attribute (its module is
 # unloaded by then): under the sanitizers the parity tests skip CUDA; the plain run loads it
 run_bins "$BIN_OUT/san" "GNN_CUDA_SO=/nonexistent/gnn_cuda.so ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-  UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=1" "${SAN_BINS[@]}"
+  UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=1 GNN_TEST_SHORT=$([ -n "${GNN_SAN_FULL:-}" ] && echo 0 || echo 1)" "${SAN_BINS[@]}"
 for t in "${SAN_BINS[@]}"; do
   out=$(cat "$BIN_OUT/san/$(basename "$t").out"); rc=$(cat "$BIN_OUT/san/$(basename "$t").rc")
   p=$(echo "$out" | grep -c '^ok ')

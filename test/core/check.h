@@ -52,6 +52,26 @@ check_done(void)
 	return check_failed ? 1 : 0;
 }
 
+/*
+ * The length of a randomised or exhaustive loop: full unless GNN_TEST_SHORT
+ * is set (make test sets it for the sanitizer builds, which run 3-5x slower;
+ * make fuzz runs them full).  The short share is the full run's first part,
+ * the same seeds every time.
+ */
+static inline int
+check_short(void)
+{
+	const char *v = getenv("GNN_TEST_SHORT");
+
+	return v && *v && strcmp(v, "0") != 0;
+}
+
+static inline long
+check_len(long full, long short_len)
+{
+	return check_short() ? short_len : full;
+}
+
 /* Path of ../shared/data relative to the repository root, or NULL (tests skip). */
 static inline const char *
 check_data_dir(void)

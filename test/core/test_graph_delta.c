@@ -781,7 +781,7 @@ test_random(void)
 			int			f = 0;
 
 			o.nthreads = threads;
-			for (uint64_t seed = 1; seed <= 24; seed++)
+			for (uint64_t seed = 1; seed <= (uint64_t) check_len(24, 8); seed++)
 			{
 				char		w[600];
 
