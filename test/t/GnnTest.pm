@@ -95,7 +95,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
 
-our @EXPORT = qw(gnn_node node sq try_sql as as_ok wait_for wait_server dsm_files power_cut
+our @EXPORT = qw(gnn_node node sq try_sql as as_ok wait_for wait_server poll_pause dsm_files power_cut
   gnn_data_dir gnn_repo);
 
 my $current;
@@ -180,15 +180,25 @@ sub as_ok
 	return $out;
 }
 
+# The pause before poll number $i (from 0) of a wait: 20 ms, growing by half
+# to 250 ms.  Each poll starts psql and a backend, about 20 ms of CPU here, so
+# polling every 50 ms through a long wait kept a core busy beside the tests.
+sub poll_pause
+{
+	my ($i) = @_;
+	my $s = 0.02 * 1.5**($i > 20 ? 20 : $i);
+	Time::HiRes::usleep(int(1e6 * ($s < 0.25 ? $s : 0.25)));
+}
+
 sub wait_for
 {
 	my ($sql, $expect, $secs, $node) = @_;
-	$secs //= 60;
-	for (1 .. $secs * 20)
+	my $end = Time::HiRes::time() + ($secs // 60);
+	for (my $i = 0; Time::HiRes::time() < $end; $i++)
 	{
 		my $v = sq($sql, $node);
 		return $v if $v eq $expect;
-		Time::HiRes::usleep(50_000);
+		poll_pause($i);
 	}
 	return sq($sql, $node);
 }
@@ -196,11 +206,12 @@ sub wait_for
 sub wait_server
 {
 	my ($node) = @_;
-	for (1 .. 600)
+	my $end = Time::HiRes::time() + 60;
+	for (my $i = 0; Time::HiRes::time() < $end; $i++)
 	{
 		my ($rc) = ($node // $current)->psql('postgres', 'SELECT 1');
 		return 1 if $rc == 0;
-		Time::HiRes::usleep(100_000);
+		poll_pause($i);
 	}
 	return 0;
 }
