@@ -123,14 +123,14 @@ SELECT gnn.embed('hs', 'x_emb', node_type => 'orders');
 SELECT name, classes FROM gnn.load_schema_graph('shop_spend', ARRAY['customers', 'products', 'reviews', 'categories']::regclass[],
                            target => 'customers', label => 'spend', split => 'split',
                            options => '{"exclude": {"customers": ["churn", "segment"]}}');
-SELECT gnn.train('shop_spend', model => 'hetero_sage', name => 'spend', task => 'regression', epochs => 80,
+SELECT gnn.train('shop_spend', model => 'hetero_sage', name => 'spend', task => 'regression', epochs => 60,
                  seed => 7, wait => true) > 0 AS trained;
 SELECT (metrics->>'test_mae')::float < 40 AS mae_below_spread, (metrics->>'test_rmse')::float >= (metrics->>'test_mae')::float AS rmse_ge_mae
 FROM gnn.models WHERE name = 'spend';
 SELECT count(*) AS predictions, bool_and(label IS NULL AND class IS NULL AND score IS NOT NULL) AS values_only
 FROM gnn.predict('spend');
 -- the same in sampled minibatches
-SELECT gnn.train('shop_spend', model => 'hetero_sage', name => 'spend_mb', task => 'regression', epochs => 60,
+SELECT gnn.train('shop_spend', model => 'hetero_sage', name => 'spend_mb', task => 'regression', epochs => 30,
                  seed => 7, wait => true, options => '{"fanouts": [10, 5], "batch_size": 64}') > 0 AS trained;
 SELECT (metrics->>'test_mae')::float < 40 AS mae_below_spread, (metrics->>'val_mae')::float > 0 AS has_val_mae,
        (metrics->>'test_rmse')::float >= (metrics->>'test_mae')::float AS rmse_ge_mae
@@ -142,13 +142,13 @@ SELECT gnn.train('shop_spend', name => 'spend_cls', epochs => 5, wait => true);
 SELECT name, classes FROM gnn.load_schema_graph('shop_churn', ARRAY['customers', 'products', 'reviews', 'categories']::regclass[],
                            target => 'customers', label => 'churn', split => 'split',
                            options => '{"exclude": {"customers": ["spend", "segment"]}}');
-SELECT gnn.train('shop_churn', model => 'rgcn', name => 'churn', epochs => 60, seed => 7, wait => true) > 0 AS trained;
+SELECT gnn.train('shop_churn', model => 'rgcn', name => 'churn', epochs => 30, seed => 7, wait => true) > 0 AS trained;
 SELECT (metrics->>'test_auc')::float > 0.6 AS auc_measured, metrics ? 'val_auc' AS has_val_auc
 FROM gnn.models WHERE name = 'churn';
 SELECT DISTINCT class FROM gnn.predict('churn') ORDER BY class;
 
 -- link prediction through one edge type: which category a product belongs to
-SELECT gnn.train('shop', model => 'hetero_sage', name => 'prodcat', task => 'link_prediction', seed => 7, epochs => 40,
+SELECT gnn.train('shop', model => 'hetero_sage', name => 'prodcat', task => 'link_prediction', seed => 7, epochs => 25,
                  wait => true, options => '{"edge_type": "products.category_id"}') > 0 AS trained;
 SELECT (metrics->>'test_auc')::float > 0.6 AS auc_measured FROM gnn.models WHERE name = 'prodcat';
 SELECT gnn.train('shop', task => 'link_prediction', options => '{"edge_type": "products.nosuch"}');
@@ -161,7 +161,7 @@ SET client_min_messages = warning;
 SELECT nodes, edges FROM gnn.load_schema_graph('relsel', ARRAY['people', 'signal', 'noise']::regclass[],
                            target => 'people', label => 'label', split => 'split',
                            options => '{"exclude": {"people": ["noise"]}}');
-SELECT gnn.train('relsel', model => 'rgcn', name => 'rs_rgcn', epochs => 80, seed => 3, wait => true) > 0 AS trained;
+SELECT gnn.train('relsel', model => 'rgcn', name => 'rs_rgcn', epochs => 40, seed => 3, wait => true) > 0 AS trained;
 SELECT gnn.train('relsel', model => 'gcn', name => 'rs_gcn', epochs => 150, seed => 3, wait => true) > 0 AS trained;
 SELECT (SELECT (metrics->>'test_acc')::float FROM gnn.models WHERE name = 'rs_rgcn') >= 0.95 AS rgcn_95,
        (SELECT (metrics->>'test_acc')::float FROM gnn.models WHERE name = 'rs_gcn') <
