@@ -370,7 +370,8 @@ $n[2]->safe_psql('postgres', q{SET ROLE dist; SELECT gnn.drop_graph('pd');
 # a peer killed mid-job, and a cancel: every rank stops
 sub start_long
 {
-	my $opts = '{"peers": ["' . conn(1) . '", "' . conn(2) . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 5000}";
+	# a 3 s wait for a collective: the killed-beside-silent case below waits it out twice
+	my $opts = '{"peers": ["' . conn(1) . '", "' . conn(2) . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 3000}";
 	my ($rc, $job, $err) = as_dist("SELECT gnn.train('pd', model => 'gcn', name => 'd_long', hidden => 64, "
 		  . "epochs => 100000, dropout => 0, seed => 3, options => '$opts')");
 	die $err if $rc;
