@@ -39,12 +39,11 @@ fi
 ok "${#OBJS[@]} objects of src/core and src/pg built"
 
 # object<TAB>folder<TAB>kind<TAB>symbol, kind D (defined, global) or U (undefined)
-TABLE=$(for o in "${OBJS[@]}"; do
-  d=$(dirname "${o#src/}")
-  nm -P -g "$o" 2>/dev/null | awk -v o="$o" -v d="$d" '
-    $2 == "U" || $2 == "w" || $2 == "v" { print o "\t" d "\tU\t" $1; next }
-    { print o "\t" d "\tD\t" $1 }'
-done)
+# (one nm for every object: nm -A names each line's object, "src/core/x/y.o: sym T ...")
+TABLE=$(nm -P -g -A "${OBJS[@]}" 2>/dev/null | awk '
+  { o = $1; sub(/:$/, "", o); d = o; sub(/^src\//, "", d); sub(/\/[^\/]*$/, "", d) }
+  $3 == "U" || $3 == "w" || $3 == "v" { print o "\t" d "\tU\t" $2; next }
+  { print o "\t" d "\tD\t" $2 }')
 
 # 2: every object sits in a declared folder
 bad=$(echo "$TABLE" | awk -F'\t' -v order="$ORDER" '
