@@ -26,7 +26,7 @@ SMALL_MB=${SMALL_MB:-$(( FEAT_MB / 8 ))}
 CAP_MB=${CAP_MB:-$(( FEAT_MB * 85 / 100 ))}
 DIR=${DIR:-/var/tmp/gnn-fstore-bench}
 mkdir -p bench/bin bench/results "$DIR"
-gcc -std=gnu11 -O2 -fopenmp -Isrc/core -o bench/bin/fstore_bench bench/fstore_bench.c src/core/*/*.c \
+gcc -std=gnu11 -O2 -fno-trapping-math -fopenmp -Isrc/core -o bench/bin/fstore_bench bench/fstore_bench.c src/core/*/*.c \
     -lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lgomp -lpthread -lm -ldl
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 REPORT=bench/results/fstore-$STAMP.md

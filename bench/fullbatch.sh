@@ -23,9 +23,9 @@ EPOCHS=${EPOCHS:-200}
 BUSY=${BUSY:-2}
 DATA=$(gnn_data_dir) || { echo "fullbatch: ../shared/data not found: nothing to measure" >&2; exit 0; }
 mkdir -p bench/bin bench/results
-cc -std=gnu11 -O2 -fopenmp -Isrc/core -o bench/bin/fullbatch_bench bench/fullbatch_bench.c src/core/*/*.c \
+cc -std=gnu11 -O2 -fno-trapping-math -fopenmp -Isrc/core -o bench/bin/fullbatch_bench bench/fullbatch_bench.c src/core/*/*.c \
    -lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lgomp -lpthread -lm -ldl
-[ "${SKIP_PRODUCTS:-0}" = 1 ] || cc -std=gnu11 -O2 -fopenmp -Isrc/core -o bench/bin/sample_bench bench/sample_bench.c \
+[ "${SKIP_PRODUCTS:-0}" = 1 ] || cc -std=gnu11 -O2 -fno-trapping-math -fopenmp -Isrc/core -o bench/bin/sample_bench bench/sample_bench.c \
    src/core/*/*.c -lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lgomp -lpthread -lm -ldl
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 REPORT=bench/results/fullbatch-$STAMP.md

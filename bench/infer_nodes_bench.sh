@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bench/bin bench/results
-gcc -std=gnu11 -O2 -fopenmp -Isrc/core -o bench/bin/infer_nodes_bench bench/infer_nodes_bench.c src/core/*/*.c \
+gcc -std=gnu11 -O2 -fno-trapping-math -fopenmp -Isrc/core -o bench/bin/infer_nodes_bench bench/infer_nodes_bench.c src/core/*/*.c \
     -lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lgomp -lpthread -lm -ldl
 out="bench/results/infer_nodes-$(date -u +%Y%m%dT%H%M%SZ).txt"
 {

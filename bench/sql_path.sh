@@ -15,7 +15,7 @@ THREADS=${THREADS:-1}
 NODES=${NODES:-200000}
 DATA=$(gnn_data_dir) || { echo "sql_path: ../shared/data not found; skipping the Cora part" >&2; DATA=""; }
 mkdir -p bench/bin bench/results
-cc -std=gnu11 -O2 -fopenmp -Isrc/core -o bench/bin/gnn_train_cli bench/gnn_train_cli.c src/core/*/*.c \
+cc -std=gnu11 -O2 -fno-trapping-math -fopenmp -Isrc/core -o bench/bin/gnn_train_cli bench/gnn_train_cli.c src/core/*/*.c \
    -lopenblas -lmetis $(test -f /usr/include/liburing.h && echo -luring || true) -lgomp -lpthread -lm -ldl
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 REPORT=bench/results/sql_path-$STAMP.md
