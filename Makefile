@@ -89,9 +89,11 @@ NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC,-fvisibility=hidden -I$(CURDIR)/src
 # sources are never made (stops make deriving X.cu from X.cu.o: "Circular ... dropped")
 $(CU_SRCS): ;
 
-$(CU_UNITY): $(CU_SRCS)
+# rewritten only when the list of files changes (a new .cu may be older than the unit)
+$(CU_UNITY): FORCE
 	@mkdir -p $(dir $@)
-	printf '#include "%s"\n' $(notdir $(CU_SRCS)) > $@
+	@printf '#include "%s"\n' $(notdir $(CU_SRCS)) > $@.tmp; cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+FORCE:
 
 $(CU_OBJS): $(CU_UNITY) $(CU_SRCS) $(wildcard kernels/*.cuh kernels/*.h) $(CORE_HDRS)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
@@ -160,7 +162,7 @@ SAN_LONG   := $(shell sed -n 's/^SAN_LONG="\(.*\)"$$/\1/p' test/run_all.sh)
 core-tests-san-short: $(filter-out $(addprefix test/core/bin-san/,$(SAN_LONG)),$(SAN_TESTS))
 
 # ---------------------------------------------------------------- top-level targets
-.PHONY: deps test demo bench fuzz core-tests core-tests-san core-tests-san-short install-cuda install-dist
+.PHONY: FORCE deps test demo bench fuzz core-tests core-tests-san core-tests-san-short install-cuda install-dist
 deps:
 	@bash .ci/deps.sh
 
