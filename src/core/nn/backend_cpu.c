@@ -302,6 +302,32 @@ row_chunk(int64_t rows, int nt)
 	return c < 1 ? 1 : c > 64 ? 64 : c;
 }
 
+/* acc[0..w) += c * x[0..w), a full 64-wide chunk at a constant width */
+static inline void
+acc_add(float *restrict acc, float c, const float *restrict x, int64_t w)
+{
+	if (w == GNN_CHUNK_WIDE)
+	{
+#pragma omp simd
+		for (int64_t k = 0; k < GNN_CHUNK_WIDE; k++)
+			acc[k] += c * x[k];
+	}
+	else
+	{
+#pragma omp simd
+		for (int64_t k = 0; k < w; k++)
+			acc[k] += c * x[k];
+	}
+}
+
+/* a row with no entries (an edgeless view, a node without neighbours): y = beta * y */
+static inline void
+row_empty(float *y, int64_t d, float beta)
+{
+	for (int64_t k = 0; k < d; k++)
+		y[k] = beta == 0.0f ? 0.0f : beta * y[k];
+}
+
 /* a row's sums out: y = acc + beta * y (beta 0: y = acc, as acc + 0), vectorised */
 static inline void
 row_store(float *restrict y, const float *restrict acc, int64_t w, float beta)
@@ -336,9 +362,7 @@ cpu_spmm(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *row_scale,
 
 		if (e0 == e1)
 		{
-			/* no entries (an edgeless view, a node without neighbours): beta * y */
-			for (int64_t k = 0; k < d; k++)
-				y[k] = beta == 0.0f ? 0.0f : beta * y[k];
+			row_empty(y, d, beta);
 			continue;
 		}
 		for (int64_t k0 = 0; k0 < d; k0 += GNN_CHUNK_WIDE)
@@ -357,18 +381,7 @@ cpu_spmm(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *row_scale,
 
 				if (e + 4 < e1)
 					__builtin_prefetch(X + A->indices[e + 4] * d + k0);
-				if (w == GNN_CHUNK_WIDE)
-				{
-#pragma omp simd
-					for (int64_t k = 0; k < GNN_CHUNK_WIDE; k++)
-						acc[k] += c * x[k];
-				}
-				else
-				{
-#pragma omp simd
-					for (int64_t k = 0; k < w; k++)
-						acc[k] += c * x[k];
-				}
+				acc_add(acc, c, x, w);
 			}
 			row_store(y + k0, acc, w, beta);
 		}
@@ -399,8 +412,7 @@ cpu_spmm_t(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *row_scal
 
 		if (t0 == t1)
 		{
-			for (int64_t k = 0; k < d; k++)
-				y[k] = beta == 0.0f ? 0.0f : beta * y[k];
+			row_empty(y, d, beta);
 			continue;
 		}
 		for (int64_t k0 = 0; k0 < d; k0 += GNN_CHUNK_WIDE)
@@ -418,18 +430,7 @@ cpu_spmm_t(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *row_scal
 					gnn_row_coef(A, agg, row_scale, i) * cs;
 				const float *g = G + i * d + k0;
 
-				if (w == GNN_CHUNK_WIDE)
-				{
-#pragma omp simd
-					for (int64_t k = 0; k < GNN_CHUNK_WIDE; k++)
-						acc[k] += c * g[k];
-				}
-				else
-				{
-#pragma omp simd
-					for (int64_t k = 0; k < w; k++)
-						acc[k] += c * g[k];
-				}
+				acc_add(acc, c, g, w);
 			}
 			row_store(y + k0, acc, w, beta);
 		}
