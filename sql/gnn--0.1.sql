@@ -25,6 +25,9 @@ CREATE TYPE gnn.graph_info AS (
 -- Reads the edge table (and the node table, sparse features) as the calling
 -- role and builds the graph in shared memory.  Not SECURITY DEFINER: the
 -- caller's privileges, row-level security included, decide what is read.
+-- features: a real[] column's name, an ordinary column's, an array of
+-- column names, or '*' (every column but id, label, split and part): the
+-- columns are encoded as gnn.load_schema_graph encodes them.
 CREATE FUNCTION gnn.load_graph(
     name            text,
     edges           regclass,
@@ -32,7 +35,7 @@ CREATE FUNCTION gnn.load_graph(
     dst             text     DEFAULT 'dst',
     nodes           regclass DEFAULT NULL,
     id              text     DEFAULT 'id',
-    features        text     DEFAULT NULL,
+    features        anycompatible DEFAULT NULL::text,
     label           text     DEFAULT NULL,
     split           text     DEFAULT NULL,
     weight          text     DEFAULT NULL,

@@ -79,7 +79,7 @@ SELECT gnn.load_graph('bad', 'e', nodes => 'n_split', label => 'l');
 SELECT gnn.load_graph('bad', 'no_such_table');
 SELECT gnn.load_graph('bad', 'e', src => 'source');
 SELECT gnn.load_graph('bad', 'nt', src => 'cls', dst => 'id');
-SELECT gnn.load_graph('bad', 'e', nodes => 'n', features => 'label');
+SELECT gnn.load_graph('bad', 'e', nodes => 'n', features => 'label', label => 'label');
 SELECT gnn.degree('nope', 1);
 SELECT gnn.degree('g1', 12345);
 SELECT gnn.drop_graph('nope');

@@ -7,6 +7,7 @@
 #include "postgres.h"
 
 #include "port/atomics.h"
+#include "nodes/pg_list.h"
 #include "storage/condition_variable.h"
 #include "storage/dsm.h"
 #include "storage/lwlock.h"
@@ -65,6 +66,7 @@ typedef struct GnnGraphEntry
 	int64		n_val;
 	int64		n_test;
 	bool		undirected;
+	bool		feat_encoded;	/* features are encoded columns of the node table (meta lists them) */
 	TimestampTz loaded_at;
 	/* the node table and its columns as loaded (InvalidOid / empty: none) */
 	Oid			nodes_rel;
@@ -475,7 +477,10 @@ typedef struct GnnLoadArgs
 	const char *dst;
 	Oid			nodes;			/* InvalidOid: none */
 	const char *id;
-	const char *features;
+	const char *features;		/* one real[] column, or one ordinary column (encoded) */
+	/* encoded columns: these (NIL with features_all: every column but id, label, split, part) */
+	List	   *feature_list;
+	bool		features_all;	/* '*', or the columns of feature_list as '*' would take them */
 	const char *label;
 	const char *split;
 	const char *weight;

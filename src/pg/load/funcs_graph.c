@@ -12,6 +12,7 @@
 #include "common/hashfn.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -28,6 +29,88 @@ static char *
 TextArgOrNull(FunctionCallInfo fcinfo, int i)
 {
 	return PG_ARGISNULL(i) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(i));
+}
+
+/*
+ * load_graph's features argument (anycompatible): one column's name (a
+ * real[] column as it is, an ordinary column encoded), '*' (every column of
+ * the node table but its id, label, split and part columns, encoded), or an
+ * array of column names (encoded).
+ */
+static void
+FeaturesArg(FunctionCallInfo fcinfo, int i, GnnLoadArgs *a)
+{
+	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, i);
+	Oid			elem = OidIsValid(type) ? get_element_type(type) : InvalidOid;
+
+	if (PG_ARGISNULL(i))
+		return;
+	if (type == TEXTOID || type == VARCHAROID || type == BPCHAROID || type == UNKNOWNOID)
+	{
+		char	   *f = TextArgOrNull(fcinfo, i);
+
+		if (strcmp(f, "*") == 0)
+			a->features_all = true;
+		else
+			a->features = f;
+		return;
+	}
+	if (type == NAMEOID)
+	{
+		a->features = pstrdup(NameStr(*PG_GETARG_NAME(i)));
+		return;
+	}
+	if (elem == TEXTOID || elem == VARCHAROID || elem == BPCHAROID || elem == NAMEOID)
+	{
+		ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(i);
+		Datum	   *vals;
+		bool	   *nulls;
+		int			n;
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+
+		get_typlenbyvalalign(elem, &typlen, &typbyval, &typalign);
+		if (ARR_NDIM(arr) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("features must be a one-dimensional array of column names, not %d-dimensional", ARR_NDIM(arr)),
+					 errhint("For example features => ARRAY['age', 'country', 'signup_at'].")));
+		deconstruct_array(arr, elem, typlen, typbyval, typalign, &vals, &nulls, &n);
+		if (n == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("features is an empty array"),
+					 errhint("Name the feature columns (ARRAY['age', 'country']), pass '*' for every ordinary column, or leave features out.")));
+		for (int k = 0; k < n; k++)
+		{
+			char	   *c;
+
+			if (nulls[k])
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("element %d of features is NULL", k + 1),
+						 errhint("Every element names a column of the node table.")));
+			c = elem == NAMEOID ? pstrdup(NameStr(*DatumGetName(vals[k]))) : TextDatumGetCString(vals[k]);
+			if (strcmp(c, "*") == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("'*' stands alone in features, not in an array"),
+						 errhint("Pass features => '*' for every ordinary column, or name the columns.")));
+			for (ListCell *lc = list_head(a->feature_list); lc; lc = lnext(a->feature_list, lc))
+				if (strcmp(lfirst(lc), c) == 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_DUPLICATE_COLUMN),
+							 errmsg("column \"%s\" is named twice in features", c),
+							 errhint("Name each feature column once.")));
+			a->feature_list = lappend(a->feature_list, c);
+		}
+		return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("features must be a column name, an array of column names or '*', not %s", format_type_be(type)),
+			 errhint("For example features => 'feat' (a real[] column), features => ARRAY['age', 'country'], or features => '*'.")));
 }
 
 Datum
@@ -59,7 +142,7 @@ gnn_load_graph(PG_FUNCTION_ARGS)
 	a.dst = TextArgOrNull(fcinfo, 3);
 	a.nodes = PG_ARGISNULL(4) ? InvalidOid : PG_GETARG_OID(4);
 	a.id = TextArgOrNull(fcinfo, 5);
-	a.features = TextArgOrNull(fcinfo, 6);
+	FeaturesArg(fcinfo, 6, &a);
 	a.label = TextArgOrNull(fcinfo, 7);
 	a.split = TextArgOrNull(fcinfo, 8);
 	a.weight = TextArgOrNull(fcinfo, 9);

@@ -38,6 +38,8 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
+#include "graph/encode.h"
+
 
 
 const char *
@@ -1095,6 +1097,104 @@ KeepPart(const GnnLoadArgs *args, const char *nodes_name, const char *edges_name
 	return node_part;
 }
 
+/* a category column's one-hot slots, as gnn.load_schema_graph's default */
+#define GNN_LOAD_MAX_CATEGORIES 32
+
+/*
+ * Ordinary columns of the node table as features (features => '*', an array
+ * of names, or one column that is not an array of floats): which, and how,
+ * as a schema graph's; a replaced graph's encodings are kept when it had the
+ * same columns encoded the same ways (feat_cols.c).
+ */
+static void
+PlanEncoded(const GnnLoadArgs *args, const char *nodes_name, GnnFeatCols *fc)
+{
+	List	   *chosen = args->feature_list;
+	List	   *refused = list_make1((char *) args->id);
+	List	   *why = list_make1("is the node id, not a feature");
+	List	   *quiet = NIL;
+	const char *type = get_rel_name(args->nodes);
+
+	if (!args->features_all && !chosen)
+		chosen = list_make1((char *) args->features);
+	if (args->label)
+	{
+		refused = lappend(refused, (char *) args->label);
+		why = lappend(why, "is the label: a model that reads it as a feature reads the answer");
+	}
+	if (args->split)
+	{
+		refused = lappend(refused, (char *) args->split);
+		why = lappend(why, "is the split, not a feature");
+	}
+	if (args->part_column)
+		quiet = lappend(quiet, (char *) args->part_column);
+	memset(fc, 0, sizeof(*fc));
+	fc->relid = args->nodes;
+	fc->relname = nodes_name;
+	fc->leave_out = "Leave the column out of features";
+	fc->leave_out_lower = "leave it out of features";
+	fc->choose = "Name fewer feature columns (features => ARRAY['...', ...])";
+	fc->refused_hint = "Leave it out of features";
+	GnnFeatColsPlan(fc, chosen, !args->features_all, NIL, refused, why, quiet);
+	if (args->replace && GnnGraphExists(args->name))
+	{
+		GnnFeatCols *fcs[1] = {fc};
+		const char *names[1] = {type};
+
+		(void) GnnKeepEncodings(args->name, fcs, names, 1);
+	}
+}
+
+/*
+ * The encoded features as a dense matrix, a row per node read (row r from
+ * the rows fed, src_row[r], or r itself), into *feat; returns the width.
+ * The encoders' buffered rows go once written.
+ */
+static int32
+EncodeRows(const char *name, GnnFeatCols *fc, GrowArray *feat, int64 n, const int64 *src_row, MemoryContext ctx)
+{
+	int32		W = GnnFeatColsFinish(fc, GNN_LOAD_MAX_CATEGORIES);
+	int			nenc;
+	gnn_col_encoder **encs;
+	gnn_error	err;
+
+	if (W == 0)
+	{
+		StringInfoData b;
+
+		initStringInfo(&b);
+		for (int c = 0; c < fc->ncols; c++)
+			appendStringInfo(&b, "%s\"%s\": %s", c ? "; " : "", fc->cols[c].name,
+							 fc->cols[c].skipped ? fc->cols[c].skipped : "no width");
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("graph \"%s\": no column of %s is a feature", name, fc->relname),
+				 b.len ? errdetail("Skipped: %s.", b.data) : errdetail("%s has no column besides its id, label and split.", fc->relname),
+				 errhint("Name columns of numbers, booleans, categories, times or arrays in features => ARRAY[...].")));
+	}
+	if ((uint64) n * (uint64) W > (uint64) (MaxAllocHugeSize / sizeof(float)))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("graph \"%s\": %lld nodes of %d encoded features do not fit one allocation",
+						name, (long long) n, W),
+				 errhint("Name fewer feature columns, or lower max categories by choosing columns.")));
+	encs = GnnFeatColsEncoders(fc, &nenc);
+	memset(feat, 0, sizeof(*feat));
+	feat->mcxt = ctx;
+	feat->elem = sizeof(float) * (Size) W;
+	feat->data = GnnAllocBig(sizeof(float) * (Size) Max(n, 1) * (Size) W, MCXT_ALLOC_HUGE);
+	feat->n = feat->cap = n;
+	if (gnn_enc_write_rows_perm(encs, nenc, n, src_row, (float *) feat->data, W, 0, gnn_threads, &err) != GNN_OK)
+		ereport(ERROR,
+				(errcode(err.status == GNN_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_INTERNAL_ERROR),
+				 errmsg("encoding the features of %s failed: %s", fc->relname, err.msg)));
+	for (int k = 0; k < nenc; k++)
+		gnn_enc_drop_rows(encs[k]);
+	pfree(encs);
+	return W;
+}
+
 void
 GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 {
@@ -1120,6 +1220,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 	int			feature_store = GnnParseFeatureStore(args->feature_store);
 	GnnFeatureSpill spill = {0};	/* file NULL: features in memory as read */
 	float	   *spill_row = NULL;
+	bool		encoded = false;	/* features are encoded columns (fc) */
+	GnnFeatCols fc;
 
 	GnnCheckGraphName(args->name);
 	/* loads, refreshes and drops of the name in turn: what exists now stays so until this ends */
@@ -1129,7 +1231,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("graph \"%s\" already exists", args->name),
 				 errhint("Pass replace => true to replace it, or drop it first with gnn.drop_graph().")));
-	if (!OidIsValid(args->nodes) && (args->features || args->label || args->split))
+	if (!OidIsValid(args->nodes) && (args->features || args->feature_list || args->features_all ||
+									  args->label || args->split))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("features, label and split need a node table"),
@@ -1288,6 +1391,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		bool		text_labels = false;
 		int32		max_label = -1;
 		int64		est = EstimateRows(args->nodes);
+		GrowArray	enc_rows = {0};	/* encoded: each kept node's row among the rows fed */
+		int64		fed = 0;
 
 		memset(&s, 0, sizeof(s));
 		s.relid = args->nodes;
@@ -1304,7 +1409,16 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		if (text_ids)
 			GrowInit(&tids, ctx, sizeof(char *), est);
 		key_type = s.types[0];
-		if (args->features)
+		/* ordinary columns, encoded: '*', a list, or one column that is not an array of floats */
+		if (args->features && !args->feature_list && !args->features_all)
+		{
+			encoded = GnnColumnIsEncoded(args->nodes, args->features);
+		}
+		else
+			encoded = args->feature_list != NIL || args->features_all;
+		if (encoded)
+			PlanEncoded(args, nodes_name, &fc);
+		else if (args->features)
 			ResolveColumn(&s, fcol = s.ncols++, args->features, "feature", feat_types, "real[] or double precision[]");
 		if (args->label)
 			ResolveColumn(&s, lcol = s.ncols++, args->label, "label", label_types, "an integer or text type");
@@ -1314,6 +1428,12 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		{
 			ResolveColumn(&s, pcol = s.ncols++, args->part_column, "part", int_types, "smallint, integer or bigint");
 			GrowInit(&others, ctx, sizeof(IdPart), 16);
+		}
+		if (encoded)
+		{
+			GnnFeatColsScan(&fc, &s, GNN_LOAD_MAX_CATEGORIES);
+			if (pcol >= 0)
+				GrowInit(&enc_rows, ctx, sizeof(int64), est);
 		}
 		text_labels = lcol >= 0 && s.types[lcol] != INT2OID && s.types[lcol] != INT4OID && s.types[lcol] != INT8OID;
 		if (text_labels)
@@ -1357,6 +1477,12 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			}
 			else
 				id = IntDatum(v[0], s.types[0]);
+			/* every row's values fit the encoders, so every part encodes alike */
+			if (encoded)
+			{
+				GnnFeatColsFeed(&fc, &s, v, nl);
+				fed++;
+			}
 			if (pcol >= 0)
 			{
 				int64		p;
@@ -1384,6 +1510,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 				}
 			}
 			*(int64 *) GrowPush(&ids) = id;
+			if (encoded && pcol >= 0)
+				*(int64 *) GrowPush(&enc_rows) = fed - 1;
 			if (fcol >= 0)
 			{
 				if (nl[fcol])
@@ -1524,6 +1652,11 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 					(errcode(ERRCODE_NO_DATA_FOUND),
 					 errmsg("node table %s is empty", nodes_name),
 					 errhint("Omit nodes => to take the nodes from the edge endpoints.")));
+		if (encoded)
+		{
+			dim = EncodeRows(args->name, &fc, &feat, ids.n, pcol >= 0 ? (const int64 *) enc_rows.data : NULL, ctx);
+			fcol = -1;
+		}
 		if (pcol >= 0)
 		{
 			int64		unknown;
@@ -1535,7 +1668,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		}
 		in.num_nodes = ids.n;
 		in.node_ids = (int64_t *) ids.data;
-		if (fcol >= 0)
+		if (fcol >= 0 || encoded)
 		{
 			in.feat_dim = dim;
 			in.feat = spill.file || direct ? NULL : (float *) feat.data;
@@ -1828,7 +1961,9 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		escape_json(&meta, format_type_be(key_type));
 		appendStringInfo(&meta, ",\"offset\":0,\"feature_offset\":0,\"feature_width\":%d,\"columns\":[",
 						 in.feat_dim > 0 ? in.feat_dim : (int) in.sparse_dim);
-		if (args->features || OidIsValid(args->sparse))
+		if (encoded)
+			GnnFeatColsDescribe(&fc, &meta, 0);
+		else if (args->features || OidIsValid(args->sparse))
 		{
 			appendStringInfoString(&meta, "{\"column\":");
 			escape_json(&meta, args->features ? args->features : args->sparse_value);
@@ -1877,8 +2012,9 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		if (OidIsValid(args->nodes))
 		{
 			strlcpy(proto.id_col, args->id, sizeof(proto.id_col));
-			if (args->features)
+			if (args->features && !encoded)
 				strlcpy(proto.feat_col, args->features, sizeof(proto.feat_col));
+			proto.feat_encoded = encoded;
 			if (args->label)
 				strlcpy(proto.label_col, args->label, sizeof(proto.label_col));
 			if (args->split)
@@ -1909,6 +2045,15 @@ GnnLoadArgsFromEntry(const GnnGraphEntry *e, GnnLoadArgs *a)
 	a->nodes = e->nodes_rel;
 	a->id = e->id_col;
 	a->features = e->feat_col[0] ? e->feat_col : NULL;
+	if (e->feat_encoded)
+	{
+		/* the columns it encoded (and skipped), as '*' takes them: its encodings are kept */
+		ListCell   *lc;
+
+		a->features_all = true;
+		foreach(lc, GnnOldColumns(e->name))
+			a->feature_list = lappend(a->feature_list, ((GnnOldCol *) lfirst(lc))->column);
+	}
 	a->label = e->label_col[0] ? e->label_col : NULL;
 	a->split = e->split_col[0] ? e->split_col : NULL;
 	a->undirected = e->undirected;

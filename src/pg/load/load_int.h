@@ -124,4 +124,56 @@ extern int64 GnnTextKeysFind(GnnTextKeys *k, const char *key);
 extern int64 GnnTextKeysCode(GnnTextKeys *k, int64 r);
 extern int64 GnnTextKeysRow(GnnTextKeys *k, int64 code);
 
+/* feat_cols.c: ordinary columns as features (both loaders) */
+struct gnn_col_encoder;
+typedef struct GnnFeatCol
+{
+	char	   *name;
+	Oid			type;
+	int			scan;			/* its column in the table's scan, -1 when skipped */
+	int			kind;			/* gnn_enc_kind */
+	struct gnn_col_encoder *enc;
+	const char *skipped;		/* why it is not a feature, or NULL */
+	bool		chosen;			/* named by the caller */
+	char	   *keep;			/* the replaced graph's encoding (JSON) to encode with, or NULL */
+	int32		offset;			/* within the table's slice */
+	int32		width;
+} GnnFeatCol;
+
+typedef struct GnnFeatCols
+{
+	Oid			relid;
+	const char *relname;		/* qualified, for messages */
+	const char *leave_out;		/* a hint's start: how to leave a column out ("Exclude the column with ...") */
+	const char *leave_out_lower;	/* the same within a sentence */
+	const char *choose;			/* a hint: how to choose fewer columns */
+	const char *refused_hint;	/* a hint: a key named as a feature */
+	GnnFeatCol *cols;
+	int			ncols;
+	int32		width;			/* after GnnFeatColsFinish */
+} GnnFeatCols;
+
+/* a column of a replaced graph: how it was encoded */
+typedef struct GnnOldCol
+{
+	char	   *type;
+	char	   *column;
+	char	   *encoding;
+	char	   *detail;			/* the encoder's JSON, or the reason it was skipped */
+} GnnOldCol;
+
+extern char *GnnColumnList(Oid relid);
+extern bool GnnColumnIsEncoded(Oid relid, const char *col);
+extern AttrNumber GnnColumnOf(Oid relid, const char *relname, const char *col, const char *role);
+extern int64 GnnTimeValue(Datum d, Oid type);
+extern void GnnFeatColsPlan(GnnFeatCols *fc, List *chosen, bool explicit_list, List *excluded, List *refused,
+							List *refused_why, List *quiet);
+extern void GnnFeatColsScan(GnnFeatCols *fc, GnnScan *s, int32 max_categories);
+extern void GnnFeatColsFeed(GnnFeatCols *fc, GnnScan *s, const Datum *v, const bool *nl);
+extern int32 GnnFeatColsFinish(GnnFeatCols *fc, int32 max_categories);
+extern struct gnn_col_encoder **GnnFeatColsEncoders(GnnFeatCols *fc, int *n);
+extern void GnnFeatColsDescribe(GnnFeatCols *fc, StringInfo meta, int32 base);
+extern List *GnnOldColumns(const char *graph);
+extern bool GnnKeepEncodings(const char *graph, GnnFeatCols *const *fcs, const char *const *names, int ntypes);
+
 #endif							/* GNN_LOAD_INT_H */

@@ -134,20 +134,6 @@ UuidText(U128 u)
 	return s;
 }
 
-/* a feature column of a table */
-typedef struct SchemaCol
-{
-	char	   *name;
-	Oid			type;
-	int			scan;			/* its column in the table's scan, -1 when skipped */
-	gnn_enc_kind kind;
-	gnn_col_encoder *enc;
-	const char *skipped;		/* why it is not a feature, or NULL */
-	bool		chosen;			/* named in options.features */
-	char	   *keep;			/* the previous load's encoding (JSON) to encode with, or NULL */
-	int32		offset;			/* within the type's slice */
-	int32		width;
-} SchemaCol;
 
 /* an outgoing edge: a foreign key (or a declared one) of this table */
 typedef struct SchemaFk
@@ -184,8 +170,7 @@ typedef struct SchemaType
 	char	   *time_col;
 	Oid			time_type;
 	int			time_scan;
-	SchemaCol  *cols;
-	int			ncols;
+	GnnFeatCols fc;				/* its feature columns (feat_cols.c) */
 	SchemaFk   *fks;
 	int			nfks;
 	bool		is_target;
@@ -326,17 +311,6 @@ JKeys(JsonbContainer *c)
 	return out;
 }
 
-static bool
-ListHasString(List *l, const char *s)
-{
-	ListCell   *lc;
-
-	foreach(lc, l)
-		if (strcmp((char *) lfirst(lc), s) == 0)
-		return true;
-	return false;
-}
-
 /* ------------------------------------------------------------------ names */
 
 static int
@@ -359,41 +333,11 @@ TypeList(SchemaLoad *L)
 	return b.data;
 }
 
-static char *
-ColumnList(Oid relid)
-{
-	StringInfoData b;
-	HeapTuple	tup;
-	int			natts;
-
-	initStringInfo(&b);
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	natts = HeapTupleIsValid(tup) ? ((Form_pg_class) GETSTRUCT(tup))->relnatts : 0;
-	if (HeapTupleIsValid(tup))
-		ReleaseSysCache(tup);
-	for (int a = 1; a <= natts; a++)
-	{
-		char	   *n = get_attname(relid, a, true);
-
-		if (n)
-			appendStringInfo(&b, "%s%s", b.len ? ", " : "", n);
-	}
-	return b.data;
-}
-
 /* The attribute number of column col of t (an error listing the columns when missing). */
 static AttrNumber
 ColumnOf(SchemaType *t, const char *col, const char *role)
 {
-	AttrNumber	a = get_attnum(t->relid, col);
-
-	if (a == InvalidAttrNumber || a < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" does not exist in %s", col, t->relname),
-				 errdetail("%s has the columns: %s.", t->relname, ColumnList(t->relid)),
-				 errhint("Name an existing column as the %s.", role)));
-	return a;
+	return GnnColumnOf(t->relid, t->relname, col, role);
 }
 
 static bool
@@ -755,34 +699,7 @@ GnnKeyText(Datum d, Oid type)
 	return k;
 }
 
-/* A time column's value as microseconds (PostgreSQL's epoch, 2000-01-01). */
-static int64
-TimeValue(Datum d, Oid type)
-{
-	if (type == DATEOID)
-		return (int64) DatumGetDateADT(d) * USECS_PER_DAY;
-	return DatumGetInt64(d);	/* timestamp, timestamptz */
-}
-
-/* 'infinity' or '-infinity' */
-static bool
-TimeInfinite(Datum d, Oid type)
-{
-	if (type == DATEOID)
-		return DATE_NOT_FINITE(DatumGetDateADT(d));
-	return TIMESTAMP_NOT_FINITE(DatumGetInt64(d));
-}
-
-
-static void
-EncCheck(gnn_status st, const gnn_error *err, SchemaType *t, SchemaCol *c)
-{
-	if (st != GNN_OK)
-		ereport(ERROR,
-				(errcode(st == GNN_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("column \"%s\" of %s: %s", c->name, t->relname, err->msg),
-				 errhint("Exclude the column with options.exclude, or fix its values.")));
-}
+#define TimeValue GnnTimeValue
 
 /* ------------------------------------------------------------------ planning */
 
@@ -793,88 +710,31 @@ PlanFeatures(SchemaLoad *L, SchemaType *t, List *fk_cols)
 	JsonbContainer *excl = JObject(JGet(&L->options->root, "exclude"), "exclude");
 	List	   *chosen = JStrings(JGet(feats, t->name), "features");
 	List	   *excluded = JStrings(JGet(excl, t->name), "exclude");
-	bool		explicit_list = JGet(feats, t->name) != NULL;
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(t->relid));
-	int			natts = ((Form_pg_class) GETSTRUCT(tup))->relnatts;
-	ListCell   *lc;
+	List	   *refused = lcons(t->key, list_copy(fk_cols));
+	List	   *why = NIL;
+	List	   *quiet = NIL;
 
-	ReleaseSysCache(tup);
-	foreach(lc, chosen)
-		(void) ColumnOf(t, lfirst(lc), "feature column");
-	foreach(lc, excluded)
-		(void) ColumnOf(t, lfirst(lc), "excluded column");
-	t->cols = palloc0(sizeof(SchemaCol) * (natts + 1));
-	for (int a = 1; a <= natts; a++)
+	for (int i = 0; i < list_length(refused); i++)
+		why = lappend(why, "is a key, not a feature");
+	/* the part a row belongs to is where it lives, not what it is */
+	if (L->part_column)
+		quiet = lappend(quiet, (char *) L->part_column);
+	if (t->is_target)
 	{
-		char	   *col = get_attname(t->relid, a, true);
-		Oid			type;
-		SchemaCol  *c;
-
-		if (col == NULL)
-			continue;			/* dropped */
-		if (explicit_list ? !ListHasString(chosen, col) : ListHasString(excluded, col))
-			continue;
-		/* the part a row belongs to is where it lives, not what it is */
-		if (L->part_column && strcmp(col, L->part_column) == 0)
-			continue;
-		if (strcmp(col, t->key) == 0 || ListHasString(fk_cols, col))
-		{
-			if (explicit_list)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("column \"%s\" of %s is a key, not a feature", col, t->relname),
-						 errhint("Keys and foreign keys become the graph's nodes and edges; drop it from options.features.")));
-			continue;
-		}
-		if (t->is_target && ((L->label && strcmp(col, L->label) == 0) || (L->split && strcmp(col, L->split) == 0) ||
-							 (L->seed_time && strcmp(col, L->seed_time) == 0)))
-			continue;
-		type = getBaseType(get_atttype(t->relid, a));	/* a domain: its base type's values */
-		c = &t->cols[t->ncols++];
-		c->name = col;
-		c->type = type;
-		c->scan = -1;
-		c->chosen = explicit_list;
-		switch (type)
-		{
-			case INT2OID:
-			case INT4OID:
-			case INT8OID:
-			case FLOAT4OID:
-			case FLOAT8OID:
-			case NUMERICOID:
-				c->kind = GNN_ENC_NUMERIC;
-				break;
-			case BOOLOID:
-				c->kind = GNN_ENC_BOOL;
-				break;
-			case TEXTOID:
-			case VARCHAROID:
-			case BPCHAROID:
-				c->kind = GNN_ENC_CATEGORY;
-				break;
-			case TIMESTAMPOID:
-			case TIMESTAMPTZOID:
-			case DATEOID:
-				c->kind = GNN_ENC_TIME;
-				break;
-			case FLOAT4ARRAYOID:
-			case FLOAT8ARRAYOID:
-				c->kind = GNN_ENC_ARRAY;
-				break;
-			default:
-				if (IsEnum(type))
-					c->kind = GNN_ENC_CATEGORY;
-				else if (explicit_list)
-					ereport(ERROR,
-							(errcode(ERRCODE_DATATYPE_MISMATCH),
-							 errmsg("column \"%s\" of %s has type %s, which gnn cannot encode as a feature",
-									col, t->relname, format_type_be(type)),
-							 errhint("Features can be numbers, booleans, text or enum categories, times and dates, and real[] or float8[] arrays.")));
-				else
-					c->skipped = psprintf("type %s is not encoded", format_type_be(type));
-		}
+		if (L->label)
+			quiet = lappend(quiet, (char *) L->label);
+		if (L->split)
+			quiet = lappend(quiet, (char *) L->split);
+		if (L->seed_time)
+			quiet = lappend(quiet, (char *) L->seed_time);
 	}
+	t->fc.relid = t->relid;
+	t->fc.relname = t->relname;
+	t->fc.leave_out = "Exclude the column with options.exclude";
+	t->fc.leave_out_lower = "exclude it with options.exclude";
+	t->fc.choose = "Choose feature columns with options.features";
+	t->fc.refused_hint = "Keys and foreign keys become the graph's nodes and edges; drop it from options.features";
+	GnnFeatColsPlan(&t->fc, chosen, JGet(feats, t->name) != NULL, excluded, refused, why, quiet);
 }
 
 /* ------------------------------------------------------------------ reading */
@@ -973,24 +833,7 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 		ResolveColumn(&s, t->split_scan = s.ncols++, L->split, "split", text_types, "text");
 		GrowInit(&splits, ctx, 1, est);
 	}
-	for (int c = 0; c < t->ncols; c++)
-	{
-		SchemaCol  *col = &t->cols[c];
-		gnn_error	err;
-
-		if (col->skipped)
-			continue;
-		if (s.ncols >= GNN_SCAN_MAXCOLS)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("%s has more than %d columns to read", t->relname, GNN_SCAN_MAXCOLS),
-					 errhint("Choose feature columns with options.features.")));
-		ResolveColumn(&s, col->scan = s.ncols++, col->name, "feature", (Oid[]) {col->type, InvalidOid}, "");
-		if (col->keep)
-			EncCheck(gnn_enc_from_json_rows(col->keep, &col->enc, &err), &err, t, col);
-		else
-			EncCheck(gnn_enc_create(col->kind, L->max_categories, &col->enc, &err), &err, t, col);
-	}
+	GnnFeatColsScan(&t->fc, &s, L->max_categories);
 	if (t->kk == KEY_INT)
 		GrowInit(&t->ikeys, ctx, sizeof(int64), est);
 	else if (t->kk == KEY_UUID)
@@ -1093,86 +936,7 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 			*(uint8 *) GrowPush(&splits) = sp;
 		}
 		MemoryContextSwitchTo(rowcxt);
-		for (int c = 0; c < t->ncols; c++)
-		{
-			SchemaCol  *col = &t->cols[c];
-			gnn_error	err;
-			gnn_status	st = GNN_OK;
-			bool		isnull;
-			Datum		d;
-
-			if (col->skipped)
-				continue;
-			isnull = nl[col->scan];
-			d = v[col->scan];
-			switch (col->kind)
-			{
-				case GNN_ENC_NUMERIC:
-					{
-						double		x = isnull ? 0 : NumDatum(d, col->type);
-
-						/* a numeric beyond double precision (or a float infinity), named with its column */
-						if (!isnull && !isfinite(x))
-						{
-							char	   *txt = TextDatum(d, col->type);
-
-							if (strlen(txt) > 40)
-								txt = psprintf("%.20s... (%d characters)", txt, (int) strlen(txt));
-							ereport(ERROR,
-									(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-									 errmsg("column \"%s\" of %s has a value out of the range of double precision",
-											col->name, t->relname),
-									 errdetail("In %s: %s.", ScanRowDesc(&s), txt),
-									 errhint("Scale the column (a view can divide it), exclude it with options.exclude, or fix the value.")));
-						}
-						st = gnn_enc_add_num(col->enc, x, isnull, &err);
-						break;
-					}
-				case GNN_ENC_BOOL:
-					st = gnn_enc_add_num(col->enc, isnull ? 0 : (DatumGetBool(d) ? 1 : 0), isnull, &err);
-					break;
-				case GNN_ENC_TIME:
-					/* +-infinity is no point in time to standardise: missing, as a NULL is */
-					if (!isnull && TimeInfinite(d, col->type))
-						isnull = true;
-					st = gnn_enc_add_num(col->enc, isnull ? 0 : (double) TimeValue(d, col->type) / 1e6, isnull, &err);
-					break;
-				case GNN_ENC_CATEGORY:
-					{
-						char	   *x = isnull ? NULL : TextDatum(d, col->type);
-
-						st = gnn_enc_add_text(col->enc, x, x ? strlen(x) : 0, isnull, &err);
-						break;
-					}
-				case GNN_ENC_ARRAY:
-					if (isnull)
-						st = gnn_enc_add_array(col->enc, NULL, 0, true, &err);
-					else
-					{
-						ArrayType  *arr = DatumGetArrayTypeP(d);
-						int			nel = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
-						float	   *f = palloc(sizeof(float) * Max(nel, 1));
-
-						if (ARR_HASNULL(arr))
-							ereport(ERROR,
-									(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-									 errmsg("array column \"%s\" of %s has a NULL element", col->name, t->relname),
-									 errdetail("In %s.", ScanRowDesc(&s)),
-									 errhint("Use a NULL array for a missing value, not NULL elements.")));
-						for (int i = 0; i < nel; i++)
-							f[i] = col->type == FLOAT4OID || ARR_ELEMTYPE(arr) == FLOAT4OID ?
-								((float *) ARR_DATA_PTR(arr))[i] : (float) ((double *) ARR_DATA_PTR(arr))[i];
-						st = gnn_enc_add_array(col->enc, f, nel, false, &err);
-					}
-					break;
-			}
-			if (st != GNN_OK)
-				ereport(ERROR,
-						(errcode(st == GNN_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("column \"%s\" of %s: %s", col->name, t->relname, err.msg),
-						 errdetail("In %s.", ScanRowDesc(&s)),
-						 errhint("Exclude the column with options.exclude, or fix the value.")));
-		}
+		GnnFeatColsFeed(&t->fc, &s, v, nl);
 	}
 	ScanEnd(&s);
 	t->n = t->kk == KEY_INT ? t->ikeys.n : t->kk == KEY_UUID ? t->ukeys.n : t->tkeys.n;
@@ -1182,156 +946,22 @@ ReadTable(SchemaLoad *L, SchemaType *t, MemoryContext ctx)
 
 /* ------------------------------------------------------------------ kept encodings */
 
-/* a column of the replaced graph: how it was encoded */
-typedef struct OldCol
-{
-	char	   *type;
-	char	   *column;
-	char	   *encoding;
-	char	   *detail;			/* the encoder's JSON, or the reason it was skipped */
-} OldCol;
-
-/* The columns of the schema graph this load replaces, from its meta (NIL: none). */
-static List *
-OldColumns(const char *graph)
-{
-	GnnGraphRef ref;
-	char	   *meta = NULL;
-	Jsonb	   *jb;
-	JsonbValue *types;
-	JsonbIterator *it;
-	JsonbValue	e;
-	JsonbIteratorToken tok;
-	List	   *out = NIL;
-
-	GnnGraphAcquireView(graph, &ref);
-	if (ref.g.meta && ref.g.meta_bytes > 0)
-		meta = pnstrdup(ref.g.meta, ref.g.meta_bytes);
-	GnnGraphRelease(&ref);
-	if (!meta)
-		return NIL;
-	jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(meta)));
-	if (!(types = JGet(&jb->root, "types")) || types->type != jbvBinary || !JsonContainerIsArray(types->val.binary.data))
-		return NIL;
-	it = JsonbIteratorInit(types->val.binary.data);
-	while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
-	{
-		JsonbValue *nm,
-				   *cols;
-		JsonbIterator *ci;
-		JsonbValue	c;
-		JsonbIteratorToken ct;
-
-		if (tok != WJB_ELEM || e.type != jbvBinary)
-			continue;
-		nm = JGet(e.val.binary.data, "name");
-		cols = JGet(e.val.binary.data, "columns");
-		if (!nm || nm->type != jbvString || !cols || cols->type != jbvBinary)
-			continue;
-		ci = JsonbIteratorInit(cols->val.binary.data);
-		while ((ct = JsonbIteratorNext(&ci, &c, true)) != WJB_DONE)
-		{
-			JsonbValue *cn,
-					   *enc,
-					   *det;
-			OldCol	   *o;
-
-			if (ct != WJB_ELEM || c.type != jbvBinary)
-				continue;
-			cn = JGet(c.val.binary.data, "column");
-			enc = JGet(c.val.binary.data, "encoding");
-			det = JGet(c.val.binary.data, "detail");
-			if (!cn || cn->type != jbvString || !enc || enc->type != jbvString)
-				continue;		/* the constant or embedding column */
-			o = palloc0(sizeof(OldCol));
-			o->type = pnstrdup(nm->val.string.val, nm->val.string.len);
-			o->column = pnstrdup(cn->val.string.val, cn->val.string.len);
-			o->encoding = pnstrdup(enc->val.string.val, enc->val.string.len);
-			if (det && det->type == jbvBinary)
-			{
-				JsonbValue *why = JGet(det->val.binary.data, "reason");
-
-				o->detail = strcmp(o->encoding, "skipped") == 0 ?
-					(why && why->type == jbvString ? pnstrdup(why->val.string.val, why->val.string.len) : "skipped before") :
-					JsonbToCString(NULL, det->val.binary.data, det->val.binary.len);
-			}
-			out = lappend(out, o);
-		}
-	}
-	return out;
-}
-
 /*
  * Replacing a schema graph keeps its encodings (options.encodings = keep,
- * the default): every feature column is encoded with the statistics and
- * categories of the load it replaces, and the columns skipped then are
- * skipped now, so a model trained on the old graph reads the new one's rows
- * as it read the old ones.  That needs the same columns with the same
- * encodings; when they differ the features are encoded afresh, with a
- * notice.
+ * the default): feat_cols.c's GnnKeepEncodings over every type.
  */
 static void
 KeepEncodings(SchemaLoad *L)
 {
-	List	   *old = OldColumns(L->name);
-	bool		same = old != NIL;
-	ListCell   *lc;
-	int			nold = 0,
-				nnew = 0;
+	GnnFeatCols **fcs = palloc(sizeof(GnnFeatCols *) * Max(L->ntypes, 1));
+	const char **names = palloc(sizeof(char *) * Max(L->ntypes, 1));
 
-	for (int t = 0; t < L->ntypes && same; t++)
-		for (int c = 0; c < L->types[t].ncols && same; c++)
-		{
-			SchemaCol  *col = &L->types[t].cols[c];
-			OldCol	   *hit = NULL;
-
-			foreach(lc, old)
-			{
-				OldCol	   *o = lfirst(lc);
-
-				if (strcmp(o->type, L->types[t].name) == 0 && strcmp(o->column, col->name) == 0)
-					hit = o;
-			}
-			nnew++;
-			if (!hit || (col->skipped && strcmp(hit->encoding, "skipped") != 0) ||
-				(!col->skipped && strcmp(hit->encoding, "skipped") != 0 &&
-				 (strcmp(hit->encoding, gnn_enc_kind_name(col->kind)) != 0 || !hit->detail)))
-				same = false;
-		}
-	foreach(lc, old)
+	for (int t = 0; t < L->ntypes; t++)
 	{
-		OldCol	   *o = lfirst(lc);
-
-		for (int t = 0; t < L->ntypes; t++)
-			if (strcmp(o->type, L->types[t].name) == 0)
-				nold++;
+		fcs[t] = &L->types[t].fc;
+		names[t] = L->types[t].name;
 	}
-	if (same && nold == nnew)
-	{
-		for (int t = 0; t < L->ntypes; t++)
-			for (int c = 0; c < L->types[t].ncols; c++)
-			{
-				SchemaCol  *col = &L->types[t].cols[c];
-
-				foreach(lc, old)
-				{
-					OldCol	   *o = lfirst(lc);
-
-					if (strcmp(o->type, L->types[t].name) != 0 || strcmp(o->column, col->name) != 0 || col->skipped)
-						continue;
-					if (strcmp(o->encoding, "skipped") == 0)
-						col->skipped = o->detail;
-					else
-						col->keep = o->detail;
-				}
-			}
-		L->kept = true;
-		return;
-	}
-	if (old != NIL)
-		ereport(NOTICE,
-				(errmsg("the feature columns of graph \"%s\" changed since its last load: they are encoded afresh", L->name),
-				 errhint("Models trained on the previous graph read features by position: train them again.")));
+	L->kept = GnnKeepEncodings(L->name, (GnnFeatCols *const *) fcs, names, L->ntypes);
 }
 
 /* ------------------------------------------------------------------ the load */
@@ -1392,11 +1022,8 @@ SchemaWriteFeatures(SchemaLoad *L, int nrel, int64 n, int64 *fptr, int32 *fidx, 
 			nnz += T->n;
 			continue;
 		}
-		encs = palloc(sizeof(gnn_col_encoder *) * (T->ncols + 1));
 		/* the encoders in slice order (their offsets follow one another) */
-		for (int c = 0; c < T->ncols; c++)
-			if (!T->cols[c].skipped)
-				encs[nenc++] = T->cols[c].enc;
+		encs = GnnFeatColsEncoders(&T->fc, &nenc);
 		buf = GnnAllocBig(sizeof(float) * chunk * W, MCXT_ALLOC_HUGE);
 		ident = palloc(sizeof(int64) * chunk);
 		at = palloc(sizeof(int64) * (chunk + 1));
@@ -2002,7 +1629,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 						 errmsg("%s has no primary key", T->relname),
-						 errdetail("Its columns are: %s.", ColumnList(T->relid)),
+						 errdetail("Its columns are: %s.", GnnColumnList(T->relid)),
 						 errhint("Add a primary key, or name a unique column in options.keys, e.g. {\"keys\": {\"%s\": \"id\"}}.",
 								 T->name)));
 		}
@@ -2539,34 +2166,8 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		for (int t = 0; t < nrel; t++)
 		{
 			SchemaType *T = &L.types[t];
-			int32		w = 0;
-			gnn_error	err;
+			int32		w = GnnFeatColsFinish(&T->fc, L.max_categories);
 
-			for (int c = 0; c < T->ncols; c++)
-			{
-				SchemaCol  *col = &T->cols[c];
-
-				if (col->skipped)
-					continue;
-				EncCheck(gnn_enc_finish(col->enc, &err), &err, T, col);
-				/*
-				 * Text whose most frequent values cover under half of the rows
-				 * is a name or an identifier, not a category: one-hot slots
-				 * would say little.  Skipped, unless chosen in options.features.
-				 */
-				if (col->kind == GNN_ENC_CATEGORY && !col->chosen && !col->keep &&
-					gnn_enc_distinct(col->enc) > L.max_categories && gnn_enc_coverage(col->enc) < 0.5)
-				{
-					col->skipped = psprintf("%lld distinct values; the %d most frequent cover %.0f%% of the rows",
-											(long long) gnn_enc_distinct(col->enc), L.max_categories,
-											100.0 * gnn_enc_coverage(col->enc));
-					col->width = 0;
-					continue;
-				}
-				col->offset = w;
-				col->width = gnn_enc_width(col->enc);
-				w += col->width;
-			}
 			T->embedding = (w == 0);
 			T->feat_width = T->embedding ? (int32) T->n : w + 1;	/* + the constant column */
 			T->feat_offset = D;
@@ -2673,35 +2274,13 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		appendStringInfo(&meta, ",\"offset\":" INT64_FORMAT ",\"count\":" INT64_FORMAT
 						 ",\"feature_offset\":%d,\"feature_width\":%d,\"embedding\":%s,\"columns\":[",
 						 T->offset, T->n, T->feat_offset, T->feat_width, T->embedding ? "true" : "false");
-		for (int c = 0; c < T->ncols; c++)
-		{
-			SchemaCol  *col = &T->cols[c];
-
-			appendStringInfo(&meta, "%s{", c ? "," : "");
-			JsonKey(&meta, "column", col->name);
-			appendStringInfoChar(&meta, ',');
-			JsonKey(&meta, "type", format_type_be(col->type));
-			if (col->skipped)
-			{
-				appendStringInfoString(&meta, ",\"encoding\":\"skipped\",\"detail\":{");
-				JsonKey(&meta, "reason", col->skipped);
-				appendStringInfoString(&meta, "},\"offset\":null,\"width\":0}");
-			}
-			else
-			{
-				char	   *d = gnn_enc_describe(col->enc);
-
-				appendStringInfo(&meta, ",\"encoding\":\"%s\",\"offset\":%d,\"width\":%d,\"detail\":%s}",
-								 gnn_enc_kind_name(col->kind), col->offset, col->width, d ? d : "null");
-				free(d);
-			}
-		}
+		GnnFeatColsDescribe(&T->fc, &meta, 0);
 		if (T->embedding)
 			appendStringInfo(&meta, "%s{\"column\":null,\"type\":null,\"encoding\":\"embedding\",\"offset\":0,\"width\":%d}",
-							 T->ncols ? "," : "", T->feat_width);
+							 T->fc.ncols ? "," : "", T->feat_width);
 		else
 			appendStringInfo(&meta, "%s{\"column\":null,\"type\":null,\"encoding\":\"constant\",\"offset\":%d,\"width\":1}",
-							 T->ncols ? "," : "", T->feat_width - 1);
+							 T->fc.ncols ? "," : "", T->feat_width - 1);
 		appendStringInfoString(&meta, "]}");
 	}
 	appendStringInfoString(&meta, "],\"edges\":[");

@@ -516,7 +516,15 @@ GnnTrackBegin(const GnnLoadArgs *args)
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot track graph \"%s\": its edges and nodes come from one table", args->name),
 						 errhint("Keep nodes and edges in separate tables.")));
-			SpecArgs(t, 'n', args->id, args->features, args->label, args->split);
+			/*
+			 * encoded columns: which statements changed the node rows (a
+			 * refresh reloads them, with the graph's encodings kept)
+			 */
+			if (args->feature_list != NIL || args->features_all ||
+				(args->features && GnnColumnIsEncoded(args->nodes, args->features)))
+				SpecArgs(t, 'f', NULL, NULL, NULL, NULL);
+			else
+				SpecArgs(t, 'n', args->id, args->features, args->label, args->split);
 			want = lappend(want, t);
 		}
 	/* a sparse feature table: which statements changed it (a refresh reloads) */
@@ -1973,6 +1981,9 @@ CollectChanges(Refresh *R, LogRow *rows, int64 nrows, List *edge_rels, List *nod
 			/* a node's sparse row is all its (index, value) rows: the load builds them */
 			if (list_member_oid(R->sparse_rels, lr->relid))
 				R->reload = psprintf("the sparse features in %s changed", QualifiedRelName(lr->relid));
+			else if (R->entry.feat_encoded && list_member_oid(node_rels, lr->relid))
+				R->reload = psprintf("rows of %s changed, and its columns are encoded features (kept as they were encoded)",
+									 QualifiedRelName(lr->relid));
 			continue;
 		}
 		if (lr->changes == NULL ||
