@@ -413,6 +413,14 @@ gnn_model_infer_nodes(gnn_model *m, const gnn_graph *g, bool row_normalise, int 
 							 layer, mc->layers);
 	if (n < 0)
 		return gnn_error_set(err, GNN_ERR_INVALID, "node count must be >= 0, got %lld", (long long) n);
+	if (mc->kind == GNN_MODEL_NODE2VEC)
+	{
+		if (touched)
+			*touched = n;
+		if (softmax)
+			return gnn_error_set(err, GNN_ERR_INVALID, "a node2vec model has no classes to predict");
+		return gnn_model_node_rows(m, g, idx, n, host_out, err);
+	}
 	if (n == 0)
 		return GNN_OK;
 	if (g->num_nodes > INT32_MAX - 1)
@@ -602,6 +610,8 @@ gnn_model_infer_temporal(gnn_model *m, const gnn_graph *g, const gnn_infer_tempo
 							 layer, L);
 	if (n < 0)
 		return gnn_error_set(err, GNN_ERR_INVALID, "node count must be >= 0, got %lld", (long long) n);
+	if (gnn_model_config_of(m)->kind == GNN_MODEL_NODE2VEC)
+		return gnn_error_set(err, GNN_ERR_INVALID, "a node2vec model is not time-aware: it has a row per node");
 	if (c->sampler.nhops != L)
 		return gnn_error_set(err, GNN_ERR_INVALID, "the sampler has %d hops for a model with %d layers (give the training fan-outs)",
 							 c->sampler.nhops, L);

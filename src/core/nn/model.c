@@ -109,6 +109,8 @@ gnn_model_kind_name(gnn_model_kind kind)
 			return "rgcn";
 		case GNN_MODEL_HSAGE:
 			return "hetero_sage";
+		case GNN_MODEL_NODE2VEC:
+			return "node2vec";
 	}
 	return "unknown";
 }
@@ -144,10 +146,14 @@ gnn_status
 gnn_model_config_check(const gnn_model_config *c, gnn_error *err)
 {
 	if (c->kind != GNN_MODEL_GCN && c->kind != GNN_MODEL_SAGE && c->kind != GNN_MODEL_GAT &&
-		!is_relational(c->kind))
+		!is_relational(c->kind) && c->kind != GNN_MODEL_NODE2VEC)
 		return gnn_error_set(err, GNN_ERR_INVALID,
-							 "unknown model kind %d (accepted: gcn, graphsage, gat, rgcn, hetero_sage)",
+							 "unknown model kind %d (accepted: gcn, graphsage, gat, rgcn, hetero_sage, node2vec)",
 							 (int) c->kind);
+	if (c->kind == GNN_MODEL_NODE2VEC && (c->layers != 1 || c->out_dim != c->hidden))
+		return gnn_error_set(err, GNN_ERR_INVALID,
+							 "a node2vec model has one layer whose width is its output's (got %d layers, %d and %d wide)",
+							 c->layers, c->hidden, c->out_dim);
 	if (is_relational(c->kind))
 	{
 		if (c->num_relations < 1 || c->num_relations > GNN_MAX_EDGE_TYPES)
@@ -204,16 +210,22 @@ add_param(gnn_model *m, int layer, const char *what, int64_t rows, int64_t cols,
 	gnn_param  *p;
 	gnn_status	st;
 	float	   *host;
+	bool		state;
 
 	if (m->nparams >= GNN_MAX_PARAMS)
 		return gnn_error_set(err, GNN_ERR_LIMIT, "too many parameters");
 	p = &m->params[m->nparams];
 	snprintf(p->name, sizeof(p->name), "l%d.%s", layer, what);
 	p->decay = decay;
+	/*
+	 * A node2vec table is trained by its own loop, not by the optimiser:
+	 * no gradient or moments (they would triple a table of a row per node)
+	 */
+	state = m->cfg.kind != GNN_MODEL_NODE2VEC;
 	if ((st = gnn_tensor_alloc(m->be, rows, cols, &p->w, err)) ||
-		(st = gnn_tensor_alloc(m->be, rows, cols, &p->g, err)) ||
-		(st = gnn_tensor_alloc(m->be, rows, cols, &p->m, err)) ||
-		(st = gnn_tensor_alloc(m->be, rows, cols, &p->v, err)))
+		(st = gnn_tensor_alloc(m->be, state ? rows : 0, cols, &p->g, err)) ||
+		(st = gnn_tensor_alloc(m->be, state ? rows : 0, cols, &p->m, err)) ||
+		(st = gnn_tensor_alloc(m->be, state ? rows : 0, cols, &p->v, err)))
 	{
 		m->nparams++;			/* so gnn_model_free releases what was allocated */
 		return st;
@@ -308,6 +320,15 @@ walk_model(const gnn_model_config *cfg, shape_walk *w, gnn_layer *layers, gnn_er
 		}
 		switch (cfg->kind)
 		{
+			case GNN_MODEL_NODE2VEC:
+				/* a row per node (the input is the node's one-hot), set by training */
+				L->d_out = cfg->hidden;
+				L->act = GNN_ACT_NONE;
+				st = walk_param(w, l, "emb", d_in, L->d_out, 0, false, &L->p_w, err);
+				if (st != GNN_OK)
+					return st;
+				d_in = L->d_out;
+				continue;
 			case GNN_MODEL_RGCN:
 			case GNN_MODEL_HSAGE:
 				{
@@ -492,6 +513,37 @@ gnn_model_layer_output(const gnn_model *m, int layer, int64_t *rows, int32_t *co
 	if (cols)
 		*cols = m->layers[layer].d_out;
 	return m->layers[layer].y;
+}
+
+gnn_status
+gnn_model_node_rows(gnn_model *m, const gnn_graph *g, const int64_t *idx, int64_t n, float *host_out,
+					gnn_error *err)
+{
+	const gnn_layer *L = &m->layers[0];
+	const float *emb;
+	int32_t		d = m->cfg.hidden;
+
+	if (m->cfg.kind != GNN_MODEL_NODE2VEC || L->p_w < 0)
+		return gnn_error_set(err, GNN_ERR_INVALID, "a %s model has no row per node", gnn_model_kind_name(m->cfg.kind));
+	if (g->num_nodes != m->cfg.in_dim)
+		return gnn_error_set(err, GNN_ERR_DIMENSION,
+							 "the node2vec model has rows for %d nodes, and the graph now has %lld: "
+							 "node2vec learns a row per node, so nodes that came or went need training again",
+							 m->cfg.in_dim, (long long) g->num_nodes);
+	emb = m->params[L->p_w].w.data;
+	if (!idx)
+		return gnn_backend_error(m->be, gnn_backend_copy_d2h(m->be, host_out, emb, sizeof(float) * (size_t) n * d), err);
+	for (int64_t i = 0; i < n; i++)
+	{
+		gnn_status	st;
+
+		if (idx[i] < 0 || idx[i] >= g->num_nodes)
+			return gnn_error_set(err, GNN_ERR_INVALID, "node index %lld is out of range", (long long) idx[i]);
+		st = gnn_backend_copy_d2h(m->be, host_out + i * d, emb + idx[i] * d, sizeof(float) * d);
+		if (st != GNN_OK)
+			return gnn_backend_error(m->be, st, err);
+	}
+	return GNN_OK;
 }
 
 size_t
@@ -1119,6 +1171,8 @@ input_done:
 	else
 		switch (cfg->kind)
 		{
+			case GNN_MODEL_NODE2VEC:
+				return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "a node2vec model has no forward pass");
 			case GNN_MODEL_RGCN:
 			case GNN_MODEL_HSAGE:
 				L->h = L->x;
@@ -1255,6 +1309,9 @@ gnn_model_forward(gnn_model *m, gnn_dblock *const *blocks, const gnn_dfeat *x, b
 	gnn_status	st;
 
 	m->have_train_forward = false;
+	if (m->cfg.kind == GNN_MODEL_NODE2VEC)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+							 "a node2vec model has no forward pass: its rows are the embeddings (gnn_model_infer)");
 	if ((st = forward_layers(m, blocks, m->cfg.layers, x, train, false, seed, err)) != GNN_OK)
 		return st;
 	*logits = m->layers[m->cfg.layers - 1].y;
@@ -1269,6 +1326,9 @@ gnn_model_forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers, c
 	gnn_status	st;
 
 	m->have_train_forward = false;
+	if (m->cfg.kind == GNN_MODEL_NODE2VEC)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+							 "a node2vec model has no forward pass: its rows are the embeddings (gnn_model_infer)");
 	if (nlayers < 1 || nlayers > m->cfg.layers)
 		return gnn_error_set(err, GNN_ERR_INVALID, "cannot run %d layers of a model with %d",
 							 nlayers, m->cfg.layers);
@@ -1310,6 +1370,8 @@ layer_backward(gnn_model *m, gnn_layer *L, const float *dY, bool want_dx, gnn_er
 
 	switch (cfg->kind)
 	{
+		case GNN_MODEL_NODE2VEC:
+			return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "a node2vec model has no backward pass");
 		case GNN_MODEL_RGCN:
 		case GNN_MODEL_HSAGE:
 			if (L->p_proj >= 0)

@@ -46,8 +46,11 @@ typedef enum gnn_model_kind
 	GNN_MODEL_SAGE = 1,
 	GNN_MODEL_GAT = 2,
 	GNN_MODEL_RGCN = 3,			/* relational GCN (Schlichtkrull et al. 2018), basis decomposition */
-	GNN_MODEL_HSAGE = 4			/* heterogeneous GraphSAGE: a SAGE conv per relation, summed per
+	GNN_MODEL_HSAGE = 4,		/* heterogeneous GraphSAGE: a SAGE conv per relation, summed per
 								 * destination type (PyG to_hetero(SAGEConv), RelBench's baseline) */
+	GNN_MODEL_NODE2VEC = 5		/* a row per node, learnt from random walks (train_node2vec.h):
+								 * one layer, "l0.emb" [in_dim = nodes x hidden], no forward
+								 * pass; inference reads its rows (gnn_model_infer*) */
 } gnn_model_kind;
 
 typedef enum gnn_aggr
@@ -330,6 +333,16 @@ const float *gnn_model_layer_output(const gnn_model *m, int layer, int64_t *rows
 									int32_t *cols);
 /* Width of layer l's output. */
 int32_t		gnn_model_layer_dim(const gnn_model *m, int layer);
+
+/*
+ * A node2vec model's rows (its embeddings) for the nodes idx[0..n) of g
+ * (NULL: every node, in order) into host_out, n x hidden.  The model's
+ * table must have g's node count (a graph whose nodes changed since
+ * training is GNN_ERR_DIMENSION: train again); an idx out of range, or a
+ * model of another kind, is GNN_ERR_INVALID.
+ */
+gnn_status	gnn_model_node_rows(gnn_model *m, const gnn_graph *g, const int64_t *idx, int64_t n,
+								float *host_out, gnn_error *err);
 
 /* Copy all weights to / from host snapshots (for best-on-validation). */
 size_t		gnn_model_weights_count(const gnn_model *m);	/* floats */

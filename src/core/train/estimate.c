@@ -187,6 +187,18 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 	bool		gpu = plan->gpu;
 
 	memset(out, 0, sizeof(*out));
+	if (cfg->model == GNN_MODEL_NODE2VEC)
+	{
+		/* a row per node, trained in place; walks a chunk at a time; the negatives' table */
+		double		table = n * 16 < 65536 ? 65536 : n * 16 > 67108864 ? 67108864 : n * 16;
+
+		add(out, false, "embeddings", 4 * n * cfg->hidden, "%.0f nodes x %d", n, cfg->hidden);
+		add(out, false, "walks", 4 * 4096.0 * 101 + 4 * n, "4096 walks at a time, and the order of the nodes");
+		add(out, false, "negative table", 4 * table, "nodes in proportion to in-degree^0.75");
+		add(out, false, "per-thread rows", 4.0 * cfg->hidden * (cfg->threads > 0 ? cfg->threads : 64),
+			"a gradient row per thread");
+		return GNN_OK;
+	}
 	/* link prediction trains an encoder: the last layer is the embedding, whatever the labels */
 	if ((st = plan->loop == GNN_LOOP_LINKPRED ? gnn_linkpred_model_config(g, cfg, &mc, err)
 		 : gnn_train_model_config_for(cfg, g, &mc, err)) != GNN_OK)

@@ -69,6 +69,8 @@ gnn_parse_model_kind(const char *s, gnn_model_kind *out)
 		*out = GNN_MODEL_RGCN;
 	else if (strcmp(s, "hetero_sage") == 0 || strcmp(s, "hsage") == 0)
 		*out = GNN_MODEL_HSAGE;
+	else if (strcmp(s, "node2vec") == 0)
+		*out = GNN_MODEL_NODE2VEC;
 	else
 		return false;
 	return true;
@@ -122,8 +124,9 @@ gnn_status
 gnn_train_config_check(const gnn_train_config *c, gnn_error *err)
 {
 	if (c->model != GNN_MODEL_GCN && c->model != GNN_MODEL_SAGE && c->model != GNN_MODEL_GAT &&
-		c->model != GNN_MODEL_RGCN && c->model != GNN_MODEL_HSAGE)
-		return gnn_error_set(err, GNN_ERR_INVALID, "unknown model %d (accepted: gcn, graphsage, gat, rgcn, hetero_sage)",
+		c->model != GNN_MODEL_RGCN && c->model != GNN_MODEL_HSAGE && c->model != GNN_MODEL_NODE2VEC)
+		return gnn_error_set(err, GNN_ERR_INVALID,
+							 "unknown model %d (accepted: gcn, graphsage, gat, rgcn, hetero_sage, node2vec)",
 							 (int) c->model);
 	if (c->task != GNN_TASK_CLASSIFY && c->task != GNN_TASK_REGRESS)
 		return gnn_error_set(err, GNN_ERR_INVALID, "unknown task %d (accepted: classify, regress)", (int) c->task);
@@ -644,6 +647,12 @@ gnn_model_infer(gnn_model *m, const gnn_graph *g, bool row_normalise, int layer,
 	if (layer < -1 || layer >= mc->layers)
 		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers; -1 is the output)",
 							 layer, mc->layers);
+	if (mc->kind == GNN_MODEL_NODE2VEC)
+	{
+		if (softmax)
+			return gnn_error_set(err, GNN_ERR_INVALID, "a node2vec model has no classes to predict");
+		return gnn_model_node_rows(m, g, NULL, g->num_nodes, host_out, err);
+	}
 	gnn_block_from_graph(g, &blk);
 	/* forward only: no transposes (a third of the pass on a large graph) */
 	if ((st = gnn_dblock_create_forward(be, &blk, mc->kind, NULL, NULL, &db, err)) != GNN_OK)

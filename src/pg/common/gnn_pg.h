@@ -150,8 +150,8 @@ typedef struct GnnTrainRequest
 {
 	char		graph[NAMEDATALEN];
 	char		model_name[NAMEDATALEN];
-	char		model[16];		/* gcn, graphsage, gat */
-	char		task[32];		/* node_classification */
+	char		model[16];		/* gcn, graphsage, gat, rgcn, hetero_sage, mlp, node2vec */
+	char		task[32];		/* node_classification, link_prediction, regression; embedding (node2vec) */
 	char		device[16];		/* auto, cpu, cuda */
 	char		aggregator[16];
 	char		optimizer[16];
@@ -187,6 +187,13 @@ typedef struct GnnTrainRequest
 	int32		roots;
 	int32		presample;
 	int32		saint_batches;
+	/* node2vec (walk_length above; 0 / NAN: the core's default) */
+	int32		walks_per_node;
+	int32		window;
+	int32		negatives;
+	float8		p;
+	float8		q;
+	bool		dim_set;		/* options.dim given */
 	/* schema graphs */
 	int32		num_bases;		/* rgcn: 0 = full weights per relation */
 	char		edge_type[NAMEDATALEN]; /* link prediction on one relation ('' = all arcs) */

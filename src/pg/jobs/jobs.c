@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include "storage/fd.h"
 #include "train/train_mb.h"
+#include "train/train_node2vec.h"
 
 #include <math.h>
 
@@ -155,8 +156,8 @@ CheckRange(const char *what, double v, double lo, double hi)
 				 errmsg("%s must be between %g and %g (got %g)", what, lo, hi, v)));
 }
 
-static const char *const model_names[] = {"gcn", "graphsage", "gat", "rgcn", "hetero_sage", "mlp", NULL};
-static const char *const task_names[] = {"node_classification", "link_prediction", "regression", NULL};
+static const char *const model_names[] = {"gcn", "graphsage", "gat", "rgcn", "hetero_sage", "mlp", "node2vec", NULL};
+static const char *const task_names[] = {"node_classification", "link_prediction", "regression", "embedding", NULL};
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
 static const char *const aggr_names[] = {"mean", "pool", NULL};
 static const char *const optim_names[] = {"adam", "sgd", NULL};
@@ -165,7 +166,7 @@ static const char *const option_names[] = {"heads", "out_heads", "patience", "ag
 	"optimizer", "attn_dropout", "select", "row_normalise", "fanouts", "batch_size", "sampler",
 	"num_parts", "clusters_per_batch", "walk_length", "roots", "presample", "batches",
 	"num_bases", "edge_type", "temporal", "temporal_strategy", "seed_time", "prefetch",
-	"gpu_sampling", "cache_policy", "evaluation", NULL};
+	"gpu_sampling", "cache_policy", "evaluation", "walks_per_node", "window", "p", "q", "negatives", "dim", NULL};
 static const char *const cache_policy_names[] = {"presample", "degree", NULL};
 static const char *const evaluation_names[] = {"full", "sampled", NULL};
 static const char *const temporal_names[] = {"uniform", "last", NULL};
@@ -496,7 +497,28 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 		else if (strcmp(key, "clusters_per_batch") == 0)
 			r->clusters_per_batch = OptInt(key, val, 1, 100000000);
 		else if (strcmp(key, "walk_length") == 0)
-			r->walk_length = OptInt(key, val, 1, 100);
+			r->walk_length = OptInt(key, val, 1, 1000);
+		else if (strcmp(key, "walks_per_node") == 0)
+			r->walks_per_node = OptInt(key, val, 1, 10000);
+		else if (strcmp(key, "window") == 0)
+			r->window = OptInt(key, val, 2, 1001);
+		else if (strcmp(key, "negatives") == 0)
+			r->negatives = OptInt(key, val, 0, 100);
+		else if (strcmp(key, "dim") == 0)
+		{
+			r->hidden = OptInt(key, val, 1, 4096);
+			r->dim_set = true;
+		}
+		else if (strcmp(key, "p") == 0 || strcmp(key, "q") == 0)
+		{
+			double		x = strtod(val, NULL);
+
+			CheckRange(key, x, 1e-6, 1e6);
+			if (key[0] == 'p')
+				r->p = x;
+			else
+				r->q = x;
+		}
 		else if (strcmp(key, "roots") == 0)
 			r->roots = OptInt(key, val, 1, 100000000);
 		else if (strcmp(key, "presample") == 0)
@@ -982,11 +1004,16 @@ CheckGraph(GnnTrainRequest *r)
 	g = &ref.g;
 	PG_TRY();
 	{
-		if (g->feat_kind == GNN_FEAT_NONE)
+		if (strcmp(r->model, "node2vec") == 0 && g->num_edges == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("graph \"%s\" has no edges: node2vec learns from walks along them", r->graph),
+					 errhint("Load the graph with its edge table.")));
+		if (g->feat_kind == GNN_FEAT_NONE && strcmp(r->model, "node2vec") != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("graph \"%s\" has no node features to train on", r->graph),
-					 errhint("Reload it with features => (a real[] column) or sparse_features => .")));
+					 errhint("Reload it with features => (columns of the node table, or '*'), or train model => 'node2vec', which needs none.")));
 		if (r->num_parts > 0 && r->num_parts > g->num_nodes)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1020,7 +1047,8 @@ CheckGraph(GnnTrainRequest *r)
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("graph \"%s\" has no labels: node classification needs them", r->graph),
-						 errhint("Reload it with label => (and split =>), or train with task => 'link_prediction'.")));
+						 errhint("Reload it with label => (and split =>), or learn without labels: model => 'node2vec' "
+								 "(walks; no features needed), or task => 'link_prediction' (a GNN over the features).")));
 			for (int64 v = 0; v < g->num_nodes; v++)
 				if (g->labels[v] >= 0)
 					labelled[g->split ? g->split[v] : GNN_SPLIT_NONE]++;
@@ -1071,6 +1099,83 @@ static char *
 ArgText(FunctionCallInfo fcinfo, int i, const char *dflt)
 {
 	return PG_ARGISNULL(i) ? (char *) dflt : text_to_cstring(PG_GETARG_TEXT_PP(i));
+}
+
+/*
+ * node2vec: embeddings from random walks, without labels or features.  Its
+ * task is 'embedding' (the default node_classification reads as that); the
+ * embedding width is hidden or options.dim (128 unless given), and epochs
+ * and lr default to the core's (5, 0.025).  Its options apply to it alone.
+ */
+static void
+Node2vecRequest(FunctionCallInfo fcinfo, GnnTrainRequest *r)
+{
+	gnn_node2vec_config nc;
+
+	gnn_node2vec_config_default(&nc);
+	if (strcmp(r->model, "node2vec") != 0)
+	{
+		const char *which = r->walks_per_node ? "walks_per_node" : r->window ? "window" :
+			r->negatives ? "negatives" : r->p > 0 ? "p" : r->q > 0 ? "q" : r->dim_set ? "dim" : NULL;
+
+		if (which)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"%s\" applies to model => 'node2vec', not to %s", which, r->model),
+					 errhint("Drop the option, or train model => 'node2vec'.")));
+		if (strcmp(r->task, "embedding") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("task \"embedding\" is node2vec's: %s trains node_classification, regression or link_prediction",
+							r->model),
+					 errhint("Train model => 'node2vec' for embeddings without labels or features, or %s with task => 'link_prediction'.",
+							 r->model)));
+		return;
+	}
+	if (strcmp(r->task, "node_classification") != 0 && strcmp(r->task, "embedding") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model node2vec learns embeddings without labels: task \"%s\" does not apply", r->task),
+				 errhint("Leave task out: gnn.similar, gnn.embedding and gnn.embed read node2vec's embeddings as they are.")));
+	strlcpy(r->task, "embedding", sizeof(r->task));
+	if (r->nfanouts > 0 || r->sampler[0] || r->dist_npeers > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("model node2vec trains on random walks over the whole graph on one server"),
+				 errhint("Drop fanouts, sampler and peers.")));
+	if (PG_ARGISNULL(4) && !r->dim_set)
+		r->hidden = nc.dim;		/* options.dim, else node2vec's own default */
+	CheckRange("dim", r->hidden, 1, 4096);
+	if (PG_ARGISNULL(6))
+		r->epochs = nc.epochs;
+	if (PG_ARGISNULL(7))
+		r->lr = nc.lr;
+	r->layers = 1;
+	r->dropout = 0;
+	r->weight_decay = 0;
+	if (r->walk_length == 0)
+		r->walk_length = nc.walk_length;
+	if (r->walks_per_node == 0)
+		r->walks_per_node = nc.walks_per_node;
+	if (r->window == 0)
+		r->window = Min(nc.window, r->walk_length + 1);
+	if (r->negatives == 0)
+		r->negatives = nc.negatives;
+	if (!(r->p > 0))
+		r->p = nc.p;
+	if (!(r->q > 0))
+		r->q = nc.q;
+	if (r->window > r->walk_length + 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("window is %d, longer than a walk of walk_length %d (%d nodes)", r->window, r->walk_length,
+						r->walk_length + 1),
+				 errhint("A window is a node and the nodes after it on the walk: at most walk_length + 1.")));
+	if (strcmp(r->device, "cuda") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("model node2vec trains on the CPU"),
+				 errhint("Use device => 'auto' or 'cpu'.")));
 }
 
 /*
@@ -1142,6 +1247,8 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 			opts = TakeDistOptions(opts, r);
 		ParseOptions(opts, r);
 	}
+	Node2vecRequest(fcinfo, r);
+
 	/*
 	 * Link prediction has its own defaults (gnn_linkpred_train_defaults:
 	 * GAE-like, no dropout or weight decay, longer with patience), taken
@@ -1223,6 +1330,10 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 			strlcat(r->params_json, b.data, sizeof(r->params_json));
 		}
 	}
+	if (strcmp(r->model, "node2vec") == 0)
+		snprintf(r->params_json + strlen(r->params_json) - 1, sizeof(r->params_json) - strlen(r->params_json) + 1,
+				 ", \"walk_length\": %d, \"walks_per_node\": %d, \"window\": %d, \"p\": %g, \"q\": %g, "
+				 "\"negatives\": %d}", r->walk_length, r->walks_per_node, r->window, r->p, r->q, r->negatives);
 	if (strcmp(r->sampler, "cluster") == 0 || strcmp(r->sampler, "saint_rw") == 0)
 		snprintf(r->params_json + strlen(r->params_json) - 1, sizeof(r->params_json) - strlen(r->params_json) + 1,
 				 ", \"sampler\": \"%s\", \"num_parts\": %d, \"clusters_per_batch\": %d, \"walk_length\": %d, "

@@ -40,6 +40,7 @@
 #include "train/train.h"
 #include "train/train_mb.h"
 #include "train/train_subgraph.h"
+#include "train/train_node2vec.h"
 
 #define LOG_BATCH 1024
 
@@ -504,6 +505,56 @@ typedef struct Precomputed
  * results from one pass: the embedding is the layer each prediction was
  * computed from.
  */
+/*
+ * node2vec: walks and skip-gram (train_node2vec.h) straight into the
+ * model's table (the CPU backend's memory is the host's).
+ */
+static gnn_status
+RunNode2vec(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *r, gnn_backend *be,
+			gnn_model **model, gnn_train_result *res, gnn_node2vec_result *nres, gnn_error *err)
+{
+	gnn_node2vec_config nc;
+	gnn_model_config mc;
+	gnn_rng		rng;
+	gnn_status	st;
+
+	gnn_node2vec_config_default(&nc);
+	nc.dim = r->hidden;
+	nc.walk_length = r->walk_length;
+	nc.walks_per_node = r->walks_per_node;
+	nc.window = r->window;
+	nc.p = r->p;
+	nc.q = r->q;
+	nc.negatives = r->negatives;
+	nc.epochs = r->epochs;
+	nc.lr = (float) r->lr;
+	nc.seed = cfg->seed;
+	nc.threads = cfg->threads;
+	memset(res, 0, sizeof(*res));
+	if (g->num_nodes > (1 << 26))
+		return gnn_error_set(err, GNN_ERR_LIMIT, "node2vec takes graphs of at most %d nodes, this one has %lld",
+							 1 << 26, (long long) g->num_nodes);
+	if (strcmp(be->name, "cpu") != 0)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "node2vec trains on the CPU");
+	gnn_model_config_default(GNN_MODEL_NODE2VEC, &mc);
+	mc.in_dim = (int32) g->num_nodes;
+	mc.hidden = mc.out_dim = nc.dim;
+	mc.layers = 1;
+	gnn_rng_seed(&rng, cfg->seed);
+	if ((st = gnn_model_create(be, &mc, &rng, model, err)) != GNN_OK)
+		return st;
+	st = gnn_node2vec_train(g, &nc, OnProgress, NULL, ShouldStop, NULL, gnn_model_param(*model, 0)->w.data,
+							nres, err);
+	res->epochs_run = res->best_epoch = nres->epochs_run;
+	gnn_epoch_metrics_init(&res->best, nres->epochs_run);
+	res->best.train_loss = (float) nres->loss;
+	res->best.train_acc = res->best.val_loss = res->best.val_acc = res->best.test_loss = res->best.test_acc = NAN;
+	res->best.val_auc = res->best.test_auc = res->best.val_mae = res->best.test_mae = NAN;
+	res->best.val_rmse = res->best.test_rmse = NAN;
+	res->seconds = nres->seconds;
+	return st;
+}
+
 static void
 PrecomputeTemporal(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, Precomputed *pc)
 {
@@ -558,7 +609,8 @@ Precompute(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, bo
 	 * memory (sessions ask for what they need: few nodes go the k-hop way).
 	 */
 	{
-		int32		widest = Max(Max(mc->hidden, mc->out_dim), mc->in_dim);
+		/* (a node2vec model's input is the node's one-hot: its result is its table) */
+		int32		widest = Max(Max(mc->hidden, mc->out_dim), mc->kind == GNN_MODEL_NODE2VEC ? 1 : mc->in_dim);
 
 		if ((double) g->num_nodes * widest * sizeof(float) > (double) gnn_max_cache_memory_mb * 1048576.0)
 		{
@@ -657,7 +709,9 @@ RunJob(void)
 	size_t		bloblen = 0;
 	gnn_linkpred_result lres;
 	gnn_minibatch_stats mstats;
+	gnn_node2vec_result nres;
 	bool		linkpred = strcmp(r->task, "link_prediction") == 0;
+	bool		node2vec = strcmp(r->model, "node2vec") == 0;
 	Precomputed pre;
 	int64		row_id = 0;
 	uint32		row_xmin = 0;
@@ -696,7 +750,12 @@ RunJob(void)
 
 	/* the device: CUDA is initialised here, in the worker, and nowhere else */
 	GnnCoreThreadsInit();
-	if (strcmp(r->device, "cpu") != 0)
+	if (node2vec && strcmp(r->device, "cpu") != 0)
+	{
+		snprintf(note, sizeof(note), "node2vec trains on the CPU");
+		note_expected = true;
+	}
+	else if (strcmp(r->device, "cpu") != 0)
 	{
 		const char *so = (gnn_cuda_library && gnn_cuda_library[0]) ? gnn_cuda_library :
 			psprintf("%s/gnn_cuda.so", pkglib_path);
@@ -805,7 +864,10 @@ RunJob(void)
 		wctx->last_flush = GetCurrentTimestamp();
 		memset(&lres, 0, sizeof(lres));
 		memset(&mstats, 0, sizeof(mstats));
-		if (linkpred)
+		memset(&nres, 0, sizeof(nres));
+		if (node2vec)
+			st = RunNode2vec(&ref.g, &cfg, r, be, &model, &res, &nres, &err);
+		else if (linkpred)
 			st = RunLinkPrediction(&ref.g, &cfg, be, &model, &res, &lres, &err);
 		else if (r->nfanouts > 0)
 			st = RunMinibatch(&ref.g, &cfg, r, be, &model, &res, &mstats, &err);
@@ -863,7 +925,7 @@ RunJob(void)
 			 * not from one part of a graph (its halo has no features here)
 			 */
 			if (!dj)
-				Precompute(model, &ref.g, &cfg, linkpred, &pre);
+				Precompute(model, &ref.g, &cfg, linkpred || node2vec, &pre);
 			/* stopped during the final inference: nothing is written (the error path records it) */
 			if (ProcDiePending)
 				CHECK_FOR_INTERRUPTS();
@@ -901,6 +963,12 @@ RunJob(void)
 				JsonNum(&metrics, "test_auc", lres.test_auc, false);
 				JsonNum(&metrics, "test_hits_at_50", lres.test_hits, false);
 				JsonNum(&metrics, "test_edges", (double) lres.test_edges, false);
+			}
+			if (node2vec)
+			{
+				JsonNum(&metrics, "loss", nres.loss, false);
+				JsonNum(&metrics, "walks", (double) nres.walks, false);
+				JsonNum(&metrics, "pairs", (double) nres.pairs, false);
 			}
 			if (r->nfanouts > 0)
 			{

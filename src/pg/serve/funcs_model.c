@@ -490,8 +490,9 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, bool has
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("model \"%s\" was trained for %s and predicts no classes", x->mr.name, x->mr.task),
-				 errhint("Use gnn.embedding(), gnn.similar() or gnn.embed() with a link-prediction model: "
-						 "its embeddings' dot products score links.")));
+				 errhint("Use gnn.embedding(), gnn.similar() or gnn.embed() with a %s model: "
+						 "its embeddings' dot products score links.",
+						 strcmp(x->mr.task, "embedding") == 0 ? "node2vec" : "link-prediction")));
 	/* the graph version this statement sees (pinned for the statement by the registry) */
 	GnnGraphAcquireView(x->mr.graph, &x->ref);
 	if (x->mr.mlp)
@@ -519,7 +520,19 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, bool has
 						   "differ from the whole graph's.", x->mr.name, mc->layers),
 				 errhint("Read the model where the whole graph is loaded under the name \"%s\" "
 						 "(gnn.load_graph without part_column).", x->mr.graph)));
-	if (mc->in_dim != x->ref.g.feat_dim)
+	if (mc->kind == GNN_MODEL_NODE2VEC)
+	{
+		/* a row per node: the graph must have the nodes it was trained on */
+		if (mc->in_dim != x->ref.g.num_nodes)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("model \"%s\" has embeddings of %d nodes, but graph \"%s\" now has %lld",
+							x->mr.name, mc->in_dim, x->mr.graph, (long long) x->ref.g.num_nodes),
+					 errdetail("node2vec learns one row per node: nodes that came or went since it was trained have none."),
+					 errhint("Train it again: gnn.train('%s', model => 'node2vec', name => '%s').", x->mr.graph,
+							 x->mr.name)));
+	}
+	else if (mc->in_dim != x->ref.g.feat_dim)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("model \"%s\" takes %d features, but graph \"%s\" has %d",
