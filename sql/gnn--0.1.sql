@@ -814,6 +814,45 @@ CREATE FUNCTION gnn.similar(model text, node text, k int DEFAULT 10, version int
 RETURNS TABLE (id bigint, score real, key text)
 AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE;
 
+-- ---- links
+-- A link model's score of pairs (link prediction, node2vec): the dot product
+-- of the two embeddings (sigmoid(score): the link's probability under the
+-- model).  Pairs src[i] -> dst[i], by ids (bigint[]) or keys (text[]); on a
+-- typed graph the relation's (edge_type, else the model's) source and
+-- destination types.
+CREATE FUNCTION gnn.score(model text, src bigint[], dst bigint[], edge_type text DEFAULT NULL,
+                          version int DEFAULT NULL)
+RETURNS TABLE (src bigint, dst bigint, score real, src_key text, dst_key text)
+AS 'MODULE_PATHNAME', 'gnn_score' LANGUAGE C STABLE ROWS 100;
+
+CREATE FUNCTION gnn.score(model text, src text[], dst text[], edge_type text DEFAULT NULL,
+                          version int DEFAULT NULL)
+RETURNS TABLE (src bigint, dst bigint, score real, src_key text, dst_key text)
+AS 'MODULE_PATHNAME', 'gnn_score' LANGUAGE C STABLE ROWS 100;
+
+CREATE FUNCTION gnn.score(model text, src bigint, dst bigint, edge_type text DEFAULT NULL,
+                          version int DEFAULT NULL)
+RETURNS real
+AS 'MODULE_PATHNAME', 'gnn_score_pair' LANGUAGE C STABLE;
+
+CREATE FUNCTION gnn.score(model text, src text, dst text, edge_type text DEFAULT NULL,
+                          version int DEFAULT NULL)
+RETURNS real
+AS 'MODULE_PATHNAME', 'gnn_score_pair' LANGUAGE C STABLE;
+
+-- The k best new partners of a node by the model's link score (customers ->
+-- products with edge_type): its out-neighbours through the relation (any
+-- edge without one) and itself left out with exclude_existing.
+CREATE FUNCTION gnn.recommend(model text, node bigint, k int DEFAULT 10, exclude_existing boolean DEFAULT true,
+                              edge_type text DEFAULT NULL, version int DEFAULT NULL)
+RETURNS TABLE (id bigint, score real, key text)
+AS 'MODULE_PATHNAME', 'gnn_recommend' LANGUAGE C STABLE ROWS 10;
+
+CREATE FUNCTION gnn.recommend(model text, node text, k int DEFAULT 10, exclude_existing boolean DEFAULT true,
+                              edge_type text DEFAULT NULL, version int DEFAULT NULL)
+RETURNS TABLE (id bigint, score real, key text)
+AS 'MODULE_PATHNAME', 'gnn_recommend' LANGUAGE C STABLE ROWS 10;
+
 -- ---- sampling
 -- Neighbour sampling from seed nodes: fanouts[h] in-neighbours per node at
 -- hop h+1 (-1 = all), uniformly, with or without replacement.  Rows are the

@@ -210,5 +210,73 @@ main(void)
 			  "q out of range, k < 0, dim < 1, n < 1: -1");
 		CHECK(gnn_topk_cosine(e, norms, 1, 2, 0, 3, 1, idx, sc) == 0, "a single row has no neighbours");
 	}
+
+	/* dot-product ranking with exclusions (gnn.recommend): against a full sort by gnn_dot */
+	{
+		int64_t		n = 3001;
+		int32_t		dim = 12;
+		float	   *norms;
+		float	   *e = make_emb(n, dim, 0.2, 0.05, false, &norms);
+		float		q[12];
+		int64_t    *ex = malloc(sizeof(int64_t) * n),
+				   *idx = malloc(sizeof(int64_t) * n),
+				   *ref = malloc(sizeof(int64_t) * n);
+		float	   *sc = malloc(sizeof(float) * n),
+				   *rs = malloc(sizeof(float) * n);
+		int64_t		nex = 0;
+		int			bad = 0;
+
+		for (int j = 0; j < dim; j++)
+			q[j] = (float) gnn_rng_double(&rng) - 0.5f;
+		for (int64_t i = 0; i < n; i += 1 + (int64_t) gnn_rng_below(&rng, 9))
+			ex[nex++] = i;
+		for (int k = 0; k <= 40; k += 7)
+			for (int nt = 1; nt <= 3; nt++)
+			{
+				int64_t		got = gnn_topk_dot(q, e, n, dim, ex, nex, k, nt, idx, sc);
+				int64_t		m = 0;
+
+				/* brute force: every row not excluded, by score then index */
+				for (int64_t i = 0, x = 0; i < n; i++)
+				{
+					if (x < nex && ex[x] == i)
+					{
+						x++;
+						continue;
+					}
+					ref[m] = i;
+					rs[m++] = gnn_dot(q, e + i * dim, dim);
+				}
+				for (int64_t a = 1; a < m; a++)
+					for (int64_t b = a; b > 0 && (rs[b] > rs[b - 1] || (rs[b] == rs[b - 1] && ref[b] < ref[b - 1])); b--)
+					{
+						float		ts = rs[b];
+						int64_t		ti = ref[b];
+
+						rs[b] = rs[b - 1];
+						ref[b] = ref[b - 1];
+						rs[b - 1] = ts;
+						ref[b - 1] = ti;
+					}
+				if (got != (k < m ? k : m))
+					bad++;
+				for (int64_t j = 0; j < got; j++)
+					bad += idx[j] != ref[j] || sc[j] != rs[j];
+			}
+		CHECK(bad == 0, "top-k by dot product, %lld of %lld rows excluded: = a full sort, 1-3 threads",
+			  (long long) nex, (long long) n);
+		CHECK(gnn_topk_dot(q, e, n, dim, ex, nex, 5, 1, idx, sc) == 5 &&
+			  gnn_topk_dot(q, e, 2, dim, (int64_t[]) {0, 1}, 2, 5, 1, idx, sc) == 0 &&
+			  gnn_topk_dot(q, e, 3, dim, (int64_t[]) {1, 1}, 2, 5, 1, idx, sc) == -1 &&
+			  gnn_topk_dot(q, e, 3, 0, NULL, 0, 5, 1, idx, sc) == -1,
+			  "every row excluded: none; exclusions not ascending, dim 0: -1");
+		free(e);
+		free(norms);
+		free(ex);
+		free(idx);
+		free(ref);
+		free(sc);
+		free(rs);
+	}
 	return check_done();
 }

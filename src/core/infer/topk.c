@@ -325,3 +325,117 @@ gnn_topk_cosine_bf16(const float *emb, const uint16_t *emb16, const float *norms
 	free(c);
 	return kk;
 }
+
+/* the first position of exclude[0..n) at or above i (exclude ascending) */
+static int64_t
+lower_bound(const int64_t *exclude, int64_t n, int64_t i)
+{
+	int64_t		lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (exclude[mid] < i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int64_t
+gnn_topk_dot(const float *query, const float *emb, int64_t n, int32_t dim, const int64_t *exclude,
+			 int64_t nexclude, int32_t k, int nthreads, int64_t *out_idx, float *out_score)
+{
+	int			nt = 1;
+	cand	   *heaps;
+	int64_t    *counts;
+	int64_t		total = 0,
+				kk;
+
+	if (n < 0 || dim < 1 || k < 0 || nexclude < 0 || (nexclude > 0 && !exclude))
+		return -1;
+	for (int64_t j = 1; j < nexclude; j++)
+		if (exclude[j] <= exclude[j - 1])
+			return -1;
+	kk = k;
+	if (kk == 0 || n == 0)
+		return 0;
+#ifdef _OPENMP
+	nt = nthreads > 0 ? nthreads : omp_get_max_threads();
+#endif
+	if (n * (int64_t) dim < (1 << 14))
+		nt = 1;
+	heaps = malloc(sizeof(cand) * kk * nt);
+	counts = calloc(nt, sizeof(int64_t));
+	if (!heaps || !counts)
+	{
+		free(heaps);
+		free(counts);
+		return -1;
+	}
+#pragma omp parallel num_threads(nt) if (nt > 1)
+	{
+		int			t = 0,
+					T = 1;
+		cand	   *h;
+		int64_t		m = 0,
+					lo,
+					hi,
+					e;
+
+#ifdef _OPENMP
+		t = omp_get_thread_num();
+		T = omp_get_num_threads();
+#endif
+		h = heaps + t * kk;
+		lo = n * t / T;
+		hi = n * (t + 1) / T;
+		e = lower_bound(exclude, nexclude, lo);
+		for (int64_t i = lo; i < hi; i++)
+		{
+			cand		c;
+
+			if (e < nexclude && exclude[e] == i)
+			{
+				e++;
+				continue;
+			}
+			c.s = cos_score(query, emb + i * dim, dim, 1.0f, 1.0f);
+			c.i = i;
+			if (m < kk)
+			{
+				h[m] = c;
+				sift_up(h, m++);
+			}
+			else if (better(&c, &h[0]))
+			{
+				h[0] = c;
+				sift_down(h, kk, 0);
+			}
+		}
+		counts[t] = m;
+	}
+	for (int t = 0; t < nt; t++)
+		for (int64_t j = 0; j < counts[t]; j++)
+			heaps[total++] = heaps[t * kk + j];
+	qsort(heaps, total, sizeof(cand), cmp_rank);
+	if (total > kk)
+		total = kk;
+	for (int64_t j = 0; j < total; j++)
+	{
+		out_idx[j] = heaps[j].i;
+		out_score[j] = heaps[j].s;
+	}
+	free(heaps);
+	free(counts);
+	return total;
+}
+
+float
+gnn_dot(const float *a, const float *b, int32_t dim)
+{
+	return cos_score(a, b, dim, 1.0f, 1.0f);
+}

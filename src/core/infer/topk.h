@@ -42,4 +42,21 @@ int64_t		gnn_topk_cosine_bf16(const float *emb, const uint16_t *emb16, const flo
 								 int32_t dim, int64_t q, int32_t k, int nthreads, int64_t *out_idx,
 								 float *out_score);
 
+/*
+ * Link scores: the dot product of two rows, summed as gnn_cosine sums (the
+ * same float on every call), the score link prediction and node2vec train.
+ */
+float		gnn_dot(const float *a, const float *b, int32_t dim);
+
+/*
+ * The k rows of emb (n x dim) with the highest dot product with query (a
+ * row of dim floats, anywhere), leaving out the rows in exclude[0..nexclude)
+ * (ascending, distinct; indices into emb): gnn.recommend's ranking, in one
+ * parallel pass, ordered as gnn_topk_cosine orders (score descending, ties
+ * by lower index).  Returns how many were written (at most k), or -1 for an
+ * argument out of range (exclude not ascending included) or no memory.
+ */
+int64_t		gnn_topk_dot(const float *query, const float *emb, int64_t n, int32_t dim, const int64_t *exclude,
+						 int64_t nexclude, int32_t k, int nthreads, int64_t *out_idx, float *out_score);
+
 #endif							/* GNN_TOPK_H */

@@ -65,6 +65,9 @@ PG_FUNCTION_INFO_V1(gnn_predict);
 PG_FUNCTION_INFO_V1(gnn_embedding);
 PG_FUNCTION_INFO_V1(gnn_similar);
 PG_FUNCTION_INFO_V1(gnn_cache_drop);
+PG_FUNCTION_INFO_V1(gnn_score);
+PG_FUNCTION_INFO_V1(gnn_score_pair);
+PG_FUNCTION_INFO_V1(gnn_recommend);
 
 typedef enum
 {
@@ -98,6 +101,7 @@ typedef struct ModelRow
 	int32		batch_size;
 	bool		trained_as_of;	/* options.seed_time: every seed sampled at one time */
 	TimestampTz trained_as_of_time;
+	char		edge_type[NAMEDATALEN]; /* link prediction through one relation ('' = none) */
 } ModelRow;
 
 /* an int[] column of a model row into out (up to max); returns the count */
@@ -212,7 +216,7 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 							  "  CASE WHEN jsonb_typeof(params->'type_fanouts') = 'object' THEN params->'type_fanouts' END) AS t, "
 							  "  jsonb_array_elements_text(t.value) WITH ORDINALITY AS a(f, o) ORDER BY t.key, a.o), "
 							  "params->>'temporal_strategy', (params->>'batch_size')::int, "
-							  "(params->>'seed_time')::timestamptz "
+							  "(params->>'seed_time')::timestamptz, coalesce(params->>'edge_type', '') "
 							  "FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
 							  "AND ($2::int IS NULL OR version = $2::int) ORDER BY version DESC LIMIT 1",
 							  4, types, values, nulls, true, 1) != SPI_OK_SELECT)
@@ -235,6 +239,7 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	mr->class_names = NULL;
 	mr->nclasses = 0;
 	mr->mlp = DatumGetBool(SPI_getbinval(tup, desc, 9, &isnull));
+	strlcpy(mr->edge_type, TextDatumGetCString(SPI_getbinval(tup, desc, 17, &isnull)), sizeof(mr->edge_type));
 	/* an MLP reads no neighbours: there is no future to keep from it */
 	mr->temporal = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull)) && !mr->mlp;
 	if (mr->temporal)
@@ -1725,6 +1730,286 @@ gnn_similar(PG_FUNCTION_ARGS)
 		v[1] = Float4GetDatum(score[i]);
 		v[2] = GnnNodeKeyText(&x.ref.g, first + idx[i]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+	}
+	InferEnd(&x);
+	return (Datum) 0;
+}
+
+/* ------------------------------------------------------------------ links */
+
+/*
+ * Which nodes a link model scores: the relation given (edge_type =>), else
+ * the one the model was trained on, from its source type to its destination
+ * type (*rel >= 0); without one, nodes of the results' type on both ends
+ * (*rel = -1).  Link-prediction and node2vec models only.
+ */
+static void
+LinkTypes(InferCtx *x, const char *edge_type, int32 *rel, int32 *src_type, int32 *dst_type)
+{
+	const gnn_graph *g = &x->ref.g;
+	const char *name = edge_type ? edge_type : x->mr.edge_type[0] ? x->mr.edge_type : NULL;
+
+	if (strcmp(x->mr.task, "link_prediction") != 0 && strcmp(x->mr.task, "embedding") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("model \"%s\" was trained for %s: it scores no links", x->mr.name, x->mr.task),
+				 errhint("Score links with a model trained with task => 'link_prediction', or model => 'node2vec'.")));
+	*rel = -1;
+	*src_type = *dst_type = x->type;
+	if (!name)
+		return;
+	*rel = gnn_graph_edge_type_by_name(g, name);
+	if (*rel < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("graph \"%s\" has no edge type \"%s\"", x->mr.graph, name),
+				 errdetail("Its edge types are: %s.", GnnTypeNames(g, true))));
+	*src_type = g->etypes[*rel].src_type;
+	*dst_type = g->etypes[*rel].dst_type;
+}
+
+/* A node of type t by its id (bigint) or key (text), from an array element or an argument. */
+static int64
+LinkNode(InferCtx *x, int32 t, Oid type, Datum d)
+{
+	if (type == TEXTOID)
+		return GnnFindNodeText(&x->ref.g, t, TextDatumGetCString(d), x->mr.graph);
+	return GnnFindNodeInt(&x->ref.g, t, DatumGetInt64(d), x->mr.graph);
+}
+
+/* The elements of a bigint[] or text[] argument (no NULLs). */
+static int
+LinkArray(FunctionCallInfo fcinfo, int argno, const char *what, Oid *elem, Datum **vals)
+{
+	ArrayType  *a;
+	bool	   *nulls;
+	int			n;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be NULL", what)));
+	a = PG_GETARG_ARRAYTYPE_P(argno);
+	*elem = ARR_ELEMTYPE(a);
+	if (ARR_NDIM(a) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s must be a one-dimensional array", what)));
+	if (*elem == INT8OID)
+		deconstruct_array(a, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, vals, &nulls, &n);
+	else
+		deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, vals, &nulls, &n);
+	for (int i = 0; i < n; i++)
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("element %d of %s is NULL", i + 1, what),
+					 errhint("Every element names a node.")));
+	return n;
+}
+
+/*
+ * gnn.score(model, src[], dst[], edge_type, version) -> (src, dst, score,
+ * src_key, dst_key): the model's link score of each pair, the dot product
+ * of the two embeddings (the logit its training used; sigmoid(score) is the
+ * link's probability under the model), one row per pair in order.  The
+ * rows of the distinct nodes are computed on their neighbourhoods (or read
+ * from the shared result).
+ */
+Datum
+gnn_score(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	InferCtx	x;
+	Datum	   *sv,
+			   *dv;
+	Oid			st,
+				dt;
+	int			n,
+				nd;
+	int32		rel,
+				ts,
+				td;
+	int64	   *nodes;
+	float	   *rows;
+
+	GnnRequirePreload();
+	n = LinkArray(fcinfo, 1, "src", &st, &sv);
+	nd = LinkArray(fcinfo, 2, "dst", &dt, &dv);
+	if (n != nd)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("src has %d nodes and dst %d: a pair is one of each", n, nd),
+				 errhint("Pass arrays of the same length, src[i] -> dst[i].")));
+	if (n > 1000000)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("gnn.score takes at most 1000000 pairs per call (got %d)", n)));
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 4), OUT_EMBED, -1, false, 0, &x);
+	LinkTypes(&x, PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3)), &rel, &ts, &td);
+	nodes = palloc(sizeof(int64) * Max(2 * n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		nodes[2 * i] = LinkNode(&x, ts, st, sv[i]);
+		nodes[2 * i + 1] = LinkNode(&x, td, dt, dv[i]);
+	}
+	rows = palloc(sizeof(float) * (Size) Max(2 * n, 1) * x.cols);
+	if (n > 0)
+		InferFew(&x, nodes, 2 * n, rows);
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		v[5];
+		bool		nl[5] = {false, false, false, false, false};
+
+		v[0] = Int64GetDatum(x.ref.g.keys[nodes[2 * i]]);
+		v[1] = Int64GetDatum(x.ref.g.keys[nodes[2 * i + 1]]);
+		v[2] = Float4GetDatum(gnn_dot(rows + (Size) 2 * i * x.cols, rows + (Size) (2 * i + 1) * x.cols, x.cols));
+		v[3] = GnnNodeKeyText(&x.ref.g, nodes[2 * i]);
+		v[4] = GnnNodeKeyText(&x.ref.g, nodes[2 * i + 1]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nl);
+	}
+	InferEnd(&x);
+	return (Datum) 0;
+}
+
+/* gnn.score(model, src, dst, edge_type, version) -> real: one pair, by ids or keys */
+Datum
+gnn_score_pair(PG_FUNCTION_ARGS)
+{
+	InferCtx	x;
+	int64		nodes[2];
+	float	   *rows;
+	int32		rel,
+				ts,
+				td;
+	float		s;
+
+	GnnRequirePreload();
+	if (PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("src and dst must not be NULL")));
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 4), OUT_EMBED, -1, false, 0, &x);
+	LinkTypes(&x, PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3)), &rel, &ts, &td);
+	nodes[0] = LinkNode(&x, ts, get_fn_expr_argtype(fcinfo->flinfo, 1), PG_GETARG_DATUM(1));
+	nodes[1] = LinkNode(&x, td, get_fn_expr_argtype(fcinfo->flinfo, 2), PG_GETARG_DATUM(2));
+	rows = palloc(sizeof(float) * 2 * x.cols);
+	InferFew(&x, nodes, 2, rows);
+	s = gnn_dot(rows, rows + x.cols, x.cols);
+	InferEnd(&x);
+	PG_RETURN_FLOAT4(s);
+}
+
+static int
+CmpInt64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a,
+				y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * gnn.recommend(model, node, k, exclude_existing, edge_type, version) ->
+ * (id, score, key): the k nodes the model scores highest as the node's new
+ * partners (the relation's destination type, or the node's own), by the
+ * dot product of embeddings over the shared result, one parallel pass;
+ * exclude_existing leaves out the node itself and the partners it has (its
+ * out-neighbours through the relation, or through any edge without one).
+ */
+Datum
+gnn_recommend(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	InferCtx	x;
+	GnnResult	r;
+	int32		k = PG_ARGISNULL(2) ? 10 : PG_GETARG_INT32(2);
+	bool		exclude = PG_ARGISNULL(3) ? true : PG_GETARG_BOOL(3);
+	int32		rel,
+				ts,
+				td;
+	int64		v,
+				first,
+				count,
+				nex = 0,
+				got;
+	int64	   *ex = NULL,
+			   *idx;
+	float	   *score;
+	const gnn_graph *g;
+
+	GnnRequirePreload();
+	if (PG_ARGISNULL(1))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("node must not be NULL")));
+	if (k < 1 || k > 100000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be between 1 and 100000 (got %d)", k)));
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 5), OUT_EMBED, -1, false, 0, &x);
+	LinkTypes(&x, PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)), &rel, &ts, &td);
+	g = &x.ref.g;
+	v = LinkNode(&x, ts, get_fn_expr_argtype(fcinfo->flinfo, 1), PG_GETARG_DATUM(1));
+	first = g->type_ptr[td];
+	count = g->type_ptr[td + 1] - first;
+	if (exclude)
+	{
+		const int32 *nb;
+		const int32 *rows_unused;
+		int64		deg = gnn_graph_out_row(g, v, &nb, NULL, &rows_unused);
+		/* a graph of several relations is a schema graph, which refreshes by reloading: no delta */
+		int64		base = g->has_delta ? 0 : nb - g->indices;
+		bool		in_base = !g->has_delta;
+
+		ex = palloc(sizeof(int64) * (deg + 1));
+		for (int64 p = 0; p < deg; p++)
+		{
+			/* the relation's arcs only (arc types are kept for graphs of several relations) */
+			if (rel >= 0 && g->arc_type && in_base && g->arc_type[base + p] != rel)
+				continue;
+			if (nb[p] >= first && nb[p] < first + count)
+				ex[nex++] = nb[p] - first;
+		}
+		if (v >= first && v < first + count)
+			ex[nex++] = v - first;
+		qsort(ex, nex, sizeof(int64), CmpInt64);
+		{
+			int64		u = 0;
+
+			for (int64 i = 0; i < nex; i++)
+				if (u == 0 || ex[u - 1] != ex[i])
+					ex[u++] = ex[i];
+			nex = u;
+		}
+	}
+	InferFull(&x, &r);
+	if (r.fresh)
+		GnnResultPrefault(&r);
+	idx = palloc(sizeof(int64) * k);
+	score = palloc(sizeof(float) * k);
+	GnnCoreThreadsInit();
+	{
+		uint32		others = pg_atomic_fetch_add_u32(&gnn_shared->active_scans, 1);
+		int			nt = others > 0 ? 1 : gnn_threads;
+
+		PG_TRY();
+		{
+			got = gnn_topk_dot(r.out + v * r.cols, r.out + first * r.cols, count, r.cols, ex, nex, k, nt, idx, score);
+		}
+		PG_FINALLY();
+		{
+			pg_atomic_fetch_sub_u32(&gnn_shared->active_scans, 1);
+		}
+		PG_END_TRY();
+	}
+	if (got < 0)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory ranking %lld candidates", (long long) count)));
+	InitMaterializedSRF(fcinfo, 0);
+	for (int64 i = 0; i < got; i++)
+	{
+		Datum		vals[3];
+		bool		nl[3] = {false, false, false};
+
+		vals[0] = Int64GetDatum(g->keys[first + idx[i]]);
+		vals[1] = Float4GetDatum(score[i]);
+		vals[2] = GnnNodeKeyText(g, first + idx[i]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, nl);
 	}
 	InferEnd(&x);
 	return (Datum) 0;
