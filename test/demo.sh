@@ -152,6 +152,34 @@ SELECT inserted_edges FROM gnn.refresh_graph('social');
 SELECT pg_size_pretty(bytes) AS graph, pg_size_pretty(delta_bytes) AS delta FROM gnn.graphs WHERE name = 'social';
 SELECT gnn.degree('social', 200) AS follows_of_200;
 SQL
+cat <<'SQL' | run_sql
+\echo == the path most users have: ordinary columns, no labels (features => '*', node2vec, recommend)
+SET client_min_messages = warning;
+CREATE TABLE people AS
+  SELECT id, 18 + (id * 7) % 50 AS age, (ARRAY['fr', 'de', 'us', 'jp'])[1 + id % 4] AS country,
+         date '2024-01-01' + (id * 13) % 365 AS signed_up, (ARRAY['free', 'pro'])[1 + id / 7 % 2] AS plan,
+         'person ' || id AS name
+  FROM generate_series(1, 2000) id;
+CREATE TABLE people_follows AS
+  SELECT id AS follower, (id + 4 * k - 1) % 2000 + 1 AS followee FROM people, generate_series(1, 5) k
+  UNION ALL SELECT id, id * 37 % 2000 + 1 FROM people;
+SELECT name, nodes, edges, feature_dim FROM gnn.load_graph('people', edges => 'people_follows', src => 'follower',
+       dst => 'followee', nodes => 'people', features => '*', undirected => true);
+SELECT column_name, encoding, width, detail->>'reason' AS skipped FROM gnn.graph_columns('people')
+ORDER BY feature_offset NULLS LAST;
+\timing on
+SELECT gnn.train('people', model => 'node2vec', seed => 1, wait => true) > 0 AS trained;
+\timing off
+SELECT name, task, params->>'hidden' AS dim, round((metrics->>'loss')::numeric, 3) AS loss, metrics->>'pairs' AS pairs
+FROM gnn.models WHERE name = 'people_node2vec';
+\echo == the people most like person 42, and the ones it does not follow yet that the model recommends
+SELECT s.id, round(s.score::numeric, 3) AS cosine, p.country FROM gnn.similar('people_node2vec', 42, 5) s
+JOIN people p USING (id) ORDER BY s.score DESC;
+SELECT r.id, round(r.score::numeric, 2) AS score, p.country, p.plan FROM gnn.recommend('people_node2vec', 42, 5) r
+JOIN people p USING (id) ORDER BY r.score DESC;
+SELECT round(gnn.score('people_node2vec', 42, 46)::numeric, 2) AS score_42_46,
+       round(gnn.score('people_node2vec', 42, 43)::numeric, 2) AS score_42_43;
+SQL
 echo "== a relational schema as one typed graph: shop tables (uuid, bigint and text keys)"
 { echo "SET client_min_messages = warning;"; echo "\\set ECHO none";
   echo "\\set customers 1000"; echo "\\set products 300"; echo "\\set reviews 10000"; echo "\\set visits 20000";
