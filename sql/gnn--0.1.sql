@@ -317,7 +317,22 @@ CREATE TABLE gnn.models (
     weights     bytea NOT NULL,     -- the serialised model (versioned, checksummed)
     classes     text[],             -- class names by class number (text labels), kept with the model
     id          bigint NOT NULL UNIQUE DEFAULT nextval('gnn.model_id_seq'),  -- never reused
+    deployed    boolean NOT NULL DEFAULT false,  -- the version calls use by default (gnn.deploy)
     PRIMARY KEY (owner, name, version)
+);
+
+-- Every deployment of a model name (gnn.deploy, gnn.train's deploy =>): the
+-- version, how it was chosen, when; a rollback marks the deployment it undoes
+-- (rolled_back_at) and the one before it is deployed again.
+CREATE SEQUENCE gnn.deployment_id_seq;
+CREATE TABLE gnn.deployments (
+    id             bigint NOT NULL PRIMARY KEY DEFAULT nextval('gnn.deployment_id_seq'),
+    owner          regrole NOT NULL,
+    name           text NOT NULL,
+    version        int NOT NULL,
+    strategy       text NOT NULL,   -- specific, most_recent, best_score, if_better, always
+    deployed_at    timestamptz NOT NULL DEFAULT now(),
+    rolled_back_at timestamptz
 );
 
 -- Change capture.  gnn.track() puts statement-level AFTER triggers with
@@ -394,17 +409,19 @@ DO $$
 DECLARE t text;
 BEGIN
     FOREACH t IN ARRAY ARRAY['job_history', 'training_log', 'models', 'change_log', 'graph_history', 'embed_state',
-                             'capture'] LOOP
+                             'capture', 'deployments'] LOOP
         EXECUTE format('ALTER TABLE gnn.%I ENABLE ROW LEVEL SECURITY', t);
         EXECUTE format('CREATE POLICY owner_only ON gnn.%I FOR SELECT USING (pg_has_role(owner, ''MEMBER''))', t);
         EXECUTE format('REVOKE ALL ON gnn.%I FROM PUBLIC', t);
         EXECUTE format('GRANT SELECT ON gnn.%I TO PUBLIC', t);
     END LOOP;
 END $$;
-REVOKE ALL ON SEQUENCE gnn.job_id_seq, gnn.model_id_seq, gnn.change_seq, gnn.capture_seq FROM PUBLIC;
+REVOKE ALL ON SEQUENCE gnn.job_id_seq, gnn.model_id_seq, gnn.change_seq, gnn.capture_seq,
+    gnn.deployment_id_seq FROM PUBLIC;
 
 -- models, jobs and logs are data: pg_dump keeps them
 SELECT pg_catalog.pg_extension_config_dump('gnn.models', '');
+SELECT pg_catalog.pg_extension_config_dump('gnn.deployments', '');
 SELECT pg_catalog.pg_extension_config_dump('gnn.job_history', '');
 SELECT pg_catalog.pg_extension_config_dump('gnn.training_log', '');
 CREATE FUNCTION gnn._capture() RETURNS trigger
@@ -690,7 +707,8 @@ CREATE FUNCTION gnn.train(
     device       text    DEFAULT 'auto',
     seed         int     DEFAULT NULL,
     wait         boolean DEFAULT false,
-    options      jsonb   DEFAULT '{}')
+    options      jsonb   DEFAULT '{}',
+    deploy       text    DEFAULT NULL)   -- 'always', 'if_better' (its validation metric beats the deployed one's)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_train' LANGUAGE C VOLATILE;
 
@@ -737,6 +755,14 @@ AS 'MODULE_PATHNAME', 'gnn_cancel' LANGUAGE C VOLATILE;
 -- Drops the calling role's model (every version, or one), with its shared
 -- results.  Like gnn.drop_graph and gnn.cache_drop it answers whether
 -- anything was dropped; a missing model is an error unless if_exists.
+-- The version of a model name that calls use by default (else the latest):
+-- version => n, or strategy => 'most_recent', 'best_score' (the best
+-- validation metric: accuracy, AUC, or the lowest MAE), 'rollback' (the one
+-- deployed before the current deployment).  Returns the deployed version.
+CREATE FUNCTION gnn.deploy(name text, version int DEFAULT NULL, strategy text DEFAULT NULL)
+RETURNS int
+AS 'MODULE_PATHNAME', 'gnn_deploy' LANGUAGE C VOLATILE;
+
 CREATE FUNCTION gnn.drop_model(name text, version int DEFAULT NULL, if_exists boolean DEFAULT false)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'gnn_drop_model' LANGUAGE C VOLATILE;

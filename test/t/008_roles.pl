@@ -51,6 +51,10 @@ my @writes = (
 	[ 'SELECT nextval(\'gnn.job_id_seq\')', 'job_id_seq' ],
 	[ 'SELECT setval(\'gnn.job_id_seq\', 1)', 'job_id_seq' ],
 	[ 'SELECT nextval(\'gnn.model_id_seq\')', 'model_id_seq' ],
+	[ 'INSERT INTO gnn.deployments (owner, name, version, strategy) VALUES (\'alice\', \'m\', 1, \'specific\')', 'deployments' ],
+	[ 'UPDATE gnn.deployments SET rolled_back_at = now()', 'deployments' ],
+	[ 'DELETE FROM gnn.deployments', 'deployments' ],
+	[ 'UPDATE gnn.models SET deployed = true', 'models' ],
 	[ 'ALTER TABLE gnn.models DISABLE ROW LEVEL SECURITY', 'models' ],
 	[ 'CREATE POLICY bobs ON gnn.models USING (true)', 'models' ],
 	[ 'ALTER TABLE gnn.job_history DROP CONSTRAINT job_history_pkey', 'job_history' ],
@@ -85,6 +89,10 @@ my @model_calls = (
 	"SELECT gnn.embed('%s', 'stolen')",
 	"SELECT gnn.drop_model('%s')",
 	"SELECT * FROM gnn._embedding_rows('%s')",
+	"SELECT gnn.deploy('%s', 1)",
+	"SELECT gnn.deploy('%s', strategy => 'rollback')",
+	"SELECT * FROM gnn.recommend('%s', 1)",
+	"SELECT gnn.score('%s', 1, 2)",
 );
 for my $c (@calls)
 {

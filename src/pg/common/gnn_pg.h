@@ -219,6 +219,7 @@ typedef struct GnnTrainRequest
 	char		dist_coordinator[1024];
 	int32		dist_timeout_ms;
 	char		dist_options[2048];
+	char		deploy[16];		/* '' (none), always, if_better */
 } GnnTrainRequest;
 
 typedef struct GnnJobSlot
@@ -575,6 +576,7 @@ extern void GnnCatalogEnd(GnnCatalogWrite *w);
 extern int	GnnCatalogExec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
 						   long tcount);
 extern void GnnCheckVersion(int32 version);
+extern bool GnnDeployAfterTraining(const char *name, int32 new_version, const char *mode, const char **why);
 
 /* jobs.c / worker.c */
 extern const char *GnnJobStateName(GnnJobState s);

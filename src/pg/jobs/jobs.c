@@ -159,6 +159,7 @@ CheckRange(const char *what, double v, double lo, double hi)
 static const char *const model_names[] = {"gcn", "graphsage", "gat", "rgcn", "hetero_sage", "mlp", "node2vec", NULL};
 static const char *const task_names[] = {"node_classification", "link_prediction", "regression", "embedding", NULL};
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
+static const char *const deploy_names[] = {"never", "always", "if_better", NULL};
 static const char *const aggr_names[] = {"mean", "pool", NULL};
 static const char *const optim_names[] = {"adam", "sgd", NULL};
 static const char *const select_names[] = {"loss", "acc", "gat", NULL};
@@ -1215,6 +1216,13 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 	}
 	else
 		r->seed = PG_GETARG_INT32(11);
+	/* gnn.train's deploy (gnn._estimate has no such argument) */
+	if (PG_NARGS() > 14 && !PG_ARGISNULL(14))
+	{
+		SetText(r->deploy, sizeof(r->deploy), ArgText(fcinfo, 14, NULL), "deploy", deploy_names);
+		if (strcmp(r->deploy, "never") == 0)
+			r->deploy[0] = '\0';
+	}
 	CheckRange("hidden", r->hidden, 1, 65536);
 	CheckRange("layers", r->layers, 1, 8);
 	CheckRange("epochs", r->epochs, 1, 1000000);

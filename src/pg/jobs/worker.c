@@ -1046,6 +1046,15 @@ RunJob(void)
 					row_xmin = (uint32) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 					row_version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 				}
+				/* deploy => 'always' / 'if_better': in the same transaction as the version */
+				if (r->deploy[0] && row_version > 0)
+				{
+					const char *why;
+
+					if (!GnnDeployAfterTraining(r->model_name, row_version, r->deploy, &why))
+						elog(LOG, "gnn: training job %lld: model \"%s\" version %d is not deployed: %s",
+							 (long long) wctx->job, r->model_name, row_version, why);
+				}
 			}
 			{
 				Oid			t[6] = {INT8OID, INT4OID, FLOAT4OID, FLOAT4OID, FLOAT4OID, TEXTOID};

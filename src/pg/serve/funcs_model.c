@@ -218,7 +218,9 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 							  "params->>'temporal_strategy', (params->>'batch_size')::int, "
 							  "(params->>'seed_time')::timestamptz, coalesce(params->>'edge_type', '') "
 							  "FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
-							  "AND ($2::int IS NULL OR version = $2::int) ORDER BY version DESC LIMIT 1",
+							  /* no version given: the deployed one (gnn.deploy), else the latest */
+							  "AND ($2::int IS NULL OR version = $2::int) "
+							  "ORDER BY ($2::int IS NULL AND deployed) DESC, version DESC LIMIT 1",
 							  4, types, values, nulls, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read gnn.models");
 	if (SPI_processed == 0)
