@@ -810,14 +810,14 @@ AS 'MODULE_PATHNAME', 'gnn_embed_recomputed' LANGUAGE C VOLATILE;
 -- evaluated it.  as_of => answers every row as of that one moment instead;
 -- on a model trained without time it is an error.
 CREATE FUNCTION gnn.predict(model text, nodes bigint[] DEFAULT NULL, version int DEFAULT NULL,
-                            as_of timestamptz DEFAULT NULL)
-RETURNS TABLE (id bigint, label int, score real, class text, key text)
+                            as_of timestamptz DEFAULT NULL, probabilities boolean DEFAULT false)
+RETURNS TABLE (id bigint, label int, score real, class text, key text, class_probabilities real[])
 AS 'MODULE_PATHNAME', 'gnn_predict' LANGUAGE C STABLE;
 
 -- The same for nodes named by their keys as text (text and uuid keys).
 CREATE FUNCTION gnn.predict(model text, keys text[], version int DEFAULT NULL,
-                            as_of timestamptz DEFAULT NULL)
-RETURNS TABLE (id bigint, label int, score real, class text, key text)
+                            as_of timestamptz DEFAULT NULL, probabilities boolean DEFAULT false)
+RETURNS TABLE (id bigint, label int, score real, class text, key text, class_probabilities real[])
 AS 'MODULE_PATHNAME', 'gnn_predict' LANGUAGE C STABLE;
 
 CREATE FUNCTION gnn.embedding(model text, node bigint, version int DEFAULT NULL,

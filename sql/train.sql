@@ -41,6 +41,25 @@ SELECT abs(avg((p.label = n.label)::int) - (SELECT (metrics->>'test_acc')::float
 FROM gnn.predict('pp_gcn') p JOIN pp_nodes n USING (id) WHERE n.split = 'test';
 SELECT count(*), bool_and(score > 0 AND score <= 1) AS probabilities FROM gnn.predict('pp_gcn');
 SELECT id, label = id % 3 AS plausible FROM gnn.predict('pp_gcn', ARRAY[0, 1, 2]::bigint[]) ORDER BY id;
+-- every class's probability: they sum to 1, the label's is the score; NULL unless asked
+SELECT bool_and(abs((SELECT sum(x) FROM unnest(class_probabilities) x) - 1) < 1e-5) AS sums_to_one,
+       bool_and(class_probabilities[label + 1] = score) AS score_is_the_labels,
+       bool_and(array_length(class_probabilities, 1) = 3) AS three_classes
+FROM gnn.predict('pp_gcn', probabilities => true);
+SELECT count(*) FILTER (WHERE class_probabilities IS NULL) AS not_asked FROM gnn.predict('pp_gcn', ARRAY[1, 2]::bigint[]);
+-- the per-class report: the confusion matrix counts the labelled test nodes, its diagonal the test accuracy,
+-- and each class's recall is its row's diagonal share
+WITH m AS (SELECT metrics FROM gnn.models WHERE name = 'pp_gcn'),
+     c AS (SELECT r.i - 1 AS t, x.j - 1 AS p, x.v::int AS n
+           FROM m, jsonb_array_elements(metrics->'test_confusion') WITH ORDINALITY r(row, i),
+                jsonb_array_elements_text(r.row) WITH ORDINALITY x(v, j))
+SELECT (SELECT sum(n) FROM c) = (SELECT count(*) FROM pp_nodes WHERE split = 'test') AS counts_test_nodes,
+       abs((SELECT sum(n) FILTER (WHERE t = p)::float8 / sum(n) FROM c) - (SELECT (metrics->>'test_acc')::float8 FROM m))
+         < 1e-6 AS diagonal_is_accuracy,
+       (SELECT bool_and(abs((e->>'recall')::float8 - (SELECT sum(n) FILTER (WHERE t = p)::float8 / sum(n) FROM c
+                                                       WHERE t = (e->>'class')::int)) < 1e-6)
+        FROM m, jsonb_array_elements(metrics->'test_classes') e) AS recall_per_class,
+       (SELECT (metrics->>'test_macro_f1')::float8 BETWEEN 0 AND 1 FROM m) AS macro_f1;
 
 -- embeddings back into tables
 SELECT gnn.embed('pp_gcn', 'pp_emb');

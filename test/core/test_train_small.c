@@ -2,7 +2,8 @@
  * test_train_small: the training loops on small synthetic graphs, for the
  * cases real datasets do not have: splits without labelled nodes (NAN
  * metrics, the selection rule without validation nodes, no labelled
- * training node), graphs without edges, and which layer inference returns.
+ * training node), graphs without edges, which layer inference returns, and
+ * the per-class report (confusion matrix, precision, recall, F1).
  * Needs no data; runs in seconds, also under the sanitizers.
  */
 #include "check.h"
@@ -608,9 +609,52 @@ test_infer_layers(void)
 	free(t.region);
 }
 
+/* the per-class report: a hand-counted confusion matrix, ties, NaN scores, other splits and unlabelled rows left out */
+static void
+test_confusion(void)
+{
+	/* 3 classes; rows: scores of classes 0, 1, 2 */
+	const float scores[] = {
+		0.9f, 0.05f, 0.05f,		/* true 0 -> 0 */
+		0.2f, 0.7f, 0.1f,		/* true 0 -> 1 */
+		0.1f, 0.8f, 0.1f,		/* true 1 -> 1 */
+		0.4f, 0.4f, 0.2f,		/* true 2 -> 0 (a tie goes to the lower class) */
+		NAN, 0.1f, 0.3f,		/* true 2 -> 2 (a NaN score is never chosen) */
+		0.1f, 0.1f, 0.8f,		/* another split: left out */
+		0.1f, 0.1f, 0.8f		/* unlabelled: left out */
+	};
+	const int32_t labels[] = {0, 0, 1, 2, 2, 1, -1};
+	const uint8_t split[] = {GNN_SPLIT_TEST, GNN_SPLIT_TEST, GNN_SPLIT_TEST, GNN_SPLIT_TEST, GNN_SPLIT_TEST,
+	GNN_SPLIT_VAL, GNN_SPLIT_TEST};
+	const int64_t want[9] = {1, 1, 0, 0, 1, 0, 1, 0, 1};
+	int64_t		conf[9];
+	double		p,
+				r,
+				f;
+	int64_t		n = gnn_confusion(scores, 3, labels, split, GNN_SPLIT_TEST, 7, conf);
+
+	CHECK(n == 5 && memcmp(conf, want, sizeof(want)) == 0,
+		  "confusion matrix of 5 test rows: [[%lld %lld %lld] [%lld %lld %lld] [%lld %lld %lld]]", (long long) conf[0],
+		  (long long) conf[1], (long long) conf[2], (long long) conf[3], (long long) conf[4], (long long) conf[5],
+		  (long long) conf[6], (long long) conf[7], (long long) conf[8]);
+	gnn_class_prf(conf, 3, 0, &p, &r, &f);
+	CHECK(fabs(p - 0.5) < 1e-12 && fabs(r - 0.5) < 1e-12 && fabs(f - 0.5) < 1e-12, "class 0: precision 1/2, recall 1/2, F1 1/2");
+	gnn_class_prf(conf, 3, 1, &p, &r, &f);
+	CHECK(fabs(p - 0.5) < 1e-12 && fabs(r - 1.0) < 1e-12 && fabs(f - 2.0 / 3) < 1e-12, "class 1: precision 1/2, recall 1, F1 2/3");
+	gnn_class_prf(conf, 3, 2, &p, &r, &f);
+	CHECK(fabs(p - 1.0) < 1e-12 && fabs(r - 0.5) < 1e-12 && fabs(f - 2.0 / 3) < 1e-12, "class 2: precision 1, recall 1/2, F1 2/3");
+	{
+		const int64_t none[4] = {0, 0, 0, 3};
+
+		gnn_class_prf(none, 2, 0, &p, &r, &f);
+		CHECK(isnan(p) && isnan(r) && isnan(f), "a class never predicted and never true: NAN");
+	}
+}
+
 int
 main(void)
 {
+	test_confusion();
 	test_eval_rows();
 	test_no_labelled_train();
 	test_selector();

@@ -480,3 +480,48 @@ gnn_selector_step(gnn_selector *s, const gnn_epoch_metrics *em)
 	s->wait = improved ? 0 : s->wait + 1;
 	return keep;
 }
+
+int64_t
+gnn_confusion(const float *scores, int32_t C, const int32_t *labels, const uint8_t *split, uint8_t which,
+			  int64_t n, int64_t *confusion)
+{
+	int64_t		counted = 0;
+
+	if (C < 1 || n < 0)
+		return 0;
+	memset(confusion, 0, sizeof(int64_t) * (size_t) C * (size_t) C);
+	for (int64_t v = 0; v < n; v++)
+	{
+		const float *row = scores + v * C;
+		int32_t		best = -1;
+
+		if (!labels || labels[v] < 0 || labels[v] >= C || (split && split[v] != which) || (!split && which != 0))
+			continue;
+		for (int32_t k = 0; k < C; k++)
+			if (!isnan(row[k]) && (best < 0 || row[k] > row[best]))
+				best = k;
+		if (best < 0)
+			best = 0;
+		confusion[(int64_t) labels[v] * C + best]++;
+		counted++;
+	}
+	return counted;
+}
+
+void
+gnn_class_prf(const int64_t *confusion, int32_t C, int32_t k, double *precision, double *recall, double *f1)
+{
+	int64_t		tp = confusion[(int64_t) k * C + k],
+				predicted = 0,
+				actual = 0;
+
+	for (int32_t j = 0; j < C; j++)
+	{
+		predicted += confusion[(int64_t) j * C + k];
+		actual += confusion[(int64_t) k * C + j];
+	}
+	*precision = predicted > 0 ? (double) tp / (double) predicted : NAN;
+	*recall = actual > 0 ? (double) tp / (double) actual : NAN;
+	*f1 = isnan(*precision) || isnan(*recall) ? NAN :
+		(*precision + *recall > 0 ? 2 * *precision * *recall / (*precision + *recall) : 0);
+}

@@ -142,4 +142,23 @@ void		gnn_selector_init(gnn_selector *s, gnn_select rule);
  */
 bool		gnn_selector_step(gnn_selector *s, const gnn_epoch_metrics *em);
 
+/*
+ * A classifier's per-class report on one split: for every node v in
+ * [0, n) with split[v] == which and labels[v] in [0, C), its predicted
+ * class (the highest of scores[v * C .. v * C + C), ties to the lower
+ * class, a NaN score never chosen) counts once in confusion[true * C +
+ * predicted] (C x C, zeroed here).  Returns the nodes counted.
+ */
+int64_t		gnn_confusion(const float *scores, int32_t C, const int32_t *labels, const uint8_t *split,
+						  uint8_t which, int64_t n, int64_t *confusion);
+
+/*
+ * Class k's precision (of the nodes predicted k, the share that are k),
+ * recall (of the nodes that are k, the share predicted k) and F1 (their
+ * harmonic mean) from a C x C confusion matrix; NAN where undefined (no
+ * node predicted k, no node of class k).
+ */
+void		gnn_class_prf(const int64_t *confusion, int32_t C, int32_t k, double *precision, double *recall,
+						  double *f1);
+
 #endif							/* GNN_EVAL_H */

@@ -41,6 +41,7 @@
 #include "train/train_mb.h"
 #include "train/train_subgraph.h"
 #include "train/train_node2vec.h"
+#include "train/eval.h"
 
 #define LOG_BATCH 1024
 
@@ -691,6 +692,85 @@ Precompute(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, bo
 	pc->seconds = (double) (GetCurrentTimestamp() - t0) / 1e6;
 }
 
+/*
+ * A classifier's per-class report on the test split, from the predictions
+ * the job shared (its full-graph probabilities, as gnn.predict answers):
+ * each class's precision, recall, F1 and support, the macro F1, and (up to
+ * 50 classes) the confusion matrix, rows the true class, columns the
+ * predicted one.  Nothing when no prediction was shared or no test node is
+ * labelled.
+ */
+static void
+ClassReport(StringInfo b, const gnn_graph *g, const Precomputed *pc)
+{
+	const float *probs = NULL;
+	int32		C = 0;
+	int64	   *conf;
+	int64		counted;
+	const char *name = g->class_names;
+	double		macro = 0;
+	int			nmacro = 0;
+
+	for (int i = 0; i < pc->n; i++)
+		if (pc->kind[i] == GNN_RESULT_PROBS && pc->res[i].rows == g->num_nodes)
+		{
+			probs = pc->res[i].out;
+			C = pc->res[i].cols;
+		}
+	if (!probs || !g->labels || !g->split || C < 1 || C > 1000)
+		return;
+	conf = palloc(sizeof(int64) * C * C);
+	counted = gnn_confusion(probs, C, g->labels, g->split, GNN_SPLIT_TEST, g->num_nodes, conf);
+	if (counted == 0)
+		return;
+	appendStringInfoString(b, "\"test_classes\": [");
+	for (int k = 0; k < C; k++)
+	{
+		double		p,
+					r,
+					f;
+		int64		support = 0;
+
+		for (int j = 0; j < C; j++)
+			support += conf[(int64) k * C + j];
+		gnn_class_prf(conf, C, k, &p, &r, &f);
+		appendStringInfoString(b, k ? ", {\"class\": " : "{\"class\": ");
+		if (name)
+		{
+			escape_json(b, name);
+			name += strlen(name) + 1;
+		}
+		else
+			appendStringInfo(b, "%d", k);
+		appendStringInfoString(b, ", ");
+		JsonNum(b, "precision", p, false);
+		JsonNum(b, "recall", r, false);
+		JsonNum(b, "f1", f, false);
+		JsonNum(b, "support", (double) support, true);
+		appendStringInfoChar(b, '}');
+		if (support > 0)
+		{
+			macro += isnan(f) ? 0 : f;
+			nmacro++;
+		}
+	}
+	appendStringInfoString(b, "], ");
+	JsonNum(b, "test_macro_f1", nmacro > 0 ? macro / nmacro : NAN, false);
+	if (C <= 50)
+	{
+		appendStringInfoString(b, "\"test_confusion\": [");
+		for (int k = 0; k < C; k++)
+		{
+			appendStringInfoString(b, k ? ", [" : "[");
+			for (int j = 0; j < C; j++)
+				appendStringInfo(b, "%s" INT64_FORMAT, j ? ", " : "", conf[(int64) k * C + j]);
+			appendStringInfoChar(b, ']');
+		}
+		appendStringInfoString(b, "], ");
+	}
+	pfree(conf);
+}
+
 static void
 RunJob(void)
 {
@@ -997,6 +1077,8 @@ RunJob(void)
 			}
 			if (pre.n > 0)
 				JsonNum(&metrics, "inference_seconds", pre.seconds, false);
+			if (!linkpred && !node2vec && cfg.task == GNN_TASK_CLASSIFY)
+				ClassReport(&metrics, &ref.g, &pre);
 			if (ranks_json)
 				appendStringInfo(&metrics, "\"ranks\": %d, \"peers\": %s, ", r->dist_npeers + 1, ranks_json);
 			appendStringInfo(&metrics, "\"stopped_early\": %s, \"device\": \"%s\"}",

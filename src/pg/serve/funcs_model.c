@@ -1566,6 +1566,7 @@ gnn_predict(PG_FUNCTION_ARGS)
 	int64		first = 0;
 	bool		has_as_of;
 	TimestampTz as_of;
+	bool		all_probs = PG_NARGS() > 4 && !PG_ARGISNULL(4) && PG_GETARG_BOOL(4);
 
 	GnnRequirePreload();
 	if (!PG_ARGISNULL(1))
@@ -1604,10 +1605,16 @@ gnn_predict(PG_FUNCTION_ARGS)
 	{
 		const float *p = nwant >= 0 ? few + k * x.cols : r.out + (first + k) * x.cols;
 		int64		v = nwant >= 0 ? want[k] : first + k;
-		Datum		vals[5];
-		bool		n[5] = {false, false, false, false, false};
+		Datum		vals[6];
+		bool		n[6] = {false, false, false, false, false, true};
 
 		vals[0] = Int64GetDatum(x.ref.g.keys[v]);
+		/* every class's probability, by class number (probabilities => true) */
+		if (all_probs && !x.regression)
+		{
+			vals[5] = PointerGetDatum(RowArray(p, x.cols));
+			n[5] = false;
+		}
 		if (x.regression)
 		{
 			n[1] = n[3] = true;
