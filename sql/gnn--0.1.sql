@@ -763,6 +763,22 @@ CREATE FUNCTION gnn.deploy(name text, version int DEFAULT NULL, strategy text DE
 RETURNS int
 AS 'MODULE_PATHNAME', 'gnn_deploy' LANGUAGE C VOLATILE;
 
+-- A model's weights as safetensors: PyG's module layout for GCN, mean
+-- GraphSAGE and node2vec (torch_geometric.nn.models.GCN / GraphSAGE /
+-- Node2Vec load them), gnn's own for the others; the header's metadata says
+-- which, and what the model is (docs/serving.md).
+CREATE FUNCTION gnn.export_model(name text, version int DEFAULT NULL)
+RETURNS bytea
+AS 'MODULE_PATHNAME', 'gnn_export_model' LANGUAGE C STABLE;
+
+-- Weights trained elsewhere (safetensors, either layout) as the next version
+-- of a model name, for a graph: checked against its feature width (node2vec:
+-- its node count) and its classes; returns the version.
+CREATE FUNCTION gnn.import_model(name text, blob bytea, graph text, task text DEFAULT 'node_classification',
+                                 options jsonb DEFAULT '{}')
+RETURNS int
+AS 'MODULE_PATHNAME', 'gnn_import_model' LANGUAGE C VOLATILE;
+
 CREATE FUNCTION gnn.drop_model(name text, version int DEFAULT NULL, if_exists boolean DEFAULT false)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'gnn_drop_model' LANGUAGE C VOLATILE;

@@ -25,7 +25,7 @@ tally() { # name pass fail
   PASS=$((PASS + $2)); FAIL=$((FAIL + $3))
 }
 
-# GNN_SUITES (for development): a subset of core, asan, regress, docs, tap, fuzzsql; model (make fuzz only)
+# GNN_SUITES (for development): a subset of core, asan, regress, docs, peers, tap, fuzzsql; model (make fuzz only)
 want() { if [ "$1" = model ]; then [[ " ${GNN_SUITES:-} " == *" model "* ]]; else [ -z "${GNN_SUITES:-}" ] || [[ " $GNN_SUITES " == *" $1 "* ]]; fi; }
 
 # ------------------------------------------------------------------ core unit tests
@@ -173,6 +173,20 @@ p=$(grep -cE '^ok [0-9]+' "$WORK/reference.log")
 f=$(grep -cE '^not ok [0-9]+' "$WORK/reference.log")
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
 tally "docs/reference.md" "$p" "$f"
+fi
+
+# ------------------------------------------------------------------ peers
+# what users exchange with PyG: exported models load there and compute the
+# same logits (skips without the peers: ../shared/vendor/peers/build.sh)
+suite "PyG peer"
+if want peers; then
+bash test/peers/pyg_export.sh > "$WORK/peers.log" 2>&1
+cat "$WORK/peers.log"
+p=$(grep -cE '^ok [0-9]+' "$WORK/peers.log")
+f=$(grep -cE '^not ok [0-9]+' "$WORK/peers.log")
+s=$(grep -cE '^ok [0-9]+ .*# SKIP' "$WORK/peers.log")
+SKIP=$((SKIP + s))
+tally "PyG peer" "$p" "$f"
 fi
 
 # ------------------------------------------------------------------ TAP

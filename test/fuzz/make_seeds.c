@@ -1,5 +1,12 @@
-/* make_seeds DIR: write one valid small model blob per architecture into DIR. */
+/*
+ * make_seeds DIR [--safetensors]: write one valid small model blob per
+ * architecture into DIR (gnn's own serialised form, or safetensors as
+ * gnn.export_model writes it).
+ */
 #include "nn/serialize.h"
+#include "nn/safetensors.h"
+
+#include <string.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +17,7 @@ main(int argc, char **argv)
 	gnn_backend *be;
 	gnn_error	err;
 	int			k = 0;
+	int			st_mode = argc > 2 && strcmp(argv[2], "--safetensors") == 0;
 
 	if (argc < 2 || gnn_backend_cpu_create(1, &be, &err) != GNN_OK)
 		return 1;
@@ -32,7 +40,8 @@ main(int argc, char **argv)
 			c.aggr = (gnn_aggr) aggr;
 			gnn_rng_seed(&rng, 1);
 			if (gnn_model_create(be, &c, &rng, &m, &err) != GNN_OK ||
-				gnn_model_serialize(m, NULL, &blob, &size, &err) != GNN_OK)
+				(st_mode ? gnn_model_to_safetensors(m, NULL, NULL, 0, &blob, &size, &err) :
+				 gnn_model_serialize(m, NULL, &blob, &size, &err)) != GNN_OK)
 				return 1;
 			snprintf(path, sizeof(path), "%s/seed%d", argv[1], k++);
 			f = fopen(path, "wb");

@@ -3,14 +3,15 @@
 #   test/fuzz/run.sh [seconds per target=60] [target...]
 # Targets: fuzz_model_blob (model blob deserialisation), fuzz_graph_attach
 # (the graph region validator), fuzz_store_file (a graph store file read as a
-# restart reads it: header, metadata, payload, then the region).  Each corpus is seeded with valid inputs
+# restart reads it: header, metadata, payload, then the region), fuzz_safetensors
+# (gnn.import_model's reader).  Each corpus is seeded with valid inputs
 # (test/fuzz/make_seeds.c, make_graph_seeds.c) so mutations start from deep
 # inside the format.  Exits non-zero when a target finds a crash.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
 shift || true
-targets=${*:-fuzz_model_blob fuzz_graph_attach fuzz_store_file}
+targets=${*:-fuzz_model_blob fuzz_graph_attach fuzz_store_file fuzz_safetensors}
 out=test/fuzz/bin
 srcs=$(ls src/core/*/*.c)
 mkdir -p "$out"
@@ -29,6 +30,7 @@ for t in $targets; do
     fuzz_model_blob) "$out/make_seeds" "$out/corpus-$t" ;;
     fuzz_graph_attach) "$out/make_graph_seeds" "$out/corpus-$t" ;;
     fuzz_store_file) "$out/make_graph_seeds" "$out/corpus-$t" --store ;;
+    fuzz_safetensors) "$out/make_seeds" "$out/corpus-$t" --safetensors ;;
   esac
   echo "== $t: ${secs}s"
   (cd "$out" && "./$t" -max_total_time="$secs" -max_len=16384 -print_final_stats=1 "corpus-$t" 2>&1 |

@@ -44,6 +44,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/fmgroids.h"
 #include "utils/jsonb.h"
 #include "utils/syscache.h"
@@ -57,6 +58,7 @@
 #include "nn/serialize.h"
 #include "infer/infer.h"
 #include "infer/topk.h"
+#include "nn/safetensors.h"
 #include "train/train.h"
 
 PG_FUNCTION_INFO_V1(gnn_embedding_rows);
@@ -68,6 +70,8 @@ PG_FUNCTION_INFO_V1(gnn_cache_drop);
 PG_FUNCTION_INFO_V1(gnn_score);
 PG_FUNCTION_INFO_V1(gnn_score_pair);
 PG_FUNCTION_INFO_V1(gnn_recommend);
+PG_FUNCTION_INFO_V1(gnn_export_model);
+PG_FUNCTION_INFO_V1(gnn_import_model);
 
 typedef enum
 {
@@ -2022,6 +2026,285 @@ gnn_recommend(PG_FUNCTION_ARGS)
 	}
 	InferEnd(&x);
 	return (Datum) 0;
+}
+
+/* ------------------------------------------------------------------ export, import */
+
+/*
+ * gnn.export_model(name, version) -> bytea: the model's weights as
+ * safetensors (nn/safetensors.h: PyG's module layout for GCN, mean
+ * GraphSAGE and node2vec, gnn's for the others), with what it is in the
+ * header's metadata: name, version, graph, task, row_normalise and the
+ * class names of text labels.
+ */
+Datum
+gnn_export_model(PG_FUNCTION_ARGS)
+{
+	ModelRow	mr;
+	gnn_model  *m;
+	uint64		seed;
+	void	   *blob = NULL;
+	size_t		len = 0;
+	gnn_error	err;
+	bytea	   *out;
+	const char *k[8];
+	const char *v[8];
+	int			n = 0;
+	StringInfoData cls;
+
+	GnnRequirePreload();
+	ReadModel(ModelArg(fcinfo), VersionArg(fcinfo, 1), false, &mr);
+	m = LoadModel(&mr, &seed);
+	k[n] = "name";
+	v[n++] = mr.name;
+	k[n] = "version";
+	v[n++] = psprintf("%d", mr.version);
+	k[n] = "graph";
+	v[n++] = mr.graph;
+	k[n] = "task";
+	v[n++] = mr.task;
+	k[n] = "row_normalise";
+	v[n++] = mr.row_normalise ? "true" : "false";
+	k[n] = "exporter";
+	v[n++] = "gnn (PostgreSQL extension)";
+	if (mr.nclasses > 0)
+	{
+		const char *c = mr.class_names;
+
+		initStringInfo(&cls);
+		appendStringInfoChar(&cls, '[');
+		for (int i = 0; i < mr.nclasses; i++)
+		{
+			if (i)
+				appendStringInfoChar(&cls, ',');
+			escape_json(&cls, c);
+			c += strlen(c) + 1;
+		}
+		appendStringInfoChar(&cls, ']');
+		k[n] = "classes";
+		v[n++] = cls.data;
+	}
+	if (gnn_model_to_safetensors(m, k, v, n, &blob, &len, &err) != GNN_OK)
+		GnnReportCoreError(psprintf("exporting model \"%s\" failed", mr.name), &err);
+	if (len > MaxAllocSize - VARHDRSZ)
+	{
+		free(blob);
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("model \"%s\" exports to %zu bytes, more than a bytea holds", mr.name, len)));
+	}
+	out = palloc(VARHDRSZ + len);
+	SET_VARSIZE(out, VARHDRSZ + len);
+	memcpy(VARDATA(out), blob, len);
+	free(blob);
+	PG_RETURN_BYTEA_P(out);
+}
+
+/*
+ * gnn.import_model(name, blob, graph, task, options) -> version: weights
+ * trained elsewhere (safetensors, either layout) registered as the next
+ * version of the calling role's model name, for graph: checked against its
+ * feature width (node2vec: its node count) and, for a classifier, its
+ * classes.  options.row_normalise says whether the model reads feature rows
+ * divided by their sums (the blob's metadata, else gnn.train's default).
+ */
+Datum
+gnn_import_model(PG_FUNCTION_ARGS)
+{
+	char	   *name,
+			   *graph,
+			   *task;
+	bytea	   *b;
+	/* what the cleanup frees, in memory the error path still sees (not locals a longjmp may lose) */
+	struct
+	{
+		gnn_backend *be;
+		gnn_model  *m;
+		gnn_st_meta meta;
+		void	   *blob;
+	}		   *h = palloc0(sizeof(*h));
+	gnn_error	err;
+	gnn_status	st;
+	const gnn_model_config *mc;
+	GnnGraphRef ref;
+	int64		nodes;
+	int32		feat_dim,
+				classes;
+	bool		typed,
+				row_normalise;
+	const char *rn;
+	size_t		len = 0;
+	int32		version = 0;
+	Datum		class_arr = (Datum) 0;
+	Jsonb	   *opts = PG_NARGS() > 4 && !PG_ARGISNULL(4) ? PG_GETARG_JSONB_P(4) : NULL;
+
+	GnnRequirePreload();
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", PG_ARGISNULL(0) ? "name" : PG_ARGISNULL(1) ? "blob" : "graph")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	b = PG_GETARG_BYTEA_PP(1);
+	graph = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	task = PG_ARGISNULL(3) ? "node_classification" : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	if (name[0] == '\0' || strlen(name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model name must be 1 to %d bytes", NAMEDATALEN - 1)));
+	if (strcmp(task, "node_classification") != 0 && strcmp(task, "link_prediction") != 0 &&
+		strcmp(task, "regression") != 0 && strcmp(task, "embedding") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown task \"%s\"", task),
+				 errhint("Accepted values: node_classification, link_prediction, regression, embedding.")));
+	/* the graph the model is for: the caller's */
+	GnnGraphAcquireView(graph, &ref);
+	nodes = ref.g.num_nodes;
+	feat_dim = ref.g.feat_dim;
+	classes = ref.g.num_classes;
+	typed = ref.g.num_node_types > 1 || ref.g.num_edge_types > 1;
+	/* a classifier keeps the class names of the graph's text labels, as a trained one does */
+	if (ref.g.class_names && classes > 0)
+	{
+		Datum	   *cd = palloc(sizeof(Datum) * classes);
+		const char *c = ref.g.class_names;
+
+		for (int i = 0; i < classes; i++)
+		{
+			cd[i] = CStringGetTextDatum(c);
+			c += strlen(c) + 1;
+		}
+		class_arr = PointerGetDatum(construct_array(cd, classes, TEXTOID, -1, false, TYPALIGN_INT));
+	}
+	GnnGraphRelease(&ref);
+
+	GnnCoreThreadsInit();
+	if (gnn_backend_cpu_create(1, &h->be, &err) != GNN_OK)
+		GnnReportCoreError("could not create the CPU backend", &err);
+	PG_TRY();
+	{
+		st = gnn_model_from_safetensors(h->be, VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b), &h->m, &h->meta, &err);
+		if (st != GNN_OK)
+			ereport(ERROR,
+					(errcode(st == GNN_ERR_NOMEM ? ERRCODE_OUT_OF_MEMORY : ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("blob is not a model gnn can import: %s", err.msg),
+					 errhint("Pass a safetensors file: PyG's GCN, GraphSAGE or Node2Vec state_dict, or one gnn.export_model wrote.")));
+		mc = gnn_model_config_of(h->m);
+		if (mc->kind == GNN_MODEL_NODE2VEC)
+		{
+			task = "embedding";
+			if (mc->in_dim != nodes)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("the node2vec model has embeddings of %d nodes, but graph \"%s\" has %lld",
+								mc->in_dim, graph, (long long) nodes),
+						 errhint("Import it for the graph it was trained on (nodes in the same order).")));
+		}
+		else
+		{
+			if (strcmp(task, "embedding") == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("task \"embedding\" is node2vec's; this blob holds a %s model", gnn_model_kind_name(mc->kind))));
+			if (mc->in_dim != feat_dim)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("the model takes %d features, but graph \"%s\" has %d", mc->in_dim, graph, feat_dim),
+						 errhint("Load the graph with the features the model was trained on.")));
+			if (strcmp(task, "node_classification") == 0 && mc->out_dim != classes)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("the model has %d outputs, but graph \"%s\" has %d classes", mc->out_dim, graph, classes),
+						 errhint(classes == 0 ? "Load the graph with its label column, or import with task => 'link_prediction'." :
+								 "A classifier has one output per class of the graph.")));
+			if (strcmp(task, "regression") == 0 && mc->out_dim != 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("a regression model has one output; this one has %d", mc->out_dim)));
+		}
+		rn = gnn_st_meta_get(&h->meta, "row_normalise");
+		row_normalise = !typed;
+		if (rn)
+			row_normalise = strcmp(rn, "true") == 0;
+		if (opts)
+		{
+			JsonbValue *jv = getKeyJsonValueFromContainer(&opts->root, "row_normalise", 13, NULL);
+
+			if (jv && jv->type == jbvBool)
+				row_normalise = jv->val.boolean;
+			else if (jv)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"row_normalise\" must be true or false")));
+		}
+		{
+			gnn_model_meta mm;
+
+			memset(&mm, 0, sizeof(mm));
+			mm.val_acc = mm.test_acc = NAN;
+			if (gnn_model_serialize(h->m, &mm, &h->blob, &len, &err) != GNN_OK)
+				GnnReportCoreError("could not serialise the imported model", &err);
+		}
+		/* the next version of the name, as a training job numbers it */
+		{
+			Oid			t[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, BYTEAOID, OIDOID, TEXTARRAYOID};
+			Datum		v[9];
+			char		nl[10] = "         ";
+			bytea	   *wb = palloc(VARHDRSZ + len);
+			StringInfoData params,
+						metrics;
+			const char *src = gnn_st_meta_get(&h->meta, "exporter");
+
+			SET_VARSIZE(wb, VARHDRSZ + len);
+			memcpy(VARDATA(wb), h->blob, len);
+			initStringInfo(&params);
+			appendStringInfo(&params, "{\"model\": \"%s\", \"task\": \"%s\", \"hidden\": %d, \"layers\": %d, "
+							 "\"aggregator\": \"%s\", \"row_normalise\": %s, \"imported\": true}",
+							 gnn_model_kind_name(mc->kind), task, mc->hidden, mc->layers,
+							 mc->aggr == GNN_AGGR_POOL ? "pool" : "mean", row_normalise ? "true" : "false");
+			initStringInfo(&metrics);
+			appendStringInfoString(&metrics, "{\"imported\": true, \"source\": ");
+			escape_json(&metrics, src ? src : "unknown");
+			appendStringInfoString(&metrics, ", \"layout\": ");
+			escape_json(&metrics, gnn_st_meta_get(&h->meta, "layout") ? gnn_st_meta_get(&h->meta, "layout") : "pyg");
+			appendStringInfoChar(&metrics, '}');
+			v[0] = CStringGetTextDatum(name);
+			v[1] = CStringGetTextDatum(graph);
+			v[2] = CStringGetTextDatum(gnn_model_kind_name(mc->kind));
+			v[3] = CStringGetTextDatum(task);
+			v[4] = CStringGetTextDatum(params.data);
+			v[5] = CStringGetTextDatum(metrics.data);
+			v[6] = PointerGetDatum(wb);
+			v[7] = ObjectIdGetDatum(GetUserId());
+			v[8] = class_arr;
+			nl[8] = class_arr && strcmp(task, "node_classification") == 0 ? ' ' : 'n';
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "SPI_connect failed");
+			if (SPI_execute_with_args("SELECT pg_advisory_xact_lock(hashtext('gnn.models:' || $8::oid::text || ':' || $1))",
+									  8, t, v, NULL, false, 0) != SPI_OK_SELECT)
+				elog(ERROR, "could not lock model \"%s\"", name);
+			GnnCatalogExec("INSERT INTO gnn.models (name, version, graph, model, task, params, metrics, weights, owner, classes) "
+						   "SELECT $1, coalesce(max(version), 0) + 1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, "
+						   "$8::oid::regrole, $9 FROM gnn.models WHERE name = $1 AND owner = $8::oid::regrole "
+						   "RETURNING version", 9, t, v, nl, 0);
+			if (SPI_processed == 1)
+			{
+				bool		isnull;
+
+				version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+			}
+			SPI_finish();
+		}
+	}
+	PG_FINALLY();
+	{
+		free(h->blob);
+		gnn_st_meta_free(&h->meta);
+		gnn_model_free(h->m);
+		gnn_backend_destroy(h->be);
+	}
+	PG_END_TRY();
+	PG_RETURN_INT32(version);
 }
 
 /* gnn.cache_drop(model, version): empties the shared results of the caller's model */
