@@ -50,6 +50,16 @@ SELECT gnn.train('nv', model => 'graphsage', options => '{"window": 5}');
 SELECT gnn.train('nv', model => 'graphsage', task => 'embedding');
 SELECT item, bytes FROM gnn.estimate('nv', model => 'node2vec', hidden => 16) WHERE item = 'embeddings';
 
+-- cancelled half-way: the job ends cancelled, no model is written
+SELECT gnn.train('nv', model => 'node2vec', name => 'nv_long', epochs => 100000,
+                 options => '{"dim": 8, "walk_length": 5, "window": 3, "walks_per_node": 1}') AS long_job \gset
+SELECT pg_sleep(0.5);
+SELECT gnn.cancel(:long_job) AS cancel_requested;
+CREATE TEMP TABLE nv_job AS SELECT :long_job::bigint AS id;
+DO $$ BEGIN PERFORM gnn.wait((SELECT id FROM nv_job), '60 seconds'); EXCEPTION WHEN query_canceled THEN NULL; END $$;
+SELECT state, epoch < 100000 AS stopped_early FROM gnn.jobs WHERE id = :long_job;
+SELECT count(*) AS models FROM gnn.models WHERE name = 'nv_long';
+
 -- a rolled-back train leaves no job and no model
 BEGIN;
 SELECT gnn.train('nv', model => 'node2vec', name => 'nv_rb', epochs => 1) > 0 AS started;
