@@ -131,6 +131,15 @@ SELECT gnn.track('lc_tr') AS tables;
 SELECT column_name, encoding, (detail->>'mean')::float8 = :tr_mean AS kept
 FROM gnn.graph_columns('lc_tr') ORDER BY feature_offset;
 
+-- DDL: a column dropped from under a tracked graph, and '*' on a table with a dropped column
+ALTER TABLE lc_users DROP COLUMN country;
+SELECT inserted_nodes > 0 AS reloaded FROM gnn.refresh_graph('lc_tr');
+SELECT column_name, encoding FROM gnn.graph_columns('lc_tr') ORDER BY feature_offset;
+SELECT feature_dim FROM gnn.load_graph('lc_star', edges => 'lc_follows', src => 'follower', dst => 'followee',
+                                       nodes => 'lc_users', features => '*', label => 'label', split => 'split');
+SELECT count(*) FILTER (WHERE column_name LIKE '%dropped%') AS dropped_columns, count(*) AS columns
+FROM gnn.graph_columns('lc_star');
+
 SELECT gnn.drop_graph(name) FROM gnn.graphs WHERE name LIKE 'lc%' ORDER BY name;
 DROP TABLE lc_follows, lc_users, lc_ids;
 DROP TYPE lc_plan;

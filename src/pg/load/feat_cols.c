@@ -16,6 +16,7 @@
 
 #include <math.h>
 
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -39,6 +40,21 @@ HasString(List *l, const char *s)
 	return false;
 }
 
+/* Column a of a table, or NULL when there is none or it was dropped. */
+static char *
+LiveAttName(Oid relid, AttrNumber a)
+{
+	HeapTuple	tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(a));
+	char	   *name = NULL;
+
+	if (!HeapTupleIsValid(tup))
+		return NULL;
+	if (!((Form_pg_attribute) GETSTRUCT(tup))->attisdropped)
+		name = pstrdup(NameStr(((Form_pg_attribute) GETSTRUCT(tup))->attname));
+	ReleaseSysCache(tup);
+	return name;
+}
+
 /* The columns of a table, for messages. */
 char *
 GnnColumnList(Oid relid)
@@ -54,7 +70,7 @@ GnnColumnList(Oid relid)
 		ReleaseSysCache(tup);
 	for (int a = 1; a <= natts; a++)
 	{
-		char	   *n = get_attname(relid, a, true);
+		char	   *n = LiveAttName(relid, (AttrNumber) a);
 
 		if (n)
 			appendStringInfo(&b, "%s%s", b.len ? ", " : "", n);
@@ -138,15 +154,17 @@ GnnFeatColsPlan(GnnFeatCols *fc, List *chosen, bool explicit_list, List *exclude
 		elog(ERROR, "cache lookup failed for relation %u", fc->relid);
 	natts = ((Form_pg_class) GETSTRUCT(tup))->relnatts;
 	ReleaseSysCache(tup);
-	foreach(lc, chosen)
-		(void) GnnColumnOf(fc->relid, fc->relname, lfirst(lc), "feature column");
+	/* named by the caller: they must exist (a graph's columns read again: those gone are left out) */
+	if (explicit_list)
+		foreach(lc, chosen)
+			(void) GnnColumnOf(fc->relid, fc->relname, lfirst(lc), "feature column");
 	foreach(lc, excluded)
 		(void) GnnColumnOf(fc->relid, fc->relname, lfirst(lc), "excluded column");
 	fc->cols = palloc0(sizeof(GnnFeatCol) * (natts + 1));
 	fc->ncols = 0;
 	for (int a = 1; a <= natts; a++)
 	{
-		char	   *col = get_attname(fc->relid, a, true);
+		char	   *col = LiveAttName(fc->relid, (AttrNumber) a);
 		Oid			type;
 		GnnFeatCol *c;
 
