@@ -77,6 +77,13 @@ SELECT s.src, s.dst, s.score = gnn.score('lk_typed', '5', '2') AS same
 FROM gnn.score('lk_typed', ARRAY[5]::bigint[], ARRAY[2]::bigint[]) s;
 SELECT count(*) AS items_for_category_5 FROM gnn.recommend('lk_typed', 5, 3, edge_type => 'rev_lk_items.cat_id') r WHERE r.id % 8 <> 4;
 SELECT * FROM gnn.recommend('lk_typed', 500, 3);
+-- the same on minibatches (fan-outs per relation), then recommended from
+SELECT gnn.train('lk_s', model => 'rgcn', task => 'link_prediction', name => 'lk_typed_mb', seed => 1, epochs => 10,
+                 options => '{"edge_type": "lk_items.cat_id", "fanouts": {"default": [3, 3]}, "batch_size": 32}',
+                 wait => true) > 0 AS typed_minibatch;
+SELECT params->>'batch_size' AS batch_size, (metrics->>'test_auc')::float8 BETWEEN 0 AND 1 AS auc
+FROM gnn.models WHERE name = 'lk_typed_mb';
+SELECT count(*) AS rows FROM gnn.recommend('lk_typed_mb', 5, 3);
 
 -- bad calls
 \set VERBOSITY default

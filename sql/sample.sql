@@ -125,7 +125,13 @@ SELECT task, (metrics->>'test_auc')::float8 > 0.7 AS good_auc, metrics ? 'test_h
 FROM gnn.models WHERE name = 'lp_gcn';
 SELECT count(*) AS embedded FROM gnn._embedding_rows('lp_gcn');
 SELECT count(*) AS similar FROM gnn.similar('lp_gcn', 0, 5);
-SELECT gnn.train('lp', task => 'link_prediction', options => '{"fanouts": [5, 5]}');
+-- link prediction on minibatches: blocks sampled around each batch's pairs
+SELECT gnn.train('lp', task => 'link_prediction', name => 'lp_mb', epochs => 5, seed => 1,
+                 options => '{"fanouts": [5, 5], "batch_size": 64}', wait => true) > 0 AS minibatch;
+SELECT params->>'batch_size' AS batch_size, params->'fanouts' AS fanouts, (metrics->>'test_auc')::float8 > 0 AS auc
+FROM gnn.models WHERE name = 'lp_mb';
+SELECT gnn.train('lp', task => 'link_prediction', options => '{"fanouts": [5, 5], "sampler": "ladies"}');
+SELECT gnn.train('lp', task => 'link_prediction', options => '{"fanouts": [5, 5], "temporal": true}');
 
 SELECT gnn.drop_graph(g) FROM unnest(ARRAY['sg', 's_tiny', 's_chain', 'lp']) g;
 -- leave the catalog as the later tests expect it

@@ -59,6 +59,47 @@ cora_quality(const gnn_graph *g)
 	}
 }
 
+/* minibatch link prediction with gnn.train's defaults and fan-outs [10, 10]: the same bar */
+static void
+cora_minibatch(const gnn_graph *g)
+{
+	gnn_train_config cfg;
+	gnn_linkpred_config lc;
+	gnn_minibatch_config mbc;
+	gnn_linkpred_result r;
+	gnn_backend *be = NULL;
+	gnn_model  *m = NULL;
+	gnn_error	err;
+	gnn_status	st;
+
+	sql_link_config(GNN_MODEL_SAGE, &cfg);
+	gnn_linkpred_config_default(&lc);
+	memset(&mbc, 0, sizeof(mbc));
+	mbc.sampler.kind = GNN_SAMPLER_NEIGHBOR;
+	mbc.sampler.nhops = 2;
+	mbc.sampler.fanouts[0] = mbc.sampler.fanouts[1] = 10;
+	mbc.sampler.nthreads = 1;
+	mbc.batch_size = 2048;		/* gnn.train's default for link prediction: pairs per batch */
+	if (check_short())
+		cfg.epochs = 40;		/* the sanitizer run: fewer epochs, a lower bar below */
+	gnn_backend_cpu_create(1, &be, &err);
+	st = gnn_train_linkpred_mb(g, &cfg, &lc, &mbc, be, NULL, NULL, NULL, NULL, &m, &r, &err);
+	NOTE("  minibatch graphsage: val AUC %.4f, test AUC %.4f, best epoch %d of %d%s, %.2f s", r.val_auc, r.test_auc,
+		 r.best_epoch, r.epochs_run, r.stopped_early ? " (stopped early)" : "", r.seconds);
+	CHECK(st == GNN_OK && m && r.test_auc >= (check_short() ? 0.80 : 0.90),
+		  "minibatch link prediction (fan-outs 10, 10; batches of 2048 pairs), graphsage on cora: test AUC %.4f %s",
+		  r.test_auc, st == GNN_OK ? "" : err.msg);
+	gnn_model_free(m);
+	{
+		gnn_minibatch_config t = mbc;
+
+		t.sampler.temporal = true;
+		st = gnn_train_linkpred_mb(g, &cfg, &lc, &t, be, NULL, NULL, NULL, NULL, &m, &r, &err);
+		CHECK(st == GNN_ERR_UNSUPPORTED && !m, "time-aware minibatch link prediction: %s", err.msg);
+	}
+	gnn_backend_destroy(be);
+}
+
 /* Cora as a typed graph with one node type and one relation, its own reverse */
 static void
 cora_typed_view(const gnn_graph *cora)
@@ -464,6 +505,7 @@ main(void)
 		{
 			cora_typed_view(&cora.g);
 			cora_quality(&cora.g);
+			cora_minibatch(&cora.g);
 			gnn_dataset_free(&cora);
 		}
 	}

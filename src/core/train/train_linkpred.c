@@ -2,6 +2,7 @@
  * train_linkpred.c: unsupervised link prediction (full batch).
  */
 #include "train/train_linkpred.h"
+#include "train/train_mb.h"
 #include "train/eval.h"
 
 #include <math.h>
@@ -444,12 +445,146 @@ gnn_linkpred_model_config(const gnn_graph *g, const gnn_train_config *cfg, gnn_m
 	return gnn_model_config_check(mc, err);
 }
 
+/*
+ * One epoch's training on sampled minibatches: the training positives in a
+ * shuffled order, a batch of them with fresh negatives, the distinct
+ * endpoints as the seeds of blocks sampled from the training graph (tg),
+ * their embeddings from one forward pass, the loss of the batch's pairs
+ * on them, backward, a step.  *loss gets the epoch's mean batch loss.
+ */
+typedef struct mb_state
+{
+	gnn_sampler *sampler;
+	gnn_graph	tg;				/* the training graph, as the sampler reads it */
+	int64_t    *order;			/* [ntrain] */
+	int32_t    *mark;			/* [n]: a node's seed position in the batch, -1 */
+	int32_t    *seeds;
+	pair	   *lpos;			/* the batch's pairs in seed positions */
+	pair	   *lneg;
+	pair	   *bneg;			/* the batch's negatives, graph indices */
+	float	   *z;
+	float	   *dz;
+	gnn_buf		ddz;
+} mb_state;
+
+static gnn_status
+mb_epoch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_config *lc,
+		 const gnn_minibatch_config *mbc, const gnn_linkpred_split *sp, gnn_backend *be, gnn_model *model,
+		 gnn_optim *opt, gnn_rng *rng, mb_state *M, gnn_should_stop_fn should_stop, void *stop_arg,
+		 double *loss, gnn_error *err)
+{
+	int64_t		ntrain = sp->n_train,
+				B = mbc->batch_size,
+				batches = 0;
+	int32_t		d = cfg->hidden,
+				L = gnn_model_config_of(model)->layers;
+	double		total = 0;
+	gnn_status	st = GNN_OK;
+
+	for (int64_t i = 0; i < ntrain; i++)
+		M->order[i] = i;
+	for (int64_t i = ntrain - 1; i > 0; i--)
+	{
+		int64_t		j = (int64_t) gnn_rng_below(rng, (uint64_t) i + 1),
+					t = M->order[i];
+
+		M->order[i] = M->order[j];
+		M->order[j] = t;
+	}
+	for (int64_t b0 = 0; b0 < ntrain && st == GNN_OK; b0 += B)
+	{
+		int64_t		nb = ntrain - b0 < B ? ntrain - b0 : B,
+					nneg = nb * lc->negatives,
+					ns = 0;
+		gnn_minibatch mb;
+		gnn_dfeat	xb;
+		gnn_dblock	db[GNN_MAX_LAYERS];
+		gnn_dblock *blocks[GNN_MAX_LAYERS];
+		int			made = 0;
+		const float *out;
+
+		if (mbc->max_batches > 0 && batches >= mbc->max_batches)
+			break;
+		if (should_stop && should_stop(stop_arg))
+			return gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled");
+		gnn_linkpred_negatives(sp, rng, M->bneg, nneg);
+		for (int64_t i = 0; i < nb + nneg; i++)
+		{
+			pair		p = i < nb ? sp->pos[M->order[b0 + i]] : M->bneg[i - nb];
+			int32_t		e[2] = {p.u, p.v};
+
+			for (int k = 0; k < 2; k++)
+				if (M->mark[e[k]] < 0)
+				{
+					M->mark[e[k]] = (int32_t) ns;
+					M->seeds[ns++] = e[k];
+				}
+			if (i < nb)
+				M->lpos[i] = (pair) {M->mark[p.u], M->mark[p.v]};
+			else
+				M->lneg[i - nb] = (pair) {M->mark[p.u], M->mark[p.v]};
+		}
+		memset(&xb, 0, sizeof(xb));
+		st = gnn_sampler_sample(M->sampler, M->seeds, ns, gnn_rng_next(rng), &mb, err);
+		if (st == GNN_OK)
+			st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads, &xb, err);
+		for (int l = 0; st == GNN_OK && l < L; l++)
+			if ((st = gnn_dblock_create(be, &mb.blocks[l], &db[l], err)) == GNN_OK)
+				blocks[made++] = &db[l];
+		if (st == GNN_OK)
+			st = gnn_model_forward(model, blocks, &xb, true, gnn_rng_next(rng), &out, err);
+		if (st == GNN_OK)
+			st = gnn_backend_error(be, gnn_backend_copy_d2h(be, M->z, out, sizeof(float) * ns * d), err);
+		if (st == GNN_OK)
+		{
+			memset(M->dz, 0, sizeof(float) * ns * d);
+			total += bce_step(M->z, d, M->lpos, nb, M->lneg, nneg, M->dz);
+			batches++;
+			if ((st = gnn_buf_ensure(be, &M->ddz, sizeof(float) * ns * d, err)) == GNN_OK &&
+				(st = gnn_backend_error(be, gnn_backend_copy_h2d(be, M->ddz.p, M->dz, sizeof(float) * ns * d), err)) == GNN_OK &&
+				(st = gnn_model_backward(model, M->ddz.p, err)) == GNN_OK)
+				st = gnn_optim_step(opt, model, err);
+		}
+		for (int l = 0; l < made; l++)
+			gnn_dblock_free(&db[l]);
+		gnn_dfeat_free(&xb);
+		for (int64_t i = 0; i < ns; i++)
+			M->mark[M->seeds[i]] = -1;
+	}
+	*loss = batches > 0 ? total / batches : NAN;
+	return st;
+}
+
+static gnn_status linkpred_run(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_config *lc,
+							   const gnn_minibatch_config *mbc, gnn_backend *be_in, gnn_progress_fn progress,
+							   void *progress_arg, gnn_should_stop_fn should_stop, void *stop_arg,
+							   gnn_model **model_out, gnn_linkpred_result *res, gnn_error *err);
+
 gnn_status
 gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_config *lc,
 				   gnn_backend *be_in, gnn_progress_fn progress, void *progress_arg,
 				   gnn_should_stop_fn should_stop, void *stop_arg, gnn_model **model_out,
 				   gnn_linkpred_result *res, gnn_error *err)
 {
+	return linkpred_run(g, cfg, lc, NULL, be_in, progress, progress_arg, should_stop, stop_arg, model_out, res, err);
+}
+
+gnn_status
+gnn_train_linkpred_mb(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_config *lc,
+					  const gnn_minibatch_config *mbc, gnn_backend *be_in, gnn_progress_fn progress,
+					  void *progress_arg, gnn_should_stop_fn should_stop, void *stop_arg, gnn_model **model_out,
+					  gnn_linkpred_result *res, gnn_error *err)
+{
+	return linkpred_run(g, cfg, lc, mbc, be_in, progress, progress_arg, should_stop, stop_arg, model_out, res, err);
+}
+
+static gnn_status
+linkpred_run(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_config *lc,
+			 const gnn_minibatch_config *mbc, gnn_backend *be_in, gnn_progress_fn progress, void *progress_arg,
+			 gnn_should_stop_fn should_stop, void *stop_arg, gnn_model **model_out, gnn_linkpred_result *res,
+			 gnn_error *err)
+{
+	mb_state	M;
 	gnn_backend *be = be_in;
 	gnn_model  *model = NULL;
 	gnn_model_config mc;
@@ -476,6 +611,7 @@ gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_li
 	gnn_dblock *blocks[GNN_MAX_LAYERS];
 
 	memset(res, 0, sizeof(*res));
+	memset(&M, 0, sizeof(M));
 	memset(&dblk, 0, sizeof(dblk));
 	memset(&x, 0, sizeof(x));
 	memset(&sp, 0, sizeof(sp));
@@ -521,6 +657,54 @@ gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_li
 	for (int l = 0; l < GNN_MAX_LAYERS; l++)
 		blocks[l] = &dblk;
 	gnn_optim_init(&opt, cfg->optimizer, cfg->lr, cfg->weight_decay);
+	if (mbc)
+	{
+		/*
+		 * The sampler reads in-neighbours: the training graph's (held-out
+		 * arcs taken out), both ways as the split takes the graph, so that
+		 * no sampled neighbourhood shows a held-out link
+		 */
+		int64_t		B = mbc->batch_size,
+					cap = B * (2 + 2 * (int64_t) lc->negatives);
+		gnn_sampler_config sc = mbc->sampler;
+
+		if (sc.temporal)
+		{
+			st = gnn_error_set(err, GNN_ERR_UNSUPPORTED, "time-aware sampling for link prediction is not built yet");
+			goto done;
+		}
+		if (B < 1)
+		{
+			st = gnn_error_set(err, GNN_ERR_INVALID, "batch_size must be at least 1");
+			goto done;
+		}
+		M.tg = *g;
+		M.tg.has_delta = false;
+		M.tg.num_edges = sp.graph.nnz;
+		M.tg.rindptr = M.tg.indptr = sp.graph.indptr;
+		M.tg.rindices = M.tg.indices = sp.graph.indices;
+		M.tg.rweights = M.tg.weights = sp.graph.weights;
+		M.tg.rarc_type = M.tg.arc_type = sp.graph.etypes;
+		M.tg.arc_rows = NULL;
+		sc.nhops = mc.layers;
+		if ((st = gnn_sampler_create(&M.tg, &sc, &M.sampler, err)) != GNN_OK)
+			goto done;
+		M.order = malloc(sizeof(int64_t) * (ntrain + 1));
+		M.mark = malloc(sizeof(int32_t) * (n + 1));
+		M.seeds = malloc(sizeof(int32_t) * (cap + 1));
+		M.lpos = malloc(sizeof(pair) * (B + 1));
+		M.lneg = malloc(sizeof(pair) * (B * lc->negatives + 1));
+		M.bneg = malloc(sizeof(pair) * (B * lc->negatives + 1));
+		M.z = malloc(sizeof(float) * (cap * d + 1));
+		M.dz = malloc(sizeof(float) * (cap * d + 1));
+		if (!M.order || !M.mark || !M.seeds || !M.lpos || !M.lneg || !M.bneg || !M.z || !M.dz)
+		{
+			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+			goto done;
+		}
+		for (int64_t v = 0; v < n; v++)
+			M.mark[v] = -1;
+	}
 
 	for (int32_t epoch = 1; epoch <= cfg->epochs; epoch++)
 	{
@@ -539,17 +723,29 @@ gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_li
 			break;
 		}
 		gnn_epoch_metrics_init(&em, epoch);
-		if ((st = gnn_model_forward(model, blocks, &x, true, gnn_rng_next(&rng), &out, err)) != GNN_OK ||
-			(st = gnn_backend_error(be, gnn_backend_copy_d2h(be, z, out, sizeof(float) * n * d), err)) != GNN_OK)
-			break;
-		/* fresh negatives each epoch */
-		gnn_linkpred_negatives(&sp, &rng, tneg, ntneg);
-		memset(dz, 0, sizeof(float) * n * d);
-		em.train_loss = (float) bce_step(z, d, sp.pos, ntrain, tneg, ntneg, dz);
-		if ((st = gnn_backend_error(be, gnn_backend_copy_h2d(be, ddz.p, dz, sizeof(float) * n * d), err)) != GNN_OK ||
-			(st = gnn_model_backward(model, ddz.p, err)) != GNN_OK ||
-			(st = gnn_optim_step(&opt, model, err)) != GNN_OK)
-			break;
+		if (mbc)
+		{
+			double		l = NAN;
+
+			if ((st = mb_epoch(g, cfg, lc, mbc, &sp, be, model, &opt, &rng, &M, should_stop, stop_arg, &l, err)) != GNN_OK)
+				break;
+			em.train_loss = (float) l;
+			em.compute_s = gnn_now_s() - t0;
+		}
+		else
+		{
+			if ((st = gnn_model_forward(model, blocks, &x, true, gnn_rng_next(&rng), &out, err)) != GNN_OK ||
+				(st = gnn_backend_error(be, gnn_backend_copy_d2h(be, z, out, sizeof(float) * n * d), err)) != GNN_OK)
+				break;
+			/* fresh negatives each epoch */
+			gnn_linkpred_negatives(&sp, &rng, tneg, ntneg);
+			memset(dz, 0, sizeof(float) * n * d);
+			em.train_loss = (float) bce_step(z, d, sp.pos, ntrain, tneg, ntneg, dz);
+			if ((st = gnn_backend_error(be, gnn_backend_copy_h2d(be, ddz.p, dz, sizeof(float) * n * d), err)) != GNN_OK ||
+				(st = gnn_model_backward(model, ddz.p, err)) != GNN_OK ||
+				(st = gnn_optim_step(&opt, model, err)) != GNN_OK)
+				break;
+		}
 
 		/* evaluation */
 		if ((st = gnn_model_forward(model, blocks, &x, false, 0, &out, err)) != GNN_OK ||
@@ -602,6 +798,20 @@ gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg, const gnn_li
 		model = NULL;
 	}
 done:
+	if (mbc)
+	{
+		gnn_sampler_free(M.sampler);
+		free(M.order);
+		free(M.mark);
+		free(M.seeds);
+		free(M.lpos);
+		free(M.lneg);
+		free(M.bneg);
+		free(M.z);
+		free(M.dz);
+		if (be)
+			gnn_buf_free(be, &M.ddz);
+	}
 	gnn_linkpred_split_free(&sp);
 	free(tneg);
 	free(z);

@@ -131,6 +131,25 @@ gnn_status	gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg,
 							   gnn_should_stop_fn should_stop, void *stop_arg,
 							   gnn_model **model_out, gnn_linkpred_result *res, gnn_error *err);
 
+/*
+ * The same on sampled minibatches (train_mb.h's gnn_minibatch_config:
+ * sampler, batch_size, max_batches), so that link prediction scales past
+ * what a full-batch pass holds (the self-supervised GraphSAGE of Hamilton
+ * et al.): each step takes batch_size training positives and their fresh
+ * negatives, samples blocks around their distinct endpoints from the
+ * training graph (held-out arcs taken out, so no sampled neighbourhood
+ * shows a held-out link), runs the model on them and steps on the batch's
+ * loss.  Evaluation, the kept epoch and the result are gnn_train_linkpred's
+ * (the full-graph pass over the training graph).  Time-aware sampling is
+ * GNN_ERR_UNSUPPORTED.
+ */
+struct gnn_minibatch_config;
+gnn_status	gnn_train_linkpred_mb(const gnn_graph *g, const gnn_train_config *cfg,
+								  const gnn_linkpred_config *lc, const struct gnn_minibatch_config *mbc,
+								  gnn_backend *be, gnn_progress_fn progress, void *progress_arg,
+								  gnn_should_stop_fn should_stop, void *stop_arg,
+								  gnn_model **model_out, gnn_linkpred_result *res, gnn_error *err);
+
 /* A link-prediction encoder's model configuration: its embedding (cfg->hidden wide) is the output. */
 gnn_status	gnn_linkpred_model_config(const gnn_graph *g, const gnn_train_config *cfg, gnn_model_config *mc,
 									  gnn_error *err);

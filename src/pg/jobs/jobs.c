@@ -572,11 +572,13 @@ CheckSampling(GnnTrainRequest *r)
 
 	bool		nodewise = strcmp(r->sampler, "neighbor") == 0 || strcmp(r->sampler, "ladies") == 0;
 
-	if (strcmp(r->task, "link_prediction") == 0 && r->sampler[0] && strcmp(r->sampler, "full") != 0)
+	if (strcmp(r->task, "link_prediction") == 0 && r->sampler[0] && strcmp(r->sampler, "full") != 0 &&
+		strcmp(r->sampler, "neighbor") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("link prediction trains full-batch; sampler \"%s\" is not supported with it", r->sampler),
-				 errhint("Drop the sampler option for task => 'link_prediction'.")));
+				 errmsg("link prediction trains full-batch or on neighbour-sampled minibatches; sampler \"%s\" is not supported with it",
+						r->sampler),
+				 errhint("Drop the sampler option, or give fanouts for minibatches.")));
 	if (r->nfanouts == 0)
 	{
 		if (r->batch_size > 0 || nodewise)
@@ -596,12 +598,19 @@ CheckSampling(GnnTrainRequest *r)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%d fan-outs given for a model with %d layers", r->nfanouts, r->layers),
 				 errhint("Give one fan-out per layer.")));
-	if (strcmp(r->task, "link_prediction") == 0)
+	if (strcmp(r->task, "link_prediction") == 0 && strcmp(r->sampler, "ladies") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("link prediction trains full-batch; fanouts are not supported with it")));
+				 errmsg("link prediction samples its minibatches neighbour by neighbour; the ladies sampler is not supported with it"),
+				 errhint("Drop the sampler option.")));
+	if (strcmp(r->task, "link_prediction") == 0 && (r->temporal == 1 || r->has_as_of))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("time-aware sampling for link prediction is not built yet"),
+				 errhint("Drop options temporal and seed_time, or train node classification.")));
+	/* link prediction's batches are pairs (their endpoints the seeds): larger batches train it better */
 	if (r->batch_size == 0)
-		r->batch_size = 512;
+		r->batch_size = strcmp(r->task, "link_prediction") == 0 ? 2048 : 512;
 	if (r->prefetch < 0)
 		r->prefetch = 2;
 	if (r->sampler[0] == '\0')

@@ -471,7 +471,29 @@ RunLinkPrediction(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *
 			g->etypes[lc.edge_type].src_type == g->etypes[lc.edge_type].dst_type)
 			lc.reverse_edge_type = lc.edge_type;
 	}
-	st = gnn_train_linkpred(g, cfg, &lc, be, OnProgress, NULL, ShouldStop, NULL, model, lres, err);
+	if (wctx->req.nfanouts > 0)
+	{
+		/* on sampled minibatches: blocks around each batch's pairs (train_linkpred.h) */
+		const GnnTrainRequest *r = &wctx->req;
+		gnn_minibatch_config mbc;
+
+		memset(&mbc, 0, sizeof(mbc));
+		mbc.sampler.kind = GNN_SAMPLER_NEIGHBOR;
+		mbc.sampler.nhops = r->nfanouts;
+		for (int h = 0; h < r->nfanouts; h++)
+			mbc.sampler.fanouts[h] = r->fanouts[h];
+		mbc.sampler.nthreads = r->threads;
+		mbc.sampler.weighted = true;
+		mbc.batch_size = r->batch_size;
+		if (g->num_edge_types > 1 || r->ntype_fanouts > 0)
+			mbc.sampler.type_fanouts = GnnTypeFanouts(g, r->nfanouts, r->fanouts, r->ntype_fanouts,
+													  r->type_fanout_names, r->type_fanouts);
+		/* time-aware sampling only when asked for (the core says it is not built yet) */
+		mbc.sampler.temporal = r->temporal == 1 || r->has_as_of;
+		st = gnn_train_linkpred_mb(g, cfg, &lc, &mbc, be, OnProgress, NULL, ShouldStop, NULL, model, lres, err);
+	}
+	else
+		st = gnn_train_linkpred(g, cfg, &lc, be, OnProgress, NULL, ShouldStop, NULL, model, lres, err);
 	memset(res, 0, sizeof(*res));
 	res->epochs_run = lres->epochs_run;
 	res->best_epoch = lres->best_epoch;
