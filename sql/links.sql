@@ -84,6 +84,19 @@ SELECT gnn.train('lk_s', model => 'rgcn', task => 'link_prediction', name => 'lk
 SELECT params->>'batch_size' AS batch_size, (metrics->>'test_auc')::float8 BETWEEN 0 AND 1 AS auc
 FROM gnn.models WHERE name = 'lk_typed_mb';
 SELECT count(*) AS rows FROM gnn.recommend('lk_typed_mb', 5, 3);
+-- time-aware: with times on the items, each endpoint sees nothing later than itself, in training,
+-- evaluation and serving (metrics.temporal)
+ALTER TABLE lk_items ADD COLUMN added_at timestamptz;
+UPDATE lk_items SET added_at = timestamptz '2024-01-01' + id * interval '1 day';
+SELECT nodes FROM gnn.load_schema_graph('lk_t', ARRAY['lk_cats', 'lk_items']::regclass[],
+                                        options => '{"time": {"lk_items": "added_at"}, "exclude": {"lk_items": ["added_at"]}}');
+SELECT gnn.train('lk_t', model => 'rgcn', task => 'link_prediction', name => 'lk_time', seed => 1, epochs => 10,
+                 options => '{"edge_type": "lk_items.cat_id", "fanouts": {"default": [3, 3]}, "batch_size": 32}',
+                 wait => true) > 0 AS time_aware;
+SELECT metrics->>'temporal' AS temporal, (metrics->>'test_auc')::float8 BETWEEN 0 AND 1 AS auc
+FROM gnn.models WHERE name = 'lk_time';
+SELECT count(*) AS rows FROM gnn.recommend('lk_time', 5, 3);
+SELECT gnn.score('lk_time', 5, 2) = (SELECT score FROM gnn.score('lk_time', ARRAY[5]::bigint[], ARRAY[2]::bigint[])) AS same;
 
 -- bad calls
 \set VERBOSITY default
@@ -112,7 +125,7 @@ RESET ROLE;
 REVOKE USAGE ON SCHEMA gnn FROM lk_other;
 DROP ROLE lk_other;
 
-SELECT gnn.drop_graph('lk'), gnn.drop_graph('lk_c'), gnn.drop_graph('lk_s');
+SELECT gnn.drop_graph('lk'), gnn.drop_graph('lk_c'), gnn.drop_graph('lk_s'), gnn.drop_graph('lk_t');
 DROP FUNCTION lk_brute;
 DROP TABLE lk_users, lk_all, lk_follows, lk_heldout, lk_labels, lk_items, lk_cats;
 RESET gnn.threads;

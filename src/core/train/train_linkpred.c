@@ -3,6 +3,7 @@
  */
 #include "train/train_linkpred.h"
 #include "train/train_mb.h"
+#include "infer/infer.h"
 #include "train/eval.h"
 
 #include <math.h>
@@ -465,6 +466,12 @@ typedef struct mb_state
 	float	   *z;
 	float	   *dz;
 	gnn_buf		ddz;
+	/* time-aware sampling: each seed's bound, and evaluation on sampled neighbourhoods */
+	bool		temporal;
+	int64_t    *stimes;
+	gnn_sampler *esampler;		/* per-node streams: a node's neighbourhood whatever its batch */
+	int32_t    *eval_nodes;		/* the endpoints of the validation and test pairs */
+	int64_t		n_eval;
 } mb_state;
 
 static gnn_status
@@ -525,7 +532,11 @@ mb_epoch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_con
 				M->lneg[i - nb] = (pair) {M->mark[p.u], M->mark[p.v]};
 		}
 		memset(&xb, 0, sizeof(xb));
-		st = gnn_sampler_sample(M->sampler, M->seeds, ns, gnn_rng_next(rng), &mb, err);
+		/* time-aware: each endpoint sees nothing later than its own time (or the job's as_of) */
+		for (int64_t i = 0; M->temporal && i < ns; i++)
+			M->stimes[i] = gnn_temporal_bound(g, M->seeds[i], mbc->has_as_of, mbc->as_of);
+		st = gnn_sampler_sample_at(M->sampler, M->seeds, M->temporal ? M->stimes : NULL, ns, gnn_rng_next(rng), &mb,
+								   err);
 		if (st == GNN_OK)
 			st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads, &xb, err);
 		for (int l = 0; st == GNN_OK && l < L; l++)
@@ -552,6 +563,56 @@ mb_epoch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_con
 			M->mark[M->seeds[i]] = -1;
 	}
 	*loss = batches > 0 ? total / batches : NAN;
+	return st;
+}
+
+/*
+ * Time-aware evaluation: the embedding of every endpoint of a validation or
+ * test pair from a neighbourhood sampled under its own time bound, with the
+ * training fan-outs and per-node streams under gnn_infer_temporal_seed (as
+ * time-aware inference samples it, so what serving computes is what was
+ * measured), into z (rows of the other nodes are left as they are).  The
+ * full-graph pass would show every node its future.
+ */
+static gnn_status
+mb_eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
+				 gnn_backend *be, gnn_model *model, mb_state *M, float *z, gnn_error *err)
+{
+	int32_t		d = cfg->hidden,
+				L = gnn_model_config_of(model)->layers;
+	int64_t		chunk = 1024;
+	gnn_status	st = GNN_OK;
+
+	for (int64_t c0 = 0; c0 < M->n_eval && st == GNN_OK; c0 += chunk)
+	{
+		int64_t		nc = M->n_eval - c0 < chunk ? M->n_eval - c0 : chunk;
+		gnn_minibatch mb;
+		gnn_dfeat	xb;
+		gnn_dblock	db[GNN_MAX_LAYERS];
+		gnn_dblock *blocks[GNN_MAX_LAYERS];
+		int			made = 0;
+		const float *out;
+
+		memset(&xb, 0, sizeof(xb));
+		for (int64_t i = 0; i < nc; i++)
+			M->stimes[i] = gnn_temporal_bound(g, M->eval_nodes[c0 + i], mbc->has_as_of, mbc->as_of);
+		st = gnn_sampler_sample_at(M->esampler, M->eval_nodes + c0, M->stimes, nc,
+								   gnn_infer_temporal_seed(cfg->seed), &mb, err);
+		if (st == GNN_OK)
+			st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads, &xb, err);
+		for (int l = 0; st == GNN_OK && l < L; l++)
+			if ((st = gnn_dblock_create(be, &mb.blocks[l], &db[l], err)) == GNN_OK)
+				blocks[made++] = &db[l];
+		if (st == GNN_OK)
+			st = gnn_model_forward(model, blocks, &xb, false, 0, &out, err);
+		if (st == GNN_OK)
+			st = gnn_backend_error(be, gnn_backend_copy_d2h(be, M->z, out, sizeof(float) * nc * d), err);
+		for (int64_t i = 0; st == GNN_OK && i < nc; i++)
+			memcpy(z + (int64_t) M->eval_nodes[c0 + i] * d, M->z + i * d, sizeof(float) * d);
+		for (int l = 0; l < made; l++)
+			gnn_dblock_free(&db[l]);
+		gnn_dfeat_free(&xb);
+	}
 	return st;
 }
 
@@ -668,11 +729,6 @@ linkpred_run(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred
 					cap = B * (2 + 2 * (int64_t) lc->negatives);
 		gnn_sampler_config sc = mbc->sampler;
 
-		if (sc.temporal)
-		{
-			st = gnn_error_set(err, GNN_ERR_UNSUPPORTED, "time-aware sampling for link prediction is not built yet");
-			goto done;
-		}
 		if (B < 1)
 		{
 			st = gnn_error_set(err, GNN_ERR_INVALID, "batch_size must be at least 1");
@@ -704,6 +760,51 @@ linkpred_run(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred
 		}
 		for (int64_t v = 0; v < n; v++)
 			M.mark[v] = -1;
+		M.temporal = sc.temporal;
+		if (M.temporal)
+		{
+			/* the distinct endpoints of the validation and test pairs, measured on sampled neighbourhoods */
+			gnn_sampler_config esc = sc;
+			int64_t		np = nval + ntest;
+
+			esc.per_node_streams = true;
+			esc.first_hop = 0;
+			M.stimes = malloc(sizeof(int64_t) * ((cap > 1024 ? cap : 1024) + 1));
+			M.eval_nodes = malloc(sizeof(int32_t) * (4 * np + 1));
+			if (!M.stimes || !M.eval_nodes)
+			{
+				st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+				goto done;
+			}
+			if ((st = gnn_sampler_create(&M.tg, &esc, &M.esampler, err)) != GNN_OK)
+				goto done;
+			for (int64_t i = 0; i < 2 * np; i++)
+			{
+				pair		p = i < np ? sp.pos[ntrain + i] : sp.neg[i - np];
+				int32_t		e[2] = {p.u, p.v};
+
+				for (int k = 0; k < 2; k++)
+					if (M.mark[e[k]] < 0)
+					{
+						M.mark[e[k]] = 1;
+						M.eval_nodes[M.n_eval++] = e[k];
+					}
+			}
+			for (int64_t i = 0; i < M.n_eval; i++)
+				M.mark[M.eval_nodes[i]] = -1;
+			/* the scratch rows of a chunk of them */
+			if (M.n_eval > 0 && cap < 1024)
+			{
+				float	   *zz = realloc(M.z, sizeof(float) * (1024 * (size_t) d + 1));
+
+				if (!zz)
+				{
+					st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+					goto done;
+				}
+				M.z = zz;
+			}
+		}
 	}
 
 	for (int32_t epoch = 1; epoch <= cfg->epochs; epoch++)
@@ -747,9 +848,14 @@ linkpred_run(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred
 				break;
 		}
 
-		/* evaluation */
-		if ((st = gnn_model_forward(model, blocks, &x, false, 0, &out, err)) != GNN_OK ||
-			(st = gnn_backend_error(be, gnn_backend_copy_d2h(be, z, out, sizeof(float) * n * d), err)) != GNN_OK)
+		/* evaluation: the full-graph pass, or time-aware on sampled neighbourhoods */
+		if (mbc && M.temporal)
+		{
+			if ((st = mb_eval_temporal(g, cfg, mbc, be, model, &M, z, err)) != GNN_OK)
+				break;
+		}
+		else if ((st = gnn_model_forward(model, blocks, &x, false, 0, &out, err)) != GNN_OK ||
+				 (st = gnn_backend_error(be, gnn_backend_copy_d2h(be, z, out, sizeof(float) * n * d), err)) != GNN_OK)
 			break;
 		auc_hits(z, d, sp.pos + ntrain, nval, sp.neg, nval, lc->hits_k, &val_auc, &val_hits);
 		auc_hits(z, d, sp.pos + ntrain + nval, ntest, sp.neg + nval, ntest, lc->hits_k, &test_auc, &test_hits);
@@ -801,6 +907,9 @@ done:
 	if (mbc)
 	{
 		gnn_sampler_free(M.sampler);
+		gnn_sampler_free(M.esampler);
+		free(M.stimes);
+		free(M.eval_nodes);
 		free(M.order);
 		free(M.mark);
 		free(M.seeds);

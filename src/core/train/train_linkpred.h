@@ -140,8 +140,13 @@ gnn_status	gnn_train_linkpred(const gnn_graph *g, const gnn_train_config *cfg,
  * training graph (held-out arcs taken out, so no sampled neighbourhood
  * shows a held-out link), runs the model on them and steps on the batch's
  * loss.  Evaluation, the kept epoch and the result are gnn_train_linkpred's
- * (the full-graph pass over the training graph).  Time-aware sampling is
- * GNN_ERR_UNSUPPORTED.
+ * (the full-graph pass over the training graph).  With time-aware sampling
+ * (mbc->sampler.temporal) every endpoint's neighbourhood is sampled under
+ * its own time bound (gnn_temporal_bound: its seed time, or mbc->as_of), in
+ * training and in evaluation, which then measures the validation and test
+ * pairs on sampled neighbourhoods (per-node streams under
+ * gnn_infer_temporal_seed, as time-aware inference samples) instead of the
+ * full-graph pass, which would show every node its future.
  */
 struct gnn_minibatch_config;
 gnn_status	gnn_train_linkpred_mb(const gnn_graph *g, const gnn_train_config *cfg,

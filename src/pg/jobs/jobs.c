@@ -603,11 +603,6 @@ CheckSampling(GnnTrainRequest *r)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("link prediction samples its minibatches neighbour by neighbour; the ladies sampler is not supported with it"),
 				 errhint("Drop the sampler option.")));
-	if (strcmp(r->task, "link_prediction") == 0 && (r->temporal == 1 || r->has_as_of))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("time-aware sampling for link prediction is not built yet"),
-				 errhint("Drop options temporal and seed_time, or train node classification.")));
 	/* link prediction's batches are pairs (their endpoints the seeds): larger batches train it better */
 	if (r->batch_size == 0)
 		r->batch_size = strcmp(r->task, "link_prediction") == 0 ? 2048 : 512;
@@ -1014,6 +1009,11 @@ CheckGraph(GnnTrainRequest *r)
 	g = &ref.g;
 	PG_TRY();
 	{
+		if ((r->temporal == 1 || r->has_as_of) && r->nfanouts > 0 && !g->time)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("graph \"%s\" has no times: time-aware sampling needs them", r->graph),
+					 errhint("Load a schema graph with options.time naming a time column per table, or drop options temporal and seed_time.")));
 		if (strcmp(r->model, "node2vec") == 0 && g->num_edges == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

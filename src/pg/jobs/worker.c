@@ -385,6 +385,43 @@ static gnn_sampler_config job_sampler;
 static bool job_has_as_of = false;
 static int64 job_as_of = 0;
 
+/*
+ * Time-aware sampling for a minibatch job, by default when the nodes it
+ * trains on have times (node type target, or any type: -1); and what the
+ * job remembers of it for the shared results (PrecomputeTemporal).
+ */
+static void
+JobTemporal(const gnn_graph *g, const GnnTrainRequest *r, int32 target, gnn_minibatch_config *mbc)
+{
+	if (r->temporal != 0 && g->time)
+	{
+		bool		have = r->has_as_of;
+
+		for (int64 v = 0; v < g->num_nodes && !have; v++)
+			have = (target < 0 || gnn_graph_type_of(g, v) == target) && gnn_graph_seed_time(g, v) != GNN_TIME_NONE;
+		mbc->sampler.temporal = have;
+	}
+	if (r->has_as_of && r->temporal != 0)
+		mbc->sampler.temporal = true;	/* the core refuses it on a graph without times */
+	mbc->has_as_of = r->has_as_of;
+	mbc->as_of = r->as_of;
+	mbc->sampler.temporal_strategy = strcmp(r->temporal_strategy, "last") == 0 ? 1 : 0;
+	job_temporal = mbc->sampler.temporal;
+	if (job_temporal)
+	{
+		job_sampler = mbc->sampler;
+		if (mbc->sampler.type_fanouts)
+		{
+			Size		bytes = sizeof(int32) * r->nfanouts * g->num_edge_types;
+
+			job_sampler.type_fanouts = memcpy(MemoryContextAlloc(TopMemoryContext, bytes),
+											  mbc->sampler.type_fanouts, bytes);
+		}
+		job_has_as_of = mbc->has_as_of;
+		job_as_of = mbc->as_of;
+	}
+}
+
 static gnn_status
 RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *r, gnn_backend *be,
 			 gnn_model **model, gnn_train_result *res, gnn_minibatch_stats *stats, gnn_error *err)
@@ -414,34 +451,7 @@ RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequ
 	if (g->num_edge_types > 1 || r->ntype_fanouts > 0)
 		mbc.sampler.type_fanouts = GnnTypeFanouts(g, r->nfanouts, r->fanouts, r->ntype_fanouts,
 												  r->type_fanout_names, r->type_fanouts);
-	/* time-aware by default when the nodes trained on have times */
-	if (r->temporal != 0 && g->time)
-	{
-		bool		have = r->has_as_of;
-
-		for (int64 v = 0; v < g->num_nodes && !have; v++)
-			have = gnn_graph_type_of(g, v) == cfg->target_type && gnn_graph_seed_time(g, v) != GNN_TIME_NONE;
-		mbc.sampler.temporal = have;
-	}
-	if (r->has_as_of && r->temporal != 0)
-		mbc.sampler.temporal = true;	/* the core refuses it on a graph without times */
-	mbc.has_as_of = r->has_as_of;
-	mbc.as_of = r->as_of;
-	mbc.sampler.temporal_strategy = strcmp(r->temporal_strategy, "last") == 0 ? 1 : 0;
-	job_temporal = mbc.sampler.temporal;
-	if (job_temporal)
-	{
-		job_sampler = mbc.sampler;
-		if (mbc.sampler.type_fanouts)
-		{
-			Size		bytes = sizeof(int32) * r->nfanouts * g->num_edge_types;
-
-			job_sampler.type_fanouts = memcpy(MemoryContextAlloc(TopMemoryContext, bytes),
-											  mbc.sampler.type_fanouts, bytes);
-		}
-		job_has_as_of = mbc.has_as_of;
-		job_as_of = mbc.as_of;
-	}
+	JobTemporal(g, r, cfg->target_type, &mbc);
 	return gnn_train_minibatch(g, cfg, &mbc, be, OnProgress, NULL, ShouldStop, NULL, model, res, stats, err);
 }
 
@@ -488,8 +498,8 @@ RunLinkPrediction(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *
 		if (g->num_edge_types > 1 || r->ntype_fanouts > 0)
 			mbc.sampler.type_fanouts = GnnTypeFanouts(g, r->nfanouts, r->fanouts, r->ntype_fanouts,
 													  r->type_fanout_names, r->type_fanouts);
-		/* time-aware sampling only when asked for (the core says it is not built yet) */
-		mbc.sampler.temporal = r->temporal == 1 || r->has_as_of;
+		/* time-aware by default where the pairs' endpoints have times */
+		JobTemporal(g, r, -1, &mbc);
 		st = gnn_train_linkpred_mb(g, cfg, &lc, &mbc, be, OnProgress, NULL, ShouldStop, NULL, model, lres, err);
 	}
 	else
