@@ -633,6 +633,8 @@ CheckSampling(GnnTrainRequest *r)
 			o += snprintf(buf + o, sizeof(buf) - o, ", \"cache_policy\": \"%s\"", r->cache_policy);
 		if (r->evaluation[0])
 			o += snprintf(buf + o, sizeof(buf) - o, ", \"evaluation\": \"%s\"", r->evaluation);
+		if (strcmp(r->task, "link_prediction") == 0)
+			o += snprintf(buf + o, sizeof(buf) - o, ", \"negatives\": %d", r->negatives > 0 ? r->negatives : 3);
 		snprintf(buf + o, sizeof(buf) - o, "}");
 		r->params_json[len - 1] = '\0';
 		strlcat(r->params_json, buf, sizeof(r->params_json));
@@ -1125,8 +1127,10 @@ Node2vecRequest(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 	gnn_node2vec_config_default(&nc);
 	if (strcmp(r->model, "node2vec") != 0)
 	{
+		/* negatives also sets link prediction's negatives per positive */
 		const char *which = r->walks_per_node ? "walks_per_node" : r->window ? "window" :
-			r->negatives ? "negatives" : r->p > 0 ? "p" : r->q > 0 ? "q" : r->dim_set ? "dim" : NULL;
+			r->negatives && strcmp(r->task, "link_prediction") != 0 ? "negatives" :
+			r->p > 0 ? "p" : r->q > 0 ? "q" : r->dim_set ? "dim" : NULL;
 
 		if (which)
 			ereport(ERROR,
