@@ -1229,13 +1229,6 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 	}
 	else
 		r->seed = PG_GETARG_INT32(11);
-	/* gnn.train's deploy (gnn._estimate has no such argument) */
-	if (PG_NARGS() > 14 && !PG_ARGISNULL(14))
-	{
-		SetText(r->deploy, sizeof(r->deploy), ArgText(fcinfo, 14, NULL), "deploy", deploy_names);
-		if (strcmp(r->deploy, "never") == 0)
-			r->deploy[0] = '\0';
-	}
 	CheckRange("hidden", r->hidden, 1, 65536);
 	CheckRange("layers", r->layers, 1, 8);
 	CheckRange("epochs", r->epochs, 1, 1000000);
@@ -1399,6 +1392,16 @@ gnn_train(PG_FUNCTION_ARGS)
 
 	GnnRequirePreload();
 	GnnTrainRequestFromArgs(fcinfo, &r);
+	/*
+	 * gnn.train's own argument after the shared ones (gnn._estimate has none;
+	 * a peer rank's function has its job's arguments there)
+	 */
+	if (PG_NARGS() > 14 && !PG_ARGISNULL(14))
+	{
+		SetText(r.deploy, sizeof(r.deploy), ArgText(fcinfo, 14, NULL), "deploy", deploy_names);
+		if (strcmp(r.deploy, "never") == 0)
+			r.deploy[0] = '\0';
+	}
 	wait = PG_ARGISNULL(12) ? false : PG_GETARG_BOOL(12);
 
 	/* the graph must exist (the caller's: names are per role); the role must be able to log in */
