@@ -167,17 +167,38 @@ cos_score_bf16(const float *a, const uint16_t *b16, int32_t dim, float na, float
 		(na * nb);
 }
 
+/* lower_bound over an ascending list: the first position at or above i */
+static int64_t
+lower_bound(const int64_t *exclude, int64_t n, int64_t i)
+{
+	int64_t		lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (exclude[mid] < i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
- * The kk best rows against row q (exact scores, or the bf16 ones when emb16
- * is given), sorted, into out (kk entries; kk <= n - 1).  0, or -1 when out
- * of memory.
+ * The kk best rows of emb against the query eq, in one pass split among the
+ * threads, each keeping a heap, merged by one small sort, into out (kk
+ * entries, fewer when fewer rows are left: *got).  Scores: the cosine
+ * (norms given: nq the query's norm; the bf16 approximation when emb16 is
+ * given), else the dot product.  Rows in exclude[0..nexcl) (ascending) are
+ * left out.  0, or -1 when out of memory.
  */
 static int
-topk_scan(const float *emb, const uint16_t *emb16, const float *norms, int64_t n, int32_t dim,
-		  int64_t q, int64_t kk, int nthreads, cand *out)
+topk_scan_rows(const float *eq, float nq, const float *emb, const uint16_t *emb16, const float *norms,
+			   int64_t n, int32_t dim, const int64_t *exclude, int64_t nexcl, int64_t kk, int nthreads,
+			   cand *out, int64_t *got)
 {
-	const float *eq;
-	float		nq;
 	int64_t		total = 0;
 	int			nt = 1;
 	cand	   *heaps;
@@ -188,7 +209,7 @@ topk_scan(const float *emb, const uint16_t *emb16, const float *norms, int64_t n
 #endif
 	if (n * (int64_t) dim < (1 << 14))
 		nt = 1;					/* not worth a team */
-	heaps = malloc(sizeof(cand) * kk * nt);
+	heaps = malloc(sizeof(cand) * kk * nt + 1);
 	counts = calloc(nt, sizeof(int64_t));
 	if (!heaps || !counts)
 	{
@@ -196,8 +217,6 @@ topk_scan(const float *emb, const uint16_t *emb16, const float *norms, int64_t n
 		free(counts);
 		return -1;
 	}
-	eq = emb + q * dim;
-	nq = norms[q];
 
 #pragma omp parallel num_threads(nt) if (nt > 1)
 	{
@@ -206,7 +225,8 @@ topk_scan(const float *emb, const uint16_t *emb16, const float *norms, int64_t n
 		cand	   *h;
 		int64_t		m = 0,
 					lo,
-					hi;
+					hi,
+					e;
 
 #ifdef _OPENMP
 		t = omp_get_thread_num();
@@ -215,13 +235,18 @@ topk_scan(const float *emb, const uint16_t *emb16, const float *norms, int64_t n
 		h = heaps + t * kk;
 		lo = n * t / T;
 		hi = n * (t + 1) / T;
+		e = lower_bound(exclude, nexcl, lo);
 		for (int64_t i = lo; i < hi; i++)
 		{
 			cand		c;
 
-			if (i == q)
+			if (e < nexcl && exclude[e] == i)
+			{
+				e++;
 				continue;
-			c.s = emb16 ? cos_score_bf16(eq, emb16 + i * dim, dim, nq, norms[i]) :
+			}
+			c.s = !norms ? cos_score(eq, emb + i * dim, dim, 1.0f, 1.0f) :
+				emb16 ? cos_score_bf16(eq, emb16 + i * dim, dim, nq, norms[i]) :
 				cos_score(eq, emb + i * dim, dim, nq, norms[i]);
 			c.i = i;
 			if (m < kk)
@@ -243,10 +268,27 @@ topk_scan(const float *emb, const uint16_t *emb16, const float *norms, int64_t n
 		for (int64_t j = 0; j < counts[t]; j++)
 			heaps[total++] = heaps[t * kk + j];
 	qsort(heaps, total, sizeof(cand), cmp_rank);
-	memcpy(out, heaps, sizeof(cand) * kk);
+	if (total > kk)
+		total = kk;
+	memcpy(out, heaps, sizeof(cand) * total);
+	*got = total;
 	free(heaps);
 	free(counts);
 	return 0;
+}
+
+/*
+ * The kk best rows against row q by cosine (exact, or bf16 when emb16 is
+ * given), q itself left out, sorted, into out (kk <= n - 1).  0, or -1 when
+ * out of memory.
+ */
+static int
+topk_scan(const float *emb, const uint16_t *emb16, const float *norms, int64_t n, int32_t dim,
+		  int64_t q, int64_t kk, int nthreads, cand *out)
+{
+	int64_t		got;
+
+	return topk_scan_rows(emb + q * dim, norms[q], emb, emb16, norms, n, dim, &q, 1, kk, nthreads, out, &got);
 }
 
 int64_t
@@ -326,112 +368,33 @@ gnn_topk_cosine_bf16(const float *emb, const uint16_t *emb16, const float *norms
 	return kk;
 }
 
-/* the first position of exclude[0..n) at or above i (exclude ascending) */
-static int64_t
-lower_bound(const int64_t *exclude, int64_t n, int64_t i)
-{
-	int64_t		lo = 0,
-				hi = n;
-
-	while (lo < hi)
-	{
-		int64_t		mid = lo + (hi - lo) / 2;
-
-		if (exclude[mid] < i)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 int64_t
 gnn_topk_dot(const float *query, const float *emb, int64_t n, int32_t dim, const int64_t *exclude,
 			 int64_t nexclude, int32_t k, int nthreads, int64_t *out_idx, float *out_score)
 {
-	int			nt = 1;
-	cand	   *heaps;
-	int64_t    *counts;
-	int64_t		total = 0,
-				kk;
+	cand	   *best;
+	int64_t		got = 0;
 
 	if (n < 0 || dim < 1 || k < 0 || nexclude < 0 || (nexclude > 0 && !exclude))
 		return -1;
 	for (int64_t j = 1; j < nexclude; j++)
 		if (exclude[j] <= exclude[j - 1])
 			return -1;
-	kk = k;
-	if (kk == 0 || n == 0)
+	if (k == 0 || n == 0)
 		return 0;
-#ifdef _OPENMP
-	nt = nthreads > 0 ? nthreads : omp_get_max_threads();
-#endif
-	if (n * (int64_t) dim < (1 << 14))
-		nt = 1;
-	heaps = malloc(sizeof(cand) * kk * nt);
-	counts = calloc(nt, sizeof(int64_t));
-	if (!heaps || !counts)
+	best = malloc(sizeof(cand) * k);
+	if (!best || topk_scan_rows(query, 1.0f, emb, NULL, NULL, n, dim, exclude, nexclude, k, nthreads, best, &got) != 0)
 	{
-		free(heaps);
-		free(counts);
+		free(best);
 		return -1;
 	}
-#pragma omp parallel num_threads(nt) if (nt > 1)
+	for (int64_t j = 0; j < got; j++)
 	{
-		int			t = 0,
-					T = 1;
-		cand	   *h;
-		int64_t		m = 0,
-					lo,
-					hi,
-					e;
-
-#ifdef _OPENMP
-		t = omp_get_thread_num();
-		T = omp_get_num_threads();
-#endif
-		h = heaps + t * kk;
-		lo = n * t / T;
-		hi = n * (t + 1) / T;
-		e = lower_bound(exclude, nexclude, lo);
-		for (int64_t i = lo; i < hi; i++)
-		{
-			cand		c;
-
-			if (e < nexclude && exclude[e] == i)
-			{
-				e++;
-				continue;
-			}
-			c.s = cos_score(query, emb + i * dim, dim, 1.0f, 1.0f);
-			c.i = i;
-			if (m < kk)
-			{
-				h[m] = c;
-				sift_up(h, m++);
-			}
-			else if (better(&c, &h[0]))
-			{
-				h[0] = c;
-				sift_down(h, kk, 0);
-			}
-		}
-		counts[t] = m;
+		out_idx[j] = best[j].i;
+		out_score[j] = best[j].s;
 	}
-	for (int t = 0; t < nt; t++)
-		for (int64_t j = 0; j < counts[t]; j++)
-			heaps[total++] = heaps[t * kk + j];
-	qsort(heaps, total, sizeof(cand), cmp_rank);
-	if (total > kk)
-		total = kk;
-	for (int64_t j = 0; j < total; j++)
-	{
-		out_idx[j] = heaps[j].i;
-		out_score[j] = heaps[j].s;
-	}
-	free(heaps);
-	free(counts);
-	return total;
+	free(best);
+	return got;
 }
 
 float

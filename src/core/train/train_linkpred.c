@@ -474,6 +474,47 @@ typedef struct mb_state
 	int64_t		n_eval;
 } mb_state;
 
+/*
+ * Embeddings of n distinct seeds from blocks sampled around them (bounds:
+ * each seed's time bound, or NULL), copied to host_out (n x d); the blocks
+ * and features stay in db / xb (made of them) for a backward pass, until
+ * sampled_free.
+ */
+static gnn_status
+sampled_forward(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be, gnn_model *model,
+				gnn_sampler *sampler, const int32_t *seeds, const int64_t *bounds, int64_t n, uint64_t seed,
+				bool train, uint64_t dropout_seed, float *host_out, gnn_dblock *db, int *made, gnn_dfeat *xb,
+				gnn_error *err)
+{
+	int32_t		L = gnn_model_config_of(model)->layers;
+	gnn_dblock *blocks[GNN_MAX_LAYERS];
+	gnn_minibatch mb;
+	const float *out;
+	gnn_status	st;
+
+	*made = 0;
+	memset(xb, 0, sizeof(*xb));
+	st = gnn_sampler_sample_at(sampler, seeds, bounds, n, seed, &mb, err);
+	if (st == GNN_OK)
+		st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads, xb, err);
+	for (int l = 0; st == GNN_OK && l < L; l++)
+		if ((st = gnn_dblock_create(be, &mb.blocks[l], &db[l], err)) == GNN_OK)
+			blocks[(*made)++] = &db[l];
+	if (st == GNN_OK)
+		st = gnn_model_forward(model, blocks, xb, train, dropout_seed, &out, err);
+	if (st == GNN_OK)
+		st = gnn_backend_error(be, gnn_backend_copy_d2h(be, host_out, out, sizeof(float) * n * cfg->hidden), err);
+	return st;
+}
+
+static void
+sampled_free(gnn_dblock *db, int made, gnn_dfeat *xb)
+{
+	for (int l = 0; l < made; l++)
+		gnn_dblock_free(&db[l]);
+	gnn_dfeat_free(xb);
+}
+
 static gnn_status
 mb_epoch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_config *lc,
 		 const gnn_minibatch_config *mbc, const gnn_linkpred_split *sp, gnn_backend *be, gnn_model *model,
@@ -483,8 +524,7 @@ mb_epoch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_con
 	int64_t		ntrain = sp->n_train,
 				B = mbc->batch_size,
 				batches = 0;
-	int32_t		d = cfg->hidden,
-				L = gnn_model_config_of(model)->layers;
+	int32_t		d = cfg->hidden;
 	double		total = 0;
 	gnn_status	st = GNN_OK;
 
@@ -503,12 +543,9 @@ mb_epoch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_con
 		int64_t		nb = ntrain - b0 < B ? ntrain - b0 : B,
 					nneg = nb * lc->negatives,
 					ns = 0;
-		gnn_minibatch mb;
 		gnn_dfeat	xb;
 		gnn_dblock	db[GNN_MAX_LAYERS];
-		gnn_dblock *blocks[GNN_MAX_LAYERS];
 		int			made = 0;
-		const float *out;
 
 		if (mbc->max_batches > 0 && batches >= mbc->max_batches)
 			break;
@@ -531,21 +568,16 @@ mb_epoch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_con
 			else
 				M->lneg[i - nb] = (pair) {M->mark[p.u], M->mark[p.v]};
 		}
-		memset(&xb, 0, sizeof(xb));
 		/* time-aware: each endpoint sees nothing later than its own time (or the job's as_of) */
 		for (int64_t i = 0; M->temporal && i < ns; i++)
 			M->stimes[i] = gnn_temporal_bound(g, M->seeds[i], mbc->has_as_of, mbc->as_of);
-		st = gnn_sampler_sample_at(M->sampler, M->seeds, M->temporal ? M->stimes : NULL, ns, gnn_rng_next(rng), &mb,
-								   err);
-		if (st == GNN_OK)
-			st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads, &xb, err);
-		for (int l = 0; st == GNN_OK && l < L; l++)
-			if ((st = gnn_dblock_create(be, &mb.blocks[l], &db[l], err)) == GNN_OK)
-				blocks[made++] = &db[l];
-		if (st == GNN_OK)
-			st = gnn_model_forward(model, blocks, &xb, true, gnn_rng_next(rng), &out, err);
-		if (st == GNN_OK)
-			st = gnn_backend_error(be, gnn_backend_copy_d2h(be, M->z, out, sizeof(float) * ns * d), err);
+		{
+			uint64_t	sseed = gnn_rng_next(rng),
+						dseed = gnn_rng_next(rng);
+
+			st = sampled_forward(g, cfg, be, model, M->sampler, M->seeds, M->temporal ? M->stimes : NULL, ns, sseed,
+								 true, dseed, M->z, db, &made, &xb, err);
+		}
 		if (st == GNN_OK)
 		{
 			memset(M->dz, 0, sizeof(float) * ns * d);
@@ -556,9 +588,7 @@ mb_epoch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_con
 				(st = gnn_model_backward(model, M->ddz.p, err)) == GNN_OK)
 				st = gnn_optim_step(opt, model, err);
 		}
-		for (int l = 0; l < made; l++)
-			gnn_dblock_free(&db[l]);
-		gnn_dfeat_free(&xb);
+		sampled_free(db, made, &xb);
 		for (int64_t i = 0; i < ns; i++)
 			M->mark[M->seeds[i]] = -1;
 	}
@@ -578,40 +608,24 @@ static gnn_status
 mb_eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
 				 gnn_backend *be, gnn_model *model, mb_state *M, float *z, gnn_error *err)
 {
-	int32_t		d = cfg->hidden,
-				L = gnn_model_config_of(model)->layers;
+	int32_t		d = cfg->hidden;
 	int64_t		chunk = 1024;
 	gnn_status	st = GNN_OK;
 
 	for (int64_t c0 = 0; c0 < M->n_eval && st == GNN_OK; c0 += chunk)
 	{
 		int64_t		nc = M->n_eval - c0 < chunk ? M->n_eval - c0 : chunk;
-		gnn_minibatch mb;
 		gnn_dfeat	xb;
 		gnn_dblock	db[GNN_MAX_LAYERS];
-		gnn_dblock *blocks[GNN_MAX_LAYERS];
 		int			made = 0;
-		const float *out;
 
-		memset(&xb, 0, sizeof(xb));
 		for (int64_t i = 0; i < nc; i++)
 			M->stimes[i] = gnn_temporal_bound(g, M->eval_nodes[c0 + i], mbc->has_as_of, mbc->as_of);
-		st = gnn_sampler_sample_at(M->esampler, M->eval_nodes + c0, M->stimes, nc,
-								   gnn_infer_temporal_seed(cfg->seed), &mb, err);
-		if (st == GNN_OK)
-			st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads, &xb, err);
-		for (int l = 0; st == GNN_OK && l < L; l++)
-			if ((st = gnn_dblock_create(be, &mb.blocks[l], &db[l], err)) == GNN_OK)
-				blocks[made++] = &db[l];
-		if (st == GNN_OK)
-			st = gnn_model_forward(model, blocks, &xb, false, 0, &out, err);
-		if (st == GNN_OK)
-			st = gnn_backend_error(be, gnn_backend_copy_d2h(be, M->z, out, sizeof(float) * nc * d), err);
+		st = sampled_forward(g, cfg, be, model, M->esampler, M->eval_nodes + c0, M->stimes, nc,
+							 gnn_infer_temporal_seed(cfg->seed), false, 0, M->z, db, &made, &xb, err);
 		for (int64_t i = 0; st == GNN_OK && i < nc; i++)
 			memcpy(z + (int64_t) M->eval_nodes[c0 + i] * d, M->z + i * d, sizeof(float) * d);
-		for (int l = 0; l < made; l++)
-			gnn_dblock_free(&db[l]);
-		gnn_dfeat_free(&xb);
+		sampled_free(db, made, &xb);
 	}
 	return st;
 }

@@ -429,8 +429,9 @@ GnnFeatColsEncoders(GnnFeatCols *fc, int *n)
 	return encs;
 }
 
-static void
-JsonKeyVal(StringInfo b, const char *key, const char *val)
+/* "key":"val" (val NULL: null), for the graph's meta */
+void
+GnnJsonKey(StringInfo b, const char *key, const char *val)
 {
 	escape_json(b, key);
 	appendStringInfoChar(b, ':');
@@ -449,13 +450,13 @@ GnnFeatColsDescribe(GnnFeatCols *fc, StringInfo meta, int32 base)
 		GnnFeatCol *col = &fc->cols[c];
 
 		appendStringInfo(meta, "%s{", c ? "," : "");
-		JsonKeyVal(meta, "column", col->name);
+		GnnJsonKey(meta, "column", col->name);
 		appendStringInfoChar(meta, ',');
-		JsonKeyVal(meta, "type", format_type_be(col->type));
+		GnnJsonKey(meta, "type", format_type_be(col->type));
 		if (col->skipped)
 		{
 			appendStringInfoString(meta, ",\"encoding\":\"skipped\",\"detail\":{");
-			JsonKeyVal(meta, "reason", col->skipped);
+			GnnJsonKey(meta, "reason", col->skipped);
 			appendStringInfoString(meta, "},\"offset\":null,\"width\":0}");
 		}
 		else

@@ -173,6 +173,7 @@ extern void GnnFeatColsFeed(GnnFeatCols *fc, GnnScan *s, const Datum *v, const b
 extern int32 GnnFeatColsFinish(GnnFeatCols *fc, int32 max_categories);
 extern struct gnn_col_encoder **GnnFeatColsEncoders(GnnFeatCols *fc, int *n);
 extern void GnnFeatColsDescribe(GnnFeatCols *fc, StringInfo meta, int32 base);
+extern void GnnJsonKey(StringInfo b, const char *key, const char *val);
 extern List *GnnOldColumns(const char *graph);
 extern bool GnnKeepEncodings(const char *graph, GnnFeatCols *const *fcs, const char *const *names, int ntypes);
 

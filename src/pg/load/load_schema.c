@@ -1330,16 +1330,6 @@ KeepSchemaPart(SchemaLoad *L, gnn_graph_input *in)
 }
 
 
-static void
-JsonKey(StringInfo b, const char *key, const char *val)
-{
-	escape_json(b, key);
-	appendStringInfoChar(b, ':');
-	if (val)
-		escape_json(b, val);
-	else
-		appendStringInfoString(b, "null");
-}
 
 /* Find the type a relation name in an option refers to, or raise an error listing the types. */
 static int
@@ -2243,13 +2233,13 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 
 	initStringInfo(&meta);
 	appendStringInfoString(&meta, "{\"kind\":\"schema\",");
-	JsonKey(&meta, "target", L.target >= 0 ? L.types[L.target].name : NULL);
+	GnnJsonKey(&meta, "target", L.target >= 0 ? L.types[L.target].name : NULL);
 	appendStringInfoChar(&meta, ',');
-	JsonKey(&meta, "label", L.label);
+	GnnJsonKey(&meta, "label", L.label);
 	appendStringInfoChar(&meta, ',');
-	JsonKey(&meta, "split", L.split);
+	GnnJsonKey(&meta, "split", L.split);
 	appendStringInfoChar(&meta, ',');
-	JsonKey(&meta, "task", L.label ? (L.regression ? "regression" : "classification") : NULL);
+	GnnJsonKey(&meta, "task", L.label ? (L.regression ? "regression" : "classification") : NULL);
 	appendStringInfo(&meta, ",\"encodings\":\"%s\"", L.kept ? "kept" : "fitted");
 	appendStringInfoString(&meta, ",\"types\":[");
 	for (int t = 0; t < nrel; t++)
@@ -2257,19 +2247,19 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		SchemaType *T = &L.types[t];
 
 		appendStringInfo(&meta, "%s{", t ? "," : "");
-		JsonKey(&meta, "name", T->name);
+		GnnJsonKey(&meta, "name", T->name);
 		appendStringInfoChar(&meta, ',');
-		JsonKey(&meta, "table", T->relname);
+		GnnJsonKey(&meta, "table", T->relname);
 		appendStringInfo(&meta, ",\"oid\":%u,", T->relid);
-		JsonKey(&meta, "key", T->key);
+		GnnJsonKey(&meta, "key", T->key);
 		appendStringInfoChar(&meta, ',');
-		JsonKey(&meta, "key_type", format_type_be(T->key_type));
+		GnnJsonKey(&meta, "key_type", format_type_be(T->key_type));
 		appendStringInfoChar(&meta, ',');
-		JsonKey(&meta, "time", T->time_col);
+		GnnJsonKey(&meta, "time", T->time_col);
 		if (T->is_target && L.seed_time)
 		{
 			appendStringInfoChar(&meta, ',');
-			JsonKey(&meta, "seed_time", L.seed_time);
+			GnnJsonKey(&meta, "seed_time", L.seed_time);
 		}
 		appendStringInfo(&meta, ",\"offset\":" INT64_FORMAT ",\"count\":" INT64_FORMAT
 						 ",\"feature_offset\":%d,\"feature_width\":%d,\"embedding\":%s,\"columns\":[",
@@ -2295,18 +2285,18 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 
 					appendStringInfo(&meta, "%s{\"id\":%d,", first ? "" : ",", rev ? fk->rel_rev : fk->rel_fwd);
 					first = false;
-					JsonKey(&meta, "name", psprintf("%s%s.%s", rev ? "rev_" : "", L.types[t].name, fk->column));
+					GnnJsonKey(&meta, "name", psprintf("%s%s.%s", rev ? "rev_" : "", L.types[t].name, fk->column));
 					appendStringInfoChar(&meta, ',');
-					JsonKey(&meta, "source", psprintf("%s.%s", L.types[t].relname, fk->column));
+					GnnJsonKey(&meta, "source", psprintf("%s.%s", L.types[t].relname, fk->column));
 					appendStringInfoChar(&meta, ',');
-					JsonKey(&meta, "constraint", fk->conname);
+					GnnJsonKey(&meta, "constraint", fk->conname);
 					appendStringInfo(&meta, ",\"reverse\":%s}", rev ? "true" : "false");
 				}
 	}
 	if (L.part_column)
 	{
 		appendStringInfoString(&meta, "],\"partition\":{");
-		JsonKey(&meta, "column", L.part_column);
+		GnnJsonKey(&meta, "column", L.part_column);
 		appendStringInfo(&meta, ",\"part\":%d}", L.part);
 		appendStringInfoString(&meta, ",\"load\":{\"options\":");
 	}
