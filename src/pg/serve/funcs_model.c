@@ -1667,13 +1667,51 @@ gnn_embedding(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The threads a scan of a shared result runs on, counted among the scans
+ * running now (ScanEnd when done).  A scan is bound by memory bandwidth:
+ * when other sessions scan at the same time, extra threads only
+ * oversubscribe the cores (and OpenMP's waiting burns what is left), so a
+ * scan runs on one thread then, on gnn.threads when it is alone.
+ */
+static int
+ScanBegin(void)
+{
+	GnnCoreThreadsInit();
+	return pg_atomic_fetch_add_u32(&gnn_shared->active_scans, 1) > 0 ? 1 : gnn_threads;
+}
+
+static void
+ScanEnd(void)
+{
+	pg_atomic_fetch_sub_u32(&gnn_shared->active_scans, 1);
+}
+
+/* Ranked rows (id, score, key): the nodes first + idx[i] of g, best first. */
+static void
+PutRanked(FunctionCallInfo fcinfo, const gnn_graph *g, int64 first, const int64 *idx, const float *score, int64 n)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int64 i = 0; i < n; i++)
+	{
+		Datum		v[3];
+		bool		nl[3] = {false, false, false};
+
+		v[0] = Int64GetDatum(g->keys[first + idx[i]]);
+		v[1] = Float4GetDatum(score[i]);
+		v[2] = GnnNodeKeyText(g, first + idx[i]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nl);
+	}
+}
+
+/*
  * gnn.similar(model, node, k, version) -> (id, score): the k nearest by
  * cosine similarity over the shared embeddings, one multi-threaded pass.
  */
 Datum
 gnn_similar(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	InferCtx	x;
 	GnnResult	r;
 	int64		row;
@@ -1707,16 +1745,8 @@ gnn_similar(PG_FUNCTION_ARGS)
 	score = palloc(sizeof(float) * k);
 	if (r.fresh)
 		GnnResultPrefault(&r);	/* a first scan in this session: map its pages in one go */
-	GnnCoreThreadsInit();
 	{
-		/*
-		 * A scan is bound by memory bandwidth: when other sessions scan at
-		 * the same time, extra threads only oversubscribe the cores (and
-		 * OpenMP's waiting burns what is left), so a scan runs on one thread
-		 * then, on gnn.threads when it is alone.
-		 */
-		uint32		others = pg_atomic_fetch_add_u32(&gnn_shared->active_scans, 1);
-		int			nt = others > 0 ? 1 : gnn_threads;
+		int			nt = ScanBegin();
 
 		PG_TRY();
 		{
@@ -1729,21 +1759,11 @@ gnn_similar(PG_FUNCTION_ARGS)
 		}
 		PG_FINALLY();
 		{
-			pg_atomic_fetch_sub_u32(&gnn_shared->active_scans, 1);
+			ScanEnd();
 		}
 		PG_END_TRY();
 	}
-	InitMaterializedSRF(fcinfo, 0);
-	for (int64 i = 0; i < got; i++)
-	{
-		Datum		v[3];
-		bool		n[3] = {false, false, false};
-
-		v[0] = Int64GetDatum(x.ref.g.keys[first + idx[i]]);
-		v[1] = Float4GetDatum(score[i]);
-		v[2] = GnnNodeKeyText(&x.ref.g, first + idx[i]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
-	}
+	PutRanked(fcinfo, &x.ref.g, first, idx, score, got);
 	InferEnd(&x);
 	return (Datum) 0;
 }
@@ -1930,7 +1950,6 @@ CmpInt64(const void *a, const void *b)
 Datum
 gnn_recommend(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	InferCtx	x;
 	GnnResult	r;
 	int32		k = PG_ARGISNULL(2) ? 10 : PG_GETARG_INT32(2);
@@ -1996,10 +2015,8 @@ gnn_recommend(PG_FUNCTION_ARGS)
 		GnnResultPrefault(&r);
 	idx = palloc(sizeof(int64) * k);
 	score = palloc(sizeof(float) * k);
-	GnnCoreThreadsInit();
 	{
-		uint32		others = pg_atomic_fetch_add_u32(&gnn_shared->active_scans, 1);
-		int			nt = others > 0 ? 1 : gnn_threads;
+		int			nt = ScanBegin();
 
 		PG_TRY();
 		{
@@ -2007,23 +2024,13 @@ gnn_recommend(PG_FUNCTION_ARGS)
 		}
 		PG_FINALLY();
 		{
-			pg_atomic_fetch_sub_u32(&gnn_shared->active_scans, 1);
+			ScanEnd();
 		}
 		PG_END_TRY();
 	}
 	if (got < 0)
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory ranking %lld candidates", (long long) count)));
-	InitMaterializedSRF(fcinfo, 0);
-	for (int64 i = 0; i < got; i++)
-	{
-		Datum		vals[3];
-		bool		nl[3] = {false, false, false};
-
-		vals[0] = Int64GetDatum(g->keys[first + idx[i]]);
-		vals[1] = Float4GetDatum(score[i]);
-		vals[2] = GnnNodeKeyText(g, first + idx[i]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, nl);
-	}
+	PutRanked(fcinfo, g, first, idx, score, got);
 	InferEnd(&x);
 	return (Datum) 0;
 }
