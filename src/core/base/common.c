@@ -350,3 +350,28 @@ gnn_thread_start(pthread_t *t, bool detached, void *(*fn) (void *), void *arg)
 	pthread_attr_destroy(&at);
 	return started;
 }
+
+void
+gnn_bytes_put(gnn_bytes *b, const void *s, size_t len)
+{
+	if (b->oom)
+		return;
+	if (b->n + len + 1 > b->cap)
+	{
+		size_t		cap = b->cap ? b->cap : 256;
+		char	   *np;
+
+		while (cap < b->n + len + 1)
+			cap *= 2;
+		if (!(np = realloc(b->p, cap)))
+		{
+			b->oom = true;
+			return;
+		}
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, s, len);
+	b->n += len;
+	b->p[b->n] = '\0';
+}

@@ -243,6 +243,22 @@ void	   *gnn_malloc_big(size_t bytes);
  */
 void	   *gnn_realloc_big(void *p, size_t old_bytes, size_t new_bytes);
 
+/*
+ * A growable byte buffer: malloc'd p holding n bytes, NUL-terminated after
+ * each write (so text can be read as a string).  When an allocation fails
+ * oom is set and later writes are dropped; the owner checks oom once at the
+ * end and frees p.  Start from {0}.
+ */
+typedef struct gnn_bytes
+{
+	char	   *p;
+	size_t		n;
+	size_t		cap;
+	bool		oom;
+} gnn_bytes;
+
+void		gnn_bytes_put(gnn_bytes *b, const void *s, size_t len);
+
 /* ------------------------------------------------------------------ callbacks
  * Long-running core work reports progress and asks whether to stop.  Both may
  * be NULL.  They are called from the thread that called the core, never from

@@ -1129,45 +1129,11 @@ gnn_enc_write_rows(gnn_col_encoder *const *encs, int ncols, int64_t rows, float 
 
 /* ------------------------------------------------------------------ JSON writer */
 
-typedef struct sbuf
-{
-	char	   *p;
-	size_t		n;
-	size_t		cap;
-	bool		oom;
-} sbuf;
+static void
+sb_printf(gnn_bytes *b, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
 static void
-sb_put(sbuf *b, const char *s, size_t len)
-{
-	if (b->oom)
-		return;
-	if (b->n + len + 1 > b->cap)
-	{
-		size_t		nc = b->cap ? b->cap : 256;
-		char	   *np;
-
-		while (nc < b->n + len + 1)
-			nc *= 2;
-		np = realloc(b->p, nc);
-		if (!np)
-		{
-			b->oom = true;
-			return;
-		}
-		b->p = np;
-		b->cap = nc;
-	}
-	memcpy(b->p + b->n, s, len);
-	b->n += len;
-	b->p[b->n] = '\0';
-}
-
-static void
-sb_printf(sbuf *b, const char *fmt,...) __attribute__((format(printf, 2, 3)));
-
-static void
-sb_printf(sbuf *b, const char *fmt,...)
+sb_printf(gnn_bytes *b, const char *fmt,...)
 {
 	char		tmp[64];
 	va_list		ap;
@@ -1179,12 +1145,12 @@ sb_printf(sbuf *b, const char *fmt,...)
 	if (n < 0 || n >= (int) sizeof(tmp))
 		b->oom = true;			/* never: numbers only */
 	else
-		sb_put(b, tmp, (size_t) n);
+		gnn_bytes_put(b, tmp, (size_t) n);
 }
 
 /* 17 significant digits: strtod gives back the same double */
 static void
-sb_double(sbuf *b, double v)
+sb_double(gnn_bytes *b, double v)
 {
 	sb_printf(b, "%.17g", v);
 }
@@ -1194,11 +1160,11 @@ sb_double(sbuf *b, double v)
  * is valid in its encoding); control characters and DEL are escaped.
  */
 static void
-sb_string(sbuf *b, const char *s, size_t len)
+sb_string(gnn_bytes *b, const char *s, size_t len)
 {
 	size_t		run = 0;
 
-	sb_put(b, "\"", 1);
+	gnn_bytes_put(b, "\"", 1);
 	for (size_t i = 0; i < len; i++)
 	{
 		unsigned char ch = (unsigned char) s[i];
@@ -1207,7 +1173,7 @@ sb_string(sbuf *b, const char *s, size_t len)
 
 		if (ch >= 0x20 && ch != '"' && ch != '\\' && ch != 0x7f)
 			continue;
-		sb_put(b, s + run, i - run);
+		gnn_bytes_put(b, s + run, i - run);
 		run = i + 1;
 		switch (ch)
 		{
@@ -1236,16 +1202,16 @@ sb_string(sbuf *b, const char *s, size_t len)
 				snprintf(u, sizeof(u), "\\u%04x", ch);
 				esc = u;
 		}
-		sb_put(b, esc, strlen(esc));
+		gnn_bytes_put(b, esc, strlen(esc));
 	}
-	sb_put(b, s + run, len - run);
-	sb_put(b, "\"", 1);
+	gnn_bytes_put(b, s + run, len - run);
+	gnn_bytes_put(b, "\"", 1);
 }
 
 char *
 gnn_enc_describe(const gnn_col_encoder *e)
 {
-	sbuf		b = {0};
+	gnn_bytes	b = {0};
 
 	if (!e || !e->finished)
 		return NULL;
@@ -1254,13 +1220,13 @@ gnn_enc_describe(const gnn_col_encoder *e)
 	{
 		case GNN_ENC_NUMERIC:
 		case GNN_ENC_TIME:
-			sb_put(&b, ",\"mean\":", 8);
+			gnn_bytes_put(&b, ",\"mean\":", 8);
 			sb_double(&b, e->mean);
-			sb_put(&b, ",\"std\":", 7);
+			gnn_bytes_put(&b, ",\"std\":", 7);
 			sb_double(&b, e->std);
 			break;
 		case GNN_ENC_BOOL:
-			sb_put(&b, ",\"mean\":", 8);
+			gnn_bytes_put(&b, ",\"mean\":", 8);
 			sb_double(&b, e->mean);
 			break;
 		case GNN_ENC_CATEGORY:
@@ -1268,7 +1234,7 @@ gnn_enc_describe(const gnn_col_encoder *e)
 			for (int32_t i = 0; i < e->nkept; i++)
 			{
 				if (i)
-					sb_put(&b, ",", 1);
+					gnn_bytes_put(&b, ",", 1);
 				sb_string(&b, e->cat[i], e->cat_len[i]);
 			}
 			sb_printf(&b, "],\"other\":%s", e->other ? "true" : "false");
@@ -1278,10 +1244,10 @@ gnn_enc_describe(const gnn_col_encoder *e)
 			for (int32_t j = 0; j < e->alen; j++)
 			{
 				if (j)
-					sb_put(&b, ",", 1);
+					gnn_bytes_put(&b, ",", 1);
 				sb_double(&b, e->amean[j]);
 			}
-			sb_put(&b, "]", 1);
+			gnn_bytes_put(&b, "]", 1);
 			break;
 	}
 	sb_printf(&b, ",\"missing\":%s}", e->missing ? "true" : "false");
@@ -1370,7 +1336,7 @@ jhex4(jparse *j, uint32_t *cp)
 
 /* append code point cp as UTF-8 */
 static void
-put_utf8(sbuf *b, uint32_t cp)
+put_utf8(gnn_bytes *b, uint32_t cp)
 {
 	char		u[4];
 	size_t		n;
@@ -1401,26 +1367,26 @@ put_utf8(sbuf *b, uint32_t cp)
 		u[3] = (char) (0x80 | (cp & 0x3f));
 		n = 4;
 	}
-	sb_put(b, u, n);
+	gnn_bytes_put(b, u, n);
 }
 
 /* A string into a malloc'd buffer (*len bytes, NUL-terminated too). */
 static bool
 jstring(jparse *j, char **out, size_t *len)
 {
-	sbuf		b = {0};
+	gnn_bytes	b = {0};
 
 	*out = NULL;
 	if (!jexpect(j, '"'))
 		return false;
-	sb_put(&b, "", 0);			/* an empty string is a buffer too */
+	gnn_bytes_put(&b, "", 0);			/* an empty string is a buffer too */
 	for (;;)
 	{
 		const char *run = j->p;
 
 		while (*j->p && *j->p != '"' && *j->p != '\\' && (unsigned char) *j->p >= 0x20)
 			j->p++;
-		sb_put(&b, run, (size_t) (j->p - run));
+		gnn_bytes_put(&b, run, (size_t) (j->p - run));
 		if (*j->p == '"')
 		{
 			j->p++;
@@ -1435,28 +1401,28 @@ jstring(jparse *j, char **out, size_t *len)
 		switch (*j->p++)
 		{
 			case '"':
-				sb_put(&b, "\"", 1);
+				gnn_bytes_put(&b, "\"", 1);
 				break;
 			case '\\':
-				sb_put(&b, "\\", 1);
+				gnn_bytes_put(&b, "\\", 1);
 				break;
 			case '/':
-				sb_put(&b, "/", 1);
+				gnn_bytes_put(&b, "/", 1);
 				break;
 			case 'n':
-				sb_put(&b, "\n", 1);
+				gnn_bytes_put(&b, "\n", 1);
 				break;
 			case 't':
-				sb_put(&b, "\t", 1);
+				gnn_bytes_put(&b, "\t", 1);
 				break;
 			case 'r':
-				sb_put(&b, "\r", 1);
+				gnn_bytes_put(&b, "\r", 1);
 				break;
 			case 'b':
-				sb_put(&b, "\b", 1);
+				gnn_bytes_put(&b, "\b", 1);
 				break;
 			case 'f':
-				sb_put(&b, "\f", 1);
+				gnn_bytes_put(&b, "\f", 1);
 				break;
 			case 'u':
 				{

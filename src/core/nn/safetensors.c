@@ -33,50 +33,17 @@ typedef struct st_file
 
 /* ------------------------------------------------------------------ writing */
 
-typedef struct wbuf
-{
-	char	   *p;
-	size_t		n;
-	size_t		cap;
-	bool		oom;
-} wbuf;
-
 static void
-wput(wbuf *b, const void *s, size_t len)
+wstr(gnn_bytes *b, const char *s)
 {
-	if (b->oom)
-		return;
-	if (b->n + len + 1 > b->cap)
-	{
-		size_t		cap = b->cap ? b->cap * 2 : 4096;
-		char	   *np;
-
-		while (cap < b->n + len + 1)
-			cap *= 2;
-		if (!(np = realloc(b->p, cap)))
-		{
-			b->oom = true;
-			return;
-		}
-		b->p = np;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->n, s, len);
-	b->n += len;
-	b->p[b->n] = '\0';
-}
-
-static void
-wstr(wbuf *b, const char *s)
-{
-	wput(b, s, strlen(s));
+	gnn_bytes_put(b, s, strlen(s));
 }
 
 /* a JSON string: quotes, backslashes and control characters escaped */
 static void
-wjson(wbuf *b, const char *s)
+wjson(gnn_bytes *b, const char *s)
 {
-	wput(b, "\"", 1);
+	gnn_bytes_put(b, "\"", 1);
 	for (; *s; s++)
 	{
 		unsigned char c = (unsigned char) *s;
@@ -86,17 +53,17 @@ wjson(wbuf *b, const char *s)
 		{
 			esc[0] = '\\';
 			esc[1] = (char) c;
-			wput(b, esc, 2);
+			gnn_bytes_put(b, esc, 2);
 		}
 		else if (c < 0x20)
 		{
 			snprintf(esc, sizeof(esc), "\\u%04x", c);
-			wput(b, esc, 6);
+			gnn_bytes_put(b, esc, 6);
 		}
 		else
-			wput(b, s, 1);
+			gnn_bytes_put(b, s, 1);
 	}
-	wput(b, "\"", 1);
+	gnn_bytes_put(b, "\"", 1);
 }
 
 typedef struct out_tensor
@@ -139,7 +106,7 @@ gnn_model_to_safetensors(gnn_model *m, const char *const *keys, const char *cons
 	out_tensor *ot = calloc((size_t) np + 1, sizeof(out_tensor));
 	int			no = 0;
 	bool		pyg = pyg_layout(c);
-	wbuf		h = {0};
+	gnn_bytes	h = {0};
 	uint64_t	off = 0,
 				hlen;
 	char		num[64];

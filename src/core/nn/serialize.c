@@ -34,50 +34,17 @@ gnn_crc32(const void *data, size_t len)
 
 /* ------------------------------------------------------------------ writer */
 
-typedef struct wbuf
-{
-	uint8_t    *p;
-	size_t		n;
-	size_t		cap;
-	bool		oom;
-} wbuf;
-
-static void
-put(wbuf *w, const void *src, size_t len)
-{
-	if (w->oom)
-		return;
-	if (w->n + len > w->cap)
-	{
-		size_t		nc = w->cap ? w->cap : 4096;
-		uint8_t    *np;
-
-		while (nc < w->n + len)
-			nc *= 2;
-		np = realloc(w->p, nc);
-		if (!np)
-		{
-			w->oom = true;
-			return;
-		}
-		w->p = np;
-		w->cap = nc;
-	}
-	memcpy(w->p + w->n, src, len);
-	w->n += len;
-}
-
 /* the format is little-endian; so are all hosts we build for */
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "serialize.c assumes a little-endian host"
 #endif
 
-static void put_u16(wbuf *w, uint16_t v) { put(w, &v, 2); }
-static void put_u32(wbuf *w, uint32_t v) { put(w, &v, 4); }
-static void put_i32(wbuf *w, int32_t v) { put(w, &v, 4); }
-static void put_u64(wbuf *w, uint64_t v) { put(w, &v, 8); }
-static void put_i64(wbuf *w, int64_t v) { put(w, &v, 8); }
-static void put_f32(wbuf *w, float v) { put(w, &v, 4); }
+static void put_u16(gnn_bytes *w, uint16_t v) { gnn_bytes_put(w, &v, 2); }
+static void put_u32(gnn_bytes *w, uint32_t v) { gnn_bytes_put(w, &v, 4); }
+static void put_i32(gnn_bytes *w, int32_t v) { gnn_bytes_put(w, &v, 4); }
+static void put_u64(gnn_bytes *w, uint64_t v) { gnn_bytes_put(w, &v, 8); }
+static void put_i64(gnn_bytes *w, int64_t v) { gnn_bytes_put(w, &v, 8); }
+static void put_f32(gnn_bytes *w, float v) { gnn_bytes_put(w, &v, 4); }
 
 gnn_status
 gnn_model_serialize(gnn_model *m, const gnn_model_meta *meta, void **blob, size_t *size,
@@ -85,7 +52,7 @@ gnn_model_serialize(gnn_model *m, const gnn_model_meta *meta, void **blob, size_
 {
 	const gnn_model_config *c = gnn_model_config_of(m);
 	gnn_model_meta zero;
-	wbuf		w = {0};
+	gnn_bytes	w = {0};
 	size_t		len_at;
 	uint64_t	total = 0;
 	uint32_t	crc;
@@ -99,7 +66,7 @@ gnn_model_serialize(gnn_model *m, const gnn_model_meta *meta, void **blob, size_
 		memset(&zero, 0, sizeof(zero));
 		meta = &zero;
 	}
-	put(&w, GNN_BLOB_MAGIC, 4);
+	gnn_bytes_put(&w, GNN_BLOB_MAGIC, 4);
 	put_u32(&w, GNN_BLOB_VERSION);
 	len_at = w.n;
 	put_u64(&w, 0);				/* total_len, patched below */
@@ -142,7 +109,7 @@ gnn_model_serialize(gnn_model *m, const gnn_model_meta *meta, void **blob, size_
 		uint16_t	nl = (uint16_t) strlen(p->name);
 
 		put_u16(&w, nl);
-		put(&w, p->name, nl);
+		gnn_bytes_put(&w, p->name, nl);
 		put_i64(&w, p->w.rows);
 		put_i64(&w, p->w.cols);
 		tmp = malloc(sizeof(float) * (n + 1));
@@ -152,7 +119,7 @@ gnn_model_serialize(gnn_model *m, const gnn_model_meta *meta, void **blob, size_
 			break;
 		}
 		st = gnn_tensor_download(&p->w, tmp, err);
-		put(&w, tmp, sizeof(float) * n);
+		gnn_bytes_put(&w, tmp, sizeof(float) * n);
 		free(tmp);
 		tmp = NULL;
 	}
