@@ -847,14 +847,14 @@ RETURNS real[]
 AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE;
 
 CREATE FUNCTION gnn.similar(model text, node bigint, k int DEFAULT 10, version int DEFAULT NULL,
-                            as_of timestamptz DEFAULT NULL)
+                            as_of timestamptz DEFAULT NULL, exact boolean DEFAULT false)
 RETURNS TABLE (id bigint, score real, key text)
-AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE;
+AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE ROWS 10;
 
 CREATE FUNCTION gnn.similar(model text, node text, k int DEFAULT 10, version int DEFAULT NULL,
-                            as_of timestamptz DEFAULT NULL)
+                            as_of timestamptz DEFAULT NULL, exact boolean DEFAULT false)
 RETURNS TABLE (id bigint, score real, key text)
-AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE;
+AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE ROWS 10;
 
 -- ---- links
 -- A link model's score of pairs (link prediction, node2vec): the dot product
@@ -946,11 +946,18 @@ AS 'MODULE_PATHNAME', 'gnn_partition_stats' LANGUAGE C STABLE;
 CREATE FUNCTION gnn._cache_entries(
     OUT model text, OUT version int, OUT owner regrole, OUT graph text, OUT graph_version bigint,
     OUT kind text, OUT layer int, OUT nodes bigint, OUT dim int, OUT bytes bigint, OUT hits bigint,
-    OUT state text, OUT created timestamptz, OUT seconds float8)
+    OUT state text, OUT created timestamptz, OUT seconds float8, OUT misses bigint,
+    OUT index text, OUT index_bytes bigint, OUT index_seconds float8,
+    OUT calls bigint, OUT mean_ms float8, OUT p99_ms float8, OUT index_calls bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'gnn_cache_entries' LANGUAGE C VOLATILE;
 
 -- What is cached: the caller's models' results (every role's for a superuser).
+-- misses: calls that found the result missing or being computed; index: an
+-- embedding result's approximate index for gnn.similar (none, building,
+-- ready, failed) and index_calls, the gnn.similar calls it answered; calls,
+-- mean_ms, p99_ms: the calls answered from the result, and the mean and
+-- 99th percentile of the last 128 calls' times.
 CREATE VIEW gnn.cache WITH (security_invoker = true) AS SELECT * FROM gnn._cache_entries();
 GRANT SELECT ON gnn.cache TO PUBLIC;
 

@@ -73,6 +73,23 @@ _PG_init(void)
 							 0.5, 0.0, 1.0,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("gnn.similar_ef",
+							"Candidates gnn.similar keeps while searching an approximate index.",
+							"More finds the exact answer more often and costs more; a value at least the "
+							"number of rows searches every row.  exact => true scans every row instead.",
+							&gnn_similar_ef,
+							100, 1, 1000000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("gnn.similar_index_min_rows",
+							"Fewest rows of a shared embedding result that gnn.similar builds an approximate index for.",
+							"Below it every gnn.similar scans the rows exactly (fast on small results).  "
+							"The first call on a larger result asks a background worker to build the index; "
+							"calls scan exactly until it is ready.",
+							&gnn_similar_index_min_rows,
+							50000, 0, INT_MAX,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("gnn.max_classes",
 							"The most classes a label column may define.",
 							"Integer labels are class numbers: a label of n makes n + 1 classes.  "

@@ -35,6 +35,8 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "tcop/tcopprot.h"
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "utils/builtins.h"
@@ -42,6 +44,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "infer/hnsw.h"
 #include "infer/topk.h"
 
 PG_FUNCTION_INFO_V1(gnn_cache_entries);
@@ -68,10 +71,11 @@ typedef struct CacheHeader
  * sessions that read them end a transaction.  Results computed for one
  * transaction only (serial 0) go at its end.
  */
-#define CMAP_MAX 16
+#define CMAP_MAX 32
+#define CMAP_INDEX (UINT64CONST(1) << 63)	/* a serial with this bit: the entry's index */
 typedef struct CacheMap
 {
-	uint64		serial;			/* the entry's serial; 0: a private result */
+	uint64		serial;			/* the entry's serial (| CMAP_INDEX: its index); 0: a private result */
 	dsm_segment *seg;
 } CacheMap;
 
@@ -100,11 +104,15 @@ CmapSweep(void)
 	{
 		live[i] = false;
 		for (int j = 0; j < GNN_CACHE_SLOTS && cmap[i].serial != 0; j++)
-			if (gnn_shared->cache[j].state == GNN_CACHE_READY && gnn_shared->cache[j].serial == cmap[i].serial)
+		{
+			GnnCacheEntry *e = &gnn_shared->cache[j];
+
+			if (e->state == GNN_CACHE_READY && e->serial == (cmap[i].serial & ~CMAP_INDEX))
 			{
-				live[i] = true;
+				live[i] = !(cmap[i].serial & CMAP_INDEX) || e->index_state == GNN_INDEX_READY;
 				break;
 			}
+		}
 	}
 	LWLockRelease(gnn_shared->lock);
 	for (int i = ncmap - 1; i >= 0; i--)
@@ -226,6 +234,11 @@ EntryFree(GnnCacheEntry *e)
 {
 	if (e->state == GNN_CACHE_READY)
 		dsm_unpin_segment(e->handle);
+	if (e->index_state == GNN_INDEX_READY)
+	{
+		dsm_unpin_segment(e->index_handle);
+		gnn_shared->cache_bytes -= Min(e->index_bytes, gnn_shared->cache_bytes);
+	}
 	gnn_shared->cache_bytes -= Min(e->bytes, gnn_shared->cache_bytes);
 	memset(e, 0, sizeof(*e));
 }
@@ -267,19 +280,32 @@ ClaimSlot(void)
  * the budget cannot hold it even empty.
  */
 static bool
-MakeRoom(uint64 bytes)
+MakeRoomBut(uint64 bytes, const GnnCacheEntry *keep)
 {
 	uint64		limit = (uint64) gnn_max_cache_memory_mb * 1024 * 1024;
 
 	while (gnn_shared->cache_bytes + bytes > limit)
 	{
-		GnnCacheEntry *v = LruVictim();
+		GnnCacheEntry *v = NULL;
 
+		for (int i = 0; i < GNN_CACHE_SLOTS; i++)
+		{
+			GnnCacheEntry *e = &gnn_shared->cache[i];
+
+			if (e != keep && e->state == GNN_CACHE_READY && (v == NULL || e->last_used < v->last_used))
+				v = e;
+		}
 		if (v == NULL)
 			return false;
 		EntryFree(v);
 	}
 	return true;
+}
+
+static bool
+MakeRoom(uint64 bytes)
+{
+	return MakeRoomBut(bytes, NULL);
 }
 
 /* entries this process is computing are released if it exits mid-way */
@@ -350,6 +376,7 @@ GnnResultCreate(int64 rows, int32 cols, bool with16, GnnResult *res)
 	memcpy(dsm_segment_address(seg), &h, sizeof(h));
 	ResultFromSegment(seg, res);
 	res->bytes = bytes;
+	res->serial = 0;
 	return seg;
 }
 
@@ -472,6 +499,7 @@ MapReady(uint64 serial, dsm_handle handle, GnnResult *res)
 	}
 	ResultFromSegment(seg, res);
 	res->fresh = fresh;
+	res->serial = serial;
 	return true;
 }
 
@@ -491,6 +519,7 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 	dsm_handle	handle = DSM_HANDLE_INVALID;
 	bool		claimed = false;
 	bool		shared = true;
+	bool		missed = false;
 	dsm_segment *volatile seg = NULL;
 	CacheHeader h;
 	Size		bytes = SegmentSize(rows, cols, key->kind == GNN_RESULT_EMBED, &h);	/* to make room for */
@@ -527,6 +556,7 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 				e->rows = rows;
 				e->cols = cols;
 				e->computing_pid = MyProcPid;
+				e->misses = 1;
 				e->last_used = ++gnn_shared->cache_clock;
 				e->serial = ++gnn_shared->cache_serial;
 				serial = e->serial;
@@ -537,6 +567,9 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 			break;
 		}
 		/* another session computes it: wait for it (or for its failure) */
+		if (!missed)
+			e->misses++;
+		missed = true;
 		LWLockRelease(gnn_shared->lock);
 		ConditionVariableTimedSleep(&gnn_shared->cache_cv, 100, PG_WAIT_EXTENSION);
 		CHECK_FOR_INTERRUPTS();
@@ -600,6 +633,7 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 				(errmsg("the result of model \"%s\" (%zu bytes) is beyond gnn.max_cache_memory: computed for this transaction only",
 						model, bytes)));
 	CmapAdd(claimed ? serial : 0, seg);
+	res->serial = claimed ? serial : 0;
 }
 
 /* The ready result for key, if cached (a hit); nothing is computed. */
@@ -754,6 +788,285 @@ GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation)
 	LWLockRelease(gnn_shared->lock);
 }
 
+/* ------------------------------------------------------------------ approximate indexes
+ * An embedding result gets an HNSW index (infer/hnsw.h) over the rows of
+ * the node type gnn.similar ranks, built once by a background worker when
+ * the first gnn.similar finds none (calls meanwhile scan exactly) and kept
+ * in its own pinned segment beside the result: it belongs to that entry
+ * (that model row, graph version and layer), is counted against
+ * gnn.max_cache_memory with it, and goes when it goes.  A session maps it
+ * as it maps results (CmapAdd, under the entry's serial | CMAP_INDEX).
+ */
+
+/* what the worker is told (bgw_extra) */
+typedef struct IndexJob
+{
+	uint64		serial;
+	int64		first;
+	int64		rows;
+} IndexJob;
+
+/* caller holds the lock: the ready entry of serial, or NULL */
+static GnnCacheEntry *
+FindSerial(uint64 serial)
+{
+	for (int i = 0; i < GNN_CACHE_SLOTS && serial != 0; i++)
+	{
+		GnnCacheEntry *e = &gnn_shared->cache[i];
+
+		if (e->state == GNN_CACHE_READY && e->serial == serial)
+			return e;
+	}
+	return NULL;
+}
+
+static void
+IndexRequest(uint64 serial, int64 first, int64 rows)
+{
+	BackgroundWorker w;
+	BackgroundWorkerHandle *h;
+	GnnCacheEntry *e;
+	IndexJob	job = {serial, first, rows};
+	bool		mine = false;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = FindSerial(serial);
+	if (e && e->index_state == GNN_INDEX_NONE)
+	{
+		e->index_state = GNN_INDEX_BUILDING;
+		e->index_first = first;
+		e->index_rows = rows;
+		e->index_pid = 0;
+		mine = true;
+	}
+	LWLockRelease(gnn_shared->lock);
+	if (!mine)
+		return;
+	memset(&w, 0, sizeof(w));
+	w.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	w.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	w.bgw_restart_time = BGW_NEVER_RESTART;
+	strlcpy(w.bgw_library_name, "gnn", BGW_MAXLEN);
+	strlcpy(w.bgw_function_name, "GnnIndexWorkerMain", BGW_MAXLEN);
+	snprintf(w.bgw_name, BGW_MAXLEN, "gnn index (result %llu)", (unsigned long long) serial);
+	strlcpy(w.bgw_type, "gnn index", BGW_MAXLEN);
+	memcpy(w.bgw_extra, &job, sizeof(job));
+	w.bgw_notify_pid = 0;
+	if (!RegisterDynamicBackgroundWorker(&w, &h))
+	{
+		/* no slot free: a later call asks again */
+		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+		e = FindSerial(serial);
+		if (e && e->index_state == GNN_INDEX_BUILDING && e->index_pid == 0)
+			e->index_state = GNN_INDEX_NONE;
+		LWLockRelease(gnn_shared->lock);
+		ereport(DEBUG1, (errmsg("no background worker slot free to build an index; gnn.similar scans meanwhile")));
+	}
+}
+
+/*
+ * The approximate index over rows [first, first + rows) of res, mapped for
+ * the session, or NULL when there is none ready (build: ask for one if
+ * none is being built).  Results of this transaction only have none.
+ */
+const void *
+GnnCacheIndex(const GnnResult *res, int64 first, int64 rows, bool build, Size *bytes)
+{
+	GnnCacheEntry *e;
+	int32		state = GNN_INDEX_FAILED;
+	dsm_handle	handle = DSM_HANDLE_INVALID;
+	dsm_segment *seg;
+	const void *ix;
+
+	if (res->serial == 0 || rows < 2 || rows > GNN_HNSW_MAX_ROWS)
+		return NULL;
+	if ((seg = CmapFind(res->serial | CMAP_INDEX)) == NULL)
+	{
+		LWLockAcquire(gnn_shared->lock, LW_SHARED);
+		e = FindSerial(res->serial);
+		if (e)
+		{
+			state = e->index_state;
+			if (state == GNN_INDEX_READY && (e->index_first != first || e->index_rows != rows))
+				state = GNN_INDEX_FAILED;	/* built over other rows: cannot answer these */
+			handle = e->index_handle;
+		}
+		LWLockRelease(gnn_shared->lock);
+		if (state == GNN_INDEX_NONE && build)
+			IndexRequest(res->serial, first, rows);
+		if (state != GNN_INDEX_READY || (seg = AttachForSession(handle)) == NULL)
+			return NULL;
+		CmapAdd(res->serial | CMAP_INDEX, seg);
+	}
+	ix = dsm_segment_address(seg);
+	*bytes = dsm_segment_map_length(seg);
+	return gnn_hnsw_valid(ix, *bytes, rows) ? ix : NULL;
+}
+
+/* a call answered from entry serial took from start until now: kept for gnn.cache */
+void
+GnnCacheNoteLatency(uint64 serial, TimestampTz start, bool by_index)
+{
+	float		ms = (float) (GetCurrentTimestamp() - start) / 1000.0f;
+	GnnCacheEntry *e;
+
+	if (serial == 0)
+		return;
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	if ((e = FindSerial(serial)) != NULL)
+	{
+		e->lat_ms[e->lat_count++ % GNN_CACHE_LATENCIES] = ms;
+		e->index_calls += by_index;
+	}
+	LWLockRelease(gnn_shared->lock);
+}
+
+/* the build stops when the entry goes or the worker is told to */
+static uint64 index_serial;
+
+static bool
+IndexShouldStop(void *arg)
+{
+	/* from any build thread: reads only (no locks, no PostgreSQL calls) */
+	volatile GnnCacheEntry *cache = gnn_shared->cache;
+	bool		there = false;
+
+	if (ProcDiePending)
+		return true;
+	for (int i = 0; i < GNN_CACHE_SLOTS && !there; i++)
+		there = cache[i].serial == index_serial && cache[i].state == GNN_CACHE_READY;
+	return !there;
+}
+
+/* the worker ends: an index it was building is not (a later call asks again) */
+static void
+IndexWorkerExit(int code, Datum arg)
+{
+	GnnCacheEntry *e;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = FindSerial(index_serial);
+	if (e && e->index_state == GNN_INDEX_BUILDING && e->index_pid == MyProcPid)
+	{
+		/* terminated (a shutdown, pg_terminate_backend): a later call asks again; an error: no more tries */
+		e->index_state = ProcDiePending ? GNN_INDEX_NONE : GNN_INDEX_FAILED;
+		e->index_pid = 0;
+	}
+	LWLockRelease(gnn_shared->lock);
+}
+
+static void
+IndexFail(const char *why)
+{
+	GnnCacheEntry *e;
+
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = FindSerial(index_serial);
+	if (e && e->index_state == GNN_INDEX_BUILDING && e->index_pid == MyProcPid)
+	{
+		e->index_state = GNN_INDEX_FAILED;
+		e->index_pid = 0;
+	}
+	LWLockRelease(gnn_shared->lock);
+	ereport(LOG, (errmsg("gnn index: no index for result %llu: %s", (unsigned long long) index_serial, why)));
+}
+
+void
+GnnIndexWorkerMain(Datum arg)
+{
+	IndexJob	job;
+	GnnCacheEntry *e;
+	dsm_handle	handle = DSM_HANDLE_INVALID;
+	dsm_segment *rseg,
+			   *iseg;
+	GnnResult	res;
+	gnn_hnsw_params p;
+	gnn_error	err;
+	gnn_status	st;
+	size_t		bytes;
+	TimestampTz t0 = GetCurrentTimestamp();
+	bool		published = false;
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	memcpy(&job, MyBgworkerEntry->bgw_extra, sizeof(job));
+	index_serial = job.serial;
+	CurrentResourceOwner = ResourceOwnerCreate(NULL, "gnn index");
+	before_shmem_exit(IndexWorkerExit, (Datum) 0);
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = FindSerial(job.serial);
+	if (e && e->index_state == GNN_INDEX_BUILDING && e->index_pid == 0)
+	{
+		e->index_pid = MyProcPid;
+		handle = e->handle;
+	}
+	LWLockRelease(gnn_shared->lock);
+	if (handle == DSM_HANDLE_INVALID || (rseg = GnnDsmAttach(handle)) == NULL)
+		proc_exit(0);			/* gone meanwhile */
+	ResultFromSegment(rseg, &res);
+	if (job.first < 0 || job.rows < 2 || job.first + job.rows > res.rows)
+	{
+		IndexFail("rows out of range");
+		proc_exit(0);
+	}
+	GnnCoreThreadsInit();
+	memset(&p, 0, sizeof(p));
+	p.seed = job.serial;
+	p.nthreads = gnn_threads;
+	p.should_stop = IndexShouldStop;
+	if (gnn_hnsw_size(job.rows, &p, &bytes, &err) != GNN_OK)
+	{
+		IndexFail(err.msg);
+		proc_exit(0);
+	}
+	iseg = GnnDsmCreate(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	if (iseg == NULL)
+	{
+		IndexFail("no shared memory segment free");
+		proc_exit(0);
+	}
+	pgstat_report_activity(STATE_RUNNING, "building an index");
+	st = gnn_hnsw_build(res.out + job.first * res.cols, res.norms + job.first, job.rows, res.cols, &p,
+						dsm_segment_address(iseg), bytes, &err);
+	if (st == GNN_ERR_CANCELLED)
+	{
+		CHECK_FOR_INTERRUPTS();
+		proc_exit(1);			/* the entry went: nothing to keep */
+	}
+	if (st != GNN_OK)
+	{
+		IndexFail(err.msg);
+		proc_exit(0);
+	}
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	e = FindSerial(job.serial);
+	if (e && e->index_state == GNN_INDEX_BUILDING && e->index_pid == MyProcPid &&
+		MakeRoomBut(bytes, e) && (e = FindSerial(job.serial)) != NULL)
+	{
+		dsm_pin_segment(iseg);
+		e->index_handle = dsm_segment_handle(iseg);
+		e->index_bytes = bytes;
+		e->index_seconds = (double) (GetCurrentTimestamp() - t0) / 1e6;
+		e->index_state = GNN_INDEX_READY;
+		e->index_pid = 0;
+		gnn_shared->cache_bytes += bytes;
+		published = true;
+	}
+	LWLockRelease(gnn_shared->lock);
+	if (!published)
+		IndexFail("the entry went, or gnn.max_cache_memory cannot hold the index beside it");
+	proc_exit(0);
+}
+
+static int
+CmpFloat(const void *a, const void *b)
+{
+	float		x = *(const float *) a,
+				y = *(const float *) b;
+
+	return x < y ? -1 : x > y;
+}
+
 /* gnn._cache_entries(): the caller's entries (every role's for a superuser) */
 Datum
 gnn_cache_entries(PG_FUNCTION_ARGS)
@@ -777,8 +1090,12 @@ gnn_cache_entries(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 	{
 		GnnCacheEntry *e = &copy[i];
-		Datum		v[14];
-		bool		nl[14];
+		Datum		v[22];
+		bool		nl[22];
+		int			nlat = (int) Min(e->lat_count, GNN_CACHE_LATENCIES);
+		float		lat[GNN_CACHE_LATENCIES];
+		double		sum = 0;
+		static const char *const index_states[] = {"none", "building", "ready", "failed"};
 
 		memset(nl, 0, sizeof(nl));
 		v[0] = CStringGetTextDatum(e->model);
@@ -798,6 +1115,27 @@ gnn_cache_entries(PG_FUNCTION_ARGS)
 		nl[12] = e->created == 0;
 		v[13] = Float8GetDatum(e->seconds);
 		nl[13] = e->state != GNN_CACHE_READY;
+		v[14] = Int64GetDatum(e->misses);
+		/* the index: embeddings only */
+		v[15] = CStringGetTextDatum(index_states[e->index_state & 3]);
+		nl[15] = e->key.kind != GNN_RESULT_EMBED;
+		v[16] = Int64GetDatum((int64) e->index_bytes);
+		nl[16] = e->index_state != GNN_INDEX_READY;
+		v[17] = Float8GetDatum(e->index_seconds);
+		nl[17] = e->index_state != GNN_INDEX_READY;
+		/* the last calls' latencies */
+		memcpy(lat, e->lat_ms, sizeof(float) * nlat);
+		for (int j = 0; j < nlat; j++)
+			sum += lat[j];
+		qsort(lat, nlat, sizeof(float), CmpFloat);
+		v[18] = Int64GetDatum((int64) e->lat_count);
+		v[19] = Float8GetDatum(nlat ? sum / nlat : 0);
+		nl[19] = nlat == 0;
+		/* nearest rank: the smallest latency at or above 99% of them */
+		v[20] = Float8GetDatum(nlat ? lat[(int) ceil(0.99 * nlat) - 1] : 0);
+		nl[20] = nlat == 0;
+		v[21] = Int64GetDatum(e->index_calls);
+		nl[21] = e->key.kind != GNN_RESULT_EMBED;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nl);
 	}
 	return (Datum) 0;

@@ -28,6 +28,8 @@ extern int	gnn_fault_backend_calls;
 extern int	gnn_max_classes;
 extern int	gnn_max_cache_memory_mb;
 extern double gnn_khop_max_fraction;
+extern int	gnn_similar_ef;
+extern int	gnn_similar_index_min_rows;
 extern int	gnn_gpu_cache_size_mb;
 extern int	gnn_gpu_graph_memory_mb;
 extern bool gnn_persist_graphs;
@@ -275,6 +277,18 @@ typedef enum GnnCacheState
 	GNN_CACHE_READY
 } GnnCacheState;
 
+/* an embedding result's approximate index (gnn.similar) */
+typedef enum GnnIndexState
+{
+	GNN_INDEX_NONE = 0,			/* none yet: the first gnn.similar asks for one */
+	GNN_INDEX_BUILDING,			/* a background worker builds it */
+	GNN_INDEX_READY,
+	GNN_INDEX_FAILED			/* could not be built (too large for the budget, an error): exact scans */
+} GnnIndexState;
+
+/* the calls' latencies an entry keeps (gnn.cache's mean and p99) */
+#define GNN_CACHE_LATENCIES 128
+
 typedef struct GnnCacheKey
 {
 	Oid			dbid;
@@ -305,6 +319,19 @@ typedef struct GnnCacheEntry
 	TimestampTz created;
 	double		seconds;		/* time to compute it */
 	int			computing_pid;
+	int64		misses;			/* calls that found it missing or being computed */
+	/* the approximate index over rows [index_first, index_first + index_rows) */
+	int32		index_state;	/* GnnIndexState */
+	dsm_handle	index_handle;	/* READY: the pinned segment */
+	uint64		index_bytes;
+	int64		index_first;
+	int64		index_rows;
+	double		index_seconds;	/* time to build it */
+	int			index_pid;		/* BUILDING: the worker */
+	int64		index_calls;	/* gnn.similar calls the index answered */
+	/* the last calls' latencies in ms (a ring: the next goes at lat_count % GNN_CACHE_LATENCIES) */
+	uint64		lat_count;
+	float		lat_ms[GNN_CACHE_LATENCIES];
 } GnnCacheEntry;
 
 /* A result (every node's row of one layer), mapped: valid until the transaction ends. */
@@ -318,6 +345,7 @@ typedef struct GnnResult
 	const uint16 *emb16;		/* embeddings: the rows in bf16 (gnn.similar's scan), or NULL */
 	Size		bytes;			/* the segment's size */
 	bool		fresh;			/* mapped by this call (its pages not yet touched here) */
+	uint64		serial;			/* the cache entry it is (0: this transaction's own) */
 } GnnResult;
 
 typedef void (*GnnComputeFn) (void *arg, GnnResult *res);	/* fills res->ids and res->out */
@@ -337,6 +365,9 @@ extern void GnnResultPrefault(const GnnResult *res);
 extern void GnnCachePublish(const GnnCacheKey *key, const char *model, int32 version, const char *graph,
 							dsm_segment *seg, GnnResult *res, double seconds);
 extern bool GnnCacheLookup(const GnnCacheKey *key, GnnResult *res);
+extern const void *GnnCacheIndex(const GnnResult *res, int64 first, int64 rows, bool build, Size *bytes);
+extern void GnnCacheNoteLatency(uint64 serial, TimestampTz start, bool by_index);
+extern PGDLLEXPORT void GnnIndexWorkerMain(Datum arg);
 extern int	GnnCacheDrop(const char *model, int32 version);
 extern void GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation);
 extern void GnnCachePurgeGeneration(const char *graph, Oid owner, uint64 generation);

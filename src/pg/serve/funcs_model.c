@@ -57,6 +57,7 @@
 #include "nn/backend.h"
 #include "nn/serialize.h"
 #include "infer/infer.h"
+#include "infer/hnsw.h"
 #include "infer/topk.h"
 #include "nn/safetensors.h"
 #include "train/train.h"
@@ -620,7 +621,7 @@ InferEnd(InferCtx *x)
  * neighbourhood (every neighbour, no sampling: equal to the full pass) when
  * that neighbourhood is small beside the graph; else the full pass, shared.
  */
-static void
+static uint64
 InferFew(InferCtx *x, const int64 *nodes, int n, float *out)
 {
 	GnnResult	res;
@@ -635,7 +636,7 @@ InferFew(InferCtx *x, const int64 *nodes, int n, float *out)
 		/* sampled with the training fan-outs: as cheap for a few nodes whatever their neighbourhood */
 		InferTemporal(x, idx, n, out);
 		pfree(idx);
-		return;
+		return 0;
 	}
 	if (!x->mr.temporal && !GnnCacheLookup(&x->key, &res))
 	{
@@ -656,7 +657,7 @@ InferFew(InferCtx *x, const int64 *nodes, int n, float *out)
 		if (st == GNN_OK)
 		{
 			pfree(idx);
-			return;
+			return 0;
 		}
 		/* too large a neighbourhood, or a model the few-node path cannot run: the full pass */
 		if (st != GNN_ERR_LIMIT && st != GNN_ERR_UNSUPPORTED)
@@ -666,6 +667,7 @@ InferFew(InferCtx *x, const int64 *nodes, int n, float *out)
 	for (int i = 0; i < n; i++)
 		memcpy(out + (Size) i * x->cols, res.out + idx[i] * x->cols, sizeof(float) * x->cols);
 	pfree(idx);
+	return res.serial;
 }
 
 
@@ -1571,6 +1573,8 @@ gnn_predict(PG_FUNCTION_ARGS)
 	bool		has_as_of;
 	TimestampTz as_of;
 	bool		all_probs = PG_NARGS() > 4 && !PG_ARGISNULL(4) && PG_GETARG_BOOL(4);
+	TimestampTz start = GetCurrentTimestamp();
+	uint64		serial = 0;
 
 	GnnRequirePreload();
 	if (!PG_ARGISNULL(1))
@@ -1597,11 +1601,12 @@ gnn_predict(PG_FUNCTION_ARGS)
 				GnnFindNodeInt(&x.ref.g, x.type, DatumGetInt64(d[i]), x.mr.graph);
 		few = palloc(sizeof(float) * (Size) Max(nwant, 1) * x.cols);
 		if (nwant > 0)
-			InferFew(&x, want, nwant, few);
+			serial = InferFew(&x, want, nwant, few);
 	}
 	else
 	{
 		InferFull(&x, &r);
+		serial = r.serial;
 		first = x.ref.g.type_ptr[x.type];
 	}
 	InitMaterializedSRF(fcinfo, 0);
@@ -1638,6 +1643,7 @@ gnn_predict(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, n);
 	}
 	InferEnd(&x);
+	GnnCacheNoteLatency(serial, start, false);
 	return (Datum) 0;
 }
 
@@ -1650,6 +1656,8 @@ gnn_embedding(PG_FUNCTION_ARGS)
 	float	   *row;
 	bool		has_as_of;
 	TimestampTz as_of;
+	TimestampTz start = GetCurrentTimestamp();
+	uint64		serial;
 
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
@@ -1661,8 +1669,9 @@ gnn_embedding(PG_FUNCTION_ARGS)
 	else
 		node = GnnFindNodeInt(&x.ref.g, x.type, PG_GETARG_INT64(1), x.mr.graph);
 	row = palloc(sizeof(float) * x.cols);
-	InferFew(&x, &node, 1, row);
+	serial = InferFew(&x, &node, 1, row);
 	InferEnd(&x);
+	GnnCacheNoteLatency(serial, start, false);
 	PG_RETURN_ARRAYTYPE_P(RowArray(row, x.cols));
 }
 
@@ -1706,8 +1715,12 @@ PutRanked(FunctionCallInfo fcinfo, const gnn_graph *g, int64 first, const int64 
 }
 
 /*
- * gnn.similar(model, node, k, version) -> (id, score): the k nearest by
- * cosine similarity over the shared embeddings, one multi-threaded pass.
+ * gnn.similar(model, node, k, version, as_of, exact) -> (id, score): the k
+ * nearest by cosine similarity over the shared embeddings: from the
+ * result's approximate index when it has one (gnn.similar_ef candidates;
+ * the first call on a result of at least gnn.similar_index_min_rows rows
+ * asks a background worker to build it), else (or exact => true) by one
+ * multi-threaded pass over every row.
  */
 Datum
 gnn_similar(PG_FUNCTION_ARGS)
@@ -1723,6 +1736,10 @@ gnn_similar(PG_FUNCTION_ARGS)
 				count;
 	bool		has_as_of;
 	TimestampTz as_of;
+	TimestampTz start = GetCurrentTimestamp();
+	bool		exact = PG_NARGS() > 5 && !PG_ARGISNULL(5) && PG_GETARG_BOOL(5);
+	const void *ix = NULL;
+	Size		ixbytes;
 
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
@@ -1743,10 +1760,24 @@ gnn_similar(PG_FUNCTION_ARGS)
 	count = x.ref.g.type_ptr[x.type + 1] - first;
 	idx = palloc(sizeof(int64) * k);
 	score = palloc(sizeof(float) * k);
-	if (r.fresh)
-		GnnResultPrefault(&r);	/* a first scan in this session: map its pages in one go */
+	got = GNN_HNSW_EXACT;
+	if (!exact && count >= Max(gnn_similar_index_min_rows, 2))
+		ix = GnnCacheIndex(&r, first, count, true, &ixbytes);
+	if (ix)
 	{
-		int			nt = ScanBegin();
+		/* a few hundred rows read: no prefault, whatever the result's size */
+		got = gnn_hnsw_search(ix, r.out + first * r.cols, r.norms + first, r.cols, row - first, k,
+							  gnn_similar_ef, idx, score);
+		if (got == -1)
+			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory searching the index of model \"%s\"", x.mr.name)));
+	}
+	if (got == GNN_HNSW_EXACT)
+	{
+		int			nt;
+
+		if (r.fresh)
+			GnnResultPrefault(&r);	/* a first scan in this session: map its pages in one go */
+		nt = ScanBegin();
 
 		PG_TRY();
 		{
@@ -1765,6 +1796,7 @@ gnn_similar(PG_FUNCTION_ARGS)
 	}
 	PutRanked(fcinfo, &x.ref.g, first, idx, score, got);
 	InferEnd(&x);
+	GnnCacheNoteLatency(r.serial, start, got != GNN_HNSW_EXACT && ix != NULL);
 	return (Datum) 0;
 }
 
