@@ -884,14 +884,17 @@ AS 'MODULE_PATHNAME', 'gnn_score_pair' LANGUAGE C STABLE;
 
 -- The k best new partners of a node by the model's link score (customers ->
 -- products with edge_type): its out-neighbours through the relation (any
--- edge without one) and itself left out with exclude_existing.
+-- edge without one) and itself left out with exclude_existing.  Like
+-- gnn.similar it answers from an approximate index (by dot product) once
+-- the model's embeddings have gnn.similar_index_min_rows rows of the
+-- destination type; exact => true scans every row.
 CREATE FUNCTION gnn.recommend(model text, node bigint, k int DEFAULT 10, exclude_existing boolean DEFAULT true,
-                              edge_type text DEFAULT NULL, version int DEFAULT NULL)
+                              edge_type text DEFAULT NULL, version int DEFAULT NULL, exact boolean DEFAULT false)
 RETURNS TABLE (id bigint, score real, key text)
 AS 'MODULE_PATHNAME', 'gnn_recommend' LANGUAGE C STABLE ROWS 10;
 
 CREATE FUNCTION gnn.recommend(model text, node text, k int DEFAULT 10, exclude_existing boolean DEFAULT true,
-                              edge_type text DEFAULT NULL, version int DEFAULT NULL)
+                              edge_type text DEFAULT NULL, version int DEFAULT NULL, exact boolean DEFAULT false)
 RETURNS TABLE (id bigint, score real, key text)
 AS 'MODULE_PATHNAME', 'gnn_recommend' LANGUAGE C STABLE ROWS 10;
 
@@ -948,14 +951,16 @@ CREATE FUNCTION gnn._cache_entries(
     OUT kind text, OUT layer int, OUT nodes bigint, OUT dim int, OUT bytes bigint, OUT hits bigint,
     OUT state text, OUT created timestamptz, OUT seconds float8, OUT misses bigint,
     OUT index text, OUT index_bytes bigint, OUT index_seconds float8,
-    OUT calls bigint, OUT mean_ms float8, OUT p99_ms float8, OUT index_calls bigint)
+    OUT calls bigint, OUT mean_ms float8, OUT p99_ms float8, OUT index_calls bigint, OUT link_index text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'gnn_cache_entries' LANGUAGE C VOLATILE;
 
 -- What is cached: the caller's models' results (every role's for a superuser).
--- misses: calls that found the result missing or being computed; index: an
--- embedding result's approximate index for gnn.similar (none, building,
--- ready, failed) and index_calls, the gnn.similar calls it answered; calls,
+-- misses: calls that found the result missing or being computed; index and
+-- link_index: an embedding result's approximate indexes for gnn.similar
+-- (cosine) and gnn.recommend (dot product): none, building, ready, failed;
+-- index_bytes, index_seconds, index_calls: their sizes, build times and the
+-- calls they answered, summed; calls,
 -- mean_ms, p99_ms: the calls answered from the result, and the mean and
 -- 99th percentile of the last 128 calls' times.
 CREATE VIEW gnn.cache WITH (security_invoker = true) AS SELECT * FROM gnn._cache_entries();

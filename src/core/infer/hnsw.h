@@ -18,8 +18,13 @@
 
 #include "base/gnn_core.h"
 
+/* how rows are compared */
+#define GNN_HNSW_COSINE 0		/* gnn_cosine: gnn.similar */
+#define GNN_HNSW_DOT 1			/* gnn_dot, largest first: gnn.recommend's link scores */
+
 typedef struct gnn_hnsw_params
 {
+	int32_t		metric;			/* GNN_HNSW_COSINE (0, the default) or GNN_HNSW_DOT */
 	int32_t		m;				/* links per node and level (2m at level 0); <= 0: 16 */
 	int32_t		ef_construction;	/* candidates kept while linking a row; <= 0: 64 */
 	uint64_t	seed;			/* draws the levels */
@@ -52,22 +57,39 @@ gnn_status	gnn_hnsw_build(const float *emb, const float *norms, int64_t n, int32
 /* whether buf (bytes long) holds a finished index over n rows */
 bool		gnn_hnsw_valid(const void *buf, size_t bytes, int64_t n);
 
+/* the search width gnn.similar_ef defaults to */
+#define GNN_HNSW_DEFAULT_EF 100
+
 /* what gnn_hnsw_search returns when only an exact scan can answer */
 #define GNN_HNSW_EXACT (-2)
 
 /*
- * The k rows most similar to row q (excluding q), as gnn_topk_cosine
+ * A cosine index (GNN_HNSW_COSINE, built over the same dim): the k rows
+ * most similar to row q (excluding q), as gnn_topk_cosine
  * orders them (score descending, ties by lower index; scores are
  * gnn_cosine's, the same floats as the exact scan's), found by a search
  * keeping max(ef, k + 1) candidates: the larger ef, the closer to the exact
  * answer (ef >= n visits every row reachable from the entry point).  Cost
  * grows with ef and log n, not with n: visited rows are kept in a hash set.
- * Returns how many were written, -1 for an argument out of range or no
- * memory, GNN_HNSW_EXACT when row q has no direction to search by (a zero
+ * Returns how many were written, -1 for an argument out of range (an index
+ * of the other metric or width included) or no memory, GNN_HNSW_EXACT when row q has no direction to search by (a zero
  * or non-finite norm: every score is 0 or NaN, which the exact scan ranks).
  */
 int64_t		gnn_hnsw_search(const void *index, const float *emb, const float *norms, int32_t dim, int64_t q,
 							int32_t k, int32_t ef, int64_t *out_idx, float *out_score);
+
+/*
+ * A dot-product index (GNN_HNSW_DOT): the k rows with the largest gnn_dot
+ * with query (dim floats, any vector), leaving out exclude[0..nexclude)
+ * (ascending row indices), as gnn_topk_dot orders them, keeping
+ * max(ef, k + nexclude) candidates.  -1 for an argument out of range (an
+ * index of the other metric or width, exclude not ascending),
+ * GNN_HNSW_EXACT for a zero or non-finite query, or so many rows to leave
+ * out that a scan costs as little.
+ */
+int64_t		gnn_hnsw_search_dot(const void *index, const float *emb, const float *norms, int32_t dim,
+								const float *query, const int64_t *exclude, int64_t nexclude, int32_t k,
+								int32_t ef, int64_t *out_idx, float *out_score);
 
 /* the index's shape, for reports: levels above 0 and links held */
 typedef struct gnn_hnsw_info

@@ -72,10 +72,12 @@ typedef struct CacheHeader
  * transaction only (serial 0) go at its end.
  */
 #define CMAP_MAX 32
-#define CMAP_INDEX (UINT64CONST(1) << 63)	/* a serial with this bit: the entry's index */
+#define CMAP_INDEX (UINT64CONST(1) << 63)	/* a serial with this bit: one of the entry's indexes */
+#define CMAP_DOT (UINT64CONST(1) << 62)	/* ... its dot-product one */
+#define CMAP_SERIAL(s) ((s) & ~(CMAP_INDEX | CMAP_DOT))
 typedef struct CacheMap
 {
-	uint64		serial;			/* the entry's serial (| CMAP_INDEX: its index); 0: a private result */
+	uint64		serial;			/* the entry's serial (| CMAP_INDEX, CMAP_DOT: an index); 0: a private result */
 	dsm_segment *seg;
 } CacheMap;
 
@@ -107,9 +109,10 @@ CmapSweep(void)
 		{
 			GnnCacheEntry *e = &gnn_shared->cache[j];
 
-			if (e->state == GNN_CACHE_READY && e->serial == (cmap[i].serial & ~CMAP_INDEX))
+			if (e->state == GNN_CACHE_READY && e->serial == CMAP_SERIAL(cmap[i].serial))
 			{
-				live[i] = !(cmap[i].serial & CMAP_INDEX) || e->index_state == GNN_INDEX_READY;
+				live[i] = !(cmap[i].serial & CMAP_INDEX) ||
+					e->index[(cmap[i].serial & CMAP_DOT) ? 1 : 0].state == GNN_INDEX_READY;
 				break;
 			}
 		}
@@ -234,11 +237,12 @@ EntryFree(GnnCacheEntry *e)
 {
 	if (e->state == GNN_CACHE_READY)
 		dsm_unpin_segment(e->handle);
-	if (e->index_state == GNN_INDEX_READY)
-	{
-		dsm_unpin_segment(e->index_handle);
-		gnn_shared->cache_bytes -= Min(e->index_bytes, gnn_shared->cache_bytes);
-	}
+	for (int m = 0; m < 2; m++)
+		if (e->index[m].state == GNN_INDEX_READY)
+		{
+			dsm_unpin_segment(e->index[m].handle);
+			gnn_shared->cache_bytes -= Min(e->index[m].bytes, gnn_shared->cache_bytes);
+		}
 	gnn_shared->cache_bytes -= Min(e->bytes, gnn_shared->cache_bytes);
 	memset(e, 0, sizeof(*e));
 }
@@ -802,6 +806,7 @@ GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation)
 typedef struct IndexJob
 {
 	uint64		serial;
+	int32		metric;
 	int64		first;
 	int64		rows;
 } IndexJob;
@@ -821,22 +826,22 @@ FindSerial(uint64 serial)
 }
 
 static void
-IndexRequest(uint64 serial, int64 first, int64 rows)
+IndexRequest(uint64 serial, int metric, int64 first, int64 rows)
 {
 	BackgroundWorker w;
 	BackgroundWorkerHandle *h;
 	GnnCacheEntry *e;
-	IndexJob	job = {serial, first, rows};
+	IndexJob	job = {serial, metric, first, rows};
 	bool		mine = false;
 
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	e = FindSerial(serial);
-	if (e && e->index_state == GNN_INDEX_NONE)
+	if (e && e->index[metric].state == GNN_INDEX_NONE)
 	{
-		e->index_state = GNN_INDEX_BUILDING;
-		e->index_first = first;
-		e->index_rows = rows;
-		e->index_pid = 0;
+		e->index[metric].state = GNN_INDEX_BUILDING;
+		e->index[metric].first = first;
+		e->index[metric].rows = rows;
+		e->index[metric].pid = 0;
 		mine = true;
 	}
 	LWLockRelease(gnn_shared->lock);
@@ -848,7 +853,8 @@ IndexRequest(uint64 serial, int64 first, int64 rows)
 	w.bgw_restart_time = BGW_NEVER_RESTART;
 	strlcpy(w.bgw_library_name, "gnn", BGW_MAXLEN);
 	strlcpy(w.bgw_function_name, "GnnIndexWorkerMain", BGW_MAXLEN);
-	snprintf(w.bgw_name, BGW_MAXLEN, "gnn index (result %llu)", (unsigned long long) serial);
+	snprintf(w.bgw_name, BGW_MAXLEN, "gnn index (result %llu, %s)", (unsigned long long) serial,
+			 metric == GNN_HNSW_DOT ? "dot product" : "cosine");
 	strlcpy(w.bgw_type, "gnn index", BGW_MAXLEN);
 	memcpy(w.bgw_extra, &job, sizeof(job));
 	w.bgw_notify_pid = 0;
@@ -857,55 +863,60 @@ IndexRequest(uint64 serial, int64 first, int64 rows)
 		/* no slot free: a later call asks again */
 		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 		e = FindSerial(serial);
-		if (e && e->index_state == GNN_INDEX_BUILDING && e->index_pid == 0)
-			e->index_state = GNN_INDEX_NONE;
+		if (e && e->index[metric].state == GNN_INDEX_BUILDING && e->index[metric].pid == 0)
+			e->index[metric].state = GNN_INDEX_NONE;
 		LWLockRelease(gnn_shared->lock);
-		ereport(DEBUG1, (errmsg("no background worker slot free to build an index; gnn.similar scans meanwhile")));
+		ereport(DEBUG1, (errmsg("no background worker slot free to build an index; calls scan meanwhile")));
 	}
 }
 
 /*
- * The approximate index over rows [first, first + rows) of res, mapped for
- * the session, or NULL when there is none ready (build: ask for one if
- * none is being built).  Results of this transaction only have none.
+ * The approximate index of res by metric (GNN_HNSW_COSINE, GNN_HNSW_DOT)
+ * over its rows [first, first + rows), mapped for the session, or NULL
+ * when there is none ready (build: ask for one if none is being built).
+ * Results of this transaction only have none.
  */
 const void *
-GnnCacheIndex(const GnnResult *res, int64 first, int64 rows, bool build, Size *bytes)
+GnnCacheIndex(const GnnResult *res, int metric, int64 first, int64 rows, bool build, Size *bytes)
 {
 	GnnCacheEntry *e;
 	int32		state = GNN_INDEX_FAILED;
 	dsm_handle	handle = DSM_HANDLE_INVALID;
 	dsm_segment *seg;
 	const void *ix;
+	uint64		key = res->serial | CMAP_INDEX | (metric == GNN_HNSW_DOT ? CMAP_DOT : 0);
 
-	if (res->serial == 0 || rows < 2 || rows > GNN_HNSW_MAX_ROWS)
+	if (res->serial == 0 || rows < 2 || rows > GNN_HNSW_MAX_ROWS || (metric != GNN_HNSW_COSINE && metric != GNN_HNSW_DOT))
 		return NULL;
-	if ((seg = CmapFind(res->serial | CMAP_INDEX)) == NULL)
+	if ((seg = CmapFind(key)) == NULL)
 	{
 		LWLockAcquire(gnn_shared->lock, LW_SHARED);
 		e = FindSerial(res->serial);
 		if (e)
 		{
-			state = e->index_state;
-			if (state == GNN_INDEX_READY && (e->index_first != first || e->index_rows != rows))
+			state = e->index[metric].state;
+			if (state == GNN_INDEX_READY && (e->index[metric].first != first || e->index[metric].rows != rows))
 				state = GNN_INDEX_FAILED;	/* built over other rows: cannot answer these */
-			handle = e->index_handle;
+			handle = e->index[metric].handle;
 		}
 		LWLockRelease(gnn_shared->lock);
 		if (state == GNN_INDEX_NONE && build)
-			IndexRequest(res->serial, first, rows);
+			IndexRequest(res->serial, metric, first, rows);
 		if (state != GNN_INDEX_READY || (seg = AttachForSession(handle)) == NULL)
 			return NULL;
-		CmapAdd(res->serial | CMAP_INDEX, seg);
+		CmapAdd(key, seg);
 	}
 	ix = dsm_segment_address(seg);
 	*bytes = dsm_segment_map_length(seg);
 	return gnn_hnsw_valid(ix, *bytes, rows) ? ix : NULL;
 }
 
-/* a call answered from entry serial took from start until now: kept for gnn.cache */
+/*
+ * A call answered from entry serial took from start until now (by_index:
+ * the metric of the index that answered it, or -1): kept for gnn.cache.
+ */
 void
-GnnCacheNoteLatency(uint64 serial, TimestampTz start, bool by_index)
+GnnCacheNoteLatency(uint64 serial, TimestampTz start, int by_index)
 {
 	float		ms = (float) (GetCurrentTimestamp() - start) / 1000.0f;
 	GnnCacheEntry *e;
@@ -916,13 +927,15 @@ GnnCacheNoteLatency(uint64 serial, TimestampTz start, bool by_index)
 	if ((e = FindSerial(serial)) != NULL)
 	{
 		e->lat_ms[e->lat_count++ % GNN_CACHE_LATENCIES] = ms;
-		e->index_calls += by_index;
+		if (by_index == GNN_HNSW_COSINE || by_index == GNN_HNSW_DOT)
+			e->index[by_index].calls++;
 	}
 	LWLockRelease(gnn_shared->lock);
 }
 
 /* the build stops when the entry goes or the worker is told to */
 static uint64 index_serial;
+static int	index_metric;
 
 static bool
 IndexShouldStop(void *arg)
@@ -938,19 +951,29 @@ IndexShouldStop(void *arg)
 	return !there;
 }
 
-/* the worker ends: an index it was building is not (a later call asks again) */
+/* caller holds the lock exclusively: the slot this worker builds, or NULL */
+static GnnCacheIndexSlot *
+MySlot(void)
+{
+	GnnCacheEntry *e = FindSerial(index_serial);
+
+	if (e && e->index[index_metric].state == GNN_INDEX_BUILDING && e->index[index_metric].pid == MyProcPid)
+		return &e->index[index_metric];
+	return NULL;
+}
+
+/* the worker ends: an index it was building is not */
 static void
 IndexWorkerExit(int code, Datum arg)
 {
-	GnnCacheEntry *e;
+	GnnCacheIndexSlot *x;
 
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-	e = FindSerial(index_serial);
-	if (e && e->index_state == GNN_INDEX_BUILDING && e->index_pid == MyProcPid)
+	if ((x = MySlot()) != NULL)
 	{
 		/* terminated (a shutdown, pg_terminate_backend): a later call asks again; an error: no more tries */
-		e->index_state = ProcDiePending ? GNN_INDEX_NONE : GNN_INDEX_FAILED;
-		e->index_pid = 0;
+		x->state = ProcDiePending ? GNN_INDEX_NONE : GNN_INDEX_FAILED;
+		x->pid = 0;
 	}
 	LWLockRelease(gnn_shared->lock);
 }
@@ -958,14 +981,13 @@ IndexWorkerExit(int code, Datum arg)
 static void
 IndexFail(const char *why)
 {
-	GnnCacheEntry *e;
+	GnnCacheIndexSlot *x;
 
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-	e = FindSerial(index_serial);
-	if (e && e->index_state == GNN_INDEX_BUILDING && e->index_pid == MyProcPid)
+	if ((x = MySlot()) != NULL)
 	{
-		e->index_state = GNN_INDEX_FAILED;
-		e->index_pid = 0;
+		x->state = GNN_INDEX_FAILED;
+		x->pid = 0;
 	}
 	LWLockRelease(gnn_shared->lock);
 	ereport(LOG, (errmsg("gnn index: no index for result %llu: %s", (unsigned long long) index_serial, why)));
@@ -976,6 +998,7 @@ GnnIndexWorkerMain(Datum arg)
 {
 	IndexJob	job;
 	GnnCacheEntry *e;
+	GnnCacheIndexSlot *x;
 	dsm_handle	handle = DSM_HANDLE_INVALID;
 	dsm_segment *rseg,
 			   *iseg;
@@ -991,13 +1014,14 @@ GnnIndexWorkerMain(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	memcpy(&job, MyBgworkerEntry->bgw_extra, sizeof(job));
 	index_serial = job.serial;
+	index_metric = job.metric == GNN_HNSW_DOT ? GNN_HNSW_DOT : GNN_HNSW_COSINE;
 	CurrentResourceOwner = ResourceOwnerCreate(NULL, "gnn index");
 	before_shmem_exit(IndexWorkerExit, (Datum) 0);
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	e = FindSerial(job.serial);
-	if (e && e->index_state == GNN_INDEX_BUILDING && e->index_pid == 0)
+	if (e && e->index[index_metric].state == GNN_INDEX_BUILDING && e->index[index_metric].pid == 0)
 	{
-		e->index_pid = MyProcPid;
+		e->index[index_metric].pid = MyProcPid;
 		handle = e->handle;
 	}
 	LWLockRelease(gnn_shared->lock);
@@ -1011,6 +1035,7 @@ GnnIndexWorkerMain(Datum arg)
 	}
 	GnnCoreThreadsInit();
 	memset(&p, 0, sizeof(p));
+	p.metric = index_metric;
 	p.seed = job.serial;
 	p.nthreads = gnn_threads;
 	p.should_stop = IndexShouldStop;
@@ -1040,15 +1065,14 @@ GnnIndexWorkerMain(Datum arg)
 	}
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	e = FindSerial(job.serial);
-	if (e && e->index_state == GNN_INDEX_BUILDING && e->index_pid == MyProcPid &&
-		MakeRoomBut(bytes, e) && (e = FindSerial(job.serial)) != NULL)
+	if ((x = MySlot()) != NULL && MakeRoomBut(bytes, e) && (x = MySlot()) != NULL)
 	{
 		dsm_pin_segment(iseg);
-		e->index_handle = dsm_segment_handle(iseg);
-		e->index_bytes = bytes;
-		e->index_seconds = (double) (GetCurrentTimestamp() - t0) / 1e6;
-		e->index_state = GNN_INDEX_READY;
-		e->index_pid = 0;
+		x->handle = dsm_segment_handle(iseg);
+		x->bytes = bytes;
+		x->seconds = (double) (GetCurrentTimestamp() - t0) / 1e6;
+		x->state = GNN_INDEX_READY;
+		x->pid = 0;
 		gnn_shared->cache_bytes += bytes;
 		published = true;
 	}
@@ -1090,8 +1114,8 @@ gnn_cache_entries(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 	{
 		GnnCacheEntry *e = &copy[i];
-		Datum		v[22];
-		bool		nl[22];
+		Datum		v[23];
+		bool		nl[23];
 		int			nlat = (int) Min(e->lat_count, GNN_CACHE_LATENCIES);
 		float		lat[GNN_CACHE_LATENCIES];
 		double		sum = 0;
@@ -1117,12 +1141,12 @@ gnn_cache_entries(PG_FUNCTION_ARGS)
 		nl[13] = e->state != GNN_CACHE_READY;
 		v[14] = Int64GetDatum(e->misses);
 		/* the index: embeddings only */
-		v[15] = CStringGetTextDatum(index_states[e->index_state & 3]);
+		v[15] = CStringGetTextDatum(index_states[e->index[GNN_HNSW_COSINE].state & 3]);
 		nl[15] = e->key.kind != GNN_RESULT_EMBED;
-		v[16] = Int64GetDatum((int64) e->index_bytes);
-		nl[16] = e->index_state != GNN_INDEX_READY;
-		v[17] = Float8GetDatum(e->index_seconds);
-		nl[17] = e->index_state != GNN_INDEX_READY;
+		v[16] = Int64GetDatum((int64) (e->index[0].bytes + e->index[1].bytes));
+		nl[16] = e->index[0].state != GNN_INDEX_READY && e->index[1].state != GNN_INDEX_READY;
+		v[17] = Float8GetDatum(e->index[0].seconds + e->index[1].seconds);
+		nl[17] = nl[16];
 		/* the last calls' latencies */
 		memcpy(lat, e->lat_ms, sizeof(float) * nlat);
 		for (int j = 0; j < nlat; j++)
@@ -1134,8 +1158,10 @@ gnn_cache_entries(PG_FUNCTION_ARGS)
 		/* nearest rank: the smallest latency at or above 99% of them */
 		v[20] = Float8GetDatum(nlat ? lat[(int) ceil(0.99 * nlat) - 1] : 0);
 		nl[20] = nlat == 0;
-		v[21] = Int64GetDatum(e->index_calls);
+		v[21] = Int64GetDatum(e->index[0].calls + e->index[1].calls);
 		nl[21] = e->key.kind != GNN_RESULT_EMBED;
+		v[22] = CStringGetTextDatum(index_states[e->index[GNN_HNSW_DOT].state & 3]);
+		nl[22] = e->key.kind != GNN_RESULT_EMBED;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nl);
 	}
 	return (Datum) 0;

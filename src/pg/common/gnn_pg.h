@@ -289,6 +289,19 @@ typedef enum GnnIndexState
 /* the calls' latencies an entry keeps (gnn.cache's mean and p99) */
 #define GNN_CACHE_LATENCIES 128
 
+/* one approximate index of an entry, over its rows [first, first + rows) */
+typedef struct GnnCacheIndexSlot
+{
+	int32		state;			/* GnnIndexState */
+	dsm_handle	handle;			/* READY: the pinned segment */
+	uint64		bytes;
+	int64		first;
+	int64		rows;
+	double		seconds;		/* time to build it */
+	int			pid;			/* BUILDING: the worker */
+	int64		calls;			/* calls it answered */
+} GnnCacheIndexSlot;
+
 typedef struct GnnCacheKey
 {
 	Oid			dbid;
@@ -320,15 +333,8 @@ typedef struct GnnCacheEntry
 	double		seconds;		/* time to compute it */
 	int			computing_pid;
 	int64		misses;			/* calls that found it missing or being computed */
-	/* the approximate index over rows [index_first, index_first + index_rows) */
-	int32		index_state;	/* GnnIndexState */
-	dsm_handle	index_handle;	/* READY: the pinned segment */
-	uint64		index_bytes;
-	int64		index_first;
-	int64		index_rows;
-	double		index_seconds;	/* time to build it */
-	int			index_pid;		/* BUILDING: the worker */
-	int64		index_calls;	/* gnn.similar calls the index answered */
+	/* approximate indexes, by metric (GNN_HNSW_COSINE: gnn.similar, GNN_HNSW_DOT: gnn.recommend) */
+	GnnCacheIndexSlot index[2];
 	/* the last calls' latencies in ms (a ring: the next goes at lat_count % GNN_CACHE_LATENCIES) */
 	uint64		lat_count;
 	float		lat_ms[GNN_CACHE_LATENCIES];
@@ -365,8 +371,8 @@ extern void GnnResultPrefault(const GnnResult *res);
 extern void GnnCachePublish(const GnnCacheKey *key, const char *model, int32 version, const char *graph,
 							dsm_segment *seg, GnnResult *res, double seconds);
 extern bool GnnCacheLookup(const GnnCacheKey *key, GnnResult *res);
-extern const void *GnnCacheIndex(const GnnResult *res, int64 first, int64 rows, bool build, Size *bytes);
-extern void GnnCacheNoteLatency(uint64 serial, TimestampTz start, bool by_index);
+extern const void *GnnCacheIndex(const GnnResult *res, int metric, int64 first, int64 rows, bool build, Size *bytes);
+extern void GnnCacheNoteLatency(uint64 serial, TimestampTz start, int by_index);
 extern PGDLLEXPORT void GnnIndexWorkerMain(Datum arg);
 extern int	GnnCacheDrop(const char *model, int32 version);
 extern void GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation);

@@ -1643,7 +1643,7 @@ gnn_predict(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, n);
 	}
 	InferEnd(&x);
-	GnnCacheNoteLatency(serial, start, false);
+	GnnCacheNoteLatency(serial, start, -1);
 	return (Datum) 0;
 }
 
@@ -1671,7 +1671,7 @@ gnn_embedding(PG_FUNCTION_ARGS)
 	row = palloc(sizeof(float) * x.cols);
 	serial = InferFew(&x, &node, 1, row);
 	InferEnd(&x);
-	GnnCacheNoteLatency(serial, start, false);
+	GnnCacheNoteLatency(serial, start, -1);
 	PG_RETURN_ARRAYTYPE_P(RowArray(row, x.cols));
 }
 
@@ -1738,6 +1738,7 @@ gnn_similar(PG_FUNCTION_ARGS)
 	TimestampTz as_of;
 	TimestampTz start = GetCurrentTimestamp();
 	bool		exact = PG_NARGS() > 5 && !PG_ARGISNULL(5) && PG_GETARG_BOOL(5);
+	bool		exact_scan;
 	const void *ix = NULL;
 	Size		ixbytes;
 
@@ -1762,7 +1763,7 @@ gnn_similar(PG_FUNCTION_ARGS)
 	score = palloc(sizeof(float) * k);
 	got = GNN_HNSW_EXACT;
 	if (!exact && count >= Max(gnn_similar_index_min_rows, 2))
-		ix = GnnCacheIndex(&r, first, count, true, &ixbytes);
+		ix = GnnCacheIndex(&r, GNN_HNSW_COSINE, first, count, true, &ixbytes);
 	if (ix)
 	{
 		/* a few hundred rows read: no prefault, whatever the result's size */
@@ -1771,7 +1772,8 @@ gnn_similar(PG_FUNCTION_ARGS)
 		if (got == -1)
 			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory searching the index of model \"%s\"", x.mr.name)));
 	}
-	if (got == GNN_HNSW_EXACT)
+	exact_scan = got == GNN_HNSW_EXACT;
+	if (exact_scan)
 	{
 		int			nt;
 
@@ -1796,7 +1798,7 @@ gnn_similar(PG_FUNCTION_ARGS)
 	}
 	PutRanked(fcinfo, &x.ref.g, first, idx, score, got);
 	InferEnd(&x);
-	GnnCacheNoteLatency(r.serial, start, got != GNN_HNSW_EXACT && ix != NULL);
+	GnnCacheNoteLatency(r.serial, start, ix != NULL && !exact_scan ? GNN_HNSW_COSINE : -1);
 	return (Datum) 0;
 }
 
@@ -1998,6 +2000,10 @@ gnn_recommend(PG_FUNCTION_ARGS)
 			   *idx;
 	float	   *score;
 	const gnn_graph *g;
+	TimestampTz start = GetCurrentTimestamp();
+	bool		exact = PG_NARGS() > 6 && !PG_ARGISNULL(6) && PG_GETARG_BOOL(6);
+	const void *ix = NULL;
+	Size		ixbytes;
 
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
@@ -2043,12 +2049,22 @@ gnn_recommend(PG_FUNCTION_ARGS)
 		}
 	}
 	InferFull(&x, &r);
-	if (r.fresh)
-		GnnResultPrefault(&r);
 	idx = palloc(sizeof(int64) * k);
 	score = palloc(sizeof(float) * k);
+	got = GNN_HNSW_EXACT;
+	if (!exact && count >= Max(gnn_similar_index_min_rows, 2))
+		ix = GnnCacheIndex(&r, GNN_HNSW_DOT, first, count, true, &ixbytes);
+	if (ix)
+		got = gnn_hnsw_search_dot(ix, r.out + first * r.cols, r.norms + first, r.cols, r.out + v * r.cols, ex, nex, k,
+								  gnn_similar_ef, idx, score);
+	if (got == GNN_HNSW_EXACT)
 	{
-		int			nt = ScanBegin();
+		int			nt;
+
+		ix = NULL;
+		if (r.fresh)
+			GnnResultPrefault(&r);
+		nt = ScanBegin();
 
 		PG_TRY();
 		{
@@ -2064,6 +2080,7 @@ gnn_recommend(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory ranking %lld candidates", (long long) count)));
 	PutRanked(fcinfo, g, first, idx, score, got);
 	InferEnd(&x);
+	GnnCacheNoteLatency(r.serial, start, ix ? GNN_HNSW_DOT : -1);
 	return (Datum) 0;
 }
 
