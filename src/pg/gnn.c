@@ -114,6 +114,14 @@ _PG_init(void)
 							   "",
 							   PGC_SUSET, 0,
 							   NULL, NULL, NULL);
+	/* a test hook: the server's setting, out of pg_settings and SHOW ALL */
+	DefineCustomIntVariable("gnn.fault_index_delay",
+							"Fault injection for tests: an index build waits this long before it starts.",
+							"So a test can catch a build half-way (terminate it, drop its result).",
+							&gnn_fault_index_delay_ms,
+							0, 0, 600000,
+							PGC_SIGHUP, GUC_UNIT_MS | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
 	/* a test hook: settable by a superuser, out of pg_settings and SHOW ALL */
 	DefineCustomIntVariable("gnn.fault_backend_calls",
 							"Fault injection for tests: compute-backend calls after this many fail (-1: off).",

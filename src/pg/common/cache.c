@@ -36,6 +36,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
@@ -805,6 +806,8 @@ GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation)
 /* what the worker is told (bgw_extra) */
 typedef struct IndexJob
 {
+	Oid			dbid;			/* the entry's database and owner: the worker runs as them */
+	Oid			owner;
 	uint64		serial;
 	int32		metric;
 	int64		first;
@@ -831,7 +834,7 @@ IndexRequest(uint64 serial, int metric, int64 first, int64 rows)
 	BackgroundWorker w;
 	BackgroundWorkerHandle *h;
 	GnnCacheEntry *e;
-	IndexJob	job = {serial, metric, first, rows};
+	IndexJob	job = {InvalidOid, InvalidOid, serial, metric, first, rows};
 	bool		mine = false;
 
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
@@ -842,13 +845,16 @@ IndexRequest(uint64 serial, int metric, int64 first, int64 rows)
 		e->index[metric].first = first;
 		e->index[metric].rows = rows;
 		e->index[metric].pid = 0;
+		job.dbid = e->key.dbid;
+		job.owner = e->key.owner;
 		mine = true;
 	}
 	LWLockRelease(gnn_shared->lock);
 	if (!mine)
 		return;
 	memset(&w, 0, sizeof(w));
-	w.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	/* connected as the owner: listed in pg_stat_activity, and the owner may end it */
+	w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	w.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	w.bgw_restart_time = BGW_NEVER_RESTART;
 	strlcpy(w.bgw_library_name, "gnn", BGW_MAXLEN);
@@ -936,6 +942,15 @@ GnnCacheNoteLatency(uint64 serial, TimestampTz start, int by_index)
 /* the build stops when the entry goes or the worker is told to */
 static uint64 index_serial;
 static int	index_metric;
+static volatile sig_atomic_t index_terminated = false;
+
+/* SIGTERM: as die(), remembering it for IndexWorkerExit (die's flag is reset as it is acted on) */
+static void
+IndexDie(SIGNAL_ARGS)
+{
+	index_terminated = true;
+	die(postgres_signal_arg);
+}
 
 static bool
 IndexShouldStop(void *arg)
@@ -972,7 +987,7 @@ IndexWorkerExit(int code, Datum arg)
 	if ((x = MySlot()) != NULL)
 	{
 		/* terminated (a shutdown, pg_terminate_backend): a later call asks again; an error: no more tries */
-		x->state = ProcDiePending ? GNN_INDEX_NONE : GNN_INDEX_FAILED;
+		x->state = index_terminated ? GNN_INDEX_NONE : GNN_INDEX_FAILED;
 		x->pid = 0;
 	}
 	LWLockRelease(gnn_shared->lock);
@@ -1010,13 +1025,14 @@ GnnIndexWorkerMain(Datum arg)
 	TimestampTz t0 = GetCurrentTimestamp();
 	bool		published = false;
 
-	pqsignal(SIGTERM, die);
+	pqsignal(SIGTERM, IndexDie);
 	BackgroundWorkerUnblockSignals();
 	memcpy(&job, MyBgworkerEntry->bgw_extra, sizeof(job));
 	index_serial = job.serial;
 	index_metric = job.metric == GNN_HNSW_DOT ? GNN_HNSW_DOT : GNN_HNSW_COSINE;
-	CurrentResourceOwner = ResourceOwnerCreate(NULL, "gnn index");
 	before_shmem_exit(IndexWorkerExit, (Datum) 0);
+	BackgroundWorkerInitializeConnectionByOid(job.dbid, job.owner, 0);
+	CurrentResourceOwner = ResourceOwnerCreate(NULL, "gnn index");
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	e = FindSerial(job.serial);
 	if (e && e->index[index_metric].state == GNN_INDEX_BUILDING && e->index[index_metric].pid == 0)
@@ -1051,6 +1067,14 @@ GnnIndexWorkerMain(Datum arg)
 		proc_exit(0);
 	}
 	pgstat_report_activity(STATE_RUNNING, "building an index");
+	/* the test hook: a pause to be caught in (a termination ends it) */
+	for (TimestampTz until = t0 + (TimestampTz) gnn_fault_index_delay_ms * 1000;
+		 GetCurrentTimestamp() < until && !IndexShouldStop(NULL);)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 50, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 	st = gnn_hnsw_build(res.out + job.first * res.cols, res.norms + job.first, job.rows, res.cols, &p,
 						dsm_segment_address(iseg), bytes, &err);
 	if (st == GNN_ERR_CANCELLED)
