@@ -38,6 +38,12 @@ one_kind(gnn_backend *be, gnn_model_kind kind, gnn_aggr aggr)
 	c.aggr = aggr;
 	c.hidden = 4;
 	c.heads = 2;
+	if (kind == GNN_MODEL_NODE2VEC)
+	{
+		/* one layer: a row per input node */
+		c.layers = 1;
+		c.out_dim = c.hidden;
+	}
 	gnn_rng_seed(&rng, 7);
 	if (gnn_model_create(be, &c, &rng, &m, &err) != GNN_OK ||
 		gnn_model_serialize(m, &meta, &blob, &size, &err) != GNN_OK)
@@ -63,6 +69,39 @@ one_kind(gnn_backend *be, gnn_model_kind kind, gnn_aggr aggr)
 		free(a);
 		free(b);
 		gnn_model_free(m2);
+	}
+
+	/* the header alone (what a reader names a shared result by): from any prefix that holds it */
+	{
+		gnn_model_config hc;
+		gnn_model_meta hm;
+		size_t		hlen = size < GNN_BLOB_HEADER_MAX ? size : GNN_BLOB_HEADER_MAX;
+		int			dims_ok = 1;
+		int64_t		refused = 0,
+					short_ok = 0;
+
+		CHECK(gnn_model_blob_header(blob, hlen, &hc, &hm, &err) == GNN_OK && hc.kind == c.kind &&
+			  hc.in_dim == c.in_dim && hc.hidden == c.hidden && hc.out_dim == c.out_dim &&
+			  hc.layers == c.layers && hc.heads == c.heads && hm.seed == 42 && hm.best_epoch == 123,
+			  "%s: the header of the first %zu bytes names the architecture and seed", name, hlen);
+		for (int l = -1; l <= c.layers; l++)
+			dims_ok &= gnn_model_config_layer_dim(&hc, l) == gnn_model_layer_dim(m, l);
+		CHECK(dims_ok, "%s: layer widths from the architecture equal the built model's", name);
+		/* prefixes too short for the header are refused as corrupt, never read past */
+		for (size_t n = 0; n < hlen; n++)
+		{
+			uint8_t    *cp = malloc(n ? n : 1);
+			gnn_status	st;
+
+			memcpy(cp, blob, n);
+			st = gnn_model_blob_header(cp, n, &hc, NULL, &err);
+			refused += st == GNN_ERR_CORRUPT;
+			short_ok += st == GNN_OK;
+			free(cp);
+		}
+		CHECK(refused + short_ok == (int64_t) hlen && refused >= 16,
+			  "%s: %zu short prefixes give OK (header complete) or CORRUPT (%lld refused)", name, hlen,
+			  (long long) refused);
 	}
 
 	/* every truncation */
@@ -178,6 +217,7 @@ main(void)
 	one_kind(be, GNN_MODEL_SAGE, GNN_AGGR_MEAN);
 	one_kind(be, GNN_MODEL_SAGE, GNN_AGGR_POOL);
 	one_kind(be, GNN_MODEL_GAT, GNN_AGGR_MEAN);
+	one_kind(be, GNN_MODEL_NODE2VEC, GNN_AGGR_MEAN);
 	gnn_backend_destroy(be);
 	return check_done();
 }

@@ -497,6 +497,25 @@ gnn_model_find_param(const gnn_model *m, const char *name)
 	return -1;
 }
 
+/* layer's output width from the architecture alone (as walk_model sets d_out); 0 when out of range */
+int32_t
+gnn_model_config_layer_dim(const gnn_model_config *cfg, int layer)
+{
+	bool		last = layer == cfg->layers - 1;
+
+	if (layer < 0 || layer >= cfg->layers)
+		return 0;
+	switch (cfg->kind)
+	{
+		case GNN_MODEL_NODE2VEC:
+			return cfg->hidden;
+		case GNN_MODEL_GAT:
+			return last ? cfg->out_dim : cfg->heads * cfg->hidden;
+		default:
+			return last ? cfg->out_dim : cfg->hidden;
+	}
+}
+
 int32_t
 gnn_model_layer_dim(const gnn_model *m, int layer)
 {

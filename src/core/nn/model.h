@@ -333,6 +333,8 @@ const float *gnn_model_layer_output(const gnn_model *m, int layer, int64_t *rows
 									int32_t *cols);
 /* Width of layer l's output. */
 int32_t		gnn_model_layer_dim(const gnn_model *m, int layer);
+/* The same from the architecture alone (no model built): equal to it for every layer. */
+int32_t		gnn_model_config_layer_dim(const gnn_model_config *cfg, int layer);
 
 /*
  * A node2vec model's rows (its embeddings) for the nodes idx[0..n) of g

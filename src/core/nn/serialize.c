@@ -194,6 +194,65 @@ expect_cb(void *arg, const char *name, int64_t rows, int64_t cols)
 
 #define CORRUPT(...) do { st = gnn_error_set(err, GNN_ERR_CORRUPT, __VA_ARGS__); goto done; } while (0)
 
+/*
+ * The architecture and hyper-parameters that follow the blob's first 16
+ * bytes, validated as far as they go (gnn_model_config_check).
+ */
+static gnn_status
+header_parse(rbuf *r, gnn_model_config *cfg_out, gnn_model_meta *meta_out, gnn_error *err)
+{
+	uint32_t	u;
+	gnn_model_config c;
+	gnn_model_meta meta;
+	gnn_status	st = GNN_OK;
+
+	memset(&c, 0, sizeof(c));
+	if (!get(r, &u, 4))
+		CORRUPT("model blob truncated in the architecture");
+	c.kind = (gnn_model_kind) u;
+	if (!get(r, &u, 4))
+		CORRUPT("model blob truncated in the architecture");
+	c.aggr = (gnn_aggr) u;
+	if (!get(r, &c.in_dim, 4) || !get(r, &c.hidden, 4) || !get(r, &c.out_dim, 4) ||
+		!get(r, &c.layers, 4) || !get(r, &c.heads, 4) || !get(r, &c.out_heads, 4) ||
+		!get(r, &u, 4))
+		CORRUPT("model blob truncated in the architecture");
+	c.act = (gnn_act) u;
+	if (!get(r, &c.dropout, 4) || !get(r, &c.attn_dropout, 4) || !get(r, &c.negative_slope, 4) ||
+		!get(r, &c.act_param, 4) || !get(r, &u, 4))
+		CORRUPT("model blob truncated in the architecture");
+	if (u > 3)
+		CORRUPT("model blob has unknown flags %#x", u);
+	c.decay_first_only = u & 1;
+	c.num_relations = c.num_node_types = 1;
+	if ((u & 2) && (!get(r, &c.num_relations, 4) || !get(r, &c.num_node_types, 4) ||
+					!get(r, &c.num_bases, 4)))
+		CORRUPT("model blob truncated in the architecture");
+	if (!isfinite(c.act_param))
+		CORRUPT("model blob has a non-finite activation parameter");
+	if (gnn_model_config_check(&c, err) != GNN_OK)
+	{
+		st = GNN_ERR_CORRUPT;
+		if (err)
+		{
+			char		why[GNN_ERRMSG_LEN];
+
+			snprintf(why, sizeof(why), "%s", err->msg);
+			gnn_error_set(err, GNN_ERR_CORRUPT, "model blob has an invalid architecture: %s", why);
+		}
+		goto done;
+	}
+	memset(&meta, 0, sizeof(meta));
+	if (!get(r, &meta.lr, 4) || !get(r, &meta.weight_decay, 4) || !get(r, &meta.epochs, 4) ||
+		!get(r, &meta.best_epoch, 4) || !get(r, &meta.optimizer, 4) || !get(r, &meta.seed, 8) ||
+		!get(r, &meta.val_acc, 4) || !get(r, &meta.test_acc, 4))
+		CORRUPT("model blob truncated in the hyper-parameters");
+	*cfg_out = c;
+	*meta_out = meta;
+done:
+	return st;
+}
+
 static gnn_status
 blob_parse(const void *blob, size_t size, gnn_model_config *cfg_out, gnn_model_meta *meta_out,
 		   tview **views_out, int *nviews_out, gnn_error *err)
@@ -201,7 +260,6 @@ blob_parse(const void *blob, size_t size, gnn_model_config *cfg_out, gnn_model_m
 	rbuf		r = {blob, size, 0};
 	char		magic[4];
 	uint32_t	version = 0,
-				u,
 				ntens,
 				crc_stored,
 				crc;
@@ -236,46 +294,8 @@ blob_parse(const void *blob, size_t size, gnn_model_config *cfg_out, gnn_model_m
 							 crc_stored, crc);
 	r.n = size - 4;				/* the checksum is not payload */
 
-	if (!get(&r, &u, 4))
-		CORRUPT("model blob truncated in the architecture");
-	c.kind = (gnn_model_kind) u;
-	if (!get(&r, &u, 4))
-		CORRUPT("model blob truncated in the architecture");
-	c.aggr = (gnn_aggr) u;
-	if (!get(&r, &c.in_dim, 4) || !get(&r, &c.hidden, 4) || !get(&r, &c.out_dim, 4) ||
-		!get(&r, &c.layers, 4) || !get(&r, &c.heads, 4) || !get(&r, &c.out_heads, 4) ||
-		!get(&r, &u, 4))
-		CORRUPT("model blob truncated in the architecture");
-	c.act = (gnn_act) u;
-	if (!get(&r, &c.dropout, 4) || !get(&r, &c.attn_dropout, 4) || !get(&r, &c.negative_slope, 4) ||
-		!get(&r, &c.act_param, 4) || !get(&r, &u, 4))
-		CORRUPT("model blob truncated in the architecture");
-	if (u > 3)
-		CORRUPT("model blob has unknown flags %#x", u);
-	c.decay_first_only = u & 1;
-	c.num_relations = c.num_node_types = 1;
-	if ((u & 2) && (!get(&r, &c.num_relations, 4) || !get(&r, &c.num_node_types, 4) ||
-					!get(&r, &c.num_bases, 4)))
-		CORRUPT("model blob truncated in the architecture");
-	if (!isfinite(c.act_param))
-		CORRUPT("model blob has a non-finite activation parameter");
-	if (gnn_model_config_check(&c, err) != GNN_OK)
-	{
-		st = GNN_ERR_CORRUPT;
-		if (err)
-		{
-			char		why[GNN_ERRMSG_LEN];
-
-			snprintf(why, sizeof(why), "%s", err->msg);
-			gnn_error_set(err, GNN_ERR_CORRUPT, "model blob has an invalid architecture: %s", why);
-		}
+	if ((st = header_parse(&r, &c, &meta, err)) != GNN_OK)
 		goto done;
-	}
-	memset(&meta, 0, sizeof(meta));
-	if (!get(&r, &meta.lr, 4) || !get(&r, &meta.weight_decay, 4) || !get(&r, &meta.epochs, 4) ||
-		!get(&r, &meta.best_epoch, 4) || !get(&r, &meta.optimizer, 4) || !get(&r, &meta.seed, 8) ||
-		!get(&r, &meta.val_acc, 4) || !get(&r, &meta.test_acc, 4))
-		CORRUPT("model blob truncated in the hyper-parameters");
 	if (!get(&r, &ntens, 4))
 		CORRUPT("model blob truncated before the tensor count");
 	if (ntens > GNN_BLOB_MAX_TENSORS)
@@ -356,6 +376,41 @@ gnn_model_blob_check(const void *blob, size_t size, gnn_model_config *cfg, gnn_m
 
 	free(tv);
 	return st;
+}
+
+gnn_status
+gnn_model_blob_header(const void *prefix, size_t len, gnn_model_config *cfg, gnn_model_meta *meta,
+					  gnn_error *err)
+{
+	rbuf		r = {prefix, len, 0};
+	char		magic[4];
+	uint32_t	version = 0;
+	uint64_t	total = 0;
+	gnn_model_config c;
+	gnn_model_meta m;
+	gnn_status	st;
+
+	if (!prefix || len < 4 + 4 + 8)
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "model blob too short (%zu bytes)", len);
+	get(&r, magic, 4);
+	if (memcmp(magic, GNN_BLOB_MAGIC, 4) != 0)
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "not a gnn model blob (bad magic)");
+	get(&r, &version, 4);
+	if (version != GNN_BLOB_VERSION)
+		return gnn_error_set(err, GNN_ERR_CORRUPT,
+							 "model blob format version %u is not supported (this build reads version %d)",
+							 version, GNN_BLOB_VERSION);
+	get(&r, &total, 8);
+	if (total < len)
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "model blob says %llu bytes but has at least %zu",
+							 (unsigned long long) total, len);
+	if ((st = header_parse(&r, &c, &m, err)) != GNN_OK)
+		return st;
+	if (cfg)
+		*cfg = c;
+	if (meta)
+		*meta = m;
+	return GNN_OK;
 }
 
 gnn_status

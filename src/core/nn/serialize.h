@@ -53,6 +53,16 @@ gnn_status	gnn_model_serialize(gnn_model *m, const gnn_model_meta *meta, void **
 gnn_status	gnn_model_blob_check(const void *blob, size_t size, gnn_model_config *cfg,
 								 gnn_model_meta *meta, gnn_error *err);
 
+/*
+ * The architecture and training facts from the blob's first bytes (at least
+ * GNN_BLOB_HEADER_MAX of a larger blob, or all of it), without its tensors
+ * or checksum: what a reader needs to name a shared result built from this
+ * model.  The blob is checked whole when it is loaded.
+ */
+#define GNN_BLOB_HEADER_MAX 256
+gnn_status	gnn_model_blob_header(const void *prefix, size_t len, gnn_model_config *cfg,
+								  gnn_model_meta *meta, gnn_error *err);
+
 /* Validate and build a model on be with the blob's weights. */
 gnn_status	gnn_model_deserialize(gnn_backend *be, const void *blob, size_t size,
 								  gnn_model **out, gnn_model_meta *meta, gnn_error *err);
