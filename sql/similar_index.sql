@@ -3,9 +3,9 @@
 -- recall at least 0.95 at the default width, versioned and dropped with its
 -- result, invisible to other roles, and what gnn.cache says about it.
 -- 100,000 rows: test/core/test_hnsw.c; 16 sessions across a version change:
--- test/t/031_similar_index.pl.
-CREATE EXTENSION IF NOT EXISTS gnn;
+-- test/t/019_similar_index.pl.
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gnn;
 SELECT setseed(0.25);
 CREATE TABLE si_n AS
   SELECT id, (id % 5)::int AS label,
