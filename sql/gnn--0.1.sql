@@ -951,7 +951,8 @@ CREATE FUNCTION gnn._cache_entries(
     OUT kind text, OUT layer int, OUT nodes bigint, OUT dim int, OUT bytes bigint, OUT hits bigint,
     OUT state text, OUT created timestamptz, OUT seconds float8, OUT misses bigint,
     OUT index text, OUT index_bytes bigint, OUT index_seconds float8,
-    OUT calls bigint, OUT mean_ms float8, OUT p99_ms float8, OUT index_calls bigint, OUT link_index text)
+    OUT calls bigint, OUT mean_ms float8, OUT p99_ms float8, OUT index_calls bigint, OUT link_index text,
+    OUT computed bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'gnn_cache_entries' LANGUAGE C VOLATILE;
 
@@ -962,7 +963,11 @@ AS 'MODULE_PATHNAME', 'gnn_cache_entries' LANGUAGE C VOLATILE;
 -- index_bytes, index_seconds, index_calls: their sizes, build times and the
 -- calls they answered, summed; calls,
 -- mean_ms, p99_ms: the calls answered from the result, and the mean and
--- 99th percentile of the last 128 calls' times.
+-- 99th percentile of the last 128 calls' times.  state: computing, ready, or
+-- stale (of the graph's version before its last refresh: kept as the base
+-- the next version's result recomputes only the changed rows from, evicted
+-- first); computed: the rows computed to make it (every row, or only those
+-- within the model's reach of what a refresh changed).
 CREATE VIEW gnn.cache WITH (security_invoker = true) AS SELECT * FROM gnn._cache_entries();
 GRANT SELECT ON gnn.cache TO PUBLIC;
 

@@ -32,6 +32,12 @@ SELECT name, gnn.embed(name, name || '_inc', incremental => true) FROM te_names 
 -- the output layer too (two hops)
 SELECT gnn.embed('te_gcn', 'te_gcn_out', layer => 1) AS rows;
 
+-- this version's shared results (gnn.similar ranks every row): after the
+-- refresh below they are the bases a miss recomputes only changed rows from
+SELECT count(*) AS ranked FROM te_names, LATERAL gnn.similar(name, 1, 3, exact => true);
+SELECT n.name, c.state, c.computed = (SELECT count(*) FROM te_nodes) AS every_row
+FROM te_names n JOIN gnn.cache c ON c.model = n.name AND c.kind = 'embedding' AND c.layer = 0 ORDER BY 1, 2;
+
 -- changes: edges in and out, a feature update, a new node with edges, a
 -- removed node; te_touched notes what each changes, from the statements and
 -- the tables (not from gnn)
@@ -63,6 +69,23 @@ SELECT name, gnn.embed(name, name || '_inc', incremental => true) > 0 AS wrote,
 FROM te_names ORDER BY name;
 SELECT gnn.embed('te_gcn', 'te_gcn_out', layer => 1, incremental => true) > 0 AS wrote,
        gnn.embed_recomputed() = te_reach(2) AS two_hops;
+
+-- a miss after the refresh: the previous version's results stay (stale) as
+-- bases; the new result takes every row the change cannot reach from its
+-- base and computes only the reach, then the base goes
+SELECT n.name, c.state FROM te_names n JOIN gnn.cache c ON c.model = n.name AND c.kind = 'embedding' AND c.layer = 0 ORDER BY 1, 2;
+SELECT count(*) AS ranked FROM te_names, LATERAL gnn.similar(name, 1, 3, exact => true);
+SELECT n.name, c.state, c.computed = te_reach(1) AS computed_the_reach
+FROM te_names n JOIN gnn.cache c ON c.model = n.name AND c.kind = 'embedding' AND c.layer = 0 ORDER BY 1, 2;
+-- its rows equal every row computed anew (no base, the full pass)
+CREATE TABLE te_partial AS SELECT n.name, t.id, gnn.embedding(n.name, t.id) AS e FROM te_names n, te_nodes t;
+SELECT name, gnn.cache_drop(name) AS dropped FROM te_names ORDER BY name;
+SET gnn.khop_max_fraction = 0;
+SELECT p.name, count(*) AS rows, max(abs(x - y)) < 1e-5 AS equal
+FROM te_partial p, LATERAL unnest(p.e, gnn.embedding(p.name, p.id)) u(x, y) GROUP BY 1 ORDER BY 1;
+SELECT n.name, c.computed = (SELECT count(*) FROM te_nodes) AS every_row
+FROM te_names n JOIN gnn.cache c ON c.model = n.name AND c.kind = 'embedding' AND c.layer = 0 ORDER BY 1;
+RESET gnn.khop_max_fraction;
 
 -- the new node is answered for without retraining
 SELECT id, label IS NOT NULL AS predicted FROM gnn.predict('te_graphsage', ARRAY[301]::bigint[]);
@@ -123,8 +146,9 @@ BEGIN
     PERFORM setseed(0.77);
     FOR round IN 1..n LOOP
         FOR k IN 1..4 LOOP
-            SELECT id INTO a FROM te_nodes ORDER BY random() LIMIT 1;
-            SELECT id INTO b FROM te_nodes ORDER BY random() LIMIT 1;
+            -- by rank, not by scan order (which vacuum can change)
+            SELECT id INTO a FROM te_nodes ORDER BY id OFFSET floor(random() * (SELECT count(*) FROM te_nodes)) LIMIT 1;
+            SELECT id INTO b FROM te_nodes ORDER BY id OFFSET floor(random() * (SELECT count(*) FROM te_nodes)) LIMIT 1;
             INSERT INTO te_edges VALUES (a, b);
             DELETE FROM te_edges WHERE ctid = (SELECT ctid FROM te_edges WHERE src = b LIMIT 1);
         END LOOP;
@@ -149,6 +173,8 @@ SELECT name, te_check(name) FROM te_names ORDER BY name;
 -- without a history to follow: every row, saying why
 SELECT gnn.load_graph('te', 'te_edges', nodes => 'te_nodes', features => 'feat', label => 'label', split => 'split', replace => true)
        IS NOT NULL AS reloaded;
+-- a reload leaves no base: results of the graph it replaced go, stale or not
+SELECT count(*) AS entries_after_reload FROM gnn.cache c JOIN te_names n ON c.model = n.name;
 SELECT gnn.embed('te_gcn', 'te_gcn_inc', incremental => true) = (SELECT count(*) FROM te_nodes) AS all_rows;
 SELECT gnn.embed('te_gat', 'te_gcn_inc', incremental => true) > 0 AS other_model_all_rows;
 

@@ -218,6 +218,15 @@ KeyEqual(const GnnCacheKey *a, const GnnCacheKey *b)
 		a->layer == b->layer && a->has_as_of == b->has_as_of && (!a->has_as_of || a->as_of == b->as_of);
 }
 
+/* a and b are results of the same model row, kind and layer (of any graph version) */
+static bool
+SameButVersion(const GnnCacheKey *a, const GnnCacheKey *b)
+{
+	return a->dbid == b->dbid && a->owner == b->owner && a->model_id == b->model_id &&
+		a->model_xmin == b->model_xmin && a->kind == b->kind && a->layer == b->layer &&
+		a->has_as_of == b->has_as_of && a->as_of == b->as_of;
+}
+
 /* caller holds the lock */
 static GnnCacheEntry *
 FindKey(const GnnCacheKey *key)
@@ -248,7 +257,18 @@ EntryFree(GnnCacheEntry *e)
 	memset(e, 0, sizeof(*e));
 }
 
-/* caller holds the lock exclusively: the least recently used ready entry, or NULL */
+/* whether ready entry a goes before b when room is needed: a previous version's first, then the least recently used */
+static bool
+EvictBefore(const GnnCacheEntry *a, const GnnCacheEntry *b)
+{
+	if (b == NULL)
+		return true;
+	if (a->stale != b->stale)
+		return a->stale;
+	return a->last_used < b->last_used;
+}
+
+/* caller holds the lock exclusively: the ready entry to evict first, or NULL */
 static GnnCacheEntry *
 LruVictim(void)
 {
@@ -258,7 +278,7 @@ LruVictim(void)
 	{
 		GnnCacheEntry *e = &gnn_shared->cache[i];
 
-		if (e->state == GNN_CACHE_READY && (v == NULL || e->last_used < v->last_used))
+		if (e->state == GNN_CACHE_READY && EvictBefore(e, v))
 			v = e;
 	}
 	return v;
@@ -297,7 +317,7 @@ MakeRoomBut(uint64 bytes, const GnnCacheEntry *keep)
 		{
 			GnnCacheEntry *e = &gnn_shared->cache[i];
 
-			if (e != keep && e->state == GNN_CACHE_READY && (v == NULL || e->last_used < v->last_used))
+			if (e != keep && e->state == GNN_CACHE_READY && EvictBefore(e, v))
 				v = e;
 		}
 		if (v == NULL)
@@ -453,6 +473,7 @@ GnnCachePublish(const GnnCacheKey *key, const char *model, int32 version, const 
 		e->handle = dsm_segment_handle(seg);
 		e->bytes = res->bytes;
 		e->rows = res->rows;
+		e->computed = res->rows;
 		e->cols = res->cols;
 		e->created = GetCurrentTimestamp();
 		e->last_used = ++gnn_shared->cache_clock;
@@ -481,8 +502,13 @@ GnnCacheInitProcess(void)
 static void
 TakeHit(GnnCacheEntry *e, uint64 *serial, dsm_handle *handle)
 {
-	e->hits++;
-	e->last_used = ++gnn_shared->cache_clock;
+	/*
+	 * Under the lock shared (hits never wait for one another): the counters
+	 * move atomically; whoever holds it exclusively sees no hit meanwhile.
+	 */
+	__atomic_add_fetch(&e->hits, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->last_used, __atomic_add_fetch(&gnn_shared->cache_clock, 1, __ATOMIC_RELAXED),
+					 __ATOMIC_RELAXED);
 	*serial = e->serial;
 	*handle = e->handle;
 }
@@ -532,6 +558,18 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 
 	GnnCacheInitProcess();
 	*hit = false;
+	/* a hit takes the lock shared: it never waits behind another hit */
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	e = FindKey(key);
+	if (e && e->state == GNN_CACHE_READY)
+		TakeHit(e, &serial, &handle);
+	LWLockRelease(gnn_shared->lock);
+	if (handle != DSM_HANDLE_INVALID && MapReady(serial, handle, res))
+	{
+		*hit = true;
+		return;
+	}
+	handle = DSM_HANDLE_INVALID;
 	ConditionVariablePrepareToSleep(&gnn_shared->cache_cv);
 	for (;;)
 	{
@@ -597,6 +635,7 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 	PG_TRY();
 	{
 		seg = GnnResultCreate(rows, cols, key->kind == GNN_RESULT_EMBED, res);
+		res->computed = rows;
 		compute(arg, res);
 		GnnResultFinish(res);
 	}
@@ -629,6 +668,15 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 			e->created = GetCurrentTimestamp();
 			e->computing_pid = 0;
 			e->seconds = (double) (e->created - t0) / 1e6;
+			e->computed = res->computed;
+			/* the previous version's result (the base, if one was used) is superseded */
+			for (int i = 0; i < GNN_CACHE_SLOTS; i++)
+			{
+				GnnCacheEntry *o = &gnn_shared->cache[i];
+
+				if (o != e && o->state == GNN_CACHE_READY && o->stale && SameButVersion(&o->key, key))
+					EntryFree(o);
+			}
 		}
 		LWLockRelease(gnn_shared->lock);
 		ConditionVariableBroadcast(&gnn_shared->cache_cv);
@@ -649,7 +697,7 @@ GnnCacheLookup(const GnnCacheKey *key, GnnResult *res)
 	uint64		serial = 0;
 	dsm_handle	handle = DSM_HANDLE_INVALID;
 
-	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
 	e = FindKey(key);
 	if (e && e->state == GNN_CACHE_READY)
 		TakeHit(e, &serial, &handle);
@@ -777,20 +825,71 @@ GnnCachePurgeGeneration(const char *graph, Oid owner, uint64 generation)
 	LWLockRelease(gnn_shared->lock);
 }
 
-/* A graph of the calling role was replaced or dropped: results computed on it can never be asked for again. */
+/*
+ * A graph of the calling role was replaced or dropped: results computed on
+ * it can never be asked for again by a new statement.  Those of
+ * keep_generation (the version a refresh followed: its change history leads
+ * to the live one) stay, stale, as bases for recomputing only the rows the
+ * refresh could change (GnnCacheBase); their indexes go.  Results of older
+ * versions go.
+ */
 void
-GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation)
+GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation, uint64 keep_generation)
 {
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < GNN_CACHE_SLOTS; i++)
 	{
 		GnnCacheEntry *e = &gnn_shared->cache[i];
 
-		if (e->state == GNN_CACHE_READY && e->key.dbid == MyDatabaseId && e->key.owner == owner &&
-			strcmp(e->graph, graph) == 0 && e->key.generation != live_generation)
+		if (e->state != GNN_CACHE_READY || e->key.dbid != MyDatabaseId || e->key.owner != owner ||
+			strcmp(e->graph, graph) != 0 || e->key.generation == live_generation)
+			continue;
+		if (keep_generation != 0 && e->key.generation == keep_generation && !e->key.has_as_of)
+		{
+			e->stale = true;
+			for (int m = 0; m < 2; m++)
+				if (e->index[m].state == GNN_INDEX_READY)
+				{
+					dsm_unpin_segment(e->index[m].handle);
+					gnn_shared->cache_bytes -= Min(e->index[m].bytes, gnn_shared->cache_bytes);
+					memset(&e->index[m], 0, sizeof(e->index[m]));
+					e->index[m].state = GNN_INDEX_FAILED;	/* not built again for a past version */
+				}
+		}
+		else
 			EntryFree(e);
 	}
 	LWLockRelease(gnn_shared->lock);
+}
+
+
+/*
+ * A stale result of key's model, kind and layer on an earlier version of
+ * its graph, mapped for the transaction, and that version: the base a miss
+ * may recompute only the changed rows of.  False when there is none.
+ */
+bool
+GnnCacheBase(const GnnCacheKey *key, GnnResult *res, uint64 *generation)
+{
+	uint64		serial = 0;
+	dsm_handle	handle = DSM_HANDLE_INVALID;
+
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	for (int i = 0; i < GNN_CACHE_SLOTS; i++)
+	{
+		GnnCacheEntry *e = &gnn_shared->cache[i];
+
+		if (e->state == GNN_CACHE_READY && e->stale && e->key.generation != key->generation &&
+			SameButVersion(&e->key, key))
+		{
+			serial = e->serial;
+			handle = e->handle;
+			*generation = e->key.generation;
+			break;
+		}
+	}
+	LWLockRelease(gnn_shared->lock);
+	return handle != DSM_HANDLE_INVALID && MapReady(serial, handle, res);
 }
 
 /* ------------------------------------------------------------------ approximate indexes
@@ -929,12 +1028,15 @@ GnnCacheNoteLatency(uint64 serial, TimestampTz start, int by_index)
 
 	if (serial == 0)
 		return;
-	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	/* shared, like a hit: a slot of the ring each, taken atomically */
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
 	if ((e = FindSerial(serial)) != NULL)
 	{
-		e->lat_ms[e->lat_count++ % GNN_CACHE_LATENCIES] = ms;
+		uint64		at = __atomic_fetch_add(&e->lat_count, 1, __ATOMIC_RELAXED);
+
+		e->lat_ms[at % GNN_CACHE_LATENCIES] = ms;	/* an aligned float: written whole */
 		if (by_index == GNN_HNSW_COSINE || by_index == GNN_HNSW_DOT)
-			e->index[by_index].calls++;
+			__atomic_add_fetch(&e->index[by_index].calls, 1, __ATOMIC_RELAXED);
 	}
 	LWLockRelease(gnn_shared->lock);
 }
@@ -1138,8 +1240,8 @@ gnn_cache_entries(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 	{
 		GnnCacheEntry *e = &copy[i];
-		Datum		v[23];
-		bool		nl[23];
+		Datum		v[24];
+		bool		nl[24];
 		int			nlat = (int) Min(e->lat_count, GNN_CACHE_LATENCIES);
 		float		lat[GNN_CACHE_LATENCIES];
 		double		sum = 0;
@@ -1158,7 +1260,7 @@ gnn_cache_entries(PG_FUNCTION_ARGS)
 		v[8] = Int32GetDatum(e->cols);
 		v[9] = Int64GetDatum((int64) e->bytes);
 		v[10] = Int64GetDatum(e->hits);
-		v[11] = CStringGetTextDatum(e->state == GNN_CACHE_READY ? "ready" : "computing");
+		v[11] = CStringGetTextDatum(e->state != GNN_CACHE_READY ? "computing" : e->stale ? "stale" : "ready");
 		v[12] = TimestampTzGetDatum(e->created);
 		nl[12] = e->created == 0;
 		v[13] = Float8GetDatum(e->seconds);
@@ -1186,6 +1288,8 @@ gnn_cache_entries(PG_FUNCTION_ARGS)
 		nl[21] = e->key.kind != GNN_RESULT_EMBED;
 		v[22] = CStringGetTextDatum(index_states[e->index[GNN_HNSW_DOT].state & 3]);
 		nl[22] = e->key.kind != GNN_RESULT_EMBED;
+		v[23] = Int64GetDatum(e->computed);
+		nl[23] = e->state != GNN_CACHE_READY;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nl);
 	}
 	return (Datum) 0;

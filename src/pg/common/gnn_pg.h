@@ -60,6 +60,7 @@ typedef struct GnnGraphEntry
 	dsm_handle	delta_handle;
 	uint64		delta_bytes;
 	uint64		generation;		/* changes on every load / replace */
+	uint64		prior_generation;	/* a refresh's version: the one it followed (0: a load) */
 	int64		nodes;
 	int64		edges;
 	int32		feat_dim;
@@ -334,6 +335,10 @@ typedef struct GnnCacheEntry
 	double		seconds;		/* time to compute it */
 	int			computing_pid;
 	int64		misses;			/* calls that found it missing or being computed */
+	int64		computed;		/* rows computed to make it (all, or those a refresh could change) */
+	bool		stale;			/* of the graph's previous version: answers only statements that
+								 * still see it, and is the base the next version's result is
+								 * recomputed from where a refresh changed little (evicted first) */
 	/* approximate indexes, by metric (GNN_HNSW_COSINE: gnn.similar, GNN_HNSW_DOT: gnn.recommend) */
 	GnnCacheIndexSlot index[2];
 	/* the last calls' latencies in ms (a ring: the next goes at lat_count % GNN_CACHE_LATENCIES) */
@@ -353,6 +358,7 @@ typedef struct GnnResult
 	Size		bytes;			/* the segment's size */
 	bool		fresh;			/* mapped by this call (its pages not yet touched here) */
 	uint64		serial;			/* the cache entry it is (0: this transaction's own) */
+	int64		computed;		/* rows the compute function computed (set to rows before it runs) */
 } GnnResult;
 
 typedef void (*GnnComputeFn) (void *arg, GnnResult *res);	/* fills res->ids and res->out */
@@ -372,11 +378,12 @@ extern void GnnResultPrefault(const GnnResult *res);
 extern void GnnCachePublish(const GnnCacheKey *key, const char *model, int32 version, const char *graph,
 							dsm_segment *seg, GnnResult *res, double seconds);
 extern bool GnnCacheLookup(const GnnCacheKey *key, GnnResult *res);
+extern bool GnnCacheBase(const GnnCacheKey *key, GnnResult *res, uint64 *generation);
 extern const void *GnnCacheIndex(const GnnResult *res, int metric, int64 first, int64 rows, bool build, Size *bytes);
 extern void GnnCacheNoteLatency(uint64 serial, TimestampTz start, int by_index);
 extern PGDLLEXPORT void GnnIndexWorkerMain(Datum arg);
 extern int	GnnCacheDrop(const char *model, int32 version);
-extern void GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation);
+extern void GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation, uint64 keep_generation);
 extern void GnnCachePurgeGeneration(const char *graph, Oid owner, uint64 generation);
 
 typedef struct GnnShared

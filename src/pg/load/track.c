@@ -2828,6 +2828,8 @@ merged:
 		proto.part_bytes = 0;
 		proto.holders = 0;
 		proto.generation = GnnGraphNewGeneration();
+		/* its results stay as bases: what changed is recorded just below */
+		proto.prior_generation = entry.generation;
 		{
 			int64		nt;
 			int64	   *t = TouchedNodes(&R, &base, &nt);

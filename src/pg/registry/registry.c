@@ -1213,7 +1213,7 @@ PendInstallVersion(Pending *p)
 		LWLockRelease(gnn_shared->lock);
 		dsm_detach(p->dseg);
 		p->dseg = NULL;
-		GnnCachePurgeGraph(p->proto.name, p->proto.owner, live);
+		GnnCachePurgeGraph(p->proto.name, p->proto.owner, live, p->proto.prior_generation);
 		return;
 	}
 	if (e == NULL)
@@ -1278,7 +1278,7 @@ PendInstallVersion(Pending *p)
 		GnnStoreRemove(MyDatabaseId, p->proto.owner, p->proto.name);
 	p->feat_gen = 0;			/* the graph's now */
 	/* results computed on the graph it replaced can never be asked for again */
-	GnnCachePurgeGraph(p->proto.name, p->proto.owner, live);
+	GnnCachePurgeGraph(p->proto.name, p->proto.owner, live, p->proto.prior_generation);
 }
 
 /* after the commit record: the graph goes; cannot fail */
@@ -1299,7 +1299,7 @@ PendInstallDrop(Pending *p)
 	LWLockRelease(gnn_shared->lock);
 	if (stored)
 		GnnStoreRemove(MyDatabaseId, p->proto.owner, p->proto.name);
-	GnnCachePurgeGraph(p->proto.name, p->proto.owner, 0);
+	GnnCachePurgeGraph(p->proto.name, p->proto.owner, 0, 0);
 }
 
 static void

@@ -107,6 +107,9 @@ typedef struct ModelRow
 	bool		trained_as_of;	/* options.seed_time: every seed sampled at one time */
 	TimestampTz trained_as_of_time;
 	char		edge_type[NAMEDATALEN]; /* link prediction through one relation ('' = none) */
+	/* the blob's header (its first bytes only): the architecture and training seed */
+	gnn_model_config cfg;
+	uint64		seed;
 } ModelRow;
 
 /* an int[] column of a model row into out (up to max); returns the count */
@@ -221,7 +224,9 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 							  "  CASE WHEN jsonb_typeof(params->'type_fanouts') = 'object' THEN params->'type_fanouts' END) AS t, "
 							  "  jsonb_array_elements_text(t.value) WITH ORDINALITY AS a(f, o) ORDER BY t.key, a.o), "
 							  "params->>'temporal_strategy', (params->>'batch_size')::int, "
-							  "(params->>'seed_time')::timestamptz, coalesce(params->>'edge_type', '') "
+							  "(params->>'seed_time')::timestamptz, coalesce(params->>'edge_type', ''), "
+							  /* the header: a large model's weights are read only to compute */
+							  "substring(weights FROM 1 FOR " CppAsString2(GNN_BLOB_HEADER_MAX) ") "
 							  "FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
 							  /* no version given: the deployed one (gnn.deploy), else the latest */
 							  "AND ($2::int IS NULL OR version = $2::int) "
@@ -271,6 +276,20 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 		mr->class_names = MemoryContextAlloc(callercxt, Max(buf.len, 1));
 		memcpy(mr->class_names, buf.data, buf.len);
 		mr->nclasses = n;
+	}
+	{
+		bytea	   *hdr = DatumGetByteaPP(SPI_getbinval(tup, desc, 18, &isnull));
+		gnn_model_meta meta;
+		gnn_error	err;
+
+		if (isnull || gnn_model_blob_header(VARDATA_ANY(hdr), VARSIZE_ANY_EXHDR(hdr), &mr->cfg, &meta,
+											&err) != GNN_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("model \"%s\" version %d cannot be read: %s", name, mr->version,
+							isnull ? "no weights" : err.msg),
+					 errhint("Retrain it with gnn.train().")));
+		mr->seed = meta.seed;
 	}
 	mr->weights = NULL;
 	if (with_weights)
@@ -389,7 +408,7 @@ typedef struct InferCtx
 {
 	ModelRow	mr;
 	GnnGraphRef ref;
-	gnn_model  *m;
+	gnn_model  *m;				/* loaded when something is computed (InferModel), not for a cached row */
 	OutKind		kind;
 	int32		want;			/* layer, or -1 for probabilities */
 	int32		cols;
@@ -458,6 +477,31 @@ TemporalBegin(InferCtx *x, uint64 train_seed, bool has_as_of, TimestampTz as_of)
 	tc->should_stop = SessionShouldStop;
 }
 
+/*
+ * The statement's model, deserialised (or the session's, when it is the
+ * same row): only a computation needs it, never a row read from the shared
+ * result, so a new session answering from the cache reads no weights.
+ */
+static gnn_model *
+InferModel(InferCtx *x)
+{
+	uint64		seed;
+
+	if (x->m == NULL)
+	{
+		x->m = LoadModel(&x->mr, &seed);
+		/* the header promised what the blob holds (both are checked) */
+		if (gnn_model_config_of(x->m)->layers != x->mr.cfg.layers ||
+			gnn_model_config_of(x->m)->out_dim != x->mr.cfg.out_dim)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("model \"%s\" version %d cannot be read: its header and weights disagree",
+							x->mr.name, x->mr.version),
+					 errhint("Retrain it with gnn.train().")));
+	}
+	return x->m;
+}
+
 /* rows of idx[0..n) of a time-aware model into out (n x cols), computed here */
 static void
 InferTemporal(InferCtx *x, const int64 *idx, int64 n, float *out)
@@ -466,7 +510,7 @@ InferTemporal(InferCtx *x, const int64 *idx, int64 n, float *out)
 	gnn_status	st;
 
 	GnnCoreThreadsInit();
-	st = gnn_model_infer_temporal(x->m, &x->ref.g, &x->tc, x->want, x->kind == OUT_PROBS, idx, n, out, &err);
+	st = gnn_model_infer_temporal(InferModel(x), &x->ref.g, &x->tc, x->want, x->kind == OUT_PROBS, idx, n, out, &err);
 	if (st == GNN_ERR_CANCELLED)
 		CHECK_FOR_INTERRUPTS();
 	if (st != GNN_OK)
@@ -512,8 +556,9 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, bool has
 		GnnGraphFlattenRef(&x->ref);
 		GnnEdgelessView(&x->ref.g, &x->ref.g);
 	}
-	x->m = LoadModel(&x->mr, &train_seed);
-	mc = gnn_model_config_of(x->m);
+	/* the header names the result; the weights are read only if it must be computed */
+	mc = &x->mr.cfg;
+	train_seed = x->mr.seed;
 	if (x->mr.temporal)
 		TemporalBegin(x, train_seed, has_as_of, as_of);
 
@@ -552,7 +597,7 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, bool has
 				 errhint("Reload the graph with the features the model was trained on.")));
 	x->want = x->regression ? mc->layers - 1 : ResolveLayer(&x->mr, mc->layers, kind, layer);
 	x->type = GnnResultType(&x->ref.g, NULL, x->mr.graph);
-	x->cols = x->want < 0 ? mc->out_dim : gnn_model_layer_dim(x->m, x->want);
+	x->cols = x->want < 0 ? mc->out_dim : gnn_model_config_layer_dim(mc, x->want);
 	x->key.dbid = MyDatabaseId;
 	x->key.owner = GetUserId();
 	x->key.model_id = x->mr.id;
@@ -568,6 +613,95 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, bool has
 				 errmsg("model \"%s\" version %d records %d fan-outs for %d layers", x->mr.name, x->mr.version,
 						x->mr.nfanouts, mc->layers),
 				 errhint("Retrain it with gnn.train().")));
+}
+
+static bool TouchedChain(const char *graph, uint64 from, uint64 to, int64 **ids, int64 *n_out, const char **why);
+static int64 AffectedRows(const gnn_graph *g, const int64 *touched, int64 nt, int hops, bool **in_out,
+						  int64 **front_out, Datum *gone, int *ngone);
+
+/*
+ * res from the result of the graph's previous version (a stale entry, the
+ * base): its rows where nothing within the model's reach changed, the rest
+ * computed on their neighbourhoods.  False, having written nothing that
+ * matters, where there is no base, no change history to it, or the rows to
+ * recompute or their neighbourhood pass gnn.khop_max_fraction of the nodes
+ * (the full pass is then cheaper).  Rows equal the full pass's (1e-5), as
+ * incremental gnn.embed's do.
+ */
+static bool
+ComputeChanged(InferCtx *x, GnnResult *res)
+{
+	const gnn_graph *g = &x->ref.g;
+	GnnResult	base;
+	uint64		base_gen;
+	int64	   *touched;
+	int64		nt,
+				nf,
+				max_nodes = (int64) (g->num_nodes * gnn_khop_max_fraction);
+	bool	   *in;
+	int64	   *front;
+	const char *why;
+	bool		chain;
+	float	   *out;
+	int32		cols = res->cols;
+
+	if (x->mr.temporal || g->num_node_types != 1 || gnn_khop_max_fraction <= 0 || max_nodes < 1 ||
+		!GnnCacheBase(&x->key, &base, &base_gen) || base.cols != cols)
+		return false;
+	for (int64 i = 1; i < base.rows; i++)
+		if (base.ids[i - 1] >= base.ids[i])
+			return false;		/* not in key order: rows cannot be matched (not expected) */
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	chain = TouchedChain(x->mr.graph, base_gen, x->key.generation, &touched, &nt, &why);
+	SPI_finish();
+	if (!chain)
+	{
+		ereport(DEBUG1, (errmsg("model \"%s\": every row computed: %s", x->mr.name, why)));
+		return false;
+	}
+	nf = AffectedRows(g, touched, nt, x->want < 0 ? x->mr.cfg.layers : x->want + 1, &in, &front, NULL, NULL);
+	/* rows of nodes the base has not (not expected: new nodes are touched) are computed too */
+	for (int64 v = 0, o = 0; v < g->num_nodes; v++)
+	{
+		int64		id = g->ids[v];
+
+		if (in[v])
+			continue;
+		while (o < base.rows && base.ids[o] < id)
+			o++;
+		if (o < base.rows && base.ids[o] == id)
+			memcpy((float *) res->out + v * cols, base.out + o * cols, sizeof(float) * cols);
+		else
+		{
+			in[v] = true;
+			front[nf++] = v;
+		}
+	}
+	if (nf > max_nodes)
+		return false;
+	qsort(front, nf, sizeof(int64), GnnCmpInt64);
+	GnnCoreThreadsInit();
+	out = palloc_extended(sizeof(float) * (Size) Min(Max(nf, 1), 65536) * cols, MCXT_ALLOC_HUGE);
+	for (int64 c0 = 0; c0 < nf; c0 += 65536)
+	{
+		int			cn = (int) Min(nf - c0, 65536);
+		gnn_error	err;
+		gnn_status	st = gnn_model_infer_nodes(InferModel(x), g, x->mr.row_normalise, x->want, x->kind == OUT_PROBS,
+											   front + c0, cn, max_nodes, out, NULL, &err);
+
+		if (st == GNN_ERR_LIMIT || st == GNN_ERR_UNSUPPORTED)
+			return false;		/* a neighbourhood as large as the graph: the full pass */
+		if (st == GNN_ERR_CANCELLED)
+			CHECK_FOR_INTERRUPTS();
+		if (st != GNN_OK)
+			GnnReportCoreError(psprintf("inference with model \"%s\" failed", x->mr.name), &err);
+		for (int i = 0; i < cn; i++)
+			memcpy((float *) res->out + front[c0 + i] * cols, out + (Size) i * cols, sizeof(float) * cols);
+		CHECK_FOR_INTERRUPTS();
+	}
+	res->computed = nf;
+	return true;
 }
 
 static void
@@ -588,10 +722,13 @@ ComputeFull(void *arg, GnnResult *res)
 		pfree(idx);
 		return;
 	}
+	/* after a refresh: only the rows it can have changed, where that is cheaper */
+	if (ComputeChanged(x, res))
+		return;
 	GnnCoreThreadsInit();
 	/* the whole graph: a delta merged in first (the few-node path reads it in place) */
 	GnnGraphFlattenRef(&x->ref);
-	if (gnn_model_infer(x->m, &x->ref.g, x->mr.row_normalise, x->want, x->kind == OUT_PROBS,
+	if (gnn_model_infer(InferModel(x), &x->ref.g, x->mr.row_normalise, x->want, x->kind == OUT_PROBS,
 						(float *) res->out, &err) != GNN_OK)
 		GnnReportCoreError(psprintf("inference with model \"%s\" failed", x->mr.name), &err);
 }
@@ -619,10 +756,11 @@ InferEnd(InferCtx *x)
  * Rows of a few nodes (graph indices nodes[0..n)) into out (n x cols): from the shared
  * result when it is there; else computed exactly on the nodes'
  * neighbourhood (every neighbour, no sampling: equal to the full pass) when
- * that neighbourhood is small beside the graph; else the full pass, shared.
+ * that neighbourhood has at most max_fraction of the graph's nodes; else the
+ * full pass, shared.
  */
 static uint64
-InferFew(InferCtx *x, const int64 *nodes, int n, float *out)
+InferFew(InferCtx *x, const int64 *nodes, int n, double max_fraction, float *out)
 {
 	GnnResult	res;
 	int64	   *idx = palloc(sizeof(int64) * Max(n, 1));
@@ -646,13 +784,13 @@ InferFew(InferCtx *x, const int64 *nodes, int n, float *out)
 		 * computed once for everyone.  (On a 1M-node R-MAT graph a 10-node
 		 * neighbourhood of 12% of the nodes took 75 ms, the full pass 10 s.)
 		 */
-		int64		max_nodes = Max((int64) (x->ref.g.num_nodes * gnn_khop_max_fraction), 1);
+		int64		max_nodes = Max((int64) (x->ref.g.num_nodes * max_fraction), 1);
 
 		GnnCoreThreadsInit();
-		if (gnn_khop_max_fraction <= 0)
+		if (max_fraction <= 0)
 			st = GNN_ERR_LIMIT;		/* always the full pass */
 		else
-			st = gnn_model_infer_nodes(x->m, &x->ref.g, x->mr.row_normalise, x->want, x->kind == OUT_PROBS,
+			st = gnn_model_infer_nodes(InferModel(x), &x->ref.g, x->mr.row_normalise, x->want, x->kind == OUT_PROBS,
 									   idx, n, max_nodes, out, &touched, &err);
 		if (st == GNN_OK)
 		{
@@ -901,6 +1039,60 @@ SaveEmbedState(Oid relid, const InferCtx *x)
 }
 
 /*
+ * The node ids touched from graph version gen to version cur, following
+ * gnn.graph_history (sorted, unique).  False, saying why, when the chain is
+ * broken (a reload, history no longer kept).  SPI is connected.
+ */
+static bool
+TouchedChain(const char *graph, uint64 from, uint64 to, int64 **ids, int64 *n_out, const char **why)
+{
+	bool		isnull;
+	int64		gen = (int64) from;
+	int64		cur = (int64) to;
+	int64		n = 0,
+				cap = 256;
+	int64	   *t = palloc(sizeof(int64) * cap);
+
+	for (int hop = 0; gen != cur; hop++)
+	{
+		Oid			t4[4] = {OIDOID, TEXTOID, INT8OID, INT8OID};
+		Datum		v4[4];
+		ArrayType  *a;
+		Datum	   *d;
+		bool	   *dn;
+		int			k;
+
+		CHECK_FOR_INTERRUPTS();
+		v4[0] = ObjectIdGetDatum(GetUserId());
+		v4[1] = CStringGetTextDatum(graph);
+		v4[2] = Int64GetDatum((int64) gnn_shared->instance);
+		v4[3] = Int64GetDatum(gen);
+		if (SPI_execute_with_args("SELECT generation, touched FROM gnn.graph_history WHERE owner = $1::regrole "
+								  "AND graph = $2 AND instance = $3 AND base_generation = $4",
+								  4, t4, v4, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read gnn.graph_history");
+		if (SPI_processed == 0)
+		{
+			*why = "the graph was reloaded (not only refreshed) since the table was written";
+			return false;
+		}
+		gen = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		a = DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		deconstruct_array(a, INT8OID, 8, true, TYPALIGN_DOUBLE, &d, &dn, &k);
+		if (n + k > cap)
+		{
+			cap = Max(cap * 2, n + k);
+			t = repalloc_huge(t, sizeof(int64) * cap);
+		}
+		for (int i = 0; i < k; i++)
+			t[n++] = DatumGetInt64(d[i]);
+	}
+	*ids = t;
+	*n_out = GnnSortUnique64(t, n);
+	return true;
+}
+
+/*
  * The node ids touched since the version relid was last written from, by
  * following gnn.graph_history to the version x sees.  False when there is
  * no such chain (no earlier write of this model and layer, a reload, a
@@ -914,9 +1106,6 @@ TouchedSince(Oid relid, const InferCtx *x, int64 **ids, int64 *n_out, const char
 	bool		isnull;
 	int64		gen;
 	int64		cur = (int64) x->ref.entry.generation;
-	int64		n = 0,
-				cap = 256;
-	int64	   *t = palloc(sizeof(int64) * cap);
 
 	v2[0] = ObjectIdGetDatum(GetUserId());
 	v2[1] = ObjectIdGetDatum(relid);
@@ -948,43 +1137,7 @@ TouchedSince(Oid relid, const InferCtx *x, int64 **ids, int64 *n_out, const char
 			return false;
 		}
 	}
-	for (int hop = 0; gen != cur; hop++)
-	{
-		Oid			t4[4] = {OIDOID, TEXTOID, INT8OID, INT8OID};
-		Datum		v4[4];
-		ArrayType  *a;
-		Datum	   *d;
-		bool	   *dn;
-		int			k;
-
-		CHECK_FOR_INTERRUPTS();
-		v4[0] = ObjectIdGetDatum(GetUserId());
-		v4[1] = CStringGetTextDatum(x->mr.graph);
-		v4[2] = Int64GetDatum((int64) gnn_shared->instance);
-		v4[3] = Int64GetDatum(gen);
-		if (SPI_execute_with_args("SELECT generation, touched FROM gnn.graph_history WHERE owner = $1::regrole "
-								  "AND graph = $2 AND instance = $3 AND base_generation = $4",
-								  4, t4, v4, NULL, true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read gnn.graph_history");
-		if (SPI_processed == 0)
-		{
-			*why = "the graph was reloaded (not only refreshed) since the table was written";
-			return false;
-		}
-		gen = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		a = DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-		deconstruct_array(a, INT8OID, 8, true, TYPALIGN_DOUBLE, &d, &dn, &k);
-		if (n + k > cap)
-		{
-			cap = Max(cap * 2, n + k);
-			t = repalloc_huge(t, sizeof(int64) * cap);
-		}
-		for (int i = 0; i < k; i++)
-			t[n++] = DatumGetInt64(d[i]);
-	}
-	*ids = t;
-	*n_out = GnnSortUnique64(t, n);
-	return true;
+	return TouchedChain(x->mr.graph, (uint64) gen, (uint64) cur, ids, n_out, why);
 }
 
 /*
@@ -1009,35 +1162,31 @@ EmbedKeyType(const char *graph, int32 type)
 }
 
 /*
- * Rewrite the rows of relid (id, embedding) that the touched nodes can have
- * changed: a node's output at the layer written depends on its
- * in-neighbourhood of hops hops, so the rows that can change are the
- * touched nodes' out-neighbourhood of that many hops (in the graph now).
- * Touched ids no longer in the graph lose their rows.  Returns the rows
- * written; *recomputed the nodes whose rows were computed.
+ * The nodes whose rows a change of the touched ids (sorted node ids) can
+ * have changed: a node's output at a layer depends on its in-neighbourhood
+ * of that layer's hops, so they are the touched nodes' out-neighbourhood of
+ * hops hops in the graph now.  *front gets them (graph indices), *in marks
+ * them; touched ids no longer in the graph go to gone (when given).
+ * Returns their count.
  */
 static int64
-EmbedIncremental(InferCtx *x, const char *qname, const char *key_type, const int64 *touched, int64 nt,
-				 int64 *recomputed)
+AffectedRows(const gnn_graph *g, const int64 *touched, int64 nt, int hops, bool **in_out, int64 **front_out,
+			 Datum *gone, int *ngone)
 {
-	const gnn_graph *g = &x->ref.g;
-	int			hops = x->want < 0 ? INT_MAX : x->want + 1;
 	bool	   *in = palloc_extended(Max(g->num_nodes, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	int64	   *front = palloc_extended(sizeof(int64) * Max(g->num_nodes, 1), MCXT_ALLOC_HUGE);
 	int64		nf = 0,
 				done = 0;
-	Datum	   *gone = palloc(sizeof(Datum) * Max(nt, 1));
-	int			ngone = 0;
-	float	   *out;
-	SPIPlanPtr	ins;
-	int64		written = 0;
 
 	for (int64 i = 0; i < nt; i++)
 	{
 		int64		v = gnn_graph_find(g, touched[i]);
 
 		if (v < 0)
-			gone[ngone++] = Int64GetDatum(touched[i]);
+		{
+			if (gone)
+				gone[(*ngone)++] = Int64GetDatum(touched[i]);
+		}
 		else if (!in[v])
 		{
 			in[v] = true;
@@ -1048,6 +1197,7 @@ EmbedIncremental(InferCtx *x, const char *qname, const char *key_type, const int
 	{
 		int64		end = nf;
 
+		CHECK_FOR_INTERRUPTS();
 		for (; done < end; done++)
 		{
 			int64		v = front[done];
@@ -1067,6 +1217,35 @@ EmbedIncremental(InferCtx *x, const char *qname, const char *key_type, const int
 			}
 		}
 	}
+	*in_out = in;
+	*front_out = front;
+	return nf;
+}
+
+/*
+ * Rewrite the rows of relid (id, embedding) that the touched nodes can have
+ * changed: a node's output at the layer written depends on its
+ * in-neighbourhood of hops hops, so the rows that can change are the
+ * touched nodes' out-neighbourhood of that many hops (in the graph now).
+ * Touched ids no longer in the graph lose their rows.  Returns the rows
+ * written; *recomputed the nodes whose rows were computed.
+ */
+static int64
+EmbedIncremental(InferCtx *x, const char *qname, const char *key_type, const int64 *touched, int64 nt,
+				 int64 *recomputed)
+{
+	const gnn_graph *g = &x->ref.g;
+	int			hops = x->want < 0 ? INT_MAX : x->want + 1;
+	bool	   *in;
+	int64	   *front;
+	int64		nf;
+	Datum	   *gone = palloc(sizeof(Datum) * Max(nt, 1));
+	int			ngone = 0;
+	float	   *out;
+	SPIPlanPtr	ins;
+	int64		written = 0;
+
+	nf = AffectedRows(g, touched, nt, hops, &in, &front, gone, &ngone);
 	*recomputed = nf;
 	/* text keys: a node that goes renumbers the graph, so a refresh reloads it and no history leads here */
 	if (key_type && ngone > 0)
@@ -1107,13 +1286,18 @@ EmbedIncremental(InferCtx *x, const char *qname, const char *key_type, const int
 					(Oid[]) {INT8OID, FLOAT4ARRAYOID});
 	if (ins == NULL)
 		elog(ERROR, "could not prepare the insert into %s", qname);
-	/* in chunks: the rows of a chunk computed together (one neighbourhood) */
+	/*
+	 * In chunks: the rows of a chunk computed together (one neighbourhood),
+	 * never by the full pass (gnn.khop_max_fraction is for reads of a few
+	 * rows, where the full pass is then shared): a small change's rows cost
+	 * their neighbourhood, a whole-graph pass costs every row.
+	 */
 	out = palloc_extended(sizeof(float) * (Size) Min(nf, 65536) * x->cols, MCXT_ALLOC_HUGE);
 	for (int64 c0 = 0; c0 < nf; c0 += 65536)
 	{
 		int			cn = (int) Min(nf - c0, 65536);
 
-		InferFew(x, front + c0, cn, out);
+		InferFew(x, front + c0, cn, 1.0, out);
 		for (int i = 0; i < cn; i++)
 		{
 			Datum		v[2];
@@ -1601,7 +1785,7 @@ gnn_predict(PG_FUNCTION_ARGS)
 				GnnFindNodeInt(&x.ref.g, x.type, DatumGetInt64(d[i]), x.mr.graph);
 		few = palloc(sizeof(float) * (Size) Max(nwant, 1) * x.cols);
 		if (nwant > 0)
-			serial = InferFew(&x, want, nwant, few);
+			serial = InferFew(&x, want, nwant, gnn_khop_max_fraction, few);
 	}
 	else
 	{
@@ -1669,7 +1853,7 @@ gnn_embedding(PG_FUNCTION_ARGS)
 	else
 		node = GnnFindNodeInt(&x.ref.g, x.type, PG_GETARG_INT64(1), x.mr.graph);
 	row = palloc(sizeof(float) * x.cols);
-	serial = InferFew(&x, &node, 1, row);
+	serial = InferFew(&x, &node, 1, gnn_khop_max_fraction, row);
 	InferEnd(&x);
 	GnnCacheNoteLatency(serial, start, -1);
 	PG_RETURN_ARRAYTYPE_P(RowArray(row, x.cols));
@@ -1920,7 +2104,7 @@ gnn_score(PG_FUNCTION_ARGS)
 	}
 	rows = palloc(sizeof(float) * (Size) Max(2 * n, 1) * x.cols);
 	if (n > 0)
-		InferFew(&x, nodes, 2 * n, rows);
+		InferFew(&x, nodes, 2 * n, gnn_khop_max_fraction, rows);
 	InitMaterializedSRF(fcinfo, 0);
 	for (int i = 0; i < n; i++)
 	{
@@ -1958,7 +2142,7 @@ gnn_score_pair(PG_FUNCTION_ARGS)
 	nodes[0] = LinkNode(&x, ts, get_fn_expr_argtype(fcinfo->flinfo, 1), PG_GETARG_DATUM(1));
 	nodes[1] = LinkNode(&x, td, get_fn_expr_argtype(fcinfo->flinfo, 2), PG_GETARG_DATUM(2));
 	rows = palloc(sizeof(float) * 2 * x.cols);
-	InferFew(&x, nodes, 2, rows);
+	InferFew(&x, nodes, 2, gnn_khop_max_fraction, rows);
 	s = gnn_dot(rows, rows + x.cols, x.cols);
 	InferEnd(&x);
 	PG_RETURN_FLOAT4(s);
