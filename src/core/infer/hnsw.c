@@ -711,15 +711,18 @@ insert(build_ctx *b, int32_t i, scratch *s)
 	return true;
 }
 
-/* mark what row r reaches at level 0 (seen), r included; queue: n slots of work space */
-static void
+/*
+ * mark what row r reaches at level 0 (seen), r included; queue: n slots of
+ * work space, where the rows newly marked are left (returns their count)
+ */
+static int64_t
 reach_from(const hnsw_view *v, int32_t r, uint8_t *seen, int32_t *queue)
 {
 	int64_t		head = 0,
 				tail = 0;
 
 	if (seen[r])
-		return;
+		return 0;
 	seen[r] = 1;
 	queue[tail++] = r;
 	while (head < tail)
@@ -733,15 +736,20 @@ reach_from(const hnsw_view *v, int32_t r, uint8_t *seen, int32_t *queue)
 				queue[tail++] = ls[1 + j];
 			}
 	}
+	return tail;
 }
 
 /*
  * Pruning links back can leave a row that no list points to (rows much
  * alike make it likely), and a search never finds such a row.  Every row
  * the entry does not reach at level 0 gets a link from the most similar
- * row that is reached and has a spare slot (found by a search from the
- * row, else by a scan), so a search as wide as the table visits every row.
- * Returns the rows linked, or -1 (no memory) or -2 (stopped).
+ * row that is reached and has a spare slot found by a search from the row,
+ * else from the reached row with a spare slot marked last (a stack of
+ * them: lists only grow, so a full row leaves it for good), so a search as
+ * wide as the table visits every row.  Each row costs one search at most:
+ * many equal rows (zero embeddings of nodes no walk visited) once made this
+ * a scan of the table per row, hours on 262k rows.  Returns the rows
+ * linked, or -1 (no memory) or -2 (stopped).
  */
 static int64_t
 repair(build_ctx *b, const gnn_hnsw_params *p)
@@ -751,15 +759,21 @@ repair(build_ctx *b, const gnn_hnsw_params *p)
 				linked = 0;
 	uint8_t    *seen = calloc((size_t) n, 1);
 	int32_t    *queue = malloc(sizeof(int32_t) * (size_t) n);
+	int32_t    *room = malloc(sizeof(int32_t) * (size_t) n);
+	int64_t		nroom = 0,
+				got;
 	scratch		s;
 	bool		ok = scratch_init(&s, v->h->slots0, b->efc, n);
 
-	if (!seen || !queue || !ok)
+	if (!seen || !queue || !room || !ok)
 	{
 		linked = -1;
 		goto done;
 	}
-	reach_from(v, (int32_t) b->entry, seen, queue);
+	got = reach_from(v, (int32_t) b->entry, seen, queue);
+	for (int64_t j = 0; j < got; j++)
+		if (list_of(v, queue[j], 0)[0] < v->h->slots0)
+			room[nroom++] = queue[j];
 	for (int64_t u = 0; u < n; u++)
 	{
 		query		q = query_of_row(&b->sp, (int32_t) u);
@@ -788,18 +802,11 @@ repair(build_ctx *b, const gnn_hnsw_params *p)
 				best = s.found.a[j].i;
 		if (best < 0)
 		{
-			/* none found with room: the most similar reached row with room, by a scan */
-			cand		top = {-INFINITY, -1};
-
-			for (int64_t r = 0; r < n; r++)
-				if (seen[r] && list_of(v, r, 0)[0] < v->h->slots0)
-				{
-					cand		x = {sim_to(&q, (int32_t) r), (int32_t) r};
-
-					if (top.i < 0 || before(&x, &top))
-						top = x;
-				}
-			best = top.i;
+			/* none found with room: the reached row with room marked last */
+			while (nroom > 0 && list_of(v, room[nroom - 1], 0)[0] >= v->h->slots0)
+				nroom--;
+			if (nroom > 0)
+				best = room[nroom - 1];
 		}
 		if (best < 0)
 			continue;			/* every reached row is full: cannot happen while n > 1 rows reach few */
@@ -807,12 +814,16 @@ repair(build_ctx *b, const gnn_hnsw_params *p)
 		ls[1 + ls[0]] = (int32_t) u;
 		ls[0]++;
 		linked++;
-		reach_from(v, (int32_t) u, seen, queue);
+		got = reach_from(v, (int32_t) u, seen, queue);
+		for (int64_t j = 0; j < got; j++)
+			if (list_of(v, queue[j], 0)[0] < v->h->slots0)
+				room[nroom++] = queue[j];
 	}
 done:
 	scratch_free(&s);
 	free(seen);
 	free(queue);
+	free(room);
 	return linked;
 }
 
