@@ -90,6 +90,15 @@ _PG_init(void)
 							50000, 0, INT_MAX,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("gnn.job_nice",
+							"CPU priority (nice) of training jobs and index builds, below the sessions that answer.",
+							"Background work yields the CPU to sessions calling gnn.similar, gnn.embedding and "
+							"the rest, so that a training job does not lengthen their answers; 0 runs it at "
+							"their priority.",
+							&gnn_job_nice,
+							10, 0, 19,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("gnn.max_classes",
 							"The most classes a label column may define.",
 							"Integer labels are class numbers: a label of n makes n + 1 classes.  "

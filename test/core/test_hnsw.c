@@ -403,8 +403,13 @@ main(void)
 		gnn_hnsw_params p = {.m = 500};
 		gnn_error	err;
 
+		CHECK(gnn_hnsw_search(ix, e, nr, 2, 0, 3, 10, idx, sc) == 3 && idx[0] == 1 && idx[1] == 2 && idx[2] == 3 &&
+			  sc[0] == 0.0f && sc[2] == 0.0f,
+			  "a zero row as the query: every row scores 0, the first by index, as the exact scan ranks them");
+		nr[0] = NAN;
 		CHECK(gnn_hnsw_search(ix, e, nr, 2, 0, 3, 10, idx, sc) == GNN_HNSW_EXACT,
-			  "a zero row as the query: the exact scan is asked for");
+			  "a row of no finite norm as the query: the exact scan is asked for");
+		nr[0] = 0.0f;
 		CHECK(gnn_hnsw_search(ix, e, nr, 2, 3, 3, 10, idx, sc) == 3 && idx[0] == 1 && idx[1] == 2 && idx[2] == 0,
 			  "the zero row is a candidate with score 0 (ranked last)");
 		CHECK(gnn_hnsw_search(ix, e, nr, 2, 4, 3, 10, idx, sc) == -1 &&

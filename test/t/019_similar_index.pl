@@ -136,6 +136,16 @@ is(wait_for(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'gnn in
 is(sq(q{SELECT index FROM gnn.cache WHERE model = 'm' AND kind = 'embedding'}), 'building', 'gnn.cache says so');
 is(as_ok('alice', q{SELECT count(*) FROM gnn.similar('m', 1, 10)}), '10', 'calls meanwhile scan, and ask for no second build');
 is(sq(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'gnn index'}), '1', 'one build');
+# below the sessions that answer: gnn.job_nice (10)
+{
+	my $pid = sq(q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'gnn index'});
+	my $stat = -r "/proc/$pid/stat" ? do { open(my $f, '<', "/proc/$pid/stat"); local $/; <$f> } : '';
+	my @f = split / /, ($stat =~ s/^.*\) //sr);
+	SKIP: {
+		skip 'no /proc/PID/stat', 1 unless $stat;
+		is($f[16], '10', 'the build runs at gnn.job_nice');	# field 19 of stat: nice
+	}
+}
 sq(q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'gnn index'});
 is(wait_for(q{SELECT index FROM gnn.cache WHERE model = 'm' AND kind = 'embedding'}, 'none'), 'none',
 	'terminated half-way, it leaves no index and none being built');

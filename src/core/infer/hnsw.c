@@ -1015,8 +1015,21 @@ gnn_hnsw_search(const void *index, const float *emb, const float *norms, int32_t
 	view_of(index, &v);
 	if (q < 0 || q >= v.h->n || v.h->metric != GNN_HNSW_COSINE || v.h->dim != dim)
 		return -1;
-	if (!(norms[q] > 0.0f) || !isfinite(norms[q]))
+	if (isnan(norms[q]) || norms[q] < 0.0f || !isfinite(norms[q]))
 		return GNN_HNSW_EXACT;
+	if (norms[q] == 0.0f)
+	{
+		/* a row without direction scores 0 against every row: the scan's ties, by lower index */
+		int64_t		got = 0;
+
+		for (int64_t i = 0; i < v.h->n && got < k; i++)
+			if (i != q)
+			{
+				out_idx[got] = i;
+				out_score[got++] = 0.0f;
+			}
+		return got;
+	}
 	if (k == 0)
 		return 0;
 	sp.emb = emb;

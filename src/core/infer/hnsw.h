@@ -72,8 +72,9 @@ bool		gnn_hnsw_valid(const void *buf, size_t bytes, int64_t n);
  * answer (ef >= n visits every row reachable from the entry point).  Cost
  * grows with ef and log n, not with n: visited rows are kept in a hash set.
  * Returns how many were written, -1 for an argument out of range (an index
- * of the other metric or width included) or no memory, GNN_HNSW_EXACT when row q has no direction to search by (a zero
- * or non-finite norm: every score is 0 or NaN, which the exact scan ranks).
+ * of the other metric or width included) or no memory, GNN_HNSW_EXACT when row q's norm is not finite (every score
+ * NaN or 0, which the exact scan ranks).  A zero row scores 0 against every row: its answer is the scan's, the
+ * first k rows by index, found without a search.
  */
 int64_t		gnn_hnsw_search(const void *index, const float *emb, const float *norms, int32_t dim, int64_t q,
 							int32_t k, int32_t ef, int64_t *out_idx, float *out_score);

@@ -1129,6 +1129,7 @@ GnnIndexWorkerMain(Datum arg)
 
 	pqsignal(SIGTERM, IndexDie);
 	BackgroundWorkerUnblockSignals();
+	GnnJobPriority();
 	memcpy(&job, MyBgworkerEntry->bgw_extra, sizeof(job));
 	index_serial = job.serial;
 	index_metric = job.metric == GNN_HNSW_DOT ? GNN_HNSW_DOT : GNN_HNSW_COSINE;

@@ -31,6 +31,8 @@ extern double gnn_khop_max_fraction;
 extern int	gnn_similar_ef;
 extern int	gnn_fault_index_delay_ms;
 extern int	gnn_similar_index_min_rows;
+extern int	gnn_job_nice;
+extern void GnnJobPriority(void);
 extern int	gnn_gpu_cache_size_mb;
 extern int	gnn_gpu_graph_memory_mb;
 extern bool gnn_persist_graphs;

@@ -6,6 +6,8 @@
  */
 #include "common/gnn_pg.h"
 
+#include <sys/resource.h>
+
 #include "miscadmin.h"
 #include "utils/guc.h"
 
@@ -26,6 +28,7 @@ double		gnn_khop_max_fraction = 0.5;
 int			gnn_similar_ef = 100;
 int			gnn_fault_index_delay_ms = 0;
 int			gnn_similar_index_min_rows = 50000;
+int			gnn_job_nice = 10;
 double		gnn_merge_threshold = 0.25;
 int			gnn_gpu_cache_size_mb = -1;
 int			gnn_gpu_graph_memory_mb = -1;
@@ -73,4 +76,17 @@ bool
 GnnProgressOn(void)
 {
 	return gnn_progress && gnn_verbose_deprecated;
+}
+
+/*
+ * A training job's or index build's process (and the threads it starts
+ * after this) runs at gnn.job_nice: on a server that also answers, the
+ * sessions' calls come first.  Called at a worker's start, before any
+ * thread exists.
+ */
+void
+GnnJobPriority(void)
+{
+	if (gnn_job_nice > 0 && setpriority(PRIO_PROCESS, 0, gnn_job_nice) != 0)
+		ereport(DEBUG1, (errmsg("could not lower the worker's priority: %m")));
 }

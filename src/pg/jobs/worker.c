@@ -1250,6 +1250,7 @@ GnnWorkerMain(Datum arg)
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	GnnJobPriority();
 
 	mcxt = AllocSetContextCreate(TopMemoryContext, "gnn worker", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(mcxt);

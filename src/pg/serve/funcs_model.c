@@ -187,6 +187,58 @@ ReadTemporal(HeapTuple tup, TupleDesc desc, int col, ModelRow *mr)
  * calling role's models only (a superuser's too), so no other role can
  * steer which row it finds.
  */
+/* params->>key of a model row's jsonb (text, or a boolean or number as text), or NULL */
+static char *
+JsonbKeyText(Jsonb *jb, const char *key)
+{
+	JsonbValue	k;
+	JsonbValue *v;
+
+	if (jb == NULL || !JB_ROOT_IS_OBJECT(jb))
+		return NULL;
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = (int) strlen(key);
+	v = findJsonbValueFromContainer(&jb->root, JB_FOBJECT, &k);
+	if (v == NULL)
+		return NULL;
+	switch (v->type)
+	{
+		case jbvString:
+			return pnstrdup(v->val.string.val, v->val.string.len);
+		case jbvBool:
+			return pstrdup(v->val.boolean ? "true" : "false");
+		case jbvNumeric:
+			return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
+		default:
+			return NULL;
+	}
+}
+
+/* (jb->>key)::boolean, or dflt when absent; a value that is no boolean is an error, as the cast's */
+static bool
+JsonbKeyBool(Jsonb *jb, const char *key, bool dflt)
+{
+	char	   *t = JsonbKeyText(jb, key);
+	bool		b;
+
+	if (t == NULL)
+		return dflt;
+	if (!parse_bool(t, &b))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid input syntax for type boolean: \"%s\"", t)));
+	return b;
+}
+
+/*
+ * The statement that finds a model row, planned once per session: a plain
+ * read of columns (the jsonb fields are taken apart here), so that a new
+ * session's first call parses little (the expressions it once had cost a
+ * new session most of a cached call's time, in catalog lookups).
+ */
+static SPIPlanPtr read_model_plan = NULL;
+
 static void
 ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 {
@@ -197,6 +249,7 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	HeapTuple	tup;
 	TupleDesc	desc;
 	Datum		d;
+	Jsonb	   *params;
 	MemoryContext callercxt = CurrentMemoryContext;
 
 	if (strlen(name) >= NAMEDATALEN)
@@ -208,30 +261,23 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	values[3] = BoolGetDatum(with_weights);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	/* the weights (maybe large, TOASTed) are fetched only when asked for */
-	if (SPI_execute_with_args("SELECT version, graph, coalesce((params->>'row_normalise')::boolean, true), id, "
-							  "xmin::text::bigint, task, classes, CASE WHEN $4 THEN weights END, "
-							  "coalesce(params->>'model' = 'mlp', false), "
-							  "coalesce((metrics->>'temporal')::boolean, false), "
-							  /* a time-aware model's sampling (ReadTemporal) */
-							  "ARRAY(SELECT f::int FROM jsonb_array_elements_text("
-							  "  CASE WHEN jsonb_typeof(params->'fanouts') = 'array' THEN params->'fanouts' END) "
-							  "  WITH ORDINALITY AS a(f, o) ORDER BY o), "
-							  "ARRAY(SELECT k FROM jsonb_object_keys("
-							  "  CASE WHEN jsonb_typeof(params->'type_fanouts') = 'object' THEN params->'type_fanouts' END) "
-							  "  AS t(k) ORDER BY k), "
-							  "ARRAY(SELECT f::int FROM jsonb_each("
-							  "  CASE WHEN jsonb_typeof(params->'type_fanouts') = 'object' THEN params->'type_fanouts' END) AS t, "
-							  "  jsonb_array_elements_text(t.value) WITH ORDINALITY AS a(f, o) ORDER BY t.key, a.o), "
-							  "params->>'temporal_strategy', (params->>'batch_size')::int, "
-							  "(params->>'seed_time')::timestamptz, coalesce(params->>'edge_type', ''), "
-							  /* the header: a large model's weights are read only to compute */
-							  "substring(weights FROM 1 FOR " CppAsString2(GNN_BLOB_HEADER_MAX) ") "
-							  "FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
-							  /* no version given: the deployed one (gnn.deploy), else the latest */
-							  "AND ($2::int IS NULL OR version = $2::int) "
-							  "ORDER BY ($2::int IS NULL AND deployed) DESC, version DESC LIMIT 1",
-							  4, types, values, nulls, true, 1) != SPI_OK_SELECT)
+	if (read_model_plan == NULL)
+	{
+		/* the weights (maybe large, TOASTed) are fetched only when asked for; their header always */
+		SPIPlanPtr	p = SPI_prepare("SELECT version, graph, params, id, xmin, task, classes, "
+									"CASE WHEN $4 THEN weights END, metrics->'temporal', "
+									"substring(weights FROM 1 FOR " CppAsString2(GNN_BLOB_HEADER_MAX) ") "
+									"FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
+									/* no version given: the deployed one (gnn.deploy), else the latest */
+									"AND ($2::int IS NULL OR version = $2::int) "
+									"ORDER BY ($2::int IS NULL AND deployed) DESC, version DESC LIMIT 1",
+									4, types);
+
+		if (p == NULL || SPI_keepplan(p) != 0)
+			elog(ERROR, "could not prepare the read of gnn.models");
+		read_model_plan = p;
+	}
+	if (SPI_execute_plan(read_model_plan, values, nulls, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read gnn.models");
 	if (SPI_processed == 0)
 		ereport(ERROR,
@@ -244,18 +290,46 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	strlcpy(mr->name, name, sizeof(mr->name));
 	mr->version = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
 	strlcpy(mr->graph, TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull)), sizeof(mr->graph));
-	mr->row_normalise = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+	d = SPI_getbinval(tup, desc, 3, &isnull);
+	params = isnull ? NULL : DatumGetJsonbP(d);
+	mr->row_normalise = JsonbKeyBool(params, "row_normalise", true);
 	mr->id = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
-	mr->xmin = (TransactionId) DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+	mr->xmin = DatumGetTransactionId(SPI_getbinval(tup, desc, 5, &isnull));
 	strlcpy(mr->task, TextDatumGetCString(SPI_getbinval(tup, desc, 6, &isnull)), sizeof(mr->task));
 	mr->class_names = NULL;
 	mr->nclasses = 0;
-	mr->mlp = DatumGetBool(SPI_getbinval(tup, desc, 9, &isnull));
-	strlcpy(mr->edge_type, TextDatumGetCString(SPI_getbinval(tup, desc, 17, &isnull)), sizeof(mr->edge_type));
-	/* an MLP reads no neighbours: there is no future to keep from it */
-	mr->temporal = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull)) && !mr->mlp;
-	if (mr->temporal)
-		ReadTemporal(tup, desc, 11, mr);
+	{
+		char	   *m = JsonbKeyText(params, "model");
+		char	   *et = JsonbKeyText(params, "edge_type");
+		Datum		t = SPI_getbinval(tup, desc, 9, &isnull);
+		bool		temporal = false;
+
+		mr->mlp = m != NULL && strcmp(m, "mlp") == 0;
+		strlcpy(mr->edge_type, et ? et : "", sizeof(mr->edge_type));
+		if (!isnull)
+		{
+			/* (metrics->>'temporal')::boolean, as a one-key object's value */
+			Jsonb	   *tj = DatumGetJsonbP(t);
+			JsonbValue	v;
+
+			if (JB_ROOT_IS_SCALAR(tj) && JsonbExtractScalar(&tj->root, &v))
+			{
+				if (v.type == jbvBool)
+					temporal = v.val.boolean;
+				else if (v.type == jbvString)
+				{
+					char	   *str = pnstrdup(v.val.string.val, v.val.string.len);
+
+					if (!parse_bool(str, &temporal))
+						ereport(ERROR,
+								(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+								 errmsg("invalid input syntax for type boolean: \"%s\"", str)));
+				}
+			}
+		}
+		/* an MLP reads no neighbours: there is no future to keep from it */
+		mr->temporal = temporal && !mr->mlp;
+	}
 	d = SPI_getbinval(tup, desc, 7, &isnull);
 	if (!isnull)
 	{
@@ -278,7 +352,7 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 		mr->nclasses = n;
 	}
 	{
-		bytea	   *hdr = DatumGetByteaPP(SPI_getbinval(tup, desc, 18, &isnull));
+		bytea	   *hdr = DatumGetByteaPP(SPI_getbinval(tup, desc, 10, &isnull));
 		gnn_model_meta meta;
 		gnn_error	err;
 
@@ -297,6 +371,31 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 		Datum		w = SPI_getbinval(tup, desc, 8, &isnull);
 
 		mr->weights = (bytea *) SPI_datumTransfer(PointerGetDatum(PG_DETOAST_DATUM_COPY(w)), false, -1);
+	}
+	if (mr->temporal)
+	{
+		/* a time-aware model's sampling: read apart (few models are, and they compute every call) */
+		Oid			t1[1] = {INT8OID};
+		Datum		v1[1] = {Int64GetDatum(mr->id)};
+
+		if (SPI_execute_with_args("SELECT "
+								  "ARRAY(SELECT f::int FROM jsonb_array_elements_text("
+								  "  CASE WHEN jsonb_typeof(params->'fanouts') = 'array' THEN params->'fanouts' END) "
+								  "  WITH ORDINALITY AS a(f, o) ORDER BY o), "
+								  "ARRAY(SELECT k FROM jsonb_object_keys("
+								  "  CASE WHEN jsonb_typeof(params->'type_fanouts') = 'object' THEN params->'type_fanouts' END) "
+								  "  AS t(k) ORDER BY k), "
+								  "ARRAY(SELECT f::int FROM jsonb_each("
+								  "  CASE WHEN jsonb_typeof(params->'type_fanouts') = 'object' THEN params->'type_fanouts' END) AS t, "
+								  "  jsonb_array_elements_text(t.value) WITH ORDINALITY AS a(f, o) ORDER BY t.key, a.o), "
+								  "params->>'temporal_strategy', (params->>'batch_size')::int, "
+								  "(params->>'seed_time')::timestamptz "
+								  "FROM gnn.models WHERE id = $1", 1, t1, v1, NULL, true, 1) != SPI_OK_SELECT ||
+			SPI_processed != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("model \"%s\" version %d changed while it was read", name, mr->version)));
+		ReadTemporal(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, mr);
 	}
 	SPI_finish();
 }
