@@ -388,10 +388,13 @@ CREATE TABLE gnn.graph_history (
     base_generation bigint NOT NULL,
     generation      bigint NOT NULL,
     touched         bigint[] NOT NULL,
+    -- of those, the nodes whose own data changed (features) or that came;
+    -- the rest changed only arcs (NULL: not told apart, all count as data)
+    data_touched    bigint[],
     at              timestamptz NOT NULL DEFAULT now()
 );
 -- sorted node ids compress poorly and every refresh writes them: stored as they are
-ALTER TABLE gnn.graph_history ALTER touched SET STORAGE EXTERNAL;
+ALTER TABLE gnn.graph_history ALTER touched SET STORAGE EXTERNAL, ALTER data_touched SET STORAGE EXTERNAL;
 -- The graph version each embedding table was last written from.
 CREATE TABLE gnn.embed_state (
     owner       regrole NOT NULL,
@@ -825,36 +828,44 @@ AS 'MODULE_PATHNAME', 'gnn_embed_recomputed' LANGUAGE C VOLATILE;
 -- own time (its seed time, or the job's options.seed_time), as the job
 -- evaluated it.  as_of => answers every row as of that one moment instead;
 -- on a model trained without time it is an error.
+-- The planner's row counts for the serving functions (k, or the nodes asked for).
+CREATE FUNCTION gnn._rows_support(internal) RETURNS internal
+AS 'MODULE_PATHNAME', 'gnn_rows_support' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 CREATE FUNCTION gnn.predict(model text, nodes bigint[] DEFAULT NULL, version int DEFAULT NULL,
                             as_of timestamptz DEFAULT NULL, probabilities boolean DEFAULT false)
 RETURNS TABLE (id bigint, label int, score real, class text, key text, class_probabilities real[])
-AS 'MODULE_PATHNAME', 'gnn_predict' LANGUAGE C STABLE;
+AS 'MODULE_PATHNAME', 'gnn_predict' LANGUAGE C STABLE
+    SUPPORT gnn._rows_support PARALLEL RESTRICTED;
 
 -- The same for nodes named by their keys as text (text and uuid keys).
 CREATE FUNCTION gnn.predict(model text, keys text[], version int DEFAULT NULL,
                             as_of timestamptz DEFAULT NULL, probabilities boolean DEFAULT false)
 RETURNS TABLE (id bigint, label int, score real, class text, key text, class_probabilities real[])
-AS 'MODULE_PATHNAME', 'gnn_predict' LANGUAGE C STABLE;
+AS 'MODULE_PATHNAME', 'gnn_predict' LANGUAGE C STABLE
+    SUPPORT gnn._rows_support PARALLEL RESTRICTED;
 
 CREATE FUNCTION gnn.embedding(model text, node bigint, version int DEFAULT NULL,
                               as_of timestamptz DEFAULT NULL)
 RETURNS real[]
-AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE;
+AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE PARALLEL RESTRICTED;
 
 CREATE FUNCTION gnn.embedding(model text, node text, version int DEFAULT NULL,
                               as_of timestamptz DEFAULT NULL)
 RETURNS real[]
-AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE;
+AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE PARALLEL RESTRICTED;
 
 CREATE FUNCTION gnn.similar(model text, node bigint, k int DEFAULT 10, version int DEFAULT NULL,
                             as_of timestamptz DEFAULT NULL, exact boolean DEFAULT false)
 RETURNS TABLE (id bigint, score real, key text)
-AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE ROWS 10;
+AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE ROWS 10
+    SUPPORT gnn._rows_support PARALLEL RESTRICTED;
 
 CREATE FUNCTION gnn.similar(model text, node text, k int DEFAULT 10, version int DEFAULT NULL,
                             as_of timestamptz DEFAULT NULL, exact boolean DEFAULT false)
 RETURNS TABLE (id bigint, score real, key text)
-AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE ROWS 10;
+AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE ROWS 10
+    SUPPORT gnn._rows_support PARALLEL RESTRICTED;
 
 -- ---- links
 -- A link model's score of pairs (link prediction, node2vec): the dot product
@@ -865,22 +876,24 @@ AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE ROWS 10;
 CREATE FUNCTION gnn.score(model text, src bigint[], dst bigint[], edge_type text DEFAULT NULL,
                           version int DEFAULT NULL)
 RETURNS TABLE (src bigint, dst bigint, score real, src_key text, dst_key text)
-AS 'MODULE_PATHNAME', 'gnn_score' LANGUAGE C STABLE ROWS 100;
+AS 'MODULE_PATHNAME', 'gnn_score' LANGUAGE C STABLE ROWS 100
+    SUPPORT gnn._rows_support PARALLEL RESTRICTED;
 
 CREATE FUNCTION gnn.score(model text, src text[], dst text[], edge_type text DEFAULT NULL,
                           version int DEFAULT NULL)
 RETURNS TABLE (src bigint, dst bigint, score real, src_key text, dst_key text)
-AS 'MODULE_PATHNAME', 'gnn_score' LANGUAGE C STABLE ROWS 100;
+AS 'MODULE_PATHNAME', 'gnn_score' LANGUAGE C STABLE ROWS 100
+    SUPPORT gnn._rows_support PARALLEL RESTRICTED;
 
 CREATE FUNCTION gnn.score(model text, src bigint, dst bigint, edge_type text DEFAULT NULL,
                           version int DEFAULT NULL)
 RETURNS real
-AS 'MODULE_PATHNAME', 'gnn_score_pair' LANGUAGE C STABLE;
+AS 'MODULE_PATHNAME', 'gnn_score_pair' LANGUAGE C STABLE PARALLEL RESTRICTED;
 
 CREATE FUNCTION gnn.score(model text, src text, dst text, edge_type text DEFAULT NULL,
                           version int DEFAULT NULL)
 RETURNS real
-AS 'MODULE_PATHNAME', 'gnn_score_pair' LANGUAGE C STABLE;
+AS 'MODULE_PATHNAME', 'gnn_score_pair' LANGUAGE C STABLE PARALLEL RESTRICTED;
 
 -- The k best new partners of a node by the model's link score (customers ->
 -- products with edge_type): its out-neighbours through the relation (any
@@ -891,12 +904,14 @@ AS 'MODULE_PATHNAME', 'gnn_score_pair' LANGUAGE C STABLE;
 CREATE FUNCTION gnn.recommend(model text, node bigint, k int DEFAULT 10, exclude_existing boolean DEFAULT true,
                               edge_type text DEFAULT NULL, version int DEFAULT NULL, exact boolean DEFAULT false)
 RETURNS TABLE (id bigint, score real, key text)
-AS 'MODULE_PATHNAME', 'gnn_recommend' LANGUAGE C STABLE ROWS 10;
+AS 'MODULE_PATHNAME', 'gnn_recommend' LANGUAGE C STABLE ROWS 10
+    SUPPORT gnn._rows_support PARALLEL RESTRICTED;
 
 CREATE FUNCTION gnn.recommend(model text, node text, k int DEFAULT 10, exclude_existing boolean DEFAULT true,
                               edge_type text DEFAULT NULL, version int DEFAULT NULL, exact boolean DEFAULT false)
 RETURNS TABLE (id bigint, score real, key text)
-AS 'MODULE_PATHNAME', 'gnn_recommend' LANGUAGE C STABLE ROWS 10;
+AS 'MODULE_PATHNAME', 'gnn_recommend' LANGUAGE C STABLE ROWS 10
+    SUPPORT gnn._rows_support PARALLEL RESTRICTED;
 
 -- ---- sampling
 -- Neighbour sampling from seed nodes: fanouts[h] in-neighbours per node at

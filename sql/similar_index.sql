@@ -150,6 +150,27 @@ SELECT * FROM gnn.similar('si_sage', 1, 0);
 SET gnn.similar_ef = 0;
 RESET gnn.similar_ef;
 
+-- the planner knows how many rows a call gives: k, or the nodes and pairs asked for
+CREATE FUNCTION si_rows(q text) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE j json;
+BEGIN
+    EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO j;
+    RETURN (j->0->'Plan'->>'Plan Rows')::float8;
+END $$;
+SELECT si_rows($q$SELECT * FROM gnn.similar('si_sage', 1, 25)$q$) AS similar_25,
+       si_rows($q$SELECT * FROM gnn.similar('si_sage', 1)$q$) AS similar_default,
+       si_rows($q$SELECT * FROM gnn.recommend('si_sage', 1, k => 3)$q$) AS recommend_3,
+       si_rows($q$SELECT * FROM gnn.predict('si_sage', ARRAY[1, 2, 3, 4]::bigint[])$q$) AS predict_4,
+       si_rows($q$SELECT * FROM gnn.score('si_sage', ARRAY[1, 2]::bigint[], ARRAY[3, 4]::bigint[])$q$) AS score_2;
+-- per row of a join: k rows a row
+ANALYZE si_q;
+SELECT si_rows($q$SELECT * FROM si_q, LATERAL gnn.similar('si_sage', si_q.id, 5) s$q$) / (SELECT count(*) FROM si_q) AS per_row;
+-- read in the leader of a parallel plan, never in its workers (they map no results)
+SELECT proname, proparallel, count(*) FROM pg_proc
+WHERE pronamespace = 'gnn'::regnamespace AND proname IN ('similar', 'recommend', 'predict', 'score', 'embedding')
+GROUP BY 1, 2 ORDER BY 1;
+DROP FUNCTION si_rows(text);
+
 SELECT gnn.drop_model('si_sage') AS model_dropped;
 SELECT count(*) AS entries FROM gnn.cache WHERE model = 'si_sage';
 SELECT gnn.drop_graph('si') AS graph_dropped;

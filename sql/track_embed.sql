@@ -31,6 +31,7 @@ SELECT 'te_' || model || coalesce('_' || (options->>'aggregator'), '') AS name F
 SELECT name, gnn.embed(name, name || '_inc', incremental => true) FROM te_names ORDER BY name;
 -- the output layer too (two hops)
 SELECT gnn.embed('te_gcn', 'te_gcn_out', layer => 1) AS rows;
+SELECT gnn.embed('te_graphsage', 'te_graphsage_out', layer => 1) AS rows;
 
 -- this version's shared results (gnn.similar ranks every row): after the
 -- refresh below they are the bases a miss recomputes only changed rows from
@@ -63,19 +64,37 @@ WITH RECURSIVE r(id, h) AS (
     UNION
     SELECT e.dst, r.h + 1 FROM r JOIN te_edges e ON e.src = r.id WHERE r.h < hops
 ) SELECT count(DISTINCT id) FROM r $$;
+-- GraphSAGE and GAT read their neighbours' values, not their degrees: the
+-- first hop goes out only of the nodes whose own data changed (77's
+-- features, the new 301); a node whose arcs alone changed is recomputed itself
+CREATE TABLE te_data (id bigint);
+INSERT INTO te_data VALUES (77), (301);
+CREATE FUNCTION te_reach_free(hops int) RETURNS bigint LANGUAGE sql AS $$
+WITH RECURSIVE r(id, h) AS (
+    SELECT t.id, 1 FROM te_touched t JOIN te_nodes n USING (id)
+    UNION
+    SELECT e.dst, 1 FROM te_data d JOIN te_edges e ON e.src = d.id
+    UNION
+    SELECT e.dst, r.h + 1 FROM r JOIN te_edges e ON e.src = r.id WHERE r.h < hops
+) SELECT count(DISTINCT id) FROM r $$;
+SELECT te_reach(1) AS reach, te_reach_free(1) AS reach_degree_free;
 
 SELECT name, gnn.embed(name, name || '_inc', incremental => true) > 0 AS wrote,
-       gnn.embed_recomputed() = te_reach(1) AS recomputed_the_reach
+       gnn.embed_recomputed() = CASE WHEN name = 'te_gcn' THEN te_reach(1) ELSE te_reach_free(1) END
+         AS recomputed_the_reach
 FROM te_names ORDER BY name;
 SELECT gnn.embed('te_gcn', 'te_gcn_out', layer => 1, incremental => true) > 0 AS wrote,
        gnn.embed_recomputed() = te_reach(2) AS two_hops;
+SELECT gnn.embed('te_graphsage', 'te_graphsage_out', layer => 1, incremental => true) > 0 AS wrote,
+       gnn.embed_recomputed() = te_reach_free(2) AS two_hops_degree_free;
 
 -- a miss after the refresh: the previous version's results stay (stale) as
 -- bases; the new result takes every row the change cannot reach from its
 -- base and computes only the reach, then the base goes
 SELECT n.name, c.state FROM te_names n JOIN gnn.cache c ON c.model = n.name AND c.kind = 'embedding' AND c.layer = 0 ORDER BY 1, 2;
 SELECT count(*) AS ranked FROM te_names, LATERAL gnn.similar(name, 1, 3, exact => true);
-SELECT n.name, c.state, c.computed = te_reach(1) AS computed_the_reach
+SELECT n.name, c.state,
+       c.computed = CASE WHEN n.name = 'te_gcn' THEN te_reach(1) ELSE te_reach_free(1) END AS computed_the_reach
 FROM te_names n JOIN gnn.cache c ON c.model = n.name AND c.kind = 'embedding' AND c.layer = 0 ORDER BY 1, 2;
 -- its rows equal every row computed anew (no base, the full pass)
 CREATE TABLE te_partial AS SELECT n.name, t.id, gnn.embedding(n.name, t.id) AS e FROM te_names n, te_nodes t;
@@ -107,6 +126,7 @@ BEGIN
 END $$;
 SELECT name, te_check(name) FROM te_names ORDER BY name;
 SELECT te_check('te_gcn', 1) AS output_layer;
+SELECT te_check('te_graphsage', 1) AS sage_output_layer;
 
 -- random changes over several rounds
 DO $$

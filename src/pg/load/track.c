@@ -2322,7 +2322,7 @@ VanishedClass(const gnn_graph *gp)
  * incremental mode).
  */
 static int64 *
-TouchedNodes(const Refresh *R, const gnn_graph *base, int64 *n_out)
+TouchedNodes(const Refresh *R, const gnn_graph *base, int64 *n_out, int64 **data_out, int64 *nd_out)
 {
 	const gnn_graph_changes *ch = &R->ch;
 	int64		cap = 2 * (ch->num_removed_edges + ch->num_added_edges) + ch->num_upserted_nodes +
@@ -2348,6 +2348,9 @@ TouchedNodes(const Refresh *R, const gnn_graph *base, int64 *n_out)
 		t[n++] = ch->add_src[i];
 		t[n++] = ch->add_dst[i];
 	}
+	/* nodes whose own data (features) changed, or that came: the rest changed only arcs */
+	*data_out = palloc(sizeof(int64) * (ch->num_upserted_nodes + 1));
+	*nd_out = 0;
 	for (int64 i = 0; i < ch->num_upserted_nodes; i++)
 	{
 		int64		o = gnn_graph_find(base, ch->up_ids[i]);
@@ -2355,8 +2358,12 @@ TouchedNodes(const Refresh *R, const gnn_graph *base, int64 *n_out)
 		if (o < 0 || (ch->up_feat && base->feat &&
 					  memcmp(ch->up_feat + i * base->feat_dim, gnn_graph_feat_row(base, o),
 							 sizeof(float) * base->feat_dim) != 0))
+		{
 			t[n++] = ch->up_ids[i];
+			(*data_out)[(*nd_out)++] = ch->up_ids[i];
+		}
 	}
+	*nd_out = GnnSortUnique64(*data_out, *nd_out);
 	for (int64 i = 0; i < ch->num_removed_nodes; i++)
 	{
 		int64		o = gnn_graph_find(base, ch->rm_nodes[i]);
@@ -2386,16 +2393,20 @@ TouchedNodes(const Refresh *R, const gnn_graph *base, int64 *n_out)
  * earlier server lifetime).
  */
 static void
-RecordHistory(const char *name, uint64 base_gen, uint64 gen, const int64 *touched, int64 n)
+RecordHistory(const char *name, uint64 base_gen, uint64 gen, const int64 *touched, int64 n, const int64 *data,
+			  int64 nd)
 {
 	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *dd = palloc(sizeof(Datum) * Max(nd, 1));
 	Oid			types[5] = {OIDOID, TEXTOID, INT8OID, INT8OID, INT8OID};
 	Datum		values[5];
-	Oid			htypes[6] = {OIDOID, TEXTOID, INT8OID, INT8OID, INT8OID, INT8ARRAYOID};
-	Datum		hvalues[6];
+	Oid			htypes[7] = {OIDOID, TEXTOID, INT8OID, INT8OID, INT8OID, INT8ARRAYOID, INT8ARRAYOID};
+	Datum		hvalues[7];
 
 	for (int64 i = 0; i < n; i++)
 		d[i] = Int64GetDatum(touched[i]);
+	for (int64 i = 0; i < nd; i++)
+		dd[i] = Int64GetDatum(data[i]);
 	values[0] = ObjectIdGetDatum(GetUserId());
 	values[1] = CStringGetTextDatum(name);
 	values[2] = Int64GetDatum((int64) gnn_shared->instance);
@@ -2403,6 +2414,7 @@ RecordHistory(const char *name, uint64 base_gen, uint64 gen, const int64 *touche
 	values[4] = Int64GetDatum((int64) gen);
 	memcpy(hvalues, values, sizeof(values));
 	hvalues[5] = PointerGetDatum(construct_array(d, (int) n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	hvalues[6] = PointerGetDatum(construct_array(dd, (int) nd, INT8OID, 8, true, TYPALIGN_DOUBLE));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	GnnCatalogExec("DELETE FROM gnn.graph_history h WHERE h.owner = $1::regrole AND h.graph = $2 "
@@ -2410,8 +2422,8 @@ RecordHistory(const char *name, uint64 base_gen, uint64 gen, const int64 *touche
 				   "(SELECT min(s.generation) FROM gnn.embed_state s WHERE s.owner = $1::regrole "
 				   "AND s.graph = $2 AND s.instance = $3), $4))",
 				   5, types, values, NULL, 0);
-	GnnCatalogExec("INSERT INTO gnn.graph_history (owner, graph, instance, base_generation, generation, touched) "
-				   "VALUES ($1::regrole, $2, $3, $4, $5, $6)", 6, htypes, hvalues, NULL, 0);
+	GnnCatalogExec("INSERT INTO gnn.graph_history (owner, graph, instance, base_generation, generation, touched, "
+				   "data_touched) VALUES ($1::regrole, $2, $3, $4, $5, $6, $7)", 7, htypes, hvalues, NULL, 0);
 	SPI_finish();
 }
 
@@ -2832,10 +2844,12 @@ merged:
 		proto.prior_generation = entry.generation;
 		{
 			int64		nt;
-			int64	   *t = TouchedNodes(&R, &base, &nt);
+			int64		nd;
+			int64	   *dt;
+			int64	   *t = TouchedNodes(&R, &base, &nt, &dt, &nd);
 
 			RefreshPhase("attaching the result");
-			RecordHistory(name, entry.generation, proto.generation, t, nt);
+			RecordHistory(name, entry.generation, proto.generation, t, nt, dt, nd);
 			out->touched = nt;
 			RefreshPhase("recording the touched nodes");
 		}

@@ -52,6 +52,7 @@
 #include "utils/memutils.h"
 #include "utils/regproc.h"
 #include "utils/tuplestore.h"
+#include "nodes/supportnodes.h"
 #include "utils/varlena.h"
 
 #include "nn/backend.h"
@@ -714,9 +715,23 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, bool has
 				 errhint("Retrain it with gnn.train().")));
 }
 
-static bool TouchedChain(const char *graph, uint64 from, uint64 to, int64 **ids, int64 *n_out, const char **why);
-static int64 AffectedRows(const gnn_graph *g, const int64 *touched, int64 nt, int hops, bool **in_out,
+/*
+ * What refreshes changed (gnn.graph_history): the node ids touched, sorted,
+ * and of them those whose own data changed or that came (nd < 0: not told
+ * apart, every touched node counts as data).
+ */
+typedef struct Touched
+{
+	int64	   *ids;
+	int64		n;
+	int64	   *data;
+	int64		nd;
+} Touched;
+
+static bool TouchedChain(const char *graph, uint64 from, uint64 to, Touched *t, const char **why);
+static int64 AffectedRows(const gnn_graph *g, const Touched *t, int hops, bool degree_free, bool **in_out,
 						  int64 **front_out, Datum *gone, int *ngone);
+static bool DegreeFree(gnn_model_kind kind);
 
 /*
  * res from the result of the graph's previous version (a stale entry, the
@@ -733,9 +748,8 @@ ComputeChanged(InferCtx *x, GnnResult *res)
 	const gnn_graph *g = &x->ref.g;
 	GnnResult	base;
 	uint64		base_gen;
-	int64	   *touched;
-	int64		nt,
-				nf,
+	Touched		touched;
+	int64		nf,
 				max_nodes = (int64) (g->num_nodes * gnn_khop_max_fraction);
 	bool	   *in;
 	int64	   *front;
@@ -752,14 +766,15 @@ ComputeChanged(InferCtx *x, GnnResult *res)
 			return false;		/* not in key order: rows cannot be matched (not expected) */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	chain = TouchedChain(x->mr.graph, base_gen, x->key.generation, &touched, &nt, &why);
+	chain = TouchedChain(x->mr.graph, base_gen, x->key.generation, &touched, &why);
 	SPI_finish();
 	if (!chain)
 	{
 		ereport(DEBUG1, (errmsg("model \"%s\": every row computed: %s", x->mr.name, why)));
 		return false;
 	}
-	nf = AffectedRows(g, touched, nt, x->want < 0 ? x->mr.cfg.layers : x->want + 1, &in, &front, NULL, NULL);
+	nf = AffectedRows(g, &touched, x->want < 0 ? x->mr.cfg.layers : x->want + 1, DegreeFree(x->mr.cfg.kind), &in,
+					  &front, NULL, NULL);
 	/* rows of nodes the base has not (not expected: new nodes are touched) are computed too */
 	for (int64 v = 0, o = 0; v < g->num_nodes; v++)
 	{
@@ -1143,14 +1158,18 @@ SaveEmbedState(Oid relid, const InferCtx *x)
  * broken (a reload, history no longer kept).  SPI is connected.
  */
 static bool
-TouchedChain(const char *graph, uint64 from, uint64 to, int64 **ids, int64 *n_out, const char **why)
+TouchedChain(const char *graph, uint64 from, uint64 to, Touched *out, const char **why)
 {
 	bool		isnull;
 	int64		gen = (int64) from;
 	int64		cur = (int64) to;
 	int64		n = 0,
-				cap = 256;
+				cap = 256,
+				nd = 0,
+				dcap = 256;
 	int64	   *t = palloc(sizeof(int64) * cap);
+	int64	   *dt = palloc(sizeof(int64) * dcap);
+	bool		told_apart = true;
 
 	for (int hop = 0; gen != cur; hop++)
 	{
@@ -1166,7 +1185,7 @@ TouchedChain(const char *graph, uint64 from, uint64 to, int64 **ids, int64 *n_ou
 		v4[1] = CStringGetTextDatum(graph);
 		v4[2] = Int64GetDatum((int64) gnn_shared->instance);
 		v4[3] = Int64GetDatum(gen);
-		if (SPI_execute_with_args("SELECT generation, touched FROM gnn.graph_history WHERE owner = $1::regrole "
+		if (SPI_execute_with_args("SELECT generation, touched, data_touched FROM gnn.graph_history WHERE owner = $1::regrole "
 								  "AND graph = $2 AND instance = $3 AND base_generation = $4",
 								  4, t4, v4, NULL, true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not read gnn.graph_history");
@@ -1185,9 +1204,28 @@ TouchedChain(const char *graph, uint64 from, uint64 to, int64 **ids, int64 *n_ou
 		}
 		for (int i = 0; i < k; i++)
 			t[n++] = DatumGetInt64(d[i]);
+		{
+			Datum		dd = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+
+			if (isnull)
+				told_apart = false;
+			else if (told_apart)
+			{
+				deconstruct_array(DatumGetArrayTypeP(dd), INT8OID, 8, true, TYPALIGN_DOUBLE, &d, &dn, &k);
+				if (nd + k > dcap)
+				{
+					dcap = Max(dcap * 2, nd + k);
+					dt = repalloc_huge(dt, sizeof(int64) * dcap);
+				}
+				for (int i = 0; i < k; i++)
+					dt[nd++] = DatumGetInt64(d[i]);
+			}
+		}
 	}
-	*ids = t;
-	*n_out = GnnSortUnique64(t, n);
+	out->ids = t;
+	out->n = GnnSortUnique64(t, n);
+	out->data = dt;
+	out->nd = told_apart ? GnnSortUnique64(dt, nd) : -1;
 	return true;
 }
 
@@ -1198,7 +1236,7 @@ TouchedChain(const char *graph, uint64 from, uint64 to, int64 **ids, int64 *n_ou
  * restart): then every row is written.  SPI is connected.
  */
 static bool
-TouchedSince(Oid relid, const InferCtx *x, int64 **ids, int64 *n_out, const char **why)
+TouchedSince(Oid relid, const InferCtx *x, Touched *out, const char **why)
 {
 	Oid			t2[2] = {OIDOID, OIDOID};
 	Datum		v2[2];
@@ -1236,7 +1274,7 @@ TouchedSince(Oid relid, const InferCtx *x, int64 **ids, int64 *n_out, const char
 			return false;
 		}
 	}
-	return TouchedChain(x->mr.graph, (uint64) gen, (uint64) cur, ids, n_out, why);
+	return TouchedChain(x->mr.graph, (uint64) gen, (uint64) cur, out, why);
 }
 
 /*
@@ -1261,15 +1299,31 @@ EmbedKeyType(const char *graph, int32 type)
 }
 
 /*
- * The nodes whose rows a change of the touched ids (sorted node ids) can
- * have changed: a node's output at a layer depends on its in-neighbourhood
- * of that layer's hops, so they are the touched nodes' out-neighbourhood of
- * hops hops in the graph now.  *front gets them (graph indices), *in marks
- * them; touched ids no longer in the graph go to gone (when given).
- * Returns their count.
+ * Models whose layer reads, of its in-neighbours, only their values (never
+ * their degrees): GraphSAGE (every aggregator divides by the node's own
+ * in-degree at most) and GAT (attention normalised over the node's own
+ * in-arcs).  GCN's symmetric normalisation reads the neighbours' degrees.
+ */
+static bool
+DegreeFree(gnn_model_kind kind)
+{
+	return kind == GNN_MODEL_SAGE || kind == GNN_MODEL_GAT;
+}
+
+/*
+ * The nodes whose rows a change can have changed: a node's output at a
+ * layer depends on its in-neighbourhood of that layer's hops, so they are
+ * the touched nodes' out-neighbourhood of hops hops in the graph now.  For
+ * a degree-free model (DegreeFree) the first hop goes out only from the
+ * nodes whose own data changed: a node whose arcs alone changed changes its
+ * own first-layer output (its in-arcs), not its neighbours' (their layer
+ * reads its features, which did not change); so an edge change recomputes
+ * its endpoints, not their neighbourhoods, at the first layer.  *front gets
+ * them (graph indices), *in marks them; touched ids no longer in the graph
+ * go to gone (when given).  Returns their count.
  */
 static int64
-AffectedRows(const gnn_graph *g, const int64 *touched, int64 nt, int hops, bool **in_out, int64 **front_out,
+AffectedRows(const gnn_graph *g, const Touched *t, int hops, bool degree_free, bool **in_out, int64 **front_out,
 			 Datum *gone, int *ngone)
 {
 	bool	   *in = palloc_extended(Max(g->num_nodes, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
@@ -1277,20 +1331,41 @@ AffectedRows(const gnn_graph *g, const int64 *touched, int64 nt, int hops, bool 
 	int64		nf = 0,
 				done = 0;
 
-	for (int64 i = 0; i < nt; i++)
+	for (int64 i = 0; i < t->n; i++)
 	{
-		int64		v = gnn_graph_find(g, touched[i]);
+		int64		v = gnn_graph_find(g, t->ids[i]);
 
 		if (v < 0)
 		{
 			if (gone)
-				gone[(*ngone)++] = Int64GetDatum(touched[i]);
+				gone[(*ngone)++] = Int64GetDatum(t->ids[i]);
 		}
 		else if (!in[v])
 		{
 			in[v] = true;
 			front[nf++] = v;
 		}
+	}
+	if (degree_free && t->nd >= 0 && hops > 0)
+	{
+		/* the first hop: out of the nodes whose data changed only */
+		for (int64 i = 0; i < t->nd; i++)
+		{
+			int64		v = gnn_graph_find(g, t->data[i]);
+			const int32 *nb;
+			int64		len;
+
+			if (v < 0)
+				continue;
+			len = gnn_graph_out_row(g, v, &nb, NULL, NULL);
+			for (int64 e = 0; e < len; e++)
+				if (!in[nb[e]])
+				{
+					in[nb[e]] = true;
+					front[nf++] = nb[e];
+				}
+		}
+		hops--;					/* the next hops go out of every row changed so far */
 	}
 	for (int h = 0; h < hops && done < nf; h++)
 	{
@@ -1330,7 +1405,7 @@ AffectedRows(const gnn_graph *g, const int64 *touched, int64 nt, int hops, bool 
  * written; *recomputed the nodes whose rows were computed.
  */
 static int64
-EmbedIncremental(InferCtx *x, const char *qname, const char *key_type, const int64 *touched, int64 nt,
+EmbedIncremental(InferCtx *x, const char *qname, const char *key_type, const Touched *touched,
 				 int64 *recomputed)
 {
 	const gnn_graph *g = &x->ref.g;
@@ -1338,13 +1413,13 @@ EmbedIncremental(InferCtx *x, const char *qname, const char *key_type, const int
 	bool	   *in;
 	int64	   *front;
 	int64		nf;
-	Datum	   *gone = palloc(sizeof(Datum) * Max(nt, 1));
+	Datum	   *gone = palloc(sizeof(Datum) * Max(touched->n, 1));
 	int			ngone = 0;
 	float	   *out;
 	SPIPlanPtr	ins;
 	int64		written = 0;
 
-	nf = AffectedRows(g, touched, nt, hops, &in, &front, gone, &ngone);
+	nf = AffectedRows(g, touched, hops, DegreeFree(x->mr.cfg.kind), &in, &front, gone, &ngone);
 	*recomputed = nf;
 	/* text keys: a node that goes renumbers the graph, so a refresh reloads it and no history leads here */
 	if (key_type && ngone > 0)
@@ -1678,18 +1753,17 @@ gnn_embed(PG_FUNCTION_ARGS)
 	}
 	if (incremental)
 	{
-		int64	   *touched;
-		int64		nt,
-					recomputed;
+		Touched		touched;
+		int64		recomputed;
 		const char *why = NULL;
 
 		CheckEmbedTarget(&c, relid, into, column, idcol, PgvectorType());
 		qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		if (TouchedSince(relid, &x, &touched, &nt, &why))
+		if (TouchedSince(relid, &x, &touched, &why))
 		{
-			written = EmbedIncremental(&x, qname, EmbedKeyType(c.graph, type), touched, nt, &recomputed);
+			written = EmbedIncremental(&x, qname, EmbedKeyType(c.graph, type), &touched, &recomputed);
 			SaveEmbedState(relid, &x);
 			SPI_finish();
 			InferEnd(&x);
@@ -2652,4 +2726,54 @@ gnn_cache_drop(PG_FUNCTION_ARGS)
 {
 	GnnRequirePreload();
 	PG_RETURN_BOOL(GnnCacheDrop(ModelArg(fcinfo), VersionArg(fcinfo, 1)) > 0);
+}
+
+/* ------------------------------------------------------------------ planner support */
+
+/*
+ * How many rows a call returns, for the planner (SupportRequestRows):
+ * gnn.similar and gnn.recommend return k (a constant), gnn.predict and
+ * gnn.score a row per node or pair asked for (a constant array); otherwise
+ * the functions' ROWS stand.  So a join on gnn.similar(..., 50) plans for 50.
+ */
+PG_FUNCTION_INFO_V1(gnn_rows_support);
+Datum
+gnn_rows_support(PG_FUNCTION_ARGS)
+{
+	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
+	SupportRequestRows *req;
+	FuncExpr   *fe;
+	char	   *fn;
+	Node	   *arg;
+
+	if (!IsA(rawreq, SupportRequestRows))
+		PG_RETURN_POINTER(NULL);
+	req = (SupportRequestRows *) rawreq;
+	if (req->node == NULL || !IsA(req->node, FuncExpr))
+		PG_RETURN_POINTER(NULL);
+	fe = (FuncExpr *) req->node;
+	fn = get_func_name(fe->funcid);
+	if (fn == NULL)
+		PG_RETURN_POINTER(NULL);
+	if ((strcmp(fn, "similar") == 0 || strcmp(fn, "recommend") == 0) && list_length(fe->args) >= 3)
+	{
+		arg = (Node *) lthird(fe->args);
+		if (IsA(arg, Const) && !((Const *) arg)->constisnull && ((Const *) arg)->consttype == INT4OID)
+		{
+			req->rows = Max(DatumGetInt32(((Const *) arg)->constvalue), 0);
+			PG_RETURN_POINTER(req);
+		}
+	}
+	else if ((strcmp(fn, "predict") == 0 || strcmp(fn, "score") == 0) && list_length(fe->args) >= 2)
+	{
+		arg = (Node *) lsecond(fe->args);
+		if (IsA(arg, Const) && !((Const *) arg)->constisnull && type_is_array(((Const *) arg)->consttype))
+		{
+			ArrayType  *a = DatumGetArrayTypeP(((Const *) arg)->constvalue);
+
+			req->rows = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+			PG_RETURN_POINTER(req);
+		}
+	}
+	PG_RETURN_POINTER(NULL);
 }
