@@ -189,6 +189,25 @@ CALL te_delta_rounds(4);
 RESET gnn.merge_threshold;
 SELECT count(*) FILTER (WHERE delta_bytes > 0) AS rounds_as_deltas FROM te_delta_seen;
 SELECT name, te_check(name) FROM te_names ORDER BY name;
+-- a miss after a refresh kept as a delta: the base's rows, the rest computed
+-- on the delta in place; equal to every row computed anew
+SELECT count(*) AS ranked FROM te_names, LATERAL gnn.similar(name, 1, 3, exact => true);
+TRUNCATE te_delta_seen;
+SET gnn.merge_threshold = 0.9;
+CALL te_delta_rounds(1);
+RESET gnn.merge_threshold;
+SELECT count(*) FILTER (WHERE delta_bytes > 0) AS round_as_delta FROM te_delta_seen;
+SELECT count(*) AS ranked FROM te_names, LATERAL gnn.similar(name, 1, 3, exact => true);
+SELECT n.name, c.computed < (SELECT count(*) FROM te_nodes) AS from_the_base
+FROM te_names n JOIN gnn.cache c ON c.model = n.name AND c.kind = 'embedding' AND c.layer = 0 AND c.state = 'ready'
+ORDER BY 1;
+DROP TABLE te_partial;
+CREATE TABLE te_partial AS SELECT n.name, t.id, gnn.embedding(n.name, t.id) AS e FROM te_names n, te_nodes t;
+SELECT count(*) AS dropped FROM te_names WHERE gnn.cache_drop(name);
+SET gnn.khop_max_fraction = 0;
+SELECT p.name, max(abs(x - y)) < 1e-5 AS equal
+FROM te_partial p, LATERAL unnest(p.e, gnn.embedding(p.name, p.id)) u(x, y) GROUP BY 1 ORDER BY 1;
+RESET gnn.khop_max_fraction;
 
 -- without a history to follow: every row, saying why
 SELECT gnn.load_graph('te', 'te_edges', nodes => 'te_nodes', features => 'feat', label => 'label', split => 'split', replace => true)
