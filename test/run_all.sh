@@ -212,7 +212,7 @@ TAP_ENV="GNN_CYCLES=${GNN_CYCLES:-$(full 1000 300)} GNN_MODEL_STEPS=${GNN_TAP_MO
 declare -A TAP_COST=([015_dist.pl]=50 [004_faults.pl]=42 [012_store.pl]=37 [013_feature_store.pl]=35 [002_jobs.pl]=29
   [010_serve.pl]=20 [011_track.pl]=18 [008_roles.pl]=17 [005_concurrency.pl]=12 [016_huge_pages.pl]=10
   [009_shapes.pl]=10 [001_graph_server.pl]=9 [007_cycles.pl]=8 [014_progress.pl]=7 [006_permissions.pl]=7
-  [003_cron.pl]=30 [019_similar_index.pl]=22)
+  [003_cron.pl]=30 [019_similar_index.pl]=28)
 LANE_FILES=("" ""); LANE_COST=(0 0); ALONE_FILES=""; WAITING_FILES=""
 for f in $(for t in test/t/*.pl; do b=$(basename "$t"); echo "${TAP_COST[$b]:-10} $b"; done | sort -rn | cut -d' ' -f2); do
   if [[ "$TAP_ALONE" == *" $f "* ]]; then ALONE_FILES+=" t/$f"; continue; fi

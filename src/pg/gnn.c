@@ -132,6 +132,14 @@ _PG_init(void)
 							PGC_SIGHUP, GUC_UNIT_MS | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
 	/* a test hook: settable by a superuser, out of pg_settings and SHOW ALL */
+	DefineCustomIntVariable("gnn.fault_compute_delay",
+							"Fault injection for tests: a shared result's computation waits this long before it starts.",
+							"So a test can watch other sessions while one computes (hits must not wait).",
+							&gnn_fault_compute_delay_ms,
+							0, 0, 600000,
+							PGC_SUSET, GUC_UNIT_MS | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+	/* a test hook: settable by a superuser, out of pg_settings and SHOW ALL */
 	DefineCustomIntVariable("gnn.fault_backend_calls",
 							"Fault injection for tests: compute-backend calls after this many fail (-1: off).",
 							"Applies to training jobs started while it is set, on the CPU or the GPU alike, "

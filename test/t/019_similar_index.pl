@@ -163,6 +163,37 @@ usleep(200_000);
 as_ok('alice', q{SELECT count(*) FROM gnn.similar('m', 1, 10)});
 is(wait_for(q{SELECT index FROM gnn.cache WHERE model = 'm' AND kind = 'embedding'}, 'ready'), 'ready',
 	'a later call builds it');
+
+# no head-of-line blocking: while one session computes a result (held 6 s by
+# the test hook, holding no lock), another's calls on a ready result do not
+# wait for it, and a third asking for the same result waits for that one
+# computation instead of making its own
+{
+	my @conn = ('psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'));
+	my ($ao, $ae, $co, $ce) = ('', '', '', '');
+	sq(q{CREATE SCHEMA hol AUTHORIZATION alice});
+	my $a = IPC::Run::start([ @conn, '-c', q{SET gnn.fault_compute_delay = '6s'; SET ROLE alice;
+		SELECT gnn.embed('m', 'hol.e_out1', layer => 1)} ], '>', \$ao, '2>', \$ae);
+	is(wait_for(q{SELECT state FROM gnn.cache WHERE model = 'm' AND kind = 'embedding' AND layer = 1}, 'computing'),
+		'computing', 'one session computes the output layer');
+	my $c = IPC::Run::start([ @conn, '-c', q{SET ROLE alice; SELECT gnn.embed('m', 'hol.e_out2', layer => 1)} ],
+		'>', \$co, '2>', \$ce);
+	my $t0 = Time::HiRes::time();
+	for my $i (1 .. 30)
+	{
+		as_ok('alice', "SELECT count(*) FROM gnn.similar('m', $i, 10)");
+	}
+	my $took = Time::HiRes::time() - $t0;
+	is(sq(q{SELECT state FROM gnn.cache WHERE model = 'm' AND kind = 'embedding' AND layer = 1}), 'computing',
+		sprintf('30 calls on the ready embeddings answered meanwhile (%.2f s), the computation still held', $took));
+	$a->finish;
+	$c->finish;
+	chomp($ao, $co);
+	is($ao, '6000', 'the computing session wrote its rows') or diag($ae);
+	is($co, '6000', 'the waiting session wrote its rows from the same result') or diag($ce);
+	is(sq(q{SELECT count(*) || ' ' || (misses >= 2) FROM gnn.cache WHERE model = 'm' AND kind = 'embedding' AND layer = 1
+		GROUP BY misses}), '1 true', 'computed once: one entry, the second caller counted as a miss that waited');
+}
 is(as_ok('alice', q{SELECT gnn.drop_model('m')}), 't', 'the model dropped');
 is(sq(q{SELECT count(*) FROM gnn.cache}), '0', 'its results and indexes with it');
 

@@ -636,6 +636,13 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 	{
 		seg = GnnResultCreate(rows, cols, key->kind == GNN_RESULT_EMBED, res);
 		res->computed = rows;
+		/* the test hook: a computation held, holding no lock (a cancel ends it) */
+		for (TimestampTz until = t0 + (TimestampTz) gnn_fault_compute_delay_ms * 1000; GetCurrentTimestamp() < until;)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 50, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
 		compute(arg, res);
 		GnnResultFinish(res);
 	}

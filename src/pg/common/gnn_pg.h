@@ -30,6 +30,7 @@ extern int	gnn_max_cache_memory_mb;
 extern double gnn_khop_max_fraction;
 extern int	gnn_similar_ef;
 extern int	gnn_fault_index_delay_ms;
+extern int	gnn_fault_compute_delay_ms;
 extern int	gnn_similar_index_min_rows;
 extern int	gnn_job_nice;
 extern void GnnJobPriority(void);

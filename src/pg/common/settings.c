@@ -27,6 +27,7 @@ int			gnn_max_cache_memory_mb = 1024;
 double		gnn_khop_max_fraction = 0.5;
 int			gnn_similar_ef = 100;
 int			gnn_fault_index_delay_ms = 0;
+int			gnn_fault_compute_delay_ms = 0;
 int			gnn_similar_index_min_rows = 50000;
 int			gnn_job_nice = 10;
 double		gnn_merge_threshold = 0.25;
