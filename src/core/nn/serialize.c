@@ -194,6 +194,24 @@ expect_cb(void *arg, const char *name, int64_t rows, int64_t cols)
 
 #define CORRUPT(...) do { st = gnn_error_set(err, GNN_ERR_CORRUPT, __VA_ARGS__); goto done; } while (0)
 
+/* The blob's first 16 bytes: magic, format version, and *total (the length it says it has). */
+static gnn_status
+prefix_parse(rbuf *r, uint64_t *total, gnn_error *err)
+{
+	char		magic[4];
+	uint32_t	version = 0;
+
+	if (!get(r, magic, 4) || !get(r, &version, 4) || !get(r, total, 8))
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "model blob too short (%zu bytes)", r->n);
+	if (memcmp(magic, GNN_BLOB_MAGIC, 4) != 0)
+		return gnn_error_set(err, GNN_ERR_CORRUPT, "not a gnn model blob (bad magic)");
+	if (version != GNN_BLOB_VERSION)
+		return gnn_error_set(err, GNN_ERR_CORRUPT,
+							 "model blob format version %u is not supported (this build reads version %d)",
+							 version, GNN_BLOB_VERSION);
+	return GNN_OK;
+}
+
 /*
  * The architecture and hyper-parameters that follow the blob's first 16
  * bytes, validated as far as they go (gnn_model_config_check).
@@ -258,9 +276,7 @@ blob_parse(const void *blob, size_t size, gnn_model_config *cfg_out, gnn_model_m
 		   tview **views_out, int *nviews_out, gnn_error *err)
 {
 	rbuf		r = {blob, size, 0};
-	char		magic[4];
-	uint32_t	version = 0,
-				ntens,
+	uint32_t	ntens,
 				crc_stored,
 				crc;
 	uint64_t	total = 0;
@@ -275,15 +291,8 @@ blob_parse(const void *blob, size_t size, gnn_model_config *cfg_out, gnn_model_m
 	memset(&c, 0, sizeof(c));
 	if (!blob || size < 4 + 4 + 8 + 4)
 		return gnn_error_set(err, GNN_ERR_CORRUPT, "model blob too short (%zu bytes)", size);
-	get(&r, magic, 4);
-	if (memcmp(magic, GNN_BLOB_MAGIC, 4) != 0)
-		return gnn_error_set(err, GNN_ERR_CORRUPT, "not a gnn model blob (bad magic)");
-	get(&r, &version, 4);
-	if (version != GNN_BLOB_VERSION)
-		return gnn_error_set(err, GNN_ERR_CORRUPT,
-							 "model blob format version %u is not supported (this build reads version %d)",
-							 version, GNN_BLOB_VERSION);
-	get(&r, &total, 8);
+	if ((st = prefix_parse(&r, &total, err)) != GNN_OK)
+		return st;
 	if (total != size)
 		return gnn_error_set(err, GNN_ERR_CORRUPT, "model blob is %zu bytes but says %llu (truncated or padded)",
 							 size, (unsigned long long) total);
@@ -382,25 +391,14 @@ gnn_status
 gnn_model_blob_header(const void *prefix, size_t len, gnn_model_config *cfg, gnn_model_meta *meta,
 					  gnn_error *err)
 {
-	rbuf		r = {prefix, len, 0};
-	char		magic[4];
-	uint32_t	version = 0;
+	rbuf		r = {prefix, prefix ? len : 0, 0};
 	uint64_t	total = 0;
 	gnn_model_config c;
 	gnn_model_meta m;
 	gnn_status	st;
 
-	if (!prefix || len < 4 + 4 + 8)
-		return gnn_error_set(err, GNN_ERR_CORRUPT, "model blob too short (%zu bytes)", len);
-	get(&r, magic, 4);
-	if (memcmp(magic, GNN_BLOB_MAGIC, 4) != 0)
-		return gnn_error_set(err, GNN_ERR_CORRUPT, "not a gnn model blob (bad magic)");
-	get(&r, &version, 4);
-	if (version != GNN_BLOB_VERSION)
-		return gnn_error_set(err, GNN_ERR_CORRUPT,
-							 "model blob format version %u is not supported (this build reads version %d)",
-							 version, GNN_BLOB_VERSION);
-	get(&r, &total, 8);
+	if ((st = prefix_parse(&r, &total, err)) != GNN_OK)
+		return st;
 	if (total < len)
 		return gnn_error_set(err, GNN_ERR_CORRUPT, "model blob says %llu bytes but has at least %zu",
 							 (unsigned long long) total, len);

@@ -216,11 +216,10 @@ JsonbKeyText(Jsonb *jb, const char *key)
 	}
 }
 
-/* (jb->>key)::boolean, or dflt when absent; a value that is no boolean is an error, as the cast's */
+/* t::boolean, or dflt when t is NULL; a value that is no boolean is an error, as the cast's */
 static bool
-JsonbKeyBool(Jsonb *jb, const char *key, bool dflt)
+TextBool(const char *t, bool dflt)
 {
-	char	   *t = JsonbKeyText(jb, key);
 	bool		b;
 
 	if (t == NULL)
@@ -266,7 +265,7 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	{
 		/* the weights (maybe large, TOASTed) are fetched only when asked for; their header always */
 		SPIPlanPtr	p = SPI_prepare("SELECT version, graph, params, id, xmin, task, classes, "
-									"CASE WHEN $4 THEN weights END, metrics->'temporal', "
+									"CASE WHEN $4 THEN weights END, metrics->>'temporal', "
 									"substring(weights FROM 1 FOR " CppAsString2(GNN_BLOB_HEADER_MAX) ") "
 									"FROM gnn.models WHERE owner = $3::oid::regrole AND name = $1 "
 									/* no version given: the deployed one (gnn.deploy), else the latest */
@@ -293,7 +292,7 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	strlcpy(mr->graph, TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull)), sizeof(mr->graph));
 	d = SPI_getbinval(tup, desc, 3, &isnull);
 	params = isnull ? NULL : DatumGetJsonbP(d);
-	mr->row_normalise = JsonbKeyBool(params, "row_normalise", true);
+	mr->row_normalise = TextBool(JsonbKeyText(params, "row_normalise"), true);
 	mr->id = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 	mr->xmin = DatumGetTransactionId(SPI_getbinval(tup, desc, 5, &isnull));
 	strlcpy(mr->task, TextDatumGetCString(SPI_getbinval(tup, desc, 6, &isnull)), sizeof(mr->task));
@@ -303,33 +302,11 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 		char	   *m = JsonbKeyText(params, "model");
 		char	   *et = JsonbKeyText(params, "edge_type");
 		Datum		t = SPI_getbinval(tup, desc, 9, &isnull);
-		bool		temporal = false;
 
 		mr->mlp = m != NULL && strcmp(m, "mlp") == 0;
 		strlcpy(mr->edge_type, et ? et : "", sizeof(mr->edge_type));
-		if (!isnull)
-		{
-			/* (metrics->>'temporal')::boolean, as a one-key object's value */
-			Jsonb	   *tj = DatumGetJsonbP(t);
-			JsonbValue	v;
-
-			if (JB_ROOT_IS_SCALAR(tj) && JsonbExtractScalar(&tj->root, &v))
-			{
-				if (v.type == jbvBool)
-					temporal = v.val.boolean;
-				else if (v.type == jbvString)
-				{
-					char	   *str = pnstrdup(v.val.string.val, v.val.string.len);
-
-					if (!parse_bool(str, &temporal))
-						ereport(ERROR,
-								(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-								 errmsg("invalid input syntax for type boolean: \"%s\"", str)));
-				}
-			}
-		}
 		/* an MLP reads no neighbours: there is no future to keep from it */
-		mr->temporal = temporal && !mr->mlp;
+		mr->temporal = TextBool(isnull ? NULL : TextDatumGetCString(t), false) && !mr->mlp;
 	}
 	d = SPI_getbinval(tup, desc, 7, &isnull);
 	if (!isnull)
