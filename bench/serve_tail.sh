@@ -34,9 +34,9 @@ THREADS=${THREADS:-2}
 SEED=${SEED:-42}
 N=$(( 1 << SCALE ))
 
-mkdir -p "$BENCH/bin" "$BENCH/results"
-cc -O2 -Wall -o "$BENCH/bin/rmat" "$BENCH/rmat.c"
-install -m 755 "$BENCH/bin/rmat" /tmp/gnn-bench-rmat.$$
+source "$BENCH/rmat_tables.sh"
+mkdir -p "$BENCH/results"
+rmat_build
 
 make_workdir DIR
 PORT=$(free_port)
@@ -60,7 +60,7 @@ if [ "$HUGE" = 1 ]; then
     echo "$OLD_HUGE" > /proc/sys/vm/nr_hugepages; OLD_HUGE=""; HUGE=0
   fi
 fi
-cleanup() { pg_stop "$DIR"; rm -rf "$DIR" /tmp/gnn-bench-rmat.$$; [ -n "$OLD_HUGE" ] && echo "$OLD_HUGE" > /proc/sys/vm/nr_hugepages; true; }
+cleanup() { pg_stop "$DIR"; rm -rf "$DIR" "$RMAT"; [ -n "$OLD_HUGE" ] && echo "$OLD_HUGE" > /proc/sys/vm/nr_hugepages; true; }
 trap cleanup EXIT
 pg_start "$DIR" "$PORT" "shared_buffers = 1GB" "gnn.max_graph_memory = 8GB" "gnn.max_cache_memory = 6GB" ${HUGE_CONF[@]+"${HUGE_CONF[@]}"} \
   "gnn.threads = $THREADS" "max_wal_size = 8GB" "autovacuum = off" "max_connections = 50" \
@@ -82,12 +82,7 @@ COMMIT=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 t0=$(date +%s)
 psql_pg -c "'CREATE EXTENSION gnn'"
-psql_pg -c "'CREATE TABLE edges (src int, dst int); CREATE TABLE raw_nodes (id int, feat real[])'"
-/tmp/gnn-bench-rmat.$$ edges "$SCALE" "$EDGES" "$SEED" | psql_pg -c "'COPY edges FROM STDIN WITH (FORMAT binary)'"
-/tmp/gnn-bench-rmat.$$ nodes "$SCALE" "$DIM" "$((SEED + 1))" | psql_pg -c "'COPY raw_nodes FROM STDIN WITH (FORMAT binary)'"
-psql_pg -c "\"CREATE TABLE nodes AS SELECT id, feat, (hashint4(id) & 7) AS label,
-  CASE WHEN hashint4(id + 1) & 15 < 10 THEN 'train' WHEN hashint4(id + 1) & 15 < 13 THEN 'val' ELSE 'test' END AS split
-  FROM raw_nodes; DROP TABLE raw_nodes\""
+rmat_tables "$SCALE" "$EDGES" "$DIM" "$SEED"
 LOADED=$(psql_pg -c "\"SELECT nodes || ' nodes, ' || edges || ' arcs' FROM gnn.load_graph('b', 'edges', nodes => 'nodes', features => 'feat', label => 'label', split => 'split', undirected => true, skip_dangling => true)\"")
 echo "- graph: $LOADED ($(( $(date +%s) - t0 )) s to generate and load)" | tee -a "$REPORT"
 
