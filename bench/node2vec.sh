@@ -8,7 +8,7 @@
 #  - accuracy: the same protocol both sides (bench/pyg_node2vec.py:
 #    multinomial logistic regression, C = 1, on the 140 training nodes'
 #    embeddings, accuracy on the 1000 test nodes), gnn at its default 5
-#    epochs, PyG at 5, 10, 20 and PYG_EPOCHS (its example trains 100; on this
+#    epochs, PyG at 5, 10, 20, 40, 60, 80 (those up to PYG_EPOCHS) and PYG_EPOCHS (its example trains 100; on this
 #    machine's Debian torch a PyG epoch takes tens of seconds).
 # Needs ../shared/data and the peers (bash ../shared/vendor/peers/build.sh
 # /opt/gnn-peers); writes bench/results/node2vec-<UTC stamp>.md.
@@ -66,7 +66,7 @@ for seed in $(seq 1 "$SEEDS"); do
   sed -i 's/\t/,/' "$DIR/emb.csv"
   gnn_acc+=("$("${PY[@]}" bench/pyg_node2vec.py eval --data "$DATA/cora" --emb "$DIR/emb.csv" | sed -n 's/^accuracy: //p')")
   out=$("${PY[@]}" bench/pyg_node2vec.py train --data "$DATA/cora" --threads "$THREADS" --epochs "$PYG_EPOCHS" \
-        --eval-at "5,10,20,$PYG_EPOCHS" --seed "$seed")
+        --eval-at "$(printf '%s\n' 5 10 20 40 60 80 "$PYG_EPOCHS" | awk -v m="$PYG_EPOCHS" '$1 <= m' | sort -nu | paste -sd,)" --seed "$seed")
   echo "$out" | sed -n 's/^accuracy at epoch/  PyG accuracy at epoch/p' | tee -a "$REPORT"
   pyg_epoch+=("$(echo "$out" | sed -n 's/^epoch .* seconds \([0-9.]*\)$/\1/p' | median)")
   pyg_acc5+=("$(echo "$out" | sed -n 's/^accuracy at epoch 5: //p')")

@@ -263,7 +263,10 @@ CREATE TABLE gnn.job_history (
     instance    bigint,         -- which server lifetime ran it (see gnn.jobs)
     started     timestamptz,
     finished    timestamptz,
-    error       text
+    error       text,
+    -- seconds the worker took after the job succeeded to compute the results serving asks for
+    -- first (the default embedding, class probabilities); NULL until then, or when it computed none
+    results_seconds float8
 );
 
 CREATE TABLE gnn.training_log (
@@ -527,6 +530,7 @@ SELECT coalesce(l.id, h.id) AS id,
             THEN 'the job''s worker died or the server restarted while the job ran'
             ELSE coalesce(l.error, h.error) END AS error,
        l.pid,
+       h.results_seconds,
        -- a running job over several servers: each rank's epoch, loss and validation accuracy
        CASE WHEN l.id IS NOT NULL THEN
          (SELECT jsonb_agg(jsonb_build_object('rank', r.rank, 'epoch', r.epoch, 'loss', r.loss,

@@ -91,6 +91,41 @@ SELECT gnn.train('sg', model => 'graphsage', name => 'sg_mb0', hidden => 16, epo
                  options => '{"fanouts": [5, 5], "batch_size": 32, "prefetch": 0}') AS job0 \gset
 SELECT count(*) AS epochs, count(*) FILTER (WHERE a.loss = b.loss AND a.val_acc = b.val_acc) AS same_epochs
 FROM gnn.training_log a JOIN gnn.training_log b USING (epoch) WHERE a.job = :job AND b.job = :job0;
+-- evaluation costs what it must (issue #44): after each epoch the validation split only, on
+-- sampled neighbourhoods (test_acc per epoch stays empty), the test split once on the selected
+-- weights; its confusion is the recorded test accuracy; train_acc is the epoch's batches'
+SELECT count(*) AS epochs, count(*) FILTER (WHERE test_acc IS NULL) AS no_test_per_epoch,
+       count(*) FILTER (WHERE val_acc BETWEEN 0 AND 1 AND train_acc BETWEEN 0 AND 1) AS measured
+FROM gnn.training_log WHERE job = :job;
+WITH m AS (SELECT metrics FROM gnn.models WHERE name = 'sg_mb'),
+     c AS (SELECT r.i - 1 AS t, x.j - 1 AS p, x.v::int AS n
+           FROM m, jsonb_array_elements(metrics->'test_confusion') WITH ORDINALITY r(row, i),
+                jsonb_array_elements_text(r.row) WITH ORDINALITY x(v, j))
+SELECT (SELECT sum(n) FROM c) = (SELECT count(*) FROM s_nodes WHERE split = 'test') AS counts_test_nodes,
+       abs((SELECT sum(n) FILTER (WHERE t = p)::float8 / sum(n) FROM c) - (SELECT (metrics->>'test_acc')::float8 FROM m))
+         < 1e-6 AS diagonal_is_test_acc,
+       (SELECT (metrics->>'val_acc')::float8 = (SELECT val_acc FROM gnn.training_log WHERE job = :job
+                                                  AND epoch = (metrics->>'best_epoch')::int) FROM m) AS selected_val_acc,
+       (SELECT metrics->'peak_memory' ?& ARRAY['setup', 'training', 'batches', 'evaluation'] FROM m) AS memory_split,
+       (SELECT (metrics->>'eval_seconds')::float8 >= 0 FROM m) AS eval_timed;
+-- options.eval_nodes: a seeded sample of the validation split, the same every epoch and run;
+-- options.evaluation => 'full': the full-graph pass after every epoch, test included
+SELECT gnn.train('sg', model => 'graphsage', name => 'sg_ev', hidden => 16, epochs => 4, seed => 3, wait => true,
+                 options => '{"fanouts": [5, 5], "batch_size": 32, "eval_nodes": 10}') AS jev \gset
+SELECT gnn.train('sg', model => 'graphsage', name => 'sg_ev', hidden => 16, epochs => 4, seed => 3, wait => true,
+                 options => '{"fanouts": [5, 5], "batch_size": 32, "eval_nodes": 10}') AS jev2 \gset
+SELECT count(*) AS epochs,
+       count(*) FILTER (WHERE a.val_acc = b.val_acc AND a.loss = b.loss) AS same_epochs,
+       count(*) FILTER (WHERE abs(a.val_acc * 10 - round(a.val_acc * 10)) < 1e-4) AS tenths
+FROM gnn.training_log a JOIN gnn.training_log b USING (epoch) WHERE a.job = :jev AND b.job = :jev2;
+SELECT params->>'eval_nodes' AS eval_nodes FROM gnn.models WHERE name = 'sg_ev' AND version = 1;
+SELECT gnn.train('sg', model => 'graphsage', name => 'sg_full', hidden => 16, epochs => 3, seed => 3, wait => true,
+                 options => '{"fanouts": [5, 5], "batch_size": 32, "evaluation": "full"}') AS jfull \gset
+SELECT count(*) AS epochs, count(*) FILTER (WHERE test_acc BETWEEN 0 AND 1) AS test_per_epoch
+FROM gnn.training_log WHERE job = :jfull;
+SELECT gnn.train('sg', options => '{"eval_nodes": 10}');
+SELECT gnn.train('sg', options => '{"fanouts": [5, 5], "evaluation": "full", "eval_nodes": 10}');
+SELECT gnn.train('sg', options => '{"fanouts": [5, 5], "eval_nodes": 0}');
 -- on a GPU the batches are built there, features behind a device cache
 -- (gnn.gpu_cache_size, options.cache_policy); the options are recorded, and
 -- on the CPU the log's cache and transfer columns stay NULL

@@ -834,7 +834,8 @@ test_mb_regression(void)
 		if (st == GNN_OK)
 			st = mb_regress(&h.g, GNN_MODEL_RGCN, tf, true, GNN_SELECT_VAL_ACC, 2, 4, c2, &res2, &err);
 		CHECK(st == GNN_OK && c->n == 4 && c2->n == 4 &&
-			  memcmp(c->em, c2->em, sizeof(gnn_epoch_metrics) * 4) == 0 && isfinite(c->em[3].test_mae),
+			  memcmp(c->em, c2->em, sizeof(gnn_epoch_metrics) * 4) == 0 && isfinite(c->em[3].val_mae) &&
+			  isfinite(res.best.test_mae) && res.best.test_mae == res2.best.test_mae,
 			  "typed, temporal: the same seed repeats bit for bit on 2 threads%s%s", st ? ": " : "",
 			  st ? err.msg : "");
 		free(c);

@@ -838,6 +838,13 @@ test_uniform_unbiased(void)
  * accuracy would be as high as training accuracy.  Without temporal sampling
  * it is.
  */
+/* the last epoch's training accuracy (its batches', as the weights moved) */
+static void
+last_train_acc(void *arg, const gnn_epoch_metrics *m)
+{
+	*(float *) arg = m->train_acc;
+}
+
 static void
 test_train_temporal(void)
 {
@@ -903,6 +910,7 @@ test_train_temporal(void)
 		gnn_train_result res;
 		gnn_error	err;
 		int32_t		tf[2 * 2] = {-1, 3, 2, 2};
+		float		last_acc = NAN;
 
 		gnn_train_config_default(GNN_MODEL_SAGE, &cfg);
 		cfg.epochs = 40;
@@ -920,7 +928,8 @@ test_train_temporal(void)
 		mbc.sampler.temporal = temporal;
 		mbc.sampler.nthreads = 1;
 		mbc.batch_size = 32;
-		if (gnn_train_minibatch(&tg.g, &cfg, &mbc, NULL, NULL, NULL, NULL, NULL, NULL, &res, NULL, &err) != GNN_OK)
+		if (gnn_train_minibatch(&tg.g, &cfg, &mbc, NULL, last_train_acc, &last_acc, NULL, NULL, NULL, &res, NULL,
+								&err) != GNN_OK)
 		{
 			CHECK(0, "train (temporal %d): %s", temporal, err.msg);
 			continue;
@@ -929,8 +938,8 @@ test_train_temporal(void)
 			 temporal ? "temporal" : "not temporal", res.best.train_acc, res.best.val_acc, res.best.test_acc);
 		if (temporal)
 		{
-			CHECK(res.best.train_acc > 0.9, "temporal training learns from the past (train acc %.3f)",
-				  res.best.train_acc);
+			CHECK(last_acc > 0.9, "temporal training learns from the past (the last epoch's batches: train acc %.3f)",
+				  last_acc);
 			CHECK(res.best.val_acc < 0.7 && res.best.test_acc < 0.7,
 				  "temporal evaluation does not see the future (val %.3f, test %.3f)",
 				  res.best.val_acc, res.best.test_acc);

@@ -108,6 +108,70 @@ main(void)
 			  s / seeds, seeds);
 	}
 
+	/*
+	 * Sampled evaluation (issue #44): after each epoch the validation split
+	 * only, its batches made by the pipeline (the same ahead or in line);
+	 * the test split once, on the kept weights, its confusion matching its
+	 * accuracy; a sample of eval_nodes validation nodes; accuracy close to
+	 * the full-neighbourhood evaluation's.
+	 */
+	{
+		rec		   *a = calloc(1, sizeof(rec)),
+				   *b = calloc(1, sizeof(rec));
+		int64_t		ntest = 0,
+					sum = 0,
+					diag = 0;
+		float		sampled_acc,
+					full_acc;
+		gnn_status	st;
+		bool		tenths = true;
+
+		for (int64_t v = 0; v < cora.g.num_nodes; v++)
+			ntest += cora.g.split[v] == GNN_SPLIT_TEST && cora.g.labels[v] >= 0;
+		sage_config(&cfg, &mbc);
+		cfg.epochs = 8;
+		cfg.seed = 1;
+		mbc.sampled_eval = true;
+		mbc.prefetch = 2;
+		cfg.keep_confusion = true;
+		st = gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, a, NULL, NULL, NULL, &res, &stats, &err);
+		CHECK(st == GNN_OK, "sampled evaluation trains: %s", st == GNN_OK ? "ok" : err.msg);
+		for (int i = 0; res.confusion && i < res.confusion_classes * res.confusion_classes; i++)
+		{
+			sum += res.confusion[i];
+			diag += i % (res.confusion_classes + 1) == 0 ? res.confusion[i] : 0;
+		}
+		CHECK(res.confusion && res.confusion_classes == cora.g.num_classes && sum == ntest &&
+			  fabs((double) diag / (double) sum - res.best.test_acc) < 1e-6,
+			  "the test split once, on the kept weights: its confusion counts the %lld test nodes (%lld), "
+			  "its diagonal is test_acc %.4f", (long long) ntest, (long long) sum, res.best.test_acc);
+		sampled_acc = res.best.test_acc;
+		gnn_train_result_free(&res);
+		mbc.prefetch = 0;
+		gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, b, NULL, NULL, NULL, &res, NULL, &err);
+		gnn_train_result_free(&res);
+		CHECK(a->n == 8 && b->n == 8 && memcmp(a->val, b->val, sizeof(float) * 8) == 0 &&
+			  memcmp(a->loss, b->loss, sizeof(float) * 8) == 0,
+			  "validation batches made ahead by the pipeline equal those made in line (8 epochs)");
+		memset(b, 0, sizeof(*b));
+		mbc.eval_nodes = 100;
+		gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, b, NULL, NULL, NULL, &res, NULL, &err);
+		gnn_train_result_free(&res);
+		for (int i = 0; i < b->n; i++)
+			tenths &= fabsf(b->val[i] * 100 - roundf(b->val[i] * 100)) < 1e-3f;
+		CHECK(b->n == 8 && tenths && memcmp(a->loss, b->loss, sizeof(float) * 8) == 0,
+			  "eval_nodes 100: validation accuracies in hundredths, training unchanged");
+		mbc.eval_nodes = 0;
+		mbc.sampled_eval = false;
+		gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, NULL, NULL, NULL, NULL, NULL, &res, NULL, &err);
+		full_acc = res.best.test_acc;
+		gnn_train_result_free(&res);
+		CHECK(fabsf(sampled_acc - full_acc) < 0.05f,
+			  "sampled test accuracy %.4f within 0.05 of the full-neighbourhood evaluation's %.4f", sampled_acc, full_acc);
+		free(a);
+		free(b);
+	}
+
 	/* identical curves with the same seed, also across thread counts */
 	{
 		rec		   *a = calloc(1, sizeof(rec)),

@@ -33,6 +33,7 @@ void		__wrap_free(void *p);
 
 static _Atomic int64_t heap_now;
 static _Atomic int64_t heap_peak;
+static _Atomic int64_t heap_phase_peak;	/* since gnn_heap_phase_reset */
 
 static void
 heap_add(void *p)
@@ -47,6 +48,11 @@ heap_add(void *p)
 	peak = atomic_load_explicit(&heap_peak, memory_order_relaxed);
 	while (now > peak &&
 		   !atomic_compare_exchange_weak_explicit(&heap_peak, &peak, now, memory_order_relaxed,
+												  memory_order_relaxed))
+		;
+	peak = atomic_load_explicit(&heap_phase_peak, memory_order_relaxed);
+	while (now > peak &&
+		   !atomic_compare_exchange_weak_explicit(&heap_phase_peak, &peak, now, memory_order_relaxed,
 												  memory_order_relaxed))
 		;
 }
@@ -146,4 +152,18 @@ void
 gnn_heap_peak_reset(void)
 {
 	atomic_store_explicit(&heap_peak, atomic_load_explicit(&heap_now, memory_order_relaxed), memory_order_relaxed);
+	gnn_heap_phase_reset();
+}
+
+int64_t
+gnn_heap_phase_peak(void)
+{
+	return atomic_load_explicit(&heap_phase_peak, memory_order_relaxed);
+}
+
+void
+gnn_heap_phase_reset(void)
+{
+	atomic_store_explicit(&heap_phase_peak, atomic_load_explicit(&heap_now, memory_order_relaxed),
+						  memory_order_relaxed);
 }

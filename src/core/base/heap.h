@@ -28,4 +28,12 @@ int64_t		gnn_heap_peak(void);
 /* start a new peak from what is held now */
 void		gnn_heap_peak_reset(void);
 
+/*
+ * A phase's peak, beside the whole peak (which it does not reset): the most
+ * held since gnn_heap_phase_reset (gnn_heap_peak_reset resets both), so a
+ * loop can say which of its phases the peak was in.
+ */
+int64_t		gnn_heap_phase_peak(void);
+void		gnn_heap_phase_reset(void);
+
 #endif							/* GNN_HEAP_H */

@@ -13,6 +13,7 @@
 #include "train/train_linkpred.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -27,6 +28,30 @@ gnn_job_plan_default(gnn_job_plan *p)
 static void
 add(gnn_estimate *e, bool gpu, const char *item, double bytes, const char *fmt,...)
 	__attribute__((format(printf, 5, 6)));
+
+static void
+add_after(gnn_estimate *e, const char *item, double bytes, const char *fmt,...)
+	__attribute__((format(printf, 4, 5)));
+
+/* a host item of the results pass, after the job is reported */
+static void
+add_after(gnn_estimate *e, const char *item, double bytes, const char *fmt,...)
+{
+	gnn_estimate_item *it;
+	va_list		ap;
+
+	if (e->n >= GNN_ESTIMATE_ITEMS || bytes < 0)
+		return;
+	it = &e->items[e->n++];
+	snprintf(it->item, sizeof(it->item), "%s", item);
+	it->gpu = false;
+	it->after = true;
+	it->bytes = (int64_t) bytes;
+	va_start(ap, fmt);
+	vsnprintf(it->note, sizeof(it->note), fmt, ap);
+	va_end(ap);
+	e->after_host_bytes += it->bytes;
+}
 
 static void
 add(gnn_estimate *e, bool gpu, const char *item, double bytes, const char *fmt,...)
@@ -147,21 +172,84 @@ full_pass(const gnn_graph *g, const shape *s, double nodes, double arcs, bool tr
 	p->operators = 2.0 * (8.0 * (nodes + 1) + 8.0 * (arcs + nodes)) + 64.0 * nodes;
 }
 
+/*
+ * Expected rows per hop of a neighbour-sampled typed batch, type by type:
+ * the seeds are of the target type; a destination of type t draws up to
+ * the hop's fan-out from each relation into t (at most that relation's mean
+ * in-degree into t), and the sources drawn of each type overlap as below.
+ * false when the graph's types are not there to follow.
+ */
+static bool
+batch_rows_typed(const gnn_graph *g, const gnn_job_plan *p, int32_t target, double seeds, double *dst,
+				 double *arcs, double *inputs)
+{
+	int32_t		T = g->num_node_types;
+	double	   *lv,
+			   *add;
+
+	if (g->num_edge_types <= 1 || T <= 1 || !g->etypes || !g->type_ptr || target < 0 || target >= T ||
+		!(lv = calloc((size_t) 2 * T, sizeof(double))))
+		return false;
+	add = lv + T;
+	lv[target] = (double) (g->type_ptr[target + 1] - g->type_ptr[target]);
+	if (seeds < lv[target])
+		lv[target] = seeds;
+	for (int h = 0; h < p->nfanouts; h++)
+	{
+		double		a = 0;
+
+		dst[h] = 0;
+		for (int32_t t = 0; t < T; t++)
+		{
+			dst[h] += lv[t];
+			add[t] = 0;
+		}
+		for (int32_t r = 0; r < g->num_edge_types; r++)
+		{
+			int32_t		t = g->etypes[r].dst_type,
+						sr = g->etypes[r].src_type;
+			double		nt,
+						deg,
+						fo;
+
+			if (t < 0 || t >= T || sr < 0 || sr >= T)
+				continue;
+			nt = (double) (g->type_ptr[t + 1] - g->type_ptr[t]);
+			deg = nt > 0 ? (double) g->etypes[r].count / nt : 0;
+			fo = p->fanouts[h] < 0 || p->fanouts[h] > deg ? deg : p->fanouts[h];
+			a += lv[t] * fo;
+			add[sr] += lv[t] * fo;
+		}
+		arcs[h] = a;
+		for (int32_t t = 0; t < T; t++)
+		{
+			double		nt = (double) (g->type_ptr[t + 1] - g->type_ptr[t]),
+						next = lv[t] + (nt > 0 ? nt * (1 - exp(-add[t] / nt)) : 0);
+
+			lv[t] = next < nt ? next : nt;
+		}
+	}
+	*inputs = 0;
+	for (int32_t t = 0; t < T; t++)
+		*inputs += lv[t];
+	free(lv);
+	return true;
+}
+
 /* expected rows per hop of a neighbour-sampled batch: dst[h] rows receive arc[h] arcs */
 static void
-batch_rows(const gnn_graph *g, const gnn_job_plan *p, double seeds, double *dst, double *arcs, double *inputs)
+batch_rows(const gnn_graph *g, const gnn_job_plan *p, int32_t target, double seeds, double *dst, double *arcs,
+		   double *inputs)
 {
 	double		n = (double) g->num_nodes,
 				avg = n > 0 ? (double) g->num_edges / n : 0,
 				level = seeds < n ? seeds : n;
 
-	/* on a typed graph the fan-out is per relation: a destination draws from each relation into its type */
-	double		per_dst = g->num_edge_types > 1 && g->num_node_types > 0 ?
-		(double) g->num_edge_types / g->num_node_types : 1;
-
+	if (batch_rows_typed(g, p, target, seeds, dst, arcs, inputs))
+		return;
 	for (int h = 0; h < p->nfanouts; h++)
 	{
-		double		fo = p->fanouts[h] < 0 || p->fanouts[h] * per_dst > avg ? avg : p->fanouts[h] * per_dst;
+		double		fo = p->fanouts[h] < 0 || p->fanouts[h] > avg ? avg : p->fanouts[h];
 		double		next;
 
 		dst[h] = level;
@@ -210,6 +298,7 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 
 	/* the model: on the device that trains it, with a host copy of the best epoch */
 	add(out, gpu, "parameters", 4 * params, "%.0f weights", params);
+	out->after_host_bytes += 4 * params;	/* the model stays for the results pass */
 	add(out, gpu, "gradients", 4 * params, "one per weight");
 	add(out, gpu, "optimiser state", cfg->optimizer == GNN_OPTIM_ADAM ? 8 * params : 0,
 		cfg->optimizer == GNN_OPTIM_ADAM ? "Adam: two moments per weight" : "SGD: none");
@@ -244,7 +333,7 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 				if (plan->nfanouts != mc.layers)
 					return gnn_error_set(err, GNN_ERR_INVALID, "%d fan-outs for %d layers", plan->nfanouts,
 										 mc.layers);
-				batch_rows(g, plan, seeds, dst, harcs, &inputs);
+				batch_rows(g, plan, cfg->target_type, seeds, dst, harcs, &inputs);
 				for (int h = 0; h < plan->nfanouts; h++)
 				{
 					/* the model's layer l reads hop nfanouts - 1 - l */
@@ -264,22 +353,27 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 					"%.0f sampled arcs per batch, %.0f batches in flight, a node map", sampled, slots);
 				add(out, gpu, "activations", act, "one batch's outputs and gradients, layer by layer");
 				/*
-				 * Evaluation: a forward pass over all nodes each epoch, unless it
-				 * is sampled (options.evaluation 'sampled', typed graphs and
-				 * time-aware sampling: train_mb.c); then the results after
-				 * training are one such pass, or for a time-aware job sampled
+				 * Evaluation: sampled (the default; typed graphs and time-aware
+				 * sampling always: train_mb.c), validation batches made by the
+				 * same pipeline as training's, forward only, with the
+				 * splits' node list and two-class scores; else a forward
+				 * pass over all nodes each epoch.  Then, after the job, the
+				 * results: one such pass, or for a time-aware job sampled
 				 * batches over every node into host rows.
 				 */
 				full_pass(g, &s, n, arcs, false, &fp);
 				if (!plan->sampled_eval && !plan->temporal && g->num_edge_types <= 1)
 					add(out, false, "evaluation", fp.features + fp.operators + fp.activations + fp.attention,
 						"a forward pass over all %.0f nodes each epoch (options.evaluation 'sampled' needs less)", n);
-				else if (!plan->temporal)
-					add(out, false, "final inference", fp.features + fp.operators + fp.activations + fp.attention,
-						"one forward pass over all %.0f nodes for the results", n);
 				else
-					add(out, false, "final inference", (double) out->batch_bytes,
-						"every node's rows as of its time, sampled batch by batch into the results");
+					add(out, false, "evaluation", 4.0 * n + (g->num_classes == 2 ? 12.0 * n : 0),
+						"sampled validation batches from the training pipeline; the splits' node lists");
+				if (!plan->temporal)
+					add_after(out, "final inference", fp.features + fp.operators + fp.activations + fp.attention,
+							  "after the job: one forward pass over all %.0f nodes for the results", n);
+				else
+					add_after(out, "final inference", (double) out->batch_bytes,
+							  "after the job: every node's rows as of its time, sampled batch by batch");
 				break;
 			}
 		case GNN_LOOP_CLUSTER:
@@ -295,8 +389,8 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 			break;
 	}
 	/* after training: the default embedding and class probabilities, computed once */
-	add(out, false, "results", 4.0 * n * (s.hidden_sum / (s.layers > 1 ? s.layers - 1 : 1) + s.out[s.layers - 1]),
-		"the full-graph outputs published for gnn.embed and gnn.predict");
+	add_after(out, "results", 4.0 * n * (s.hidden_sum / (s.layers > 1 ? s.layers - 1 : 1) + s.out[s.layers - 1]),
+			  "after the job: the full-graph outputs published for gnn.embed and gnn.predict");
 	if (g->fstore && plan->host_cache_bytes > 0)
 		add(out, false, "feature cache", (double) plan->host_cache_bytes, "this process's cache of on-disk features");
 	return GNN_OK;

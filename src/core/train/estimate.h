@@ -8,8 +8,10 @@
  * copy; the graph operators and features the loop builds; activations and
  * their gradients (over every node for full-batch training, over one
  * batch's blocks for minibatch training, times the batches in flight);
- * the sampler's buffers; the evaluation pass and the results computed
- * after training.  Host figures are checked against the heap peak the job
+ * the sampler's buffers; the evaluation pass; and, held after the job is
+ * reported (its model row committed), the results pass that computes what
+ * serving asks for first: host_bytes is the job's, after_host_bytes that
+ * pass's (with the model), and the process peaks at the larger.  Host figures are checked against the heap peak the job
  * reaches (heap.h; test/core/test_estimate.c: within 2x either way); GPU
  * figures follow the same shapes on the device.  Memory the graph already
  * holds (its CSR, in-memory features, the shared feature cache) is not
@@ -54,6 +56,7 @@ typedef struct gnn_estimate_item
 {
 	char		item[40];
 	bool		gpu;			/* device memory (else host) */
+	bool		after;			/* held after the job is reported (its results pass), not during it */
 	int64_t		bytes;
 	char		note[160];
 } gnn_estimate_item;
@@ -62,7 +65,8 @@ typedef struct gnn_estimate
 {
 	int			n;
 	gnn_estimate_item items[GNN_ESTIMATE_ITEMS];
-	int64_t		host_bytes;		/* the host items' sum */
+	int64_t		host_bytes;		/* the job's host items' sum (what its peak_memory_bytes measures) */
+	int64_t		after_host_bytes;	/* after it: the model and the results pass (items with after) */
 	int64_t		gpu_bytes;		/* the device items' sum */
 	int64_t		batch_bytes;	/* minibatch: one batch's features, blocks and activations */
 } gnn_estimate;

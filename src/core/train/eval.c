@@ -481,6 +481,18 @@ gnn_selector_step(gnn_selector *s, const gnn_epoch_metrics *em)
 	return keep;
 }
 
+/* a row's predicted class: the highest score, ties to the lower class, a NaN never chosen */
+static inline int32_t
+predicted_class(const float *row, int32_t C)
+{
+	int32_t		best = -1;
+
+	for (int32_t k = 0; k < C; k++)
+		if (!isnan(row[k]) && (best < 0 || row[k] > row[best]))
+			best = k;
+	return best < 0 ? 0 : best;
+}
+
 int64_t
 gnn_confusion(const float *scores, int32_t C, const int32_t *labels, const uint8_t *split, uint8_t which,
 			  int64_t n, int64_t *confusion)
@@ -492,20 +504,77 @@ gnn_confusion(const float *scores, int32_t C, const int32_t *labels, const uint8
 	memset(confusion, 0, sizeof(int64_t) * (size_t) C * (size_t) C);
 	for (int64_t v = 0; v < n; v++)
 	{
-		const float *row = scores + v * C;
-		int32_t		best = -1;
-
 		if (!labels || labels[v] < 0 || labels[v] >= C || (split && split[v] != which) || (!split && which != 0))
 			continue;
-		for (int32_t k = 0; k < C; k++)
-			if (!isnan(row[k]) && (best < 0 || row[k] > row[best]))
-				best = k;
-		if (best < 0)
-			best = 0;
-		confusion[(int64_t) labels[v] * C + best]++;
+		confusion[(int64_t) labels[v] * C + predicted_class(scores + v * C, C)]++;
 		counted++;
 	}
 	return counted;
+}
+
+int64_t
+gnn_confusion_rows(const float *scores, int32_t C, const int32_t *labels, int64_t n, int64_t *confusion)
+{
+	int64_t		counted = 0;
+
+	for (int64_t i = 0; C >= 1 && i < n; i++)
+	{
+		if (labels[i] < 0 || labels[i] >= C)
+			continue;
+		confusion[(int64_t) labels[i] * C + predicted_class(scores + i * C, C)]++;
+		counted++;
+	}
+	return counted;
+}
+
+gnn_status
+gnn_eval_keep_confusion(gnn_backend *be, const gnn_eval_data *d, const float *logits, int64_t n, int32_t c,
+						gnn_train_result *res, gnn_error *err)
+{
+	int64_t		nt = d->nrows[GNN_SPLIT_TEST];
+	const float *host = logits;
+	float	   *copy = NULL;
+	gnn_status	st;
+
+	if (d->task != GNN_TASK_CLASSIFY || !d->hlabels || nt == 0 || c < 1 || c > GNN_CONFUSION_MAX_CLASSES)
+		return GNN_OK;
+	if (!res->confusion)
+	{
+		res->confusion = malloc(sizeof(int64_t) * (size_t) c * c);
+		if (!res->confusion)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		res->confusion_classes = c;
+	}
+	if (be->ops != gnn_backend_cpu())
+	{
+		/* a device's logits: the whole matrix to the host (once per kept epoch) */
+		copy = malloc(sizeof(float) * ((size_t) n * c + 1));
+		if (!copy)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		if ((st = gnn_backend_copy_d2h(be, copy, logits, sizeof(float) * (size_t) n * c)) != GNN_OK)
+		{
+			free(copy);
+			return gnn_backend_error(be, st, err);
+		}
+		host = copy;
+	}
+	memset(res->confusion, 0, sizeof(int64_t) * (size_t) c * c);
+	for (int64_t k = 0; k < nt; k++)
+	{
+		int32_t		v = d->hrows[GNN_SPLIT_TEST][k];
+
+		gnn_confusion_rows(host + (int64_t) v * c, c, d->hlabels + v, 1, res->confusion);
+	}
+	free(copy);
+	return GNN_OK;
+}
+
+void
+gnn_train_result_free(gnn_train_result *res)
+{
+	free(res->confusion);
+	res->confusion = NULL;
+	res->confusion_classes = 0;
 }
 
 void

@@ -153,6 +153,23 @@ int64_t		gnn_confusion(const float *scores, int32_t C, const int32_t *labels, co
 						  uint8_t which, int64_t n, int64_t *confusion);
 
 /*
+ * The same count over n rows, each with its own label (rows whose label is
+ * outside [0, C) are skipped), added to confusion (not zeroed).
+ */
+int64_t		gnn_confusion_rows(const float *scores, int32_t C, const int32_t *labels, int64_t n,
+							   int64_t *confusion);
+
+/*
+ * Keep the test split's confusion of an epoch whose weights are kept, from
+ * that epoch's logits over every node (backend memory, n x c): into
+ * res->confusion (allocated on first use).  Nothing for regression, or
+ * without labels, test nodes or with more than GNN_CONFUSION_MAX_CLASSES.
+ */
+#define GNN_CONFUSION_MAX_CLASSES 1000
+gnn_status	gnn_eval_keep_confusion(gnn_backend *be, const gnn_eval_data *d, const float *logits, int64_t n,
+									int32_t c, gnn_train_result *res, gnn_error *err);
+
+/*
  * Class k's precision (of the nodes predicted k, the share that are k),
  * recall (of the nodes that are k, the share predicted k) and F1 (their
  * harmonic mean) from a C x C confusion matrix; NAN where undefined (no

@@ -580,7 +580,9 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 
 		if (gnn_selector_step(&sel, &em))
 		{
-			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
+			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK ||
+				(!dist && cfg->keep_confusion &&
+				 (st = gnn_eval_keep_confusion(be, &d, logits, n, c, res, err)) != GNN_OK))
 				break;
 			em.best = true;
 			res->best = em;

@@ -68,6 +68,8 @@ typedef struct gnn_train_config
 	 * masks per rank).  NULL: one server.
 	 */
 	struct gnn_dist *dist;
+	/* keep the test split's confusion on the kept weights (res->confusion; the caller frees it) */
+	bool		keep_confusion;
 } gnn_train_config;
 
 /* Published hyper-parameters for a kind (K&W for GCN/SAGE, GAT paper for GAT). */
@@ -158,7 +160,18 @@ typedef struct gnn_train_result
 	double		agg_s;			/* backend time in sparse aggregation */
 	double		dense_s;		/* ... in dense products */
 	double		other_s;		/* everything else (loop total minus the two) */
+	/*
+	 * A classifier's test split on the kept weights: confusion[true * C +
+	 * predicted] over confusion_classes = C classes (malloc'd, NULL when not
+	 * measured: not asked for (cfg->keep_confusion), regression, no test
+	 * node, more than 1000 classes, several servers); gnn_train_result_free
+	 * releases it.
+	 */
+	int64_t    *confusion;
+	int32_t		confusion_classes;
 } gnn_train_result;
+
+void		gnn_train_result_free(gnn_train_result *res);
 
 /*
  * Train on g (classification: g's labels; regression, cfg->task: g's

@@ -6,6 +6,7 @@
 #include "train/eval.h"
 #include "sample/gpu_batch.h"
 #include "infer/infer.h"
+#include "base/heap.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -107,140 +108,216 @@ seed_bounds(const gnn_graph *g, const gnn_minibatch_config *mbc, const int32_t *
 }
 
 /*
- * Evaluation on sampled neighbourhoods (temporal sampling, typed graphs).  The
- * full-neighbourhood pass would show every node its whole neighbourhood, the
- * future included, so each labelled node of a split is evaluated on a
- * neighbourhood sampled under its own time (when sampling is temporal), with
- * the training fan-outs and a fixed seed: the same batches every epoch, so
- * epochs compare.  Under temporal sampling the sampler draws from per-node
- * streams (sample.h) under gnn_infer_temporal_seed, as time-aware inference
- * does (infer.h): each node is measured on the neighbourhood the model will
- * predict it from, so predictions score what the job recorded.  Typed
- * graphs without time keep the per-batch seeds they always had.  Fills the
- * metrics gnn_eval_splits fills: classification
- * loss and accuracy (AUROC is the full pass's only), regression MSE as loss,
- * MAE and RMSE, -MAE as accuracy.  hf / hd: batch_regress's scratch.
+ * Evaluation on sampled neighbourhoods (mbc->sampled_eval; typed graphs and
+ * temporal sampling always).  Each measured node is evaluated on a
+ * neighbourhood sampled with the training fan-outs under a fixed seed (the
+ * same batches every epoch, so epochs compare); under temporal sampling on
+ * its own time, from per-node streams under gnn_infer_temporal_seed, as
+ * time-aware inference samples (infer.h): each node is measured on the
+ * neighbourhood the model will predict it from.  The validation split is
+ * measured after every epoch, its batches made by the pipeline (below) like
+ * training's; the test split once, on the kept weights, in line.
  */
-static gnn_status
-eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
-			  gnn_backend *be, gnn_model *model, gnn_sampler *sampler, int32_t *hlab, int64_t *stimes,
-			  int32_t *nodes, const gnn_buf *dlab, const gnn_buf *drows, float *hf, double *hd,
-			  gnn_epoch_metrics *em, gnn_error *err)
+
+/* evaluation batch e's sampling seed: fixed for the job, whichever split or epoch */
+static uint64_t
+eval_batch_seed(const gnn_train_config *cfg, const gnn_minibatch_config *mbc, int64_t e)
 {
-	bool		regress = cfg->task == GNN_TASK_REGRESS;
-	int32_t		c = g->num_classes;
-	int			L = cfg->layers;
-	gnn_rng		rng;
-	gnn_status	st = GNN_OK;
+	gnn_rng		r;
 
-	uint64_t	fixed = gnn_infer_temporal_seed(cfg->seed);
+	if (mbc->sampler.temporal)
+		return gnn_infer_temporal_seed(cfg->seed);
+	gnn_rng_seed(&r, (cfg->seed ^ 0x6576616c5f74696dULL) + 0x9e3779b97f4a7c15ULL * (uint64_t) (e + 1));
+	return gnn_rng_next(&r);
+}
 
-	gnn_rng_seed(&rng, cfg->seed ^ 0x6576616c5f74696dULL);
-	for (int s = GNN_SPLIT_TRAIN; s <= GNN_SPLIT_TEST; s++)
+/*
+ * A split's measurement, summed over its batches: classification loss and
+ * correct rows (with the two-class scores for AUROC, and the confusion of
+ * the test split), regression squared and absolute errors.
+ */
+typedef struct eval_acc
+{
+	double		loss_sum;
+	double		ae_sum;
+	int64_t		correct;
+	int64_t		counted;
+	double	   *score;			/* two classes: l1 - l0 per measured row */
+	int32_t    *slab;			/* ... and its label */
+	int64_t		nscore;
+	int64_t    *confusion;		/* C x C, or NULL */
+} eval_acc;
+
+/* What one evaluation needs besides the model: host and backend scratch of a batch. */
+typedef struct eval_ctx
+{
+	const gnn_graph *g;
+	const gnn_train_config *cfg;
+	gnn_backend *be;
+	gnn_model  *model;
+	int32_t		c;
+	int32_t    *hlab;			/* batch_size */
+	float	   *hlog;			/* batch_size x c */
+	float	   *hf;				/* regression: batch_regress's scratch */
+	double	   *hd;
+	const gnn_buf *dlab;
+	const gnn_buf *drows;
+} eval_ctx;
+
+static void
+eval_acc_reset(eval_acc *a, int32_t c)
+{
+	a->loss_sum = a->ae_sum = 0;
+	a->correct = a->counted = a->nscore = 0;
+	if (a->confusion)
+		memset(a->confusion, 0, sizeof(int64_t) * (size_t) c * c);
+}
+
+/* One batch of a split: the forward pass over its blocks, added to a. */
+static gnn_status
+eval_batch(const eval_ctx *E, gnn_dblock **blocks, gnn_dfeat *x, const int32_t *seeds, int64_t bs, eval_acc *a,
+		   gnn_error *err)
+{
+	bool		regress = E->cfg->task == GNN_TASK_REGRESS;
+	const float *logits;
+	gnn_status	st;
+
+	for (int64_t i = 0; !regress && i < bs; i++)
+		E->hlab[i] = E->g->labels[seeds[i]];
+	if (!regress &&
+		(st = gnn_backend_error(E->be, gnn_backend_copy_h2d(E->be, E->dlab->p, E->hlab, sizeof(int32_t) * bs),
+								err)) != GNN_OK)
+		return st;
+	if ((st = gnn_model_forward(E->model, blocks, x, false, 0, &logits, err)) != GNN_OK)
+		return st;
+	if (regress)
 	{
-		int64_t		n = 0,
-					correct = 0,
-					counted = 0;
-		double		loss_sum = 0,
-					ae_sum = 0;
-		float		loss = NAN,
-					acc = NAN,
-					mae = NAN;
+		double		bmse,
+					bmae;
+		int64_t		bn;
 
-		for (int64_t v = 0; v < g->num_nodes; v++)
-			if (node_in_split(g, cfg, v, s))
-				nodes[n++] = (int32_t) v;
-		for (int64_t b0 = 0; b0 < n; b0 += mbc->batch_size)
+		/* sums of errors in double, so that the split's means weigh every node once */
+		if ((st = batch_regress(E->be, E->g, seeds, bs, logits, E->hf, E->hd, NULL, &bmse, &bmae, &bn, err)) != GNN_OK)
+			return st;
+		if (bn > 0)
 		{
-			int64_t		bs = n - b0 < mbc->batch_size ? n - b0 : mbc->batch_size;
-			gnn_minibatch mb;
-			gnn_dfeat	x;
-			gnn_dblock	dblk[GNN_MAX_LAYERS];
-			gnn_dblock *blocks[GNN_MAX_LAYERS];
-			const float *logits;
-			float		bl = 0;
-			int64_t		bc = 0,
-						bn = 0;
-			int			made;
+			a->loss_sum += bmse * bn;
+			a->ae_sum += bmae * bn;
+			a->counted += bn;
+		}
+		return GNN_OK;
+	}
+	{
+		float		bl = 0;
+		int64_t		bc = 0,
+					bn = 0;
 
-			seed_bounds(g, mbc, nodes + b0, bs, stimes);
-			if ((st = gnn_sampler_sample_at(sampler, nodes + b0, stimes, bs,
-											mbc->sampler.temporal ? fixed : gnn_rng_next(&rng), &mb, err)) != GNN_OK ||
-				(st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads,
-									   &x, err)) != GNN_OK)
-				return st;
-			for (int64_t i = 0; !regress && i < bs; i++)
-				hlab[i] = g->labels[mb.input_nodes[i]];
-			for (made = 0; made < L; made++)
-			{
-				if ((st = gnn_dblock_create(be, &mb.blocks[made], &dblk[made], err)) != GNN_OK)
-					break;
-				blocks[made] = &dblk[made];
-			}
-			if (st == GNN_OK && !regress)
-				st = gnn_backend_error(be, gnn_backend_copy_h2d(be, dlab->p, hlab, sizeof(int32_t) * bs), err);
-			if (st == GNN_OK)
-				st = gnn_model_forward(model, blocks, &x, false, 0, &logits, err);
-			if (st == GNN_OK && regress)
-			{
-				double		bmse,
-							bmae;
-
-				st = batch_regress(be, g, mb.input_nodes, bs, logits, hf, hd, NULL, &bmse, &bmae, &bn, err);
-				/* sums of errors in double, so that the split's means weigh
-				 * every node once (bl stays 0: nothing more to add below) */
-				if (st == GNN_OK && bn > 0)
-				{
-					loss_sum += bmse * bn;
-					ae_sum += bmae * bn;
-				}
-			}
-			else if (st == GNN_OK)
-				st = gnn_backend_error(be, gnn_backend_xent(be, logits, bs, c, dlab->p, drows->p, bs, NULL,
-															&bl, &bc, &bn), err);
-			for (int l = 0; l < made; l++)
-				gnn_dblock_free(&dblk[l]);
-			gnn_dfeat_free(&x);
-			if (st != GNN_OK)
-				return st;
-			loss_sum += (double) bl * bn;
-			correct += bc;
-			counted += bn;
-		}
-		if (counted > 0)
+		if ((st = gnn_backend_error(E->be, gnn_backend_xent(E->be, logits, bs, E->c, E->dlab->p, E->drows->p, bs,
+															NULL, &bl, &bc, &bn), err)) != GNN_OK)
+			return st;
+		a->loss_sum += (double) bl * bn;
+		a->correct += bc;
+		a->counted += bn;
+	}
+	if ((E->c == 2 && a->score) || a->confusion)
+	{
+		if ((st = gnn_backend_copy_d2h(E->be, E->hlog, logits, sizeof(float) * bs * E->c)) != GNN_OK)
+			return gnn_backend_error(E->be, st, err);
+		if (a->confusion)
+			gnn_confusion_rows(E->hlog, E->c, E->hlab, bs, a->confusion);
+		for (int64_t i = 0; E->c == 2 && a->score && i < bs; i++)
 		{
-			loss = (float) (loss_sum / counted);
-			acc = (float) ((double) correct / counted);
-			if (regress)
-			{
-				mae = (float) (ae_sum / counted);
-				acc = -mae;
-			}
-		}
-		if (s == GNN_SPLIT_TRAIN)
-			em->train_acc = acc;
-		else if (s == GNN_SPLIT_VAL)
-		{
-			em->val_loss = loss;
-			em->val_acc = acc;
-			if (regress)
-			{
-				em->val_mae = mae;
-				em->val_rmse = sqrtf(loss);
-			}
-		}
-		else
-		{
-			em->test_loss = loss;
-			em->test_acc = acc;
-			if (regress)
-			{
-				em->test_mae = mae;
-				em->test_rmse = sqrtf(loss);
-			}
+			a->score[a->nscore] = (double) E->hlog[2 * i + 1] - (double) E->hlog[2 * i];
+			a->slab[a->nscore++] = E->hlab[i];
 		}
 	}
-	return st;
+	return GNN_OK;
+}
+
+/* a's split measurement: val (test false) or test fields of em */
+static void
+eval_acc_metrics(const eval_acc *a, bool regress, bool test, gnn_epoch_metrics *em)
+{
+	float		loss = NAN,
+				acc = NAN,
+				mae = NAN,
+				auc = NAN;
+
+	if (a->counted > 0)
+	{
+		loss = (float) (a->loss_sum / a->counted);
+		acc = (float) ((double) a->correct / a->counted);
+		if (regress)
+		{
+			mae = (float) (a->ae_sum / a->counted);
+			acc = -mae;
+		}
+		else if (a->score && a->nscore > 0)
+			auc = (float) gnn_auroc(a->score, a->slab, a->nscore);
+	}
+	if (!test)
+	{
+		em->val_loss = loss;
+		em->val_acc = acc;
+		em->val_auc = auc;
+		if (regress)
+		{
+			em->val_mae = mae;
+			em->val_rmse = sqrtf(loss);
+		}
+	}
+	else
+	{
+		em->test_loss = loss;
+		em->test_acc = acc;
+		em->test_auc = auc;
+		if (regress)
+		{
+			em->test_mae = mae;
+			em->test_rmse = sqrtf(loss);
+		}
+	}
+}
+
+static int
+cmp_i32(const void *a, const void *b)
+{
+	int32_t		x = *(const int32_t *) a,
+				y = *(const int32_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The nodes of split s (node order); with keep > 0 and more of them, a
+ * seeded sample of keep of them (fixed for the job), back in node order.
+ */
+static int64_t
+eval_nodes_of(const gnn_graph *g, const gnn_train_config *cfg, int s, int64_t keep, int32_t *out)
+{
+	int64_t		n = 0;
+
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		if (node_in_split(g, cfg, v, s))
+			out[n++] = (int32_t) v;
+	if (keep > 0 && n > keep)
+	{
+		gnn_rng		r;
+
+		gnn_rng_seed(&r, cfg->seed ^ 0x65766e6f6465735fULL);
+		/* a partial Fisher-Yates: the first keep places get a uniform sample */
+		for (int64_t i = 0; i < keep; i++)
+		{
+			int64_t		j = i + (int64_t) gnn_rng_below(&r, (uint64_t) (n - i));
+			int32_t		t = out[i];
+
+			out[i] = out[j];
+			out[j] = t;
+		}
+		n = keep;
+		qsort(out, (size_t) n, sizeof(int32_t), cmp_i32);	/* back in node order */
+	}
+	return n;
 }
 
 /* ------------------------------------------------------------------ the batch pipeline */
@@ -281,6 +358,7 @@ typedef struct mb_item
 	int32_t    *seeds;			/* the batch's seeds (a copy: the producer reshuffles ahead) */
 	int64_t		seeds_cap;
 	gnn_gpu_batch_stats gst;	/* its edges, rows, cache hits */
+	bool		eval;			/* a validation batch (built on the CPU, not trained on) */
 } mb_item;
 
 typedef struct mb_pipe
@@ -300,6 +378,11 @@ typedef struct mb_pipe
 	gnn_rng		rng;			/* shuffles, sampling and dropout seeds */
 	int64_t		total;			/* batches to produce in all */
 	int64_t		made;			/* batches produced (the stream position) */
+	/* after each epoch's nbatch training batches, neval validation batches of evn */
+	const int32_t *evn;
+	int64_t		nev;
+	int64_t		neval;
+	gnn_sampler *esampler;		/* the producer's, for them */
 
 	int			nslots;
 	mb_item    *slots;
@@ -325,57 +408,17 @@ item_free(mb_item *it)
 	memset(it, 0, sizeof(*it));
 }
 
-/* Produce the stream's next batch into it (a failure is kept in it). */
+/* A batch built on the CPU: seeds[0..bs) sampled by sampler, their features gathered. */
 static void
-produce(mb_pipe *P, mb_item *it)
+produce_cpu(mb_pipe *P, mb_item *it, gnn_sampler *sampler, const int32_t *seeds, int64_t bs, const int64_t *stimes,
+			uint64_t sseed)
 {
 	const gnn_graph *g = P->g;
-	const gnn_minibatch_config *mbc = P->mbc;
-	int64_t		b = P->made % P->nbatch,
-				b0 = b * mbc->batch_size,
-				bs = P->ntrain - b0 < mbc->batch_size ? P->ntrain - b0 : mbc->batch_size;
-	uint64_t	sseed;
 	gnn_minibatch mb;
 	double		t = gnn_now_s();
 
-	it->st = GNN_OK;
-	it->sample_s = it->gather_s = 0;
-	P->made++;
-	if (b == 0)
-		gnn_shuffle_i32(&P->rng, P->train, P->ntrain);
-	sseed = gnn_rng_next(&P->rng);
-	it->dropout_seed = gnn_rng_next(&P->rng);
-	it->bs = bs;
-	if (mbc->fail_batch > 0 && P->made == mbc->fail_batch)
-	{
-		it->st = gnn_error_set(&it->err, GNN_ERR_BACKEND, "injected failure producing batch %lld",
-							   (long long) P->made);
-		return;
-	}
-	if (P->gpu)
-	{
-		it->gpu = true;
-		if (bs > it->seeds_cap)
-		{
-			int32_t    *p = realloc(it->seeds, sizeof(int32_t) * bs);
-
-			if (!p)
-			{
-				it->st = gnn_error_set(&it->err, GNN_ERR_NOMEM, "out of memory");
-				return;
-			}
-			it->seeds = p;
-			it->seeds_cap = bs;
-		}
-		memcpy(it->seeds, P->train + b0, sizeof(int32_t) * bs);
-		it->st = gnn_gpu_batcher_next(P->gpu, (int) (it - P->slots), P->pbe, it->seeds, bs, sseed, it->gblk,
-									  &it->gx, &it->gst, &it->sample_s, &it->gather_s, &it->err);
-		return;
-	}
-	if (mbc->sampler.temporal)
-		seed_bounds(g, mbc, P->train + b0, bs, P->stimes);
-	if ((it->st = gnn_sampler_sample_at(P->sampler, P->train + b0, mbc->sampler.temporal ? P->stimes : NULL,
-										bs, sseed, &mb, &it->err)) != GNN_OK ||
+	it->gpu = false;
+	if ((it->st = gnn_sampler_sample_at(sampler, seeds, stimes, bs, sseed, &mb, &it->err)) != GNN_OK ||
 		(it->st = gnn_minibatch_copy_from(&it->mb, &mb, &it->err)) != GNN_OK)
 		return;
 	it->sample_s = gnn_now_s() - t;
@@ -419,6 +462,78 @@ produce(mb_pipe *P, mb_item *it)
 	it->gather_s = gnn_now_s() - t;
 }
 
+/*
+ * Produce the stream's next batch into it (a failure is kept in it): an
+ * epoch is nbatch training batches, then neval validation batches.  Only
+ * training batches draw from the stream (shuffles, sampling and dropout
+ * seeds): validation batches have the fixed evaluation seeds, so training
+ * is the same with or without them.
+ */
+static void
+produce(mb_pipe *P, mb_item *it)
+{
+	const gnn_minibatch_config *mbc = P->mbc;
+	int64_t		pos = P->made % (P->nbatch + P->neval);
+	int64_t		b,
+				b0,
+				bs;
+	uint64_t	sseed;
+
+	it->st = GNN_OK;
+	it->sample_s = it->gather_s = 0;
+	P->made++;
+	it->eval = pos >= P->nbatch;
+	if (mbc->fail_batch > 0 && P->made == mbc->fail_batch)
+	{
+		it->st = gnn_error_set(&it->err, GNN_ERR_BACKEND, "injected failure producing batch %lld",
+							   (long long) P->made);
+		return;
+	}
+	if (it->eval)
+	{
+		int64_t		e = pos - P->nbatch;
+
+		b0 = e * mbc->batch_size;
+		bs = P->nev - b0 < mbc->batch_size ? P->nev - b0 : mbc->batch_size;
+		it->bs = bs;
+		it->dropout_seed = 0;
+		seed_bounds(P->g, mbc, P->evn + b0, bs, P->stimes);
+		produce_cpu(P, it, P->esampler, P->evn + b0, bs, P->stimes, eval_batch_seed(P->cfg, mbc, e));
+		return;
+	}
+	b = pos;
+	b0 = b * mbc->batch_size;
+	bs = P->ntrain - b0 < mbc->batch_size ? P->ntrain - b0 : mbc->batch_size;
+	if (b == 0)
+		gnn_shuffle_i32(&P->rng, P->train, P->ntrain);
+	sseed = gnn_rng_next(&P->rng);
+	it->dropout_seed = gnn_rng_next(&P->rng);
+	it->bs = bs;
+	if (P->gpu)
+	{
+		it->gpu = true;
+		if (bs > it->seeds_cap)
+		{
+			int32_t    *p = realloc(it->seeds, sizeof(int32_t) * bs);
+
+			if (!p)
+			{
+				it->st = gnn_error_set(&it->err, GNN_ERR_NOMEM, "out of memory");
+				return;
+			}
+			it->seeds = p;
+			it->seeds_cap = bs;
+		}
+		memcpy(it->seeds, P->train + b0, sizeof(int32_t) * bs);
+		it->st = gnn_gpu_batcher_next(P->gpu, (int) (it - P->slots), P->pbe, it->seeds, bs, sseed, it->gblk,
+									  &it->gx, &it->gst, &it->sample_s, &it->gather_s, &it->err);
+		return;
+	}
+	if (mbc->sampler.temporal)
+		seed_bounds(P->g, mbc, P->train + b0, bs, P->stimes);
+	produce_cpu(P, it, P->sampler, P->train + b0, bs, mbc->sampler.temporal ? P->stimes : NULL, sseed);
+}
+
 static void *
 producer_main(void *arg)
 {
@@ -448,7 +563,8 @@ producer_main(void *arg)
 
 static gnn_status
 pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
-		   int32_t *train, int64_t ntrain, uint64_t stream, gnn_backend *be, gnn_gpu_batcher *gpu, gnn_error *err)
+		   int32_t *train, int64_t ntrain, uint64_t stream, int32_t epochs, gnn_backend *be, gnn_gpu_batcher *gpu,
+		   const int32_t *evn, int64_t nev, const gnn_sampler_config *esc, gnn_error *err)
 {
 	gnn_status	st;
 	int64_t		per = (ntrain + mbc->batch_size - 1) / mbc->batch_size;
@@ -460,7 +576,10 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 	P->train = train;
 	P->ntrain = ntrain;
 	P->nbatch = mbc->max_batches > 0 && mbc->max_batches < per ? mbc->max_batches : per;
-	P->total = P->nbatch * cfg->epochs;
+	P->evn = evn;
+	P->nev = nev;
+	P->neval = (nev + mbc->batch_size - 1) / mbc->batch_size;
+	P->total = (P->nbatch + P->neval) * epochs;
 	gnn_rng_seed(&P->rng, stream);
 	P->gpu = gpu;
 	P->be = P->pbe = be;
@@ -482,7 +601,9 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 			P->nslots = 1;
 		}
 	}
-	if (!gpu && (st = gnn_sampler_create(g, &mbc->sampler, &P->sampler, err)) != GNN_OK)
+	if (!gpu && ntrain > 0 && (st = gnn_sampler_create(g, &mbc->sampler, &P->sampler, err)) != GNN_OK)
+		return st;
+	if (P->neval > 0 && (st = gnn_sampler_create(g, esc, &P->esampler, err)) != GNN_OK)
 		return st;
 	if (P->nslots > 1)
 	{
@@ -567,7 +688,29 @@ pipe_stop(mb_pipe *P)
 	free(P->slots);
 	free(P->stimes);
 	gnn_sampler_free(P->sampler);
+	gnn_sampler_free(P->esampler);
 	memset(P, 0, sizeof(*P));
+}
+
+/* the bytes an item taken from the pipeline holds (host features and sampled blocks) */
+static int64_t
+item_bytes(const mb_item *it)
+{
+	int64_t		b = (int64_t) sizeof(float) * it->feat_cap + (int64_t) it->mb.cap;
+
+	if (it->sptr)
+		b += (int64_t) sizeof(int64_t) * (it->mb.mb.n_input + 1) + (int64_t) 8 * it->sptr[it->mb.mb.n_input];
+	return b;
+}
+
+/* the heap above base at the current phase's peak, into *at (the largest seen) */
+static void
+phase_note(int64_t base, int64_t *at)
+{
+	int64_t		b = gnn_heap_phase_peak() - base;
+
+	if (gnn_heap_tracked() && b > *at)
+		*at = b;
 }
 
 /*
@@ -636,6 +779,51 @@ item_features(gnn_backend *be, const gnn_graph *g, const mb_item *it, gnn_buf *d
 							 err);
 }
 
+/*
+ * The next P->neval items of the pipeline, the evaluation batches of a
+ * split, measured into a; dfeat: the device buffer of a batch's features.
+ */
+static gnn_status
+eval_from_pipe(const eval_ctx *E, mb_pipe *P, gnn_buf *dfeat, gnn_should_stop_fn should_stop, void *stop_arg,
+			   eval_acc *a, gnn_error *err)
+{
+	gnn_status	st = GNN_OK;
+
+	for (int64_t e = 0; e < P->neval; e++)
+	{
+		mb_item    *it;
+		gnn_dfeat	x;
+		bool		x_owned = false;
+		gnn_dblock	dblk[GNN_MAX_LAYERS];
+		gnn_dblock *blocks[GNN_MAX_LAYERS];
+		double		waited;
+		int			made = 0;
+
+		if (should_stop && should_stop(stop_arg))
+			return gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled during evaluation");
+		it = pipe_next(P, &waited);
+		if ((st = it->st) != GNN_OK)
+		{
+			*err = it->err;
+			return st;
+		}
+		st = item_features(E->be, E->g, it, dfeat, &x, &x_owned, err);
+		for (int l = 0; st == GNN_OK && l < E->cfg->layers; l++)
+			if ((st = gnn_dblock_create(E->be, &it->mb.mb.blocks[l], &dblk[l], err)) == GNN_OK)
+				blocks[made++] = &dblk[l];
+		if (st == GNN_OK)
+			st = eval_batch(E, blocks, &x, it->mb.mb.input_nodes, it->bs, a, err);
+		for (int l = 0; l < made; l++)
+			gnn_dblock_free(&dblk[l]);
+		if (x_owned)
+			gnn_dfeat_free(&x);
+		pipe_done(P);
+		if (st != GNN_OK)
+			return st;
+	}
+	return st;
+}
+
 gnn_status
 gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
 					gnn_backend *be_in, gnn_progress_fn progress, void *progress_arg,
@@ -647,7 +835,6 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	gnn_model_config mc;
 	gnn_optim	opt;
 	gnn_rng		rng;
-	gnn_sampler *sampler = NULL;
 	eval_data	d;
 	gnn_status	st;
 	gnn_minibatch_stats stl;
@@ -658,9 +845,13 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			   *hlab = NULL,
 			   *hrows = NULL,
 			   *evnodes = NULL;
-	int64_t    *stimes = NULL;
 	float	   *hf = NULL;		/* regression: batch_regress's scratch */
 	double	   *hd = NULL;
+	float	   *hlog = NULL;	/* an evaluation batch's logits on the host */
+	int64_t		nev = 0;		/* validation nodes measured after each epoch */
+	eval_acc	va,
+				ta;
+	eval_ctx	E;
 	bool		temporal = mbc->sampler.temporal;
 	bool		regress = cfg->task == GNN_TASK_REGRESS;
 	gnn_sampler_config esc;
@@ -685,17 +876,21 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	double		t_start;
 	mb_pipe		pipe;
 	gnn_buf		dfeat = {0};	/* a batch's features on a device backend */
+	int64_t		heap_base = gnn_heap_current();
 	gnn_gpu_batcher *gpu = NULL;	/* batches built on the GPU */
 	bool		on_device;		/* a device backend: count what batches move */
 
 	memset(&d, 0, sizeof(d));
 	memset(&pipe, 0, sizeof(pipe));
+	memset(&va, 0, sizeof(va));
+	memset(&ta, 0, sizeof(ta));
 	memset(res, 0, sizeof(*res));
 	gnn_selector_init(&sel, cfg->select);
 	memset(&stl, 0, sizeof(stl));
 	if (!stats)
 		stats = &stl;
 	memset(stats, 0, sizeof(*stats));
+	gnn_heap_phase_reset();
 	if (model_out)
 		*model_out = NULL;
 	if ((st = gnn_train_config_check(cfg, err)) != GNN_OK ||
@@ -723,33 +918,62 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	compensate = mbc->sampler.kind == GNN_SAMPLER_LADIES && cfg->model == GNN_MODEL_SAGE;
 
 	gnn_rng_seed(&rng, cfg->seed);
-	/* evaluation's sampler: time-aware inference's streams under temporal sampling (eval_temporal) */
+	/* evaluation's samplers (the pipelines'): time-aware inference's streams under temporal sampling */
 	esc = mbc->sampler;
 	esc.per_node_streams = temporal;
 	esc.first_hop = 0;
-	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK ||
-		(sampled_eval && (st = gnn_sampler_create(g, &esc, &sampler, err)) != GNN_OK))
+	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK)
 		goto done;
 	train = malloc(sizeof(int32_t) * (g->n_train + 1));
 	hlab = malloc(sizeof(int32_t) * (mbc->batch_size + 1));
 	hrows = malloc(sizeof(int32_t) * (mbc->batch_size + 1));
 	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
-	if (temporal || sampled_eval)
-	{
-		stimes = malloc(sizeof(int64_t) * (mbc->batch_size + 1));
+	if (sampled_eval)
 		evnodes = malloc(sizeof(int32_t) * (g->num_nodes + 1));
-	}
-	if (regress)
-	{
-		hf = malloc(sizeof(float) * 2 * mbc->batch_size);
-		hd = malloc(sizeof(double) * 2 * mbc->batch_size);
-	}
-	if (!train || !hlab || !hrows || !best_w || (sampled_eval && (!stimes || !evnodes)) ||
-		(regress && (!hf || !hd)))
+	hf = malloc(sizeof(float) * 2 * mbc->batch_size);
+	hd = malloc(sizeof(double) * 2 * mbc->batch_size);
+	hlog = malloc(sizeof(float) * ((size_t) mbc->batch_size * c + 1));
+	if (!train || !hlab || !hrows || !best_w || (sampled_eval && !evnodes) || !hf || !hd || !hlog)
 	{
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 		goto done;
 	}
+	if (sampled_eval && !mbc->skip_eval)
+	{
+		int64_t		nt = 0;
+
+		/* room for either split's two-class scores, and the test split's confusion */
+		for (int64_t v = 0; v < g->num_nodes; v++)
+			nt += node_in_split(g, cfg, v, GNN_SPLIT_TEST) || node_in_split(g, cfg, v, GNN_SPLIT_VAL);
+		if (!regress && c == 2)
+		{
+			va.score = ta.score = malloc(sizeof(double) * (nt + 1));
+			va.slab = ta.slab = malloc(sizeof(int32_t) * (nt + 1));
+			if (!va.score || !va.slab)
+			{
+				st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+				goto done;
+			}
+		}
+		if (!regress && cfg->keep_confusion && c <= GNN_CONFUSION_MAX_CLASSES &&
+			!(ta.confusion = calloc((size_t) c * c, sizeof(int64_t))))
+		{
+			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+			goto done;
+		}
+		nev = eval_nodes_of(g, cfg, GNN_SPLIT_VAL, mbc->eval_nodes, evnodes);
+	}
+	E.g = g;
+	E.cfg = cfg;
+	E.be = be;
+	E.model = model;
+	E.c = c;
+	E.hlab = hlab;
+	E.hlog = hlog;
+	E.hf = hf;
+	E.hd = hd;
+	E.dlab = &dlab;
+	E.drows = &drows;
 	for (int64_t v = 0; v < g->num_nodes; v++)
 		if (node_in_split(g, cfg, v, GNN_SPLIT_TRAIN))
 			train[ntrain++] = (int32_t) v;
@@ -804,9 +1028,11 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	}
 	on_device |= gpu != NULL;	/* (an emulated device in tests) */
 	/* the batches' stream, drawn after the weights */
-	if ((st = pipe_start(&pipe, g, cfg, mbc, train, ntrain, gnn_rng_next(&rng), be, gpu, err)) != GNN_OK)
+	if ((st = pipe_start(&pipe, g, cfg, mbc, train, ntrain, gnn_rng_next(&rng), cfg->epochs, be, gpu, evnodes, nev,
+						 &esc, err)) != GNN_OK)
 		goto done;
 
+	phase_note(heap_base, &stats->mem_setup);
 	t_start = gnn_now_s();
 	for (int32_t epoch = 1; epoch <= cfg->epochs; epoch++)
 	{
@@ -816,10 +1042,15 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		int64_t		nb = 0,
 					moved = 0,
 					ep_rows = 0,
-					ep_hits = 0;
+					ep_hits = 0,
+					tr_correct = 0,
+					tr_counted = 0;
+		double		tr_ae = 0;
+		const float *full_logits = NULL;	/* the full evaluation pass's */
 
 		gnn_epoch_metrics_init(&em, epoch);
 		em.sample_s = em.gather_s = em.compute_s = em.wait_s = 0;
+		gnn_heap_phase_reset();
 		for (int64_t b0 = 0; b0 < ntrain; b0 += mbc->batch_size, nb++)
 		{
 			mb_item    *it;
@@ -854,6 +1085,9 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			}
 			mb = &it->mb.mb;
 			seeds = it->gpu ? it->seeds : mb->input_nodes;
+			/* the batches in flight: every slot about this one's size */
+			if (item_bytes(it) * pipe.nslots > stats->mem_batches)
+				stats->mem_batches = item_bytes(it) * pipe.nslots;
 			t1 = gnn_now_s();
 			if (it->gpu)
 				x = it->gx;		/* the batcher's: not owned */
@@ -890,10 +1124,22 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				/* the seeds are the batch's first rows (input_nodes starts with them) */
 				st = batch_regress(be, g, seeds, it->bs, logits, hf, hd, dlogits.p, &bmse, &bmae, &k, err);
 				loss = (float) bmse;
+				if (k > 0)
+				{
+					tr_ae += bmae * k;
+					tr_counted += k;
+				}
 			}
 			else if (st == GNN_OK)
+			{
+				int64_t		bc = 0,
+							bn = 0;
+
 				st = gnn_backend_error(be, gnn_backend_xent(be, logits, it->bs, c, dlab.p, drows.p, it->bs, dlogits.p,
-															&loss, NULL, NULL), err);
+															&loss, &bc, &bn), err);
+				tr_correct += bc;
+				tr_counted += bn;
+			}
 			if (st == GNN_OK)
 				st = gnn_model_backward(model, dlogits.p, err);
 			if (st == GNN_OK)
@@ -917,6 +1163,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			stats->batches++;
 			loss_sum += loss;
 		}
+		phase_note(heap_base, &stats->mem_training);
+		gnn_heap_phase_reset();
 		stats->sample_s += em.sample_s;
 		stats->gather_s += em.gather_s;
 		stats->compute_s += em.compute_s;
@@ -934,16 +1182,29 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			stats->h2d_bytes += moved;
 		}
 
-		/* evaluation with full neighbourhoods; skipped, the metrics are unknown */
+		/*
+		 * Evaluation (skipped: the metrics are unknown).  Sampled: the
+		 * training accuracy is the epoch's batches' (as the weights moved,
+		 * with dropout), the validation split's batches follow in the
+		 * stream, the test split waits for the kept weights.  Full: one
+		 * pass over the whole graph measures every split.
+		 */
 		em.train_acc = em.val_loss = em.val_acc = em.test_loss = em.test_acc = NAN;
 		em.val_auc = em.test_auc = em.val_mae = em.test_mae = em.val_rmse = em.test_rmse = NAN;
 		if (!mbc->skip_eval && sampled_eval)
 		{
 			double		t1 = gnn_now_s();
 
-			if ((st = eval_temporal(g, cfg, mbc, be, model, sampler, hlab, stimes, evnodes, &dlab, &drows,
-									hf, hd, &em, err)) != GNN_OK)
+			if (tr_counted > 0)
+				em.train_acc = regress ? (float) -(tr_ae / tr_counted) : (float) ((double) tr_correct / tr_counted);
+			eval_acc_reset(&va, c);
+			if ((st = eval_from_pipe(&E, &pipe, &dfeat, should_stop, stop_arg, &va, err)) != GNN_OK)
+			{
+				if (st == GNN_ERR_CANCELLED)
+					st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
 				goto out;
+			}
+			eval_acc_metrics(&va, regress, false, &em);
 			em.eval_s = gnn_now_s() - t1;
 			stats->eval_s += em.eval_s;
 		}
@@ -966,11 +1227,15 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				goto out;
 			em.eval_s = gnn_now_s() - t1;
 			stats->eval_s += em.eval_s;
+			full_logits = logits;
 		}
 
+		phase_note(heap_base, &stats->mem_eval);
 		if (gnn_selector_step(&sel, &em))
 		{
-			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
+			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK ||
+				(full_logits && cfg->keep_confusion &&
+				 (st = gnn_eval_keep_confusion(be, &d, full_logits, g->num_nodes, c, res, err)) != GNN_OK))
 				goto out;
 			em.best = true;
 			res->best = em;
@@ -986,6 +1251,35 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		{
 			res->stopped_early = true;
 			break;
+		}
+	}
+
+	/* sampled evaluation: the test split, once, on the kept weights */
+	pipe_stop(&pipe);
+	gnn_heap_phase_reset();
+	if (sampled_eval && !mbc->skip_eval && sel.have_best)
+	{
+		double		t1 = gnn_now_s();
+		int64_t		nt;
+
+		if ((st = gnn_model_weights_set(model, best_w, err)) != GNN_OK)
+			goto out;
+		nt = eval_nodes_of(g, cfg, GNN_SPLIT_TEST, 0, evnodes);
+		eval_acc_reset(&ta, c);
+		/* a pipeline of its own: its batches made ahead as the validation split's are */
+		if (nt > 0 &&
+			((st = pipe_start(&pipe, g, cfg, mbc, NULL, 0, 0, 1, be, NULL, evnodes, nt, &esc, err)) != GNN_OK ||
+			(st = eval_from_pipe(&E, &pipe, &dfeat, should_stop, stop_arg, &ta, err)) != GNN_OK))
+			goto out;
+		pipe_stop(&pipe);
+		eval_acc_metrics(&ta, regress, true, &res->best);
+		stats->eval_s += gnn_now_s() - t1;
+		phase_note(heap_base, &stats->mem_eval);
+		if (ta.confusion && ta.counted > 0)
+		{
+			res->confusion = ta.confusion;
+			res->confusion_classes = c;
+			ta.confusion = NULL;
 		}
 	}
 out:
@@ -1009,15 +1303,17 @@ done:
 	free(train);
 	free(hlab);
 	free(hrows);
-	free(stimes);
 	free(evnodes);
 	free(hf);
 	free(hd);
+	free(hlog);
+	free(va.score);
+	free(va.slab);
+	free(ta.confusion);
 	gnn_buf_free(be, &dlab);
 	gnn_buf_free(be, &drows);
 	gnn_buf_free(be, &dlogits);
 	gnn_eval_data_free(be, &d);
-	gnn_sampler_free(sampler);
 	gnn_model_free(model);
 	if (!be_in)
 		gnn_backend_destroy(be);

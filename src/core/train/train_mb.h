@@ -39,13 +39,17 @@ typedef struct gnn_minibatch_config
 	int32_t		max_batches;	/* per epoch, 0 = all (benchmarks extrapolate) */
 	bool		skip_eval;		/* no evaluation pass (benchmarks) */
 	/*
-	 * evaluate on sampled neighbourhoods of the splits' nodes (the training
-	 * fan-outs, a fixed seed) instead of the full-graph pass; typed and
-	 * temporal training always do.  The full pass holds every node's
-	 * features in the process: a graph with its features on disk that does
-	 * not fit evaluates this way.
+	 * Evaluation on sampled neighbourhoods (the training fan-outs, fixed
+	 * sampling seeds: the same batches every epoch): after each epoch the
+	 * validation split only (eval_nodes of it when > 0 and fewer, a seeded
+	 * sample fixed for the job), its batches made by the pipeline like
+	 * training's; the test split once, on the kept weights.  Typed and
+	 * temporal training always do.  Without it, each epoch runs the
+	 * full-graph pass over every node (all splits, full neighbourhoods): it
+	 * holds every node's features and activations in the process.
 	 */
 	bool		sampled_eval;
+	int64_t		eval_nodes;
 	/*
 	 * temporal sampling: with has_as_of, every seed samples at time as_of
 	 * (training "as of" a date); else at its own (gnn_graph_seed_time)
@@ -92,6 +96,19 @@ typedef struct gnn_minibatch_stats
 	int64_t		feature_rows;	/* feature rows gathered, all batches */
 	int64_t		cache_hits;		/* of them served by the GPU cache */
 	int64_t		h2d_bytes;		/* bytes moved host -> device for batches */
+	/*
+	 * Where the loop's memory went (heap.h; 0 when the heap is not
+	 * tracked): the most it held above what the process held when it began,
+	 * in each phase - setup (model, optimiser, node lists, samplers),
+	 * training (the batches in flight and a batch's activations and
+	 * gradients), evaluation (validation and test batches, or the full
+	 * pass) - and the batches in flight at their largest (the pipeline's
+	 * sampled blocks and gathered features).
+	 */
+	int64_t		mem_setup;
+	int64_t		mem_training;
+	int64_t		mem_eval;
+	int64_t		mem_batches;
 } gnn_minibatch_stats;
 
 gnn_status	gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg,

@@ -499,19 +499,20 @@ typedef gnn_eval_data eval_data;
 
 
 
+/* *logits: the pass's (backend memory, valid until the model's next pass) */
 static gnn_status
-evaluate(gnn_model *model, eval_data *d, const gnn_graph *g, gnn_epoch_metrics *em, gnn_error *err)
+evaluate(gnn_model *model, eval_data *d, const gnn_graph *g, gnn_epoch_metrics *em, const float **logits,
+		 gnn_error *err)
 {
 	gnn_backend *be = gnn_model_backend(model);
 	gnn_dblock *blocks[GNN_MAX_LAYERS];
-	const float *logits;
 	gnn_status	st;
 
 	for (int l = 0; l < GNN_MAX_LAYERS; l++)
 		blocks[l] = &d->blk;
-	if ((st = gnn_model_forward(model, blocks, &d->x, false, 0, &logits, err)) != GNN_OK)
+	if ((st = gnn_model_forward(model, blocks, &d->x, false, 0, logits, err)) != GNN_OK)
 		return st;
-	return gnn_eval_splits(be, d, logits, g->num_nodes, g->num_classes, em, err);
+	return gnn_eval_splits(be, d, *logits, g->num_nodes, g->num_classes, em, err);
 }
 
 /* ------------------------------------------------------------------ the loop */
@@ -669,6 +670,7 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 	for (int32_t epoch = 1; epoch <= cfg->epochs && st == GNN_OK; epoch++)
 	{
 		gnn_epoch_metrics em;
+		const float *logits;
 		double		t0 = gnn_now_s(),
 					loss_sum = 0;
 
@@ -702,12 +704,14 @@ train_subgraphs(const gnn_graph *g, const gnn_train_config *cfg, const gnn_subgr
 		if (st != GNN_OK)
 			break;
 		em.train_loss = (float) (loss_sum / steps);
-		if ((st = evaluate(model, &ed, g, &em, err)) != GNN_OK)
+		if ((st = evaluate(model, &ed, g, &em, &logits, err)) != GNN_OK)
 			break;
 
 		if (gnn_selector_step(&sel, &em))
 		{
-			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
+			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK ||
+				(cfg->keep_confusion &&
+				 (st = gnn_eval_keep_confusion(be, &ed, logits, g->num_nodes, g->num_classes, res, err)) != GNN_OK))
 				break;
 			em.best = true;
 		}

@@ -599,7 +599,8 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 				e->rows = rows;
 				e->cols = cols;
 				e->computing_pid = MyProcPid;
-				e->misses = 1;
+				/* a call that found it missing; a training worker claiming its job's results is none */
+				e->misses = IsBackgroundWorker ? 0 : 1;
 				e->last_used = ++gnn_shared->cache_clock;
 				e->serial = ++gnn_shared->cache_serial;
 				serial = e->serial;

@@ -181,7 +181,8 @@ typedef struct GnnTrainRequest
 	int32		prefetch;		/* batches sampled ahead (options.prefetch; -1: not given) */
 	int32		gpu_sampling;	/* options.gpu_sampling: -1 not given (on), 0, 1 */
 	char		cache_policy[16];	/* options.cache_policy: presample (default), degree */
-	char		evaluation[16]; /* options.evaluation: full (default), sampled ('' not given) */
+	char		evaluation[16]; /* options.evaluation: sampled (default), full ('' not given) */
+	int32		eval_nodes;		/* options.eval_nodes: validation nodes measured per epoch (0: all) */
 	char		sampler[16];
 	int64		fault_after;	/* fault injection: backend calls after this many fail; < 0 off */
 	int32		threads;

@@ -132,7 +132,7 @@ EstimateOf(const GnnTrainRequest *r, const gnn_graph *g, bool gpu, gnn_estimate 
 	plan.batch_size = r->batch_size;
 	plan.prefetch = r->prefetch;
 	plan.threads = r->threads;
-	plan.sampled_eval = strcmp(r->evaluation, "sampled") == 0;
+	plan.sampled_eval = strcmp(r->evaluation, "full") != 0;
 	/* as the worker decides (RunMinibatch): time-aware on a graph with times unless turned off */
 	plan.temporal = r->nfanouts > 0 && ((r->temporal != 0 && g->time) || r->has_as_of);
 	plan.gpu = gpu;
@@ -181,7 +181,7 @@ LargestItems(const gnn_estimate *est)
 		int			best = -1;
 
 		for (int i = 0; i < est->n; i++)
-			if (!est->items[i].gpu && !used[i] && (best < 0 || est->items[i].bytes > est->items[best].bytes))
+			if (!est->items[i].gpu && !est->items[i].after && !used[i] && (best < 0 || est->items[i].bytes > est->items[best].bytes))
 				best = i;
 		if (best < 0)
 			break;
@@ -239,6 +239,8 @@ EmitRows(Tuplestorestate *ts, TupleDesc td, const gnn_estimate *est, bool host, 
 	}
 }
 
+#define AFTER_NOTE "host memory after the job is reported: the model and its results pass (not the job's)"
+
 static void
 EmitTotal(Tuplestorestate *ts, TupleDesc td, const char *item, int64 bytes, const char *note)
 {
@@ -291,11 +293,13 @@ gnn_estimate_job(PG_FUNCTION_ARGS)
 		EmitRows(rsinfo->setResult, rsinfo->setDesc, &gpu, true, true);
 		EmitTotal(rsinfo->setResult, rsinfo->setDesc, "total host", gpu.host_bytes, cap);
 		EmitTotal(rsinfo->setResult, rsinfo->setDesc, "total gpu", gpu.gpu_bytes, "device memory on the GPU");
+		EmitTotal(rsinfo->setResult, rsinfo->setDesc, "total after", gpu.after_host_bytes, AFTER_NOTE);
 	}
 	else
 	{
 		EmitRows(rsinfo->setResult, rsinfo->setDesc, &cpu, true, false);
 		EmitTotal(rsinfo->setResult, rsinfo->setDesc, "total host", cpu.host_bytes, cap);
+		EmitTotal(rsinfo->setResult, rsinfo->setDesc, "total after", cpu.after_host_bytes, AFTER_NOTE);
 		if (strcmp(r.device, "auto") == 0)
 			EmitTotal(rsinfo->setResult, rsinfo->setDesc, "total gpu", gpu.gpu_bytes,
 					  "if a GPU trains it: device => 'auto' takes one when this fits in 90% of its free memory");

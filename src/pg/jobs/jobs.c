@@ -167,7 +167,7 @@ static const char *const option_names[] = {"heads", "out_heads", "patience", "ag
 	"optimizer", "attn_dropout", "select", "row_normalise", "fanouts", "batch_size", "sampler",
 	"num_parts", "clusters_per_batch", "walk_length", "roots", "presample", "batches",
 	"num_bases", "edge_type", "temporal", "temporal_strategy", "seed_time", "prefetch",
-	"gpu_sampling", "cache_policy", "evaluation", "walks_per_node", "window", "p", "q", "negatives", "dim", NULL};
+	"gpu_sampling", "cache_policy", "evaluation", "eval_nodes", "walks_per_node", "window", "p", "q", "negatives", "dim", NULL};
 static const char *const cache_policy_names[] = {"presample", "degree", NULL};
 static const char *const evaluation_names[] = {"full", "sampled", NULL};
 static const char *const temporal_names[] = {"uniform", "last", NULL};
@@ -460,6 +460,8 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 			r->batch_size = OptInt(key, val, 1, 1000000);
 		else if (strcmp(key, "prefetch") == 0)
 			r->prefetch = OptInt(key, val, 0, 64);
+		else if (strcmp(key, "eval_nodes") == 0)
+			r->eval_nodes = OptInt(key, val, 1, 1000000000);
 		else if (strcmp(key, "gpu_sampling") == 0)
 		{
 			if (strcmp(val, "true") != 0 && strcmp(val, "false") != 0)
@@ -579,6 +581,16 @@ CheckSampling(GnnTrainRequest *r)
 				 errmsg("link prediction trains full-batch or on neighbour-sampled minibatches; sampler \"%s\" is not supported with it",
 						r->sampler),
 				 errhint("Drop the sampler option, or give fanouts for minibatches.")));
+	if (r->eval_nodes > 0 && (r->nfanouts == 0 || strcmp(r->evaluation, "full") == 0 ||
+							  strcmp(r->task, "link_prediction") == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("eval_nodes applies to node minibatch training with sampled evaluation"),
+				 errdetail("It measures a sample of the validation split after each epoch; %s.",
+						   r->nfanouts == 0 ? "this job trains full batch and evaluates every node" :
+						   strcmp(r->evaluation, "full") == 0 ? "evaluation => 'full' measures every node" :
+						   "link prediction measures its held-out pairs"),
+				 errhint("Drop eval_nodes%s.", r->nfanouts == 0 ? ", or give fanouts" : "")));
 	if (r->nfanouts == 0)
 	{
 		if (r->batch_size > 0 || nodewise)
@@ -633,6 +645,8 @@ CheckSampling(GnnTrainRequest *r)
 			o += snprintf(buf + o, sizeof(buf) - o, ", \"cache_policy\": \"%s\"", r->cache_policy);
 		if (r->evaluation[0])
 			o += snprintf(buf + o, sizeof(buf) - o, ", \"evaluation\": \"%s\"", r->evaluation);
+		if (r->eval_nodes > 0)
+			o += snprintf(buf + o, sizeof(buf) - o, ", \"eval_nodes\": %d", r->eval_nodes);
 		if (strcmp(r->task, "link_prediction") == 0)
 			o += snprintf(buf + o, sizeof(buf) - o, ", \"negatives\": %d", r->negatives > 0 ? r->negatives : 3);
 		snprintf(buf + o, sizeof(buf) - o, "}");

@@ -456,7 +456,9 @@ RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequ
 
 	JobMinibatch(g, r, cfg->target_type, &mbc);
 	mbc.prefetch = r->prefetch;
-	mbc.sampled_eval = strcmp(r->evaluation, "sampled") == 0;
+	/* evaluation on sampled neighbourhoods unless asked for the full pass */
+	mbc.sampled_eval = strcmp(r->evaluation, "full") != 0;
+	mbc.eval_nodes = r->eval_nodes;
 	/* on a GPU: batches built there, with a feature cache (gpu_batch.h) */
 	mbc.cpu_batches = r->gpu_sampling == 0;
 	gnn_gpu_batch_config_default(&job_gpu);
@@ -527,18 +529,27 @@ RunLinkPrediction(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *
 
 /*
  * The shared results applications ask for first (the default embedding;
- * class probabilities for a classifier), computed while the model is still
- * in the worker, to be published once its row is committed (cache.c).
+ * class probabilities for a classifier), computed once the model row is
+ * committed, through the cache (cache.c): both are claimed there before the
+ * job is reported done, so a session that asks for one meanwhile waits for
+ * this pass instead of running its own.  [0] is the embedding, [1] the
+ * probabilities (n = 2) when the model has them.
  */
-typedef struct Precomputed
+typedef struct ResultsJob
 {
-	dsm_segment *seg[2];
-	GnnResult	res[2];
-	int32		layer[2];
-	int32		kind[2];
+	gnn_model  *model;
+	const gnn_graph *g;
+	const gnn_train_config *cfg;
 	int			n;
-	double		seconds;
-} Precomputed;
+	int32		layer[2];
+	GnnCacheKey key[2];
+	const char *model_name;
+	int32		version;
+	const char *graph;
+	GnnResult  *embed;			/* the embedding's segment while it is computed */
+	bool		embed_filled;	/* ... filled by the probabilities' pass */
+	bool		reported;		/* the job is reported succeeded */
+} ResultsJob;
 
 /*
  * A time-aware model's shared results: every node as of its own time (or
@@ -596,53 +607,132 @@ RunNode2vec(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainReque
 	return st;
 }
 
+/* The job is done (its model row committed): waiting sessions return. */
 static void
-PrecomputeTemporal(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, Precomputed *pc)
+ResultsReport(ResultsJob *j)
 {
-	const gnn_model_config *mc = gnn_model_config_of(model);
+	if (!j->reported)
+	{
+		SlotFinish(GNN_JOB_SUCCEEDED, NULL);
+		j->reported = true;
+	}
+}
+
+/*
+ * A time-aware model's results: every node as of its own time (or the
+ * job's seed_time), sampled as serving samples it (infer.h); with also, the
+ * embedding layer into also as the same pass goes.
+ */
+static void
+ResultsTemporal(ResultsJob *j, int32 layer, bool probs, float *out, float *also)
+{
 	gnn_infer_temporal_config tc;
-	int64	   *idx = palloc_extended(sizeof(int64) * Max(g->num_nodes, 1), MCXT_ALLOC_HUGE);
-	bool		probs = pc->n == 2;
+	int64	   *idx = palloc_extended(sizeof(int64) * Max(j->g->num_nodes, 1), MCXT_ALLOC_HUGE);
 	gnn_error	err;
 
-	for (int i = 0; i < pc->n; i++)
-	{
-		int32		cols = pc->layer[i] < 0 ? mc->out_dim : gnn_model_layer_dim(model, pc->layer[i]);
-
-		pc->seg[i] = GnnResultCreate(g->num_nodes, cols, pc->kind[i] == GNN_RESULT_EMBED, &pc->res[i]);
-		memcpy((int64 *) pc->res[i].ids, g->ids, sizeof(int64) * g->num_nodes);
-	}
-	for (int64 v = 0; v < g->num_nodes; v++)
+	for (int64 v = 0; v < j->g->num_nodes; v++)
 		idx[v] = v;
 	memset(&tc, 0, sizeof(tc));
 	tc.sampler = job_sampler;
-	tc.seed = gnn_infer_temporal_seed(cfg->seed);
+	tc.seed = gnn_infer_temporal_seed(j->cfg->seed);
 	tc.batch_size = wctx->req.batch_size;
-	tc.row_normalise = cfg->row_normalise;
+	tc.row_normalise = j->cfg->row_normalise;
 	tc.has_as_of = job_has_as_of;
 	tc.as_of = job_as_of;
 	tc.should_stop = ShouldStop;
-	if (probs)
+	if (also)
 	{
-		tc.also_layer = pc->layer[0];
-		tc.also_out = (float *) pc->res[0].out;
+		tc.also_layer = j->layer[0];
+		tc.also_out = also;
 	}
-	if (gnn_model_infer_temporal(model, g, &tc, probs ? -1 : pc->layer[0], probs, idx, g->num_nodes,
-								 (float *) pc->res[probs ? 1 : 0].out, &err) != GNN_OK)
+	if (gnn_model_infer_temporal(j->model, j->g, &tc, layer, probs, idx, j->g->num_nodes, out, &err) != GNN_OK)
 		GnnReportCoreError("inference after training failed", &err);
-	for (int i = 0; i < pc->n; i++)
-		GnnResultFinish(&pc->res[i]);
 	pfree(idx);
 }
 
+/* GnnComputeFn of the probabilities: one pass, which leaves the embedding too */
 static void
-Precompute(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, bool linkpred, Precomputed *pc)
+ResultsProbs(void *arg, GnnResult *res)
+{
+	ResultsJob *j = arg;
+	const gnn_model_config *mc = gnn_model_config_of(j->model);
+	gnn_error	err;
+
+	ResultsReport(j);
+	memcpy((int64 *) res->ids, j->g->ids, sizeof(int64) * j->g->num_nodes);
+	if (job_temporal)
+	{
+		ResultsTemporal(j, -1, true, (float *) res->out, (float *) j->embed->out);
+		j->embed_filled = true;
+		return;
+	}
+	if (gnn_model_infer(j->model, j->g, j->cfg->row_normalise, -1, true, (float *) res->out, &err) != GNN_OK)
+		GnnReportCoreError("inference after training failed", &err);
+	/* the output layer's own buffer was softmaxed in place: a 1-layer model's embedding needs its own pass */
+	if (j->layer[0] != mc->layers - 1)
+	{
+		int64		rows;
+		int32		c;
+		const float *dev = gnn_model_layer_output(j->model, j->layer[0], &rows, &c);
+		gnn_status	st;
+
+		if (dev == NULL || rows != j->g->num_nodes || c != j->embed->cols)
+			elog(ERROR, "the forward pass kept no output of layer %d", j->layer[0]);
+		st = gnn_backend_copy_d2h(gnn_model_backend(j->model), (float *) j->embed->out, dev,
+								  sizeof(float) * (size_t) rows * c);
+		if (st != GNN_OK)
+		{
+			(void) gnn_backend_error(gnn_model_backend(j->model), st, &err);
+			GnnReportCoreError("copying the embeddings failed", &err);
+		}
+		j->embed_filled = true;
+	}
+}
+
+/* GnnComputeFn of the embedding: the probabilities' pass first where there are any */
+static void
+ResultsEmbed(void *arg, GnnResult *res)
+{
+	ResultsJob *j = arg;
+	gnn_error	err;
+
+	j->embed = res;
+	memcpy((int64 *) res->ids, j->g->ids, sizeof(int64) * j->g->num_nodes);
+	if (j->n == 2)
+	{
+		GnnResult	pres;
+		bool		hit;
+
+		GnnCacheGet(&j->key[1], j->model_name, j->version, j->graph, j->g->num_nodes,
+					gnn_model_config_of(j->model)->out_dim, ResultsProbs, j, &pres, &hit);
+	}
+	ResultsReport(j);
+	if (j->embed_filled)
+		return;
+	if (job_temporal)
+		ResultsTemporal(j, j->layer[0], false, (float *) res->out, NULL);
+	else if (gnn_model_infer(j->model, j->g, j->cfg->row_normalise, j->layer[0], false, (float *) res->out,
+							 &err) != GNN_OK)
+		GnnReportCoreError("inference after training failed", &err);
+}
+
+/*
+ * After the model row is committed: report the job done and share its
+ * results (ResultsJob).  Nothing fails the job from here: a result that
+ * could not be computed is computed by its first caller instead.  Returns
+ * the seconds it took (NAN: none computed here).
+ */
+static double
+ShareResults(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, bool linkpred, int64 model_id,
+			 uint32 model_xmin, uint64 generation, int32 version)
 {
 	const gnn_model_config *mc = gnn_model_config_of(model);
+	ResultsJob	j;
 	TimestampTz t0 = GetCurrentTimestamp();
 	MemoryContext mcxt = CurrentMemoryContext;
+	bool		computed = false;
 
-	memset(pc, 0, sizeof(*pc));
+	memset(&j, 0, sizeof(j));
 	/*
 	 * A full pass holds several hidden-wide rows per node (input, aggregate,
 	 * output per layer); where even the one result would not fit in
@@ -657,110 +747,90 @@ Precompute(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, bo
 		{
 			elog(LOG, "gnn: training job: no shared results for %lld nodes of width %d (over gnn.max_cache_memory)",
 				 (long long) g->num_nodes, widest);
-			return;
+			ResultsReport(&j);
+			return NAN;
 		}
 	}
-	pc->kind[0] = GNN_RESULT_EMBED;
-	pc->layer[0] = GnnDefaultEmbeddingLayer(mc->layers, !linkpred);
-	pc->n = 1;
+	j.model = model;
+	j.g = g;
+	j.cfg = cfg;
+	j.model_name = wctx->req.model_name;
+	j.version = version;
+	j.graph = wctx->req.graph;
+	j.layer[0] = GnnDefaultEmbeddingLayer(mc->layers, !linkpred);
+	j.n = 1;
 	/* (a regression model's prediction is its output layer, read by the k-hop or full path) */
 	if (!linkpred && cfg->task != GNN_TASK_REGRESS)
 	{
-		pc->kind[1] = GNN_RESULT_PROBS;
-		pc->layer[1] = -1;
-		pc->n = 2;
+		j.layer[1] = -1;
+		j.n = 2;
 	}
+	for (int i = 0; i < j.n; i++)
+	{
+		GnnCacheKey *key = &j.key[i];
+
+		key->dbid = MyDatabaseId;
+		key->owner = wctx->owner;
+		key->model_id = model_id;
+		key->model_xmin = model_xmin;
+		key->generation = generation;
+		key->kind = i == 0 ? GNN_RESULT_EMBED : GNN_RESULT_PROBS;
+		key->layer = j.layer[i];
+	}
+	pgstat_report_activity(STATE_RUNNING,
+						   psprintf("gnn: training job %lld: model \"%s\" version %d: its results for serving",
+									(long long) wctx->job, j.model_name, version));
+	StartTransactionCommand();
 	PG_TRY();
 	{
-		/*
-		 * One forward pass gives both: run it for the last result, then copy
-		 * the embedding layer the same pass left in the model.  A time-aware
-		 * model sees no future: its own way.
-		 */
-		if (job_temporal)
-			PrecomputeTemporal(model, g, cfg, pc);
-		for (int i = pc->n - 1; i >= 0 && !job_temporal; i--)
-		{
-			gnn_error	err;
-			int32		cols = pc->layer[i] < 0 ? mc->out_dim : gnn_model_layer_dim(model, pc->layer[i]);
+		GnnResult	res;
+		bool		hit;
 
-			pc->seg[i] = GnnResultCreate(g->num_nodes, cols, pc->kind[i] == GNN_RESULT_EMBED, &pc->res[i]);
-			memcpy((int64 *) pc->res[i].ids, g->ids, sizeof(int64) * g->num_nodes);
-			/* the output layer's own buffer was softmaxed in place: a 1-layer model's embedding needs its own pass */
-			if (i == pc->n - 1 || pc->layer[i] == mc->layers - 1)
-			{
-				if (gnn_model_infer(model, g, cfg->row_normalise, pc->layer[i], pc->kind[i] == GNN_RESULT_PROBS,
-									(float *) pc->res[i].out, &err) != GNN_OK)
-					GnnReportCoreError("inference after training failed", &err);
-			}
-			else
-			{
-				int64		rows;
-				int32		c;
-				const float *dev = gnn_model_layer_output(model, pc->layer[i], &rows, &c);
-				gnn_status	st;
-
-				if (dev == NULL || rows != g->num_nodes || c != cols)
-					elog(ERROR, "the forward pass kept no output of layer %d", pc->layer[i]);
-				st = gnn_backend_copy_d2h(gnn_model_backend(model), (float *) pc->res[i].out, dev,
-										  sizeof(float) * (size_t) rows * c);
-				if (st != GNN_OK)
-				{
-					(void) gnn_backend_error(gnn_model_backend(model), st, &err);
-					GnnReportCoreError("copying the embeddings failed", &err);
-				}
-			}
-			GnnResultFinish(&pc->res[i]);
-		}
+		GnnCacheGet(&j.key[0], j.model_name, version, j.graph, g->num_nodes,
+					gnn_model_layer_dim(model, j.layer[0]), ResultsEmbed, &j, &res, &hit);
+		computed = !hit;
+		ResultsReport(&j);
+		CommitTransactionCommand();
 	}
 	PG_CATCH();
 	{
 		ErrorData  *ed;
 
 		/* the job succeeded; its results will be computed by their first caller instead */
+		ResultsReport(&j);
 		MemoryContextSwitchTo(mcxt);
 		ed = CopyErrorData();
 		FlushErrorState();
+		AbortCurrentTransaction();
 		ereport(WARNING,
-				(errmsg("gnn training job %lld: results not precomputed: %s", (long long) wctx->job, ed->message)));
-		for (int i = 0; i < 2; i++)
-			if (pc->seg[i])
-				dsm_detach(pc->seg[i]);
-		memset(pc, 0, sizeof(*pc));
+				(errmsg("gnn training job %lld: results not shared: %s", (long long) wctx->job, ed->message)));
+		computed = false;
 	}
 	PG_END_TRY();
-	pc->seconds = (double) (GetCurrentTimestamp() - t0) / 1e6;
+	return computed ? (double) (GetCurrentTimestamp() - t0) / 1e6 : NAN;
 }
 
 /*
- * A classifier's per-class report on the test split, from the predictions
- * the job shared (its full-graph probabilities, as gnn.predict answers):
- * each class's precision, recall, F1 and support, the macro F1, and (up to
- * 50 classes) the confusion matrix, rows the true class, columns the
- * predicted one.  Nothing when no prediction was shared or no test node is
- * labelled.
+ * A classifier's per-class report on the test split, from the confusion the
+ * training loop kept for the selected weights (train.h): each class's
+ * precision, recall, F1 and support, the macro F1, and (up to 50 classes)
+ * the confusion matrix, rows the true class, columns the predicted one.
+ * Nothing when the loop kept none (no labelled test node).
  */
 static void
-ClassReport(StringInfo b, const gnn_graph *g, const Precomputed *pc)
+ClassReport(StringInfo b, const gnn_graph *g, const gnn_train_result *res)
 {
-	const float *probs = NULL;
-	int32		C = 0;
-	int64	   *conf;
-	int64		counted;
+	int32		C = res->confusion_classes;
+	const int64 *conf = res->confusion;
+	int64		counted = 0;
 	const char *name = g->class_names;
 	double		macro = 0;
 	int			nmacro = 0;
 
-	for (int i = 0; i < pc->n; i++)
-		if (pc->kind[i] == GNN_RESULT_PROBS && pc->res[i].rows == g->num_nodes)
-		{
-			probs = pc->res[i].out;
-			C = pc->res[i].cols;
-		}
-	if (!probs || !g->labels || !g->split || C < 1 || C > 1000)
+	if (!conf || C < 1)
 		return;
-	conf = palloc(sizeof(int64) * C * C);
-	counted = gnn_confusion(probs, C, g->labels, g->split, GNN_SPLIT_TEST, g->num_nodes, conf);
+	for (int64 i = 0; i < (int64) C * C; i++)
+		counted += conf[i];
 	if (counted == 0)
 		return;
 	appendStringInfoString(b, "\"test_classes\": [");
@@ -808,7 +878,6 @@ ClassReport(StringInfo b, const gnn_graph *g, const Precomputed *pc)
 		}
 		appendStringInfoString(b, "], ");
 	}
-	pfree(conf);
 }
 
 static void
@@ -832,7 +901,6 @@ RunJob(void)
 	gnn_node2vec_result nres;
 	bool		linkpred = strcmp(r->task, "link_prediction") == 0;
 	bool		node2vec = strcmp(r->model, "node2vec") == 0;
-	Precomputed pre;
 	int64		row_id = 0;
 	uint32		row_xmin = 0;
 	int32		row_version = 0;
@@ -840,7 +908,6 @@ RunJob(void)
 	char	   *ranks_json = NULL;
 
 	memset(&ref, 0, sizeof(ref));
-	memset(&pre, 0, sizeof(pre));
 	gnn_error_clear(&err);
 
 	/* the job's row */
@@ -954,6 +1021,7 @@ RunJob(void)
 		LWLockRelease(gnn_shared->lock);
 	}
 
+	memset(&res, 0, sizeof(res));
 	PG_TRY();
 	{
 		/* the job's memory, from here (a feature cache included): capped by gnn.max_job_memory */
@@ -973,6 +1041,7 @@ RunJob(void)
 		if (strcmp(r->model, "mlp") == 0)
 			GnnEdgelessView(&ref.g, &ref.g);
 		GnnTrainConfigFor(r, &ref.g, strncmp(devname, "cuda", 4) == 0, &cfg);
+		cfg.keep_confusion = true;	/* the per-class report (ClassReport) */
 		if (r->dist_npeers > 0)
 		{
 			/* rank 0 of several servers: the peers' ranks start, the mesh meets */
@@ -1040,13 +1109,7 @@ RunJob(void)
 			if (st != GNN_OK)
 				GnnReportCoreError("could not serialise the model", &err);
 
-			/*
-			 * the full-graph results, shared once the model row is committed;
-			 * not from one part of a graph (its halo has no features here)
-			 */
-			if (!dj)
-				Precompute(model, &ref.g, &cfg, linkpred || node2vec, &pre);
-			/* stopped during the final inference: nothing is written (the error path records it) */
+			/* stopped as training ended: nothing is written (the error path records it) */
 			if (ProcDiePending)
 				CHECK_FOR_INTERRUPTS();
 			if (MySlot()->cancel_requested || wctx->failed)
@@ -1098,6 +1161,11 @@ RunJob(void)
 				JsonNum(&metrics, "sample_seconds", mstats.sample_s, false);
 				JsonNum(&metrics, "gather_seconds", mstats.gather_s, false);
 				JsonNum(&metrics, "compute_seconds", mstats.compute_s, false);
+				JsonNum(&metrics, "eval_seconds", mstats.eval_s, false);
+				if (gnn_heap_tracked())
+					appendStringInfo(&metrics, "\"peak_memory\": {\"setup\": " INT64_FORMAT ", \"training\": " INT64_FORMAT
+									 ", \"batches\": " INT64_FORMAT ", \"evaluation\": " INT64_FORMAT "}, ",
+									 mstats.mem_setup, mstats.mem_training, mstats.mem_batches, mstats.mem_eval);
 				if (strncmp(devname, "cuda", 4) == 0)
 				{
 					appendStringInfo(&metrics, "\"gpu_batches\": %s, ", mstats.gpu_batches ? "true" : "false");
@@ -1115,10 +1183,8 @@ RunJob(void)
 					}
 				}
 			}
-			if (pre.n > 0)
-				JsonNum(&metrics, "inference_seconds", pre.seconds, false);
 			if (!linkpred && !node2vec && cfg.task == GNN_TASK_CLASSIFY)
-				ClassReport(&metrics, &ref.g, &pre);
+				ClassReport(&metrics, &ref.g, &res);
 			if (ranks_json)
 				appendStringInfo(&metrics, "\"ranks\": %d, \"peers\": %s, ", r->dist_npeers + 1, ranks_json);
 			appendStringInfo(&metrics, "\"stopped_early\": %s, \"device\": \"%s\"}",
@@ -1194,42 +1260,55 @@ RunJob(void)
 			}
 			EndXact();
 			/*
-			 * committed: its results are now the model row's, for every
-			 * session; unless the graph was replaced or dropped meanwhile (its
-			 * results were purged then, and these could never be asked for)
+			 * Committed: the job is done, and reported so as its results are
+			 * claimed (ShareResults); not from one part of a graph (its halo
+			 * has no features here), nor where the graph was replaced or
+			 * dropped meanwhile (these could never be asked for).
 			 */
-			if (GnnGraphGeneration(r->graph) != ref.entry.generation)
+			if (!dj && GnnGraphGeneration(r->graph) == ref.entry.generation)
 			{
-				for (int i = 0; i < pre.n; i++)
-					if (pre.seg[i])
-						dsm_detach(pre.seg[i]);
-				pre.n = 0;
-			}
-			for (int i = 0; i < pre.n; i++)
-			{
-				GnnCacheKey key;
+				double		rs = ShareResults(model, &ref.g, &cfg, linkpred || node2vec, row_id, row_xmin,
+											  ref.entry.generation, row_version);
 
-				memset(&key, 0, sizeof(key));
-				key.dbid = MyDatabaseId;
-				key.owner = wctx->owner;
-				key.model_id = row_id;
-				key.model_xmin = row_xmin;
-				key.generation = ref.entry.generation;
-				key.kind = pre.kind[i];
-				key.layer = pre.layer[i];
-				GnnCachePublish(&key, r->model_name, row_version, r->graph, pre.seg[i], &pre.res[i],
-								pre.seconds / pre.n);
-				pre.seg[i] = NULL;
+				if (!isnan(rs))
+				{
+					/*
+					 * how long they took, beside the job (the model row stays
+					 * as committed); the job succeeded whatever happens here
+					 * (the extension dropped meanwhile, say)
+					 */
+					Oid			t[2] = {INT8OID, FLOAT8OID};
+					Datum		v[2] = {Int64GetDatum(wctx->job), Float8GetDatum(rs)};
+					MemoryContext mcxt = CurrentMemoryContext;
+
+					PG_TRY();
+					{
+						BeginXact();
+						Exec("UPDATE gnn.job_history SET results_seconds = $2 WHERE id = $1", 2, t, v, NULL);
+						EndXact();
+					}
+					PG_CATCH();
+					{
+						ErrorData  *ed;
+
+						MemoryContextSwitchTo(mcxt);
+						ed = CopyErrorData();
+						FlushErrorState();
+						AbortCurrentTransaction();
+						elog(LOG, "gnn training job %lld: results_seconds not recorded: %s", (long long) wctx->job,
+							 ed->message);
+					}
+					PG_END_TRY();
+				}
 			}
-			SlotFinish(GNN_JOB_SUCCEEDED, NULL);
+			else
+				SlotFinish(GNN_JOB_SUCCEEDED, NULL);
 		}
 	}
 	PG_FINALLY();
 	{
 		GnnDistJobEnd(dj);
-		for (int i = 0; i < pre.n; i++)
-			if (pre.seg[i])
-				dsm_detach(pre.seg[i]);
+		gnn_train_result_free(&res);
 		free(blob);
 		if (model)
 			gnn_model_free(model);

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# bench/train_job.sh: what a minibatch training job pays beside its training
+# passes (issue #44), on the issue's two jobs:
+#   - homo: GraphSAGE on a 1M-node R-MAT graph (bench/rmat.c: SCALE 20,
+#     EDGES 10M undirected = 20M arcs, 64-dim features), 100k training,
+#     100k validation and 100k test nodes (by a hash of the id), fan-outs
+#     [10, 5], hidden 128, 2 epochs;
+#   - hetero: heterogeneous GraphSAGE on the shop schema (bench/schema_gen.sh:
+#     100k customers, 10k products, 1M reviews: 1.1M nodes, 4M arcs), hidden
+#     128, fan-outs [10, 10], batch 1024, 3 epochs.
+# For each: gnn.train(..., wait => true)'s wall time against the sum of its
+# training passes (gnn.training_log: each epoch's seconds less its
+# evaluation), each epoch's evaluation, the test pass, the model's
+# peak_memory_bytes and where it went against gnn.estimate's total (the
+# job's working set), and the results computed after the job
+# (gnn.jobs.results_seconds).  Goals (#44): wall <= 1.25x the passes, epoch
+# 1's evaluation <= 1.5x a later epoch's, peak <= 2x the estimate.
+# Writes bench/results/train_job-<UTC>.md.
+#   bash bench/train_job.sh                    # both jobs
+#   JOBS=homo bash bench/train_job.sh          # one of them
+#   SCALE=17 EDGES=1000000 CUSTOMERS=10000 PRODUCTS=1000 REVIEWS=100000 bash bench/train_job.sh   # quick
+set -euo pipefail
+source "$(dirname "$0")/../test/lib.sh"
+BENCH="$REPO_ROOT/bench"
+source "$BENCH/rmat_tables.sh"
+JOBS=${JOBS:-homo hetero}
+SCALE=${SCALE:-20}
+EDGES=${EDGES:-10000000}
+DIM=${DIM:-64}
+CUSTOMERS=${CUSTOMERS:-100000}
+PRODUCTS=${PRODUCTS:-10000}
+REVIEWS=${REVIEWS:-1000000}
+THREADS=${THREADS:-2}
+EXTRA=${EXTRA:-}            # more options for both jobs, e.g. '"evaluation": "full"' (homo), '"eval_nodes": 10000'
+
+mkdir -p "$BENCH/results"
+make_workdir DIR
+PORT=$(free_port)
+cleanup() { pg_stop "$DIR"; rm -rf "$DIR" "$RMAT"; }
+trap cleanup EXIT
+pg_start "$DIR" "$PORT" "shared_buffers = 1GB" "gnn.max_graph_memory = 12GB" "gnn.max_cache_memory = 4GB" \
+  "max_wal_size = 8GB" "autovacuum = off" "gnn.threads = $THREADS"
+psql_pg() { su postgres -s /bin/bash -c "'$PG_BINDIR/psql' -X -q -At -h '$DIR' -p $PORT -d postgres -v ON_ERROR_STOP=1 $*"; }
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+REPORT="$BENCH/results/train_job-$STAMP.md"
+COMMIT=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+DIRTY=$(git -C "$REPO_ROOT" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo " (with uncommitted changes)" || true)
+psql_pg -c "'CREATE EXTENSION gnn'"
+
+# job NAME GRAPH MODEL EPOCHS OPTIONS: one job, its report rows
+job() {
+  local name=$1 graph=$2 model=$3 epochs=$4 opts=$5 t0 t1 wall id
+  t0=$(date +%s.%N)
+  id=$(psql_pg <<SQL
+SET client_min_messages = warning;
+SELECT gnn.train('$graph', model => '$model', name => '$name', hidden => 128, epochs => $epochs, seed => 1,
+                 device => 'cpu', wait => true, options => '$opts');
+SQL
+)
+  t1=$(date +%s.%N)
+  wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')
+  # the results after the job: waited for here (not part of the job's time)
+  for _ in $(seq 1 1200); do
+    [ "$(psql_pg <<<"SELECT pid IS NULL OR results_seconds IS NOT NULL FROM gnn.jobs WHERE id = $id")" = t ] && break
+    sleep 0.5
+  done
+  psql_pg <<SQL
+WITH l AS (SELECT epoch, seconds, coalesce(eval_seconds, 0) AS ev FROM gnn.training_log WHERE job = $id),
+m AS (SELECT metrics FROM gnn.models WHERE name = '$name'),
+e AS (SELECT bytes FROM gnn.estimate('$graph', '$model', 128, 2, '$opts', 'cpu') WHERE item = 'total host')
+SELECT format(E'| %s | %s | %s | %s | **%s** | %s | %s | **%s** | %s | %s | %s | **%s** | %s | %s |',
+  '$name', (SELECT count(*) FROM l), $wall, round((SELECT sum(seconds - ev) FROM l)::numeric, 2),
+  round(($wall / (SELECT sum(seconds - ev) FROM l))::numeric, 2),
+  (SELECT string_agg(round(ev::numeric, 2)::text, ' / ' ORDER BY epoch) FROM l),
+  round(((SELECT metrics->>'eval_seconds' FROM m)::numeric - (SELECT sum(ev) FROM l)::numeric), 2),
+  CASE WHEN (SELECT count(*) FROM l) > 1 THEN round(((SELECT ev FROM l WHERE epoch = 1) /
+    nullif((SELECT avg(ev) FROM l WHERE epoch > 1), 0))::numeric, 2)::text ELSE '-' END,
+  pg_size_pretty((SELECT (metrics->>'peak_memory_bytes')::bigint FROM m)),
+  (SELECT metrics->'peak_memory' FROM m), pg_size_pretty((SELECT bytes FROM e)),
+  round(((SELECT (metrics->>'peak_memory_bytes')::numeric FROM m) / (SELECT bytes FROM e)), 2),
+  round((SELECT results_seconds FROM gnn.jobs WHERE id = $id)::numeric, 2),
+  round((SELECT (metrics->>'test_acc')::numeric FROM m), 3));
+SQL
+}
+
+ROWS=""
+for j in $JOBS; do
+  case $j in
+    homo)
+      rmat_build
+      rmat_tables "$SCALE" "$EDGES" "$DIM" 42
+      # 10% of the nodes in each split (rmat_tables' split is 10/3/3 of 16)
+      psql_pg -c "\"UPDATE nodes SET split = CASE WHEN hashint4(id + 7) & 1023 < 102 THEN 'train'
+        WHEN hashint4(id + 7) & 1023 < 204 THEN 'val' WHEN hashint4(id + 7) & 1023 < 307 THEN 'test' END\""
+      HOMO_GRAPH=$(psql_pg -F "' / '" -c "\"SELECT nodes, edges, feature_dim FROM gnn.load_graph('r', 'edges', nodes => 'nodes',
+        features => 'feat', label => 'label', split => 'split', undirected => true, skip_dangling => true)\"")
+      ROWS+=$(job homo_sage r graphsage 2 "{\"fanouts\": [10, 5]${EXTRA:+, $EXTRA}}")$'\n'
+      ;;
+    hetero)
+      su postgres -s /bin/bash -c "cd /tmp && CUSTOMERS=$CUSTOMERS PRODUCTS=$PRODUCTS REVIEWS=$REVIEWS SEED=42 VISITS=0 \
+        bash '$BENCH/schema_gen.sh' -h '$DIR' -p $PORT -d postgres" >/dev/null
+      HETERO_GRAPH=$(psql_pg -F "' / '" <<'SQL'
+SELECT nodes, edges FROM gnn.load_schema_graph('shop', ARRAY['customers', 'products', 'reviews', 'categories']::regclass[],
+  target => 'customers', label => 'segment', split => 'split',
+  options => '{"time": {"reviews": "created_at", "customers": "snapshot_at"}, "exclude": {"customers": ["churn", "spend"]}}');
+SQL
+)
+      ROWS+=$(job hetero_sage shop hetero_sage 3 "{\"fanouts\": [10, 10], \"batch_size\": 1024${EXTRA:+, $EXTRA}}")$'\n'
+      ;;
+  esac
+done
+
+{
+  echo "# bench/train_job.sh, $STAMP"
+  echo
+  echo "Commit $COMMIT$DIRTY; $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2 / 1048576}' /proc/meminfo); gnn.threads $THREADS; load average $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo "Command: \`JOBS='$JOBS' SCALE=$SCALE EDGES=$EDGES DIM=$DIM CUSTOMERS=$CUSTOMERS PRODUCTS=$PRODUCTS REVIEWS=$REVIEWS EXTRA='$EXTRA' bash bench/train_job.sh\`"
+  [ -n "${HOMO_GRAPH:-}" ] && echo "R-MAT graph (nodes / arcs / features): $HOMO_GRAPH; GraphSAGE, fan-outs [10, 5], batch 512, hidden 128, 2 epochs."
+  [ -n "${HETERO_GRAPH:-}" ] && echo "Shop schema (nodes / arcs): $HETERO_GRAPH; heterogeneous GraphSAGE, fan-outs [10, 10], batch 1024, hidden 128, 3 epochs."
+  echo
+  echo "| job | epochs | gnn.train wall s | training passes s | wall / passes (goal <= 1.25) | evaluation per epoch s | test pass s | epoch 1 / later evaluation (goal <= 1.5) | peak memory | where (bytes) | gnn.estimate total host | peak / estimate (goal <= 2) | results after the job s | test acc |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  printf "%s" "$ROWS"
+} | tee "$REPORT"
