@@ -161,7 +161,20 @@ main(void)
 			tenths &= fabsf(b->val[i] * 100 - roundf(b->val[i] * 100)) < 1e-3f;
 		CHECK(b->n == 8 && tenths && memcmp(a->loss, b->loss, sizeof(float) * 8) == 0,
 			  "eval_nodes 100: validation accuracies in hundredths, training unchanged");
+		/* stopped early (patience): the test batches come from a pipeline of their own */
 		mbc.eval_nodes = 0;
+		cfg.epochs = 60;
+		cfg.patience = 2;
+		st = gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, NULL, NULL, NULL, NULL, NULL, &res, NULL, &err);
+		sum = 0;
+		for (int i = 0; res.confusion && i < res.confusion_classes * res.confusion_classes; i++)
+			sum += res.confusion[i];
+		CHECK(st == GNN_OK && res.stopped_early && res.epochs_run < 60 && sum == ntest && res.best.test_acc > 0.6f,
+			  "stopped early at epoch %d: the test split still measured once (%lld nodes, test acc %.4f)",
+			  res.epochs_run, (long long) sum, res.best.test_acc);
+		gnn_train_result_free(&res);
+		cfg.epochs = 8;
+		cfg.patience = 0;
 		mbc.sampled_eval = false;
 		gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, NULL, NULL, NULL, NULL, NULL, &res, NULL, &err);
 		full_acc = res.best.test_acc;

@@ -378,10 +378,19 @@ typedef struct mb_pipe
 	gnn_rng		rng;			/* shuffles, sampling and dropout seeds */
 	int64_t		total;			/* batches to produce in all */
 	int64_t		made;			/* batches produced (the stream position) */
-	/* after each epoch's nbatch training batches, neval validation batches of evn */
+	/*
+	 * after each epoch's nbatch training batches, neval validation batches
+	 * of evn; after the last epoch, ntestb test batches of tn (the same
+	 * producer thread: a new one after the last epoch left libgomp's teams
+	 * spinning against each other, 3x slower, on 2 cores)
+	 */
 	const int32_t *evn;
 	int64_t		nev;
 	int64_t		neval;
+	const int32_t *tn;
+	int64_t		nt;
+	int64_t		ntestb;
+	int64_t		train_total;	/* the epochs' batches, before the test batches */
 	gnn_sampler *esampler;		/* the producer's, for them */
 
 	int			nslots;
@@ -473,7 +482,8 @@ static void
 produce(mb_pipe *P, mb_item *it)
 {
 	const gnn_minibatch_config *mbc = P->mbc;
-	int64_t		pos = P->made % (P->nbatch + P->neval);
+	bool		test = P->made >= P->train_total;
+	int64_t		pos = test ? 0 : P->made % (P->nbatch + P->neval);
 	int64_t		b,
 				b0,
 				bs;
@@ -482,7 +492,7 @@ produce(mb_pipe *P, mb_item *it)
 	it->st = GNN_OK;
 	it->sample_s = it->gather_s = 0;
 	P->made++;
-	it->eval = pos >= P->nbatch;
+	it->eval = test || pos >= P->nbatch;
 	if (mbc->fail_batch > 0 && P->made == mbc->fail_batch)
 	{
 		it->st = gnn_error_set(&it->err, GNN_ERR_BACKEND, "injected failure producing batch %lld",
@@ -491,14 +501,17 @@ produce(mb_pipe *P, mb_item *it)
 	}
 	if (it->eval)
 	{
-		int64_t		e = pos - P->nbatch;
+		/* validation batch e of the epoch, or test batch e after the last one */
+		int64_t		e = test ? P->made - 1 - P->train_total : pos - P->nbatch;
+		const int32_t *nodes = test ? P->tn : P->evn;
+		int64_t		n = test ? P->nt : P->nev;
 
 		b0 = e * mbc->batch_size;
-		bs = P->nev - b0 < mbc->batch_size ? P->nev - b0 : mbc->batch_size;
+		bs = n - b0 < mbc->batch_size ? n - b0 : mbc->batch_size;
 		it->bs = bs;
 		it->dropout_seed = 0;
-		seed_bounds(P->g, mbc, P->evn + b0, bs, P->stimes);
-		produce_cpu(P, it, P->esampler, P->evn + b0, bs, P->stimes, eval_batch_seed(P->cfg, mbc, e));
+		seed_bounds(P->g, mbc, nodes + b0, bs, P->stimes);
+		produce_cpu(P, it, P->esampler, nodes + b0, bs, P->stimes, eval_batch_seed(P->cfg, mbc, e));
 		return;
 	}
 	b = pos;
@@ -564,7 +577,8 @@ producer_main(void *arg)
 static gnn_status
 pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
 		   int32_t *train, int64_t ntrain, uint64_t stream, int32_t epochs, gnn_backend *be, gnn_gpu_batcher *gpu,
-		   const int32_t *evn, int64_t nev, const gnn_sampler_config *esc, gnn_error *err)
+		   const int32_t *evn, int64_t nev, const int32_t *tn, int64_t nt, const gnn_sampler_config *esc,
+		   gnn_error *err)
 {
 	gnn_status	st;
 	int64_t		per = (ntrain + mbc->batch_size - 1) / mbc->batch_size;
@@ -579,7 +593,11 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 	P->evn = evn;
 	P->nev = nev;
 	P->neval = (nev + mbc->batch_size - 1) / mbc->batch_size;
-	P->total = (P->nbatch + P->neval) * epochs;
+	P->tn = tn;
+	P->nt = nt;
+	P->ntestb = (nt + mbc->batch_size - 1) / mbc->batch_size;
+	P->train_total = (P->nbatch + P->neval) * epochs;
+	P->total = P->train_total + P->ntestb;
 	gnn_rng_seed(&P->rng, stream);
 	P->gpu = gpu;
 	P->be = P->pbe = be;
@@ -603,7 +621,7 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 	}
 	if (!gpu && ntrain > 0 && (st = gnn_sampler_create(g, &mbc->sampler, &P->sampler, err)) != GNN_OK)
 		return st;
-	if (P->neval > 0 && (st = gnn_sampler_create(g, esc, &P->esampler, err)) != GNN_OK)
+	if (P->neval + P->ntestb > 0 && (st = gnn_sampler_create(g, esc, &P->esampler, err)) != GNN_OK)
 		return st;
 	if (P->nslots > 1)
 	{
@@ -780,16 +798,16 @@ item_features(gnn_backend *be, const gnn_graph *g, const mb_item *it, gnn_buf *d
 }
 
 /*
- * The next P->neval items of the pipeline, the evaluation batches of a
- * split, measured into a; dfeat: the device buffer of a batch's features.
+ * The next count items of the pipeline, the evaluation batches of a split,
+ * measured into a; dfeat: the device buffer of a batch's features.
  */
 static gnn_status
-eval_from_pipe(const eval_ctx *E, mb_pipe *P, gnn_buf *dfeat, gnn_should_stop_fn should_stop, void *stop_arg,
-			   eval_acc *a, gnn_error *err)
+eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn_should_stop_fn should_stop,
+			   void *stop_arg, eval_acc *a, gnn_error *err)
 {
 	gnn_status	st = GNN_OK;
 
-	for (int64_t e = 0; e < P->neval; e++)
+	for (int64_t e = 0; e < count; e++)
 	{
 		mb_item    *it;
 		gnn_dfeat	x;
@@ -849,6 +867,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	double	   *hd = NULL;
 	float	   *hlog = NULL;	/* an evaluation batch's logits on the host */
 	int64_t		nev = 0;		/* validation nodes measured after each epoch */
+	int64_t		ntest = 0;		/* test nodes, measured once */
+	int32_t    *tnodes = NULL;
 	eval_acc	va,
 				ta;
 	eval_ctx	E;
@@ -929,11 +949,14 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	hrows = malloc(sizeof(int32_t) * (mbc->batch_size + 1));
 	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
 	if (sampled_eval)
+	{
 		evnodes = malloc(sizeof(int32_t) * (g->num_nodes + 1));
+		tnodes = malloc(sizeof(int32_t) * (g->num_nodes + 1));
+	}
 	hf = malloc(sizeof(float) * 2 * mbc->batch_size);
 	hd = malloc(sizeof(double) * 2 * mbc->batch_size);
 	hlog = malloc(sizeof(float) * ((size_t) mbc->batch_size * c + 1));
-	if (!train || !hlab || !hrows || !best_w || (sampled_eval && !evnodes) || !hf || !hd || !hlog)
+	if (!train || !hlab || !hrows || !best_w || (sampled_eval && (!evnodes || !tnodes)) || !hf || !hd || !hlog)
 	{
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 		goto done;
@@ -962,6 +985,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			goto done;
 		}
 		nev = eval_nodes_of(g, cfg, GNN_SPLIT_VAL, mbc->eval_nodes, evnodes);
+		ntest = eval_nodes_of(g, cfg, GNN_SPLIT_TEST, 0, tnodes);
 	}
 	E.g = g;
 	E.cfg = cfg;
@@ -1029,7 +1053,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	on_device |= gpu != NULL;	/* (an emulated device in tests) */
 	/* the batches' stream, drawn after the weights */
 	if ((st = pipe_start(&pipe, g, cfg, mbc, train, ntrain, gnn_rng_next(&rng), cfg->epochs, be, gpu, evnodes, nev,
-						 &esc, err)) != GNN_OK)
+						 tnodes, ntest, &esc, err)) != GNN_OK)
 		goto done;
 
 	phase_note(heap_base, &stats->mem_setup);
@@ -1198,7 +1222,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			if (tr_counted > 0)
 				em.train_acc = regress ? (float) -(tr_ae / tr_counted) : (float) ((double) tr_correct / tr_counted);
 			eval_acc_reset(&va, c);
-			if ((st = eval_from_pipe(&E, &pipe, &dfeat, should_stop, stop_arg, &va, err)) != GNN_OK)
+			if ((st = eval_from_pipe(&E, &pipe, pipe.neval, &dfeat, should_stop, stop_arg, &va, err)) != GNN_OK)
 			{
 				if (st == GNN_ERR_CANCELLED)
 					st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
@@ -1254,24 +1278,28 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		}
 	}
 
-	/* sampled evaluation: the test split, once, on the kept weights */
-	pipe_stop(&pipe);
+	/*
+	 * Sampled evaluation: the test split, once, on the kept weights.  Its
+	 * batches follow the last epoch's in the stream; a run stopped early
+	 * (patience) is elsewhere in the stream, and gets a pipeline of its own.
+	 */
 	gnn_heap_phase_reset();
-	if (sampled_eval && !mbc->skip_eval && sel.have_best)
+	if (sampled_eval && !mbc->skip_eval && sel.have_best && ntest > 0)
 	{
 		double		t1 = gnn_now_s();
-		int64_t		nt;
 
 		if ((st = gnn_model_weights_set(model, best_w, err)) != GNN_OK)
 			goto out;
-		nt = eval_nodes_of(g, cfg, GNN_SPLIT_TEST, 0, evnodes);
 		eval_acc_reset(&ta, c);
-		/* a pipeline of its own: its batches made ahead as the validation split's are */
-		if (nt > 0 &&
-			((st = pipe_start(&pipe, g, cfg, mbc, NULL, 0, 0, 1, be, NULL, evnodes, nt, &esc, err)) != GNN_OK ||
-			(st = eval_from_pipe(&E, &pipe, &dfeat, should_stop, stop_arg, &ta, err)) != GNN_OK))
+		if (pipe.head != pipe.train_total)
+		{
+			pipe_stop(&pipe);
+			if ((st = pipe_start(&pipe, g, cfg, mbc, NULL, 0, 0, 1, be, NULL, NULL, 0, tnodes, ntest, &esc,
+								 err)) != GNN_OK)
+				goto out;
+		}
+		if ((st = eval_from_pipe(&E, &pipe, pipe.ntestb, &dfeat, should_stop, stop_arg, &ta, err)) != GNN_OK)
 			goto out;
-		pipe_stop(&pipe);
 		eval_acc_metrics(&ta, regress, true, &res->best);
 		stats->eval_s += gnn_now_s() - t1;
 		phase_note(heap_base, &stats->mem_eval);
@@ -1304,6 +1332,7 @@ done:
 	free(hlab);
 	free(hrows);
 	free(evnodes);
+	free(tnodes);
 	free(hf);
 	free(hd);
 	free(hlog);
