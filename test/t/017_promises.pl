@@ -163,6 +163,16 @@ my $final = $big =~ s/hidden => 6000/hidden => 4000/r;
 	is($node->safe_psql('postgres', "SELECT array_length(gnn.embedding('final', 5), 1)"), '4000',
 		'and the first caller computes the result');
 }
+{
+	# the model dropped while its results are computed: they are not published for nobody
+	my $id = $node->safe_psql('postgres', "SELECT gnn.train('g', $final, name => 'final3', epochs => 1)");
+	is(wait_for("SELECT state FROM gnn.jobs WHERE id = $id", 'succeeded', 120), 'succeeded', 'a third job');
+	my $pid = $node->safe_psql('postgres', "SELECT pid FROM gnn.jobs WHERE id = $id");
+	$node->safe_psql('postgres', "SELECT gnn.drop_model('final3')");
+	is(wait_for("SELECT count(*) FROM pg_stat_activity WHERE pid = $pid", '0', 60), '0', 'its worker finishes');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.cache WHERE model = 'final3'"), '0',
+		'its model dropped during the results pass: nothing of it is left in the cache');
+}
 
 # a job whose estimate cannot fit is refused by default, with the estimate in the error
 {

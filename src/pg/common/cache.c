@@ -721,21 +721,36 @@ static int
 CacheDropNow(const char *model, int32 version, Oid owner, bool count_only)
 {
 	int			n = 0;
+	bool		claims = false;
 
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < GNN_CACHE_SLOTS; i++)
 	{
 		GnnCacheEntry *e = &gnn_shared->cache[i];
 
-		if (e->state == GNN_CACHE_READY && e->key.dbid == MyDatabaseId && e->key.owner == owner &&
-			strcmp(e->model, model) == 0 && (version <= 0 || e->version == version))
+		if (e->state == GNN_CACHE_FREE || e->key.dbid != MyDatabaseId || e->key.owner != owner ||
+			strcmp(e->model, model) != 0 || (version > 0 && e->version != version))
+			continue;
+		if (e->state == GNN_CACHE_READY)
 		{
 			if (!count_only)
 				EntryFree(e);
 			n++;
 		}
+		else if (!count_only)
+		{
+			/*
+			 * being computed (a training worker's results after its job, a
+			 * session's miss): its claim goes, so the computation ends
+			 * unshared instead of publishing a result nobody can ask for
+			 */
+			EntryFree(e);
+			claims = true;
+		}
 	}
 	LWLockRelease(gnn_shared->lock);
+	if (claims)
+		ConditionVariableBroadcast(&gnn_shared->cache_cv);
 	return n;
 }
 
