@@ -248,7 +248,12 @@ def main():
     ap.add_argument('--num-workers', type=int, default=0)
     ap.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
     ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--threads', type=int, default=0,
+                    help="torch's intra-op threads (0: torch's default; Debian's torch uses 1 unless told): "
+                         "give gnn.threads' number to compare at equal threads")
     args = ap.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     if args.fanout is None:
         args.fanout = [10] * args.layers
     if len(args.fanout) != args.layers:
