@@ -25,9 +25,44 @@ gnn_job_plan_default(gnn_job_plan *p)
 	p->gpu_cache_bytes = -1;
 }
 
+static void add_item(gnn_estimate *e, bool gpu, bool after, const char *item, double bytes, const char *fmt,
+					 va_list ap) __attribute__((format(printf, 6, 0)));
+
+/* an item (of the results pass after the job with after, else of the job), its note from fmt */
+static void
+add_item(gnn_estimate *e, bool gpu, bool after, const char *item, double bytes, const char *fmt, va_list ap)
+{
+	gnn_estimate_item *it;
+
+	if (e->n >= GNN_ESTIMATE_ITEMS || bytes < 0)
+		return;
+	it = &e->items[e->n++];
+	snprintf(it->item, sizeof(it->item), "%s", item);
+	it->gpu = gpu;
+	it->after = after;
+	it->bytes = (int64_t) bytes;
+	vsnprintf(it->note, sizeof(it->note), fmt, ap);
+	if (after)
+		e->after_host_bytes += it->bytes;
+	else if (gpu)
+		e->gpu_bytes += it->bytes;
+	else
+		e->host_bytes += it->bytes;
+}
+
 static void
 add(gnn_estimate *e, bool gpu, const char *item, double bytes, const char *fmt,...)
 	__attribute__((format(printf, 5, 6)));
+
+static void
+add(gnn_estimate *e, bool gpu, const char *item, double bytes, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	add_item(e, gpu, false, item, bytes, fmt, ap);
+	va_end(ap);
+}
 
 static void
 add_after(gnn_estimate *e, const char *item, double bytes, const char *fmt,...)
@@ -37,41 +72,11 @@ add_after(gnn_estimate *e, const char *item, double bytes, const char *fmt,...)
 static void
 add_after(gnn_estimate *e, const char *item, double bytes, const char *fmt,...)
 {
-	gnn_estimate_item *it;
 	va_list		ap;
 
-	if (e->n >= GNN_ESTIMATE_ITEMS || bytes < 0)
-		return;
-	it = &e->items[e->n++];
-	snprintf(it->item, sizeof(it->item), "%s", item);
-	it->gpu = false;
-	it->after = true;
-	it->bytes = (int64_t) bytes;
 	va_start(ap, fmt);
-	vsnprintf(it->note, sizeof(it->note), fmt, ap);
+	add_item(e, false, true, item, bytes, fmt, ap);
 	va_end(ap);
-	e->after_host_bytes += it->bytes;
-}
-
-static void
-add(gnn_estimate *e, bool gpu, const char *item, double bytes, const char *fmt,...)
-{
-	gnn_estimate_item *it;
-	va_list		ap;
-
-	if (e->n >= GNN_ESTIMATE_ITEMS || bytes < 0)
-		return;
-	it = &e->items[e->n++];
-	snprintf(it->item, sizeof(it->item), "%s", item);
-	it->gpu = gpu;
-	it->bytes = (int64_t) bytes;
-	va_start(ap, fmt);
-	vsnprintf(it->note, sizeof(it->note), fmt, ap);
-	va_end(ap);
-	if (gpu)
-		e->gpu_bytes += it->bytes;
-	else
-		e->host_bytes += it->bytes;
 }
 
 /* the widths of the model's layers: in[l] -> out[l] */
