@@ -963,15 +963,16 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	}
 	if (sampled_eval && !mbc->skip_eval)
 	{
-		int64_t		nt = 0;
-
 		/* room for either split's two-class scores, and the test split's confusion */
-		for (int64_t v = 0; v < g->num_nodes; v++)
-			nt += node_in_split(g, cfg, v, GNN_SPLIT_TEST) || node_in_split(g, cfg, v, GNN_SPLIT_VAL);
+		int64_t		room;
+
+		nev = eval_nodes_of(g, cfg, GNN_SPLIT_VAL, mbc->eval_nodes, evnodes);
+		ntest = eval_nodes_of(g, cfg, GNN_SPLIT_TEST, 0, tnodes);
+		room = nev > ntest ? nev : ntest;
 		if (!regress && c == 2)
 		{
-			va.score = ta.score = malloc(sizeof(double) * (nt + 1));
-			va.slab = ta.slab = malloc(sizeof(int32_t) * (nt + 1));
+			va.score = ta.score = malloc(sizeof(double) * (room + 1));
+			va.slab = ta.slab = malloc(sizeof(int32_t) * (room + 1));
 			if (!va.score || !va.slab)
 			{
 				st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
@@ -984,8 +985,6 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 			goto done;
 		}
-		nev = eval_nodes_of(g, cfg, GNN_SPLIT_VAL, mbc->eval_nodes, evnodes);
-		ntest = eval_nodes_of(g, cfg, GNN_SPLIT_TEST, 0, tnodes);
 	}
 	E.g = g;
 	E.cfg = cfg;
