@@ -371,8 +371,8 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 					add(out, false, "evaluation", fp.features + fp.operators + fp.activations + fp.attention,
 						"a forward pass over all %.0f nodes each epoch (options.evaluation 'sampled' needs less)", n);
 				else
-					add(out, false, "evaluation", 4.0 * n + (g->num_classes == 2 ? 12.0 * n : 0),
-						"sampled validation batches from the training pipeline; the splits' node lists");
+					add(out, false, "evaluation", 8.0 * n + (g->num_classes == 2 ? 12.0 * n : 0),
+						"sampled validation and test batches from the training pipeline; the two splits' node lists");
 				if (!plan->temporal)
 					add_after(out, "final inference", fp.features + fp.operators + fp.activations + fp.attention,
 							  "after the job: one forward pass over all %.0f nodes for the results", n);
