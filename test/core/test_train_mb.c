@@ -161,6 +161,41 @@ main(void)
 			tenths &= fabsf(b->val[i] * 100 - roundf(b->val[i] * 100)) < 1e-3f;
 		CHECK(b->n == 8 && tenths && memcmp(a->loss, b->loss, sizeof(float) * 8) == 0,
 			  "eval_nodes 100: validation accuracies in hundredths, training unchanged");
+		/*
+		 * evaluation batches larger than training's (eval_batch_size): the
+		 * same training, every validation and test node measured once (the
+		 * confusion counts the test split), ahead as in line
+		 */
+		{
+			rec		   *e1 = calloc(1, sizeof(rec)),
+					   *e2 = calloc(1, sizeof(rec));
+			gnn_minibatch_stats es;
+			int64_t		esum = 0;
+
+			mbc.eval_nodes = 0;
+			mbc.eval_batch_size = 300;
+			mbc.prefetch = 2;
+			st = gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, e1, NULL, NULL, NULL, &res, &es, &err);
+			for (int i = 0; res.confusion && i < res.confusion_classes * res.confusion_classes; i++)
+				esum += res.confusion[i];
+			CHECK(st == GNN_OK && e1->n == 8 && memcmp(a->loss, e1->loss, sizeof(float) * 8) == 0 && esum == ntest &&
+				  es.test_nodes == ntest && es.val_nodes > 0 && es.val_nodes < cora.g.num_nodes,
+				  "eval_batch_size 300 (batch 64): training unchanged, %lld test nodes measured once (%lld), %lld validation nodes",
+				  (long long) ntest, (long long) esum, (long long) es.val_nodes);
+			gnn_train_result_free(&res);
+			mbc.prefetch = 0;
+			gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, e2, NULL, NULL, NULL, &res, NULL, &err);
+			gnn_train_result_free(&res);
+			CHECK(e2->n == 8 && memcmp(e1->val, e2->val, sizeof(float) * 8) == 0,
+				  "eval_batch_size 300: validation batches made ahead equal those made in line");
+			mbc.eval_batch_size = -1;
+			CHECK(gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, NULL, NULL, NULL, NULL, NULL, &res, NULL, &err) ==
+				  GNN_ERR_INVALID, "a negative eval_batch_size is refused: %s", err.msg);
+			mbc.eval_batch_size = 0;
+			mbc.prefetch = 2;
+			free(e1);
+			free(e2);
+		}
 		/* stopped early (patience): the test batches come from a pipeline of their own */
 		mbc.eval_nodes = 0;
 		cfg.epochs = 60;

@@ -266,6 +266,37 @@ batch_rows(const gnn_graph *g, const gnn_job_plan *p, int32_t target, double see
 	*inputs = level;
 }
 
+/* one neighbour-sampled batch of seeds: its input rows, block bytes, activation bytes and sampled arcs */
+typedef struct batch_cost
+{
+	double		inputs;
+	double		blocks;
+	double		act;
+	double		sampled;
+} batch_cost;
+
+static void
+batch_cost_of(const gnn_graph *g, const gnn_job_plan *plan, const shape *s, int32_t target, double seeds,
+			  batch_cost *c)
+{
+	double		dst[GNN_MAX_LAYERS],
+				harcs[GNN_MAX_LAYERS];
+
+	memset(c, 0, sizeof(*c));
+	batch_rows(g, plan, target, seeds, dst, harcs, &c->inputs);
+	for (int h = 0; h < plan->nfanouts; h++)
+	{
+		/* the model's layer l reads hop nfanouts - 1 - l */
+		int			l = plan->nfanouts - 1 - h;
+
+		c->sampled += harcs[h];
+		c->blocks += 2.0 * (8.0 * (dst[h] + 1) + 8.0 * (harcs[h] + dst[h])) + 16.0 * dst[h];
+		c->act += (4.0 * dst[h] * (l == 0 || s->out[l] > s->in[l] ? s->out[l] : s->in[l]) * 5 +
+				   4.0 * dst[h] * s->out[l] * 4) * relational_factor(g, s) +
+			(s->gat ? 4.0 * (harcs[h] + dst[h]) * s->heads * 3 : 0);
+	}
+}
+
 gnn_status
 gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_plan *plan,
 				 gnn_estimate *out, gnn_error *err)
@@ -326,30 +357,22 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 			break;
 		case GNN_LOOP_MINIBATCH:
 			{
-				double		dst[GNN_MAX_LAYERS],
-							harcs[GNN_MAX_LAYERS],
-							inputs,
-							seeds = plan->batch_size > 0 ? plan->batch_size : 512,
+				double		seeds = plan->batch_size > 0 ? plan->batch_size : 512,
 							slots = (plan->prefetch < 0 ? 2 : plan->prefetch) + 1,
-							act = 0,
-							blocks = 0,
-							sampled = 0;
+							inputs,
+							blocks,
+							act,
+							sampled;
+				batch_cost	bc;
 
 				if (plan->nfanouts != mc.layers)
 					return gnn_error_set(err, GNN_ERR_INVALID, "%d fan-outs for %d layers", plan->nfanouts,
 										 mc.layers);
-				batch_rows(g, plan, cfg->target_type, seeds, dst, harcs, &inputs);
-				for (int h = 0; h < plan->nfanouts; h++)
-				{
-					/* the model's layer l reads hop nfanouts - 1 - l */
-					int			l = plan->nfanouts - 1 - h;
-
-					sampled += harcs[h];
-					blocks += 2.0 * (8.0 * (dst[h] + 1) + 8.0 * (harcs[h] + dst[h])) + 16.0 * dst[h];
-					act += (4.0 * dst[h] * (l == 0 || s.out[l] > s.in[l] ? s.out[l] : s.in[l]) * 5 +
-							4.0 * dst[h] * s.out[l] * 4) * relational_factor(g, &s) +
-						(s.gat ? 4.0 * (harcs[h] + dst[h]) * s.heads * 3 : 0);
-				}
+				batch_cost_of(g, plan, &s, cfg->target_type, seeds, &bc);
+				inputs = bc.inputs;
+				blocks = bc.blocks;
+				act = bc.act;
+				sampled = bc.sampled;
 				out->batch_bytes = (int64_t) (inputs * row_bytes(g) * 2 + blocks + act);
 				add(out, gpu, "batch features", inputs * row_bytes(g) * (slots + 1),
 					"%.0f input nodes per batch x %d features, %.0f batches in flight and dropout's copy",
@@ -371,8 +394,31 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 					add(out, false, "evaluation", fp.features + fp.operators + fp.activations + fp.attention,
 						"a forward pass over all %.0f nodes each epoch (options.evaluation 'sampled' needs less)", n);
 				else
-					add(out, false, "evaluation", 8.0 * n + (g->num_classes == 2 ? 12.0 * n : 0),
-						"sampled validation and test batches from the training pipeline; the two splits' node lists");
+				{
+					/*
+					 * the splits' node lists, and where evaluation batches are
+					 * larger than training's (eval_batch_size), what a larger
+					 * batch holds beyond a training one: its features in every
+					 * slot of the pipeline (a slot keeps the largest buffer it
+					 * had), its blocks and its forward pass
+					 */
+					double		eseeds = plan->eval_batch_size > seeds ? plan->eval_batch_size : seeds,
+								more = 0;
+
+					if (eseeds > seeds)
+					{
+						batch_cost	ec;
+
+						batch_cost_of(g, plan, &s, cfg->target_type, eseeds, &ec);
+						more = (ec.inputs - inputs) * (row_bytes(g) * (slots + 1) + 24.0 * slots) +
+							(ec.blocks - blocks) * slots + (ec.act > act ? ec.act - act : 0);
+						if (more < 0)
+							more = 0;
+					}
+					add(out, false, "evaluation", 8.0 * n + (g->num_classes == 2 ? 12.0 * n : 0) + more,
+						"sampled validation and test batches of %.0f seeds from the training pipeline; the two splits' node lists",
+						eseeds);
+				}
 				if (!plan->temporal)
 					add_after(out, "final inference", fp.features + fp.operators + fp.activations + fp.attention,
 							  "after the job: one forward pass over all %.0f nodes for the results", n);

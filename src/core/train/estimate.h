@@ -41,6 +41,7 @@ typedef struct gnn_job_plan
 	int32_t		prefetch;		/* batches built ahead (-1: the default, 2) */
 	int32_t		threads;		/* sampler threads (0: all cores) */
 	bool		sampled_eval;	/* minibatch: evaluation on sampled neighbourhoods */
+	int32_t		eval_batch_size;	/* its seeds per batch (0: batch_size) */
 	bool		temporal;		/* minibatch: time-aware sampling (evaluation and results sampled too) */
 	bool		gpu;			/* trained on a GPU: the device items too */
 	int64_t		gpu_cache_bytes;	/* GPU feature cache (-1: the default, what is left) */

@@ -99,6 +99,20 @@ batch_regress(gnn_backend *be, const gnn_graph *g, const int32_t *seeds, int64_t
 	return st;
 }
 
+/* seeds per evaluation batch */
+static int64_t
+eval_batch_of(const gnn_minibatch_config *mbc)
+{
+	return mbc->eval_batch_size > 0 ? mbc->eval_batch_size : mbc->batch_size;
+}
+
+/* the most seeds a batch has, training or evaluation: the size of per-batch scratch */
+static int64_t
+batch_room(const gnn_minibatch_config *mbc)
+{
+	return eval_batch_of(mbc) > mbc->batch_size ? eval_batch_of(mbc) : mbc->batch_size;
+}
+
 /* the seeds' time bounds (gnn_temporal_bound: as_of, else each seed's time, else none) */
 static void
 seed_bounds(const gnn_graph *g, const gnn_minibatch_config *mbc, const int32_t *seeds, int64_t n, int64_t *out)
@@ -384,6 +398,7 @@ typedef struct mb_pipe
 	 * producer thread: a new one after the last epoch left libgomp's teams
 	 * spinning against each other, 3x slower, on 2 cores)
 	 */
+	int64_t		ebs;			/* seeds per evaluation batch */
 	const int32_t *evn;
 	int64_t		nev;
 	int64_t		neval;
@@ -506,8 +521,8 @@ produce(mb_pipe *P, mb_item *it)
 		const int32_t *nodes = test ? P->tn : P->evn;
 		int64_t		n = test ? P->nt : P->nev;
 
-		b0 = e * mbc->batch_size;
-		bs = n - b0 < mbc->batch_size ? n - b0 : mbc->batch_size;
+		b0 = e * P->ebs;
+		bs = n - b0 < P->ebs ? n - b0 : P->ebs;
 		it->bs = bs;
 		it->dropout_seed = 0;
 		seed_bounds(P->g, mbc, nodes + b0, bs, P->stimes);
@@ -590,12 +605,13 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 	P->train = train;
 	P->ntrain = ntrain;
 	P->nbatch = mbc->max_batches > 0 && mbc->max_batches < per ? mbc->max_batches : per;
+	P->ebs = eval_batch_of(mbc);
 	P->evn = evn;
 	P->nev = nev;
-	P->neval = (nev + mbc->batch_size - 1) / mbc->batch_size;
+	P->neval = (nev + P->ebs - 1) / P->ebs;
 	P->tn = tn;
 	P->nt = nt;
-	P->ntestb = (nt + mbc->batch_size - 1) / mbc->batch_size;
+	P->ntestb = (nt + P->ebs - 1) / P->ebs;
 	P->train_total = (P->nbatch + P->neval) * epochs;
 	P->total = P->train_total + P->ntestb;
 	gnn_rng_seed(&P->rng, stream);
@@ -605,7 +621,7 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 	if (gpu && P->nslots > gnn_gpu_batcher_slots(gpu))
 		P->nslots = gnn_gpu_batcher_slots(gpu);
 	P->slots = calloc(P->nslots, sizeof(mb_item));
-	P->stimes = malloc(sizeof(int64_t) * (mbc->batch_size + 1));
+	P->stimes = malloc(sizeof(int64_t) * (batch_room(mbc) + 1));
 	if (!P->slots || !P->stimes)
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 	if (gpu && P->nslots > 1)
@@ -888,6 +904,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				drows = {0},
 				dlogits = {0};
 	int64_t		ntrain = 0;
+	int64_t		room;			/* seeds of the largest batch, training or evaluation */
 	int32_t		c;
 	int			L = cfg->layers;
 	gnn_selector sel;
@@ -921,6 +938,10 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 							 mbc->sampler.nhops, L);
 	if (mbc->batch_size < 1)
 		return gnn_error_set(err, GNN_ERR_INVALID, "batch size must be >= 1, got %d", mbc->batch_size);
+	if (mbc->eval_batch_size < 0)
+		return gnn_error_set(err, GNN_ERR_INVALID, "evaluation batch size must be >= 0 (0: the batch size), got %d",
+							 mbc->eval_batch_size);
+	room = batch_room(mbc);
 	if ((st = gnn_train_graph_check_task(g, cfg->task, err)) != GNN_OK)
 		return st;
 	if (g->num_node_types > 1 && (cfg->target_type < 0 || cfg->target_type >= g->num_node_types))
@@ -945,17 +966,17 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK)
 		goto done;
 	train = malloc(sizeof(int32_t) * (g->n_train + 1));
-	hlab = malloc(sizeof(int32_t) * (mbc->batch_size + 1));
-	hrows = malloc(sizeof(int32_t) * (mbc->batch_size + 1));
+	hlab = malloc(sizeof(int32_t) * (room + 1));
+	hrows = malloc(sizeof(int32_t) * (room + 1));
 	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
 	if (sampled_eval)
 	{
 		evnodes = malloc(sizeof(int32_t) * (g->num_nodes + 1));
 		tnodes = malloc(sizeof(int32_t) * (g->num_nodes + 1));
 	}
-	hf = malloc(sizeof(float) * 2 * mbc->batch_size);
-	hd = malloc(sizeof(double) * 2 * mbc->batch_size);
-	hlog = malloc(sizeof(float) * ((size_t) mbc->batch_size * c + 1));
+	hf = malloc(sizeof(float) * 2 * room);
+	hd = malloc(sizeof(double) * 2 * room);
+	hlog = malloc(sizeof(float) * ((size_t) room * c + 1));
 	if (!train || !hlab || !hrows || !best_w || (sampled_eval && (!evnodes || !tnodes)) || !hf || !hd || !hlog)
 	{
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
@@ -964,15 +985,17 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	if (sampled_eval && !mbc->skip_eval)
 	{
 		/* room for either split's two-class scores, and the test split's confusion */
-		int64_t		room;
+		int64_t		nscores;
 
 		nev = eval_nodes_of(g, cfg, GNN_SPLIT_VAL, mbc->eval_nodes, evnodes);
 		ntest = eval_nodes_of(g, cfg, GNN_SPLIT_TEST, 0, tnodes);
-		room = nev > ntest ? nev : ntest;
+		nscores = nev > ntest ? nev : ntest;
+		stats->val_nodes = nev;
+		stats->test_nodes = ntest;
 		if (!regress && c == 2)
 		{
-			va.score = ta.score = malloc(sizeof(double) * (room + 1));
-			va.slab = ta.slab = malloc(sizeof(int32_t) * (room + 1));
+			va.score = ta.score = malloc(sizeof(double) * (nscores + 1));
+			va.slab = ta.slab = malloc(sizeof(int32_t) * (nscores + 1));
 			if (!va.score || !va.slab)
 			{
 				st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
@@ -1006,13 +1029,13 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 						   regress ? "targeted" : "labelled", cfg->target_type);
 		goto done;
 	}
-	for (int i = 0; i < mbc->batch_size; i++)
-		hrows[i] = i;
-	if ((st = gnn_buf_ensure(be, &dlab, sizeof(int32_t) * mbc->batch_size, err)) != GNN_OK ||
-		(st = gnn_buf_ensure(be, &drows, sizeof(int32_t) * mbc->batch_size, err)) != GNN_OK ||
-		(st = gnn_buf_ensure(be, &dlogits, sizeof(float) * mbc->batch_size * c, err)) != GNN_OK)
+	for (int64_t i = 0; i < room; i++)
+		hrows[i] = (int32_t) i;
+	if ((st = gnn_buf_ensure(be, &dlab, sizeof(int32_t) * room, err)) != GNN_OK ||
+		(st = gnn_buf_ensure(be, &drows, sizeof(int32_t) * room, err)) != GNN_OK ||
+		(st = gnn_buf_ensure(be, &dlogits, sizeof(float) * room * c, err)) != GNN_OK)
 		goto done;
-	if ((st = gnn_backend_error(be, gnn_backend_copy_h2d(be, drows.p, hrows, sizeof(int32_t) * mbc->batch_size), err)) != GNN_OK)
+	if ((st = gnn_backend_error(be, gnn_backend_copy_h2d(be, drows.p, hrows, sizeof(int32_t) * room), err)) != GNN_OK)
 		goto done;
 	gnn_optim_init(&opt, cfg->optimizer, cfg->lr, cfg->weight_decay);
 	if (mbc->prefetch < 0 || mbc->prefetch > 64)
@@ -1055,6 +1078,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 						 tnodes, ntest, &esc, err)) != GNN_OK)
 		goto done;
 
+	stats->prefetch = pipe.threaded ? pipe.nslots - 1 : 0;
 	phase_note(heap_base, &stats->mem_setup);
 	t_start = gnn_now_s();
 	for (int32_t epoch = 1; epoch <= cfg->epochs; epoch++)
