@@ -182,6 +182,14 @@ gnn_status	gnn_dblock_create(gnn_backend *be, const gnn_block *blk, gnn_dblock *
 							  gnn_error *err);
 
 /*
+ * As gnn_dblock_create, for training a model of kind: GraphSAGE reads the
+ * raw CSR only, so the self-looped, normalised one (and its transpose, six
+ * times the work of the raw pair on a sampled batch) is left out.
+ */
+gnn_status	gnn_dblock_create_for(gnn_backend *be, const gnn_block *blk, gnn_model_kind kind,
+								  gnn_dblock *out, gnn_error *err);
+
+/*
  * As gnn_dblock_create, but GCN's normalisation D_dst^-1/2 (A+I) D_src^-1/2
  * takes its degrees from deg_dst[n_dst] and deg_src[n_src] (either may be
  * NULL: the block's own row / column sums).  A block cut out of a graph

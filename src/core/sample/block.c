@@ -526,6 +526,14 @@ gnn_dblock_create_normed(gnn_backend *be, const gnn_block *blk, const double *de
 }
 
 gnn_status
+gnn_dblock_create_for(gnn_backend *be, const gnn_block *blk, gnn_model_kind kind, gnn_dblock *out, gnn_error *err)
+{
+	bool		sage = kind == GNN_MODEL_SAGE;
+
+	return dblock_make(be, blk, NULL, NULL, true, true, !sage, true, out, err);
+}
+
+gnn_status
 gnn_dblock_create_forward(gnn_backend *be, const gnn_block *blk, gnn_model_kind kind,
 						  const double *deg_dst, const double *deg_src, gnn_dblock *out,
 						  gnn_error *err)

@@ -27,8 +27,8 @@ typedef gnn_eval_data eval_data;
  * by the row's entry count, so rows are pre-multiplied by it.
  */
 static gnn_status
-batch_block(gnn_backend *be, const gnn_block *b, bool mean_compensate, float **wbuf, size_t *wcap,
-			gnn_dblock *out, gnn_error *err)
+batch_block(gnn_backend *be, const gnn_block *b, gnn_model_kind kind, bool mean_compensate, float **wbuf,
+			size_t *wcap, gnn_dblock *out, gnn_error *err)
 {
 	gnn_block	blk = *b;
 
@@ -52,7 +52,7 @@ batch_block(gnn_backend *be, const gnn_block *b, bool mean_compensate, float **w
 		}
 		blk.weights = *wbuf;
 	}
-	return gnn_dblock_create(be, &blk, out, err);
+	return gnn_dblock_create_for(be, &blk, kind, out, err);
 }
 
 /*
@@ -843,7 +843,7 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 		}
 		st = item_features(E->be, E->g, it, dfeat, &x, &x_owned, err);
 		for (int l = 0; st == GNN_OK && l < E->cfg->layers; l++)
-			if ((st = gnn_dblock_create(E->be, &it->mb.mb.blocks[l], &dblk[l], err)) == GNN_OK)
+			if ((st = gnn_dblock_create_for(E->be, &it->mb.mb.blocks[l], E->cfg->model, &dblk[l], err)) == GNN_OK)
 				blocks[made++] = &dblk[l];
 		if (st == GNN_OK)
 			st = eval_batch(E, blocks, &x, it->mb.mb.input_nodes, it->bs, a, err);
@@ -1148,7 +1148,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			for (int l = 0; st == GNN_OK && l < L; l++)
 				if (it->gpu)
 					blocks[l] = &it->gblk[l];
-				else if ((st = batch_block(be, &mb->blocks[l], compensate, &wbuf, &wcap, &dblk[l], err)) == GNN_OK)
+				else if ((st = batch_block(be, &mb->blocks[l], cfg->model, compensate, &wbuf, &wcap, &dblk[l], err)) == GNN_OK)
 					blocks[made++] = &dblk[l];
 			if (on_device)
 				moved += batch_bytes_moved(g, it, regress);
