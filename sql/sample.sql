@@ -75,14 +75,14 @@ SELECT * FROM gnn.random_walk('s_tiny', '{7}', 3);
 
 -- minibatch training on sampled blocks (GraphSAGE, fan-outs per layer)
 SELECT gnn.train('sg', model => 'graphsage', name => 'sg_mb', hidden => 16, epochs => 15, seed => 3, wait => true,
-                 options => '{"fanouts": [5, 5], "batch_size": 32}') AS job \gset
+                 options => '{"fanouts": [5, 5], "batch_size": 32, "prefetch": 2}') AS job \gset
 SELECT state, error IS NULL AS no_error FROM gnn.jobs WHERE id = :job;
 SELECT params->'fanouts' AS fanouts, params->>'batch_size' AS batch_size, params->>'sampler' AS sampler,
        (metrics->>'test_acc')::float8 > 0.6 AS learned, (metrics->>'batches')::int = 15 * 3 AS batches
 FROM gnn.models WHERE name = 'sg_mb';
--- batches are sampled and gathered ahead (options.prefetch, default 2); the
--- log says where each epoch's time went, and in-line sampling trains the same
-SELECT params->>'prefetch' AS prefetch,
+-- batches are sampled and gathered ahead (options.prefetch, default 2; metrics.prefetch
+-- says what the job did); the log says where each epoch's time went, and in-line sampling trains the same
+SELECT params->>'prefetch' AS prefetch, metrics->>'prefetch' AS made_ahead,
        (SELECT count(*) FROM gnn.training_log WHERE job = :job
           AND sample_seconds >= 0 AND gather_seconds >= 0 AND compute_seconds > 0 AND wait_seconds >= 0
           AND eval_seconds >= 0 AND sample_seconds + gather_seconds + compute_seconds <= seconds * 1.5 + 0.01) AS split_epochs
@@ -91,6 +91,7 @@ SELECT gnn.train('sg', model => 'graphsage', name => 'sg_mb0', hidden => 16, epo
                  options => '{"fanouts": [5, 5], "batch_size": 32, "prefetch": 0}') AS job0 \gset
 SELECT count(*) AS epochs, count(*) FILTER (WHERE a.loss = b.loss AND a.val_acc = b.val_acc) AS same_epochs
 FROM gnn.training_log a JOIN gnn.training_log b USING (epoch) WHERE a.job = :job AND b.job = :job0;
+SELECT metrics->>'prefetch' AS in_line FROM gnn.models WHERE name = 'sg_mb0' AND version = 1;
 -- evaluation costs what it must (issue #44): after each epoch the validation split only, on
 -- sampled neighbourhoods (test_acc per epoch stays empty), the test split once on the selected
 -- weights; its confusion is the recorded test accuracy; train_acc is the epoch's batches'
@@ -119,6 +120,29 @@ SELECT count(*) AS epochs,
        count(*) FILTER (WHERE abs(a.val_acc * 10 - round(a.val_acc * 10)) < 1e-4) AS tenths
 FROM gnn.training_log a JOIN gnn.training_log b USING (epoch) WHERE a.job = :jev AND b.job = :jev2;
 SELECT params->>'eval_nodes' AS eval_nodes FROM gnn.models WHERE name = 'sg_ev' AND version = 1;
+-- not given: gnn.eval_nodes (20,000 by default: all of this split's 150), recorded in
+-- params; "all" every node; metrics count the nodes measured (the test split whole);
+-- options.eval_batch_size batches evaluation apart from training, which stays the same
+SELECT gnn.train('sg', model => 'graphsage', name => 'sg_evb', hidden => 16, epochs => 2, seed => 3, wait => true,
+                 options => '{"fanouts": [5, 5], "batch_size": 32}') AS jd \gset
+SELECT gnn.train('sg', model => 'graphsage', name => 'sg_evb', hidden => 16, epochs => 2, seed => 3, wait => true,
+                 options => '{"fanouts": [5, 5], "batch_size": 32, "eval_nodes": "all", "eval_batch_size": 1000}') AS jall \gset
+SET gnn.eval_nodes = 40;
+SELECT gnn.train('sg', model => 'graphsage', name => 'sg_evb', hidden => 16, epochs => 2, seed => 3, wait => true,
+                 options => '{"fanouts": [5, 5], "batch_size": 32}') AS j40 \gset
+SET gnn.eval_nodes = 0;
+SELECT gnn.train('sg', model => 'graphsage', name => 'sg_evb', hidden => 16, epochs => 1, seed => 3, wait => true,
+                 options => '{"fanouts": [5, 5], "batch_size": 32}') AS j0 \gset
+RESET gnn.eval_nodes;
+SELECT version, params->>'eval_nodes' AS eval_nodes, params->>'eval_batch_size' AS eval_batch_size,
+       metrics->>'val_nodes' AS val_nodes, metrics->>'test_nodes' AS test_nodes
+FROM gnn.models WHERE name = 'sg_evb' ORDER BY version;
+SELECT count(*) AS epochs, count(*) FILTER (WHERE a.loss = b.loss AND c.loss = a.loss) AS same_training
+FROM gnn.training_log a JOIN gnn.training_log b USING (epoch) JOIN gnn.training_log c USING (epoch)
+WHERE a.job = :jd AND b.job = :jall AND c.job = :j40;
+SELECT gnn.train('sg', options => '{"fanouts": [5, 5], "eval_nodes": "most"}');
+SELECT gnn.train('sg', options => '{"fanouts": [5, 5], "eval_batch_size": 0}');
+SELECT gnn.train('sg', options => '{"fanouts": [5, 5], "evaluation": "full", "eval_batch_size": 100}');
 SELECT gnn.train('sg', model => 'graphsage', name => 'sg_full', hidden => 16, epochs => 3, seed => 3, wait => true,
                  options => '{"fanouts": [5, 5], "batch_size": 32, "evaluation": "full"}') AS jfull \gset
 SELECT count(*) AS epochs, count(*) FILTER (WHERE test_acc BETWEEN 0 AND 1) AS test_per_epoch

@@ -49,6 +49,15 @@ _PG_init(void)
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("gnn.eval_nodes",
+							"Validation nodes a minibatch job measures after each epoch, unless options.eval_nodes says (0: all).",
+							"Where the validation split is larger, a seeded sample of this many, the same every "
+							"epoch; the test split is measured whole, once, on the selected weights.",
+							&gnn_eval_nodes,
+							20000, 0, 1000000000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
 	DefineCustomIntVariable("gnn.max_jobs",
 							"Training jobs that may run at once.",
 							"More are refused with an error; each job uses one background worker.",

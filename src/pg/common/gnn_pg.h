@@ -23,6 +23,7 @@ extern int	gnn_max_graph_memory_mb;
 extern int	gnn_max_graphs;
 extern int	gnn_threads;
 extern int	gnn_max_jobs;
+extern int	gnn_eval_nodes;
 extern char *gnn_cuda_library;
 extern int	gnn_fault_backend_calls;
 extern int	gnn_max_classes;
@@ -182,7 +183,9 @@ typedef struct GnnTrainRequest
 	int32		gpu_sampling;	/* options.gpu_sampling: -1 not given (on), 0, 1 */
 	char		cache_policy[16];	/* options.cache_policy: presample (default), degree */
 	char		evaluation[16]; /* options.evaluation: sampled (default), full ('' not given) */
-	int32		eval_nodes;		/* options.eval_nodes: validation nodes measured per epoch (0: all) */
+	int32		eval_nodes;		/* options.eval_nodes: validation nodes measured per epoch (0: not
+								 * given; -1: "all"); gnn.eval_nodes fills it in where it applies */
+	int32		eval_batch_size;	/* options.eval_batch_size (0: not given) */
 	char		sampler[16];
 	int64		fault_after;	/* fault injection: backend calls after this many fail; < 0 off */
 	int32		threads;
@@ -630,6 +633,8 @@ extern bool GnnDeployAfterTraining(const char *name, int32 new_version, const ch
 /* jobs.c / worker.c */
 extern const char *GnnJobStateName(GnnJobState s);
 extern void GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r);
+extern int64 GnnEvalNodes(const GnnTrainRequest *r);
+extern int32 GnnEvalBatchSize(const GnnTrainRequest *r);
 
 /* dist.c: a training job over several servers (options.peers), from the coordinator's worker */
 extern void GnnDistCheckConninfo(const char *conninfo, const char *who);

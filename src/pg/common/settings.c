@@ -19,6 +19,7 @@ bool		gnn_verbose_deprecated = true;	/* gnn.verbose: the old name of gnn.progres
 int			gnn_max_graphs = 64;
 int			gnn_threads = 0;
 int			gnn_max_jobs = 4;
+int			gnn_eval_nodes = 20000;
 char	   *gnn_cuda_library = NULL;
 char	   *gnn_dist_host = NULL;
 int			gnn_fault_backend_calls = -1;

@@ -458,7 +458,8 @@ RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequ
 	mbc.prefetch = r->prefetch;
 	/* evaluation on sampled neighbourhoods unless asked for the full pass */
 	mbc.sampled_eval = strcmp(r->evaluation, "full") != 0;
-	mbc.eval_nodes = r->eval_nodes;
+	mbc.eval_nodes = GnnEvalNodes(r);
+	mbc.eval_batch_size = GnnEvalBatchSize(r);
 	/* on a GPU: batches built there, with a feature cache (gpu_batch.h) */
 	mbc.cpu_batches = r->gpu_sampling == 0;
 	gnn_gpu_batch_config_default(&job_gpu);
@@ -1162,6 +1163,12 @@ RunJob(void)
 				JsonNum(&metrics, "gather_seconds", mstats.gather_s, false);
 				JsonNum(&metrics, "compute_seconds", mstats.compute_s, false);
 				JsonNum(&metrics, "eval_seconds", mstats.eval_s, false);
+				JsonNum(&metrics, "prefetch", (double) mstats.prefetch, false);
+				if (mstats.val_nodes + mstats.test_nodes > 0)
+				{
+					JsonNum(&metrics, "val_nodes", (double) mstats.val_nodes, false);
+					JsonNum(&metrics, "test_nodes", (double) mstats.test_nodes, false);
+				}
 				if (gnn_heap_tracked())
 					appendStringInfo(&metrics, "\"peak_memory\": {\"setup\": " INT64_FORMAT ", \"training\": " INT64_FORMAT
 									 ", \"batches\": " INT64_FORMAT ", \"evaluation\": " INT64_FORMAT "}, ",
