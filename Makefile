@@ -161,6 +161,13 @@ core-tests-san: $(SAN_TESTS)
 SAN_LONG   := $(shell sed -n 's/^SAN_LONG="\(.*\)"$$/\1/p' test/run_all.sh)
 core-tests-san-short: $(filter-out $(addprefix test/core/bin-san/,$(SAN_LONG)),$(SAN_TESTS))
 
+# ---------------------------------------------------------------- benchmark programs
+# linked from the very core objects gnn.so is made of, as the plain core tests are
+# (the other bench/*.sh compile src/core/*/*.c themselves); bench/sage_floor.sh runs it
+bench/bin/sage_floor_bench: bench/sage_floor_bench.c bench/bench_util.h $(CORE_SRCS:.c=.o) $(CORE_HDRS)
+	@mkdir -p bench/bin
+	$(CC) $(filter-out $(SANITIZE_FLAGS),$(TEST_CFLAGS)) -o $@ $< $(CORE_SRCS:.c=.o) $(TEST_LIBS)
+
 # ---------------------------------------------------------------- top-level targets
 .PHONY: FORCE deps test demo bench fuzz core-tests core-tests-san core-tests-san-short install-cuda install-dist
 deps:

@@ -4,7 +4,7 @@
 Reads the CSV files of bench/schema_export.sh, builds a HeteroData graph the
 way gnn builds one from the same tables, and trains customers.segment node
 classification with a heterogeneous GraphSAGE (to_hetero over SAGEConv),
-mini-batches from NeighborLoader with time-aware sampling.
+mini-batches from NeighborLoader with time-aware sampling (--no-time: without).
 
     bash bench/schema_gen.sh -d shop
     bash bench/schema_export.sh /tmp/shop-csv -d shop
@@ -29,6 +29,8 @@ Graph:
               sampling only admits neighbours with time <= the seed's time,
               which is the label cutoff (the latest review; --cutoff), not
               the customer's own signed_up, else no review would be seen.
+              --no-time samples without time (no time_attr, no input_time)
+              and drops the `time` attributes, so batches do not carry them.
 
 Model: to_hetero(SAGE) with --layers SAGEConv layers (hidden --hidden, ReLU),
 per-relation SAGEConv summed per destination type; fan-out --fanout per layer
@@ -191,6 +193,10 @@ class SAGE(torch.nn.Module):
 
 
 def loader(data, idx, cutoff, args, shuffle):
+    if args.no_time:
+        return NeighborLoader(
+            data, num_neighbors=args.fanout, batch_size=args.batch_size, shuffle=shuffle,
+            input_nodes=('customers', idx), num_workers=args.num_workers)
     return NeighborLoader(
         data, num_neighbors=args.fanout, batch_size=args.batch_size, shuffle=shuffle,
         input_nodes=('customers', idx),
@@ -245,6 +251,8 @@ def main():
     ap.add_argument('--max-categories', type=int, default=32)
     ap.add_argument('--cutoff', type=int, default=None,
                     help='seed time, epoch seconds (default: the latest review)')
+    ap.add_argument('--no-time', action='store_true',
+                    help='sample without time (no time_attr / input_time): every neighbour is admissible')
     ap.add_argument('--num-workers', type=int, default=0)
     ap.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
     ap.add_argument('--seed', type=int, default=0)
@@ -262,13 +270,18 @@ def main():
     dev = torch.device(args.device)
 
     print(f'pyg_hetero: {args.data}, {args.layers} layers, hidden {args.hidden}, '
-          f'fanout {args.fanout}, batch {args.batch_size}, device {dev}', flush=True)
+          f'fanout {args.fanout}, batch {args.batch_size}, device {dev}, '
+          f'time-aware sampling {"off" if args.no_time else "on"}', flush=True)
     t = time.perf_counter()
     data, classes, split, latest = build(args.data, args.max_categories)
     cutoff = args.cutoff if args.cutoff is not None else latest
+    if args.no_time:
+        for store in data.node_stores:
+            del store.time
     print(f'graph: {data.num_nodes} nodes, {data.num_edges} edges, '
           f'{len(data.edge_types)} edge types, classes {classes}; '
           f'built in {time.perf_counter() - t:.1f} s', flush=True)
+    print('features: ' + ', '.join(f'{t} {data[t].x.shape[1]}' for t in data.node_types), flush=True)
     idx = {s: torch.from_numpy(np.nonzero(split == s)[0].astype(np.int64))
            for s in ('train', 'val', 'test')}
 
@@ -276,7 +289,8 @@ def main():
     train_ld = loader(data, idx['train'], cutoff, args, True)
     val_ld = loader(data, idx['val'], cutoff, args, False)
     test_ld = loader(data, idx['test'], cutoff, args, False)
-    print(f'loaders (CSC conversion, time sort): {time.perf_counter() - t:.1f} s', flush=True)
+    print(f'loaders (CSC conversion{"" if args.no_time else ", time sort"}): '
+          f'{time.perf_counter() - t:.1f} s', flush=True)
 
     model = to_hetero(SAGE(args.hidden, len(classes), args.layers), data.metadata(),
                       aggr='sum').to(dev)

@@ -36,7 +36,7 @@ EXTRA=${EXTRA:-}            # more options for both jobs, e.g. '"evaluation": "f
 mkdir -p "$BENCH/results"
 make_workdir DIR
 PORT=$(free_port)
-cleanup() { pg_stop "$DIR"; rm -rf "$DIR" "$RMAT"; }
+cleanup() { if [ -n "${KEEP:-}" ]; then echo "kept: $DIR (port $PORT)" >&2; else pg_stop "$DIR"; rm -rf "$DIR" "$RMAT"; fi; }
 trap cleanup EXIT
 pg_start "$DIR" "$PORT" "shared_buffers = 1GB" "gnn.max_graph_memory = 12GB" "gnn.max_cache_memory = 4GB" \
   "max_wal_size = 8GB" "autovacuum = off" "gnn.threads = $THREADS"
