@@ -417,7 +417,7 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 					}
 					add(out, false, "evaluation", 8.0 * n + (g->num_classes == 2 ? 12.0 * n : 0) + more,
 						"sampled validation and test batches of %.0f seeds from the training pipeline; the two splits' node lists",
-						eseeds);
+						eseeds < n ? eseeds : n);
 				}
 				if (!plan->temporal)
 					add_after(out, "final inference", fp.features + fp.operators + fp.activations + fp.attention,
