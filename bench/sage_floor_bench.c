@@ -31,26 +31,30 @@
  *    batches (their mean input rows are printed beside the training run's
  *    stats.input_nodes / batches as a check).
  * 3. The floor.  For each of those batches, the dense products of a
- *    SAGE-mean training step as model.c makes them (transform first):
- *      forward   Z = X W_neigh on all n_src rows; X[:n_dst] W_root
- *      backward  dW_neigh = X^T dZ (k = n_src); dW_root = X[:n_dst]^T dP
- *                (k = n_dst); above the first layer also dX = dZ W_neigh^T
- *                (n_src rows) and dX[:n_dst] += dP W_root^T
+ *    SAGE-mean training step as model.c makes them: each layer aggregates
+ *    first where model.c's aggregate_first says that is less work (since
+ *    2026-12-06; on these shapes both layers do), else transforms first:
+ *      aggregate first  forward (A X) W_neigh and X[:n_dst] W_root on n_dst
+ *                rows; backward dW_neigh = (A X)^T dP, dW_root = X[:n_dst]^T
+ *                dP (k = n_dst), above the first layer also dP W_neigh^T and
+ *                dX[:n_dst] += dP W_root^T (n_dst rows)
+ *      transform first  Z = X W_neigh on all n_src rows; backward
+ *                dW_neigh = X^T dZ (k = n_src) and dX = dZ W_neigh^T
+ *                (n_src rows); the root's as above
  *    each the best of REPS calls of gnn_backend_gemm on the same backend
  *    object the step ran on (its row-block split over OpenMP threads,
  *    OpenBLAS single-threaded) - one untimed pass over every product, then
  *    REPS passes, so that one product's tries are spread over the whole
  *    measurement - summed over the step's
- *    products, averaged over the batches.  Beside it a second floor: the
- *    least GEMM work the same blocks allow, aggregating first (every
- *    neighbour product on the n_dst rows, as DGL's SAGEConv does when a
- *    layer widens and PyG's always does).  The mean of the REPS passes is
+ *    products, averaged over the batches.  Beside it a second floor: every
+ *    layer transforming first (what model.c did before).  The mean of the REPS passes is
  *    printed beside the best: far above it, other work had the cores (on a
  *    shared 2-core machine a 2-thread region waits for a descheduled
  *    thread), and the step, a mean, is then not comparable with the best.
- * 4. Block preparation per batch, best of REPS: gnn_dblock_create as the
- *    loop calls it, against the raw CSR with its transpose alone (all a
- *    SAGE layer reads).
+ * 4. Block preparation per batch, best of REPS: gnn_dblock_create (both
+ *    CSRs, as the loop built a SAGE block before 2026-12-06), against the
+ *    raw CSR with its transpose alone (all a SAGE layer reads, and all the
+ *    loop builds for one now: gnn_dblock_create_for).
  * Lines starting "RESULT" give the ratio per prefetch depth.
  */
 #include "train/train_mb.h"
@@ -148,12 +152,13 @@ typedef struct batch_shape
 				ns[GNN_MAX_LAYERS],
 				nnz[GNN_MAX_LAYERS];
 	int64_t		n_input;
-	double		prep_s;			/* gnn_dblock_create of every layer, as the loop makes them */
+	double		prep_s;			/* gnn_dblock_create of every layer (raw and self-looped CSRs) */
 	double		raw_s;			/* only the raw CSR with its transpose (what SAGE reads) */
 } batch_shape;
 
+/* the step's products: as model.c chooses per layer (transform_first false), or all transforming first */
 static int
-step_gemms(const opts *o, const batch_shape *b, bool agg_first, gemm_op *ops)
+step_gemms(const opts *o, const batch_shape *b, bool transform_first, gemm_op *ops)
 {
 	int			c = 0;
 
@@ -161,8 +166,12 @@ step_gemms(const opts *o, const batch_shape *b, bool agg_first, gemm_op *ops)
 	{
 		int64_t		din = l == 0 ? o->dim : o->hidden,
 					dout = l == o->layers - 1 ? o->classes : o->hidden;
+		/* model.c's aggregate_first */
+		bool		agg = !transform_first &&
+			(double) b->nnz[l] * din + (double) b->nd[l] * din * dout <
+			(double) b->nnz[l] * dout + (double) b->ns[l] * din * dout;
 
-		c += layer_gemms(l, b->nd[l], b->ns[l], din, dout, l > 0, agg_first, ops + c);
+		c += layer_gemms(l, b->nd[l], b->ns[l], din, dout, l > 0, agg, ops + c);
 	}
 	return c;
 }
@@ -652,8 +661,8 @@ main(void)
 		}
 		for (int v = 0; v < 2; v++)
 		{
-			printf("%s:\n", v == 0 ? "GEMM floor, the model's products (transform first, model.c), mean per batch"
-				   : "GEMM floor, aggregating first (every neighbour product on n_dst rows), mean per batch");
+			printf("%s:\n", v == 0 ? "GEMM floor, the model's products (model.c: each layer aggregates first where that is less work), mean per batch"
+				   : "GEMM floor, every layer transforming first (model.c before 2026-12-06), mean per batch");
 			for (int q = 0; q < nops_v[v]; q++)
 				printf("  layer %d %-22s %s%s m %6.0f n %4.0f k %6.0f: %8.3f ms, %6.2f GFLOP/s\n", first[v][q].layer,
 					   first[v][q].what, first[v][q].ta ? "T" : "N", first[v][q].tb ? "T" : "N",
@@ -663,13 +672,14 @@ main(void)
 				   "best: %.3f ms%s)\n", 1e3 * floor_s[v], floor_f[v] / 1e9, floor_f[v] / floor_s[v] / 1e9, o.reps,
 				   1e3 * floor_mean[v], floor_mean[v] > 1.5 * floor_s[v] ? ", far above it: the machine was busy" : "");
 		}
-		printf("block preparation per batch (best of %d, all layers): gnn_dblock_create as the loop calls it "
+		printf("block preparation per batch (best of %d, all layers): gnn_dblock_create "
 			   "(raw + self-looped GCN CSR, both with transposes) %.3f ms; the raw CSR and its transpose alone "
-			   "(what a SAGE layer reads) %.3f ms\n", o.reps, 1e3 * prep, 1e3 * raw);
+			   "(what a SAGE layer reads, and since 2026-12-06 all the loop builds for one) %.3f ms\n", o.reps,
+			   1e3 * prep, 1e3 * raw);
 		for (int i = 0; i < o.nprefetch; i++)
 			printf("RESULT prefetch %d: step %.2f ms per batch (%.2f GFLOP/s of the model's products); "
 				   "floor %.2f ms (%.2f GFLOP/s): %.2fx the floor (goal <= 2: %s); "
-				   "%.2fx the aggregate-first floor (%.2f ms)\n",
+				   "%.2fx the transform-first floor (%.2f ms)\n",
 				   o.prefetch[i], step_ms[i], floor_f[0] / (step_ms[i] / 1e3) / 1e9, 1e3 * floor_s[0],
 				   floor_f[0] / floor_s[0] / 1e9, step_ms[i] / (1e3 * floor_s[0]),
 				   step_ms[i] / (1e3 * floor_s[0]) <= 2.0 ? "met" : "not met",

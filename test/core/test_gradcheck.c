@@ -911,6 +911,12 @@ main(void)
 	c.in_dim = 6; c.hidden = 5; c.out_dim = 3; c.dropout = 0.2f;
 	check_model("sage mean dense + dropout", be, &c, false, false, true, 21);
 	check_model("sage mean sparse bipartite", be, &c, true, true, true, 22);
+	/* layers that widen: training aggregates first (A X) W, its input gradient A^T (dP W^T) */
+	c.in_dim = 3; c.hidden = 7; c.out_dim = 9;
+	check_model("sage mean dense bipartite, widening: aggregates first", be, &c, false, true, true, 25);
+	c.dropout = 0.0f;
+	check_model("sage mean dense, widening, no dropout: aggregates first", be, &c, false, false, true, 26);
+	c.in_dim = 6; c.hidden = 5; c.out_dim = 3; c.dropout = 0.2f;
 	c.aggr = GNN_AGGR_POOL;
 	check_model("sage pool dense", be, &c, false, false, true, 23);
 	check_model("sage pool sparse bipartite", be, &c, true, true, true, 24);
