@@ -116,6 +116,16 @@ gnn_rng_below(gnn_rng *r, uint64_t n)
 	return (uint64_t) (m >> 64);
 }
 
+/* qsort's comparator for int32_t, ascending */
+static inline int
+gnn_cmp_i32(const void *a, const void *b)
+{
+	int32_t		x = *(const int32_t *) a,
+				y = *(const int32_t *) b;
+
+	return (x > y) - (x < y);
+}
+
 /* Fisher-Yates over a[0..n), drawing from r (the training loops' shuffles) */
 static inline void
 gnn_shuffle_i32(gnn_rng *r, int32_t *a, int64_t n)

@@ -206,15 +206,6 @@ gnn_dblock_free(gnn_dblock *b)
 	b->num_rel = b->num_ntypes = 0;
 }
 
-static int
-cmp_int32(const void *a, const void *b)
-{
-	int32_t		x = *(const int32_t *) a,
-				y = *(const int32_t *) b;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * Relation r's CSR over compacted rows and columns.  ent lists the block
  * entries of relation r in block order (by row, then column); colmap is
@@ -256,7 +247,7 @@ rel_make(gnn_backend *be, const gnn_block *blk, const int64_t *ent, int64_t cnt,
 			cols[ncol++] = j;
 		}
 	}
-	qsort(cols, ncol, sizeof(int32_t), cmp_int32);
+	qsort(cols, ncol, sizeof(int32_t), gnn_cmp_i32);
 	all_cols = 2 * ncol >= ns;
 	for (int64_t q = 0; q < ncol; q++)
 		colmap[cols[q]] = all_cols ? cols[q] : (int32_t) q;

@@ -293,15 +293,6 @@ eval_acc_metrics(const eval_acc *a, bool regress, bool test, gnn_epoch_metrics *
 	}
 }
 
-static int
-cmp_i32(const void *a, const void *b)
-{
-	int32_t		x = *(const int32_t *) a,
-				y = *(const int32_t *) b;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * The nodes of split s (node order); with keep > 0 and more of them, a
  * seeded sample of keep of them (fixed for the job), back in node order.
@@ -329,7 +320,7 @@ eval_nodes_of(const gnn_graph *g, const gnn_train_config *cfg, int s, int64_t ke
 			out[j] = t;
 		}
 		n = keep;
-		qsort(out, (size_t) n, sizeof(int32_t), cmp_i32);	/* back in node order */
+		qsort(out, (size_t) n, sizeof(int32_t), gnn_cmp_i32);	/* back in node order */
 	}
 	return n;
 }

@@ -302,15 +302,6 @@ batch_features(sub_ctx *x, gnn_dfeat *f, gnn_error *err)
 	return gnn_dfeat_dense(x->be, x->fval, x->k, g->feat_dim, f, err);
 }
 
-static int
-cmp_i32(const void *a, const void *b)
-{
-	int32_t		x = *(const int32_t *) a,
-				y = *(const int32_t *) b;
-
-	return (x > y) - (x < y);
-}
-
 /* Cluster-GCN: the union of clusters corder[first .. first+q). */
 static void
 cluster_nodes(sub_ctx *x, int32_t first)
@@ -324,7 +315,7 @@ cluster_nodes(sub_ctx *x, int32_t first)
 		memcpy(x->nodes + k, x->cmembers + x->cstart[p], sizeof(int32_t) * (x->cstart[p + 1] - x->cstart[p]));
 		k += x->cstart[p + 1] - x->cstart[p];
 	}
-	qsort(x->nodes, k, sizeof(int32_t), cmp_i32);
+	qsort(x->nodes, k, sizeof(int32_t), gnn_cmp_i32);
 	x->k = k;
 }
 
@@ -356,7 +347,7 @@ saint_nodes(sub_ctx *x, gnn_rng *rng)
 	}
 	for (int64_t i = 0; i < k; i++)
 		x->map[x->nodes[i]] = -1;
-	qsort(x->nodes, k, sizeof(int32_t), cmp_i32);
+	qsort(x->nodes, k, sizeof(int32_t), gnn_cmp_i32);
 	x->k = k;
 }
 
