@@ -358,28 +358,20 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 		case GNN_LOOP_MINIBATCH:
 			{
 				double		seeds = plan->batch_size > 0 ? plan->batch_size : 512,
-							slots = (plan->prefetch < 0 ? 2 : plan->prefetch) + 1,
-							inputs,
-							blocks,
-							act,
-							sampled;
+							slots = (plan->prefetch < 0 ? 2 : plan->prefetch) + 1;
 				batch_cost	bc;
 
 				if (plan->nfanouts != mc.layers)
 					return gnn_error_set(err, GNN_ERR_INVALID, "%d fan-outs for %d layers", plan->nfanouts,
 										 mc.layers);
 				batch_cost_of(g, plan, &s, cfg->target_type, seeds, &bc);
-				inputs = bc.inputs;
-				blocks = bc.blocks;
-				act = bc.act;
-				sampled = bc.sampled;
-				out->batch_bytes = (int64_t) (inputs * row_bytes(g) * 2 + blocks + act);
-				add(out, gpu, "batch features", inputs * row_bytes(g) * (slots + 1),
+				out->batch_bytes = (int64_t) (bc.inputs * row_bytes(g) * 2 + bc.blocks + bc.act);
+				add(out, gpu, "batch features", bc.inputs * row_bytes(g) * (slots + 1),
 					"%.0f input nodes per batch x %d features, %.0f batches in flight and dropout's copy",
-					inputs, g->feat_dim, slots);
-				add(out, false, "sampler buffers", blocks * slots + 24.0 * inputs * slots + 8.0 * n,
-					"%.0f sampled arcs per batch, %.0f batches in flight, a node map", sampled, slots);
-				add(out, gpu, "activations", act, "one batch's outputs and gradients, layer by layer");
+					bc.inputs, g->feat_dim, slots);
+				add(out, false, "sampler buffers", bc.blocks * slots + 24.0 * bc.inputs * slots + 8.0 * n,
+					"%.0f sampled arcs per batch, %.0f batches in flight, a node map", bc.sampled, slots);
+				add(out, gpu, "activations", bc.act, "one batch's outputs and gradients, layer by layer");
 				/*
 				 * Evaluation: sampled (the default; typed graphs and time-aware
 				 * sampling always: train_mb.c), validation batches made by the
@@ -410,8 +402,8 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 						batch_cost	ec;
 
 						batch_cost_of(g, plan, &s, cfg->target_type, eseeds, &ec);
-						more = (ec.inputs - inputs) * (row_bytes(g) * (slots + 1) + 24.0 * slots) +
-							(ec.blocks - blocks) * slots + (ec.act > act ? ec.act - act : 0);
+						more = (ec.inputs - bc.inputs) * (row_bytes(g) * (slots + 1) + 24.0 * slots) +
+							(ec.blocks - bc.blocks) * slots + (ec.act > bc.act ? ec.act - bc.act : 0);
 						if (more < 0)
 							more = 0;
 					}

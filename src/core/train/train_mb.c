@@ -363,7 +363,6 @@ typedef struct mb_item
 	int32_t    *seeds;			/* the batch's seeds (a copy: the producer reshuffles ahead) */
 	int64_t		seeds_cap;
 	gnn_gpu_batch_stats gst;	/* its edges, rows, cache hits */
-	bool		eval;			/* a validation batch (built on the CPU, not trained on) */
 } mb_item;
 
 typedef struct mb_pipe
@@ -490,6 +489,7 @@ produce(mb_pipe *P, mb_item *it)
 	const gnn_minibatch_config *mbc = P->mbc;
 	bool		test = P->made >= P->train_total;
 	int64_t		pos = test ? 0 : P->made % (P->nbatch + P->neval);
+	bool		eval = test || pos >= P->nbatch;	/* a validation or test batch (on the CPU, not trained on) */
 	int64_t		b,
 				b0,
 				bs;
@@ -498,14 +498,13 @@ produce(mb_pipe *P, mb_item *it)
 	it->st = GNN_OK;
 	it->sample_s = it->gather_s = 0;
 	P->made++;
-	it->eval = test || pos >= P->nbatch;
 	if (mbc->fail_batch > 0 && P->made == mbc->fail_batch)
 	{
 		it->st = gnn_error_set(&it->err, GNN_ERR_BACKEND, "injected failure producing batch %lld",
 							   (long long) P->made);
 		return;
 	}
-	if (it->eval)
+	if (eval)
 	{
 		/* validation batch e of the epoch, or test batch e after the last one */
 		int64_t		e = test ? P->made - 1 - P->train_total : pos - P->nbatch;
@@ -1124,8 +1123,12 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			mb = &it->mb.mb;
 			seeds = it->gpu ? it->seeds : mb->input_nodes;
 			/* the batches in flight: every slot about this one's size */
-			if (item_bytes(it) * pipe.nslots > stats->mem_batches)
-				stats->mem_batches = item_bytes(it) * pipe.nslots;
+			{
+				int64_t		inflight = item_bytes(it) * pipe.nslots;
+
+				if (inflight > stats->mem_batches)
+					stats->mem_batches = inflight;
+			}
 			t1 = gnn_now_s();
 			if (it->gpu)
 				x = it->gx;		/* the batcher's: not owned */
