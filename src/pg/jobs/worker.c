@@ -72,6 +72,23 @@ MySlot(void)
 }
 
 /* Set the final state in the slot (lock held briefly; never errors). */
+/*
+ * In a PG_CATCH of work that must not fail the job: the error, copied into
+ * mcxt (the context before the PG_TRY), its state flushed and the current
+ * transaction aborted, so that the caller notes it and goes on.
+ */
+static ErrorData *
+CaughtAndAborted(MemoryContext mcxt)
+{
+	ErrorData  *ed;
+
+	MemoryContextSwitchTo(mcxt);
+	ed = CopyErrorData();
+	FlushErrorState();
+	AbortCurrentTransaction();
+	return ed;
+}
+
 static void
 SlotFinish(GnnJobState st, const char *error)
 {
@@ -275,12 +292,8 @@ OnProgress(void *arg, const gnn_epoch_metrics *m)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *ed;
+		ErrorData  *ed = CaughtAndAborted(mcxt);
 
-		MemoryContextSwitchTo(mcxt);
-		ed = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
 		wctx->failed = true;
 		snprintf(wctx->failure, sizeof(wctx->failure), "could not record progress: %s", ed->message);
 	}
@@ -788,8 +801,10 @@ ShareResults(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, 
 		GnnResult	res;
 		bool		hit;
 
+		GnnCacheClaimOwn(true);
 		GnnCacheGet(&j.key[0], j.model_name, version, j.graph, g->num_nodes,
 					gnn_model_layer_dim(model, j.layer[0]), ResultsEmbed, &j, &res, &hit);
+		GnnCacheClaimOwn(false);
 		computed = !hit;
 		ResultsReport(&j);
 		CommitTransactionCommand();
@@ -799,11 +814,9 @@ ShareResults(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, 
 		ErrorData  *ed;
 
 		/* the job succeeded; its results will be computed by their first caller instead */
+		GnnCacheClaimOwn(false);
 		ResultsReport(&j);
-		MemoryContextSwitchTo(mcxt);
-		ed = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
+		ed = CaughtAndAborted(mcxt);
 		ereport(WARNING,
 				(errmsg("gnn training job %lld: results not shared: %s", (long long) wctx->job, ed->message)));
 		computed = false;
@@ -1297,12 +1310,8 @@ RunJob(void)
 					}
 					PG_CATCH();
 					{
-						ErrorData  *ed;
+						ErrorData  *ed = CaughtAndAborted(mcxt);
 
-						MemoryContextSwitchTo(mcxt);
-						ed = CopyErrorData();
-						FlushErrorState();
-						AbortCurrentTransaction();
 						elog(LOG, "gnn training job %lld: results_seconds not recorded: %s", (long long) wctx->job,
 							 ed->message);
 					}
