@@ -541,6 +541,19 @@ MapReady(uint64 serial, dsm_handle handle, GnnResult *res)
  * res stays valid until the transaction ends.  *hit says whether it was
  * found ready.
  */
+/*
+ * A training worker computing its own job's results (GnnCacheClaimOwn): its
+ * claims are not misses of anyone's.  (Any background worker would be too
+ * broad: pg_cron and other extensions run callers in them.)
+ */
+static bool claiming_own = false;
+
+void
+GnnCacheClaimOwn(bool on)
+{
+	claiming_own = on;
+}
+
 void
 GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char *graph, int64 rows,
 			int32 cols, GnnComputeFn compute, void *arg, GnnResult *res, bool *hit)
@@ -600,7 +613,7 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 				e->cols = cols;
 				e->computing_pid = MyProcPid;
 				/* a call that found it missing; a training worker claiming its job's results is none */
-				e->misses = IsBackgroundWorker ? 0 : 1;
+				e->misses = claiming_own ? 0 : 1;
 				e->last_used = ++gnn_shared->cache_clock;
 				e->serial = ++gnn_shared->cache_serial;
 				serial = e->serial;
