@@ -75,13 +75,11 @@ env_ll(const char *name, long long def)
 	return s && *s ? atoll(s) : def;
 }
 
-static uint64_t
+/* the core's mixer, stepped off its fixed point at 0 (node 0's hash) */
+static inline uint64_t
 mix64(uint64_t x)
 {
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
+	return gnn_mix64(x + 0x9e3779b97f4a7c15ULL);
 }
 
 typedef struct opts
