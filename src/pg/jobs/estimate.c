@@ -133,7 +133,7 @@ EstimateOf(const GnnTrainRequest *r, const gnn_graph *g, bool gpu, gnn_estimate 
 	plan.prefetch = r->prefetch;
 	plan.threads = r->threads;
 	plan.sampled_eval = strcmp(r->evaluation, "full") != 0;
-	plan.eval_batch_size = GnnEvalBatchSize(r);
+	plan.eval_batch_size = r->eval_batch_size;
 	/* as the worker decides (RunMinibatch): time-aware on a graph with times unless turned off */
 	plan.temporal = r->nfanouts > 0 && ((r->temporal != 0 && g->time) || r->has_as_of);
 	plan.gpu = gpu;

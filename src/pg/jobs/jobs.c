@@ -585,6 +585,9 @@ CheckSampling(GnnTrainRequest *r)
 	size_t		len;
 
 	bool		nodewise = strcmp(r->sampler, "neighbor") == 0 || strcmp(r->sampler, "ladies") == 0;
+	/* node minibatch training evaluates on sampled neighbourhoods (its options below) */
+	bool		sampled_eval = r->nfanouts > 0 && strcmp(r->evaluation, "full") != 0 &&
+		strcmp(r->task, "link_prediction") != 0;
 
 	if (strcmp(r->task, "link_prediction") == 0 && r->sampler[0] && strcmp(r->sampler, "full") != 0 &&
 		strcmp(r->sampler, "neighbor") != 0)
@@ -593,8 +596,7 @@ CheckSampling(GnnTrainRequest *r)
 				 errmsg("link prediction trains full-batch or on neighbour-sampled minibatches; sampler \"%s\" is not supported with it",
 						r->sampler),
 				 errhint("Drop the sampler option, or give fanouts for minibatches.")));
-	if ((r->eval_nodes != 0 || r->eval_batch_size > 0) &&
-		(r->nfanouts == 0 || strcmp(r->evaluation, "full") == 0 || strcmp(r->task, "link_prediction") == 0))
+	if ((r->eval_nodes != 0 || r->eval_batch_size > 0) && !sampled_eval)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s applies to node minibatch training with sampled evaluation",
@@ -612,8 +614,7 @@ CheckSampling(GnnTrainRequest *r)
 	 * as large as the training split, a 1M-node graph cut 10/10/10, cost
 	 * half a training pass each epoch).  Recorded in params either way.
 	 */
-	if (r->eval_nodes == 0 && r->nfanouts > 0 && strcmp(r->evaluation, "full") != 0 &&
-		strcmp(r->task, "link_prediction") != 0)
+	if (r->eval_nodes == 0 && sampled_eval)
 		r->eval_nodes = gnn_eval_nodes > 0 ? gnn_eval_nodes : -1;
 	if (r->nfanouts == 0)
 	{
@@ -1240,30 +1241,6 @@ Node2vecRequest(FunctionCallInfo fcinfo, GnnTrainRequest *r)
  * default filled in (gnn._estimate takes the same arguments, so an
  * estimate is of exactly the job gnn.train would start).
  */
-/*
- * The validation nodes a sampled evaluation measures after each epoch
- * (gnn_minibatch_config.eval_nodes; 0: all of the split): options.eval_nodes,
- * "all", or gnn.eval_nodes as the request was made (GnnCheckMinibatch).
- */
-int64
-GnnEvalNodes(const GnnTrainRequest *r)
-{
-	return r->eval_nodes > 0 ? r->eval_nodes : 0;
-}
-
-/*
- * Seeds per evaluation batch: options.eval_batch_size, else 0 (the training
- * batch size).  Larger batches gather and transform a shared neighbour once
- * (forward only: no gradients held), but their buffers are new to the job:
- * on the 2-core machine 2048 seeds saved 10% of the test pass and made the
- * first validation pass 2.4x slower than the next (bench/train_job.sh).
- */
-int32
-GnnEvalBatchSize(const GnnTrainRequest *r)
-{
-	return r->eval_batch_size;
-}
-
 void
 GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 {

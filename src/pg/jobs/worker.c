@@ -472,8 +472,8 @@ RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequ
 	mbc.prefetch = r->prefetch;
 	/* evaluation on sampled neighbourhoods unless asked for the full pass */
 	mbc.sampled_eval = strcmp(r->evaluation, "full") != 0;
-	mbc.eval_nodes = GnnEvalNodes(r);
-	mbc.eval_batch_size = GnnEvalBatchSize(r);
+	mbc.eval_nodes = r->eval_nodes > 0 ? r->eval_nodes : 0;	/* -1: "all" of the split */
+	mbc.eval_batch_size = r->eval_batch_size;
 	/* on a GPU: batches built there, with a feature cache (gpu_batch.h) */
 	mbc.cpu_batches = r->gpu_sampling == 0;
 	gnn_gpu_batch_config_default(&job_gpu);
