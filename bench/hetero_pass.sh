@@ -122,10 +122,7 @@ SQL
 )
   # the job's results pass (after it reports) runs on in its worker: waited
   # for, so that the next run, PyG's or gnn's, has the machine to itself
-  for _ in $(seq 1 1200); do
-    [ "$(psql_pg <<<"SELECT pid IS NULL OR results_seconds IS NOT NULL FROM gnn.jobs WHERE id = $id")" = t ] && break
-    sleep 0.5
-  done
+  wait_job_results "$id"
   IFS='|' read -r G_N G_E1 G_LATE G_S G_G G_C G_W G_MS G_MG G_MC G_ACC G_TEMP G_BATCHES <<<"$row"
   [ "$G_N" = "$EPOCHS" ] || echo "hetero_pass: gnn logged $G_N epochs of $EPOCHS" >&2
   [ "$G_TEMP" = "$tm" ] || echo "hetero_pass: gnn's job says temporal $G_TEMP, asked $tm" >&2

@@ -64,10 +64,7 @@ echo "- graph: $LOAD ($(( $(date +%s) - t0 )) s to generate and load)" | tee -a 
 
 JOB=$(psql_pg -c "\"SELECT gnn.train('b', model => 'graphsage', name => 'b', hidden => 128, layers => 2, epochs => 1, seed => 1, device => 'cpu', wait => true)\"")
 # the worker computes the shared results after the job is reported (#44): wait for them
-for _ in $(seq 1 1200); do
-  [ "$(psql_pg -c "\"SELECT pid IS NULL OR results_seconds IS NOT NULL FROM gnn.jobs WHERE id = $JOB\"")" = t ] && break
-  sleep 0.5
-done
+wait_job_results "$JOB"
 psql_pg -c "\"SELECT 'training ' || round((m.metrics->>'seconds')::numeric, 1) || ' s (1 epoch); shared full-graph pass after it (embeddings + probabilities) ' || round(j.results_seconds::numeric, 1) || ' s' FROM gnn.models m, gnn.jobs j WHERE m.name = 'b' AND j.id = $JOB\"" | sed 's/^/- /' | tee -a "$REPORT"
 psql_pg -c "\"SELECT 'shared results: ' || string_agg(kind || ' ' || nodes || ' x ' || dim || ' (' || pg_size_pretty(bytes) || ')', ', ') FROM gnn.cache\"" | sed 's/^/- /' | tee -a "$REPORT"
 

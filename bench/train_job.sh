@@ -60,10 +60,7 @@ SQL
   t1=$(date +%s.%N)
   wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')
   # the results after the job: waited for here (not part of the job's time)
-  for _ in $(seq 1 1200); do
-    [ "$(psql_pg <<<"SELECT pid IS NULL OR results_seconds IS NOT NULL FROM gnn.jobs WHERE id = $id")" = t ] && break
-    sleep 0.5
-  done
+  wait_job_results "$id"
   psql_pg <<SQL
 WITH l AS (SELECT epoch, seconds, coalesce(eval_seconds, 0) AS ev FROM gnn.training_log WHERE job = $id),
 m AS (SELECT metrics FROM gnn.models WHERE name = '$name'),

@@ -62,6 +62,16 @@ pg_stop() {
   return 0
 }
 
+# wait_job_results ID: until training job ID's results pass, which follows the job
+# in its worker (#44), is over (gnn.jobs.results_seconds, or the worker gone), at
+# most 10 minutes; through the caller's psql_pg (the benchmarks' own scratch server)
+wait_job_results() {
+  for _ in $(seq 1 1200); do
+    [ "$(psql_pg <<<"SELECT pid IS NULL OR results_seconds IS NOT NULL FROM gnn.jobs WHERE id = $1")" = t ] && return 0
+    sleep 0.5
+  done
+}
+
 # shm_pages: whether this machine gives shared memory huge pages (a bench report's header line)
 shm_pages() {
   local dev sys
