@@ -20,9 +20,16 @@ suite_end() {
   SUITE_NAME=""
 }
 suite() { suite_end; SUITE_NAME=$1; SUITE_T0=$SECONDS; printf '\n=== %s\n' "$1"; }
-tally() { # name pass fail
+# what failed, repeated at the very end, where a log's tail (CI's) shows it
+FAILED=()
+tally() { # name pass fail [lines naming what failed]
   printf -- '--- %s: %d passed, %d failed\n' "$1" "$2" "$3"
   PASS=$((PASS + $2)); FAIL=$((FAIL + $3))
+  if [ "$3" -gt 0 ]; then
+    FAILED+=("$1: $3 failed")
+    [ -n "${4:-}" ] && while IFS= read -r l; do FAILED+=("    $l"); done < <(printf '%s\n' "$4" | head -8)
+  fi
+  return 0
 }
 
 # GNN_SUITES (for development): a subset of core, asan, regress, docs, peers, tap, fuzzsql; model (make fuzz only)
@@ -63,7 +70,7 @@ for t in test/core/bin/test_*; do
   s=$(echo "$out" | grep -c '^ok .*# SKIP')
   SKIP=$((SKIP + s))
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$(basename "$t") exited with status $rc"; echo "$out" | tail -5; fi
-  tally "$(basename "$t")" "$p" "$f"
+  tally "$(basename "$t")" "$p" "$f" "$(echo "$out" | grep -E '^not ok |exited|Assert|Segmentation' ; [ "$rc" -ne 0 ] && echo "exit status $rc")"
 done
 fi
 
@@ -112,7 +119,7 @@ for t in "${SAN_BINS[@]}"; do
   if echo "$out" | grep -qE 'ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:'; then
     f=$((f + 1)); echo "$out" | grep -E -A12 'ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:' | head -40
   elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$(basename "$t") exited with status $rc"; echo "$out" | tail -5; fi
-  tally "asan $(basename "$t")" "$p" "$f"
+  tally "asan $(basename "$t")" "$p" "$f" "$(echo "$out" | grep -E '^not ok |ERROR: |runtime error:'; [ "$rc" -ne 0 ] && echo "exit status $rc")"
 done
 fi
 
@@ -147,7 +154,7 @@ p=$(grep -cE '\.\.\. ok' "$WORK/regress.log")
 f=$(grep -cE '\.\.\. FAILED|\.\.\. failed' "$WORK/regress.log")
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; tail -20 "$WORK/regress.log"; fi
 if [ -s "$WORK/regression.diffs" ]; then head -150 "$WORK/regression.diffs"; fi
-tally "pg_regress" "$p" "$f"
+tally "pg_regress" "$p" "$f" "$(grep -E '\.\.\. (FAILED|failed)' "$WORK/regress.log"; [ $rc -ne 0 ] && echo "pg_regress exit status $rc")"
 fi
 
 # ------------------------------------------------------------------ docs
@@ -165,14 +172,14 @@ f=$(grep -cE '^not ok [0-9]+' "$WORK/docs.log")
 s=$(grep -cE '^ok [0-9]+ .*# SKIP' "$WORK/docs.log")
 SKIP=$((SKIP + s))
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; tail -20 "$WORK/docs.log"; fi
-tally "doc blocks" "$p" "$f"
+tally "doc blocks" "$p" "$f" "$(grep -E '^not ok' "$WORK/docs.log")"
 bash test/docs/reference.sh --check > "$WORK/reference.log" 2>&1
 rc=$?
 grep -vE '^ok ' "$WORK/reference.log" | head -90
 p=$(grep -cE '^ok [0-9]+' "$WORK/reference.log")
 f=$(grep -cE '^not ok [0-9]+' "$WORK/reference.log")
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-tally "docs/reference.md" "$p" "$f"
+tally "docs/reference.md" "$p" "$f" "$(grep -E '^not ok' "$WORK/reference.log")"
 fi
 
 # ------------------------------------------------------------------ peers
@@ -186,7 +193,7 @@ p=$(grep -cE '^ok [0-9]+' "$WORK/peers.log")
 f=$(grep -cE '^not ok [0-9]+' "$WORK/peers.log")
 s=$(grep -cE '^ok [0-9]+ .*# SKIP' "$WORK/peers.log")
 SKIP=$((SKIP + s))
-tally "PyG peer" "$p" "$f"
+tally "PyG peer" "$p" "$f" "$(grep -E '^not ok' "$WORK/peers.log")"
 fi
 
 # ------------------------------------------------------------------ TAP
@@ -240,7 +247,8 @@ if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
 elif [ "$f" -gt 0 ]; then
   grep -B2 -A8 '^not ok' "$WORK/tap.log" | head -80
 fi
-tally "TAP" "$p" "$f"
+tally "TAP" "$p" "$f" "$(awk '/^(\[[0-9:]+\] )?t\/[0-9a-z_]+\.pl/ { file = $0; sub(/^\[[0-9:]+\] /, "", file); sub(/ .*/, "", file) }
+  /^not ok / { print file ": " $0 }' "$WORK/tap.log"; [ $rc -ne 0 ] && grep -E '^t/.*(Wstat|Failed|Dubious)' "$WORK/tap.log")"
 fi
 
 # ------------------------------------------------------------------ the model-based random test at length
@@ -274,7 +282,7 @@ p=$(grep -cE '^ok [0-9]+' "$WORK/fuzzsql.log")
 f=$(grep -cE '^not ok [0-9]+' "$WORK/fuzzsql.log")
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; tail -30 "$WORK/fuzzsql.log"; fi
 [ "$f" -gt 0 ] && grep -A12 '^not ok' "$WORK/fuzzsql.log" | head -60
-tally "SQL fuzzer" "$p" "$f"
+tally "SQL fuzzer" "$p" "$f" "$(grep -E '^not ok' "$WORK/fuzzsql.log")"
 fi
 
 suite_end
@@ -285,5 +293,6 @@ printf '%s\n' "${TIMES[@]}"
 printf '%5d s  %s\n' "$((SECONDS + ${GNN_BUILD_SECS:-0}))" "in all"
 echo
 [ "$SKIP" -gt 0 ] && echo "($SKIP skipped, counted as passed where they are TAP skips)"
+if [ "${#FAILED[@]}" -gt 0 ]; then echo "=== what failed"; printf '%s\n' "${FAILED[@]}"; echo; fi
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]
