@@ -13,7 +13,7 @@
 #   SCALE=16 EDGES=500000 BATCHES=20 bash bench/sage_floor.sh  # a quick run
 # The program's settings pass through from the environment: SCALE EDGES DIM
 # CLASSES TRAIN_PCT HIDDEN FANOUTS BATCH BATCHES THREADS PREFETCH DROPOUT SHAPES
-# REPS (defaults and meaning: the comment at the top of bench/sage_floor_bench.c).
+# REPS ROWNORM (defaults and meaning: the comment at the top of bench/sage_floor_bench.c).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s bench/bin/sage_floor_bench
@@ -22,7 +22,7 @@ export THREADS=${THREADS:-2}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 REPORT=bench/results/sage_floor-$STAMP.md
 CMD=""
-for v in SCALE EDGES DIM CLASSES TRAIN_PCT HIDDEN FANOUTS BATCH BATCHES THREADS PREFETCH DROPOUT SHAPES REPS; do
+for v in SCALE EDGES DIM CLASSES TRAIN_PCT HIDDEN FANOUTS BATCH BATCHES THREADS PREFETCH DROPOUT SHAPES REPS ROWNORM; do
   [ -n "${!v:-}" ] && CMD+="$v=${!v} "
 done
 CMD+="bash bench/sage_floor.sh"

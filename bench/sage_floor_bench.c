@@ -12,7 +12,9 @@
  * FANOUTS ("10,5", hop order, one layer each), BATCH (512), BATCHES (200
  * timed batches), THREADS (2), PREFETCH ("2,0": one training run each; 2 is
  * what gnn.train uses), DROPOUT (the model's default, 0.5), SHAPES (20
- * sampled batches for the floor), REPS (5).
+ * sampled batches for the floor), REPS (5), ROWNORM (0; 1: the gathered rows
+ * divided by their sums, as gnn.train does by default: it counts in
+ * "gathering", not in the step).
  *
  * 1. The step.  gnn_train_minibatch (GraphSAGE mean, Adam, no evaluation
  *    pass) on a caller-owned CPU backend of THREADS threads with its per-op
@@ -98,6 +100,7 @@ typedef struct opts
 	int			nprefetch;
 	int			prefetch[8];
 	double		dropout;		/* < 0: the model's default */
+	bool		rownorm;		/* row-normalised features (gnn.train's default) */
 	int			shapes;
 	int			reps;
 } opts;
@@ -250,7 +253,7 @@ train_run(const gnn_graph *g, gnn_backend *be, const opts *o, int prefetch, run_
 	cfg.layers = o->layers;
 	cfg.hidden = o->hidden;
 	cfg.threads = o->threads;
-	cfg.row_normalise = false;
+	cfg.row_normalise = o->rownorm;
 	cfg.seed = 1;
 	cfg.epochs = out->epochs;
 	if (o->dropout >= 0)
@@ -304,6 +307,7 @@ main(void)
 	o.batches = (int) env_ll("BATCHES", 200);
 	o.threads = (int) env_ll("THREADS", 2);
 	o.dropout = getenv("DROPOUT") ? atof(getenv("DROPOUT")) : -1.0;
+	o.rownorm = env_ll("ROWNORM", 0) != 0;
 	o.shapes = (int) env_ll("SHAPES", 20);
 	o.reps = (int) env_ll("REPS", 5);
 	for (const char *p = fo ? fo : "10,5"; *p && o.layers < GNN_MAX_LAYERS;)
@@ -334,8 +338,8 @@ main(void)
 	printf(" BATCH=%d BATCHES=%d THREADS=%d PREFETCH=", o.batch, o.batches, o.threads);
 	for (int i = 0; i < o.nprefetch; i++)
 		printf("%s%d", i ? "," : "", o.prefetch[i]);
-	printf(" DROPOUT=%s SHAPES=%d REPS=%d\n", getenv("DROPOUT") ? getenv("DROPOUT") : "default(0.5)",
-		   o.shapes, o.reps);
+	printf(" DROPOUT=%s ROWNORM=%d SHAPES=%d REPS=%d\n", getenv("DROPOUT") ? getenv("DROPOUT") : "default(0.5)",
+		   o.rownorm ? 1 : 0, o.shapes, o.reps);
 
 	/* the graph */
 	gnn_rng_seed(&r, 1);

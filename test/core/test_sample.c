@@ -699,6 +699,88 @@ test_gather(void)
 	gnn_gather_dense(&g, nodes, 3, true, 2, out, &err);
 	CHECK(fabsf(out[0] + out[1] + out[2] - 1) < 1e-6, "dense gather row-normalises on request");
 	free(region);
+
+	/*
+	 * Row normalisation against each row divided by its sum in order, in
+	 * double: widths that fill no vector exactly, rows that sum to zero
+	 * (kept as they are), negative entries, repeated and out-of-order
+	 * nodes, one thread and two.  The gather sums in lanes and multiplies
+	 * by the reciprocal, so a float may differ in its last bit, rarely.
+	 */
+	{
+		const int	widths[] = {1, 3, 7, 64, 130};
+
+		for (int wi = 0; wi < 5; wi++)
+			for (int nt = 1; nt <= 2; nt++)
+			{
+				int			d = widths[wi];
+				int64_t		n = 300,
+							m = 1000;
+				float	   *f = malloc(sizeof(float) * n * d),
+						   *got = malloc(sizeof(float) * m * d);
+				int64_t    *vid = malloc(sizeof(int64_t) * n);
+				int32_t    *rows = malloc(sizeof(int32_t) * m);
+				int64_t		e_s[] = {0},
+							e_d[] = {1};
+				gnn_graph	g2;
+				void	   *reg;
+				uint64_t	sz;
+				int64_t		far = 0,
+							diff = 0;
+				bool		zero_kept = true;
+
+				for (int64_t v = 0; v < n; v++)
+				{
+					vid[v] = v;
+					for (int k = 0; k < d; k++)
+						f[v * d + k] = v % 17 == 0 ? (k % 2 ? 1.0f : -1.0f) * (d % 2 == 0) :
+							(float) ((v * 31 + k * 7) % 97) / 13.0f - (k % 5 == 0 ? 2.0f : 0.0f);
+				}
+				for (int64_t i = 0; i < m; i++)
+					rows[i] = (int32_t) ((i * 7919) % n);
+				memset(&in, 0, sizeof(in));
+				in.num_edges = 1;
+				in.src = e_s;
+				in.dst = e_d;
+				in.num_nodes = n;
+				in.node_ids = vid;
+				in.feat_dim = d;
+				in.feat = f;
+				gnn_graph_build_region(&in, &reg, &sz, &g2, &err);
+				gnn_gather_dense(&g2, rows, m, true, nt, got, &err);
+				for (int64_t i = 0; i < m; i++)
+				{
+					const float *x = f + (int64_t) rows[i] * d;
+					double		sum = 0;
+
+					for (int k = 0; k < d; k++)
+						sum += x[k];
+					for (int k = 0; k < d; k++)
+					{
+						float		want = sum != 0 ? (float) (x[k] / sum) : x[k],
+									g1 = got[i * d + k];
+
+						if (g1 != want)
+						{
+							diff++;
+							if (fabsf(g1 - want) > 2e-7f * fabsf(want))
+								far++;
+						}
+						if (sum == 0 && g1 != x[k])
+							zero_kept = false;
+					}
+				}
+				CHECK(far == 0 && diff * 1000 <= m * d && zero_kept,
+					  "row normalisation, %d wide, %d thread(s): every row its sum's share (%lld of %lld floats "
+					  "a last bit off, %lld further; rows summing to 0 kept: %s)", d, nt, (long long) diff,
+					  (long long) (m * d), (long long) far, zero_kept ? "yes" : "no");
+				free(reg);
+				free(f);
+				free(got);
+				free(vid);
+				free(rows);
+			}
+	}
 	{
 		int64_t		spn[] = {0, 0, 2, 3};
 		int32_t		spi[] = {1, 4, 2, 0};
