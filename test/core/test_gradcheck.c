@@ -916,6 +916,9 @@ main(void)
 	check_model("sage mean dense bipartite, widening: aggregates first", be, &c, false, true, true, 25);
 	c.dropout = 0.0f;
 	check_model("sage mean dense, widening, no dropout: aggregates first", be, &c, false, false, true, 26);
+	/* so does a sampled evaluation's forward pass (train false: no dropout), and it stays differentiable */
+	c.dropout = 0.2f;
+	check_model("sage mean dense bipartite, widening, evaluation: aggregates first", be, &c, false, true, false, 27);
 	c.in_dim = 6; c.hidden = 5; c.out_dim = 3; c.dropout = 0.2f;
 	c.aggr = GNN_AGGR_POOL;
 	check_model("sage pool dense", be, &c, false, false, true, 23);

@@ -1193,16 +1193,19 @@ input_done:
 	L->agg_first = false;
 	if (reorder && !train && !L->xs && aggregate_first(m, L, blk))
 		TRYE(layer_forward_aggregate_first(m, L, blk, P, err));
-	else if (train && cfg->kind == GNN_MODEL_SAGE && cfg->aggr == GNN_AGGR_MEAN && !L->xs &&
+	else if (cfg->kind == GNN_MODEL_SAGE && cfg->aggr == GNN_AGGR_MEAN && !L->xs &&
 			 aggregate_first(m, L, blk))
 	{
 		/*
-		 * GraphSAGE training aggregates first where that is less work
-		 * (a layer that widens, or few destinations of many sources: the
-		 * first layer of a sampled batch, 64 -> 128 over 4x as many
-		 * sources as destinations, did 2.5x the products transforming
-		 * first, and backward wrote an n_src-wide gradient it then
-		 * reduced).  Backward reads A X from B_AX.
+		 * GraphSAGE aggregates first where that is less work (a layer
+		 * that widens, or few destinations of many sources: the first
+		 * layer of a sampled batch, 64 -> 128 over 4x as many sources as
+		 * destinations, did 2.5x the products transforming first, and
+		 * backward wrote an n_src-wide gradient it then reduced).  So do
+		 * a sampled evaluation's batches, which transforming first spent
+		 * 2/3 of their time in that product (R-MAT job, perf,
+		 * 2026-12-06), and they stay differentiable like a training
+		 * pass's.  Backward reads A X from B_AX.
 		 */
 		TRYE(layer_forward_aggregate_first(m, L, blk, P, err));
 		L->agg_first = true;
