@@ -558,9 +558,15 @@ cpu_bias_grad(gnn_backend *be, const float *dY, int64_t rows, int64_t cols, floa
 
 	if (!acc)
 		return gnn_error_set(&be->err, GNN_ERR_NOMEM, "bias_grad: out of memory");
+	/* row by row, the columns in lanes: each column still summed in row order */
 	for (int64_t i = 0; i < rows; i++)
+	{
+		const float *row = dY + i * cols;
+
+#pragma omp simd
 		for (int64_t k = 0; k < cols; k++)
-			acc[k] += dY[i * cols + k];
+			acc[k] += row[k];
+	}
 	for (int64_t k = 0; k < cols; k++)
 		db[k] = (float) acc[k] + (beta == 0.0f ? 0.0f : beta * db[k]);
 	free(acc);
@@ -1182,7 +1188,8 @@ cpu_adam_step(gnn_backend *be, float *w, const float *g, float *m, float *v, int
 
 	if (t < 1)
 		return gnn_error_set(&be->err, GNN_ERR_INVALID, "adam_step: step must be >= 1");
-#pragma omp parallel for num_threads(NT_WORK(be, n)) schedule(static) if (n > 4 * GNN_PAR_MIN)
+	/* simd: the square root and division are exact in every lane, so the same bits */
+#pragma omp parallel for simd num_threads(NT_WORK(be, n)) schedule(static) if (n > 4 * GNN_PAR_MIN)
 	for (int64_t i = 0; i < n; i++)
 		gnn_math_adam(&w[i], g[i], &m[i], &v[i], lr, beta1, beta2, eps, weight_decay, bc1, bc2);
 	return GNN_OK;
