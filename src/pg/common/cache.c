@@ -554,6 +554,21 @@ GnnCacheClaimOwn(bool on)
 	claiming_own = on;
 }
 
+/*
+ * fn(arg), if set, runs as GnnCacheGet is about to compute a result, its
+ * claim made and its memory not yet: a training worker reports its job done
+ * there (worker.c, ResultsClaimed), before a large segment is made.
+ */
+static void (*before_compute) (void *) = NULL;
+static void *before_compute_arg = NULL;
+
+void
+GnnCacheBeforeCompute(void (*fn) (void *), void *arg)
+{
+	before_compute = fn;
+	before_compute_arg = arg;
+}
+
 void
 GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char *graph, int64 rows,
 			int32 cols, GnnComputeFn compute, void *arg, GnnResult *res, bool *hit)
@@ -648,6 +663,8 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 	t0 = GetCurrentTimestamp();
 	PG_TRY();
 	{
+		if (before_compute)
+			before_compute(before_compute_arg);
 		seg = GnnResultCreate(rows, cols, key->kind == GNN_RESULT_EMBED, res);
 		res->computed = rows;
 		/* the test hook: a computation held, holding no lock (a cancel ends it) */

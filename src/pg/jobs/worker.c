@@ -561,8 +561,9 @@ typedef struct ResultsJob
 	const char *model_name;
 	int32		version;
 	const char *graph;
-	GnnResult  *embed;			/* the embedding's segment while it is computed */
-	bool		embed_filled;	/* ... filled by the probabilities' pass */
+	GnnResult  *probs;			/* the probabilities' segment while the pass runs (NULL: none asked) */
+	bool		probs_filled;	/* ... filled by the pass that filled the embedding */
+	int			unclaimed;		/* results not yet claimed: the job is reported done when none is */
 	bool		reported;		/* the job is reported succeeded */
 } ResultsJob;
 
@@ -665,69 +666,98 @@ ResultsTemporal(ResultsJob *j, int32 layer, bool probs, float *out, float *also)
 	pfree(idx);
 }
 
-/* GnnComputeFn of the probabilities: one pass, which leaves the embedding too */
+/*
+ * GnnCacheBeforeCompute's hook: one of the job's results is claimed and its
+ * memory not yet made.  When the last is, the job is reported done: making
+ * a result's segment (the embedding of every node, hundreds of MB on a
+ * large graph, each page written once) is not on the job's critical path,
+ * and a session asking for a result as the job returns finds it claimed
+ * and waits for this pass instead of making its own.
+ */
 static void
-ResultsProbs(void *arg, GnnResult *res)
+ResultsClaimed(void *arg)
+{
+	ResultsJob *j = arg;
+
+	if (--j->unclaimed <= 0)
+		ResultsReport(j);
+}
+
+/*
+ * GnnComputeFn of the embedding: with the probabilities' segment claimed
+ * (j->probs), one pass fills both (the embedding is a layer of the pass
+ * that ends in the probabilities); alone, the embedding's own pass.
+ */
+static void
+ResultsEmbed(void *arg, GnnResult *res)
 {
 	ResultsJob *j = arg;
 	const gnn_model_config *mc = gnn_model_config_of(j->model);
 	gnn_error	err;
 
-	ResultsReport(j);
 	memcpy((int64 *) res->ids, j->g->ids, sizeof(int64) * j->g->num_nodes);
-	if (job_temporal)
+	if (j->probs && job_temporal)
 	{
-		ResultsTemporal(j, -1, true, (float *) res->out, (float *) j->embed->out);
-		j->embed_filled = true;
+		ResultsTemporal(j, -1, true, (float *) j->probs->out, (float *) res->out);
+		j->probs_filled = true;
 		return;
 	}
-	if (gnn_model_infer(j->model, j->g, j->cfg->row_normalise, -1, true, (float *) res->out, &err) != GNN_OK)
-		GnnReportCoreError("inference after training failed", &err);
-	/* the output layer's own buffer was softmaxed in place: a 1-layer model's embedding needs its own pass */
-	if (j->layer[0] != mc->layers - 1)
+	if (j->probs)
 	{
-		int64		rows;
-		int32		c;
-		const float *dev = gnn_model_layer_output(j->model, j->layer[0], &rows, &c);
-		gnn_status	st;
-
-		if (dev == NULL || rows != j->g->num_nodes || c != j->embed->cols)
-			elog(ERROR, "the forward pass kept no output of layer %d", j->layer[0]);
-		st = gnn_backend_copy_d2h(gnn_model_backend(j->model), (float *) j->embed->out, dev,
-								  sizeof(float) * (size_t) rows * c);
-		if (st != GNN_OK)
+		if (gnn_model_infer(j->model, j->g, j->cfg->row_normalise, -1, true, (float *) j->probs->out, &err) != GNN_OK)
+			GnnReportCoreError("inference after training failed", &err);
+		j->probs_filled = true;
+		/* the output layer's own buffer was softmaxed in place: a 1-layer model's embedding needs its own pass */
+		if (j->layer[0] != mc->layers - 1)
 		{
-			(void) gnn_backend_error(gnn_model_backend(j->model), st, &err);
-			GnnReportCoreError("copying the embeddings failed", &err);
+			int64		rows;
+			int32		c;
+			const float *dev = gnn_model_layer_output(j->model, j->layer[0], &rows, &c);
+			gnn_status	st;
+
+			if (dev == NULL || rows != j->g->num_nodes || c != res->cols)
+				elog(ERROR, "the forward pass kept no output of layer %d", j->layer[0]);
+			st = gnn_backend_copy_d2h(gnn_model_backend(j->model), (float *) res->out, dev,
+									  sizeof(float) * (size_t) rows * c);
+			if (st != GNN_OK)
+			{
+				(void) gnn_backend_error(gnn_model_backend(j->model), st, &err);
+				GnnReportCoreError("copying the embeddings failed", &err);
+			}
+			return;
 		}
-		j->embed_filled = true;
 	}
-}
-
-/* GnnComputeFn of the embedding: the probabilities' pass first where there are any */
-static void
-ResultsEmbed(void *arg, GnnResult *res)
-{
-	ResultsJob *j = arg;
-	gnn_error	err;
-
-	j->embed = res;
-	memcpy((int64 *) res->ids, j->g->ids, sizeof(int64) * j->g->num_nodes);
-	if (j->n == 2)
-	{
-		GnnResult	pres;
-		bool		hit;
-
-		GnnCacheGet(&j->key[1], j->model_name, j->version, j->graph, j->g->num_nodes,
-					gnn_model_config_of(j->model)->out_dim, ResultsProbs, j, &pres, &hit);
-	}
-	ResultsReport(j);
-	if (j->embed_filled)
-		return;
 	if (job_temporal)
 		ResultsTemporal(j, j->layer[0], false, (float *) res->out, NULL);
 	else if (gnn_model_infer(j->model, j->g, j->cfg->row_normalise, j->layer[0], false, (float *) res->out,
 							 &err) != GNN_OK)
+		GnnReportCoreError("inference after training failed", &err);
+}
+
+/*
+ * GnnComputeFn of the probabilities: claimed first, so that the embedding
+ * (the larger) is claimed last, and filled by the embedding's pass; alone
+ * (the embedding found cached, or computed elsewhere) by a pass of its own.
+ */
+static void
+ResultsProbs(void *arg, GnnResult *res)
+{
+	ResultsJob *j = arg;
+	GnnResult	eres;
+	bool		hit;
+	gnn_error	err;
+
+	j->probs = res;
+	memcpy((int64 *) res->ids, j->g->ids, sizeof(int64) * j->g->num_nodes);
+	GnnCacheGet(&j->key[0], j->model_name, j->version, j->graph, j->g->num_nodes,
+				gnn_model_layer_dim(j->model, j->layer[0]), ResultsEmbed, j, &eres, &hit);
+	j->probs = NULL;
+	ResultsReport(j);
+	if (j->probs_filled)
+		return;
+	if (job_temporal)
+		ResultsTemporal(j, -1, true, (float *) res->out, NULL);
+	else if (gnn_model_infer(j->model, j->g, j->cfg->row_normalise, -1, true, (float *) res->out, &err) != GNN_OK)
 		GnnReportCoreError("inference after training failed", &err);
 }
 
@@ -795,17 +825,32 @@ ShareResults(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, 
 	pgstat_report_activity(STATE_RUNNING,
 						   psprintf("gnn: training job %lld: model \"%s\" version %d: its results for serving",
 									(long long) wctx->job, j.model_name, version));
+	j.unclaimed = j.n;
 	StartTransactionCommand();
 	PG_TRY();
 	{
 		GnnResult	res;
-		bool		hit;
+		bool		hit = false;
 
 		GnnCacheClaimOwn(true);
-		GnnCacheGet(&j.key[0], j.model_name, version, j.graph, g->num_nodes,
-					gnn_model_layer_dim(model, j.layer[0]), ResultsEmbed, &j, &res, &hit);
+		GnnCacheBeforeCompute(ResultsClaimed, &j);
+		if (j.n == 2)
+		{
+			/* the probabilities first: ResultsProbs claims the embedding, the larger, last */
+			GnnCacheGet(&j.key[1], j.model_name, version, j.graph, g->num_nodes, mc->out_dim, ResultsProbs, &j,
+						&res, &hit);
+			computed = !hit;
+			if (hit)
+				j.unclaimed--;
+		}
+		if (j.n == 1 || hit)
+		{
+			GnnCacheGet(&j.key[0], j.model_name, version, j.graph, g->num_nodes,
+						gnn_model_layer_dim(model, j.layer[0]), ResultsEmbed, &j, &res, &hit);
+			computed = computed || !hit;
+		}
+		GnnCacheBeforeCompute(NULL, NULL);
 		GnnCacheClaimOwn(false);
-		computed = !hit;
 		ResultsReport(&j);
 		CommitTransactionCommand();
 	}
@@ -814,6 +859,7 @@ ShareResults(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, 
 		ErrorData  *ed;
 
 		/* the job succeeded; its results will be computed by their first caller instead */
+		GnnCacheBeforeCompute(NULL, NULL);
 		GnnCacheClaimOwn(false);
 		ResultsReport(&j);
 		ed = CaughtAndAborted(mcxt);
