@@ -106,6 +106,36 @@ main(int argc, char **argv)
 	CHECK(a != NULL, "gnn_realloc_big from NULL allocates");
 	free(a);
 
+	/* a large array starts on a 2 MB boundary (all of it can be huge pages); zeroed when asked */
+	{
+		size_t		sizes[] = {((size_t) 8 << 20) + 8, (size_t) 9 << 20, (size_t) 40 << 20};
+		bool		aligned = true,
+					zero = true;
+
+		for (int i = 0; i < 3; i++)
+		{
+			char	   *m = gnn_malloc_big(sizes[i]),
+					   *z;
+
+			aligned &= m && ((uintptr_t) m & (((uintptr_t) 2 << 20) - 1)) == 0;
+			if (m)
+				memset(m, 0xab, sizes[i]);	/* dirty the heap for the calloc that follows */
+			free(m);
+			z = gnn_calloc_big(sizes[i] / 8, 8);
+			aligned &= z && ((uintptr_t) z & (((uintptr_t) 2 << 20) - 1)) == 0;
+			for (size_t k = 0; z && k < sizes[i] / 8 * 8; k += 4093)
+				zero &= z[k] == 0;
+			zero &= z && z[sizes[i] / 8 * 8 - 1] == 0;
+			free(z);
+		}
+		CHECK(aligned && zero, "gnn_malloc_big and gnn_calloc_big: 8 MB and more on a 2 MB boundary (%s), "
+			  "calloc's zeroed (%s)", aligned ? "yes" : "no", zero ? "yes" : "no");
+		a = gnn_calloc_big(3, 4);
+		CHECK(a && a[0] == 0 && a[2] == 0, "gnn_calloc_big of a small array is calloc's");
+		free(a);
+		CHECK(gnn_calloc_big(SIZE_MAX / 4, 8) == NULL, "gnn_calloc_big refuses a size that overflows");
+	}
+
 	if (!thp_present() || advised(&n) < 0)
 	{
 		printf("# skipped: no transparent huge pages (or no VmFlags in /proc/self/smaps) on this kernel\n");

@@ -246,6 +246,14 @@ bool		gnn_thread_start(pthread_t *t, bool detached, void *(*fn) (void *), void *
 void	   *gnn_malloc_big(size_t bytes);
 
 /*
+ * calloc for a large array (8 MB or more), advised for huge pages before it
+ * is zeroed.  (A job's worker keeps its heap, so calloc zeroes memory the
+ * heap already has: 4 kB faults, 20 ms for a sampler's 8 MB of marks over 1M
+ * nodes on a VM.)  NULL when out of memory or n * size overflows.
+ */
+void	   *gnn_calloc_big(size_t n, size_t size);
+
+/*
  * realloc for a growing array: a large new block (8 MB or more) is malloc'd,
  * advised for huge pages, and the old contents copied in, rather than
  * realloc'd (which would copy into memory not yet advised, a 4 kB fault per

@@ -235,7 +235,7 @@ gnn_sampler_create(const gnn_graph *g, const gnn_sampler_config *cfg, gnn_sample
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 	s->g = g;
 	s->cfg = *cfg;
-	s->slot = calloc(g->num_nodes + 1, sizeof(gnn_mark_slot));
+	s->slot = gnn_calloc_big(g->num_nodes + 1, sizeof(gnn_mark_slot));
 	s->seen = calloc((size_t) g->num_nodes / 64 + 1, sizeof(uint64_t));
 	if (!s->slot || !s->seen)
 	{
