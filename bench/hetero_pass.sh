@@ -87,6 +87,8 @@ SQL
 if [ ${#PY[@]} -gt 0 ]; then
   echo "hetero_pass: exporting the tables to CSV" >&2
   PATH="$PG_BINDIR:$PATH" bash "$BENCH/schema_export.sh" "$DIR/csv" -h "$DIR" -p "$PORT" -U postgres -d postgres >&2
+  # the files written out (about 100 MB) reach the disk now, not during the first run timed
+  sync
 fi
 
 # gnn_run TEMPORAL: one job; sets G_* (per epoch: pass, split) and appends its log to $DIR/gnn.log
