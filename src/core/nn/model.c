@@ -770,8 +770,8 @@ lin_bwd_x(gnn_model *m, gnn_layer *L, const float *dOut, int64_t dout, int64_t r
  * (A X) W on A's n_dst rows, instead of A (X W) on all n_src, which is the
  * same up to float summation order and cheaper when a few destinations
  * have many sources (a hub's neighbours feeding one row) or when the layer
- * widens.  Training does it for GraphSAGE-mean (L->agg_first), whose
- * backward reads A X.
+ * widens.  GraphSAGE-mean does it in training and evaluation too
+ * (L->agg_first), its backward reading A X.
  */
 static bool
 aggregate_first(const gnn_model *m, const gnn_layer *L, const gnn_dblock *blk)
@@ -1109,6 +1109,7 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 	float		p = train ? cfg->dropout : 0.0f;
 	float	   *P;
 	const float *xs_whole = NULL;
+	bool		sage_mean = cfg->kind == GNN_MODEL_SAGE && cfg->aggr == GNN_AGGR_MEAN;
 
 	L->blk = blk;
 	L->n_src = ns;
@@ -1190,25 +1191,21 @@ input_done:
 
 	TRYE(ensure(m, L, B_P, nd * dout, err));
 	P = lbuf(L, B_P);
+	/*
+	 * Inference aggregates first where that is less work (reorder), and so
+	 * does GraphSAGE-mean in every pass, training or evaluating: a layer
+	 * that widens, or few destinations of many sources (the first layer of
+	 * a sampled batch, 64 -> 128 over 4x as many sources as destinations,
+	 * did 2.5x the products transforming first in training, and backward
+	 * wrote an n_src-wide gradient it then reduced; a sampled evaluation's
+	 * batches spent 2/3 of their time in that product: R-MAT job, perf,
+	 * 2026-12-06).  Its backward reads A X from B_AX (L->agg_first).
+	 */
 	L->agg_first = false;
-	if (reorder && !train && !L->xs && aggregate_first(m, L, blk))
-		TRYE(layer_forward_aggregate_first(m, L, blk, P, err));
-	else if (cfg->kind == GNN_MODEL_SAGE && cfg->aggr == GNN_AGGR_MEAN && !L->xs &&
-			 aggregate_first(m, L, blk))
+	if (!L->xs && ((reorder && !train) || sage_mean) && aggregate_first(m, L, blk))
 	{
-		/*
-		 * GraphSAGE aggregates first where that is less work (a layer
-		 * that widens, or few destinations of many sources: the first
-		 * layer of a sampled batch, 64 -> 128 over 4x as many sources as
-		 * destinations, did 2.5x the products transforming first, and
-		 * backward wrote an n_src-wide gradient it then reduced).  So do
-		 * a sampled evaluation's batches, which transforming first spent
-		 * 2/3 of their time in that product (R-MAT job, perf,
-		 * 2026-12-06), and they stay differentiable like a training
-		 * pass's.  Backward reads A X from B_AX.
-		 */
 		TRYE(layer_forward_aggregate_first(m, L, blk, P, err));
-		L->agg_first = true;
+		L->agg_first = sage_mean;
 	}
 	else
 		switch (cfg->kind)
