@@ -57,39 +57,39 @@ gnn_gather_dense(const gnn_graph *g, const int32_t *nodes, int64_t n, bool row_n
 {
 	int64_t		d = g->feat_dim;
 	int			nt = gnn_team_for(nthreads);
+	gnn_status	st = GNN_OK;
 
 	if (g->feat_kind != GNN_FEAT_DENSE)
 		return gnn_error_set(err, GNN_ERR_INVALID, "the graph has no dense features");
 	if (g->fstore)
 	{
 		/* through the store's cache: its misses are read sorted, in runs */
-		gnn_status	st = gnn_fstore_gather(g->fstore, nodes, n, out, err);
-
-		if (st == GNN_OK && row_normalise)
-			gnn_normalise_rows(out, n, d, nt);
-		return st;
+		st = gnn_fstore_gather(g->fstore, nodes, n, out, err);
 	}
-#pragma omp parallel for num_threads(nt) schedule(static) if (n * d > 65536 && nt > 1)
-	for (int64_t i = 0; i < n; i++)
+	else
 	{
-		const float *src = gnn_graph_feat_row(g, nodes[i]);
-		float	   *dst = out + i * d;
-
-		/* every cache line of a row some rows ahead: a row is several lines,
-		 * and the rows are random reads (one line ahead left 1 thread at a
-		 * third of memcpy) */
-		if (i + 8 < n)
+#pragma omp parallel for num_threads(nt) schedule(static) if (n * d > 65536 && nt > 1)
+		for (int64_t i = 0; i < n; i++)
 		{
-			const char *p = (const char *) gnn_graph_feat_row(g, nodes[i + 8]);
+			const float *src = gnn_graph_feat_row(g, nodes[i]);
+			float	   *dst = out + i * d;
 
-			for (int64_t off = 0; off < (int64_t) sizeof(float) * d; off += 64)
-				__builtin_prefetch(p + off);
+			/* every cache line of a row some rows ahead: a row is several
+			 * lines, and the rows are random reads (one line ahead left 1
+			 * thread at a third of memcpy) */
+			if (i + 8 < n)
+			{
+				const char *p = (const char *) gnn_graph_feat_row(g, nodes[i + 8]);
+
+				for (int64_t off = 0; off < (int64_t) sizeof(float) * d; off += 64)
+					__builtin_prefetch(p + off);
+			}
+			memcpy(dst, src, sizeof(float) * d);
 		}
-		memcpy(dst, src, sizeof(float) * d);
 	}
-	if (row_normalise)
+	if (st == GNN_OK && row_normalise)
 		gnn_normalise_rows(out, n, d, nt);
-	return GNN_OK;
+	return st;
 }
 
 gnn_status
