@@ -684,6 +684,23 @@ ResultsClaimed(void *arg)
 }
 
 /*
+ * One pass over every node into out: layer's rows (-1: the output layer),
+ * as probabilities or not; time-aware where the job was, with also filled
+ * with the embedding's layer as the same pass goes.  Without time, the
+ * caller copies that layer (gnn_model_layer_output).
+ */
+static void
+ResultsPass(ResultsJob *j, int32 layer, bool probs, float *out, float *also)
+{
+	gnn_error	err;
+
+	if (job_temporal)
+		ResultsTemporal(j, layer, probs, out, also);
+	else if (gnn_model_infer(j->model, j->g, j->cfg->row_normalise, layer, probs, out, &err) != GNN_OK)
+		GnnReportCoreError("inference after training failed", &err);
+}
+
+/*
  * GnnComputeFn of the embedding: with the probabilities' segment claimed
  * (j->probs), one pass fills both (the embedding is a layer of the pass
  * that ends in the probabilities); alone, the embedding's own pass.
@@ -693,20 +710,14 @@ ResultsEmbed(void *arg, GnnResult *res)
 {
 	ResultsJob *j = arg;
 	const gnn_model_config *mc = gnn_model_config_of(j->model);
-	gnn_error	err;
 
 	memcpy((int64 *) res->ids, j->g->ids, sizeof(int64) * j->g->num_nodes);
-	if (j->probs && job_temporal)
-	{
-		ResultsTemporal(j, -1, true, (float *) j->probs->out, (float *) res->out);
-		j->probs_filled = true;
-		return;
-	}
 	if (j->probs)
 	{
-		if (gnn_model_infer(j->model, j->g, j->cfg->row_normalise, -1, true, (float *) j->probs->out, &err) != GNN_OK)
-			GnnReportCoreError("inference after training failed", &err);
+		ResultsPass(j, -1, true, (float *) j->probs->out, job_temporal ? (float *) res->out : NULL);
 		j->probs_filled = true;
+		if (job_temporal)
+			return;
 		/* the output layer's own buffer was softmaxed in place: a 1-layer model's embedding needs its own pass */
 		if (j->layer[0] != mc->layers - 1)
 		{
@@ -714,6 +725,7 @@ ResultsEmbed(void *arg, GnnResult *res)
 			int32		c;
 			const float *dev = gnn_model_layer_output(j->model, j->layer[0], &rows, &c);
 			gnn_status	st;
+			gnn_error	err;
 
 			if (dev == NULL || rows != j->g->num_nodes || c != res->cols)
 				elog(ERROR, "the forward pass kept no output of layer %d", j->layer[0]);
@@ -727,11 +739,7 @@ ResultsEmbed(void *arg, GnnResult *res)
 			return;
 		}
 	}
-	if (job_temporal)
-		ResultsTemporal(j, j->layer[0], false, (float *) res->out, NULL);
-	else if (gnn_model_infer(j->model, j->g, j->cfg->row_normalise, j->layer[0], false, (float *) res->out,
-							 &err) != GNN_OK)
-		GnnReportCoreError("inference after training failed", &err);
+	ResultsPass(j, j->layer[0], false, (float *) res->out, NULL);
 }
 
 /*
@@ -745,7 +753,6 @@ ResultsProbs(void *arg, GnnResult *res)
 	ResultsJob *j = arg;
 	GnnResult	eres;
 	bool		hit;
-	gnn_error	err;
 
 	j->probs = res;
 	memcpy((int64 *) res->ids, j->g->ids, sizeof(int64) * j->g->num_nodes);
@@ -753,12 +760,8 @@ ResultsProbs(void *arg, GnnResult *res)
 				gnn_model_layer_dim(j->model, j->layer[0]), ResultsEmbed, j, &eres, &hit);
 	j->probs = NULL;
 	ResultsReport(j);
-	if (j->probs_filled)
-		return;
-	if (job_temporal)
-		ResultsTemporal(j, -1, true, (float *) res->out, NULL);
-	else if (gnn_model_infer(j->model, j->g, j->cfg->row_normalise, -1, true, (float *) res->out, &err) != GNN_OK)
-		GnnReportCoreError("inference after training failed", &err);
+	if (!j->probs_filled)
+		ResultsPass(j, -1, true, (float *) res->out, NULL);
 }
 
 /*
