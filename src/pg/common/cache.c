@@ -889,15 +889,29 @@ GnnCachePurgeGeneration(const char *graph, Oid owner, uint64 generation)
 void
 GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation, uint64 keep_generation)
 {
+	bool		claims = false;
+
 	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < GNN_CACHE_SLOTS; i++)
 	{
 		GnnCacheEntry *e = &gnn_shared->cache[i];
 
-		if (e->state != GNN_CACHE_READY || e->key.dbid != MyDatabaseId || e->key.owner != owner ||
+		if (e->state == GNN_CACHE_FREE || e->key.dbid != MyDatabaseId || e->key.owner != owner ||
 			strcmp(e->graph, graph) != 0 || e->key.generation == live_generation)
 			continue;
-		if (keep_generation != 0 && e->key.generation == keep_generation && !e->key.has_as_of)
+		if (e->state != GNN_CACHE_READY)
+		{
+			/*
+			 * being computed (a training worker's results after its job):
+			 * its claim goes, as CacheDropNow's does, so the computation
+			 * ends unshared instead of publishing, after the graph is gone,
+			 * a result nobody can ask for (sql/serve.sql then found a
+			 * dropped graph's model in gnn.cache)
+			 */
+			EntryFree(e);
+			claims = true;
+		}
+		else if (keep_generation != 0 && e->key.generation == keep_generation && !e->key.has_as_of)
 		{
 			e->stale = true;
 			for (int m = 0; m < 2; m++)
@@ -913,6 +927,8 @@ GnnCachePurgeGraph(const char *graph, Oid owner, uint64 live_generation, uint64 
 			EntryFree(e);
 	}
 	LWLockRelease(gnn_shared->lock);
+	if (claims)
+		ConditionVariableBroadcast(&gnn_shared->cache_cv);
 }
 
 
