@@ -417,6 +417,7 @@ typedef struct GnnShared
 	uint64		cache_serial;
 	pg_atomic_uint32 active_scans;	/* gnn.similar scans running now (their thread count) */
 	ConditionVariable cache_cv;
+	ConditionVariable job_cv;	/* a job's state became final (its waiters wake at once) */
 	GnnCacheEntry cache[GNN_CACHE_SLOTS];
 	GnnGraphEntry graphs[FLEXIBLE_ARRAY_MEMBER];
 } GnnShared;

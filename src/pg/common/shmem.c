@@ -49,6 +49,7 @@ GnnShmemStartup(void)
 		gnn_shared->max_graphs = gnn_max_graphs;
 		gnn_shared->next_generation = 1;
 		ConditionVariableInit(&gnn_shared->cache_cv);
+		ConditionVariableInit(&gnn_shared->job_cv);
 		pg_atomic_init_u32(&gnn_shared->active_scans, 0);
 		/* a new id for each shared-memory lifetime: jobs of an earlier one are over */
 		gnn_shared->instance = (uint64) GetCurrentTimestamp() ^ ((uint64) MyProcPid << 32);

@@ -789,6 +789,7 @@ FailSlot(GnnJobSlot *slot, int64 id, const char *why)
 		strlcpy(slot->error, why, sizeof(slot->error));
 	}
 	LWLockRelease(gnn_shared->lock);
+	ConditionVariableBroadcast(&gnn_shared->job_cv);
 }
 
 static void
@@ -983,15 +984,19 @@ WaitForJob(int64 id, long timeout_ms, bool cancel_on_interrupt, bool progress)
 			if (timeout_ms >= 0 &&
 				TimestampDifferenceExceeds(start, GetCurrentTimestamp(), (int) Min(timeout_ms, INT_MAX)))
 				break;
-			/* 10 ms: a shared lock and a slot read; 50 ms added 25 ms to every wait => true */
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
-							 PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
+			/*
+			 * woken when a job ends (job_cv), else after 10 ms (progress;
+			 * a job ended by a crash): a job's report used to wait up to a
+			 * whole poll here
+			 */
+			(void) ConditionVariableTimedSleep(&gnn_shared->job_cv, 10, PG_WAIT_EXTENSION);
 			CHECK_FOR_INTERRUPTS();
 		}
+		ConditionVariableCancelSleep();
 	}
 	PG_CATCH();
 	{
+		ConditionVariableCancelSleep();
 		/* cancelling the waiting statement cancels the job */
 		if (cancel_on_interrupt)
 			RequestCancel(id);

@@ -103,6 +103,7 @@ SlotFinish(GnnJobState st, const char *error)
 			strlcpy(s->error, error, sizeof(s->error));
 	}
 	LWLockRelease(gnn_shared->lock);
+	ConditionVariableBroadcast(&gnn_shared->job_cv);
 }
 
 /* At exit (also FATAL, e.g. pg_terminate_backend): no job stays running. */
@@ -126,6 +127,7 @@ WorkerExit(int code, Datum arg)
 		s->pid = 0;
 	}
 	LWLockRelease(gnn_shared->lock);
+	ConditionVariableBroadcast(&gnn_shared->job_cv);
 }
 
 /*
