@@ -843,8 +843,10 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 			return st;
 		}
 		st = item_features(E->be, E->g, it, dfeat, &x, &x_owned, err);
+		/* forward only: no transposes, and on the CPU the batch's own arrays (block.c) */
 		for (int l = 0; st == GNN_OK && l < E->cfg->layers; l++)
-			if ((st = gnn_dblock_create_for(E->be, &it->mb.mb.blocks[l], E->cfg->model, &dblk[l], err)) == GNN_OK)
+			if ((st = gnn_dblock_create_forward(E->be, &it->mb.mb.blocks[l], E->cfg->model, NULL, NULL, &dblk[l],
+												 err)) == GNN_OK)
 				blocks[made++] = &dblk[l];
 		if (st == GNN_OK)
 			st = eval_batch(E, blocks, &x, it->mb.mb.input_nodes, it->bs, a, err);
