@@ -173,6 +173,26 @@ my $final = $big =~ s/hidden => 6000/hidden => 4000/r;
 	is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.cache WHERE model = 'final3'"), '0',
 		'its model dropped during the results pass: nothing of it is left in the cache');
 }
+{
+	# the graph dropped while its results are computed (a98f0c6): the results of a graph
+	# that is gone could never be asked for, and are not published either
+	$node->safe_psql('postgres', q{SELECT gnn.load_graph('g4', 'e', nodes => 'n', features => 'feat', label => 'label',
+		split => 'split')});
+	my $g4 = $final =~ s/^/'g4', /r;
+	my $id = $node->safe_psql('postgres', "SELECT gnn.train($g4, name => 'final4', epochs => 1)");
+	is(wait_for("SELECT state FROM gnn.jobs WHERE id = $id", 'succeeded', 120), 'succeeded', 'a fourth job');
+	my $pid = $node->safe_psql('postgres', "SELECT pid FROM gnn.jobs WHERE id = $id");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.cache WHERE model = 'final4' AND state = 'computing'"),
+		'2', 'its results claimed');
+	$node->safe_psql('postgres', "SELECT gnn.drop_graph('g4')");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.cache WHERE model = 'final4'"), '0',
+		'its graph dropped during the results pass: the claims go with it');
+	is(wait_for("SELECT count(*) FROM pg_stat_activity WHERE pid = $pid", '0', 60), '0', 'its worker finishes');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.cache WHERE model = 'final4'"), '0',
+		'and publishes nothing of it');
+	is($node->safe_psql('postgres', "SELECT state FROM gnn.jobs WHERE id = $id"), 'succeeded',
+		'the job stays succeeded');
+}
 
 # a job whose estimate cannot fit is refused by default, with the estimate in the error
 {
