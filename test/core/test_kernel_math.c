@@ -11,6 +11,7 @@
 #include "check.h"
 #include "nn/backend.h"
 #include "../../kernels/kernel_math.h"
+#include "base/ops_math.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -708,6 +709,69 @@ test_max_agg(blk *b, const char *tag)
 	}
 }
 
+/*
+ * The CPU backend's Adam (a vector clone picked by the CPU, in line or on
+ * threads by size) against gnn_math_adam element by element: the same bits,
+ * below and above the size that takes threads, with weight decay.
+ */
+static void
+test_adam(void)
+{
+	int64_t		sizes[] = {1, 100, 8195, 40001};
+
+	for (int nt = 1; nt <= 2; nt++)
+	{
+		gnn_backend *be;
+		gnn_error	err;
+
+		if (gnn_backend_cpu_create(nt, &be, &err) != GNN_OK)
+		{
+			CHECK(0, "cpu backend: %s", err.msg);
+			return;
+		}
+		for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
+		{
+			int64_t		n = sizes[si];
+			float	   *w = malloc(sizeof(float) * n),
+					   *g = malloc(sizeof(float) * n),
+					   *m = calloc(n, sizeof(float)),
+					   *v = calloc(n, sizeof(float)),
+					   *rw = malloc(sizeof(float) * n),
+					   *rm = calloc(n, sizeof(float)),
+					   *rv = calloc(n, sizeof(float));
+			bool		same,
+						ran = true;
+
+			for (int64_t i = 0; i < n; i++)
+			{
+				w[i] = rw[i] = (float) (gnn_rng_double(&rng) - 0.5);
+				g[i] = (float) ((gnn_rng_double(&rng) - 0.5) * 1e-2);
+			}
+			for (int t = 1; t <= 3; t++)
+			{
+				float		bc1 = 1.0f - powf(0.9f, (float) t),
+							bc2 = 1.0f - powf(0.999f, (float) t);
+
+				ran = ran && gnn_backend_adam_step(be, w, g, m, v, n, 0.01f, 0.9f, 0.999f, 1e-8f, 5e-4f, t) == GNN_OK;
+				for (int64_t i = 0; i < n; i++)
+					gnn_math_adam(&rw[i], g[i], &rm[i], &rv[i], 0.01f, 0.9f, 0.999f, 1e-8f, 5e-4f, bc1, bc2);
+			}
+			same = ran && memcmp(w, rw, sizeof(float) * n) == 0 && memcmp(m, rm, sizeof(float) * n) == 0 &&
+				memcmp(v, rv, sizeof(float) * n) == 0;
+			CHECK(same, "adam_step, %lld weights, %d thread(s): weights and moments bit for bit gnn_math_adam's "
+				  "over 3 steps", (long long) n, nt);
+			free(w);
+			free(g);
+			free(m);
+			free(v);
+			free(rw);
+			free(rm);
+			free(rv);
+		}
+		gnn_backend_destroy(be);
+	}
+}
+
 int
 main(void)
 {
@@ -738,6 +802,7 @@ main(void)
 	test_gat(&hub, "hubs");
 	test_max_agg(&small, "small");
 	test_max_agg(&hub, "hubs");
+	test_adam();
 
 	blk_free(&small);
 	blk_free(&bip);

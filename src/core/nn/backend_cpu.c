@@ -1179,19 +1179,50 @@ cpu_max_agg_backward(gnn_backend *be, const gnn_csr *A, const float *dY, const i
 	return GNN_OK;
 }
 
+/*
+ * Adam over w[0..n).  The x86-64 baseline (SSE2) runs it 4 lanes wide; the
+ * AVX2 clone 8 (without FMA, which "avx2" does not enable, so each lane
+ * computes exactly what the baseline's does: its square root and divisions
+ * are exact).  A job's parameters are small (a 2-layer GraphSAGE's six hold
+ * 17,700 floats), so the step runs in line: through an OpenMP region that
+ * the size kept to one thread, six calls took 67 us against 7 here (AVX2).
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void
+adam_span(float *restrict w, const float *restrict g, float *restrict m, float *restrict v, int64_t n, float lr,
+		  float beta1, float beta2, float eps, float weight_decay, float bc1, float bc2)
+{
+#pragma omp simd
+	for (int64_t i = 0; i < n; i++)
+		gnn_math_adam(&w[i], g[i], &m[i], &v[i], lr, beta1, beta2, eps, weight_decay, bc1, bc2);
+}
+
 static gnn_status
 cpu_adam_step(gnn_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
 			  float lr, float beta1, float beta2, float eps, float weight_decay, int64_t t)
 {
 	float		bc1 = 1.0f - powf(beta1, (float) t);
 	float		bc2 = 1.0f - powf(beta2, (float) t);
+	int			nt = n > 4 * GNN_PAR_MIN ? NT_WORK(be, n) : 1;
 
 	if (t < 1)
 		return gnn_error_set(&be->err, GNN_ERR_INVALID, "adam_step: step must be >= 1");
-	/* simd: the square root and division are exact in every lane, so the same bits */
-#pragma omp parallel for simd num_threads(NT_WORK(be, n)) schedule(static) if (n > 4 * GNN_PAR_MIN)
-	for (int64_t i = 0; i < n; i++)
-		gnn_math_adam(&w[i], g[i], &m[i], &v[i], lr, beta1, beta2, eps, weight_decay, bc1, bc2);
+	if (nt <= 1)
+	{
+		adam_span(w, g, m, v, n, lr, beta1, beta2, eps, weight_decay, bc1, bc2);
+		return GNN_OK;
+	}
+#pragma omp parallel num_threads(nt)
+	{
+		int64_t		k = omp_get_thread_num(),
+					K = omp_get_num_threads(),
+					lo = n * k / K,
+					hi = n * (k + 1) / K;
+
+		adam_span(w + lo, g + lo, m + lo, v + lo, hi - lo, lr, beta1, beta2, eps, weight_decay, bc1, bc2);
+	}
 	return GNN_OK;
 }
 
