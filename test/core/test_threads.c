@@ -9,6 +9,7 @@
 #include "check.h"
 #include "nn/backend.h"
 
+#include <omp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,30 @@ main(int argc, char **argv)
 		return fixed ? 0 : 1;
 	}
 	CHECK(gnn_team_size(1) == 1 && gnn_team_size(0) == 1, "a team of 1 (or 0) is 1");
+	{
+		/* the calling thread's cap (a pipeline's producer and computing thread while evaluating) */
+		int			was = gnn_team_cap_set(1),
+					capped = gnn_team_size(want),
+					capped_for = gnn_team_for(want),
+					capped_n = gnn_team_capped(want),
+					other = -1,
+					team = 0;
+
+		/* another thread has no cap */
+#pragma omp parallel num_threads(2)
+		{
+			if (omp_get_thread_num() == 1)
+				other = gnn_team_capped(want);
+			if (omp_get_thread_num() == 0)
+				team = omp_get_num_threads();
+		}
+		CHECK(was == 0 && capped == 1 && capped_for == 1 && capped_n == 1 && (team < 2 || other == want),
+			  "a cap of 1 makes every team of this thread 1 (size %d, for %d, capped %d), no other thread's (%d)",
+			  capped, capped_for, capped_n, other);
+		CHECK(gnn_team_cap_set(was) == 1 && gnn_team_capped(want) == want && gnn_team_cap_set(-3) == 0 &&
+			  gnn_team_capped(want) == want && gnn_team_cap_set(0) == 0,
+			  "the cap put back, and a cap of 0 or less is none");
+	}
 	team_idle = gnn_team_size(want);
 	CHECK(team_idle >= 1 && team_idle <= want, "the team is within [1, %d]: %d", want, team_idle);
 	if (gnn_backend_create("cpu", 1, NULL, &b1, &err) != GNN_OK ||

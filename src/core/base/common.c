@@ -292,6 +292,24 @@ gnn_team_for(int32_t nthreads)
 #endif
 }
 
+/* the calling thread's cap on its teams (gnn_team_cap_set); 0: none */
+static __thread int team_cap = 0;
+
+int
+gnn_team_cap_set(int cap)
+{
+	int			old = team_cap;
+
+	team_cap = cap > 0 ? cap : 0;
+	return old;
+}
+
+int
+gnn_team_capped(int n)
+{
+	return team_cap > 0 && n > team_cap ? team_cap : n;
+}
+
 int
 gnn_team_size(int want)
 {
@@ -306,6 +324,7 @@ gnn_team_size(int want)
 				others,
 				team;
 
+	want = gnn_team_capped(want);
 	if (want <= 1)
 		return want < 1 ? 1 : want;
 	/* benign races: every field is a word written whole, and any value read is usable */

@@ -200,6 +200,19 @@ int			gnn_team_size(int want);
 int			gnn_team_for(int32_t nthreads);
 
 /*
+ * The most threads a team started from the calling thread may have, whether
+ * or not the machine is busy (gnn_team_size, gnn_team_capped); 0: no cap.
+ * Returns the previous cap, for the caller to put back.  Two threads of one
+ * job that run their teams at the same time (a minibatch pipeline's
+ * producer and its computing thread, while evaluating) share the cores
+ * this way instead of each taking all of them.
+ */
+int			gnn_team_cap_set(int cap);
+
+/* n, or the calling thread's cap where that is less */
+int			gnn_team_capped(int n);
+
+/*
  * Map in the pages of a fresh, all-zero shared mapping before it is written
  * (common.c), on nthreads threads (0: all): one madvise(MADV_POPULATE_WRITE)
  * per thread instead of a page fault per 4 kB page, which on a virtual

@@ -44,7 +44,7 @@ typedef struct gnn_cpu_ctx
  * the region, shrink (Cora's aggregation and element-wise kernels).
  */
 #define GNN_TEAM_BIG 4e6
-#define NT_WORK(be, work) ((double) (work) >= GNN_TEAM_BIG ? NT_CFG(be) : NT(be))
+#define NT_WORK(be, work) ((double) (work) >= GNN_TEAM_BIG ? gnn_team_capped(NT_CFG(be)) : NT(be))
 /* below this much work a parallel region costs more than it saves */
 #define GNN_PAR_MIN 8192
 
