@@ -943,10 +943,12 @@ ReportProgress(int64 id, const GnnJobSlot *j, WaitProgress *p, bool final)
 
 /*
  * Wait until job id leaves the running states (or timeout_ms passes; < 0:
- * forever); with progress, report it as it goes (ReportProgress).
+ * forever); with progress, report it as it goes (ReportProgress).  own: the
+ * wait => true of the gnn.train that started the job, which says its last
+ * line even when the job is over at the first look.
  */
 static GnnJobState
-WaitForJob(int64 id, long timeout_ms, bool cancel_on_interrupt, bool progress)
+WaitForJob(int64 id, long timeout_ms, bool cancel_on_interrupt, bool progress, bool own)
 {
 	TimestampTz start = GetCurrentTimestamp();
 	GnnJobState st = GNN_JOB_FREE;
@@ -975,8 +977,13 @@ WaitForJob(int64 id, long timeout_ms, bool cancel_on_interrupt, bool progress)
 			if (j && progress)
 				snap = *j;
 			LWLockRelease(gnn_shared->lock);
-			/* a job over before the wait began was reported by whoever waited for it (or needs no report) */
-			if (j && progress && st != GNN_JOB_FREE && !(first && JobFinal(st)))
+			/*
+			 * a job over before the wait began was reported by whoever
+			 * waited for it (or needs no report); the wait of the
+			 * gnn.train that started it is that one, even where the job
+			 * ended while it waited for the worker to choose its device
+			 */
+			if (j && progress && st != GNN_JOB_FREE && !(first && JobFinal(st) && !own))
 				ReportProgress(id, &snap, &wp, JobFinal(st) && st == GNN_JOB_SUCCEEDED);
 			first = false;
 			if (st == GNN_JOB_FREE || JobFinal(st))
@@ -1580,7 +1587,7 @@ gnn_train(PG_FUNCTION_ARGS)
 		ereport(NOTICE,
 				(errmsg("training job %lld runs on the CPU: %s", (long long) id, note)));
 
-	WaitForJob(id, -1, true, GnnProgressOn());
+	WaitForJob(id, -1, true, GnnProgressOn(), true);
 	(void) JobRow(id, true, fcinfo);
 	PG_RETURN_INT64(id);
 }
@@ -1627,7 +1634,7 @@ gnn_wait(PG_FUNCTION_ARGS)
 				 errmsg("training job %lld starts when this transaction commits", (long long) id),
 				 errhint("COMMIT first, then wait for it; or start it with wait => true.")));
 	cancel = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? PG_GETARG_BOOL(2) : StartedHere(id);
-	WaitForJob(id, timeout_ms, cancel, GnnProgressOn());
+	WaitForJob(id, timeout_ms, cancel, GnnProgressOn(), false);
 	PG_RETURN_DATUM(JobRow(id, true, fcinfo));
 }
 
@@ -1671,7 +1678,7 @@ gnn_cancel(PG_FUNCTION_ARGS)
 	if (queued)
 		PG_RETURN_BOOL(true);
 	/* the worker stops between epochs: wait for it, up to a few seconds */
-	WaitForJob(id, 5000, false, false);
+	WaitForJob(id, 5000, false, false, false);
 	PG_RETURN_BOOL(true);
 }
 
