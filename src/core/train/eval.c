@@ -48,6 +48,16 @@ in_split(const gnn_graph *g, gnn_task task, int64_t v, int s)
 	return g->labels && g->labels[v] >= 0;
 }
 
+/* whether split s has a node measured under the task: stops at the first (a check, not a count) */
+static bool
+split_any(const gnn_graph *g, gnn_task task, int s)
+{
+	for (int64_t v = 0; g->split && v < g->num_nodes; v++)
+		if (in_split(g, task, v, s))
+			return true;
+	return false;
+}
+
 int64_t
 gnn_split_labelled(const gnn_graph *g, int s)
 {
@@ -69,7 +79,7 @@ gnn_train_graph_check_task(const gnn_graph *g, gnn_task task, gnn_error *err)
 		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no regression targets to train on");
 	if (g->feat_kind == GNN_FEAT_NONE)
 		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
-	if (gnn_split_targeted(g, GNN_SPLIT_TRAIN) == 0)
+	if (!split_any(g, GNN_TASK_REGRESS, GNN_SPLIT_TRAIN))
 		return gnn_error_set(err, GNN_ERR_EMPTY,
 							 "the graph has no training nodes with a target (split = train, target not NULL)");
 	return GNN_OK;
@@ -83,7 +93,7 @@ gnn_train_graph_check(const gnn_graph *g, gnn_error *err)
 	if (g->feat_kind == GNN_FEAT_NONE)
 		return gnn_error_set(err, GNN_ERR_EMPTY, "the graph has no node features");
 	/* n_train counts unlabelled training nodes too, which give no loss */
-	if (g->num_classes < 1 || gnn_split_labelled(g, GNN_SPLIT_TRAIN) == 0)
+	if (g->num_classes < 1 || !split_any(g, GNN_TASK_CLASSIFY, GNN_SPLIT_TRAIN))
 		return gnn_error_set(err, GNN_ERR_EMPTY,
 							 "the graph has no labelled training nodes (split = train with a label)");
 	return GNN_OK;
