@@ -27,16 +27,6 @@ gnn_eval_data_free(gnn_backend *be, gnn_eval_data *d)
 	memset(d, 0, sizeof(*d));
 }
 
-int64_t
-gnn_split_targeted(const gnn_graph *g, int s)
-{
-	int64_t		k = 0;
-
-	for (int64_t v = 0; g->split && g->targets && v < g->num_nodes; v++)
-		k += g->split[v] == s && !isnan(g->targets[v]);
-	return k;
-}
-
 /* v is measured in split s under the task */
 static bool
 in_split(const gnn_graph *g, gnn_task task, int64_t v, int s)

@@ -65,8 +65,6 @@ gnn_status	gnn_train_graph_check(const gnn_graph *g, gnn_error *err);
 /* The same for a task: regression needs targets (g->targets) and a
  * training node with one, instead of labels. */
 gnn_status	gnn_train_graph_check_task(const gnn_graph *g, gnn_task task, gnn_error *err);
-/* Nodes of split s with a regression target (not NAN). */
-int64_t		gnn_split_targeted(const gnn_graph *g, int s);
 
 /*
  * Loss and metric arithmetic on host arrays, for every loop (full batch
