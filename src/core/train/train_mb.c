@@ -1049,19 +1049,16 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 		goto done;
 	}
-	/* the splits' nodes; the evaluated ones where evaluation is sampled */
-	if (sampled_eval && !mbc->skip_eval)
-	{
-		split_nodes(g, cfg, train, &ntrain, evnodes, &nev, tnodes, &ntest);
-		nev = eval_nodes_sample(cfg, mbc->eval_nodes, evnodes, nev);
-	}
-	else
+	/* the splits' nodes: the evaluated ones too where evaluation is sampled */
+	if (!sampled_eval || mbc->skip_eval)
 		split_nodes(g, cfg, train, &ntrain, NULL, NULL, NULL, NULL);
-	if (sampled_eval && !mbc->skip_eval)
+	else
 	{
 		/* room for either split's two-class scores, and the test split's confusion */
 		int64_t		nscores;
 
+		split_nodes(g, cfg, train, &ntrain, evnodes, &nev, tnodes, &ntest);
+		nev = eval_nodes_sample(cfg, mbc->eval_nodes, evnodes, nev);
 		nscores = nev > ntest ? nev : ntest;
 		stats->val_nodes = nev;
 		stats->test_nodes = ntest;
