@@ -50,7 +50,8 @@ CREATE FUNCTION gnn.load_graph(
     persist         boolean  DEFAULT NULL,
     feature_store   text     DEFAULT NULL,
     part_column     text     DEFAULT NULL,
-    part            int      DEFAULT NULL)
+    part            int      DEFAULT NULL,
+    halo_hops       int      DEFAULT 1)
 RETURNS gnn.graph_info
 AS 'MODULE_PATHNAME', 'gnn_load_graph' LANGUAGE C VOLATILE;
 
@@ -165,8 +166,11 @@ AS 'MODULE_PATHNAME', 'gnn_graph_type_counts' LANGUAGE C STABLE;
 -- in or written there), part this server's part.  The graph holds the rows
 -- of that part (features, labels, splits), every edge with an endpoint among
 -- them, and the halo: the other endpoints of those edges, as nodes without
--- features, label or split (their owners have those).  gnn.graph_part and
--- gnn.halo describe it.
+-- features, label or split (their owners have those).  halo_hops => L
+-- (options.halo_hops of gnn.load_schema_graph) keeps every edge of the nodes
+-- within L - 1 hops of the part too, so that a minibatch job over several
+-- servers samples L hops from its own seeds as on the whole graph.
+-- gnn.graph_part and gnn.halo describe it.
 CREATE FUNCTION gnn._graph_part_counts(graph text, OUT part int, OUT nodes bigint, OUT own bigint,
                                        OUT halo bigint, OUT halo_unknown bigint, OUT edges bigint,
                                        OUT own_edges bigint)
@@ -179,11 +183,11 @@ AS 'MODULE_PATHNAME', 'gnn_graph_part_counts' LANGUAGE C STABLE;
 -- own_edges the arcs between two of the part's own nodes.
 CREATE FUNCTION gnn.graph_part(graph text)
 RETURNS TABLE (part int, part_column text, nodes bigint, own bigint, halo bigint,
-               halo_unknown bigint, edges bigint, own_edges bigint)
+               halo_unknown bigint, edges bigint, own_edges bigint, halo_hops int)
 LANGUAGE sql STABLE AS $$
-  SELECT c.part, gnn._graph_meta(graph) -> 'partition' ->> 'column', c.nodes, c.own, c.halo,
-         c.halo_unknown, c.edges, c.own_edges
-  FROM gnn._graph_part_counts(graph) c
+  SELECT c.part, m -> 'partition' ->> 'column', c.nodes, c.own, c.halo,
+         c.halo_unknown, c.edges, c.own_edges, coalesce((m -> 'partition' ->> 'halo_hops')::int, 1)
+  FROM gnn._graph_part_counts(graph) c, (SELECT gnn._graph_meta(graph) AS m) meta
 $$;
 
 -- The features a graph holds for a node (dense or sparse, in memory or on

@@ -79,6 +79,36 @@ FROM pl_parts p, LATERAL gnn.neighbors('pl0', p.id) n
 WHERE p.part = 0 AND NOT EXISTS (SELECT 1 FROM pl_parts q WHERE q.id = n.neighbor AND q.part = 0)
   AND NOT EXISTS (SELECT 1 FROM gnn.halo('pl0') h WHERE h.node = n.neighbor);
 
+-- halo_hops => 2: the nodes one hop from the part keep every edge too (their
+-- whole-graph degrees and neighbours), so the halo is everything within two hops
+SELECT g.nodes, p.halo_hops
+FROM gnn.load_graph('pl0h', 'pl_edges', nodes => 'pl_nodes_p', features => 'feat', label => 'label',
+                    split => 'split', undirected => true, part_column => 'part', part => 0, halo_hops => 2) g,
+     gnn.graph_part('pl0h') p;
+SELECT halo_hops AS default_halo_hops FROM gnn.graph_part('pl0');
+CREATE TABLE pl_hop1 AS SELECT DISTINCT x.other AS node
+  FROM pl_parts p JOIN LATERAL (SELECT dst AS other FROM pl_edges WHERE src = p.id
+                                UNION SELECT src FROM pl_edges WHERE dst = p.id) x ON true
+  WHERE p.part = 0 AND x.other NOT IN (SELECT id FROM pl_parts WHERE part = 0);
+CREATE TABLE pl_hop2 AS SELECT node FROM pl_hop1 UNION SELECT x.other
+  FROM pl_hop1 h JOIN LATERAL (SELECT dst AS other FROM pl_edges WHERE src = h.node
+                               UNION SELECT src FROM pl_edges WHERE dst = h.node) x ON true
+  WHERE x.other NOT IN (SELECT id FROM pl_parts WHERE part = 0);
+SELECT (SELECT count(*) FROM (SELECT node FROM gnn.halo('pl0h') EXCEPT SELECT node FROM pl_hop2) a) AS halo_not_in_sql,
+       (SELECT count(*) FROM (SELECT node FROM pl_hop2 EXCEPT SELECT node FROM gnn.halo('pl0h')) b) AS sql_not_in_halo,
+       (SELECT count(*) FROM pl_hop2) > (SELECT count(*) FROM pl_hop1) AS wider,
+       (SELECT own FROM gnn.graph_part('pl0h')) = (SELECT own FROM gnn.graph_part('pl0')) AS same_own;
+SELECT count(*) FILTER (WHERE gnn.degree('pl0h', node, 'in') <> gnn.degree('pl', node, 'in')
+                           OR (SELECT array_agg(neighbor ORDER BY neighbor) FROM gnn.neighbors('pl0h', node))
+                              IS DISTINCT FROM
+                              (SELECT array_agg(neighbor ORDER BY neighbor) FROM gnn.neighbors('pl', node))) AS hop1_differs
+FROM pl_hop1;
+SELECT gnn.load_graph('pl_bad', 'pl_edges', nodes => 'pl_nodes_p', features => 'feat', halo_hops => 2);
+SELECT gnn.load_graph('pl_bad', 'pl_edges', nodes => 'pl_nodes_p', features => 'feat',
+                      part_column => 'part', part => 0, halo_hops => 9);
+SELECT gnn.load_schema_graph('pl_bad', ARRAY['pl_nodes']::regclass[], options => '{"halo_hops": 2}');
+SELECT gnn.drop_graph('pl0h');
+
 -- a node table holding only this server's rows: the halo's owners are unknown here
 CREATE VIEW pl_nodes_p1 AS SELECT * FROM pl_nodes_p WHERE part = 1;
 SELECT nodes FROM gnn.load_graph('pl1only', 'pl_edges', nodes => 'pl_nodes_p1', features => 'feat',
@@ -123,7 +153,7 @@ SELECT gnn.train('pl0', options => '{"peers": []}');
 SELECT gnn.train('pl0', options => '{"peers": "host=x"}');
 SELECT gnn.train('pl0', options => '{"peers": [1]}');
 SELECT gnn.train('pl0', options => '{"coordinator": "host=x"}');
-SELECT gnn.train('pl0', options => '{"peers": ["host=x"], "fanouts": [5, 5]}');
+SELECT gnn.train('pl0', options => '{"peers": ["host=x"], "fanouts": [5, 5], "sampler": "ladies"}');
 SELECT gnn.train('pl0', task => 'link_prediction', options => '{"peers": ["host=x"]}');
 SELECT gnn.train('pl0', device => 'cuda', options => '{"peers": ["host=x"]}');
 SELECT gnn.train('pl0', options => '{"peers": ["host=x"], "dist_timeout_ms": 5}');

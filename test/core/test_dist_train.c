@@ -14,10 +14,19 @@
  * exactly the owners' rows forward and sums gradients back; a part whose
  * features have another width, and a halo node no rank owns, fail on every
  * rank with an error, not a hang.
+ *
+ * Minibatches (train_mb.c with cfg.dist), on parts with a halo of two hops
+ * (gnn.load_graph's halo_hops): with every neighbour drawn and one batch an
+ * epoch, GraphSAGE and GAT over 2 and 3 ranks follow one process's curve
+ * and end with its weights (each rank samples its own seeds' whole
+ * neighbourhoods from its part); with small batches and fan-outs, every
+ * rank steps together and ends with the same weights, and learns; a part
+ * with one hop of halo refuses two-hop sampling on every rank.
  */
 #include "dist_util.h"
 #include "dist/halo.h"
 #include "train/train.h"
+#include "train/train_mb.h"
 
 #include <math.h>
 
@@ -75,6 +84,8 @@ part_of(int64_t id, int parts)
 	return (int) ((id * 7) % parts);
 }
 
+static int	g_halo = 1;			/* the parts' halo depth (gnn.load_graph's halo_hops) */
+
 /* the whole graph (parts 0) or part k of `parts` */
 static gnn_status
 build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_graph *g, gnn_error *err)
@@ -88,7 +99,8 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 	uint8_t    *sp = malloc(N);
 	int			dim = wrong_width ? F - 1 : F;
 	float	   *x = calloc(N * F, sizeof(float));
-	bool		halo[N] = {false};
+	bool		halo[N] = {false},
+				inner[N];
 	int			n = 0,
 				m = 0;
 	uint64_t	size;
@@ -104,12 +116,25 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 			memcpy(x + (size_t) n * dim, feat + v * F, sizeof(float) * dim);
 			n++;
 		}
+	/* the nodes that keep every edge: own, and within g_halo - 1 hops of them */
+	for (int v = 0; v < N; v++)
+		inner[v] = parts == 0 || part_of(v, parts) == k;
+	for (int h = 1; h < g_halo; h++)
+	{
+		bool		next[N];
+
+		memcpy(next, inner, sizeof(next));
+		for (int e = 0; e < nedges; e++)
+			if (inner[esrc[e]] || inner[edst[e]])
+				next[esrc[e]] = next[edst[e]] = true;
+		memcpy(inner, next, sizeof(next));
+	}
 	for (int e = 0; e < nedges; e++)
 	{
 		bool		so = parts == 0 || part_of(esrc[e], parts) == k,
 					dn = parts == 0 || part_of(edst[e], parts) == k;
 
-		if (!so && !dn)
+		if (!inner[esrc[e]] && !inner[edst[e]])
 			continue;
 		s[m] = esrc[e];
 		d[m++] = edst[e];
@@ -180,6 +205,37 @@ record(void *arg, const gnn_epoch_metrics *em)
 }
 
 static gnn_model_kind kind_now;
+static bool g_minibatch;		/* train on minibatches (below), not full batch */
+static int	g_batch = 1000;
+static int	g_fanout = -1;
+
+static void
+mb_config(gnn_minibatch_config *mbc)
+{
+	memset(mbc, 0, sizeof(*mbc));
+	mbc->sampler.kind = GNN_SAMPLER_NEIGHBOR;
+	mbc->sampler.nhops = 2;
+	mbc->sampler.fanouts[0] = mbc->sampler.fanouts[1] = g_fanout;
+	mbc->sampler.nthreads = 1;
+	mbc->batch_size = g_batch;
+	mbc->sampled_eval = true;
+	mbc->prefetch = 1;
+	mbc->cpu_batches = true;
+	mbc->halo_hops = g_halo;
+}
+
+/* full batch, or minibatches (g_minibatch) */
+static gnn_status
+train_any(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be, curve *c, gnn_model **model,
+		  gnn_train_result *res, gnn_error *err)
+{
+	gnn_minibatch_config mbc;
+
+	if (!g_minibatch)
+		return gnn_train_full(g, cfg, be, record, c, NULL, NULL, model, res, err);
+	mb_config(&mbc);
+	return gnn_train_minibatch(g, cfg, &mbc, be, record, c, NULL, NULL, model, res, NULL, err);
+}
 
 static void
 config(gnn_train_config *cfg)
@@ -214,7 +270,7 @@ train_whole(curve *c, float **w, int64_t *nw)
 	config(&cfg);
 	ok = build(0, 0, false, false, &region, &g, &err) == GNN_OK &&
 		gnn_backend_create("cpu", 1, NULL, &be, &err) == GNN_OK &&
-		gnn_train_full(&g, &cfg, be, record, c, NULL, NULL, &model, &res, &err) == GNN_OK;
+		train_any(&g, &cfg, be, c, &model, &res, &err) == GNN_OK;
 	if (!ok)
 		NOTE("whole graph: %s", err.msg);
 	if (ok)
@@ -274,7 +330,7 @@ rank_train(int rank, int size, const char *prefix, int timeout_ms)
 	if (out->status == GNN_OK)
 	{
 		cfg.dist = d;
-		out->status = gnn_train_full(&g, &cfg, be, record, &out->c, NULL, NULL, &model, &res, &err);
+		out->status = train_any(&g, &cfg, be, &out->c, &model, &res, &err);
 	}
 	if (out->status == GNN_OK)
 	{
@@ -375,6 +431,148 @@ rank_halo(int rank, int size, const char *prefix, int timeout_ms)
 	gnn_dist_close(d);
 	free(region);
 	return 0;
+}
+
+/*
+ * one process on the whole graph, forked too: the ranks are forked from
+ * this process, and OpenMP's threads do not survive a fork
+ */
+static bool
+whole_forked(rank_out *o)
+{
+	pid_t		pid;
+	int			wst = 0;
+
+	if ((pid = fork()) == 0)
+	{
+		char		p[600];
+		FILE	   *f;
+		float	   *w = NULL;
+
+		alarm(60);
+		o->status = train_whole(&o->c, &w, &o->nw) ? GNN_OK : GNN_ERR_INVALID;
+		if (w && o->nw <= 4096)
+			memcpy(o->w, w, sizeof(float) * o->nw);
+		out_path(99, p, sizeof(p));
+		if ((f = fopen(p, "wb")))
+		{
+			fwrite(o, sizeof(*o), 1, f);
+			fclose(f);
+		}
+		_exit(0);
+	}
+	waitpid(pid, &wst, 0);
+	return read_out(99, o) && o->status == GNN_OK && o->c.epochs == EPOCHS && o->nw <= 4096;
+}
+
+/* minibatches over parts with two hops of halo (train_mb.h, halo_hops) */
+static void
+check_minibatch(void)
+{
+	gnn_model_kind kinds[2] = {GNN_MODEL_SAGE, GNN_MODEL_GAT};
+	const char *names[2] = {"GraphSAGE", "GAT"};
+
+	g_minibatch = true;
+	g_halo = 2;
+	g_fault = 0;
+	/* every neighbour, one batch an epoch: one process's curve and weights */
+	g_batch = 1000;
+	g_fanout = -1;
+	for (int k = 0; k < 2; k++)
+	{
+		rank_out   *w = calloc(1, sizeof(rank_out));
+
+		kind_now = kinds[k];
+		CHECK(whole_forked(w), "minibatch %s on the whole graph in one process", names[k]);
+		for (int size = 2; size <= 3; size++)
+		{
+			char		pre[64];
+			rank_out   *o = calloc(size, sizeof(rank_out));
+			double		dloss = 0,
+						dacc = 0,
+						dw = 0,
+						dranks = 0;
+			bool		ok = w->status == GNN_OK;
+			int			ran;
+
+			g_parts = size;
+			snprintf(pre, sizeof(pre), "mb%d-%d", size, k);
+			ran = run_ranks(size, -1, rank_train, pre, 20000, NULL);
+			for (int r = 0; r < size; r++)
+			{
+				ok &= read_out(r, &o[r]) && o[r].status == GNN_OK && o[r].c.epochs == EPOCHS && o[r].nw == w->nw;
+				if (o[r].status != GNN_OK)
+					NOTE("rank %d: %s", r, o[r].msg);
+			}
+			for (int r = 0; ok && r < size; r++)
+			{
+				for (int e = 1; e <= EPOCHS; e++)
+				{
+					dloss = fmax(dloss, fabs(o[r].c.loss[e] - w->c.loss[e]));
+					dloss = fmax(dloss, fabs(o[r].c.val_loss[e] - w->c.val_loss[e]));
+					dacc = fmax(dacc, fabs(o[r].c.val_acc[e] - w->c.val_acc[e]));
+					dranks = fmax(dranks, fabs(o[r].c.loss[e] - o[0].c.loss[e]));
+				}
+				for (int64_t i = 0; i < w->nw; i++)
+					dw = fmax(dw, fabs(o[r].w[i] - w->w[i]));
+				/* one allreduce a step: the gradients and three floats */
+				ok &= o[r].c.allreduce_bytes == 4 * w->nw + 12;
+			}
+			CHECK(ran == size && ok && dloss < 1e-4 && dacc < 1e-6 && dranks == 0 && dw < 1e-4,
+				  "minibatch %s on %d ranks, every neighbour, one batch an epoch: one process's curve and weights "
+				  "(max |d loss| %.2g, |d acc| %.2g, |d weight| %.2g; ranks identical: %s; step allreduce %lld bytes)",
+				  names[k], size, dloss, dacc, dw, dranks == 0 ? "yes" : "no",
+				  ok ? (long long) o[0].c.allreduce_bytes : -1LL);
+			free(o);
+		}
+		free(w);
+	}
+	/* small batches and fan-outs: the ranks step together, end alike, and learn */
+	{
+		rank_out   *o = calloc(2, sizeof(rank_out));
+		bool		ok = true;
+		double		dw = 0;
+		int			ran;
+
+		kind_now = GNN_MODEL_SAGE;
+		g_parts = 2;
+		g_batch = 16;
+		g_fanout = 4;
+		ran = run_ranks(2, -1, rank_train, "mbsmall", 20000, NULL);
+		for (int r = 0; r < 2; r++)
+		{
+			ok &= read_out(r, &o[r]) && o[r].status == GNN_OK && o[r].c.epochs == EPOCHS;
+			if (o[r].status != GNN_OK)
+				NOTE("rank %d: %s", r, o[r].msg);
+		}
+		for (int64_t i = 0; ok && i < o[0].nw; i++)
+			dw = fmax(dw, fabs(o[1].w[i] - o[0].w[i]));
+		CHECK(ran == 2 && ok && o[0].nw == o[1].nw && dw == 0 &&
+			  memcmp(o[0].c.loss, o[1].c.loss, sizeof(o[0].c.loss)) == 0 &&
+			  o[0].c.loss[EPOCHS] < 0.7 * o[0].c.loss[1] && o[0].c.val_acc[EPOCHS] > 0.6,
+			  "minibatch GraphSAGE on 2 ranks, batches of 16 over both, fan-outs [4, 4]: the ranks report one curve "
+			  "and end with the same weights; loss %.3f -> %.3f, validation accuracy %.3f",
+			  ok ? o[0].c.loss[1] : 0.0, ok ? o[0].c.loss[EPOCHS] : 0.0, ok ? o[0].c.val_acc[EPOCHS] : 0.0);
+		free(o);
+	}
+	/* one hop of halo: two-hop sampling refused on every rank */
+	{
+		rank_out	o[2];
+		bool		all_failed = true;
+		int			ran;
+
+		g_halo = 1;
+		g_batch = 1000;
+		g_fanout = -1;
+		ran = run_ranks(2, -1, rank_train, "mbhalo1", 3000, NULL);
+		for (int r = 0; r < 2; r++)
+			all_failed &= read_out(r, &o[r]) && o[r].status == GNN_ERR_UNSUPPORTED &&
+				strstr(o[r].msg, "halo_hops => 2") != NULL;
+		CHECK(ran == 2 && all_failed, "parts with one hop of halo: two-hop sampling refused on every rank (%s)",
+			  o[0].msg);
+	}
+	g_minibatch = false;
+	g_halo = 1;
 }
 
 int
@@ -527,6 +725,7 @@ main(void)
 			  : "a halo node no rank owns: every rank fails, one names it");
 	}
 	g_fault = 0;
+	check_minibatch();
 	for (int k = 0; k < 3; k++)
 		free(ww[k]);
 	{

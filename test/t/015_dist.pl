@@ -265,6 +265,66 @@ for my $k (0 .. 1)
 	ok(scalar @$c2 == 15 && $dl < 1e-4, "gcn over two servers: the loss curve of one server (max |d loss| $dl)");
 }
 
+# ---- minibatches over two servers (issue #43): parts with two hops of halo
+for my $k (0 .. 1)
+{
+	$n[$k]->safe_psql('postgres', qq{SET ROLE dist;
+		SELECT nodes FROM gnn.load_graph('pd2h', 'pe', nodes => 'pnp2', features => 'feat', label => 'label',
+		                                 split => 'split', undirected => true, part_column => 'part', part => $k,
+		                                 halo_hops => 2);});
+}
+{
+	# the second hop of halo: every edge of the first hop's nodes, more halo
+	my $h = $n[0]->safe_psql('postgres', q{SET ROLE dist;
+		SELECT a.halo || ' ' || b.halo || ' ' || a.edges || ' ' || b.edges
+		FROM gnn.graph_part('pd2') a, gnn.graph_part('pd2h') b});
+	my ($h1, $h2, $e1, $e2) = split / /, $h;
+	ok($h2 > $h1 && $e2 > $e1, "halo_hops => 2 keeps the first hop's edges: $h1 -> $h2 halo nodes, $e1 -> $e2 arcs");
+	my ($rc, $out, $err) = as_dist("SELECT gnn.load_graph('bad', 'pe', nodes => 'pnp2', features => 'feat', halo_hops => 2)");
+	like($err, qr/halo_hops is for one part/, 'halo_hops without a part is refused') or diag($err);
+	($rc, $out, $err) = as_dist("SELECT gnn.load_graph('bad', 'pe', nodes => 'pnp2', features => 'feat', "
+		  . "part_column => 'part', part => 0, halo_hops => 0)");
+	like($err, qr/halo_hops must be in \[1, 8\]/, 'halo_hops => 0 is refused') or diag($err);
+}
+sub train_mb
+{
+	my ($graph, $peer_list, $seed, $name) = @_;
+	my $peers = @$peer_list ? '"peers": [' . join(', ', map { "\"$_\"" } @$peer_list) . "], \"coordinator\": \"$coord\", "
+	  . '"dist_timeout_ms": 8000, ' : '';
+	return as_dist("SELECT gnn.train('$graph', model => 'graphsage', name => '$name', hidden => 32, epochs => 30, "
+		  . "seed => $seed, wait => true, options => '{$peers\"fanouts\": [10, 5], \"batch_size\": 32}')");
+}
+{
+	my ($rc, $job, $err) = train_mb('pd2', [conn(1)], 1, 'mb_refused');
+	my $row = $job ? $n[0]->safe_psql('postgres', "SELECT state || ': ' || coalesce(error, '') FROM gnn.jobs WHERE id = $job") : $err;
+	like($row, qr/1 hop of halo, and the job samples 2: load every part with halo_hops => 2/,
+		'two-hop sampling on parts with one hop of halo: refused, with the fix') or diag($row);
+	# accuracy parity with one server over three seeds (the batches differ: each rank draws its own seeds)
+	my (@one, @two);
+	for my $seed (1 .. 3)
+	{
+		my ($rc1, $j1, $e1) = train_mb('whole', [], $seed, "mb_one_$seed");
+		my ($rc2, $j2, $e2) = train_mb('pd2h', [conn(1)], $seed, "mb_two_$seed");
+		is($rc1 + $rc2, 0, "minibatch GraphSAGE, seed $seed: on one server and over two") or diag("$e1 / $e2");
+		push @one, $n[0]->safe_psql('postgres', "SELECT (metrics->>'test_acc')::float8 FROM gnn.models WHERE name = 'mb_one_$seed'");
+		push @two, $n[0]->safe_psql('postgres', "SELECT (metrics->>'test_acc')::float8 FROM gnn.models WHERE name = 'mb_two_$seed'");
+	}
+	my ($m1, $m2) = (0, 0);
+	$m1 += $_ / 3 for @one;
+	$m2 += $_ / 3 for @two;
+	note(sprintf("test accuracy over 3 seeds: one server %s (mean %.4f), two %s (mean %.4f)",
+		join(' ', @one), $m1, join(' ', @two), $m2));
+	# (the issue's parity: within 1 point; Cora, 30 epochs: 0.8083 against 0.8097 when written)
+	ok($m2 > 0.5 && abs($m1 - $m2) < 0.01,
+		sprintf('minibatch GraphSAGE over two servers: test accuracy %.4f, one server %.4f (3 seeds; within 1 point)',
+			$m2, $m1));
+	my $m = $n[0]->safe_psql('postgres', "SELECT metrics::text FROM gnn.models WHERE name = 'mb_two_1'");
+	like($m, qr/"ranks": 2/, 'the model is in the coordinator\'s gnn.models, with its ranks') or diag($m);
+	my $ranks = $n[0]->safe_psql('postgres', "SELECT count(*) FROM gnn.training_log WHERE job = "
+		  . "(SELECT id FROM gnn.jobs WHERE model_name = 'mb_two_1' ORDER BY id DESC LIMIT 1)");
+	is($ranks, '30', 'every epoch logged');
+}
+
 # a schema graph in two parts: every table's rows of a part, the halo one
 # foreign key away; R-GCN and heterogeneous GraphSAGE over two servers give
 # one server's loss curve on the whole schema
@@ -331,6 +391,33 @@ for my $model ('rgcn', 'hetero_sage')
 	my $dl = 0;
 	for my $i (0 .. $#$c1) { $dl = abs($c1->[$i][1] - $c2->[$i][1]) if abs($c1->[$i][1] - $c2->[$i][1]) > $dl; }
 	ok(scalar @$c2 == 12 && $dl < 1e-4, "$model over two schema parts: the loss curve of one server (max |d loss| $dl)");
+}
+# minibatches on schema parts with two hops of halo: every neighbour, one batch an epoch, dropout 0:
+# one server's curve on the whole schema
+for my $k (0 .. 1)
+{
+	$n[$k]->safe_psql('postgres', qq{SET ROLE dist;
+		SELECT nodes FROM gnn.load_schema_graph('sp2', $stables, options => '{"part_column": "part", "part": $k, "halo_hops": 2}');});
+}
+for my $model ('rgcn', 'hetero_sage')
+{
+	my $mb = '"fanouts": [-1, -1], "batch_size": 1000';
+	my ($rc1, $one, $e1) = as_dist("SELECT gnn.train('sw', model => '$model', name => 'swmb_$model', hidden => 16, "
+		  . "epochs => 8, dropout => 0, seed => 3, wait => true, options => '{$mb}')");
+	is($rc1, 0, "minibatch $model on the whole schema on one server") or diag($e1);
+	my $opts = "{\"peers\": [\"" . conn(1) . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 8000, $mb}";
+	my ($rc2, $job, $e2) = as_dist("SELECT gnn.train('sp2', model => '$model', name => 'spmb_$model', hidden => 16, "
+		  . "epochs => 8, dropout => 0, seed => 3, wait => true, options => '$opts')");
+	is($rc2, 0, "minibatch $model over two servers, a schema part each") or diag($e2);
+	my ($c1, $c2) = (curve($one), curve($job));
+	my ($dl, $da) = (0, 0);
+	for my $i (0 .. $#$c1)
+	{
+		$dl = abs($c1->[$i][1] - $c2->[$i][1]) if abs($c1->[$i][1] - $c2->[$i][1]) > $dl;
+		$da = abs($c1->[$i][2] - $c2->[$i][2]) if abs($c1->[$i][2] - $c2->[$i][2]) > $da;
+	}
+	ok(scalar @$c2 == 8 && $dl < 1e-4 && $da < 1e-4,
+		"minibatch $model over two schema parts: the loss curve of one server (max |d loss| $dl, |d val acc| $da)");
 }
 {
 	my ($rc, $out, $err) = as_dist("SELECT gnn.load_schema_graph('bad', $stables, options => '{\"part_column\": \"nope\", \"part\": 0}')");
@@ -485,10 +572,56 @@ reload_pd();
 	  or diag(join("\n", map { $_->safe_psql('postgres', "SELECT pid, state, wait_event_type, wait_event, backend_start, left(query, 60) "
 		  . "FROM pg_stat_activity WHERE application_name = 'gnn distributed'") } @n[1, 2]));
 }
+# a minibatch job over two servers: cancelled, and a peer killed mid-epoch
+sub start_long_mb
+{
+	my $opts = '{"peers": ["' . conn(1) . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 3000, "
+	  . '"fanouts": [10, 5], "batch_size": 16}';
+	my ($rc, $job, $err) = as_dist("SELECT gnn.train('pd2h', model => 'graphsage', name => 'mb_long', hidden => 64, "
+		  . "epochs => 100000, seed => 3, options => '$opts')");
+	die $err if $rc;
+	for (1 .. 300)
+	{
+		last if $n[0]->safe_psql('postgres', "SELECT count(*) FROM gnn.job_ranks($job) WHERE epoch > 0") eq '2';
+		select(undef, undef, undef, 0.1);
+	}
+	return $job;
+}
+sub peer1_ranks
+{
+	my $left;
+	for (1 .. 200)
+	{
+		$left = $n[1]->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'gnn distributed'");
+		last if $left eq '0';
+		select(undef, undef, undef, 0.1);
+	}
+	return $left;
+}
+{
+	my $job = start_long_mb();
+	$n[0]->safe_psql('postgres', "SELECT gnn.cancel($job)");
+	is(wait_done($job), 'cancelled', 'gnn.cancel cancels a minibatch job over two servers');
+	is(peer1_ranks(), '0', 'and its peer rank stops');
+	$job = start_long_mb();
+	my $pid = $n[1]->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE application_name = 'gnn distributed' "
+		  . "AND query LIKE '%_train_rank%' LIMIT 1");
+	ok($pid =~ /^\d+$/, "the minibatch job's rank 1 on peer 1 ($pid)");
+	my $t0 = time;
+	kill 'KILL', $pid;
+	my $st = wait_done($job);
+	my $dt = time - $t0;
+	my $e = $n[0]->safe_psql('postgres', "SELECT coalesce(error, '') FROM gnn.jobs WHERE id = $job");
+	is($st, 'failed', sprintf('a peer killed mid-epoch fails the minibatch job (%.1f s)', $dt));
+	like($e, qr/rank 1 on peer 1/, 'the error names the killed rank') or diag($e);
+	ok($dt < 30, 'within the timeout');
+	$n[1]->poll_query_until('postgres', 'SELECT true') or die;
+}
 is($n[0]->safe_psql('postgres', 'SELECT count(*) FROM gnn.dist_store'), '0', 'jobs leave no row in the store');
 
 # the coordinator and its peers keep serving
 is($n[2]->safe_psql('postgres', 'SELECT 1'), '1', 'the peers are fine');
+is($n[1]->safe_psql('postgres', 'SELECT 1'), '1', 'peer 1 is back');
 is($n[0]->safe_psql('postgres', "SELECT min(nodes) FROM gnn.graphs WHERE name = 'whole'"), $nn, 'the coordinator is fine');
 
 $_->stop for @n;

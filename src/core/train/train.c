@@ -3,7 +3,7 @@
  */
 #include "train/train.h"
 #include "train/eval.h"
-#include "dist/halo.h"
+#include "train/train_dist.h"
 #include "sample/sample.h"
 
 #include <math.h>
@@ -210,184 +210,12 @@ gnn_train_model_config_for(const gnn_train_config *c, const gnn_graph *g, gnn_mo
 	return gnn_model_config_check(mc, err);
 }
 
-/* ------------------------------------------------------------------ several ranks */
+/* ------------------------------------------------------------------ several ranks (train_dist.c) */
 
 static gnn_status
 halo_exchange(void *arg, float *rows, int32_t dim, bool backward, gnn_error *err)
 {
 	return backward ? gnn_halo_backward(arg, rows, dim, err) : gnn_halo_forward(arg, rows, dim, err);
-}
-
-/*
- * A rank's part ready to train as the whole graph's share: the halo plan,
- * the features with the halo's rows from their owners (part->feat, xfeat),
- * GCN's source degrees in the whole graph (deg), and the model's outputs
- * agreed (the most classes any rank has).
- */
-static gnn_status
-dist_setup(gnn_dist *d, const gnn_graph *g, const gnn_train_config *cfg, gnn_model_config *mc,
-		   gnn_halo_plan *halo, gnn_graph *part, float **xfeat, double **deg, gnn_error *err)
-{
-	int			size = gnn_dist_size(d),
-				rank = gnn_dist_rank(d);
-	int64_t		n = g->num_nodes;
-	int32_t		mine[3] = {g->feat_dim, mc->out_dim, (int32_t) cfg->task},
-			   *all = NULL;
-	float	   *tmp = NULL;
-	gnn_status	st;
-
-	*xfeat = NULL;
-	*deg = NULL;
-	if (strcmp(cfg->backend, "cpu") != 0)
-		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
-							 "distributed training runs on the CPU backend (NCCL for GPUs is not built yet)");
-	if (g->feat_kind == GNN_FEAT_NONE || g->fstore)
-		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
-							 "distributed training needs features in memory on every rank");
-	if (!(all = malloc(sizeof(int32_t) * 3 * size)))
-		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
-	if ((st = gnn_dist_allgather(d, mine, sizeof(mine), all, err)) != GNN_OK)
-		goto done;
-	for (int q = 0; q < size; q++)
-	{
-		if (all[3 * q] != g->feat_dim)
-		{
-			st = gnn_error_set(err, GNN_ERR_DIMENSION, "rank %d's graph has features of width %d, rank %d's of width %d",
-							   q, all[3 * q], rank, g->feat_dim);
-			goto done;
-		}
-		if (all[3 * q + 2] != (int32_t) cfg->task)
-		{
-			st = gnn_error_set(err, GNN_ERR_INVALID, "ranks %d and %d train different tasks", q, rank);
-			goto done;
-		}
-		if (cfg->task == GNN_TASK_CLASSIFY && all[3 * q + 1] > mc->out_dim)
-			mc->out_dim = all[3 * q + 1];
-	}
-	if ((st = gnn_halo_plan_build(d, g, halo, err)) != GNN_OK)
-		goto done;
-	*xfeat = malloc(sizeof(float) * (size_t) (n ? n : 1) * (size_t) g->feat_dim);
-	*deg = malloc(sizeof(double) * (n ? n : 1));
-	tmp = malloc(sizeof(float) * (n ? n : 1));
-	if (!*xfeat || !*deg || !tmp)
-	{
-		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for rank %d's features", rank);
-		goto done;
-	}
-	/* dense rows (a schema graph's sparse encoded columns too); the halo's from their owners */
-	if ((st = gnn_graph_feat_range(g, 0, n, *xfeat, err)) != GNN_OK ||
-		(st = gnn_halo_forward(halo, *xfeat, g->feat_dim, err)) != GNN_OK)
-		goto done;
-	for (int64_t v = 0; v < n; v++)
-		tmp[v] = (float) gnn_graph_gcn_degree(g, v, false);
-	if ((st = gnn_halo_forward(halo, tmp, 1, err)) != GNN_OK)
-		goto done;
-	for (int64_t v = 0; v < n; v++)
-		(*deg)[v] = tmp[v];
-	*part = *g;
-	part->feat_kind = GNN_FEAT_DENSE;
-	part->feat = *xfeat;
-	part->fptr = NULL;
-	part->fidx = NULL;
-	part->fval = NULL;
-	part->feat_nnz = 0;
-	part->fstore = NULL;
-done:
-	free(all);
-	free(tmp);
-	if (st != GNN_OK)
-	{
-		free(*xfeat);
-		free(*deg);
-		*xfeat = NULL;
-		*deg = NULL;
-	}
-	return st;
-}
-
-/* the sum of every parameter's gradient over the ranks */
-static gnn_status
-dist_sum_grads(gnn_dist *d, gnn_model *m, float **buf, size_t *cap, gnn_error *err)
-{
-	size_t		total = 0,
-				at = 0;
-	gnn_status	st;
-
-	/*
-	 * every parameter's gradient in one allreduce: a collective's latency
-	 * (milliseconds on a loaded machine, tens of microseconds on a network)
-	 * is paid once a step, not once a parameter
-	 */
-	for (int i = 0; i < gnn_model_num_params(m); i++)
-	{
-		gnn_param  *p = gnn_model_param(m, i);
-
-		total += (size_t) (p->g.rows * p->g.cols);
-	}
-	if (total > *cap)
-	{
-		float	   *b = realloc(*buf, sizeof(float) * total);
-
-		if (!b)
-			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for the gradients to sum");
-		*buf = b;
-		*cap = total;
-	}
-	for (int i = 0; i < gnn_model_num_params(m); i++)
-	{
-		gnn_param  *p = gnn_model_param(m, i);
-		size_t		k = (size_t) (p->g.rows * p->g.cols);
-
-		memcpy(*buf + at, p->g.data, sizeof(float) * k);
-		at += k;
-	}
-	if ((st = gnn_dist_allreduce(d, *buf, total, GNN_DIST_F32, err)) != GNN_OK)
-		return st;
-	at = 0;
-	for (int i = 0; i < gnn_model_num_params(m); i++)
-	{
-		gnn_param  *p = gnn_model_param(m, i);
-		size_t		k = (size_t) (p->g.rows * p->g.cols);
-
-		memcpy(p->g.data, *buf + at, sizeof(float) * k);
-		at += k;
-	}
-	return GNN_OK;
-}
-
-/* the epoch's metrics over all ranks: each split's means weighted by its nodes on each rank */
-static gnn_status
-dist_metrics(gnn_dist *d, const int64_t *nloc, const int64_t *nall, gnn_epoch_metrics *em, gnn_error *err)
-{
-	/* train acc, val loss/acc/mae/rmse^2, test loss/acc/mae/rmse^2 */
-	float	   *f[9] = {&em->train_acc, &em->val_loss, &em->val_acc, &em->val_mae, &em->val_rmse,
-		&em->test_loss, &em->test_acc, &em->test_mae, &em->test_rmse};
-	int			split[9] = {1, 2, 2, 2, 2, 3, 3, 3, 3};
-	double		v[9];
-	gnn_status	st;
-
-	for (int i = 0; i < 9; i++)
-	{
-		double		x = *f[i];
-
-		if (i == 4 || i == 8)
-			x = x * x;
-		v[i] = nloc[split[i]] > 0 && !isnan(x) ? x * (double) nloc[split[i]] : 0.0;
-	}
-	if ((st = gnn_dist_allreduce(d, v, 9, GNN_DIST_F64, err)) != GNN_OK)
-		return st;
-	for (int i = 0; i < 9; i++)
-	{
-		bool		had = !isnan(*f[i]) || nloc[split[i]] == 0;	/* NAN everywhere stays NAN */
-		double		x = nall[split[i]] > 0 ? v[i] / (double) nall[split[i]] : NAN;
-
-		if (i == 4 || i == 8)
-			x = sqrt(x);
-		*f[i] = had ? (float) x : NAN;
-	}
-	/* an AUROC does not add up over ranks */
-	em->val_auc = em->test_auc = NAN;
-	return GNN_OK;
 }
 
 /* split rows and labels on the backend */
@@ -436,7 +264,7 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		return st;
 	if (dist)
 	{
-		if ((st = dist_setup(dist, g, cfg, &mc, &halo, &part, &xfeat, &deg, err)) != GNN_OK)
+		if ((st = gnn_train_dist_setup(dist, g, cfg, &mc, &halo, &part, &xfeat, &deg, err)) != GNN_OK)
 			return st;
 		g = &part;
 	}
@@ -554,7 +382,7 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 		}
 		if ((st = gnn_model_backward(model, dlogits, err)) != GNN_OK)
 			break;
-		if (dist && (st = dist_sum_grads(dist, model, &gbuf, &gcap, err)) != GNN_OK)
+		if (dist && (st = gnn_train_dist_sum_grads(dist, model, 1.0f, NULL, 0, &gbuf, &gcap, err)) != GNN_OK)
 			break;
 		if ((st = gnn_optim_step(&opt, model, err)) != GNN_OK)
 			break;
@@ -574,7 +402,7 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 			break;
 		if ((st = gnn_eval_splits(be, &d, logits, n, c, &em, err)) != GNN_OK)
 			break;
-		if (dist && (st = dist_metrics(dist, d.nrows, nall, &em, err)) != GNN_OK)
+		if (dist && (st = gnn_train_dist_metrics(dist, d.nrows, nall, &em, err)) != GNN_OK)
 			break;
 		em.eval_s = gnn_now_s() - t0 - em.compute_s;
 

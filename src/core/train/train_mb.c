@@ -4,6 +4,7 @@
  */
 #include "train/train_mb.h"
 #include "train/eval.h"
+#include "train/train_dist.h"
 #include "sample/gpu_batch.h"
 #include "infer/infer.h"
 #include "base/heap.h"
@@ -292,6 +293,37 @@ eval_acc_metrics(const eval_acc *a, bool regress, bool test, gnn_epoch_metrics *
 			em->test_rmse = sqrtf(loss);
 		}
 	}
+}
+
+/*
+ * Over several ranks: a's sums := their sums over the ranks (each rank
+ * measured its own nodes), the confusion too; extra[0 .. nextra) summed in
+ * the same allreduce.  Two-class scores stay each rank's: no AUROC.
+ */
+static gnn_status
+eval_acc_combine(gnn_dist *d, eval_acc *a, int32_t c, double *extra, int nextra, gnn_error *err)
+{
+	double		v[4 + 8];
+	gnn_status	st;
+
+	v[0] = a->loss_sum;
+	v[1] = a->ae_sum;
+	v[2] = (double) a->correct;
+	v[3] = (double) a->counted;
+	for (int i = 0; i < nextra; i++)
+		v[4 + i] = extra[i];
+	if ((st = gnn_dist_allreduce(d, v, 4 + nextra, GNN_DIST_F64, err)) != GNN_OK)
+		return st;
+	a->loss_sum = v[0];
+	a->ae_sum = v[1];
+	a->correct = (int64_t) llround(v[2]);
+	a->counted = (int64_t) llround(v[3]);
+	a->nscore = 0;
+	for (int i = 0; i < nextra; i++)
+		extra[i] = v[4 + i];
+	if (a->confusion)
+		st = gnn_dist_allreduce(d, a->confusion, (size_t) c * c, GNN_DIST_I64, err);
+	return st;
 }
 
 /*
@@ -983,9 +1015,24 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	int64_t		heap_base = gnn_heap_current();
 	gnn_gpu_batcher *gpu = NULL;	/* batches built on the GPU */
 	bool		on_device;		/* a device backend: count what batches move */
+	/* over several ranks (train_mb.h, halo_hops) */
+	gnn_dist   *dist = cfg->dist;
+	gnn_minibatch_config mloc;	/* this rank's share of the batch */
+	gnn_halo_plan halo;
+	gnn_graph	part;
+	float	   *xfeat = NULL,
+			   *gbuf = NULL;
+	double	   *deg = NULL;
+	size_t		gcap = 0;
+	int64_t		steps = 0,		/* steps an epoch, every rank's */
+				ntrain_all = 0,	/* training nodes on every rank */
+				nall[4] = {0, 0, 0, 0},	/* each split's nodes on every rank (full evaluation) */
+				nall_test = 0;
+	bool		nall_ready = false;
 
 	memset(&d, 0, sizeof(d));
 	memset(&pipe, 0, sizeof(pipe));
+	memset(&halo, 0, sizeof(halo));
 	memset(&va, 0, sizeof(va));
 	memset(&ta, 0, sizeof(ta));
 	memset(res, 0, sizeof(*res));
@@ -1020,9 +1067,31 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
 	if ((st = gnn_train_model_config_for(cfg, g, &mc, err)) != GNN_OK)
 		return st;
+	if (dist)
+	{
+		int			hh = mbc->halo_hops > 0 ? mbc->halo_hops : 1;
+
+		if (temporal)
+			return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+								 "a minibatch job over several servers samples without time (time-aware sampling over parts is not built yet)");
+		if (mbc->sampler.kind != GNN_SAMPLER_NEIGHBOR)
+			return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+								 "a minibatch job over several servers samples node-wise (LADIES draws each layer from the whole graph)");
+		if (mbc->sampler.nhops > hh)
+			return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+								 "rank %d's part has %d hop%s of halo, and the job samples %d: load every part with halo_hops => %d",
+								 gnn_dist_rank(dist), hh, hh == 1 ? "" : "s", mbc->sampler.nhops, mbc->sampler.nhops);
+		if ((st = gnn_train_dist_setup(dist, g, cfg, &mc, &halo, &part, &xfeat, &deg, err)) != GNN_OK)
+			return st;
+		g = &part;
+		/* the batch sizes are the job's; this rank's share of a training batch follows its nodes */
+		mloc = *mbc;
+		mloc.eval_batch_size = (int32_t) eval_batch_of(mbc);
+		mbc = &mloc;
+	}
 	c = mc.out_dim;				/* 1 for regression */
 	if (!be && (st = gnn_backend_create(cfg->backend, cfg->threads, cfg->cuda_so, &be, err)) != GNN_OK)
-		return st;
+		goto done;
 	compensate = mbc->sampler.kind == GNN_SAMPLER_LADIES && cfg->model == GNN_MODEL_SAGE;
 
 	gnn_rng_seed(&rng, cfg->seed);
@@ -1033,9 +1102,17 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK)
 		goto done;
 	train = malloc(sizeof(int32_t) * (g->n_train + 1));
+	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
+	if (dist && best_w)
+	{
+		/* every rank starts from rank 0's weights, whatever seed it was given */
+		if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK ||
+			(st = gnn_dist_broadcast(dist, best_w, sizeof(float) * gnn_model_weights_count(model), 0, err)) != GNN_OK ||
+			(st = gnn_model_weights_set(model, best_w, err)) != GNN_OK)
+			goto done;
+	}
 	hlab = malloc(sizeof(int32_t) * (room + 1));
 	hrows = malloc(sizeof(int32_t) * (room + 1));
-	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
 	if (sampled_eval)
 	{
 		evnodes = malloc(sizeof(int32_t) * (g->num_nodes + 1));
@@ -1062,7 +1139,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		nscores = nev > ntest ? nev : ntest;
 		stats->val_nodes = nev;
 		stats->test_nodes = ntest;
-		if (!regress && c == 2)
+		if (!regress && c == 2 && !dist)
 		{
 			va.score = ta.score = malloc(sizeof(double) * (nscores + 1));
 			va.slab = ta.slab = malloc(sizeof(int32_t) * (nscores + 1));
@@ -1072,7 +1149,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				goto done;
 			}
 		}
-		if (!regress && cfg->keep_confusion && c <= GNN_CONFUSION_MAX_CLASSES &&
+		/* (over several ranks on every rank, whoever keeps it: its sum is a collective) */
+		if (!regress && (cfg->keep_confusion || dist) && c <= GNN_CONFUSION_MAX_CLASSES &&
 			!(ta.confusion = calloc((size_t) c * c, sizeof(int64_t))))
 		{
 			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
@@ -1090,7 +1168,23 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	E.hd = hd;
 	E.dlab = &dlab;
 	E.drows = &drows;
-	if (ntrain == 0)
+	if (dist)
+	{
+		/* the steps every rank takes: the job's batches over all ranks' training nodes */
+		int64_t		n3[3] = {ntrain, nev, ntest};
+
+		if ((st = gnn_dist_allreduce(dist, n3, 3, GNN_DIST_I64, err)) != GNN_OK)
+			goto done;
+		nall_test = n3[2];
+		steps = (n3[0] + mbc->batch_size - 1) / mbc->batch_size;
+		if (mbc->max_batches > 0 && mbc->max_batches < steps)
+			steps = mbc->max_batches;
+		/* (a rank without training nodes steps with the others, adding nothing) */
+		if (n3[0] > 0 && ntrain > 0)
+			mloc.batch_size = (int32_t) ((ntrain + steps - 1) / steps);
+		ntrain_all = n3[0];
+	}
+	if ((dist ? ntrain_all : ntrain) == 0)
 	{
 		st = gnn_error_set(err, GNN_ERR_EMPTY, "no %s training node of the target type %d",
 						   regress ? "targeted" : "labelled", cfg->target_type);
@@ -1141,7 +1235,10 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	}
 	on_device |= gpu != NULL;	/* (an emulated device in tests) */
 	/* the batches' stream, drawn after the weights */
-	if ((st = pipe_start(&pipe, g, cfg, mbc, train, ntrain, gnn_rng_next(&rng), cfg->epochs, be, gpu, evnodes, nev,
+	/* (each rank's batches from a stream of its own: its nodes are its own) */
+	if ((st = pipe_start(&pipe, g, cfg, mbc, train, ntrain,
+						 gnn_rng_next(&rng) ^ (dist ? 0x9E3779B97F4A7C15ull * (uint64_t) (gnn_dist_rank(dist) + 1) : 0),
+						 cfg->epochs, be, gpu, evnodes, nev,
 						 tnodes, ntest, &esc, err)) != GNN_OK)
 		goto done;
 
@@ -1162,13 +1259,17 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		double		tr_ae = 0;
 		const float *full_logits = NULL;	/* the full evaluation pass's */
 
+		gnn_dist_counters c0,
+					c1;
+
 		gnn_epoch_metrics_init(&em, epoch);
 		em.sample_s = em.gather_s = em.compute_s = em.wait_s = 0;
 		gnn_heap_phase_reset();
-		for (int64_t b0 = 0; b0 < ntrain; b0 += mbc->batch_size, nb++)
+		gnn_dist_counters_get(dist, &c0);
+		for (int64_t b0 = 0; dist ? nb < steps : b0 < ntrain; b0 += mbc->batch_size, nb++)
 		{
-			mb_item    *it;
-			const gnn_minibatch *mb;
+			mb_item    *it = NULL;
+			const gnn_minibatch *mb = NULL;
 			const int32_t *seeds;
 			gnn_dfeat	x;
 			bool		x_owned = false;
@@ -1179,14 +1280,20 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			double		t1,
 						waited;
 			int			made = 0;
+			/* over several ranks: this rank's batches may end before the others' */
+			bool		have = nb < pipe.nbatch;
 
-			if (nb >= pipe.nbatch)
+			if (!dist && !have)
 				break;			/* max_batches */
-			if (should_stop && should_stop(stop_arg))
+			if (!dist && should_stop && should_stop(stop_arg))
 			{
 				st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
 				goto out;
 			}
+			loss = 0;
+			t1 = gnn_now_s();
+			if (!have)
+				goto step;		/* only the others' gradients */
 			it = pipe_next(&pipe, &waited);
 			em.wait_s += waited;
 			em.sample_s += it->sample_s;
@@ -1260,29 +1367,59 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			}
 			if (st == GNN_OK)
 				st = gnn_model_backward(model, dlogits.p, err);
+	step:
+			if (dist && st == GNN_OK)
+			{
+				/*
+				 * the global batch's mean gradient: each rank's mean over its
+				 * seeds weighed by them; with them, the loss and the vote
+				 * to stop (any rank's stop is every rank's)
+				 */
+				float		w = have ? (float) it->bs : 0.0f;
+				float		extra[3] = {w, loss * w, should_stop && should_stop(stop_arg) ? 1.0f : 0.0f};
+
+				st = gnn_train_dist_sum_grads(dist, model, w, extra, 3, &gbuf, &gcap, err);
+				if (st == GNN_OK && extra[2] > 0)
+					st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
+				if (st == GNN_OK && extra[0] > 0)
+				{
+					gnn_train_dist_scale_grads(model, 1.0f / extra[0]);
+					loss = extra[1] / extra[0];
+				}
+			}
 			if (st == GNN_OK)
 				st = gnn_optim_step(&opt, model, err);
 			for (int l = 0; l < made; l++)
 				gnn_dblock_free(&dblk[l]);
 			if (x_owned)
 				gnn_dfeat_free(&x);
-			if (st == GNN_OK)
+			if (st == GNN_OK && have)
 			{
 				stats->sampled_edges += it->gpu ? it->gst.edges : mb->sampled_edges;
 				stats->input_nodes += it->gpu ? it->gst.rows : mb->n_input;
 			}
 			/* a slot the producer refills on its own stream: this one must be done reading it */
-			if (it->gpu && pipe.threaded && st == GNN_OK)
+			if (have && it->gpu && pipe.threaded && st == GNN_OK)
 				st = gnn_backend_error(be, gnn_backend_sync(be), err);
-			pipe_done(&pipe);
+			if (have)
+				pipe_done(&pipe);
 			if (st != GNN_OK)
 				goto out;
 			em.compute_s += gnn_now_s() - t1;
-			stats->batches++;
+			stats->batches += have;
 			loss_sum += loss;
 		}
 		phase_note(heap_base, &stats->mem_training);
 		gnn_heap_phase_reset();
+		if (dist)
+		{
+			/* the training steps' collectives (evaluation's sums are a few bytes an epoch) */
+			gnn_dist_counters_get(dist, &c1);
+			em.allreduce_s = c1.allreduce_s - c0.allreduce_s;
+			em.alltoallv_s = c1.alltoallv_s - c0.alltoallv_s;
+			em.allreduce_bytes = c1.allreduce_bytes - c0.allreduce_bytes;
+			em.alltoallv_bytes = c1.alltoallv_sent - c0.alltoallv_sent;
+		}
 		stats->sample_s += em.sample_s;
 		stats->gather_s += em.gather_s;
 		stats->compute_s += em.compute_s;
@@ -1313,15 +1450,33 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		{
 			double		t1 = gnn_now_s();
 
-			if (tr_counted > 0)
-				em.train_acc = regress ? (float) -(tr_ae / tr_counted) : (float) ((double) tr_correct / tr_counted);
 			eval_acc_reset(&va, c);
-			if ((st = eval_from_pipe(&E, &pipe, pipe.neval, &dfeat, should_stop, stop_arg, &va, err)) != GNN_OK)
+			/* (over several ranks the vote to stop comes after, with the sums) */
+			if ((st = eval_from_pipe(&E, &pipe, pipe.neval, &dfeat, dist ? NULL : should_stop, stop_arg, &va,
+									 err)) != GNN_OK)
 			{
 				if (st == GNN_ERR_CANCELLED)
 					st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
 				goto out;
 			}
+			if (dist)
+			{
+				double		extra[4] = {(double) tr_correct, (double) tr_counted, tr_ae,
+					should_stop && should_stop(stop_arg) ? 1.0 : 0.0};
+
+				if ((st = eval_acc_combine(dist, &va, c, extra, 4, err)) != GNN_OK)
+					goto out;
+				if (extra[3] > 0)
+				{
+					st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
+					goto out;
+				}
+				tr_correct = (int64_t) llround(extra[0]);
+				tr_counted = (int64_t) llround(extra[1]);
+				tr_ae = extra[2];
+			}
+			if (tr_counted > 0)
+				em.train_acc = regress ? (float) -(tr_ae / tr_counted) : (float) ((double) tr_correct / tr_counted);
 			eval_acc_metrics(&va, regress, false, &em);
 			em.eval_s = gnn_now_s() - t1;
 			stats->eval_s += em.eval_s;
@@ -1343,6 +1498,20 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			if ((st = gnn_model_forward(model, blocks, &d.x, false, 0, &logits, err)) != GNN_OK ||
 				(st = gnn_eval_splits(be, &d, logits, g->num_nodes, c, &em, err)) != GNN_OK)
 				goto out;
+			if (dist)
+			{
+				/* the part holds its own nodes' whole neighbourhoods (halo_hops >= layers): measured here, summed */
+				if (!nall_ready)
+				{
+					for (int sp = 1; sp < 4; sp++)
+						nall[sp] = d.nrows[sp];
+					if ((st = gnn_dist_allreduce(dist, nall, 4, GNN_DIST_I64, err)) != GNN_OK)
+						goto out;
+					nall_ready = true;
+				}
+				if ((st = gnn_train_dist_metrics(dist, d.nrows, nall, &em, err)) != GNN_OK)
+					goto out;
+			}
 			em.eval_s = gnn_now_s() - t1;
 			stats->eval_s += em.eval_s;
 			full_logits = logits;
@@ -1352,7 +1521,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		if (gnn_selector_step(&sel, &em))
 		{
 			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK ||
-				(full_logits && cfg->keep_confusion &&
+				(full_logits && cfg->keep_confusion && !dist &&
 				 (st = gnn_eval_keep_confusion(be, &d, full_logits, g->num_nodes, c, res, err)) != GNN_OK))
 				goto out;
 			em.best = true;
@@ -1378,7 +1547,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	 * (patience) is elsewhere in the stream, and gets a pipeline of its own.
 	 */
 	gnn_heap_phase_reset();
-	if (sampled_eval && !mbc->skip_eval && sel.have_best && ntest > 0)
+	if (sampled_eval && !mbc->skip_eval && sel.have_best && (dist ? nall_test : ntest) > 0)
 	{
 		double		t1 = gnn_now_s();
 
@@ -1392,12 +1561,25 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 								 err)) != GNN_OK)
 				goto out;
 		}
-		if ((st = eval_from_pipe(&E, &pipe, pipe.ntestb, &dfeat, should_stop, stop_arg, &ta, err)) != GNN_OK)
+		if ((st = eval_from_pipe(&E, &pipe, pipe.ntestb, &dfeat, dist ? NULL : should_stop, stop_arg, &ta,
+								 err)) != GNN_OK)
 			goto out;
+		if (dist)
+		{
+			double		stop = should_stop && should_stop(stop_arg) ? 1.0 : 0.0;
+
+			if ((st = eval_acc_combine(dist, &ta, c, &stop, 1, err)) != GNN_OK)
+				goto out;
+			if (stop > 0)
+			{
+				st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled while testing");
+				goto out;
+			}
+		}
 		eval_acc_metrics(&ta, regress, true, &res->best);
 		stats->eval_s += gnn_now_s() - t1;
 		phase_note(heap_base, &stats->mem_eval);
-		if (ta.confusion && ta.counted > 0)
+		if (ta.confusion && ta.counted > 0 && cfg->keep_confusion)
 		{
 			res->confusion = ta.confusion;
 			res->confusion_classes = c;
@@ -1440,5 +1622,9 @@ done:
 	gnn_model_free(model);
 	if (!be_in)
 		gnn_backend_destroy(be);
+	gnn_halo_plan_free(&halo);
+	free(xfeat);
+	free(deg);
+	free(gbuf);
 	return st;
 }

@@ -82,6 +82,22 @@ typedef struct gnn_minibatch_config
 	 */
 	bool		cpu_batches;
 	struct gnn_gpu_batch_config *gpu;	/* NULL: defaults */
+
+	/*
+	 * Over several ranks (cfg->dist), the graph is one part of a partitioned
+	 * graph whose nodes within halo_hops - 1 hops of its own keep all their
+	 * edges (gnn.load_graph's halo_hops): the sampler draws at most that
+	 * many hops, each rank from its own training nodes, exactly as on the
+	 * whole graph.  The halo's features come from their owners once, at the
+	 * start.  batch_size is the global batch: every rank takes its share of
+	 * it (its training nodes over all ranks'), all ranks step together
+	 * (ceil(all training nodes / batch_size) steps an epoch, a rank out of
+	 * batches adding nothing), and each step's gradient is the mean over
+	 * the global batch (one allreduce, which also carries the loss and any
+	 * rank's stop).  Evaluation sums each rank's measurement of its own
+	 * nodes.
+	 */
+	int32_t		halo_hops;
 } gnn_minibatch_config;
 
 /* Where the time went (optional output). */

@@ -15,6 +15,7 @@
 
 #include "graph/graph.h"
 #include "train/train.h"
+#include "train/train_mb.h"
 
 #define GNN_GRAPH_NAME_LEN NAMEDATALEN
 
@@ -567,6 +568,13 @@ typedef struct GnnLoadArgs
 	/* one part of a partitioned graph: the node table's rows whose part_column is part */
 	const char *part_column;	/* NULL: the whole graph */
 	int32		part;
+	/*
+	 * the part's halo depth: the nodes within halo_hops - 1 hops of its own
+	 * keep all their edges (1: the own nodes' edges, their other endpoints
+	 * the halo), so a sampler draws halo_hops hops from own seeds as on the
+	 * whole graph
+	 */
+	int32		halo_hops;
 } GnnLoadArgs;
 
 extern void GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result);
@@ -663,6 +671,10 @@ extern void GnnDistJobEnd(GnnDistJob *dj);
 extern int	gnn_max_job_memory_kb;
 extern void GnnEstimateInit(void);
 extern void GnnTrainConfigFor(const GnnTrainRequest *r, const gnn_graph *g, bool cuda, gnn_train_config *cfg);
+extern gnn_status GnnRunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *r,
+								  gnn_backend *be, gnn_progress_fn progress, void *progress_arg,
+								  gnn_should_stop_fn should_stop, gnn_model **model, gnn_train_result *res,
+								  gnn_minibatch_stats *stats, gnn_error *err);
 extern int64 GnnJobGpuBytes(const GnnTrainRequest *r);
 extern void GnnCheckJobMemory(const GnnTrainRequest *r, const gnn_graph *g);
 PGDLLEXPORT void GnnWorkerMain(Datum arg);

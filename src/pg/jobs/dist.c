@@ -1180,10 +1180,10 @@ gnn_train_rank(PG_FUNCTION_ARGS)
 	timeout = TimeoutArg(fcinfo, 18);
 	if (size < 2 || size > DIST_MAX_RANKS || rank < 1 || rank >= size)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid rank %d of %d", rank, size)));
-	if (r.nfanouts > 0 || r.sampler[0] || strcmp(r.task, "link_prediction") == 0)
+	if ((r.sampler[0] && strcmp(r.sampler, "neighbor") != 0) || strcmp(r.task, "link_prediction") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("rank %d: a job over several servers trains full batch, node classification or regression", rank)));
+				 errmsg("rank %d: a job over several servers trains full batch or on neighbour-sampled minibatches, node classification or regression", rank)));
 	memset(&ref, 0, sizeof(ref));
 	memset(&ts, 0, sizeof(ts));
 	conn = DistConnect(coord, "the coordinator", timeout, NULL);
@@ -1215,7 +1215,14 @@ gnn_train_rank(PG_FUNCTION_ARGS)
 		pc.store = conn;
 		pc.job = job;
 		pc.rank = rank;
-		st = gnn_train_full(&ref.g, &cfg, be, PeerProgress, &pc, PeerShouldStop, NULL, NULL, &res, &err);
+		if (r.nfanouts > 0)
+		{
+			gnn_minibatch_stats ms;
+
+			st = GnnRunMinibatch(&ref.g, &cfg, &r, be, PeerProgress, &pc, PeerShouldStop, NULL, &res, &ms, &err);
+		}
+		else
+			st = gnn_train_full(&ref.g, &cfg, be, PeerProgress, &pc, PeerShouldStop, NULL, NULL, &res, &err);
 		CHECK_FOR_INTERRUPTS();
 		if (st != GNN_OK)
 			ereport(ERROR,

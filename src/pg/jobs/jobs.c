@@ -1425,7 +1425,8 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 				 r->saint_batches);
 	if (r->dist_npeers > 0)
 	{
-		const char *why = r->nfanouts > 0 || r->sampler[0] ? "trains full batch (no fan-outs or samplers yet)" :
+		const char *why = r->sampler[0] && strcmp(r->sampler, "neighbor") != 0 ?
+			"trains full batch or on neighbour-sampled minibatches (fan-outs, sampler neighbor)" :
 			strcmp(r->task, "link_prediction") == 0 ? "trains node classification or regression (no link prediction yet)" :
 			!(strcmp(r->model, "gcn") == 0 || strcmp(r->model, "graphsage") == 0 || strcmp(r->model, "gat") == 0 ||
 			  strcmp(r->model, "rgcn") == 0 || strcmp(r->model, "hetero_sage") == 0) ?

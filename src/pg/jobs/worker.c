@@ -463,14 +463,38 @@ JobMinibatch(const gnn_graph *g, const GnnTrainRequest *r, int32 target, gnn_min
 	JobTemporal(g, r, target, mbc);
 }
 
-static gnn_status
-RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *r, gnn_backend *be,
-			 gnn_model **model, gnn_train_result *res, gnn_minibatch_stats *stats, gnn_error *err)
+/*
+ * A part's halo depth (gnn.load_graph's halo_hops, options.halo_hops of
+ * gnn.load_schema_graph), as the loaders write it first in the meta's
+ * "partition"; 0 for a whole graph.
+ */
+static int32
+GraphHaloHops(const gnn_graph *g)
+{
+	static const char key[] = "\"partition\":{\"halo_hops\":";
+	const char *at;
+
+	if (!g->node_part || !g->meta)
+		return 0;
+	at = memmem(g->meta, g->meta_bytes, key, sizeof(key) - 1);
+	/* (a part loaded before halo_hops was written has one hop) */
+	return at ? (int32) strtol(at + sizeof(key) - 1, NULL, 10) : 1;
+}
+
+/*
+ * A minibatch job's training, the coordinator's (progress and stop: the
+ * worker's) or a peer rank's of a job over several servers (cfg->dist).
+ */
+gnn_status
+GnnRunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *r, gnn_backend *be,
+				gnn_progress_fn progress, void *progress_arg, gnn_should_stop_fn should_stop,
+				gnn_model **model, gnn_train_result *res, gnn_minibatch_stats *stats, gnn_error *err)
 {
 	gnn_minibatch_config mbc;
 	gnn_gpu_batch_config job_gpu;	/* its GPU batch settings */
 
 	JobMinibatch(g, r, cfg->target_type, &mbc);
+	mbc.halo_hops = GraphHaloHops(g);
 	mbc.prefetch = r->prefetch;
 	/* evaluation on sampled neighbourhoods unless asked for the full pass */
 	mbc.sampled_eval = strcmp(r->evaluation, "full") != 0;
@@ -484,7 +508,7 @@ RunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequ
 	if (strcmp(r->cache_policy, "degree") == 0)
 		job_gpu.policy = GNN_CACHE_DEGREE;
 	mbc.gpu = &job_gpu;
-	return gnn_train_minibatch(g, cfg, &mbc, be, OnProgress, NULL, ShouldStop, NULL, model, res, stats, err);
+	return gnn_train_minibatch(g, cfg, &mbc, be, progress, progress_arg, should_stop, NULL, model, res, stats, err);
 }
 
 /* unsupervised link prediction; the AUCs travel in the accuracy fields of the log */
@@ -1130,7 +1154,7 @@ RunJob(void)
 		else if (linkpred)
 			st = RunLinkPrediction(&ref.g, &cfg, be, &model, &res, &lres, &err);
 		else if (r->nfanouts > 0)
-			st = RunMinibatch(&ref.g, &cfg, r, be, &model, &res, &mstats, &err);
+			st = GnnRunMinibatch(&ref.g, &cfg, r, be, OnProgress, NULL, ShouldStop, &model, &res, &mstats, &err);
 		else if (strcmp(r->sampler, "cluster") == 0 || strcmp(r->sampler, "saint_rw") == 0)
 			st = GnnTrainSubgraph(r, &ref, &cfg, be, OnProgress, ShouldStop, &model, &res, &err);
 		else

@@ -163,6 +163,17 @@ gnn_load_graph(PG_FUNCTION_ARGS)
 				 errmsg("part_column and part go together"),
 				 errhint("Pass both, part_column => 'the node table''s part column' and part => this server's part, or neither.")));
 	a.part = a.part_column ? PG_GETARG_INT32(21) : -1;
+	a.halo_hops = PG_NARGS() > 22 && !PG_ARGISNULL(22) ? PG_GETARG_INT32(22) : 1;
+	if (a.halo_hops < 1 || a.halo_hops > GNN_MAX_LAYERS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("halo_hops must be in [1, %d], not %d", GNN_MAX_LAYERS, a.halo_hops),
+				 errhint("Give the part as many hops of halo as the models trained on it sample.")));
+	if (a.halo_hops != 1 && !a.part_column)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("halo_hops is for one part of a partitioned graph"),
+				 errhint("Pass part_column and part too, or leave halo_hops out.")));
 	if (a.part_column && a.part < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -1013,6 +1013,8 @@ KeepPart(const GnnLoadArgs *args, const char *nodes_name, const char *edges_name
 	int64	   *halo;
 	int64		nh = 0;
 	int32	   *node_part;
+	int64	   *inner;
+	int64		n_inner;
 
 	memcpy(own, ids->data, sizeof(int64) * n_own);
 	qsort(own, n_own, sizeof(int64), Cmp64);
@@ -1029,7 +1031,48 @@ KeepPart(const GnnLoadArgs *args, const char *nodes_name, const char *edges_name
 							nodes_name, j < n_own && own[j] == oth[i].id ? args->part : oth[i - 1].part, oth[i].part),
 					 errhint("Node ids must be unique, and each node in one part.")));
 	}
-	/* the edges with an own endpoint; the others' endpoints are the halo */
+	/*
+	 * the nodes that keep all their edges: the own ones, and with halo_hops
+	 * = L those within L - 1 hops of them (either direction), so that L
+	 * hops drawn from own seeds find every neighbour the whole graph has
+	 */
+	inner = own;
+	n_inner = n_own;
+	for (int hop = 1; hop < args->halo_hops; hop++)
+	{
+		int64	   *next = palloc_extended(sizeof(int64) * Max(2 * m + n_inner, 1), MCXT_ALLOC_HUGE);
+		int64		nn = n_inner,
+					u = 0;
+
+		memcpy(next, inner, sizeof(int64) * n_inner);
+		for (int64 e = 0; e < m; e++)
+		{
+			int64		s = narrow ? ((int32 *) src->data)[e] : ((int64 *) src->data)[e];
+			int64		d = narrow ? ((int32 *) dst->data)[e] : ((int64 *) dst->data)[e];
+			bool		si = Has64(inner, n_inner, s),
+						di = Has64(inner, n_inner, d);
+
+			if (si && !di)
+				next[nn++] = d;
+			else if (di && !si)
+				next[nn++] = s;
+		}
+		qsort(next, nn, sizeof(int64), Cmp64);
+		for (int64 i = 0; i < nn; i++)
+			if (u == 0 || next[u - 1] != next[i])
+				next[u++] = next[i];
+		if (inner != own)
+			pfree(inner);
+		inner = next;
+		if (u == n_inner)
+		{
+			n_inner = u;
+			break;				/* nothing more within reach */
+		}
+		n_inner = u;
+		CHECK_FOR_INTERRUPTS();
+	}
+	/* the edges with an endpoint there; their endpoints not own are the halo */
 	halo = palloc_extended(sizeof(int64) * Max(2 * m, 1), MCXT_ALLOC_HUGE);
 	for (int64 e = 0; e < m; e++)
 	{
@@ -1038,7 +1081,7 @@ KeepPart(const GnnLoadArgs *args, const char *nodes_name, const char *edges_name
 		bool		so = Has64(own, n_own, s),
 					dn = Has64(own, n_own, d);
 
-		if (!so && !dn)
+		if (!so && !dn && (inner == own || (!Has64(inner, n_inner, s) && !Has64(inner, n_inner, d))))
 			continue;
 		if (!so)
 			halo[nh++] = s;
@@ -1089,9 +1132,11 @@ KeepPart(const GnnLoadArgs *args, const char *nodes_name, const char *edges_name
 		if (split->elem)
 			*(uint8 *) GrowPush(split) = GNN_SPLIT_NONE;
 	}
-	elog(DEBUG1, "gnn: part %d of %s / %s: %lld own nodes, %lld halo nodes (%lld without a row here), %lld of %lld edges",
-		 args->part, nodes_name, edges_name, (long long) n_own, (long long) nh, (long long) *n_unknown,
+	elog(DEBUG1, "gnn: part %d of %s / %s (%d hops of halo): %lld own nodes, %lld halo nodes (%lld without a row here), %lld of %lld edges",
+		 args->part, nodes_name, edges_name, args->halo_hops, (long long) n_own, (long long) nh, (long long) *n_unknown,
 		 (long long) k, (long long) m);
+	if (inner != own)
+		pfree(inner);
 	pfree(own);
 	pfree(halo);
 	return node_part;
@@ -1977,7 +2022,8 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		appendStringInfoString(&meta, ",\"constraint\":null,\"reverse\":false}]");
 		if (args->part_column)
 		{
-			appendStringInfoString(&meta, ",\"partition\":{\"column\":");
+			/* (halo_hops first: GnnGraphHaloHops reads it there) */
+			appendStringInfo(&meta, ",\"partition\":{\"halo_hops\":%d,\"column\":", args->halo_hops);
 			escape_json(&meta, args->part_column);
 			appendStringInfo(&meta, ",\"part\":%d}", args->part);
 		}

@@ -222,6 +222,7 @@ typedef struct SchemaLoad
 	bool		skip_dangling;
 	/* one part of a partitioned graph (options.part_column / part); NULL: the whole graph */
 	const char *part_column;
+	int32		halo_hops;		/* options.halo_hops: its halo's depth (KeepSchemaPart) */
 	int32		part;
 	int			persist;		/* options.persist: 1, 0, -1 = gnn.persist_graphs */
 	int			feature_store;	/* options.feature_store: GNN_FEATURES_* */
@@ -1161,7 +1162,46 @@ KeepSchemaPart(SchemaLoad *L, gnn_graph_input *in)
 			keep[T->offset + i] = owner[T->offset + i] == L->part;
 		}
 	}
-	/* the halo: the other end of an edge at an own node; edges elsewhere go */
+	/*
+	 * with halo_hops = L, the rows within L - 1 edges of an own row keep
+	 * all their edges too (bit 4), so that L hops drawn from own seeds find
+	 * every neighbour the whole graph has
+	 */
+	for (int64 g = 0; g < n; g++)
+		if (keep[g] & 1)
+			keep[g] |= 4;
+	for (int hop = 1; hop < L->halo_hops; hop++)
+	{
+		int64		added = 0;
+
+		for (int r = 0; r < in->num_refs; r++)
+		{
+			const gnn_graph_ref *ref = &in->refs[r];
+			SchemaType *S = &L->types[ref->src_type];
+			const int32 *rv = (const int32 *) ref->ref;
+
+			for (int64 i = 0; i < S->n; i++)
+			{
+				int64		a = S->offset + i,
+							b = rv[i];
+
+				if (b < 0 || ((keep[a] & 4) != 0) == ((keep[b] & 4) != 0))
+					continue;
+				/* (8: reached in this round, inner from the next) */
+				if (!(keep[a] & 4) && !(keep[a] & 8))
+					keep[a] |= 8, added++;
+				if (!(keep[b] & 4) && !(keep[b] & 8))
+					keep[b] |= 8, added++;
+			}
+		}
+		for (int64 g = 0; g < n; g++)
+			if (keep[g] & 8)
+				keep[g] = (keep[g] & ~8) | 4;
+		if (added == 0)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+	/* the halo: the other end of an edge at an inner node; edges elsewhere go */
 	for (int r = 0; r < in->num_refs; r++)
 	{
 		const gnn_graph_ref *ref = &in->refs[r];
@@ -1176,7 +1216,7 @@ KeepSchemaPart(SchemaLoad *L, gnn_graph_input *in)
 			if (b < 0)
 				continue;
 			arcs++;
-			if ((keep[a] & 1) || (keep[b] & 1))
+			if ((keep[a] & 4) || (keep[b] & 4))
 			{
 				keep[a] |= 2;
 				keep[b] |= 2;
@@ -1417,7 +1457,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 	{
 		static const char *const known[] = {"keys", "edges", "features", "exclude", "time",
 		"seed_time", "max_categories", "skip_dangling", "encodings", "persist", "feature_store",
-		"part_column", "part", NULL};
+		"part_column", "part", "halo_hops", NULL};
 		ListCell   *k;
 
 		foreach(k, JKeys(&L.options->root))
@@ -1430,7 +1470,7 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("unknown option \"%s\"", (char *) lfirst(k)),
-						 errhint("Accepted options: keys, edges, features, exclude, time, seed_time, max_categories, skip_dangling, encodings, persist, feature_store, part_column, part.")));
+						 errhint("Accepted options: keys, edges, features, exclude, time, seed_time, max_categories, skip_dangling, encodings, persist, feature_store, part_column, part, halo_hops.")));
 		}
 	}
 	L.max_categories = 32;
@@ -1490,6 +1530,24 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 		if (L.part < 0)
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							errmsg("option \"part\" must be zero or more (got %d)", L.part)));
+	}
+	L.halo_hops = 1;
+	if ((jv = JGet(&L.options->root, "halo_hops")) != NULL)
+	{
+		if (jv->type != jbvNumeric)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("option \"halo_hops\" must be a number")));
+		L.halo_hops = DatumGetInt32(DirectFunctionCall1(numeric_int4, NumericGetDatum(jv->val.numeric)));
+		if (L.halo_hops < 1 || L.halo_hops > GNN_MAX_LAYERS)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"halo_hops\" must be in [1, %d] (got %d)", GNN_MAX_LAYERS, L.halo_hops),
+					 errhint("Give the part as many hops of halo as the models trained on it sample.")));
+		if (!L.part_column)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"halo_hops\" is for one part of a partitioned graph"),
+					 errhint("Pass options part_column and part too, or leave halo_hops out.")));
 	}
 	if ((L.part_column != NULL) != (JGet(&L.options->root, "part") != NULL))
 		ereport(ERROR,
@@ -2295,7 +2353,8 @@ gnn_load_schema_graph(PG_FUNCTION_ARGS)
 	}
 	if (L.part_column)
 	{
-		appendStringInfoString(&meta, "],\"partition\":{");
+		/* (halo_hops first: GnnGraphHaloHops reads it there) */
+		appendStringInfo(&meta, "],\"partition\":{\"halo_hops\":%d,", L.halo_hops);
 		GnnJsonKey(&meta, "column", L.part_column);
 		appendStringInfo(&meta, ",\"part\":%d}", L.part);
 		appendStringInfoString(&meta, ",\"load\":{\"options\":");

@@ -1,0 +1,36 @@
+/*
+ * train_dist.h: the training loops' share of distributed training (inside
+ * train/ only): full batch (train.c) and minibatches (train_mb.c) over the
+ * parts of a partitioned graph, one rank per part.
+ */
+#ifndef GNN_TRAIN_DIST_H
+#define GNN_TRAIN_DIST_H
+
+#include "dist/halo.h"
+#include "train/train.h"
+
+/*
+ * A rank's part ready to train as the whole graph's share: the halo plan,
+ * the features with the halo's rows from their owners (part->feat, xfeat),
+ * GCN's source degrees in the whole graph (deg), and the model's outputs
+ * agreed (the most classes any rank has).  A collective.
+ */
+gnn_status	gnn_train_dist_setup(gnn_dist *d, const gnn_graph *g, const gnn_train_config *cfg,
+								 gnn_model_config *mc, gnn_halo_plan *halo, gnn_graph *part, float **xfeat,
+								 double **deg, gnn_error *err);
+
+/*
+ * Every parameter's gradient := the sum over the ranks of gradient x scale
+ * (scale 0: none from this rank), and extra[0 .. nextra) := its sum over
+ * the ranks, in one allreduce; buf / cap: packing scratch kept between calls.
+ */
+gnn_status	gnn_train_dist_sum_grads(gnn_dist *d, gnn_model *m, float scale, float *extra, int nextra,
+									 float **buf, size_t *cap, gnn_error *err);
+/* every parameter's gradient times f */
+void		gnn_train_dist_scale_grads(gnn_model *m, float f);
+
+/* the epoch's metrics over all ranks: each split's means weighted by its nodes on each rank (nloc, nall: [4]) */
+gnn_status	gnn_train_dist_metrics(gnn_dist *d, const int64_t *nloc, const int64_t *nall, gnn_epoch_metrics *em,
+								   gnn_error *err);
+
+#endif							/* GNN_TRAIN_DIST_H */
