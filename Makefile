@@ -55,11 +55,21 @@ all: $(DIST_SO)
 install: install-dist
 endif
 
+# GPU ranks' collectives (src/dist/nccl.c): where the CUDA toolkit ships NCCL,
+# their own shared object beside Gloo's, loaded on demand.
+NCCL_H     := $(if $(CUDA_HOME),$(wildcard $(CUDA_HOME)/include/nccl.h))
+USE_NCCL   ?= $(if $(and $(NCCL_H),$(filter 1,$(USE_CUDA))),1,0)
+NCCL_SO     = src/dist/gnn_dist_nccl.so
+ifeq ($(USE_NCCL),1)
+all: $(NCCL_SO)
+install: install-nccl
+endif
+
 PG_REGRESS_DIR = $(dir $(PGXS))../../src/test/regress
 REGRESS     = $(patsubst sql/%.sql,%,$(filter-out sql/gnn--%,$(sort $(wildcard sql/*.sql))))
 
 # before the include: PGXS's clean rule tests it with ifdef when it is read
-EXTRA_CLEAN = test/core/bin test/core/bin-san test/core/obj test/core/obj-san test/fuzz/bin kernels/*.cu.o kernels/obj $(CUDA_SO) $(DIST_SO) results regression.diffs regression.out tmp_check
+EXTRA_CLEAN = test/core/bin test/core/bin-san test/core/obj test/core/obj-san test/fuzz/bin kernels/*.cu.o kernels/obj $(CUDA_SO) $(DIST_SO) $(NCCL_SO) results regression.diffs regression.out tmp_check
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
@@ -113,6 +123,14 @@ $(DIST_SO): src/dist/gloo.cc src/core/dist/dist.h src/core/base/gnn_core.h
 
 install-dist: $(DIST_SO)
 	$(INSTALL_SHLIB) $(DIST_SO) '$(DESTDIR)$(pkglibdir)/gnn_dist.so'
+
+$(NCCL_SO): src/dist/nccl.c src/core/dist/dist.h src/core/base/gnn_core.h
+	$(or $(CC),cc) -std=gnu11 -O2 -g -Wall -fPIC -shared -fvisibility=hidden -I$(CURDIR)/src/core -I$(CUDA_HOME)/include \
+	    -o $@ $< -L$(CUDA_HOME)/lib -L$(CUDA_HOME)/lib64 -lnccl -lcudart \
+	    -Wl,-rpath,$(CUDA_HOME)/lib -Wl,-rpath,$(CUDA_HOME)/lib64
+
+install-nccl: $(NCCL_SO)
+	$(INSTALL_SHLIB) $(NCCL_SO) '$(DESTDIR)$(pkglibdir)/gnn_dist_nccl.so'
 
 # ---------------------------------------------------------------- core unit tests (no server)
 TEST_CFLAGS = -std=gnu11 -O2 -g -fopenmp -fno-trapping-math -fno-math-errno -Wall -Wno-unused-function -Isrc/core -Itest/core $(SANITIZE_FLAGS)
@@ -171,7 +189,7 @@ bench/bin/sage_floor_bench: bench/sage_floor_bench.c bench/bench_util.h $(CORE_S
 	$(CC) $(filter-out $(SANITIZE_FLAGS),$(TEST_CFLAGS)) -o $@ $< $(CORE_SRCS:.c=.o) $(TEST_LIBS)
 
 # ---------------------------------------------------------------- top-level targets
-.PHONY: FORCE deps test demo bench fuzz core-tests core-tests-san core-tests-san-short install-cuda install-dist
+.PHONY: FORCE deps test demo bench fuzz core-tests core-tests-san core-tests-san-short install-cuda install-dist install-nccl
 deps:
 	@bash .ci/deps.sh
 

@@ -45,6 +45,8 @@ load_engine(const char *so_path, void **dl_out, gnn_error *err)
 		return NULL;
 	}
 	*(void **) (&entry) = dlsym(dl, GNN_DIST_ENTRY);
+	if (!entry)
+		*(void **) (&entry) = dlsym(dl, GNN_DIST_ENTRY_NCCL);
 	if (!entry || !(ops = entry(GNN_DIST_ABI_VERSION)) || ops->abi_version != GNN_DIST_ABI_VERSION ||
 		ops->ops_size != sizeof(gnn_dist_ops))
 	{

@@ -30,6 +30,8 @@
 
 #define GNN_DIST_ABI_VERSION 1
 #define GNN_DIST_ENTRY "gnn_dist_gloo_ops"
+/* the NCCL engine's (src/dist/nccl.c, gnn_dist_nccl.so): GPU ranks */
+#define GNN_DIST_ENTRY_NCCL "gnn_dist_nccl_ops"
 #define GNN_DIST_MSG_LEN 1024
 
 /* a store callback's result */
