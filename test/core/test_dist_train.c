@@ -85,6 +85,7 @@ part_of(int64_t id, int parts)
 }
 
 static int	g_halo = 1;			/* the parts' halo depth (gnn.load_graph's halo_hops) */
+static bool g_temporal;			/* nodes have times (as a schema part's rows, the halo's too) */
 
 /* the whole graph (parts 0) or part k of `parts` */
 static gnn_status
@@ -97,6 +98,7 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 	int32_t    *np = malloc(sizeof(int32_t) * N),
 			   *lab = malloc(sizeof(int32_t) * N);
 	uint8_t    *sp = malloc(N);
+	int64_t    *tm = malloc(sizeof(int64_t) * N);
 	int			dim = wrong_width ? F - 1 : F;
 	float	   *x = calloc(N * F, sizeof(float));
 	bool		halo[N] = {false},
@@ -113,6 +115,7 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 			np[n] = k;
 			lab[n] = labels[v];
 			sp[n] = split[v];
+			tm[n] = (v * 37) % 100;
 			memcpy(x + (size_t) n * dim, feat + v * F, sizeof(float) * dim);
 			n++;
 		}
@@ -151,6 +154,7 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 			np[n] = lose_node && v == 1 ? -1 : part_of(v, parts);
 			lab[n] = -1;
 			sp[n] = GNN_SPLIT_NONE;
+			tm[n] = (v * 37) % 100;
 			n++;
 		}
 	if (lose_node && k == part_of(1, parts))
@@ -170,6 +174,8 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 	in.feat = x;
 	in.labels = lab;
 	in.split = sp;
+	if (g_temporal)
+		in.node_time = tm;
 	if (parts > 0)
 	{
 		in.node_part = np;
@@ -182,6 +188,7 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 	free(np);
 	free(lab);
 	free(sp);
+	free(tm);
 	free(x);
 	return st;
 }
@@ -222,6 +229,7 @@ mb_config(gnn_minibatch_config *mbc)
 	mbc->prefetch = 1;
 	mbc->cpu_batches = true;
 	mbc->halo_hops = g_halo;
+	mbc->sampler.temporal = g_temporal;
 }
 
 /* full batch, or minibatches (g_minibatch) */
@@ -470,7 +478,8 @@ static void
 check_minibatch(void)
 {
 	gnn_model_kind kinds[2] = {GNN_MODEL_SAGE, GNN_MODEL_GAT};
-	const char *names[2] = {"GraphSAGE", "GAT"};
+	const char *names[3] = {"GraphSAGE", "GAT", "time-aware GraphSAGE"};
+	float		plain_last = NAN;	/* GraphSAGE's last loss without time */
 
 	g_minibatch = true;
 	g_halo = 2;
@@ -478,12 +487,19 @@ check_minibatch(void)
 	/* every neighbour, one batch an epoch: one process's curve and weights */
 	g_batch = 1000;
 	g_fanout = -1;
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 3; k++)
 	{
 		rank_out   *w = calloc(1, sizeof(rank_out));
 
-		kind_now = kinds[k];
-		CHECK(whole_forked(w), "minibatch %s on the whole graph in one process", names[k]);
+		kind_now = kinds[k % 2];
+		g_temporal = k == 2;
+		bool		ran = whole_forked(w);
+
+		CHECK(ran && (k != 2 || fabsf(w->c.loss[3] - plain_last) > 1e-3),
+			  "minibatch %s on the whole graph in one process (epoch 3 loss %.4f%s)", names[k], w->c.loss[3],
+			  k == 2 ? ", not the one without time" : "");
+		if (k == 0)
+			plain_last = w->c.loss[3];
 		for (int size = 2; size <= 3; size++)
 		{
 			char		pre[64];
@@ -527,6 +543,7 @@ check_minibatch(void)
 		}
 		free(w);
 	}
+	g_temporal = false;
 	/* small batches and fan-outs: the ranks step together, end alike, and learn */
 	{
 		rank_out   *o = calloc(2, sizeof(rank_out));
@@ -565,11 +582,17 @@ check_minibatch(void)
 		g_batch = 1000;
 		g_fanout = -1;
 		ran = run_ranks(2, -1, rank_train, "mbhalo1", 3000, NULL);
+		bool		named = false;
+
+		/* (a rank that refuses while another still meets it: that one fails meeting) */
 		for (int r = 0; r < 2; r++)
-			all_failed &= read_out(r, &o[r]) && o[r].status == GNN_ERR_UNSUPPORTED &&
-				strstr(o[r].msg, "halo_hops => 2") != NULL;
-		CHECK(ran == 2 && all_failed, "parts with one hop of halo: two-hop sampling refused on every rank (%s)",
-			  o[0].msg);
+		{
+			all_failed &= read_out(r, &o[r]) && o[r].status != GNN_OK;
+			named |= o[r].status == GNN_ERR_UNSUPPORTED && strstr(o[r].msg, "halo_hops => 2") != NULL;
+		}
+		CHECK(ran == 2 && all_failed && named,
+			  "parts with one hop of halo: two-hop sampling refused, every rank fails, one with the fix (%s / %s)",
+			  o[0].msg, o[1].msg);
 	}
 	g_minibatch = false;
 	g_halo = 1;

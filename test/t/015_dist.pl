@@ -323,6 +323,20 @@ sub train_mb
 	my $ranks = $n[0]->safe_psql('postgres', "SELECT count(*) FROM gnn.training_log WHERE job = "
 		  . "(SELECT id FROM gnn.jobs WHERE model_name = 'mb_two_1' ORDER BY id DESC LIMIT 1)");
 	is($ranks, '30', 'every epoch logged');
+	# three servers: the 3-way METIS parts, two hops of halo each
+	for my $k (0 .. 2)
+	{
+		$n[$k]->safe_psql('postgres', qq{SET ROLE dist;
+			SELECT nodes FROM gnn.load_graph('pd3h', 'pe', nodes => 'pnp', features => 'feat', label => 'label',
+			                                 split => 'split', undirected => true, part_column => 'part', part => $k,
+			                                 halo_hops => 2);});
+	}
+	my ($rc3, $j3, $e3) = train_mb('pd3h', [conn(1), conn(2)], 1, 'mb_three_1');
+	is($rc3, 0, 'minibatch GraphSAGE over three servers') or diag($e3);
+	my $a3 = $n[0]->safe_psql('postgres', "SELECT (metrics->>'test_acc')::float8 FROM gnn.models WHERE name = 'mb_three_1'");
+	ok($a3 > 0.5 && abs($a3 - $one[0]) < 0.03, "over three servers, seed 1: test accuracy $a3, one server $one[0]");
+	like($n[0]->safe_psql('postgres', "SELECT metrics::text FROM gnn.models WHERE name = 'mb_three_1'"), qr/"ranks": 3/,
+		'with its three ranks');
 }
 
 # a schema graph in two parts: every table's rows of a part, the halo one
@@ -616,6 +630,25 @@ sub peer1_ranks
 	like($e, qr/rank 1 on peer 1/, 'the error names the killed rank') or diag($e);
 	ok($dt < 30, 'within the timeout');
 	$n[1]->poll_query_until('postgres', 'SELECT true') or die;
+	# a stalled peer (SIGSTOP): the coordinator's collective times out, the job fails naming it
+	$n[1]->safe_psql('postgres', q{SET ROLE dist; SELECT count(*) FROM gnn.graphs WHERE name = 'pd2h'}) eq '1'
+	  or $n[1]->safe_psql('postgres', q{SET ROLE dist;
+		SELECT nodes FROM gnn.load_graph('pd2h', 'pe', nodes => 'pnp2', features => 'feat', label => 'label',
+		                                 split => 'split', undirected => true, part_column => 'part', part => 1,
+		                                 halo_hops => 2);});
+	$job = start_long_mb();
+	$pid = $n[1]->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE application_name = 'gnn distributed' "
+		  . "AND query LIKE '%_train_rank%' LIMIT 1");
+	$t0 = time;
+	kill 'STOP', $pid;
+	$st = wait_done($job);
+	$dt = time - $t0;
+	kill 'CONT', $pid;
+	$e = $n[0]->safe_psql('postgres', "SELECT coalesce(error, '') FROM gnn.jobs WHERE id = $job");
+	is($st, 'failed', sprintf('a stalled peer fails the minibatch job (%.1f s)', $dt));
+	like($e, qr/rank 1 on peer 1/, 'the error names the stalled rank') or diag($e);
+	ok($dt < 30, 'within the timeout');
+	is(peer1_ranks(), '0', 'the stalled peer ends once it runs again');
 }
 is($n[0]->safe_psql('postgres', 'SELECT count(*) FROM gnn.dist_store'), '0', 'jobs leave no row in the store');
 

@@ -1071,9 +1071,6 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	{
 		int			hh = mbc->halo_hops > 0 ? mbc->halo_hops : 1;
 
-		if (temporal)
-			return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
-								 "a minibatch job over several servers samples without time (time-aware sampling over parts is not built yet)");
 		if (mbc->sampler.kind != GNN_SAMPLER_NEIGHBOR)
 			return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
 								 "a minibatch job over several servers samples node-wise (LADIES draws each layer from the whole graph)");

@@ -95,7 +95,9 @@ typedef struct gnn_minibatch_config
 	 * batches adding nothing), and each step's gradient is the mean over
 	 * the global batch (one allreduce, which also carries the loss and any
 	 * rank's stop).  Evaluation sums each rank's measurement of its own
-	 * nodes.
+	 * nodes.  Time-aware sampling too: the halo's rows carry their times
+	 * (a schema part keeps them), so the admissible neighbours are the
+	 * whole graph's.
 	 */
 	int32_t		halo_hops;
 } gnn_minibatch_config;
