@@ -19,9 +19,22 @@
 # bandwidth costs without any distribution.  PASSES: R-MAT runs that many
 # times (a shared machine's noise: quote the medians).
 #   NODES=300000 EDGES=3600000 DIM=100 HIDDEN=256 EPOCHS=4 RANKS="1 1+1 2 3 4" PASSES=2 bash bench/dist.sh
+# Minibatches (issue #43): FANOUTS set trains GraphSAGE on sampled batches
+# instead, each rank on its part with HALO_HOPS hops of halo (default: one
+# per fan-out), BATCH seeds a global step; defaults then a 2M-node R-MAT:
+#   FANOUTS=10,5 BATCH=1024 NODES=2000000 EDGES=10000000 DIM=64 HIDDEN=128 EPOCHS=3 RANKS="1 2 3" PASSES=1 bash bench/dist.sh
 set -euo pipefail
 source "$(dirname "$0")/../test/lib.sh"
 cd "$REPO_ROOT"
+FANOUTS=${FANOUTS:-}
+if [ -n "$FANOUTS" ]; then
+  NODES=${NODES:-2000000}; EDGES=${EDGES:-10000000}; DIM=${DIM:-64}; HIDDEN=${HIDDEN:-128}; EPOCHS=${EPOCHS:-3}
+  RANKS=${RANKS:-"1 2 3"}; PASSES=${PASSES:-1}; export MODELS=${MODELS:-graphsage} CUT_PARTS=${CUT_PARTS:-}
+  export FANOUTS BATCH=${BATCH:-1024} HALO_HOPS=${HALO_HOPS:-$(echo "$FANOUTS" | tr ',' '\n' | wc -l)}
+  WHAT="a minibatch step ([$FANOUTS], $BATCH seeds a global step, $HALO_HOPS hops of halo) on $RANKS ranks"
+else
+  WHAT="a full-batch step on 1-4 ranks"
+fi
 NODES=${NODES:-300000}
 EDGES=${EDGES:-3600000}
 DIM=${DIM:-100}
@@ -38,9 +51,9 @@ cc -std=gnu11 -O2 -fopenmp -Wall -Isrc/core -o bench/bin/dist_bench bench/dist_b
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 REPORT=bench/results/dist-$STAMP.md
 {
-  echo "# Training over several servers: a full-batch step on 1-4 ranks over loopback, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "# Training over several servers: $WHAT over loopback, $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo
-  echo "- commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src bench || echo ' (with uncommitted changes)'); command: \`NODES=$NODES EDGES=$EDGES DIM=$DIM HIDDEN=$HIDDEN EPOCHS=$EPOCHS CORA_EPOCHS=$CORA_EPOCHS RANKS=\"$RANKS\" PASSES=$PASSES bash bench/dist.sh\`"
+  echo "- commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src bench || echo ' (with uncommitted changes)'); command: \`${FANOUTS:+FANOUTS=$FANOUTS BATCH=$BATCH HALO_HOPS=$HALO_HOPS }NODES=$NODES EDGES=$EDGES DIM=$DIM HIDDEN=$HIDDEN EPOCHS=$EPOCHS CORA_EPOCHS=$CORA_EPOCHS RANKS=\"$RANKS\" PASSES=$PASSES bash bench/dist.sh\`"
   echo "- machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(free -g | awk '/Mem:/{print $2}') GiB RAM; load before: $(cut -d' ' -f1-3 /proc/loadavg); Gloo $(dpkg-query -W -f='${Version}' libgloo-dev 2>/dev/null || echo '?'), METIS $(dpkg-query -W -f='${Version}' libmetis5 2>/dev/null || echo '?')"
   echo "- one thread per rank (OpenBLAS and the backend); with $(nproc) cores, more than $(nproc) ranks share them: wall times of 3 and 4 ranks include waiting for a core, the CPU column does not"
   echo

@@ -32,12 +32,23 @@
  *
  * Prints markdown: the partitions' cuts and halos, then per model a table
  * of rank counts and per-rank lines.
+ *
+ * Minibatches (issue #43): with env FANOUTS ("10,5"), each rank trains
+ * gnn_train_minibatch on its part built with HALO_HOPS hops of halo
+ * (default: as many as the fan-outs), BATCH seeds a global step (default
+ * 1024) shared by the ranks, PREFETCH batches ahead (default 1), no
+ * evaluation; per step: the producer's sampling and gathering, the
+ * computing thread's wait for it, the step (forward, loss, backward,
+ * allreduce, optimiser), the allreduce's time and bytes; per rank the halo
+ * it holds (nodes, their features), the job's set-up (the halo's features
+ * fetched) and peak RSS.
  */
 #include "graph/dataset.h"
 #include "dist/dist.h"
 #include "dist/halo.h"
 #include "graph/partition.h"
 #include "train/train.h"
+#include "train/train_mb.h"
 #include "../test/core/dist_store.h"
 #include "bench_util.h"
 
@@ -72,6 +83,12 @@ static int32_t *labels;
 static uint8_t *split;
 static int32_t *part;			/* the current partition */
 static char graph_name[256];
+/* minibatches (env FANOUTS): the fan-outs, the parts' halo depth, the global batch */
+static int	mb_hops,
+			mb_fanouts[4],
+			mb_halo_hops = 1,
+			mb_batch = 1024,
+			mb_prefetch = 1;
 static uint32_t balance;		/* GNN_BAL_* for METIS */
 static char balance_names[64];
 
@@ -217,8 +234,29 @@ build_part(int k, int K, void **region, gnn_graph *g, int64_t *own_out, int64_t 
 	uint64_t	size;
 	gnn_status	st;
 
+	uint8_t    *inner = malloc(n);	/* keeps every arc: own, or within mb_halo_hops - 1 hops */
+
 	for (int64_t v = 0; v < n; v++)
+	{
 		local[v] = K == 1 || part[v] == k ? (int32_t) own++ : -1;
+		inner[v] = K == 1 || part[v] == k;
+	}
+	for (int h = 1; K > 1 && h < mb_halo_hops; h++)
+	{
+		/* (2: reached this round) */
+		for (int64_t v = 0; v < n; v++)
+			for (int64_t e = aptr[v]; e < aptr[v + 1]; e++)
+			{
+				int32_t		u = asrc[e];
+
+				if ((inner[v] & 1) && !(inner[u] & 1))
+					inner[u] |= 2;
+				else if ((inner[u] & 1) && !(inner[v] & 1))
+					inner[v] |= 2;
+			}
+		for (int64_t v = 0; v < n; v++)
+			inner[v] = inner[v] != 0;
+	}
 	for (int64_t v = 0; v < n; v++)
 		for (int64_t e = aptr[v]; e < aptr[v + 1]; e++)
 		{
@@ -226,7 +264,7 @@ build_part(int k, int K, void **region, gnn_graph *g, int64_t *own_out, int64_t 
 			bool		vo = K == 1 || part[v] == k,
 						uo = K == 1 || part[u] == k;
 
-			if (!vo && !uo)
+			if (!inner[v] && !inner[u])
 				continue;
 			m++;
 			if (!vo && local[v] < 0)
@@ -263,7 +301,7 @@ build_part(int k, int K, void **region, gnn_graph *g, int64_t *own_out, int64_t 
 			sp[r] = GNN_SPLIT_NONE;
 		}
 		for (int64_t e = aptr[v]; e < aptr[v + 1]; e++)
-			if (K == 1 || part[v] == k || part[asrc[e]] == k)
+			if (inner[v] || inner[asrc[e]])
 			{
 				src[m] = asrc[e];
 				dst[m++] = v;
@@ -288,6 +326,7 @@ build_part(int k, int K, void **region, gnn_graph *g, int64_t *own_out, int64_t 
 	*own_out = own;
 	*halo_out = halo;
 	free(local);
+	free(inner);
 	free(src);
 	free(dst);
 	free(ids);
@@ -320,7 +359,12 @@ typedef struct rank_res
 				ar[MAX_EPOCHS + 1],
 				a2a[MAX_EPOCHS + 1],
 				eval[MAX_EPOCHS + 1],
-				cpu[MAX_EPOCHS + 1];
+				cpu[MAX_EPOCHS + 1],
+				sample[MAX_EPOCHS + 1],	/* minibatches: the producer's, per epoch */
+				gather[MAX_EPOCHS + 1],
+				wait[MAX_EPOCHS + 1],
+				epoch_s[MAX_EPOCHS + 1];
+	int64_t		batches;		/* minibatches: this rank's, the whole run */
 	int64_t		ar_bytes,
 				a2a_bytes;
 	float		loss;
@@ -344,6 +388,10 @@ record(void *arg, const gnn_epoch_metrics *em)
 		int			e = em->epoch;
 
 		r->step[e] = em->compute_s;
+		r->sample[e] = isnan(em->sample_s) ? 0 : em->sample_s;
+		r->gather[e] = isnan(em->gather_s) ? 0 : em->gather_s;
+		r->wait[e] = isnan(em->wait_s) ? 0 : em->wait_s;
+		r->epoch_s[e] = em->seconds;
 		r->ar[e] = isnan(em->allreduce_s) ? 0 : em->allreduce_s;
 		r->a2a[e] = isnan(em->alltoallv_s) ? 0 : em->alltoallv_s;
 		r->eval[e] = em->eval_s;
@@ -412,7 +460,28 @@ rank_main(int rank, int K, const char *prefix)
 		cfg.timing = true;
 		cpu_mark = cpu_s();
 		t0 = now_s();
-		r->status = gnn_train_full(&g, &cfg, be, record, r, NULL, NULL, &model, &res, &err);
+		if (mb_hops > 0)
+		{
+			gnn_minibatch_config mbc;
+			gnn_minibatch_stats ms;
+
+			memset(&mbc, 0, sizeof(mbc));
+			mbc.sampler.kind = GNN_SAMPLER_NEIGHBOR;
+			mbc.sampler.nhops = mb_hops;
+			memcpy(mbc.sampler.fanouts, mb_fanouts, sizeof(int) * mb_hops);
+			mbc.sampler.nthreads = 1;
+			mbc.batch_size = mb_batch;
+			mbc.skip_eval = true;
+			mbc.prefetch = mb_prefetch;
+			mbc.cpu_batches = true;
+			mbc.halo_hops = mb_halo_hops;
+			cfg.layers = mb_hops;
+			cfg.dropout = 0.5f;
+			r->status = gnn_train_minibatch(&g, &cfg, &mbc, be, record, r, NULL, NULL, &model, &res, &ms, &err);
+			r->batches = ms.batches;
+		}
+		else
+			r->status = gnn_train_full(&g, &cfg, be, record, r, NULL, NULL, &model, &res, &err);
 		r->train_s = now_s() - t0;
 		r->agg_s = res.agg_s;
 		r->dense_s = res.dense_s;
@@ -709,6 +778,95 @@ run_one(int K, int procs, const char *model_name, double cut, summary *s)
 	return 0;
 }
 
+/* Minibatches over K ranks (env FANOUTS): per global step, the slowest rank's medians over epochs 2.. */
+typedef struct mb_summary
+{
+	int64_t		steps;			/* global steps an epoch */
+	double		step,			/* epoch / steps */
+				prod,			/* the producer's sampling and gathering, per batch */
+				wait,			/* the computing thread's wait for a batch, per step */
+				ar,				/* allreduce, per step */
+				cpu,			/* CPU per step, all ranks */
+				setup,			/* the job's set-up (the halo's features fetched) */
+				rss,			/* peak RSS, the largest rank */
+				halo_mb;		/* the largest halo's features */
+	int64_t		halo,			/* the largest halo, and its part's own nodes */
+				own,
+				ar_bytes;		/* per step and rank */
+} mb_summary;
+
+static int
+run_mb(int K, const char *model_name, mb_summary *s)
+{
+	pid_t		pids[MAX_RANKS];
+	rank_res   *r = calloc(K, sizeof(rank_res));
+	char		prefix[64];
+	int			ok = 1;
+	int64_t		ntrain = 0;
+
+	memset(s, 0, sizeof(*s));
+	for (int64_t v = 0; v < n; v++)
+		ntrain += split[v] == GNN_SPLIT_TRAIN;
+	s->steps = (ntrain + mb_batch - 1) / mb_batch;
+	snprintf(prefix, sizeof(prefix), "mb-%s-%d-%d", model_name, K, (int) getpid());
+	fflush(stdout);
+	for (int k = 0; k < K; k++)
+		if ((pids[k] = fork()) == 0)
+			_exit(rank_main(k, K, prefix));
+	for (int k = 0; k < K; k++)
+	{
+		int			st;
+		char		p[600];
+		FILE	   *f;
+
+		waitpid(pids[k], &st, 0);
+		res_path(k, p, sizeof(p));
+		if (!(f = fopen(p, "rb")) || fread(&r[k], sizeof(rank_res), 1, f) != 1 || r[k].status != GNN_OK)
+		{
+			fprintf(stderr, "%s minibatches, %d ranks: rank %d: %s\n", model_name, K, k, f ? r[k].msg : "no result");
+			ok = 0;
+		}
+		if (f)
+			fclose(f);
+		unlink(p);
+	}
+	for (int k = 0; ok && k < K; k++)
+	{
+		int			e = r[k].epochs;
+		double		es = 0,
+					x[MAX_EPOCHS + 1];
+
+		for (int i = 1; i <= e; i++)
+		{
+			x[i] = r[k].sample[i] + r[k].gather[i];
+			es += r[k].epoch_s[i];
+		}
+		s->step = fmax(s->step, median(r[k].epoch_s, e) / s->steps);
+		s->prod = fmax(s->prod, median(x, e) / fmax(1.0, (double) r[k].batches / e));
+		s->wait = fmax(s->wait, median(r[k].wait, e) / s->steps);
+		s->ar = fmax(s->ar, median(r[k].ar, e) / s->steps);
+		s->cpu += median(r[k].cpu, e) / s->steps;
+		s->setup = fmax(s->setup, r[k].train_s - es);
+		s->rss = fmax(s->rss, r[k].peak_mb);
+		s->ar_bytes = K > 1 ? r[k].ar_bytes / s->steps : 0;
+		if (r[k].halo >= s->halo)
+		{
+			s->halo = r[k].halo;
+			s->own = r[k].own;
+		}
+		s->halo_mb = fmax(s->halo_mb, (double) r[k].halo * dim * 4 / 1048576.0);
+		printf("    rank %d/%d: %lld own nodes, %lld halo, %lld arcs; %lld batches over %d epochs; "
+			   "per epoch: %.0f ms (sampling %.0f, gathering %.0f, waiting %.0f, allreduce %.0f), CPU %.0f ms; "
+			   "set-up %.2f s; peak RSS %.0f MB; last loss %.4f\n",
+			   k, K, (long long) r[k].own, (long long) r[k].halo, (long long) r[k].arcs, (long long) r[k].batches,
+			   e, 1e3 * median(r[k].epoch_s, e), 1e3 * median(r[k].sample, e), 1e3 * median(r[k].gather, e),
+			   1e3 * median(r[k].wait, e), 1e3 * median(r[k].ar, e), 1e3 * median(r[k].cpu, e),
+			   r[k].train_s - es, r[k].peak_mb, r[k].loss);
+	}
+	free(r);
+	return ok ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -774,6 +932,19 @@ main(int argc, char **argv)
 			}
 			balance |= bit;
 		}
+	}
+	if (getenv("FANOUTS") && *getenv("FANOUTS"))
+	{
+		char		b[64],
+				   *tok,
+				   *save;
+
+		snprintf(b, sizeof(b), "%s", getenv("FANOUTS"));
+		for (tok = strtok_r(b, ",", &save); tok && mb_hops < 4; tok = strtok_r(NULL, ",", &save))
+			mb_fanouts[mb_hops++] = atoi(tok);
+		mb_halo_hops = getenv("HALO_HOPS") ? atoi(getenv("HALO_HOPS")) : mb_hops;
+		mb_batch = getenv("BATCH") ? atoi(getenv("BATCH")) : 1024;
+		mb_prefetch = getenv("PREFETCH") ? atoi(getenv("PREFETCH")) : 1;
 	}
 	so_path = getenv("GNN_DIST_SO") ? getenv("GNN_DIST_SO") : "src/dist/gnn_dist.so";
 	if (!gnn_dist_available(so_path, &err))
@@ -892,6 +1063,45 @@ main(int argc, char **argv)
 				return 2;
 			}
 			printf("#### %s\n\n```\n", tok);
+			if (mb_hops > 0)
+			{
+				mb_summary	ms[MAX_RANKS];
+				double		base_step = 0;
+
+				for (int i = 0; i < nranks; i++)
+				{
+					part = part_of[i] ? part_of[i] : zero_part;
+					if (procs[i] != ranks[i] || run_mb(ranks[i], tok, &ms[i]))
+						return 1;
+					if (ranks[i] == 1)
+						base_step = ms[i].step;
+				}
+				printf("```\n\n");
+				printf("Minibatches: fan-outs");
+				for (int h = 0; h < mb_hops; h++)
+					printf("%s%d", h ? ", " : " [", mb_fanouts[h]);
+				printf("], %d seeds a global step, %d hops of halo, prefetch %d, dropout 0.5, no evaluation; "
+					   "per step, the slowest rank's medians over epochs 2..%d.\n\n", mb_batch, mb_halo_hops, mb_prefetch,
+					   epochs_now);
+				printf("| ranks | steps an epoch | step ms | x 1 rank | sampling + gathering ms a batch (producer) "
+					   "| waiting for a batch ms | allreduce ms | allreduce bytes a step and rank | own / halo nodes (largest halo) "
+					   "| halo features MB | set-up s | peak RSS MB (largest rank) | CPU ms a step (all ranks) |\n");
+				printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+				for (int i = 0; i < nranks; i++)
+				{
+					char		ratio[16] = "-";
+
+					if (base_step > 0)
+						snprintf(ratio, sizeof(ratio), "%.2f", ms[i].step / base_step);
+					printf("| %d | %lld | %.1f | %s | %.1f | %.1f | %.1f | %lld | %lld / %lld | %.0f | %.2f | %.0f | %.1f |\n",
+						   ranks[i], (long long) ms[i].steps, 1e3 * ms[i].step, ratio, 1e3 * ms[i].prod,
+						   1e3 * ms[i].wait, 1e3 * ms[i].ar, (long long) ms[i].ar_bytes, (long long) ms[i].own,
+						   (long long) ms[i].halo, ms[i].halo_mb, ms[i].setup, ms[i].rss, 1e3 * ms[i].cpu);
+				}
+				printf("\n");
+				fflush(stdout);
+				continue;
+			}
 			for (int i = 0; i < nranks; i++)
 			{
 				part = part_of[i] ? part_of[i] : zero_part;
