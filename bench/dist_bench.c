@@ -365,6 +365,8 @@ typedef struct rank_res
 				wait[MAX_EPOCHS + 1],
 				epoch_s[MAX_EPOCHS + 1];
 	int64_t		batches;		/* minibatches: this rank's, the whole run */
+	int64_t		sampled_edges,	/* ... their arcs and input rows, summed */
+				input_nodes;
 	int64_t		ar_bytes,
 				a2a_bytes;
 	float		loss;
@@ -479,6 +481,8 @@ rank_main(int rank, int K, const char *prefix)
 			cfg.dropout = 0.5f;
 			r->status = gnn_train_minibatch(&g, &cfg, &mbc, be, record, r, NULL, NULL, &model, &res, &ms, &err);
 			r->batches = ms.batches;
+			r->sampled_edges = ms.sampled_edges;
+			r->input_nodes = ms.input_nodes;
 		}
 		else
 			r->status = gnn_train_full(&g, &cfg, be, record, r, NULL, NULL, &model, &res, &err);
@@ -855,11 +859,12 @@ run_mb(int K, const char *model_name, mb_summary *s)
 			s->own = r[k].own;
 		}
 		s->halo_mb = fmax(s->halo_mb, (double) r[k].halo * dim * 4 / 1048576.0);
-		printf("    rank %d/%d: %lld own nodes, %lld halo, %lld arcs; %lld batches over %d epochs; "
-			   "per epoch: %.0f ms (sampling %.0f, gathering %.0f, waiting %.0f, allreduce %.0f), CPU %.0f ms; "
+		printf("    rank %d/%d: %lld own nodes, %lld halo, %lld arcs; %lld batches over %d epochs "
+			   "(a batch: %.0f sampled arcs, %.0f input rows); per epoch: %.0f ms (sampling %.0f, gathering %.0f, waiting %.0f, allreduce %.0f), CPU %.0f ms; "
 			   "set-up %.2f s; peak RSS %.0f MB; last loss %.4f\n",
 			   k, K, (long long) r[k].own, (long long) r[k].halo, (long long) r[k].arcs, (long long) r[k].batches,
-			   e, 1e3 * median(r[k].epoch_s, e), 1e3 * median(r[k].sample, e), 1e3 * median(r[k].gather, e),
+			   e, r[k].batches ? (double) r[k].sampled_edges / r[k].batches : 0.0,
+			   r[k].batches ? (double) r[k].input_nodes / r[k].batches : 0.0, 1e3 * median(r[k].epoch_s, e), 1e3 * median(r[k].sample, e), 1e3 * median(r[k].gather, e),
 			   1e3 * median(r[k].wait, e), 1e3 * median(r[k].ar, e), 1e3 * median(r[k].cpu, e),
 			   r[k].train_s - es, r[k].peak_mb, r[k].loss);
 	}
