@@ -1037,6 +1037,23 @@ CREATE FUNCTION gnn._train_rank(graph text, model text, task text, name text, hi
 RETURNS record
 AS 'MODULE_PATHNAME', 'gnn_train_rank' LANGUAGE C VOLATILE;
 
+-- One peer's rank of gnn.embed over the parts of a model trained over
+-- several servers (options.peers): the model as its serialized bytes, the
+-- pass's layer, then the job's; the rows written here (options.write
+-- "local"), or 0 when they went to the coordinator.  Run there over libpq,
+-- as the calling role (not for direct use).
+CREATE FUNCTION gnn._infer_rank(model bytea, graph text, layer int, softmax boolean, row_normalise boolean,
+                                job text, rank int, size int, coordinator text, timeout_ms int,
+                                local_table text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'gnn_infer_rank' LANGUAGE C VOLATILE;
+
+-- The rows a write over parts is inserting (this backend's, inside that
+-- statement; empty anywhere else).
+CREATE FUNCTION gnn._dist_rows(OUT id bigint, OUT embedding real[])
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'gnn_dist_rows' LANGUAGE C VOLATILE;
+
 
 -- DDL on tables a graph follows (gnn.track): an ALTER marks the graph for
 -- a full reload at its next refresh (a rewrite, a retyped, renamed or

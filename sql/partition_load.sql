@@ -127,6 +127,11 @@ FROM gnn.graphs WHERE name = 'pl0';
 -- reading a model on a part warns that the halo's features and neighbours are elsewhere
 SELECT count(*) AS predicted
 FROM gnn.predict('pl0_gcn', (SELECT array_agg(id ORDER BY id) FROM (SELECT id FROM pl_parts WHERE part = 0 ORDER BY id LIMIT 2) s));
+-- embeddings over every part (options.peers: the servers themselves in TAP test 015_dist): what is refused here
+SELECT gnn.embed('pl0_gcn', 'pl_emb', options => '{"write": "local"}');
+SELECT gnn.embed('pl0_gcn', 'pl_emb', options => '{"peers": ["host=x"], "write": "nowhere"}');
+SELECT gnn.embed('pl0_gcn', 'pl_nodes', column_name => 'e', options => '{"peers": ["host=x"]}');
+SELECT count(*) AS nothing_written FROM pg_class WHERE relname = 'pl_emb';
 
 -- errors
 \set VERBOSITY default

@@ -27,6 +27,7 @@
 #include "dist/halo.h"
 #include "train/train.h"
 #include "train/train_mb.h"
+#include "train/train_dist.h"
 
 #include <math.h>
 
@@ -261,9 +262,85 @@ config(gnn_train_config *cfg)
 	cfg->patience = 0;
 }
 
-/* one process, the whole graph */
+/*
+ * what a rank writes for the parent: its curve and weights, and after full
+ * batch (rank 0, or the whole graph) every node's embedding (layer 0) and
+ * probabilities by id, computed over the parts (gnn_model_infer_dist)
+ */
+enum
+{
+	HID = 32,					/* the widest layer 0: GAT's 16 x 2 heads */
+	CLS = 4
+};
+typedef struct rank_out
+{
+	curve		c;
+	int64_t		nw;
+	float		w[4096];
+	bool		have_rows;
+	float		emb[N * HID];
+	float		prob[N * CLS];
+	char		msg[GNN_ERRMSG_LEN];
+	int			status;
+} rank_out;
+
+/* the model's layer-0 rows and probabilities of every node by id into o (d: over the parts, to rank 0) */
+static gnn_status
+model_rows(gnn_dist *d, gnn_model *model, const gnn_graph *g, rank_out *o, gnn_error *err)
+{
+	float	   *e = malloc(sizeof(float) * g->num_nodes * HID),
+			   *p = malloc(sizeof(float) * g->num_nodes * CLS);
+	int32_t		h = gnn_model_layer_dim(model, 0);
+	gnn_status	st;
+
+	memset(o->emb, 0, sizeof(o->emb));
+	if (h > HID)
+		return gnn_error_set(err, GNN_ERR_INVALID, "layer 0 has %d columns, more than %d", h, HID);
+
+	if (!d)
+	{
+		st = gnn_model_infer(model, g, true, 0, false, e, err);
+		if (st == GNN_OK)
+			st = gnn_model_infer(model, g, true, -1, true, p, err);
+		for (int64_t v = 0; st == GNN_OK && v < g->num_nodes; v++)
+		{
+			memcpy(o->emb + g->ids[v] * HID, e + v * h, sizeof(float) * h);
+			memcpy(o->prob + g->ids[v] * CLS, p + v * CLS, sizeof(float) * CLS);
+		}
+	}
+	else
+	{
+		int64_t    *ids = NULL,
+					n = 0;
+		float	   *rows = NULL;
+
+		st = gnn_model_infer_dist(d, model, g, true, 0, false, e, err);
+		if (st == GNN_OK)
+			st = gnn_train_dist_gather_own(d, g, e, h, 0, &ids, &rows, &n, err);
+		for (int64_t i = 0; st == GNN_OK && i < n; i++)
+			memcpy(o->emb + ids[i] * HID, rows + i * h, sizeof(float) * h);
+		free(ids);
+		free(rows);
+		if (st == GNN_OK)
+			st = gnn_model_infer_dist(d, model, g, true, -1, true, p, err);
+		if (st == GNN_OK)
+			st = gnn_train_dist_gather_own(d, g, p, CLS, 0, &ids, &rows, &n, err);
+		for (int64_t i = 0; st == GNN_OK && i < n; i++)
+			memcpy(o->prob + ids[i] * CLS, rows + i * CLS, sizeof(float) * CLS);
+		free(ids);
+		free(rows);
+		if (st == GNN_OK && gnn_dist_rank(d) == 0 && n != N)
+			st = gnn_error_set(err, GNN_ERR_INVALID, "rank 0 gathered %lld rows of %d", (long long) n, N);
+	}
+	o->have_rows = st == GNN_OK && (!d || gnn_dist_rank(d) == 0);
+	free(e);
+	free(p);
+	return st;
+}
+
+/* one process, the whole graph (rows into o after full batch, when given) */
 static bool
-train_whole(curve *c, float **w, int64_t *nw)
+train_whole(curve *c, float **w, int64_t *nw, rank_out *o)
 {
 	void	   *region = NULL;
 	gnn_graph	g;
@@ -286,6 +363,8 @@ train_whole(curve *c, float **w, int64_t *nw)
 		*nw = gnn_model_weights_count(model);
 		*w = malloc(sizeof(float) * *nw);
 		gnn_model_weights_get(model, *w, &err);
+		if (o && !g_minibatch && model_rows(NULL, model, &g, o, &err) != GNN_OK)
+			NOTE("whole graph rows: %s", err.msg);
 	}
 	gnn_model_free(model);
 	gnn_backend_destroy(be);
@@ -293,15 +372,6 @@ train_whole(curve *c, float **w, int64_t *nw)
 	return ok;
 }
 
-/* what a rank writes for the parent: its curve and weights */
-typedef struct rank_out
-{
-	curve		c;
-	int64_t		nw;
-	float		w[4096];
-	char		msg[GNN_ERRMSG_LEN];
-	int			status;
-} rank_out;
 
 static int	g_parts;
 static int	g_fault;			/* 1: rank 1's features are narrower; 2: a halo node nobody owns */
@@ -345,6 +415,8 @@ rank_train(int rank, int size, const char *prefix, int timeout_ms)
 		out->nw = gnn_model_weights_count(model);
 		if (out->nw <= 4096)
 			gnn_model_weights_get(model, out->w, &err);
+		if (!g_minibatch && g_fault == 0 && d)
+			out->status = model_rows(d, model, &g, out, &err);
 	}
 	snprintf(out->msg, sizeof(out->msg), "%s", err.msg);
 	out_path(rank, p, sizeof(p));
@@ -458,7 +530,7 @@ whole_forked(rank_out *o)
 		float	   *w = NULL;
 
 		alarm(60);
-		o->status = train_whole(&o->c, &w, &o->nw) ? GNN_OK : GNN_ERR_INVALID;
+		o->status = train_whole(&o->c, &w, &o->nw, o) ? GNN_OK : GNN_ERR_INVALID;
 		if (w && o->nw <= 4096)
 			memcpy(o->w, w, sizeof(float) * o->nw);
 		out_path(99, p, sizeof(p));
@@ -602,6 +674,8 @@ int
 main(void)
 {
 	curve		whole[3];
+	static float wemb[3][N * HID],
+				wprob[3][N * CLS];
 	float	   *ww[3] = {NULL, NULL, NULL};
 	int64_t		nw[3] = {0, 0, 0};
 	gnn_model_kind kinds[3] = {GNN_MODEL_GCN, GNN_MODEL_SAGE, GNN_MODEL_GAT};
@@ -645,7 +719,7 @@ main(void)
 			float	   *w = NULL;
 
 			alarm(60);
-			o->status = train_whole(&o->c, &w, &o->nw) ? GNN_OK : GNN_ERR_INVALID;
+			o->status = train_whole(&o->c, &w, &o->nw, o) ? GNN_OK : GNN_ERR_INVALID;
 			if (w && o->nw <= 4096)
 				memcpy(o->w, w, sizeof(float) * o->nw);
 			out_path(99, p, sizeof(p));
@@ -661,6 +735,9 @@ main(void)
 			  o->c.allreduce_bytes == -1 && o->c.alltoallv_bytes == -1,
 			  "%s on the whole graph in one process (no collectives counted)", names[k]);
 		whole[k] = o->c;
+		CHECK(o->have_rows, "%s on the whole graph: every node's embedding and probabilities", names[k]);
+		memcpy(wemb[k], o->emb, sizeof(o->emb));
+		memcpy(wprob[k], o->prob, sizeof(o->prob));
 		nw[k] = o->nw;
 		ww[k] = malloc(sizeof(float) * (o->nw + 1));
 		memcpy(ww[k], o->w, sizeof(float) * o->nw);
@@ -715,6 +792,19 @@ main(void)
 				NOTE("rank 0's step: allreduce %lld bytes (gradients %lld), alltoallv %lld bytes, %.3g s of %.3g s",
 					 (long long) o[0].c.allreduce_bytes, (long long) (4 * nw[k]),
 					 (long long) o[0].c.alltoallv_bytes, o[0].c.comm_s, o[0].c.step_s);
+			{
+				double		de = 0,
+							dp = 0;
+
+				for (int i = 0; ok && i < N * HID; i++)
+					de = fmax(de, fabs(o[0].emb[i] - wemb[k][i]));
+				for (int i = 0; ok && i < N * CLS; i++)
+					dp = fmax(dp, fabs(o[0].prob[i] - wprob[k][i]));
+				CHECK(ok && o[0].have_rows && de < 1e-4 && dp < 1e-5,
+					  "%s on %d ranks: every node's embedding and probabilities, computed over the parts and "
+					  "gathered at rank 0, are one process's (max |d embedding| %.2g, |d probability| %.2g)",
+					  names[k], size, de, dp);
+			}
 			CHECK(ran == size && ok && dloss < 1e-4 && dacc < 1e-6 && dranks == 0 && dw < 1e-4,
 				  "%s on %d ranks: the loss curve, validation accuracy and weights of one process, "
 			  "the step's collectives counted "

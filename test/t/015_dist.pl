@@ -240,6 +240,45 @@ for my $model ('gcn', 'graphsage')
 }
 is($n[1]->safe_psql('postgres', 'SELECT count(*) FROM gnn.models'), '0', 'no model is written on a peer');
 
+# ---- a model trained over the parts, embedded over them (#43): every server its part's rows,
+# the halo's of each layer from their owners; the rows one server writes for the whole graph
+$_->safe_psql('postgres', 'GRANT CREATE ON SCHEMA public TO dist') for @n;
+{
+	my $peers = '"peers": ["' . conn(1) . '", "' . conn(2) . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 8000";
+	my ($rc, $out, $err) = as_dist("SELECT gnn.embed('d_graphsage', 'emb_parts', options => '{$peers}')");
+	is($rc, 0, 'gnn.embed over three servers') or diag($err);
+	is($out, $nn, "every node's row written at the coordinator ($out of $nn)");
+	unlike($err, qr/WARNING/, 'no warning that the part alone differs') or diag($err);
+	($rc, $out, $err) = as_dist("SELECT gnn.embed('w_graphsage', 'emb_whole')");
+	my $d = $n[0]->safe_psql('postgres', "SELECT max(abs(x - y)) FROM emb_parts p JOIN emb_whole w USING (id), "
+		  . "LATERAL unnest(p.embedding, w.embedding) u(x, y)");
+	ok($d ne '' && $d < 1e-4, "they are one server's rows on the whole graph (max |d| $d)");
+	# each server its own rows
+	($rc, $out, $err) = as_dist("SELECT gnn.embed('d_graphsage', 'emb_local', options => '{$peers, \"write\": \"local\"}')");
+	is($out, $nn, "options.write local: every row written once over the servers ($out)") or diag($err);
+	my ($sum, $same) = (0, 1);
+	for my $k (0 .. 2)
+	{
+		my $own = $n[$k]->safe_psql('postgres', "SET ROLE dist; SELECT own FROM gnn.graph_part('pd')");
+		my $cnt = $n[$k]->safe_psql('postgres', 'SELECT count(*) FROM emb_local');
+		$sum += $cnt;
+		$same &&= $own == $cnt;
+		my $rows = $n[$k]->safe_psql('postgres', "SELECT string_agg(id || ':' || round(embedding[1]::numeric, 4), ',' "
+			  . "ORDER BY id) FROM (SELECT * FROM emb_local ORDER BY id LIMIT 5) s");
+		my $want = $n[0]->safe_psql('postgres', "SELECT string_agg(id || ':' || round(embedding[1]::numeric, 4), ',' "
+			  . "ORDER BY id) FROM emb_whole WHERE id IN (" . join(',', map { (split /:/)[0] } split /,/, $rows) . ')');
+		$same &&= $rows eq $want;
+	}
+	ok($same && $sum == $nn, "each server wrote its own nodes' rows, the whole graph's values ($sum rows)");
+	($rc, $out, $err) = as_dist("SELECT gnn.embed('d_graphsage', 'emb_x', options => '{$peers, \"write\": \"everywhere\"}')");
+	like($err, qr/options.write must be/, 'an unknown options.write is refused') or diag($err);
+	($rc, $out, $err) = as_dist("SELECT gnn.embed('w_graphsage', 'emb_x', options => '{$peers}')");
+	like($err, qr/is a whole graph, not one part/, 'a whole graph is not embedded over servers') or diag($err);
+	($rc, $out, $err) = as_dist("SELECT gnn.embed('d_graphsage', 'emb_x', options => '{\"peers\": [\"" . conn(1)
+		  . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 3000}')");
+	like($err, qr/halo node|no rank|own node|owner/, 'a peer missing (part 2 not there): refused, named') or diag($err);
+}
+
 # two servers: a 2-way partition
 $n[0]->safe_psql('postgres', q{CREATE TABLE pp2 AS SELECT node AS id, part FROM gnn.partition('whole', 2, balance => '{nodes}', seed => 2);
 	GRANT SELECT ON pp2 TO dist;});

@@ -513,3 +513,78 @@ gnn_model_infer(gnn_model *m, const gnn_graph *g, bool row_normalise, int layer,
 	gnn_dblock_free(&db);
 	return st;
 }
+
+/*
+ * gnn_model_infer over the parts of a partitioned graph, one rank each (a
+ * collective): the forward pass over this rank's part with the halo's rows
+ * of every layer's input from their owners (the full-batch hook), so the
+ * own nodes' rows are the whole graph's; then the halo's rows of the result
+ * from their owners too, so every row of the part is.
+ */
+gnn_status
+gnn_model_infer_dist(gnn_dist *d, gnn_model *m, const gnn_graph *g, bool row_normalise, int layer, bool softmax,
+					 float *host_out, gnn_error *err)
+{
+	gnn_backend *be = gnn_model_backend(m);
+	const gnn_model_config *mc = gnn_model_config_of(m);
+	gnn_halo_plan halo;
+	gnn_graph	part;
+	float	   *xfeat = NULL;
+	double	   *deg = NULL;
+	gnn_block	blk = {0};
+	gnn_dblock	db;
+	gnn_dfeat	x;
+	bool		have_db = false,
+				have_x = false;
+	gnn_dblock *blocks[GNN_MAX_LAYERS];
+	const float *logits,
+			   *out;
+	int64_t		rows;
+	int32_t		cols;
+	gnn_status	st;
+
+	memset(&halo, 0, sizeof(halo));
+	if (layer < -1 || layer >= mc->layers)
+		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers; -1 is the output)",
+							 layer, mc->layers);
+	if (mc->kind == GNN_MODEL_NODE2VEC)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "a node2vec model's rows are its own table: read them on one server");
+	if (be->ops != gnn_backend_cpu())
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "inference over parts runs on the CPU backend");
+	if ((st = gnn_train_dist_part(d, g, &halo, &part, &xfeat, &deg, err)) != GNN_OK)
+		return st;
+	gnn_block_from_graph(&part, &blk);
+	if ((st = gnn_dblock_create_forward(be, &blk, mc->kind, NULL, mc->kind == GNN_MODEL_GCN ? deg : NULL, &db,
+										err)) == GNN_OK)
+		have_db = true;
+	if (st == GNN_OK && (st = gnn_dfeat_from_graph(be, &part, row_normalise, &x, err)) == GNN_OK)
+		have_x = true;
+	for (int l = 0; l < GNN_MAX_LAYERS; l++)
+		blocks[l] = &db;
+	if (st == GNN_OK)
+	{
+		gnn_model_set_halo(m, halo_exchange, &halo);
+		st = gnn_model_forward(m, blocks, &x, false, 0, &logits, err);
+		gnn_model_set_halo(m, NULL, NULL);
+	}
+	if (st == GNN_OK)
+	{
+		out = gnn_model_layer_output(m, layer < 0 ? mc->layers - 1 : layer, &rows, &cols);
+		if (layer < 0 && softmax)
+			st = gnn_backend_error(be, gnn_backend_softmax_rows(be, (float *) logits, (float *) logits, rows, cols),
+								   err);
+		if (st == GNN_OK)
+			st = gnn_backend_error(be, gnn_backend_copy_d2h(be, host_out, out, sizeof(float) * rows * cols), err);
+		/* the halo's rows: their owners' */
+		if (st == GNN_OK)
+			st = gnn_halo_forward(&halo, host_out, cols, err);
+	}
+	if (have_x)
+		gnn_dfeat_free(&x);
+	if (have_db)
+		gnn_dblock_free(&db);
+	gnn_halo_plan_free(&halo);
+	free(xfeat);
+	free(deg);
+	return st;
+}

@@ -201,4 +201,13 @@ gnn_status	gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_b
 gnn_status	gnn_model_infer(gnn_model *m, const gnn_graph *g, bool row_normalise, int layer,
 							bool softmax, float *host_out, gnn_error *err);
 
+/*
+ * The same over the parts of a partitioned graph, one rank each (d; a
+ * collective): every row of this rank's part (own and halo) as the whole
+ * graph's pass gives it, the halo's rows of every layer's input coming from
+ * their owners.  The CPU backend; not node2vec.
+ */
+gnn_status	gnn_model_infer_dist(struct gnn_dist *d, gnn_model *m, const gnn_graph *g, bool row_normalise,
+								 int layer, bool softmax, float *host_out, gnn_error *err);
+
 #endif							/* GNN_TRAIN_H */

@@ -11,51 +11,38 @@
 #include <string.h>
 
 /*
- * A rank's part ready to train as the whole graph's share: the halo plan,
- * the features with the halo's rows from their owners (part->feat, xfeat),
- * GCN's source degrees in the whole graph (deg), and the model's outputs
- * agreed (the most classes any rank has).
+ * A rank's part ready to compute as the whole graph's share: the halo plan,
+ * the features with the halo's rows from their owners (part->feat, xfeat)
+ * and GCN's source degrees in the whole graph (deg).  Every rank's graph
+ * must have features of one width.  A collective.
  */
 gnn_status
-gnn_train_dist_setup(gnn_dist *d, const gnn_graph *g, const gnn_train_config *cfg, gnn_model_config *mc,
-					 gnn_halo_plan *halo, gnn_graph *part, float **xfeat, double **deg, gnn_error *err)
+gnn_train_dist_part(gnn_dist *d, const gnn_graph *g, gnn_halo_plan *halo, gnn_graph *part, float **xfeat,
+					double **deg, gnn_error *err)
 {
 	int			size = gnn_dist_size(d),
 				rank = gnn_dist_rank(d);
 	int64_t		n = g->num_nodes;
-	int32_t		mine[3] = {g->feat_dim, mc->out_dim, (int32_t) cfg->task},
-			   *all = NULL;
+	int32_t    *all = NULL;
 	float	   *tmp = NULL;
 	gnn_status	st;
 
 	*xfeat = NULL;
 	*deg = NULL;
-	if (strcmp(cfg->backend, "cpu") != 0)
-		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
-							 "distributed training runs on the CPU backend (NCCL for GPUs is not built yet)");
 	if (g->feat_kind == GNN_FEAT_NONE || g->fstore)
 		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
 							 "distributed training needs features in memory on every rank");
-	if (!(all = malloc(sizeof(int32_t) * 3 * size)))
+	if (!(all = malloc(sizeof(int32_t) * size)))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
-	if ((st = gnn_dist_allgather(d, mine, sizeof(mine), all, err)) != GNN_OK)
+	if ((st = gnn_dist_allgather(d, &g->feat_dim, sizeof(int32_t), all, err)) != GNN_OK)
 		goto done;
 	for (int q = 0; q < size; q++)
-	{
-		if (all[3 * q] != g->feat_dim)
+		if (all[q] != g->feat_dim)
 		{
 			st = gnn_error_set(err, GNN_ERR_DIMENSION, "rank %d's graph has features of width %d, rank %d's of width %d",
-							   q, all[3 * q], rank, g->feat_dim);
+							   q, all[q], rank, g->feat_dim);
 			goto done;
 		}
-		if (all[3 * q + 2] != (int32_t) cfg->task)
-		{
-			st = gnn_error_set(err, GNN_ERR_INVALID, "ranks %d and %d train different tasks", q, rank);
-			goto done;
-		}
-		if (cfg->task == GNN_TASK_CLASSIFY && all[3 * q + 1] > mc->out_dim)
-			mc->out_dim = all[3 * q + 1];
-	}
 	if ((st = gnn_halo_plan_build(d, g, halo, err)) != GNN_OK)
 		goto done;
 	*xfeat = malloc(sizeof(float) * (size_t) (n ? n : 1) * (size_t) g->feat_dim);
@@ -89,11 +76,51 @@ done:
 	free(tmp);
 	if (st != GNN_OK)
 	{
+		gnn_halo_plan_free(halo);
 		free(*xfeat);
 		free(*deg);
 		*xfeat = NULL;
 		*deg = NULL;
 	}
+	return st;
+}
+
+/*
+ * A rank's part ready to train (gnn_train_dist_part), and the job agreed:
+ * one task, the model's outputs the most classes any rank has.
+ */
+gnn_status
+gnn_train_dist_setup(gnn_dist *d, const gnn_graph *g, const gnn_train_config *cfg, gnn_model_config *mc,
+					 gnn_halo_plan *halo, gnn_graph *part, float **xfeat, double **deg, gnn_error *err)
+{
+	int			size = gnn_dist_size(d),
+				rank = gnn_dist_rank(d);
+	int32_t		mine[2] = {mc->out_dim, (int32_t) cfg->task},
+			   *all = NULL;
+	gnn_status	st;
+
+	*xfeat = NULL;
+	*deg = NULL;
+	if (strcmp(cfg->backend, "cpu") != 0)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+							 "distributed training runs on the CPU backend (jobs do not use the NCCL engine yet)");
+	if (!(all = malloc(sizeof(int32_t) * 2 * size)))
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	if ((st = gnn_dist_allgather(d, mine, sizeof(mine), all, err)) != GNN_OK)
+		goto done;
+	for (int q = 0; q < size; q++)
+	{
+		if (all[2 * q + 1] != (int32_t) cfg->task)
+		{
+			st = gnn_error_set(err, GNN_ERR_INVALID, "ranks %d and %d train different tasks", q, rank);
+			goto done;
+		}
+		if (cfg->task == GNN_TASK_CLASSIFY && all[2 * q] > mc->out_dim)
+			mc->out_dim = all[2 * q];
+	}
+	st = gnn_train_dist_part(d, g, halo, part, xfeat, deg, err);
+done:
+	free(all);
 	return st;
 }
 
@@ -212,3 +239,91 @@ gnn_train_dist_metrics(gnn_dist *d, const int64_t *nloc, const int64_t *nall, gn
 	return GNN_OK;
 }
 
+
+/*
+ * Every rank's own rows (n x cols, the part's order) at root: ids_out /
+ * rows_out (malloc'd, at root only; NULL elsewhere) get them rank after
+ * rank, *n_out how many.  Two alltoallv: the ids, then the rows.
+ */
+gnn_status
+gnn_train_dist_gather_own(gnn_dist *d, const gnn_graph *g, const float *rows, int32_t cols, int root,
+						  int64_t **ids_out, float **rows_out, int64_t *n_out, gnn_error *err)
+{
+	int			size = gnn_dist_size(d),
+				rank = gnn_dist_rank(d);
+	int64_t    *scount = calloc(size, sizeof(int64_t)),
+			   *rcount = calloc(size, sizeof(int64_t)),
+			   *ids = NULL,
+				nown = 0,
+				total = 0;
+	float	   *own = NULL;
+	gnn_status	st;
+
+	*ids_out = NULL;
+	*rows_out = NULL;
+	*n_out = 0;
+	if (!scount || !rcount)
+	{
+		free(scount);
+		free(rcount);
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	}
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		nown += !g->node_part || g->node_part[v] == g->part;
+	/* how many each rank sends the root */
+	if ((st = gnn_dist_allgather(d, &nown, sizeof(int64_t), rcount, err)) != GNN_OK)
+		goto done;
+	if (rank != root)
+		for (int q = 0; q < size; q++)
+			rcount[q] = 0;
+	for (int q = 0; q < size; q++)
+		total += rcount[q];
+	scount[root] = nown;
+	ids = malloc(sizeof(int64_t) * (nown + 1));
+	own = malloc(sizeof(float) * ((size_t) nown * cols + 1));
+	if (!ids || !own)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld rows", (long long) nown);
+		goto done;
+	}
+	for (int64_t v = 0, k = 0; v < g->num_nodes; v++)
+		if (!g->node_part || g->node_part[v] == g->part)
+		{
+			ids[k] = g->ids ? g->ids[v] : v;
+			memcpy(own + (size_t) k * cols, rows + (size_t) v * cols, sizeof(float) * cols);
+			k++;
+		}
+	if (rank == root)
+	{
+		*ids_out = malloc(sizeof(int64_t) * (total + 1));
+		*rows_out = malloc(sizeof(float) * ((size_t) total * cols + 1));
+		if (!*ids_out || !*rows_out)
+		{
+			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld rows", (long long) total);
+			goto done;
+		}
+	}
+	if ((st = gnn_dist_alltoallv(d, ids, scount, *ids_out, rcount, sizeof(int64_t), err)) != GNN_OK)
+		goto done;
+	for (int q = 0; q < size; q++)
+	{
+		scount[q] *= cols;
+		rcount[q] *= cols;
+	}
+	if ((st = gnn_dist_alltoallv(d, own, scount, *rows_out, rcount, sizeof(float), err)) != GNN_OK)
+		goto done;
+	*n_out = total;
+done:
+	if (st != GNN_OK)
+	{
+		free(*ids_out);
+		free(*rows_out);
+		*ids_out = NULL;
+		*rows_out = NULL;
+	}
+	free(scount);
+	free(rcount);
+	free(ids);
+	free(own);
+	return st;
+}

@@ -10,6 +10,15 @@
 #include "train/train.h"
 
 /*
+ * A rank's part ready to compute as the whole graph's share: the halo plan,
+ * the features with the halo's rows from their owners (part->feat, xfeat),
+ * GCN's source degrees in the whole graph (deg).  A collective; on error
+ * nothing is left to free.
+ */
+gnn_status	gnn_train_dist_part(gnn_dist *d, const gnn_graph *g, gnn_halo_plan *halo, gnn_graph *part,
+								float **xfeat, double **deg, gnn_error *err);
+
+/*
  * A rank's part ready to train as the whole graph's share: the halo plan,
  * the features with the halo's rows from their owners (part->feat, xfeat),
  * GCN's source degrees in the whole graph (deg), and the model's outputs
@@ -32,5 +41,12 @@ void		gnn_train_dist_scale_grads(gnn_model *m, float f);
 /* the epoch's metrics over all ranks: each split's means weighted by its nodes on each rank (nloc, nall: [4]) */
 gnn_status	gnn_train_dist_metrics(gnn_dist *d, const int64_t *nloc, const int64_t *nall, gnn_epoch_metrics *em,
 								   gnn_error *err);
+
+/*
+ * Every rank's own rows (rows: the part's n x cols) at rank root, rank after
+ * rank, with their ids (malloc'd at root; NULL elsewhere).  A collective.
+ */
+gnn_status	gnn_train_dist_gather_own(gnn_dist *d, const gnn_graph *g, const float *rows, int32_t cols, int root,
+									  int64_t **ids_out, float **rows_out, int64_t *n_out, gnn_error *err);
 
 #endif							/* GNN_TRAIN_DIST_H */

@@ -12,6 +12,7 @@
 #include "storage/dsm.h"
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
+#include "utils/jsonb.h"
 
 #include "graph/graph.h"
 #include "train/train.h"
@@ -661,6 +662,20 @@ extern void GnnJobIdRaiseFloor(int64 id);
 extern void GnnJobsStopExtension(Oid extoid);
 typedef struct GnnDistJob GnnDistJob;
 extern GnnDistJob *GnnDistJobAlloc(void);
+/* results over the parts (gnn.embed with options.peers): rank 0's rows, or its own (local) */
+typedef struct GnnDistRows
+{
+	int64		n;
+	int32		cols;
+	int64	   *ids;
+	float	   *rows;
+	int64		written_elsewhere;	/* options.write local: the rows every server wrote, this one's too */
+} GnnDistRows;
+extern void GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g, const char *graph,
+							 int32 layer, bool softmax, bool row_normalise, const char *local_table,
+							 GnnDistRows *out);
+extern int64 GnnDistWriteRows(const char *table, const int64 *ids, const float *rows, int64 n, int32 cols);
+extern Jsonb *GnnTakeDistOptions(Jsonb *opts, GnnTrainRequest *r);
 extern void GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj);
 extern struct gnn_dist *GnnDistJobMesh(GnnDistJob *dj);
 extern void GnnDistJobProgress(const gnn_epoch_metrics *m);

@@ -29,6 +29,13 @@
 #include "dist/dist.h"
 #include "dist/halo.h"
 #include "sample/sample.h"
+#include "nn/serialize.h"
+#include "train/train_dist.h"
+#include "executor/spi.h"
+#include "catalog/namespace.h"
+#include "utils/lsyscache.h"
+#include "nodes/makefuncs.h"
+#include "utils/regproc.h"
 
 #include <math.h>
 #include <sys/time.h>
@@ -1257,4 +1264,392 @@ struct gnn_dist *
 GnnDistJobMesh(GnnDistJob *dj)
 {
 	return dj ? dj->d : NULL;
+}
+
+/* ------------------------------------------------------------------ results over several servers */
+
+/*
+ * gnn.embed over the parts of a model trained over several servers
+ * (options.peers): every server computes its part with the halo's rows of
+ * each layer from their owners (gnn_model_infer_dist), then the rows go to
+ * the coordinator, or each server writes its own (options.write "local").
+ * Rank 0 runs in the calling backend, the peers' ranks over libpq
+ * (gnn._infer_rank, as the calling role), the model given to them as its
+ * serialized bytes.
+ */
+
+/* rows for gnn._dist_rows, the writer's source (one statement at a time, this backend's) */
+static const int64 *dist_rows_ids = NULL;
+static const float *dist_rows_val = NULL;
+static int64 dist_rows_n = 0;
+static int32 dist_rows_cols = 0;
+
+PG_FUNCTION_INFO_V1(gnn_dist_rows);
+
+/* _dist_rows() -> (id, embedding): the rows a write over parts is inserting */
+Datum
+gnn_dist_rows(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int64 i = 0; dist_rows_ids && i < dist_rows_n; i++)
+	{
+		Datum	   *e = palloc(sizeof(Datum) * Max(dist_rows_cols, 1));
+		Datum		values[2];
+		bool		nulls[2] = {false, false};
+
+		for (int j = 0; j < dist_rows_cols; j++)
+			e[j] = Float4GetDatum(dist_rows_val[i * dist_rows_cols + j]);
+		values[0] = Int64GetDatum(dist_rows_ids[i]);
+		values[1] = PointerGetDatum(construct_array(e, dist_rows_cols, FLOAT4OID, 4, true, TYPALIGN_INT));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		pfree(e);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * Rows into table (its name as the caller gave it): made as (id bigint
+ * PRIMARY KEY, embedding real[]) when missing, else emptied, as gnn.embed
+ * writes; the caller's privileges decide.  Returns the rows written.
+ */
+int64
+GnnDistWriteRows(const char *table, const int64 *ids, const float *rows, int64 n, int32 cols)
+{
+	List	   *names = stringToQualifiedNameList(table);
+	RangeVar   *rv = makeRangeVarFromNameList(names);
+	Oid			relid = RangeVarGetRelid(rv, NoLock, true);
+	char	   *qname = rv->schemaname ? quote_qualified_identifier(rv->schemaname, rv->relname) :
+		(char *) quote_identifier(rv->relname);
+	int64		written;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (!OidIsValid(relid))
+	{
+		if (SPI_execute(psprintf("CREATE TABLE %s (id bigint PRIMARY KEY, embedding real[])", qname), false, 0) !=
+			SPI_OK_UTILITY)
+			elog(ERROR, "could not create %s", qname);
+	}
+	else
+	{
+		qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+		if (SPI_execute(psprintf("DELETE FROM %s", qname), false, 0) < 0)
+			elog(ERROR, "could not empty %s", qname);
+	}
+	dist_rows_ids = ids;
+	dist_rows_val = rows;
+	dist_rows_n = n;
+	dist_rows_cols = cols;
+	PG_TRY();
+	{
+		if (SPI_execute(psprintf("INSERT INTO %s (id, embedding) SELECT id, embedding FROM gnn._dist_rows()", qname),
+						false, 0) < 0)
+			elog(ERROR, "could not write into %s", qname);
+		written = (int64) SPI_processed;
+	}
+	PG_FINALLY();
+	{
+		dist_rows_ids = NULL;
+		dist_rows_val = NULL;
+		dist_rows_n = 0;
+	}
+	PG_END_TRY();
+	SPI_finish();
+	return written;
+}
+
+/* one rank's pass: the part's rows, then the own ones to rank 0 (out) or written here (local) */
+static int64
+InferRank(gnn_dist *d, gnn_model *model, const gnn_graph *g, int32 layer, bool softmax, bool row_normalise,
+		  const char *local_table, GnnDistRows *out)
+{
+	int32		cols = layer < 0 ? gnn_model_config_of(model)->out_dim : gnn_model_layer_dim(model, layer);
+	float	   *rows = palloc_extended(sizeof(float) * Max(g->num_nodes, 1) * Max(cols, 1), MCXT_ALLOC_HUGE);
+	gnn_error	err;
+	int64	   *ids = NULL;
+	float	   *got = NULL;
+	int64		n = 0;
+
+	if (gnn_model_infer_dist(d, model, g, row_normalise, layer, softmax, rows, &err) != GNN_OK)
+	{
+		CHECK_FOR_INTERRUPTS();
+		DistFail("computing the part's rows", gnn_dist_rank(d), &err);
+	}
+	if (local_table)
+	{
+		/* this server's own rows, here */
+		int64	   *own = palloc_extended(sizeof(int64) * Max(g->num_nodes, 1), MCXT_ALLOC_HUGE);
+		float	   *orow = palloc_extended(sizeof(float) * Max(g->num_nodes, 1) * Max(cols, 1), MCXT_ALLOC_HUGE);
+
+		for (int64 v = 0; v < g->num_nodes; v++)
+			if (!g->node_part || g->node_part[v] == g->part)
+			{
+				own[n] = g->ids[v];
+				memcpy(orow + n * cols, rows + v * cols, sizeof(float) * cols);
+				n++;
+			}
+		if (out)
+		{
+			out->ids = own;
+			out->rows = orow;
+			out->n = n;
+			out->cols = cols;
+		}
+		return GnnDistWriteRows(local_table, own, orow, n, cols);
+	}
+	if (gnn_train_dist_gather_own(d, g, rows, cols, 0, &ids, &got, &n, &err) != GNN_OK)
+	{
+		CHECK_FOR_INTERRUPTS();
+		DistFail("gathering the rows at the coordinator", gnn_dist_rank(d), &err);
+	}
+	if (out)
+	{
+		/* (malloc'd by the core: copied into this context) */
+		out->ids = palloc_extended(sizeof(int64) * Max(n, 1), MCXT_ALLOC_HUGE);
+		out->rows = palloc_extended(sizeof(float) * Max(n, 1) * Max(cols, 1), MCXT_ALLOC_HUGE);
+		if (n > 0)
+		{
+			memcpy(out->ids, ids, sizeof(int64) * n);
+			memcpy(out->rows, got, sizeof(float) * n * cols);
+		}
+		out->n = n;
+		out->cols = cols;
+	}
+	free(ids);
+	free(got);
+	return 0;
+}
+
+#define INFER_RANK_SQL \
+	"SELECT gnn._infer_rank($1::bytea, $2, $3::int, $4::bool, $5::bool, $6, $7::int, $8::int, $9, $10::int, $11)"
+
+void
+GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g, const char *graph, int32 layer,
+				 bool softmax, bool row_normalise, const char *local_table, GnnDistRows *out)
+{
+	char	   *list = pstrdup(dr->dist_peers);
+	char	   *line,
+			   *save = NULL;
+	int			npeers = dr->dist_npeers,
+				size = npeers + 1,
+				timeout = dr->dist_timeout_ms;
+	char	   *coord = CoordinatorConninfo(dr->dist_coordinator);
+	char	   *job = psprintf("infer-%s/g0", RandomKey());
+	PGconn	  **peers = palloc0(sizeof(PGconn *) * npeers);
+	char	  **names = palloc0(sizeof(char *) * npeers);
+	PGconn	   *store = NULL;
+	gnn_dist   *d = NULL;
+	void	   *blob = NULL;
+	size_t		bloblen = 0;
+	gnn_error	err;
+	TableStore	ts;
+	gnn_dist_store st = {&ts, StoreSet, StoreGet};
+	int			i = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!g->node_part)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("graph \"%s\" is a whole graph, not one part of a partitioned graph", graph),
+				 errhint("Leave options.peers out: this server computes every row itself.")));
+	{
+		gnn_model_meta meta;
+
+		memset(&meta, 0, sizeof(meta));
+		if (gnn_model_serialize(model, &meta, &blob, &bloblen, &err) != GNN_OK)
+			GnnReportCoreError("could not serialize the model for the peers", &err);
+	}
+	for (line = strtok_r(list, "\n", &save); line && i < npeers; line = strtok_r(NULL, "\n", &save), i++)
+		names[i] = psprintf("peer %d (%s)", i + 1, ConninfoForMessage(line));
+	memset(&ts, 0, sizeof(ts));
+	PG_TRY();
+	{
+		gnn_dist_options o;
+		double		until;
+
+		store = DistConnect(coord, "the coordinator (this server, as peers reach it)", timeout, NULL);
+		list = pstrdup(dr->dist_peers);
+		save = NULL;
+		i = 0;
+		for (line = strtok_r(list, "\n", &save); line && i < npeers; line = strtok_r(NULL, "\n", &save), i++)
+			peers[i] = DistConnect(line, names[i], timeout, NULL);
+		for (i = 0; i < npeers; i++)
+		{
+			char		ly[16],
+						rk[16],
+						sz[16],
+						tm[16];
+			const char *vals[11] = {blob, graph, ly, softmax ? "true" : "false", row_normalise ? "true" : "false",
+			job, rk, sz, coord, tm, local_table};
+			int			lens[11] = {(int) bloblen};
+			int			fmts[11] = {1};
+
+			snprintf(ly, sizeof(ly), "%d", layer);
+			snprintf(rk, sizeof(rk), "%d", i + 1);
+			snprintf(sz, sizeof(sz), "%d", size);
+			snprintf(tm, sizeof(tm), "%d", timeout);
+			if (!PQsendQueryParams(peers[i], INFER_RANK_SQL, 11, NULL, vals, lens, fmts, 0))
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("could not start rank %d on %s", i + 1, names[i]),
+						 errdetail_internal("%s", OneLine(PQerrorMessage(peers[i])))));
+		}
+		ts.conn = store;
+		ts.job = job;
+		ts.watch = peers;
+		ts.nwatch = npeers;
+		ts.watch_names = (const char *const *) names;
+		ts.peer_failed = -1;
+		memset(&o, 0, sizeof(o));
+		o.rank = 0;
+		o.size = size;
+		o.host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
+		o.prefix = job;
+		o.timeout_ms = timeout;
+		if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &st, &d, &err) != GNN_OK)
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (ts.peer_failed >= 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("rank %d on %s failed: %s", ts.peer_failed + 1, names[ts.peer_failed], ts.peer_msg),
+						 errhint("Each server needs gnn and its part of the graph loaded by the same role.")));
+			DistFail("meeting the other ranks", 0, &err);
+		}
+		ts.nwatch = 0;
+		out->written_elsewhere += InferRank(d, model, g, layer, softmax, row_normalise, local_table, out);
+		/* every peer's answer: the rows it wrote (local), or none */
+		until = NowMs() + timeout;
+		for (i = 0; i < npeers; i++)
+		{
+			PGresult   *res = DistWaitResult(peers[i], until);
+
+			if (!res)
+				ereport(ERROR,
+						(errcode(ERRCODE_QUERY_CANCELED),
+						 errmsg("%s did not answer within %d ms", names[i], timeout)));
+			if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+			{
+				char	   *m = OneLine(PQresultErrorMessage(res));
+
+				PQclear(res);
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("rank %d on %s failed", i + 1, names[i]),
+						 errdetail_internal("%s", m)));
+			}
+			out->written_elsewhere += strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+			PQclear(res);
+			while ((res = PQgetResult(peers[i])) != NULL)
+				PQclear(res);
+		}
+	}
+	PG_FINALLY();
+	{
+		gnn_dist_close(d);
+		ClosePeers(peers, npeers);
+		CloseStore(store, job);
+		free(blob);
+	}
+	PG_END_TRY();
+}
+
+PG_FUNCTION_INFO_V1(gnn_infer_rank);
+
+/*
+ * _infer_rank(model bytes, graph, layer, softmax, row_normalise, job, rank,
+ * size, coordinator, timeout_ms, local_table) -> the rows written here (0:
+ * sent to the coordinator): one peer's rank of gnn.embed over parts.
+ */
+Datum
+gnn_infer_rank(PG_FUNCTION_ARGS)
+{
+	bytea	   *blob;
+	const char *graph,
+			   *job,
+			   *coord,
+			   *local_table;
+	int32		layer;
+	bool		softmax,
+				row_normalise;
+	int			rank,
+				size,
+				timeout;
+	PGconn	   *conn = NULL;
+	GnnGraphRef ref;
+	gnn_backend *be = NULL;
+	gnn_model  *model = NULL;
+	gnn_model_meta meta;
+	gnn_dist   *d = NULL;
+	gnn_error	err;
+	TableStore	ts;
+	gnn_dist_store dst = {&ts, StoreSet, StoreGet};
+	bool		have_ref = false;
+	int64		written = 0;
+
+	for (int i = 0; i < 10; i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("the rank's arguments must not be NULL")));
+	GnnRequirePreload();
+	blob = PG_GETARG_BYTEA_PP(0);
+	graph = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	layer = PG_GETARG_INT32(2);
+	softmax = PG_GETARG_BOOL(3);
+	row_normalise = PG_GETARG_BOOL(4);
+	job = text_to_cstring(PG_GETARG_TEXT_PP(5));
+	rank = PG_GETARG_INT32(6);
+	size = PG_GETARG_INT32(7);
+	coord = text_to_cstring(PG_GETARG_TEXT_PP(8));
+	timeout = TimeoutArg(fcinfo, 9);
+	local_table = PG_ARGISNULL(10) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(10));
+	if (size < 2 || size > DIST_MAX_RANKS || rank < 1 || rank >= size)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid rank %d of %d", rank, size)));
+	memset(&ref, 0, sizeof(ref));
+	memset(&ts, 0, sizeof(ts));
+	conn = DistConnect(coord, "the coordinator", timeout, NULL);
+	PG_TRY();
+	{
+		gnn_dist_options o;
+
+		GnnGraphAcquire(graph, &ref);
+		have_ref = true;
+		if (!ref.g.node_part)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("rank %d: graph \"%s\" here is a whole graph, not one part", rank, graph),
+					 errhint("Load this server's part with part_column and part.")));
+		GnnCoreThreadsInit();
+		if (gnn_backend_cpu_create(0, &be, &err) != GNN_OK)
+			GnnReportCoreError("could not create the CPU backend", &err);
+		if (gnn_model_deserialize(be, VARDATA_ANY(blob), VARSIZE_ANY_EXHDR(blob), &model, &meta, &err) != GNN_OK)
+			GnnReportCoreError(psprintf("rank %d: the model sent by the coordinator", rank), &err);
+		ts.conn = conn;
+		ts.job = job;
+		ts.peer_failed = -1;
+		memset(&o, 0, sizeof(o));
+		o.rank = rank;
+		o.size = size;
+		o.host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
+		o.prefix = job;
+		o.timeout_ms = timeout;
+		if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &dst, &d, &err) != GNN_OK)
+		{
+			CHECK_FOR_INTERRUPTS();
+			DistFail("meeting the other ranks", rank, &err);
+		}
+		written = InferRank(d, model, &ref.g, layer, softmax, row_normalise, local_table, NULL);
+	}
+	PG_FINALLY();
+	{
+		gnn_dist_close(d);
+		gnn_model_free(model);
+		gnn_backend_destroy(be);
+		if (have_ref)
+			GnnGraphRelease(&ref);
+		PQfinish(conn);
+	}
+	PG_END_TRY();
+	PG_RETURN_INT64(written);
 }

@@ -192,8 +192,8 @@ OptInt(const char *key, const char *val, int32 lo, int32 hi)
  * the peers reach this server by) and options.dist_timeout_ms: into r, and
  * the options without them (what the peers are given) returned.
  */
-static Jsonb *
-TakeDistOptions(Jsonb *opts, GnnTrainRequest *r)
+Jsonb *
+GnnTakeDistOptions(Jsonb *opts, GnnTrainRequest *r)
 {
 	JsonbValue *pv = getKeyJsonValueFromContainer(&opts->root, "peers", 5, NULL);
 	JsonbValue *cv = getKeyJsonValueFromContainer(&opts->root, "coordinator", 11, NULL);
@@ -1327,7 +1327,7 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 		Jsonb	   *opts = PG_GETARG_JSONB_P(13);
 
 		if (JB_ROOT_IS_OBJECT(opts))
-			opts = TakeDistOptions(opts, r);
+			opts = GnnTakeDistOptions(opts, r);
 		ParseOptions(opts, r);
 	}
 	Node2vecRequest(fcinfo, r);

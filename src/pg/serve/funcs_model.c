@@ -481,6 +481,9 @@ ResolveLayer(const ModelRow *mr, int layers, OutKind kind, int32 layer)
 /* ------------------------------------------------------------------ inference */
 
 /* What one call works with: the model row, the graph version of the statement, the layer. */
+/* gnn.embed over the parts (options.peers): no warning that the part alone differs */
+static bool infer_over_parts = false;
+
 typedef struct InferCtx
 {
 	ModelRow	mr;
@@ -644,7 +647,7 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, bool has
 	 * on their owners' servers, so what a model computes here near the halo
 	 * is not what it computes on the whole graph (an MLP reads no edges).
 	 */
-	if (x->ref.g.node_part && x->ref.g.num_nodes > x->ref.g.n_owned && !x->mr.mlp)
+	if (x->ref.g.node_part && x->ref.g.num_nodes > x->ref.g.n_owned && !x->mr.mlp && !infer_over_parts)
 		ereport(WARNING,
 				(errcode(ERRCODE_WARNING),
 				 errmsg("graph \"%s\" is part %d of a partitioned graph: its %lld halo nodes have no features or "
@@ -653,7 +656,8 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, bool has
 				 errdetail("Results of model \"%s\" for halo nodes, and for own nodes within %d hops of the halo, "
 						   "differ from the whole graph's.", x->mr.name, mc->layers),
 				 errhint("Read the model where the whole graph is loaded under the name \"%s\" "
-						 "(gnn.load_graph without part_column).", x->mr.graph)));
+						 "(gnn.load_graph without part_column), or write its rows over every part: "
+						 "gnn.embed(..., options => '{\"peers\": [...]}').", x->mr.graph)));
 	if (mc->kind == GNN_MODEL_NODE2VEC)
 	{
 		/* a row per node: the graph must have the nodes it was trained on */
@@ -1510,7 +1514,7 @@ ParseEmbedOptions(Jsonb *opts, EmbedOptions *o)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("gnn.embed: unknown option \"%s\"", key),
-					 errhint("The options are type, index and distance.")));
+					 errhint("The options are type, index and distance; over several servers peers, coordinator, dist_timeout_ms and write.")));
 		if (v.type != jbvString)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1685,9 +1689,43 @@ gnn_embed(PG_FUNCTION_ARGS)
 	char	   *coltype;
 	bool		has_as_of;
 	TimestampTz as_of;
+	GnnTrainRequest *dr = NULL; /* options.peers: over the parts */
+	bool		write_local = false;
 
 	GnnRequirePreload();
-	ParseEmbedOptions(PG_NARGS() > 8 && !PG_ARGISNULL(8) ? PG_GETARG_JSONB_P(8) : NULL, &eo);
+	{
+		Jsonb	   *opts = PG_NARGS() > 8 && !PG_ARGISNULL(8) ? PG_GETARG_JSONB_P(8) : NULL;
+
+		/* over the parts of a model trained over several servers: options.peers, coordinator, dist_timeout_ms, write */
+		if (opts && JB_ROOT_IS_OBJECT(opts))
+		{
+			JsonbValue *wv = getKeyJsonValueFromContainer(&opts->root, "write", 5, NULL);
+
+			dr = palloc0(sizeof(GnnTrainRequest));
+			opts = GnnTakeDistOptions(opts, dr);
+			if (wv)
+			{
+				if (wv->type != jbvString ||
+					!((wv->val.string.len == 5 && strncmp(wv->val.string.val, "local", 5) == 0) ||
+					  (wv->val.string.len == 11 && strncmp(wv->val.string.val, "coordinator", 11) == 0)))
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("gnn.embed: options.write must be \"coordinator\" or \"local\""),
+							 errhint("\"coordinator\" (the default) writes every row here, \"local\" each server its own rows.")));
+				if (dr->dist_npeers == 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("gnn.embed: options.write goes with options.peers"),
+							 errhint("Name the other servers of a model trained over several: options => '{\"peers\": [...]}'.")));
+				write_local = wv->val.string.len == 5;
+				opts = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(opts),
+														  CStringGetTextDatum("write")));
+			}
+			if (dr->dist_npeers == 0)
+				dr = NULL;
+		}
+		ParseEmbedOptions(opts, &eo);
+	}
 	as_of = AsOfArg(fcinfo, 9, &has_as_of);
 	vtype = PgvectorType();
 	if (eo.vector && !OidIsValid(vtype))
@@ -1716,7 +1754,42 @@ gnn_embed(PG_FUNCTION_ARGS)
 	names = stringToQualifiedNameList(into);
 	rv = makeRangeVarFromNameList(names);
 	relid = RangeVarGetRelid(rv, NoLock, true);
-	InferBegin(model, version, OUT_EMBED, layer, has_as_of, as_of, &x);
+	infer_over_parts = dr != NULL;
+	PG_TRY();
+	{
+		InferBegin(model, version, OUT_EMBED, layer, has_as_of, as_of, &x);
+	}
+	PG_FINALLY();
+	{
+		infer_over_parts = false;
+	}
+	PG_END_TRY();
+	if (dr)
+	{
+		/*
+		 * Over the parts: every server computes its part's rows (the halo's
+		 * of each layer from their owners), then every row is written here,
+		 * or each server writes its own rows into a table of that name.
+		 */
+		GnnDistRows rows;
+		const char *why = column ? "writes an embedding table, not a column (column_name)" :
+			eo.vector || eo.index ? "writes real[] (no options type or index)" :
+			incremental ? "writes every row (incremental => false)" :
+			has_as_of || x.mr.temporal ? "does not answer time-aware models yet" :
+			node_type || x.ref.g.num_node_types > 1 ? "answers graphs of one node type" : NULL;
+
+		if (why)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("gnn.embed over several servers (options.peers) %s", why),
+					 errhint("Drop the option that asks for it, or embed where the whole graph is loaded.")));
+		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise,
+						 write_local ? into : NULL, &rows);
+		written = write_local ? rows.written_elsewhere : GnnDistWriteRows(into, rows.ids, rows.rows, rows.n, rows.cols);
+		InferEnd(&x);
+		last_recomputed = write_local ? rows.n : written;
+		PG_RETURN_INT64(written);
+	}
 	type = node_type ? GnnResultType(&x.ref.g, node_type, x.mr.graph) : x.type;
 	c = x.mr;
 	if (incremental && (column != NULL || !OidIsValid(relid) || x.ref.g.num_node_types > 1 || node_type))
