@@ -836,19 +836,26 @@ AS 'MODULE_PATHNAME', 'gnn_embed_recomputed' LANGUAGE C VOLATILE;
 -- own time (its seed time, or the job's options.seed_time), as the job
 -- evaluated it.  as_of => answers every row as of that one moment instead;
 -- on a model trained without time it is an error.
+-- gnn.predict's and gnn.similar's options.peers (with coordinator,
+-- dist_timeout_ms): a model trained over several servers, answered over
+-- every part (each server its part, the halo's rows of each layer from their
+-- owners), every node or the ones asked for; gnn.similar ranks by one exact
+-- scan of every node's row.
 -- The planner's row counts for the serving functions (k, or the nodes asked for).
 CREATE FUNCTION gnn._rows_support(internal) RETURNS internal
 AS 'MODULE_PATHNAME', 'gnn_rows_support' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION gnn.predict(model text, nodes bigint[] DEFAULT NULL, version int DEFAULT NULL,
-                            as_of timestamptz DEFAULT NULL, probabilities boolean DEFAULT false)
+                            as_of timestamptz DEFAULT NULL, probabilities boolean DEFAULT false,
+                            options jsonb DEFAULT NULL)
 RETURNS TABLE (id bigint, label int, score real, class text, key text, class_probabilities real[])
 AS 'MODULE_PATHNAME', 'gnn_predict' LANGUAGE C STABLE
     SUPPORT gnn._rows_support PARALLEL RESTRICTED;
 
 -- The same for nodes named by their keys as text (text and uuid keys).
 CREATE FUNCTION gnn.predict(model text, keys text[], version int DEFAULT NULL,
-                            as_of timestamptz DEFAULT NULL, probabilities boolean DEFAULT false)
+                            as_of timestamptz DEFAULT NULL, probabilities boolean DEFAULT false,
+                            options jsonb DEFAULT NULL)
 RETURNS TABLE (id bigint, label int, score real, class text, key text, class_probabilities real[])
 AS 'MODULE_PATHNAME', 'gnn_predict' LANGUAGE C STABLE
     SUPPORT gnn._rows_support PARALLEL RESTRICTED;
@@ -864,13 +871,15 @@ RETURNS real[]
 AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE PARALLEL RESTRICTED;
 
 CREATE FUNCTION gnn.similar(model text, node bigint, k int DEFAULT 10, version int DEFAULT NULL,
-                            as_of timestamptz DEFAULT NULL, exact boolean DEFAULT false)
+                            as_of timestamptz DEFAULT NULL, exact boolean DEFAULT false,
+                            options jsonb DEFAULT NULL)
 RETURNS TABLE (id bigint, score real, key text)
 AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE ROWS 10
     SUPPORT gnn._rows_support PARALLEL RESTRICTED;
 
 CREATE FUNCTION gnn.similar(model text, node text, k int DEFAULT 10, version int DEFAULT NULL,
-                            as_of timestamptz DEFAULT NULL, exact boolean DEFAULT false)
+                            as_of timestamptz DEFAULT NULL, exact boolean DEFAULT false,
+                            options jsonb DEFAULT NULL)
 RETURNS TABLE (id bigint, score real, key text)
 AS 'MODULE_PATHNAME', 'gnn_similar' LANGUAGE C STABLE ROWS 10
     SUPPORT gnn._rows_support PARALLEL RESTRICTED;

@@ -270,6 +270,21 @@ $_->safe_psql('postgres', 'GRANT CREATE ON SCHEMA public TO dist') for @n;
 		$same &&= $rows eq $want;
 	}
 	ok($same && $sum == $nn, "each server wrote its own nodes' rows, the whole graph's values ($sum rows)");
+	# predictions over the parts: every node, or the ones asked for
+	($rc, $out, $err) = as_dist("SELECT count(*) || '|' || sum((p.label = w.label)::int) || '|' || (max(abs(p.score - w.score)) < 1e-5) "
+		  . "FROM gnn.predict('d_graphsage', options => '{$peers}') p JOIN gnn.predict('w_graphsage') w USING (id)");
+	is($out, "$nn|$nn|true", 'gnn.predict over three servers: every node, one server\'s classes and scores') or diag($err);
+	my $ids = "(SELECT array_agg(id) FROM (SELECT id FROM pn ORDER BY id DESC LIMIT 3) s)";
+	($rc, $out, $err) = as_dist("SELECT string_agg(p.id || ':' || p.label, ',' ORDER BY p.id) = "
+		  . "(SELECT string_agg(id || ':' || label, ',' ORDER BY id) FROM gnn.predict('w_graphsage', $ids)) "
+		  . "FROM gnn.predict('d_graphsage', $ids, options => '{$peers}') p");
+	is($out, 't', 'and for the nodes asked for') or diag($err);
+	($rc, $out, $err) = as_dist("SELECT string_agg(p.id::text, ',' ORDER BY p.score DESC, p.id) = "
+		  . "(SELECT string_agg(id::text, ',' ORDER BY score DESC, id) FROM gnn.similar('w_graphsage', 7, 5, exact => true)) "
+		  . "FROM gnn.similar('d_graphsage', 7, 5, options => '{$peers}') p");
+	is($out, 't', 'gnn.similar over three servers: one server\'s five nearest') or diag($err);
+	($rc, $out, $err) = as_dist("SELECT count(*) FROM gnn.predict('d_graphsage', ARRAY[-5]::bigint[], options => '{$peers}')");
+	like($err, qr/node -5 is in no part/, 'a node no part has is an error naming it') or diag($err);
 	($rc, $out, $err) = as_dist("SELECT gnn.embed('d_graphsage', 'emb_x', options => '{$peers, \"write\": \"everywhere\"}')");
 	like($err, qr/options.write must be/, 'an unknown options.write is refused') or diag($err);
 	($rc, $out, $err) = as_dist("SELECT gnn.embed('w_graphsage', 'emb_x', options => '{$peers}')");

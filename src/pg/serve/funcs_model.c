@@ -1946,6 +1946,49 @@ gnn_embed(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(written);
 }
 
+/*
+ * options.peers (with coordinator, dist_timeout_ms) of a model's reader:
+ * the request they make, NULL without peers; anything else is an error.
+ */
+static GnnTrainRequest *
+ReaderDistOptions(Jsonb *opts, const char *fn)
+{
+	GnnTrainRequest *dr;
+
+	if (!opts)
+		return NULL;
+	if (!JB_ROOT_IS_OBJECT(opts))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: options must be a JSON object", fn),
+				 errhint("For example '{\"peers\": [\"host=... dbname=...\"]}'.")));
+	dr = palloc0(sizeof(GnnTrainRequest));
+	opts = GnnTakeDistOptions(opts, dr);
+	{
+		JsonbIterator *it = JsonbIteratorInit(&opts->root);
+		JsonbValue	v;
+		JsonbIteratorToken tok;
+
+		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+			if (tok == WJB_KEY)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("%s: unknown option \"%.*s\"", fn, v.val.string.len, v.val.string.val),
+						 errhint("The options are peers, coordinator and dist_timeout_ms (a model trained over several servers).")));
+	}
+	return dr->dist_npeers > 0 ? dr : NULL;
+}
+
+static int
+CmpDistRow(const void *a, const void *b, void *arg)
+{
+	const int64 *ids = arg;
+	int64		x = ids[*(const int64 *) a],
+				y = ids[*(const int64 *) b];
+
+	return x < y ? -1 : x > y;
+}
+
 /* the most probable class of a row of probabilities */
 static int
 ArgMax(const float *p, int32 cols)
@@ -1982,8 +2025,17 @@ gnn_predict(PG_FUNCTION_ARGS)
 	bool		all_probs = PG_NARGS() > 4 && !PG_ARGISNULL(4) && PG_GETARG_BOOL(4);
 	TimestampTz start = GetCurrentTimestamp();
 	uint64		serial = 0;
+	GnnTrainRequest *dr;		/* options.peers: over the parts */
+	GnnDistRows dist;
+	int64	   *order = NULL;	/* over the parts: the rows by id */
 
 	GnnRequirePreload();
+	dr = ReaderDistOptions(PG_NARGS() > 5 && !PG_ARGISNULL(5) ? PG_GETARG_JSONB_P(5) : NULL, "gnn.predict");
+	if (dr && text_keys)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gnn.predict over several servers (options.peers) names nodes by their integer ids"),
+				 errhint("Pass the ids as bigint[]: the parts of a partitioned graph have integer keys.")));
 	if (!PG_ARGISNULL(1))
 	{
 		ArrayType  *a = PG_GETARG_ARRAYTYPE_P(1);
@@ -1997,7 +2049,93 @@ gnn_predict(PG_FUNCTION_ARGS)
 				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("node ids must not be NULL")));
 	}
 	as_of = AsOfArg(fcinfo, 3, &has_as_of);
-	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1, has_as_of, as_of, &x);
+	infer_over_parts = dr != NULL;
+	PG_TRY();
+	{
+		InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1, has_as_of, as_of, &x);
+	}
+	PG_FINALLY();
+	{
+		infer_over_parts = false;
+	}
+	PG_END_TRY();
+	if (dr)
+	{
+		/* every row over the parts at this server, then the ones asked for (all: by id) */
+		if (has_as_of || x.mr.temporal || x.ref.g.num_node_types > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("gnn.predict over several servers (options.peers) answers graphs of one node type, "
+							"without time"),
+					 errhint("Predict where the whole graph is loaded.")));
+		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.regression ? x.want : -1, !x.regression,
+						 x.mr.row_normalise, NULL, &dist);
+		order = palloc(sizeof(int64) * Max(dist.n, 1));
+		for (int64 i = 0; i < dist.n; i++)
+			order[i] = i;
+		qsort_arg(order, dist.n, sizeof(int64), CmpDistRow, dist.ids);
+		if (nwant >= 0)
+		{
+			/* each asked id's row (order: the rows by id; binary search) */
+			want = palloc(sizeof(int64) * Max(nwant, 1));
+			for (int i = 0; i < nwant; i++)
+			{
+				int64		id = DatumGetInt64(d[i]),
+							lo = 0,
+							hi = dist.n;
+
+				while (lo < hi)
+				{
+					int64		mid = (lo + hi) / 2;
+
+					if (dist.ids[order[mid]] < id)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				if (lo >= dist.n || dist.ids[order[lo]] != id)
+					ereport(ERROR,
+							(errcode(ERRCODE_UNDEFINED_OBJECT),
+							 errmsg("node %lld is in no part of graph \"%s\"", (long long) id, x.mr.graph)));
+				want[i] = order[lo];
+			}
+		}
+		InitMaterializedSRF(fcinfo, 0);
+		for (int64 k = 0; k < (nwant >= 0 ? nwant : dist.n); k++)
+		{
+			int64		row = nwant >= 0 ? want[k] : order[k];
+			const float *p = dist.rows + row * dist.cols;
+			Datum		vals[6];
+			bool		n[6] = {false, false, false, false, true, true};
+
+			vals[0] = Int64GetDatum(dist.ids[row]);
+			if (all_probs && !x.regression)
+			{
+				vals[5] = PointerGetDatum(RowArray(p, dist.cols));
+				n[5] = false;
+			}
+			if (x.regression)
+			{
+				n[1] = n[3] = true;
+				vals[2] = Float4GetDatum(p[0]);
+			}
+			else
+			{
+				int			best = ArgMax(p, dist.cols);
+				const char *cls = ClassName(&x.mr, best);
+
+				vals[1] = Int32GetDatum(best);
+				vals[2] = Float4GetDatum(p[best]);
+				vals[3] = cls ? CStringGetTextDatum(cls) : (Datum) 0;
+				n[3] = cls == NULL;
+			}
+			vals[4] = CStringGetTextDatum(psprintf(INT64_FORMAT, dist.ids[row]));
+			n[4] = false;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, n);
+		}
+		InferEnd(&x);
+		return (Datum) 0;
+	}
 	if (nwant >= 0)
 	{
 		/* the nodes of the model's type with these keys */
@@ -2148,6 +2286,7 @@ gnn_similar(PG_FUNCTION_ARGS)
 	bool		exact_scan;
 	const void *ix = NULL;
 	Size		ixbytes;
+	GnnTrainRequest *dr;		/* options.peers: over the parts */
 
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
@@ -2156,8 +2295,68 @@ gnn_similar(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("k must be between 1 and 100000 (got %d)", k)));
+	dr = ReaderDistOptions(PG_NARGS() > 6 && !PG_ARGISNULL(6) ? PG_GETARG_JSONB_P(6) : NULL, "gnn.similar");
 	as_of = AsOfArg(fcinfo, 4, &has_as_of);
-	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 3), OUT_EMBED, -1, has_as_of, as_of, &x);
+	infer_over_parts = dr != NULL;
+	PG_TRY();
+	{
+		InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 3), OUT_EMBED, -1, has_as_of, as_of, &x);
+	}
+	PG_FINALLY();
+	{
+		infer_over_parts = false;
+	}
+	PG_END_TRY();
+	if (dr)
+	{
+		/* every node's embedding over the parts here, then one exact scan of them */
+		GnnDistRows dist;
+		int64		id,
+					q = -1;
+		float	   *norms;
+		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+		if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID || has_as_of || x.mr.temporal ||
+			x.ref.g.num_node_types > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("gnn.similar over several servers (options.peers) takes an integer id, on a graph of one "
+							"node type, without time"),
+					 errhint("Rank where the whole graph is loaded.")));
+		id = PG_GETARG_INT64(1);
+		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise, NULL, &dist);
+		norms = palloc(sizeof(float) * Max(dist.n, 1));
+		for (int64 i = 0; i < dist.n; i++)
+		{
+			double		s2 = 0;
+
+			for (int32 j = 0; j < dist.cols; j++)
+				s2 += (double) dist.rows[i * dist.cols + j] * dist.rows[i * dist.cols + j];
+			norms[i] = (float) sqrt(s2);
+			if (dist.ids[i] == id)
+				q = i;
+		}
+		if (q < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("node %lld is in no part of graph \"%s\"", (long long) id, x.mr.graph)));
+		idx = palloc(sizeof(int64) * k);
+		score = palloc(sizeof(float) * k);
+		got = gnn_topk_cosine(dist.rows, norms, dist.n, dist.cols, q, k, 1, idx, score);
+		InitMaterializedSRF(fcinfo, 0);
+		for (int64 i = 0; i < got; i++)
+		{
+			Datum		v[3];
+			bool		nl[3] = {false, false, false};
+
+			v[0] = Int64GetDatum(dist.ids[idx[i]]);
+			v[1] = Float4GetDatum(score[i]);
+			v[2] = CStringGetTextDatum(psprintf(INT64_FORMAT, dist.ids[idx[i]]));
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nl);
+		}
+		InferEnd(&x);
+		return (Datum) 0;
+	}
 	InferFull(&x, &r);
 	/* the node's row, and the rows of its type: the candidates */
 	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID)
