@@ -701,37 +701,14 @@ main(void)
 		CHECK(run_ranks(size, -1, rank_halo, pre, 20000, NULL) == size,
 			  "%d ranks: the halo plan brings every halo row from its owner and sums gradients back", size);
 	}
-	/*
-	 * one process on the whole graph, forked too: the ranks are forked from
-	 * this process, and OpenMP's threads do not survive a fork
-	 */
+	/* one process on the whole graph (whole_forked) */
 	for (int k = 0; k < 3; k++)
 	{
 		rank_out   *o = calloc(1, sizeof(rank_out));
-		pid_t		pid;
-		int			wst = 0;
 
 		kind_now = kinds[k];
-		if ((pid = fork()) == 0)
-		{
-			char		p[600];
-			FILE	   *f;
-			float	   *w = NULL;
-
-			alarm(60);
-			o->status = train_whole(&o->c, &w, &o->nw, o) ? GNN_OK : GNN_ERR_INVALID;
-			if (w && o->nw <= 4096)
-				memcpy(o->w, w, sizeof(float) * o->nw);
-			out_path(99, p, sizeof(p));
-			if ((f = fopen(p, "wb")))
-			{
-				fwrite(o, sizeof(*o), 1, f);
-				fclose(f);
-			}
-			_exit(0);
-		}
-		waitpid(pid, &wst, 0);
-		CHECK(read_out(99, o) && o->status == GNN_OK && o->c.epochs == EPOCHS && o->nw <= 4096 &&
+		(void) whole_forked(o);
+		CHECK(o->status == GNN_OK && o->c.epochs == EPOCHS && o->nw <= 4096 &&
 			  o->c.allreduce_bytes == -1 && o->c.alltoallv_bytes == -1,
 			  "%s on the whole graph in one process (no collectives counted)", names[k]);
 		whole[k] = o->c;

@@ -285,6 +285,17 @@ $_->safe_psql('postgres', 'GRANT CREATE ON SCHEMA public TO dist') for @n;
 	is($out, 't', 'gnn.similar over three servers: one server\'s five nearest') or diag($err);
 	($rc, $out, $err) = as_dist("SELECT count(*) FROM gnn.predict('d_graphsage', ARRAY[-5]::bigint[], options => '{$peers}')");
 	like($err, qr/node -5 is in no part/, 'a node no part has is an error naming it') or diag($err);
+	# the peers' local writes end with the coordinator's transaction
+	my $local2 = "SELECT gnn.embed('d_graphsage', 'emb_local2', options => '{$peers, \"write\": \"local\"}')";
+	my $there = sub { join ',', map { $n[$_]->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = 'emb_local2'") } 0 .. 2 };
+	($rc, $out, $err) = as_dist("BEGIN; $local2; ROLLBACK;");
+	is($there->(), '0,0,0', 'options.write local in a transaction rolled back: no table on any server') or diag($err);
+	($rc, $out, $err) = as_dist("BEGIN; SAVEPOINT s; $local2; ROLLBACK TO SAVEPOINT s; COMMIT;");
+	is($there->(), '0,0,0', 'and rolled back to a savepoint before it: none either') or diag($err);
+	($rc, $out, $err) = as_dist("BEGIN; SAVEPOINT s; $local2; RELEASE SAVEPOINT s; COMMIT;");
+	is(join(',', map { $n[$_]->safe_psql('postgres', "SELECT count(*) FROM emb_local2") } 0 .. 2),
+		join(',', map { $n[$_]->safe_psql('postgres', "SET ROLE dist; SELECT own FROM gnn.graph_part('pd')") } 0 .. 2),
+		'committed: every server has its own rows') or diag($err);
 	($rc, $out, $err) = as_dist("SELECT gnn.embed('d_graphsage', 'emb_x', options => '{$peers, \"write\": \"everywhere\"}')");
 	like($err, qr/options.write must be/, 'an unknown options.write is refused') or diag($err);
 	($rc, $out, $err) = as_dist("SELECT gnn.embed('w_graphsage', 'emb_x', options => '{$peers}')");

@@ -1142,6 +1142,31 @@ PeerShouldStop(void *arg)
 	return InterruptPending && (QueryCancelPending || ProcDiePending);
 }
 
+/* a peer's rank meets the others, through the coordinator's store (conn) */
+static gnn_dist *
+PeerMeet(PGconn *conn, TableStore *ts, gnn_dist_store *dst, const char *job, int rank, int size, int timeout)
+{
+	gnn_dist_options o;
+	gnn_dist   *d = NULL;
+	gnn_error	err;
+
+	ts->conn = conn;
+	ts->job = job;
+	ts->peer_failed = -1;
+	memset(&o, 0, sizeof(o));
+	o.rank = rank;
+	o.size = size;
+	o.host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
+	o.prefix = job;
+	o.timeout_ms = timeout;
+	if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, dst, &d, &err) != GNN_OK)
+	{
+		CHECK_FOR_INTERRUPTS();
+		DistFail("meeting the other ranks", rank, &err);
+	}
+	return d;
+}
+
 PG_FUNCTION_INFO_V1(gnn_train_rank);
 
 /*
@@ -1196,28 +1221,13 @@ gnn_train_rank(PG_FUNCTION_ARGS)
 	conn = DistConnect(coord, "the coordinator", timeout, NULL);
 	PG_TRY();
 	{
-		gnn_dist_options o;
-
 		GnnGraphAcquire(r.graph, &ref);
 		have_ref = true;
 		GnnTrainConfigFor(&r, &ref.g, false, &cfg);
 		GnnCoreThreadsInit();
 		if (gnn_backend_cpu_create(r.threads, &be, &err) != GNN_OK)
 			GnnReportCoreError("could not create the CPU backend", &err);
-		ts.conn = conn;
-		ts.job = job;
-		ts.peer_failed = -1;
-		memset(&o, 0, sizeof(o));
-		o.rank = rank;
-		o.size = size;
-		o.host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
-		o.prefix = job;
-		o.timeout_ms = timeout;
-		if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &dst, &d, &err) != GNN_OK)
-		{
-			CHECK_FOR_INTERRUPTS();
-			DistFail("meeting the other ranks", rank, &err);
-		}
+		d = PeerMeet(conn, &ts, &dst, job, rank, size, timeout);
 		cfg.dist = d;
 		pc.store = conn;
 		pc.job = job;
@@ -1422,6 +1432,131 @@ InferRank(gnn_dist *d, gnn_model *model, const gnn_graph *g, int32 layer, bool s
 	return 0;
 }
 
+/*
+ * options.write "local": each peer writes its rows in a transaction that
+ * stays open until this one ends, then commits with it (COMMIT sent before
+ * this server commits: one that fails fails this commit) or rolls back with
+ * it, a savepoint's rollback included.  No two-phase commit: a peer that
+ * commits before another fails to leaves its rows.  PREPARE TRANSACTION is
+ * refused while peers hold rows.
+ */
+typedef struct PendingPeer
+{
+	PGconn	   *conn;
+	char	   *name;
+	int			timeout_ms;
+	SubTransactionId subid;
+} PendingPeer;
+
+static List *pending_peers = NIL;	/* of PendingPeer *, TopMemoryContext */
+static bool pending_callbacks = false;
+
+static void
+PendingDrop(PendingPeer *pp)
+{
+	PQfinish(pp->conn);		/* (an open transaction rolls back with its connection) */
+	pfree(pp->name);
+	pfree(pp);
+}
+
+static void
+PendingXact(XactEvent event, void *arg)
+{
+	List	   *list = pending_peers;
+	ListCell   *lc;
+
+	if (list == NIL)
+		return;
+	if (event == XACT_EVENT_PRE_PREPARE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot prepare a transaction whose gnn.embed wrote rows on other servers (options.write local)")));
+	if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PARALLEL_PRE_COMMIT)
+	{
+		foreach(lc, list)
+		{
+			PendingPeer *pp = lfirst(lc);
+			PGresult   *res;
+			bool		ok;
+
+			if (!PQsendQuery(pp->conn, "COMMIT"))
+				res = NULL;
+			else
+				res = DistWaitResult(pp->conn, NowMs() + pp->timeout_ms);
+			ok = res && PQresultStatus(res) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(res), "COMMIT") == 0;
+			if (res)
+				PQclear(res);
+			while (ok && (res = PQgetResult(pp->conn)) != NULL)
+				PQclear(res);
+			if (!ok)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("could not commit the rows gnn.embed wrote on %s", pp->name),
+						 errdetail_internal("%s", OneLine(PQerrorMessage(pp->conn))),
+						 errhint("The servers listed before it have committed theirs.")));
+		}
+		return;
+	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_ABORT)
+	{
+		pending_peers = NIL;
+		foreach(lc, list)
+			PendingDrop(lfirst(lc));
+		list_free(list);
+	}
+}
+
+static void
+PendingSubXact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid, void *arg)
+{
+	List	   *keep = NIL;
+	ListCell   *lc;
+	MemoryContext old;
+
+	if (pending_peers == NIL || (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB))
+		return;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	foreach(lc, pending_peers)
+	{
+		PendingPeer *pp = lfirst(lc);
+
+		if (pp->subid != mySubid)
+			keep = lappend(keep, pp);
+		else if (event == SUBXACT_EVENT_COMMIT_SUB)
+		{
+			pp->subid = parentSubid;
+			keep = lappend(keep, pp);
+		}
+		else
+			PendingDrop(pp);	/* rolled back to before the write */
+	}
+	list_free(pending_peers);
+	pending_peers = keep;
+	MemoryContextSwitchTo(old);
+}
+
+/* the peers' open transactions, to end with this one */
+static void
+PendingAdd(PGconn *conn, const char *name, int timeout_ms)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	PendingPeer *pp = palloc(sizeof(PendingPeer));
+
+	if (!pending_callbacks)
+	{
+		RegisterXactCallback(PendingXact, NULL);
+		RegisterSubXactCallback(PendingSubXact, NULL);
+		pending_callbacks = true;
+	}
+	pp->conn = conn;
+	pp->name = pstrdup(name);
+	pp->timeout_ms = timeout_ms;
+	pp->subid = GetCurrentSubTransactionId();
+	pending_peers = lappend(pending_peers, pp);
+	MemoryContextSwitchTo(old);
+}
+
 #define INFER_RANK_SQL \
 	"SELECT gnn._infer_rank($1::bytea, $2, $3::int, $4::bool, $5::bool, $6, $7::int, $8::int, $9, $10::int, $11)"
 
@@ -1475,6 +1610,19 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 		i = 0;
 		for (line = strtok_r(list, "\n", &save); line && i < npeers; line = strtok_r(NULL, "\n", &save), i++)
 			peers[i] = DistConnect(line, names[i], timeout, NULL);
+		for (i = 0; local_table && i < npeers; i++)
+		{
+			/* each peer's rows in a transaction that ends with this one (PendingXact) */
+			PGresult   *res = PQexec(peers[i], "BEGIN");
+			bool		ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+
+			PQclear(res);
+			if (!ok)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("could not begin a transaction on %s", names[i]),
+						 errdetail_internal("%s", OneLine(PQerrorMessage(peers[i])))));
+		}
 		for (i = 0; i < npeers; i++)
 		{
 			char		ly[16],
@@ -1545,6 +1693,12 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 			while ((res = PQgetResult(peers[i])) != NULL)
 				PQclear(res);
 		}
+		/* local writes: the peers' transactions end with this one */
+		for (i = 0; local_table && i < npeers; i++)
+		{
+			PendingAdd(peers[i], names[i], timeout);
+			peers[i] = NULL;
+		}
 	}
 	PG_FINALLY();
 	{
@@ -1611,8 +1765,6 @@ gnn_infer_rank(PG_FUNCTION_ARGS)
 	conn = DistConnect(coord, "the coordinator", timeout, NULL);
 	PG_TRY();
 	{
-		gnn_dist_options o;
-
 		GnnGraphAcquire(graph, &ref);
 		have_ref = true;
 		if (!ref.g.node_part)
@@ -1625,20 +1777,7 @@ gnn_infer_rank(PG_FUNCTION_ARGS)
 			GnnReportCoreError("could not create the CPU backend", &err);
 		if (gnn_model_deserialize(be, VARDATA_ANY(blob), VARSIZE_ANY_EXHDR(blob), &model, &meta, &err) != GNN_OK)
 			GnnReportCoreError(psprintf("rank %d: the model sent by the coordinator", rank), &err);
-		ts.conn = conn;
-		ts.job = job;
-		ts.peer_failed = -1;
-		memset(&o, 0, sizeof(o));
-		o.rank = rank;
-		o.size = size;
-		o.host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
-		o.prefix = job;
-		o.timeout_ms = timeout;
-		if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &dst, &d, &err) != GNN_OK)
-		{
-			CHECK_FOR_INTERRUPTS();
-			DistFail("meeting the other ranks", rank, &err);
-		}
+		d = PeerMeet(conn, &ts, &dst, job, rank, size, timeout);
 		written = InferRank(d, model, &ref.g, layer, softmax, row_normalise, local_table, NULL);
 	}
 	PG_FINALLY();

@@ -499,6 +499,9 @@ typedef struct InferCtx
 	gnn_infer_temporal_config tc;
 } InferCtx;
 
+static void InferBeginOverParts(bool over_parts, const char *model, int32 version, OutKind kind, int32 layer,
+								bool has_as_of, TimestampTz as_of, InferCtx *x);
+
 /*
  * as_of => (argument argno): one moment for every row of a time-aware
  * model, as microseconds since 2000-01-01, the way the loader keeps node
@@ -1754,16 +1757,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 	names = stringToQualifiedNameList(into);
 	rv = makeRangeVarFromNameList(names);
 	relid = RangeVarGetRelid(rv, NoLock, true);
-	infer_over_parts = dr != NULL;
-	PG_TRY();
-	{
-		InferBegin(model, version, OUT_EMBED, layer, has_as_of, as_of, &x);
-	}
-	PG_FINALLY();
-	{
-		infer_over_parts = false;
-	}
-	PG_END_TRY();
+	InferBeginOverParts(dr != NULL, model, version, OUT_EMBED, layer, has_as_of, as_of, &x);
 	if (dr)
 	{
 		/*
@@ -1989,6 +1983,23 @@ CmpDistRow(const void *a, const void *b, void *arg)
 	return x < y ? -1 : x > y;
 }
 
+/* InferBegin for a reader, over the parts (no warning that the part alone differs) or not */
+static void
+InferBeginOverParts(bool over_parts, const char *model, int32 version, OutKind kind, int32 layer, bool has_as_of,
+					TimestampTz as_of, InferCtx *x)
+{
+	infer_over_parts = over_parts;
+	PG_TRY();
+	{
+		InferBegin(model, version, kind, layer, has_as_of, as_of, x);
+	}
+	PG_FINALLY();
+	{
+		infer_over_parts = false;
+	}
+	PG_END_TRY();
+}
+
 /* the most probable class of a row of probabilities */
 static int
 ArgMax(const float *p, int32 cols)
@@ -2049,16 +2060,7 @@ gnn_predict(PG_FUNCTION_ARGS)
 				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("node ids must not be NULL")));
 	}
 	as_of = AsOfArg(fcinfo, 3, &has_as_of);
-	infer_over_parts = dr != NULL;
-	PG_TRY();
-	{
-		InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1, has_as_of, as_of, &x);
-	}
-	PG_FINALLY();
-	{
-		infer_over_parts = false;
-	}
-	PG_END_TRY();
+	InferBeginOverParts(dr != NULL, ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1, has_as_of, as_of, &x);
 	if (dr)
 	{
 		/* every row over the parts at this server, then the ones asked for (all: by id) */
@@ -2297,16 +2299,7 @@ gnn_similar(PG_FUNCTION_ARGS)
 				 errmsg("k must be between 1 and 100000 (got %d)", k)));
 	dr = ReaderDistOptions(PG_NARGS() > 6 && !PG_ARGISNULL(6) ? PG_GETARG_JSONB_P(6) : NULL, "gnn.similar");
 	as_of = AsOfArg(fcinfo, 4, &has_as_of);
-	infer_over_parts = dr != NULL;
-	PG_TRY();
-	{
-		InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 3), OUT_EMBED, -1, has_as_of, as_of, &x);
-	}
-	PG_FINALLY();
-	{
-		infer_over_parts = false;
-	}
-	PG_END_TRY();
+	InferBeginOverParts(dr != NULL, ModelArg(fcinfo), VersionArg(fcinfo, 3), OUT_EMBED, -1, has_as_of, as_of, &x);
 	if (dr)
 	{
 		/* every node's embedding over the parts here, then one exact scan of them */
