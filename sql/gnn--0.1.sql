@@ -836,7 +836,7 @@ AS 'MODULE_PATHNAME', 'gnn_embed_recomputed' LANGUAGE C VOLATILE;
 -- own time (its seed time, or the job's options.seed_time), as the job
 -- evaluated it.  as_of => answers every row as of that one moment instead;
 -- on a model trained without time it is an error.
--- gnn.predict's and gnn.similar's options.peers (with coordinator,
+-- gnn.predict's, gnn.similar's and gnn.embedding's options.peers (with coordinator,
 -- dist_timeout_ms): a model trained over several servers, answered over
 -- every part (each server its part, the halo's rows of each layer from their
 -- owners), every node or the ones asked for; gnn.similar ranks by one exact
@@ -861,12 +861,12 @@ AS 'MODULE_PATHNAME', 'gnn_predict' LANGUAGE C STABLE
     SUPPORT gnn._rows_support PARALLEL RESTRICTED;
 
 CREATE FUNCTION gnn.embedding(model text, node bigint, version int DEFAULT NULL,
-                              as_of timestamptz DEFAULT NULL)
+                              as_of timestamptz DEFAULT NULL, options jsonb DEFAULT NULL)
 RETURNS real[]
 AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE PARALLEL RESTRICTED;
 
 CREATE FUNCTION gnn.embedding(model text, node text, version int DEFAULT NULL,
-                              as_of timestamptz DEFAULT NULL)
+                              as_of timestamptz DEFAULT NULL, options jsonb DEFAULT NULL)
 RETURNS real[]
 AS 'MODULE_PATHNAME', 'gnn_embedding' LANGUAGE C STABLE PARALLEL RESTRICTED;
 

@@ -283,8 +283,25 @@ $_->safe_psql('postgres', 'GRANT CREATE ON SCHEMA public TO dist') for @n;
 		  . "(SELECT string_agg(id::text, ',' ORDER BY score DESC, id) FROM gnn.similar('w_graphsage', 7, 5, exact => true)) "
 		  . "FROM gnn.similar('d_graphsage', 7, 5, options => '{$peers}') p");
 	is($out, 't', 'gnn.similar over three servers: one server\'s five nearest') or diag($err);
+	($rc, $out, $err) = as_dist("SELECT max(abs(x - y)) < 1e-5 FROM unnest(gnn.embedding('d_graphsage', 7, options => '{$peers}'), "
+		  . "gnn.embedding('w_graphsage', 7)) u(x, y)");
+	is($out, 't', 'gnn.embedding over three servers: one server\'s row') or diag($err);
 	($rc, $out, $err) = as_dist("SELECT count(*) FROM gnn.predict('d_graphsage', ARRAY[-5]::bigint[], options => '{$peers}')");
 	like($err, qr/node -5 is in no part/, 'a node no part has is an error naming it') or diag($err);
+	# cancelled half-way (statement_timeout): nothing written, the peers' ranks gone
+	($rc, $out, $err) = as_dist("SET statement_timeout = 150; SELECT gnn.embed('d_graphsage', 'emb_cancel', "
+		  . "options => '{$peers, \"write\": \"local\"}')");
+	like($err, qr/statement timeout|canceling/, 'gnn.embed over three servers stops at statement_timeout') or diag($err);
+	my $busy;
+	for (1 .. 100)
+	{
+		$busy = join ',', map { $n[$_]->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'gnn distributed'") } 1 .. 2;
+		last if $busy eq '0,0';
+		select(undef, undef, undef, 0.1);
+	}
+	is($busy, '0,0', 'and its peers\' ranks end');
+	is(join(',', map { $n[$_]->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = 'emb_cancel'") } 0 .. 2),
+		'0,0,0', 'no server keeps a table of it');
 	# the peers' local writes end with the coordinator's transaction
 	my $local2 = "SELECT gnn.embed('d_graphsage', 'emb_local2', options => '{$peers, \"write\": \"local\"}')";
 	my $there = sub { join ',', map { $n[$_]->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = 'emb_local2'") } 0 .. 2 };

@@ -2205,12 +2205,41 @@ gnn_embedding(PG_FUNCTION_ARGS)
 	TimestampTz as_of;
 	TimestampTz start = GetCurrentTimestamp();
 	uint64		serial;
+	GnnTrainRequest *dr;		/* options.peers: over the parts */
 
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1))
 		PG_RETURN_NULL();
+	dr = ReaderDistOptions(PG_NARGS() > 4 && !PG_ARGISNULL(4) ? PG_GETARG_JSONB_P(4) : NULL, "gnn.embedding");
 	as_of = AsOfArg(fcinfo, 3, &has_as_of);
-	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED, -1, has_as_of, as_of, &x);
+	InferBeginOverParts(dr != NULL, ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED, -1, has_as_of, as_of, &x);
+	if (dr)
+	{
+		/* every row over the parts (as gnn.embed computes them), this node's returned */
+		GnnDistRows dist;
+		int64		id;
+
+		if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID || has_as_of || x.mr.temporal ||
+			x.ref.g.num_node_types > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("gnn.embedding over several servers (options.peers) takes an integer id, on a graph of one "
+							"node type, without time"),
+					 errhint("Read it where the whole graph is loaded.")));
+		id = PG_GETARG_INT64(1);
+		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise, NULL, &dist);
+		for (int64 i = 0; i < dist.n; i++)
+			if (dist.ids[i] == id)
+			{
+				ArrayType  *a = RowArray(dist.rows + i * dist.cols, dist.cols);
+
+				InferEnd(&x);
+				PG_RETURN_ARRAYTYPE_P(a);
+			}
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("node %lld is in no part of graph \"%s\"", (long long) id, x.mr.graph)));
+	}
 	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID)
 		node = GnnFindNodeText(&x.ref.g, x.type, TextDatumGetCString(PG_GETARG_DATUM(1)), x.mr.graph);
 	else
