@@ -316,6 +316,27 @@ SELECT a.epoch, round(a.loss::numeric, 5) AS one_server_loss, round(b.loss::nume
 FROM gnn.training_log a JOIN gnn.training_log b ON b.job = :two AND b.epoch = a.epoch
 WHERE a.job = :one AND a.epoch IN (1, 10, 20, 30) ORDER BY a.epoch;
 SELECT name, metrics->'ranks' AS ranks, metrics->'peers' AS peers FROM gnn.models WHERE name = 'pp_two';
+\echo == the model trained over the two parts, embedded over both: the rows of every node, as one server computes them
+SELECT gnn.embed('pp_two', 'pp_emb_parts', options => '{"peers": ["$PEER"]}') AS rows_over_parts;
+SELECT gnn.embed('pp_one', 'pp_emb_one') AS rows_one_server;
+SELECT count(DISTINCT id) AS nodes, max(abs(x - y)) < 1e-4 AS same_as_one_server
+FROM pp_emb_parts p JOIN pp_emb_one o USING (id), LATERAL unnest(p.embedding, o.embedding) u(x, y);
+SQL
+  # minibatches: each part with two hops of halo, so that two hops sampled from its own nodes are the whole graph's
+  for k in 0 1; do
+    SQLK="SELECT nodes FROM gnn.load_graph('pp_part2', edges => 'pp_edges', nodes => 'pp_nodes_p', features => 'feat',
+                 label => 'label', split => 'split', undirected => true, part_column => 'part', part => $k, halo_hops => 2);"
+    if [ $k = 0 ]; then echo "$SQLK" | run_sql >/dev/null; else echo "$SQLK" | "${PSQL2[@]}" >/dev/null; fi
+  done
+  cat <<SQL | run_sql
+\echo == minibatches over the two parts (halo_hops => 2): GraphSAGE, fan-outs [10, 5], each server sampling its own nodes
+SELECT part, halo_hops, own, halo FROM gnn.graph_part('pp_part2');
+SELECT gnn.train('pp_part2', model => 'graphsage', name => 'pp_mb_two', hidden => 16, epochs => 10, seed => 5, wait => true,
+                 options => '{"peers": ["$PEER"], "fanouts": [10, 5], "batch_size": 64}') IS NOT NULL AS trained;
+SELECT gnn.train('pp_whole', model => 'graphsage', name => 'pp_mb_one', hidden => 16, epochs => 10, seed => 5, wait => true,
+                 options => '{"fanouts": [10, 5], "batch_size": 64}') IS NOT NULL AS trained;
+SELECT name, round((metrics->>'test_acc')::numeric, 3) AS test_acc, metrics->'ranks' AS ranks
+FROM gnn.models WHERE name IN ('pp_mb_one', 'pp_mb_two') ORDER BY name;
 SQL
   echo "== a relational schema in two parts: a small shop on both servers, a part column in every table"
   SHOP_PARTS="SET client_min_messages = warning; CREATE SCHEMA dshop; SET search_path = dshop, public;
