@@ -288,10 +288,17 @@ $_->safe_psql('postgres', 'GRANT CREATE ON SCHEMA public TO dist') for @n;
 	is($out, 't', 'gnn.embedding over three servers: one server\'s row') or diag($err);
 	($rc, $out, $err) = as_dist("SELECT count(*) FROM gnn.predict('d_graphsage', ARRAY[-5]::bigint[], options => '{$peers}')");
 	like($err, qr/node -5 is in no part/, 'a node no part has is an error naming it') or diag($err);
-	# cancelled half-way (statement_timeout): nothing written, the peers' ranks gone
-	($rc, $out, $err) = as_dist("SET statement_timeout = 150; SELECT gnn.embed('d_graphsage', 'emb_cancel', "
+	# cancelled half-way (statement_timeout) while peer 2's postmaster is stopped (its connection
+	# hangs): the call stops, nothing is written, the other peer's rank ends
+	my $pm2 = do { open my $f, '<', $n[2]->data_dir . '/postmaster.pid' or die; my $l = <$f>; chomp $l; $l };
+	kill 'STOP', $pm2;
+	my $t0 = time;
+	($rc, $out, $err) = as_dist("SET statement_timeout = 1500; SELECT gnn.embed('d_graphsage', 'emb_cancel', "
 		  . "options => '{$peers, \"write\": \"local\"}')");
-	like($err, qr/statement timeout|canceling/, 'gnn.embed over three servers stops at statement_timeout') or diag($err);
+	my $dt = time - $t0;
+	kill 'CONT', $pm2;
+	like($err, qr/statement timeout|canceling/, sprintf('gnn.embed over three servers stops at statement_timeout (%.1f s)', $dt))
+	  or diag($err);
 	my $busy;
 	for (1 .. 100)
 	{
