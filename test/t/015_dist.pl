@@ -320,6 +320,12 @@ $_->safe_psql('postgres', 'GRANT CREATE ON SCHEMA public TO dist') for @n;
 	is(join(',', map { $n[$_]->safe_psql('postgres', "SELECT count(*) FROM emb_local2") } 0 .. 2),
 		join(',', map { $n[$_]->safe_psql('postgres', "SET ROLE dist; SELECT own FROM gnn.graph_part('pd')") } 0 .. 2),
 		'committed: every server has its own rows') or diag($err);
+	# another role's names: a peer reached as a role without the graph fails, named
+	($rc, $out, $err) = as_dist("SELECT gnn.embed('d_graphsage', 'emb_x', options => '{\"peers\": [\"" . conn(1) . "\", \""
+		  . conn(2, 'user=other password=other') . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 5000}')");
+	like($err, qr/peer 2 .*failed|graph "pd" does not exist/, 'a peer reached as a role without the graph: refused, named')
+	  or diag($err);
+	is($n[0]->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = 'emb_x'"), '0', 'nothing written');
 	($rc, $out, $err) = as_dist("SELECT gnn.embed('d_graphsage', 'emb_x', options => '{$peers, \"write\": \"everywhere\"}')");
 	like($err, qr/options.write must be/, 'an unknown options.write is refused') or diag($err);
 	($rc, $out, $err) = as_dist("SELECT gnn.embed('w_graphsage', 'emb_x', options => '{$peers}')");

@@ -279,6 +279,29 @@ DistWaitResult(PGconn *conn, double until)
 	return PQgetResult(conn);
 }
 
+/* a peer rank's one-row answer, or an error naming it (late: after the ranks met) */
+static PGresult *
+PeerAnswer(PGconn *conn, const char *name, int rank, double until, int timeout)
+{
+	PGresult   *res = DistWaitResult(conn, until);
+
+	if (!res)
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("%s did not answer within %d ms after the ranks met", name, timeout)));
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+	{
+		char	   *m = OneLine(PQresultErrorMessage(res));
+
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("rank %d on %s failed", rank, name),
+				 errdetail_internal("%s", m)));
+	}
+	return res;
+}
+
 /* close peers' connections, cancelling the queries still running there */
 static void
 ClosePeers(PGconn **peers, int n)
@@ -830,24 +853,10 @@ gnn_dist_check(PG_FUNCTION_ARGS)
 		until = NowMs() + timeout;
 		for (int i = 0; i < npeers; i++)
 		{
-			PGresult   *res = DistWaitResult(peers[i], until);
+			PGresult   *res = PeerAnswer(peers[i], names[i], i + 1, until, timeout);
 			Datum		values[10];
 			bool		nulls[10] = {false};
 
-			if (!res)
-				ereport(ERROR,
-						(errcode(ERRCODE_QUERY_CANCELED),
-						 errmsg("%s did not answer within %d ms after the ranks met", names[i], timeout)));
-			if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
-			{
-				char	   *m = OneLine(PQresultErrorMessage(res));
-
-				PQclear(res);
-				ereport(ERROR,
-						(errcode(ERRCODE_CONNECTION_FAILURE),
-						 errmsg("rank %d on %s failed", i + 1, names[i]),
-						 errdetail_internal("%s", m)));
-			}
 			values[0] = Int32GetDatum(i + 1);
 			values[1] = CStringGetTextDatum(names[i]);
 			values[2] = CStringGetTextDatum(PQgetvalue(res, 0, 1));
@@ -1672,22 +1681,8 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 		until = NowMs() + timeout;
 		for (i = 0; i < npeers; i++)
 		{
-			PGresult   *res = DistWaitResult(peers[i], until);
+			PGresult   *res = PeerAnswer(peers[i], names[i], i + 1, until, timeout);
 
-			if (!res)
-				ereport(ERROR,
-						(errcode(ERRCODE_QUERY_CANCELED),
-						 errmsg("%s did not answer within %d ms", names[i], timeout)));
-			if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
-			{
-				char	   *m = OneLine(PQresultErrorMessage(res));
-
-				PQclear(res);
-				ereport(ERROR,
-						(errcode(ERRCODE_CONNECTION_FAILURE),
-						 errmsg("rank %d on %s failed", i + 1, names[i]),
-						 errdetail_internal("%s", m)));
-			}
 			out->written_elsewhere += strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 			PQclear(res);
 			while ((res = PQgetResult(peers[i])) != NULL)
