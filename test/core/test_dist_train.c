@@ -87,6 +87,7 @@ part_of(int64_t id, int parts)
 
 static int	g_halo = 1;			/* the parts' halo depth (gnn.load_graph's halo_hops) */
 static bool g_temporal;			/* nodes have times (as a schema part's rows, the halo's too) */
+static bool g_regress;			/* regression on a per-node target, not the label */
 
 /* the whole graph (parts 0) or part k of `parts` */
 static gnn_status
@@ -100,6 +101,7 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 			   *lab = malloc(sizeof(int32_t) * N);
 	uint8_t    *sp = malloc(N);
 	int64_t    *tm = malloc(sizeof(int64_t) * N);
+	float	   *tg = malloc(sizeof(float) * N);
 	int			dim = wrong_width ? F - 1 : F;
 	float	   *x = calloc(N * F, sizeof(float));
 	bool		halo[N] = {false},
@@ -117,6 +119,7 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 			lab[n] = labels[v];
 			sp[n] = split[v];
 			tm[n] = (v * 37) % 100;
+			tg[n] = (float) labels[v] + 0.1f * (float) (v % 5);
 			memcpy(x + (size_t) n * dim, feat + v * F, sizeof(float) * dim);
 			n++;
 		}
@@ -156,6 +159,7 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 			lab[n] = -1;
 			sp[n] = GNN_SPLIT_NONE;
 			tm[n] = (v * 37) % 100;
+			tg[n] = NAN;		/* (the halo carries no target: its owner trains on it) */
 			n++;
 		}
 	if (lose_node && k == part_of(1, parts))
@@ -177,6 +181,8 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 	in.split = sp;
 	if (g_temporal)
 		in.node_time = tm;
+	if (g_regress)
+		in.targets = tg;
 	if (parts > 0)
 	{
 		in.node_part = np;
@@ -190,6 +196,7 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 	free(lab);
 	free(sp);
 	free(tm);
+	free(tg);
 	free(x);
 	return st;
 }
@@ -260,6 +267,8 @@ config(gnn_train_config *cfg)
 	cfg->seed = 7;
 	cfg->threads = 1;
 	cfg->patience = 0;
+	if (g_regress)
+		cfg->task = GNN_TASK_REGRESS;
 }
 
 /*
@@ -550,7 +559,7 @@ static void
 check_minibatch(void)
 {
 	gnn_model_kind kinds[2] = {GNN_MODEL_SAGE, GNN_MODEL_GAT};
-	const char *names[3] = {"GraphSAGE", "GAT", "time-aware GraphSAGE"};
+	const char *names[4] = {"GraphSAGE", "GAT", "time-aware GraphSAGE", "GraphSAGE regression"};
 	float		plain_last = NAN;	/* GraphSAGE's last loss without time */
 
 	g_minibatch = true;
@@ -559,12 +568,13 @@ check_minibatch(void)
 	/* every neighbour, one batch an epoch: one process's curve and weights */
 	g_batch = 1000;
 	g_fanout = -1;
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 4; k++)
 	{
 		rank_out   *w = calloc(1, sizeof(rank_out));
 
-		kind_now = kinds[k % 2];
+		kind_now = kinds[k == 1];
 		g_temporal = k == 2;
+		g_regress = k == 3;
 		bool		ran = whole_forked(w);
 
 		CHECK(ran && (k != 2 || fabsf(w->c.loss[3] - plain_last) > 1e-3),
@@ -616,6 +626,7 @@ check_minibatch(void)
 		free(w);
 	}
 	g_temporal = false;
+	g_regress = false;
 	/* small batches and fan-outs: the ranks step together, end alike, and learn */
 	{
 		rank_out   *o = calloc(2, sizeof(rank_out));
