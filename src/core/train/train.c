@@ -313,8 +313,7 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 	{
 		gnn_epoch_metrics em;
 		const float *logits;
-		gnn_dist_counters c0,
-					c1;
+		gnn_dist_counters c0;
 		double		t0 = gnn_now_s();
 
 		gnn_dist_counters_get(dist, &c0);
@@ -389,13 +388,7 @@ gnn_train_full(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be_
 
 		em.compute_s = gnn_now_s() - t0;
 		if (dist)
-		{
-			gnn_dist_counters_get(dist, &c1);
-			em.allreduce_s = c1.allreduce_s - c0.allreduce_s;
-			em.alltoallv_s = c1.alltoallv_s - c0.alltoallv_s;
-			em.allreduce_bytes = c1.allreduce_bytes - c0.allreduce_bytes;
-			em.alltoallv_bytes = c1.alltoallv_sent - c0.alltoallv_sent;
-		}
+			gnn_train_dist_epoch_comm(dist, &c0, &em);
 
 		/* evaluation */
 		if ((st = gnn_model_forward(model, blocks, &d.x, false, 0, &logits, err)) != GNN_OK)

@@ -327,3 +327,16 @@ done:
 	free(own);
 	return st;
 }
+
+/* em's collective figures: d's counters since c0 (the training steps') */
+void
+gnn_train_dist_epoch_comm(gnn_dist *d, const gnn_dist_counters *c0, gnn_epoch_metrics *em)
+{
+	gnn_dist_counters c1;
+
+	gnn_dist_counters_get(d, &c1);
+	em->allreduce_s = c1.allreduce_s - c0->allreduce_s;
+	em->alltoallv_s = c1.alltoallv_s - c0->alltoallv_s;
+	em->allreduce_bytes = c1.allreduce_bytes - c0->allreduce_bytes;
+	em->alltoallv_bytes = c1.alltoallv_sent - c0->alltoallv_sent;
+}

@@ -38,6 +38,9 @@ gnn_status	gnn_train_dist_sum_grads(gnn_dist *d, gnn_model *m, float scale, floa
 /* every parameter's gradient times f */
 void		gnn_train_dist_scale_grads(gnn_model *m, float f);
 
+/* em's allreduce / alltoallv seconds and bytes: d's counters since c0 */
+void		gnn_train_dist_epoch_comm(gnn_dist *d, const gnn_dist_counters *c0, gnn_epoch_metrics *em);
+
 /* the epoch's metrics over all ranks: each split's means weighted by its nodes on each rank (nloc, nall: [4]) */
 gnn_status	gnn_train_dist_metrics(gnn_dist *d, const int64_t *nloc, const int64_t *nall, gnn_epoch_metrics *em,
 								   gnn_error *err);

@@ -1256,8 +1256,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		double		tr_ae = 0;
 		const float *full_logits = NULL;	/* the full evaluation pass's */
 
-		gnn_dist_counters c0,
-					c1;
+		gnn_dist_counters c0;
 
 		gnn_epoch_metrics_init(&em, epoch);
 		em.sample_s = em.gather_s = em.compute_s = em.wait_s = 0;
@@ -1411,11 +1410,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		if (dist)
 		{
 			/* the training steps' collectives (evaluation's sums are a few bytes an epoch) */
-			gnn_dist_counters_get(dist, &c1);
-			em.allreduce_s = c1.allreduce_s - c0.allreduce_s;
-			em.alltoallv_s = c1.alltoallv_s - c0.alltoallv_s;
-			em.allreduce_bytes = c1.allreduce_bytes - c0.allreduce_bytes;
-			em.alltoallv_bytes = c1.alltoallv_sent - c0.alltoallv_sent;
+			gnn_train_dist_epoch_comm(dist, &c0, &em);
 		}
 		stats->sample_s += em.sample_s;
 		stats->gather_s += em.gather_s;
