@@ -279,6 +279,18 @@ DistWaitResult(PGconn *conn, double until)
 	return PQgetResult(conn);
 }
 
+/* a rank's options: on gnn.dist_host (loopback when unset), keys under prefix */
+static void
+DistOptions(gnn_dist_options *o, int rank, int size, const char *prefix, int timeout_ms)
+{
+	memset(o, 0, sizeof(*o));
+	o->rank = rank;
+	o->size = size;
+	o->host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
+	o->prefix = prefix;
+	o->timeout_ms = timeout_ms;
+}
+
 /* a peer rank's one-row answer, or an error naming it (late: after the ranks met) */
 static PGresult *
 PeerAnswer(PGconn *conn, const char *name, int rank, double until, int timeout)
@@ -562,12 +574,7 @@ DistRank(const char *job, int rank, int size, PGconn *store_conn, PGconn **watch
 		r->part = ref.g.part;
 		r->feat_dim = ref.g.feat_dim;
 	}
-	memset(&o, 0, sizeof(o));
-	o.rank = rank;
-	o.size = size;
-	o.host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
-	o.prefix = job;
-	o.timeout_ms = timeout_ms;
+	DistOptions(&o, rank, size, job, timeout_ms);
 	t0 = NowMs();
 	if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &st, &d, &err) != GNN_OK)
 	{
@@ -1000,12 +1007,7 @@ GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj)
 	dj->st.arg = &dj->ts;
 	dj->st.set = StoreSet;
 	dj->st.get = StoreGet;
-	memset(&o, 0, sizeof(o));
-	o.rank = 0;
-	o.size = dj->size;
-	o.host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
-	o.prefix = dj->job;
-	o.timeout_ms = dj->timeout_ms;
+	DistOptions(&o, 0, dj->size, dj->job, dj->timeout_ms);
 	if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &dj->st, &dj->d, &err) != GNN_OK)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -1162,12 +1164,7 @@ PeerMeet(PGconn *conn, TableStore *ts, gnn_dist_store *dst, const char *job, int
 	ts->conn = conn;
 	ts->job = job;
 	ts->peer_failed = -1;
-	memset(&o, 0, sizeof(o));
-	o.rank = rank;
-	o.size = size;
-	o.host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
-	o.prefix = job;
-	o.timeout_ms = timeout;
+	DistOptions(&o, rank, size, job, timeout);
 	if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, dst, &d, &err) != GNN_OK)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -1659,12 +1656,7 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 		ts.nwatch = npeers;
 		ts.watch_names = (const char *const *) names;
 		ts.peer_failed = -1;
-		memset(&o, 0, sizeof(o));
-		o.rank = 0;
-		o.size = size;
-		o.host = gnn_dist_host && *gnn_dist_host ? gnn_dist_host : "127.0.0.1";
-		o.prefix = job;
-		o.timeout_ms = timeout;
+		DistOptions(&o, 0, size, job, timeout);
 		if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &st, &d, &err) != GNN_OK)
 		{
 			CHECK_FOR_INTERRUPTS();
