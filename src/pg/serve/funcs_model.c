@@ -481,9 +481,6 @@ ResolveLayer(const ModelRow *mr, int layers, OutKind kind, int32 layer)
 /* ------------------------------------------------------------------ inference */
 
 /* What one call works with: the model row, the graph version of the statement, the layer. */
-/* gnn.embed over the parts (options.peers): no warning that the part alone differs */
-static bool infer_over_parts = false;
-
 typedef struct InferCtx
 {
 	ModelRow	mr;
@@ -498,9 +495,6 @@ typedef struct InferCtx
 	/* a time-aware model: how its rows are sampled (gnn_model_infer_temporal) */
 	gnn_infer_temporal_config tc;
 } InferCtx;
-
-static void InferBeginOverParts(bool over_parts, const char *model, int32 version, OutKind kind, int32 layer,
-								bool has_as_of, TimestampTz as_of, InferCtx *x);
 
 /*
  * as_of => (argument argno): one moment for every row of a time-aware
@@ -600,9 +594,13 @@ InferTemporal(InferCtx *x, const int64 *idx, int64 n, float *out)
 		GnnReportCoreError(psprintf("inference with model \"%s\" failed", x->mr.name), &err);
 }
 
+/*
+ * over_parts: the call answers over every part of a partitioned graph
+ * (options.peers), so a part is no cause for the warning below.
+ */
 static void
 InferBegin(const char *model, int32 version, OutKind kind, int32 layer, bool has_as_of, TimestampTz as_of,
-		   InferCtx *x)
+		   bool over_parts, InferCtx *x)
 {
 	const gnn_model_config *mc;
 	uint64		train_seed;
@@ -650,7 +648,7 @@ InferBegin(const char *model, int32 version, OutKind kind, int32 layer, bool has
 	 * on their owners' servers, so what a model computes here near the halo
 	 * is not what it computes on the whole graph (an MLP reads no edges).
 	 */
-	if (x->ref.g.node_part && x->ref.g.num_nodes > x->ref.g.n_owned && !x->mr.mlp && !infer_over_parts)
+	if (x->ref.g.node_part && x->ref.g.num_nodes > x->ref.g.n_owned && !x->mr.mlp && !over_parts)
 		ereport(WARNING,
 				(errcode(ERRCODE_WARNING),
 				 errmsg("graph \"%s\" is part %d of a partitioned graph: its %lld halo nodes have no features or "
@@ -985,7 +983,7 @@ gnn_embedding_rows(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(old);
 		as_of = AsOfArg(fcinfo, 4, &has_as_of);
 		InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED,
-				   PG_ARGISNULL(1) ? -1 : PG_GETARG_INT32(1), has_as_of, as_of, &x);
+				   PG_ARGISNULL(1) ? -1 : PG_GETARG_INT32(1), has_as_of, as_of, false, &x);
 		g = &x.ref.g;
 		t = GnnResultType(g, PG_NARGS() > 3 && !PG_ARGISNULL(3) ? text_to_cstring(PG_GETARG_TEXT_PP(3)) : NULL,
 					   x.mr.graph);
@@ -1757,7 +1755,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 	names = stringToQualifiedNameList(into);
 	rv = makeRangeVarFromNameList(names);
 	relid = RangeVarGetRelid(rv, NoLock, true);
-	InferBeginOverParts(dr != NULL, model, version, OUT_EMBED, layer, has_as_of, as_of, &x);
+	InferBegin(model, version, OUT_EMBED, layer, has_as_of, as_of, dr != NULL, &x);
 	if (dr)
 	{
 		/*
@@ -1983,23 +1981,6 @@ CmpDistRow(const void *a, const void *b, void *arg)
 	return x < y ? -1 : x > y;
 }
 
-/* InferBegin for a reader, over the parts (no warning that the part alone differs) or not */
-static void
-InferBeginOverParts(bool over_parts, const char *model, int32 version, OutKind kind, int32 layer, bool has_as_of,
-					TimestampTz as_of, InferCtx *x)
-{
-	infer_over_parts = over_parts;
-	PG_TRY();
-	{
-		InferBegin(model, version, kind, layer, has_as_of, as_of, x);
-	}
-	PG_FINALLY();
-	{
-		infer_over_parts = false;
-	}
-	PG_END_TRY();
-}
-
 /* the most probable class of a row of probabilities */
 static int
 ArgMax(const float *p, int32 cols)
@@ -2060,7 +2041,7 @@ gnn_predict(PG_FUNCTION_ARGS)
 				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("node ids must not be NULL")));
 	}
 	as_of = AsOfArg(fcinfo, 3, &has_as_of);
-	InferBeginOverParts(dr != NULL, ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1, has_as_of, as_of, &x);
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1, has_as_of, as_of, dr != NULL, &x);
 	if (dr)
 	{
 		/* every row over the parts at this server, then the ones asked for (all: by id) */
@@ -2212,7 +2193,7 @@ gnn_embedding(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	dr = ReaderDistOptions(PG_NARGS() > 4 && !PG_ARGISNULL(4) ? PG_GETARG_JSONB_P(4) : NULL, "gnn.embedding");
 	as_of = AsOfArg(fcinfo, 3, &has_as_of);
-	InferBeginOverParts(dr != NULL, ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED, -1, has_as_of, as_of, &x);
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED, -1, has_as_of, as_of, dr != NULL, &x);
 	if (dr)
 	{
 		/* every row over the parts (as gnn.embed computes them), this node's returned */
@@ -2328,7 +2309,7 @@ gnn_similar(PG_FUNCTION_ARGS)
 				 errmsg("k must be between 1 and 100000 (got %d)", k)));
 	dr = ReaderDistOptions(PG_NARGS() > 6 && !PG_ARGISNULL(6) ? PG_GETARG_JSONB_P(6) : NULL, "gnn.similar");
 	as_of = AsOfArg(fcinfo, 4, &has_as_of);
-	InferBeginOverParts(dr != NULL, ModelArg(fcinfo), VersionArg(fcinfo, 3), OUT_EMBED, -1, has_as_of, as_of, &x);
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 3), OUT_EMBED, -1, has_as_of, as_of, dr != NULL, &x);
 	if (dr)
 	{
 		/* every node's embedding over the parts here, then one exact scan of them */
@@ -2538,7 +2519,7 @@ gnn_score(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("gnn.score takes at most 1000000 pairs per call (got %d)", n)));
-	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 4), OUT_EMBED, -1, false, 0, &x);
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 4), OUT_EMBED, -1, false, 0, false, &x);
 	LinkTypes(&x, PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3)), &rel, &ts, &td);
 	nodes = palloc(sizeof(int64) * Max(2 * n, 1));
 	for (int i = 0; i < n; i++)
@@ -2581,7 +2562,7 @@ gnn_score_pair(PG_FUNCTION_ARGS)
 	GnnRequirePreload();
 	if (PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("src and dst must not be NULL")));
-	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 4), OUT_EMBED, -1, false, 0, &x);
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 4), OUT_EMBED, -1, false, 0, false, &x);
 	LinkTypes(&x, PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3)), &rel, &ts, &td);
 	nodes[0] = LinkNode(&x, ts, get_fn_expr_argtype(fcinfo->flinfo, 1), PG_GETARG_DATUM(1));
 	nodes[1] = LinkNode(&x, td, get_fn_expr_argtype(fcinfo->flinfo, 2), PG_GETARG_DATUM(2));
@@ -2640,7 +2621,7 @@ gnn_recommend(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("k must be between 1 and 100000 (got %d)", k)));
-	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 5), OUT_EMBED, -1, false, 0, &x);
+	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 5), OUT_EMBED, -1, false, 0, false, &x);
 	LinkTypes(&x, PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)), &rel, &ts, &td);
 	g = &x.ref.g;
 	v = LinkNode(&x, ts, get_fn_expr_argtype(fcinfo->flinfo, 1), PG_GETARG_DATUM(1));
