@@ -58,6 +58,8 @@ static float feat[N * F];
 static int32_t labels[N];
 static uint8_t split[N];
 
+static int	g_degree = 4;		/* edges each node starts (make_data) */
+
 static void
 make_data(void)
 {
@@ -69,7 +71,7 @@ make_data(void)
 		for (int j = 0; j < F; j++)
 			feat[i * F + j] = (float) ((i * 31 + j * 17) % 23) / 23.0f + (j % 4 == i % 4 ? 0.6f : 0.0f);
 		/* three edges within the class, one anywhere */
-		for (int k = 1; k <= 3; k++)
+		for (int k = 1; k <= g_degree - 1; k++)
 		{
 			esrc[nedges] = i;
 			edst[nedges++] = (i + 4 * (k * 7 + i % 5)) % N;
@@ -79,9 +81,13 @@ make_data(void)
 	}
 }
 
+static bool g_contiguous;		/* parts are runs of ids (as METIS's tend to be), not strided */
+
 static int
 part_of(int64_t id, int parts)
 {
+	if (g_contiguous)
+		return (int) (id * parts / N);
 	return (int) ((id * 7) % parts);
 }
 
@@ -223,6 +229,8 @@ static gnn_model_kind kind_now;
 static bool g_minibatch;		/* train on minibatches (below), not full batch */
 static int	g_batch = 1000;
 static int	g_fanout = -1;
+static gnn_minibatch_stats g_mbstats;
+static bool g_node_streams;		/* per-node streams keyed by id (as sampling across parts draws) */
 
 static void
 mb_config(gnn_minibatch_config *mbc)
@@ -238,6 +246,7 @@ mb_config(gnn_minibatch_config *mbc)
 	mbc->cpu_batches = true;
 	mbc->halo_hops = g_halo;
 	mbc->sampler.temporal = g_temporal;
+	mbc->sampler.per_node_streams = mbc->sampler.stream_by_id = g_node_streams;
 }
 
 /* full batch, or minibatches (g_minibatch) */
@@ -250,7 +259,7 @@ train_any(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be, curv
 	if (!g_minibatch)
 		return gnn_train_full(g, cfg, be, record, c, NULL, NULL, model, res, err);
 	mb_config(&mbc);
-	return gnn_train_minibatch(g, cfg, &mbc, be, record, c, NULL, NULL, model, res, NULL, err);
+	return gnn_train_minibatch(g, cfg, &mbc, be, record, c, NULL, NULL, model, res, &g_mbstats, err);
 }
 
 static void
@@ -291,6 +300,7 @@ typedef struct rank_out
 	float		prob[N * CLS];
 	char		msg[GNN_ERRMSG_LEN];
 	int			status;
+	gnn_minibatch_stats st;		/* minibatches: the loop's figures */
 } rank_out;
 
 /* the model's layer-0 rows and probabilities of every node by id into o (d: over the parts, to rank 0) */
@@ -426,6 +436,7 @@ rank_train(int rank, int size, const char *prefix, int timeout_ms)
 			gnn_model_weights_get(model, out->w, &err);
 		if (!g_minibatch && g_fault == 0 && d)
 			out->status = model_rows(d, model, &g, out, &err);
+		out->st = g_mbstats;
 	}
 	snprintf(out->msg, sizeof(out->msg), "%s", err.msg);
 	out_path(rank, p, sizeof(p));
@@ -653,32 +664,150 @@ check_minibatch(void)
 			  "minibatch GraphSAGE on 2 ranks, batches of 16 over both, fan-outs [4, 4]: the ranks report one curve "
 			  "and end with the same weights; loss %.3f -> %.3f, validation accuracy %.3f",
 			  ok ? o[0].c.loss[1] : 0.0, ok ? o[0].c.loss[EPOCHS] : 0.0, ok ? o[0].c.val_acc[EPOCHS] : 0.0);
-		free(o);
-	}
-	/* one hop of halo: two-hop sampling refused on every rank */
-	{
-		rank_out	o[2];
-		bool		all_failed = true;
-		int			ran;
-
-		g_halo = 1;
-		g_batch = 1000;
-		g_fanout = -1;
-		ran = run_ranks(2, -1, rank_train, "mbhalo1", 3000, NULL);
-		bool		named = false;
-
-		/* (a rank that refuses while another still meets it: that one fails meeting) */
-		for (int r = 0; r < 2; r++)
+		/* the global batches and per-node streams: one process's run with streams keyed by id */
 		{
-			all_failed &= read_out(r, &o[r]) && o[r].status != GNN_OK;
-			named |= o[r].status == GNN_ERR_UNSUPPORTED && strstr(o[r].msg, "halo_hops => 2") != NULL;
+			rank_out   *w = calloc(1, sizeof(rank_out));
+			double		dl = 0;
+			bool		wr;
+
+			g_node_streams = true;
+			wr = whole_forked(w);
+			g_node_streams = false;
+			dw = 0;
+			for (int e = 1; wr && ok && e <= EPOCHS; e++)
+				dl = fmax(dl, fmax(fabs(w->c.loss[e] - o[0].c.loss[e]), fabs(w->c.val_acc[e] - o[0].c.val_acc[e])));
+			for (int64_t i = 0; wr && ok && i < w->nw; i++)
+				dw = fmax(dw, fabs(w->w[i] - o[0].w[i]));
+			CHECK(wr && ok && w->nw == o[0].nw && dl < 1e-5 && dw < 1e-5,
+				  "the same job in one process with per-node streams keyed by id: the same curve and weights "
+				  "(max |d| %.2g, |d weight| %.2g)", dl, dw);
+			free(w);
 		}
-		CHECK(ran == 2 && all_failed && named,
-			  "parts with one hop of halo: two-hop sampling refused, every rank fails, one with the fix (%s / %s)",
-			  o[0].msg, o[1].msg);
+		free(o);
 	}
 	g_minibatch = false;
 	g_halo = 1;
+}
+
+/*
+ * Minibatches sampled across parts (sample_dist.h): parts with one hop of
+ * halo, two hops drawn, batches of 64 and fan-outs of 4.  The ranks draw
+ * every node's neighbours where it is owned, keyed by its id, from global
+ * batches: 2 and 3 ranks equal one rank of the same job (its whole graph
+ * as one part) in every epoch's loss, validation accuracy and the last
+ * weights.  The graph is thinned to two edges a node and the parts are
+ * runs of ids, so that a part with one hop of halo lacks a third of the
+ * nodes and its indices are not the whole graph's (on the usual graph, one
+ * hop of halo holds every node).
+ */
+static void
+check_remote(void)
+{
+	gnn_model_kind kinds[2] = {GNN_MODEL_SAGE, GNN_MODEL_GAT};
+	const char *names[4] = {"GraphSAGE", "GAT", "time-aware GraphSAGE", "GraphSAGE regression"};
+
+	g_minibatch = true;
+	g_halo = 1;
+	g_fault = 0;
+	g_batch = 64;
+	g_fanout = 2;
+	g_degree = 2;
+	g_contiguous = true;
+	make_data();
+	for (int k = 0; k < 4; k++)
+	{
+		rank_out   *one = calloc(1, sizeof(rank_out));
+		bool		base;
+		char		pre[64];
+
+		kind_now = kinds[k == 1];
+		g_temporal = k == 2;
+		g_regress = k == 3;
+		g_parts = 1;
+		snprintf(pre, sizeof(pre), "rs1-%d", k);
+		base = run_ranks(1, -1, rank_train, pre, 20000, NULL) == 1 && read_out(0, one) && one->status == GNN_OK &&
+			one->c.epochs == EPOCHS && one->nw <= 4096;
+		CHECK(base && one->st.remote_sampling && one->st.remote_adj_bytes == 0 && one->st.remote_feat_bytes == 0 &&
+			  one->c.loss[EPOCHS] < 0.9 * one->c.loss[1],
+			  "minibatch %s sampled across parts on one rank: it learns (loss %.4f -> %.4f), nothing crosses (%s)",
+			  names[k], one->c.loss[1], one->c.loss[EPOCHS], one->msg);
+		/* one process, the local sampler with per-node streams keyed by id: the same job */
+		{
+			rank_out   *w = calloc(1, sizeof(rank_out));
+			double		dloss = 0,
+						dw = 0;
+			bool		ran;
+
+			g_node_streams = true;
+			ran = whole_forked(w);
+			g_node_streams = false;
+			for (int e = 1; ran && base && e <= EPOCHS; e++)
+			{
+				dloss = fmax(dloss, fabs(w->c.loss[e] - one->c.loss[e]));
+				dloss = fmax(dloss, fabs(w->c.val_loss[e] - one->c.val_loss[e]));
+				dloss = fmax(dloss, fabs(w->c.val_acc[e] - one->c.val_acc[e]));
+			}
+			for (int64_t i = 0; ran && base && i < one->nw; i++)
+				dw = fmax(dw, fabs(w->w[i] - one->w[i]));
+			CHECK(ran && base && w->nw == one->nw && dloss < 1e-5 && dw < 1e-5,
+				  "minibatch %s in one process with per-node streams keyed by id: the one rank's curve and weights "
+				  "(max |d| %.2g, |d weight| %.2g)", names[k], dloss, dw);
+			free(w);
+		}
+		for (int size = 2; base && size <= 3; size++)
+		{
+			rank_out   *o = calloc(size, sizeof(rank_out));
+			double		dloss = 0,
+						dacc = 0,
+						dw = 0;
+			bool		ok = true;
+			int			ran;
+			int64_t		adj = 0,
+						fb = 0,
+						rows = 0;
+
+			g_parts = size;
+			snprintf(pre, sizeof(pre), "rs%d-%d", size, k);
+			ran = run_ranks(size, -1, rank_train, pre, 20000, NULL);
+			for (int r = 0; r < size; r++)
+			{
+				ok &= read_out(r, &o[r]) && o[r].status == GNN_OK && o[r].c.epochs == EPOCHS && o[r].nw == one->nw;
+				if (o[r].status != GNN_OK)
+					NOTE("rank %d: %s", r, o[r].msg);
+			}
+			for (int r = 0; ok && r < size; r++)
+			{
+				for (int e = 1; e <= EPOCHS; e++)
+				{
+					dloss = fmax(dloss, fabs(o[r].c.loss[e] - one->c.loss[e]));
+					dloss = fmax(dloss, fabs(o[r].c.val_loss[e] - one->c.val_loss[e]));
+					dacc = fmax(dacc, fabs(o[r].c.val_acc[e] - one->c.val_acc[e]));
+				}
+				for (int64_t i = 0; i < one->nw; i++)
+					dw = fmax(dw, fabs(o[r].w[i] - one->w[i]));
+				adj += o[r].st.remote_adj_bytes;
+				fb += o[r].st.remote_feat_bytes;
+				rows += o[r].st.remote_rows;
+				ok &= o[r].st.remote_sampling;
+			}
+			CHECK(ran == size && ok && dloss < 1e-5 && dacc < 1e-6 && dw < 1e-5 && adj > 0 && fb > 0 &&
+				  fb >= rows * F * (int64_t) sizeof(float),
+				  "minibatch %s sampled across %d parts (one hop of halo, two drawn, batches of 64, fan-outs 2): "
+				  "one rank's curve and weights (max |d loss| %.2g, |d acc| %.2g, |d weight| %.2g); "
+				  "%lld bytes of sampling, %lld of features (%lld rows) crossed",
+				  names[k], size, dloss, dacc, dw, (long long) adj, (long long) fb, (long long) rows);
+			free(o);
+		}
+		free(one);
+	}
+	g_temporal = false;
+	g_regress = false;
+	g_minibatch = false;
+	g_batch = 1000;
+	g_fanout = -1;
+	g_degree = 4;
+	g_contiguous = false;
+	make_data();
 }
 
 int
@@ -827,6 +956,7 @@ main(void)
 	}
 	g_fault = 0;
 	check_minibatch();
+	check_remote();
 	for (int k = 0; k < 3; k++)
 		free(ww[k]);
 	{

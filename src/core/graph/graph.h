@@ -507,6 +507,32 @@ gnn_graph_header_of(const void *region)
 	return (const gnn_graph_header *) region;
 }
 
+/*
+ * A node's name, which every part of a partitioned graph and the whole
+ * graph agree on (halo.c): its id, or on a graph with several node types
+ * its (type, key).  gnn_graph_node_name mixes the name into 64 bits (the
+ * sampler's per-node streams keyed by name).
+ */
+static inline int32_t
+gnn_graph_name_type(const gnn_graph *g, int64_t v)
+{
+	return g->num_node_types > 1 && g->node_type ? g->node_type[v] : 0;
+}
+
+static inline int64_t
+gnn_graph_name_key(const gnn_graph *g, int64_t v)
+{
+	return g->num_node_types > 1 && g->keys ? g->keys[v] : g->ids ? g->ids[v] : v;
+}
+
+static inline uint64_t
+gnn_graph_node_name(const gnn_graph *g, int64_t v)
+{
+	if (g->num_node_types > 1 && g->keys)
+		return gnn_mix64((uint64_t) g->keys[v] ^ gnn_mix64((uint64_t) gnn_graph_name_type(g, v) + 1));
+	return g->ids ? (uint64_t) g->ids[v] : (uint64_t) v;
+}
+
 /* Internal index of an original id, or -1 (homogeneous graphs: node type 0's ids). */
 int64_t		gnn_graph_find(const gnn_graph *g, int64_t id);
 /* Index of the node of type t with integer key `key`, or -1 (also for a text-keyed type). */

@@ -574,8 +574,9 @@ draw_row(gnn_rng *r, const int32_t *nb, const float *w, int64_t deg, int64_t k, 
 static inline void
 node_stream(const gnn_sampler *s, const gnn_rng *base, int h, int32_t v, int64_t b, gnn_rng *r)
 {
+	uint64_t	node = s->cfg.stream_by_id ? gnn_graph_node_name(s->g, v) : (uint64_t) (uint32_t) v;
 	uint64_t	key = gnn_mix64(gnn_mix64((uint64_t) b + 0x9e3779b97f4a7c15ULL) ^
-							(((uint64_t) (uint32_t) v << 8) | (uint64_t) (s->cfg.first_hop + h)));
+							((node << 8) | (uint64_t) (s->cfg.first_hop + h)));
 
 	gnn_rng_split(base, key, r);
 }

@@ -103,6 +103,16 @@ typedef struct gnn_sampler_config
 	 */
 	bool		per_node_streams;
 	int32_t		first_hop;
+
+	/*
+	 * Per-node streams keyed by the node's name (gnn_graph_node_name: its
+	 * id, or its type and key) instead of its index: the draws of a node
+	 * are then the same in every graph that holds it with the same
+	 * in-neighbours (a part and the whole graph, whose indices differ):
+	 * distributed sampling (train/sample_dist.h).  A homogeneous graph
+	 * whose ids are its indices draws as without.
+	 */
+	bool		stream_by_id;
 } gnn_sampler_config;
 
 /*

@@ -340,3 +340,122 @@ gnn_train_dist_epoch_comm(gnn_dist *d, const gnn_dist_counters *c0, gnn_epoch_me
 	em->allreduce_bytes = c1.allreduce_bytes - c0->allreduce_bytes;
 	em->alltoallv_bytes = c1.alltoallv_sent - c0->alltoallv_sent;
 }
+
+/* a node by name (gnn_graph_name_type / _key) */
+typedef struct gorder_ent
+{
+	int64_t		id;				/* key */
+	int32_t		type;
+	int32_t		rank;
+	int32_t		local;
+} gorder_ent;
+
+static int
+gorder_cmp(const void *a, const void *b)
+{
+	const gorder_ent *x = a,
+			   *y = b;
+
+	if (x->type != y->type)
+		return (x->type > y->type) - (x->type < y->type);
+	if (x->id != y->id)
+		return (x->id > y->id) - (x->id < y->id);
+	return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+gnn_status
+gnn_train_sort_by_name(const gnn_graph *g, int32_t *nodes, int64_t n, gnn_error *err)
+{
+	gnn_status	st = GNN_OK;
+	gorder_ent *e = malloc(sizeof(gorder_ent) * (n + 1));
+
+	if (!e)
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory sorting %lld nodes", (long long) n);
+	for (int64_t i = 0; i < n; i++)
+	{
+		e[i].id = gnn_graph_name_key(g, nodes[i]);
+		e[i].type = gnn_graph_name_type(g, nodes[i]);
+		e[i].rank = 0;
+		e[i].local = nodes[i];
+	}
+	qsort(e, n, sizeof(gorder_ent), gorder_cmp);
+	for (int64_t i = 0; i < n; i++)
+		nodes[i] = e[i].local;
+	free(e);
+	return st;
+}
+
+gnn_status
+gnn_train_dist_global_order(gnn_dist *d, const gnn_graph *g, const int32_t *nodes, int64_t n, int32_t **local_out,
+							int64_t *nall_out, gnn_error *err)
+{
+	int			size = gnn_dist_size(d),
+				rank = gnn_dist_rank(d);
+	int64_t    *scount = malloc(sizeof(int64_t) * size),
+			   *rcount = malloc(sizeof(int64_t) * size),
+				total = 0;
+	/* (alltoallv's send buffer is packed by destination: the list once for each rank) */
+	gorder_ent *mine = malloc(sizeof(gorder_ent) * ((size_t) n * size + 1)),
+			   *all = NULL;
+	int32_t    *local = NULL;
+	gnn_status	st;
+
+	*local_out = NULL;
+	*nall_out = 0;
+	if (!scount || !rcount || !mine)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		mine[i].id = gnn_graph_name_key(g, nodes[i]);
+		mine[i].type = gnn_graph_name_type(g, nodes[i]);
+		mine[i].rank = rank;
+		mine[i].local = nodes[i];
+	}
+	for (int q = 1; q < size; q++)
+		memcpy(mine + (size_t) q * n, mine, sizeof(gorder_ent) * n);
+	if ((st = gnn_dist_allgather(d, &n, sizeof(int64_t), rcount, err)) != GNN_OK)
+		goto done;
+	for (int q = 0; q < size; q++)
+	{
+		scount[q] = n;			/* every rank gets the whole list */
+		total += rcount[q];
+	}
+	if (total > INT32_MAX)
+	{
+		st = gnn_error_set(err, GNN_ERR_LIMIT, "%lld nodes over all ranks: at most %d", (long long) total, INT32_MAX);
+		goto done;
+	}
+	all = malloc(sizeof(gorder_ent) * (total + 1));
+	local = malloc(sizeof(int32_t) * (total + 1));
+	if (!all || !local)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld nodes", (long long) total);
+		goto done;
+	}
+	if ((st = gnn_dist_alltoallv(d, mine, scount, all, rcount, sizeof(gorder_ent), err)) != GNN_OK)
+		goto done;
+	qsort(all, total, sizeof(gorder_ent), gorder_cmp);
+	for (int64_t k = 0; k < total; k++)
+	{
+		if (k > 0 && all[k].id == all[k - 1].id && all[k].type == all[k - 1].type)
+		{
+			st = gnn_error_set(err, GNN_ERR_DUPLICATE, "node %lld (type %d) is listed by ranks %d and %d",
+							   (long long) all[k].id, all[k].type, all[k - 1].rank, all[k].rank);
+			goto done;
+		}
+		local[k] = all[k].rank == rank ? all[k].local : -1;
+	}
+	*local_out = local;
+	local = NULL;
+	*nall_out = total;
+done:
+	free(scount);
+	free(rcount);
+	free(mine);
+	free(all);
+	free(local);
+	return st;
+}

@@ -52,4 +52,18 @@ gnn_status	gnn_train_dist_metrics(gnn_dist *d, const int64_t *nloc, const int64_
 gnn_status	gnn_train_dist_gather_own(gnn_dist *d, const gnn_graph *g, const float *rows, int32_t cols, int root,
 									  int64_t **ids_out, float **rows_out, int64_t *n_out, gnn_error *err);
 
+/* nodes[0..n) (indices of g) in the order of their names (type, then key or id) */
+gnn_status	gnn_train_sort_by_name(const gnn_graph *g, int32_t *nodes, int64_t n, gnn_error *err);
+
+/*
+ * Every rank's nodes[0..n) (indices of its own nodes) as one list over all
+ * ranks, in the order of their names (gnn_train_sort_by_name), the same on
+ * every rank: *local_out[k] is the k-th
+ * node's index on this rank when this rank listed it, else -1 (malloc'd;
+ * *nall_out entries).  Global batches over parts are windows of it
+ * (sampling across parts).  A collective.
+ */
+gnn_status	gnn_train_dist_global_order(gnn_dist *d, const gnn_graph *g, const int32_t *nodes, int64_t n,
+										int32_t **local_out, int64_t *nall_out, gnn_error *err);
+
 #endif							/* GNN_TRAIN_DIST_H */

@@ -5,6 +5,7 @@
 #include "train/train_mb.h"
 #include "train/eval.h"
 #include "train/train_dist.h"
+#include "train/sample_dist.h"
 #include "sample/gpu_batch.h"
 #include "infer/infer.h"
 #include "base/heap.h"
@@ -456,6 +457,16 @@ typedef struct mb_pipe
 	int64_t		train_total;	/* the epochs' batches, before the test batches */
 	gnn_sampler *esampler;		/* the producer's, for them */
 	/*
+	 * Over several ranks every batch is a window of a list over all ranks,
+	 * the same on each (global batches): train holds positions in glocal
+	 * (this rank's index of each training node, -1: another rank's), evn
+	 * and tn the lists themselves; a rank's batch is its nodes of the
+	 * window.  rs: sampling across parts (sample_dist.h), in line.
+	 */
+	gnn_dist_sampler *rs;
+	const int32_t *glocal;
+	int32_t    *rseeds;			/* this rank's seeds of the batch at hand */
+	/*
 	 * Evaluation on the CPU with a producer thread: its teams and the
 	 * computing thread's, capped so that together they take the threads
 	 * once (0: no cap; see pipe_start)
@@ -542,6 +553,86 @@ produce_cpu(mb_pipe *P, mb_item *it, gnn_sampler *sampler, const int32_t *seeds,
 }
 
 /*
+ * This rank's seeds of a global batch, the window win[0..n) (through map,
+ * positions into it, when given; entries of -1 are other ranks'), into
+ * P->rseeds; their number.
+ */
+static int64_t
+own_seeds(mb_pipe *P, const int32_t *win, int64_t n, const int32_t *map)
+{
+	int64_t		k = 0;
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		int32_t		v = map ? map[win[i]] : win[i];
+
+		if (v >= 0)
+			P->rseeds[k++] = v;
+	}
+	return k;
+}
+
+/* A batch sampled across parts: seeds[0..bs), their neighbourhood and features from their owners. */
+static void
+produce_remote(mb_pipe *P, mb_item *it, const int32_t *seeds, int64_t bs, const int64_t *stimes, uint64_t sseed)
+{
+	gnn_minibatch mb;
+	gnn_dist_feat f;
+	gnn_dist_sample_stats s0,
+				s1;
+	size_t		need;
+
+	it->gpu = false;
+	gnn_dist_sampler_stats(P->rs, &s0);
+	if ((it->st = gnn_dist_sampler_sample(P->rs, seeds, stimes, bs, sseed, P->cfg->row_normalise, P->cfg->threads,
+										  &mb, &f, &it->err)) != GNN_OK ||
+		(it->st = gnn_minibatch_copy_from(&it->mb, &mb, &it->err)) != GNN_OK)
+		return;
+	gnn_dist_sampler_stats(P->rs, &s1);
+	it->sample_s = s1.sample_s - s0.sample_s;
+	it->gather_s = s1.fetch_s - s0.fetch_s;
+	if (f.ptr)
+	{
+		/* sparse rows: the item keeps a copy (its sptr / sidx / sval, as produce_cpu's) */
+		int64_t		nnz = f.ptr[mb.n_input];
+
+		free(it->sptr);
+		free(it->sidx);
+		free(it->sval);
+		it->sptr = malloc(sizeof(int64_t) * (mb.n_input + 1));
+		it->sidx = malloc(sizeof(int32_t) * (nnz + 1));
+		it->sval = malloc(sizeof(float) * (nnz + 1));
+		if (!it->sptr || !it->sidx || !it->sval)
+		{
+			it->st = gnn_error_set(&it->err, GNN_ERR_NOMEM, "out of memory keeping %lld sparse feature rows",
+								   (long long) mb.n_input);
+			return;
+		}
+		memcpy(it->sptr, f.ptr, sizeof(int64_t) * (mb.n_input + 1));
+		memcpy(it->sidx, f.idx, sizeof(int32_t) * nnz);
+		memcpy(it->sval, f.val, sizeof(float) * nnz);
+		return;
+	}
+	need = (size_t) mb.n_input * P->g->feat_dim + 1;
+	if (need > it->feat_cap)
+	{
+		size_t		cap = need + need / 4;
+		float	   *nf = malloc(sizeof(float) * cap);
+
+		if (!nf)
+		{
+			it->st = gnn_error_set(&it->err, GNN_ERR_NOMEM, "out of memory keeping %lld feature rows",
+								   (long long) mb.n_input);
+			return;
+		}
+		free(it->feat);
+		it->feat = nf;
+		it->feat_cap = cap;
+	}
+	memcpy(it->feat, f.dense, sizeof(float) * (size_t) mb.n_input * P->g->feat_dim);
+}
+
+/*
  * Produce the stream's next batch into it (a failure is kept in it): an
  * epoch is nbatch training batches, then neval validation batches.  Only
  * training batches draw from the stream (shuffles, sampling and dropout
@@ -578,9 +669,21 @@ produce(mb_pipe *P, mb_item *it)
 
 		b0 = e * P->ebs;
 		bs = n - b0 < P->ebs ? n - b0 : P->ebs;
-		it->bs = bs;
 		it->dropout_seed = 0;
+		if (P->glocal)
+		{
+			/* a global batch: this rank's nodes of it */
+			bs = own_seeds(P, nodes + b0, bs, NULL);
+			nodes = P->rseeds;
+			b0 = 0;
+		}
+		it->bs = bs;
 		seed_bounds(P->g, mbc, nodes + b0, bs, P->stimes);
+		if (P->rs)
+		{
+			produce_remote(P, it, nodes + b0, bs, P->stimes, eval_batch_seed(P->cfg, mbc, e));
+			return;
+		}
 		{
 			int			cap = gnn_team_cap_set(P->eval_producer_team);
 
@@ -597,6 +700,18 @@ produce(mb_pipe *P, mb_item *it)
 	sseed = gnn_rng_next(&P->rng);
 	it->dropout_seed = gnn_rng_next(&P->rng);
 	it->bs = bs;
+	if (P->glocal)
+	{
+		/* a global batch: this rank's nodes of it, sampled here or across parts */
+		it->bs = own_seeds(P, P->train + b0, bs, P->glocal);
+		if (mbc->sampler.temporal)
+			seed_bounds(P->g, mbc, P->rseeds, it->bs, P->stimes);
+		if (P->rs)
+			produce_remote(P, it, P->rseeds, it->bs, mbc->sampler.temporal ? P->stimes : NULL, sseed);
+		else
+			produce_cpu(P, it, P->sampler, P->rseeds, it->bs, mbc->sampler.temporal ? P->stimes : NULL, sseed);
+		return;
+	}
 	if (P->gpu)
 	{
 		it->gpu = true;
@@ -653,7 +768,7 @@ static gnn_status
 pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
 		   int32_t *train, int64_t ntrain, uint64_t stream, int32_t epochs, gnn_backend *be, gnn_gpu_batcher *gpu,
 		   const int32_t *evn, int64_t nev, const int32_t *tn, int64_t nt, const gnn_sampler_config *esc,
-		   gnn_error *err)
+		   gnn_dist_sampler *rs, const int32_t *glocal, gnn_error *err)
 {
 	gnn_status	st;
 	int64_t		per = (ntrain + mbc->batch_size - 1) / mbc->batch_size;
@@ -678,6 +793,20 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 	P->gpu = gpu;
 	P->be = P->pbe = be;
 	P->nslots = mbc->prefetch > 0 ? mbc->prefetch + 1 : 1;
+	P->rs = rs;
+	P->glocal = glocal;
+	if (glocal && !(P->rseeds = malloc(sizeof(int32_t) * (batch_room(mbc) + 1))))
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	if (rs)
+	{
+		/* in line: a batch's exchanges and the steps' allreduces share one connection, in one order on every rank */
+		P->nslots = 1;
+		P->slots = calloc(1, sizeof(mb_item));
+		P->stimes = malloc(sizeof(int64_t) * (batch_room(mbc) + 1));
+		if (!P->slots || !P->stimes)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		return GNN_OK;
+	}
 	if (gpu && P->nslots > gnn_gpu_batcher_slots(gpu))
 		P->nslots = gnn_gpu_batcher_slots(gpu);
 	P->slots = calloc(P->nslots, sizeof(mb_item));
@@ -814,6 +943,7 @@ pipe_stop(mb_pipe *P)
 		item_free(&P->slots[i]);
 	free(P->slots);
 	free(P->stimes);
+	free(P->rseeds);
 	if (P->esampler != P->sampler)
 		gnn_sampler_free(P->esampler);
 	gnn_sampler_free(P->sampler);
@@ -945,7 +1075,8 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 			if ((st = gnn_dblock_create_forward(E->be, &it->mb.mb.blocks[l], E->cfg->model, NULL, NULL, &dblk[l],
 												 err)) == GNN_OK)
 				blocks[made++] = &dblk[l];
-		if (st == GNN_OK)
+		/* (across parts a rank may have no seed in a batch) */
+		if (st == GNN_OK && it->bs > 0)
 			st = eval_batch(E, blocks, &x, it->mb.mb.input_nodes, it->bs, a, err);
 		for (int l = 0; l < made; l++)
 			gnn_dblock_free(&dblk[l]);
@@ -998,7 +1129,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	 * floats x several buffers ran a 24 GB machine out of memory), and under
 	 * temporal sampling it would show the future.
 	 */
-	bool		sampled_eval = temporal || g->num_edge_types > 1 || mbc->sampled_eval;
+	bool		sampled_eval = temporal || g->num_edge_types > 1 || mbc->sampled_eval ||
+		(cfg->dist && mbc->sampler.nhops > (mbc->halo_hops > 0 ? mbc->halo_hops : 1));	/* (across parts) */
 	gnn_buf		dlab = {0},
 				drows = {0},
 				dlogits = {0};
@@ -1029,6 +1161,16 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				nall[4] = {0, 0, 0, 0},	/* each split's nodes on every rank (full evaluation) */
 				nall_test = 0;
 	bool		nall_ready = false;
+	/* sampling across parts (sample_dist.h): the part has fewer hops of halo than the job samples */
+	bool		remote = false;
+	gnn_dist_sampler *rs = NULL;
+	int32_t    *gtrain = NULL,	/* the lists over all ranks (this rank's index, or -1) */
+			   *gval = NULL,
+			   *gtest = NULL,
+			   *gperm = NULL;	/* positions into gtrain, shuffled every epoch */
+	int64_t		gntrain = 0,
+				gnval = 0,
+				gntest = 0;
 
 	memset(&d, 0, sizeof(d));
 	memset(&pipe, 0, sizeof(pipe));
@@ -1074,16 +1216,20 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		if (mbc->sampler.kind != GNN_SAMPLER_NEIGHBOR)
 			return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
 								 "a minibatch job over several servers samples node-wise (LADIES draws each layer from the whole graph)");
-		if (mbc->sampler.nhops > hh)
-			return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
-								 "rank %d's part has %d hop%s of halo, and the job samples %d: load every part with halo_hops => %d",
-								 gnn_dist_rank(dist), hh, hh == 1 ? "" : "s", mbc->sampler.nhops, mbc->sampler.nhops);
+		/* hops the halo does not hold are drawn by their owners */
+		remote = mbc->sampler.nhops > hh;
 		if ((st = gnn_train_dist_setup(dist, g, cfg, &mc, &halo, &part, &xfeat, &deg, err)) != GNN_OK)
 			return st;
 		g = &part;
-		/* the batch sizes are the job's; this rank's share of a training batch follows its nodes */
+		/*
+		 * The batch sizes are the job's, its batches global (a rank's
+		 * share is its nodes of each), and every node's draws keyed by its
+		 * id: the part draws what the whole graph would (per-node streams),
+		 * so a run equals a single server's with streams => node.
+		 */
 		mloc = *mbc;
 		mloc.eval_batch_size = (int32_t) eval_batch_of(mbc);
+		mloc.sampler.per_node_streams = mloc.sampler.stream_by_id = true;
 		mbc = &mloc;
 	}
 	c = mc.out_dim;				/* 1 for regression */
@@ -1094,7 +1240,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	gnn_rng_seed(&rng, cfg->seed);
 	/* evaluation's samplers (the pipelines'): time-aware inference's streams under temporal sampling */
 	esc = mbc->sampler;
-	esc.per_node_streams = temporal;
+	esc.per_node_streams = temporal || mbc->sampler.per_node_streams;
 	esc.first_hop = 0;
 	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK)
 		goto done;
@@ -1154,6 +1300,18 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			goto done;
 		}
 	}
+	if (!dist && mbc->sampler.stream_by_id)
+	{
+		/*
+		 * Per-node streams keyed by name: the batches are windows of the
+		 * nodes in name order, as over several ranks (gnn_train_dist_global_order),
+		 * so that this run is theirs
+		 */
+		if ((st = gnn_train_sort_by_name(g, train, ntrain, err)) != GNN_OK ||
+			(evnodes && (st = gnn_train_sort_by_name(g, evnodes, nev, err)) != GNN_OK) ||
+			(tnodes && (st = gnn_train_sort_by_name(g, tnodes, ntest, err)) != GNN_OK))
+			goto done;
+	}
 	E.g = g;
 	E.cfg = cfg;
 	E.be = be;
@@ -1177,9 +1335,26 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		if (mbc->max_batches > 0 && mbc->max_batches < steps)
 			steps = mbc->max_batches;
 		/* (a rank without training nodes steps with the others, adding nothing) */
-		if (n3[0] > 0 && ntrain > 0)
-			mloc.batch_size = (int32_t) ((ntrain + steps - 1) / steps);
 		ntrain_all = n3[0];
+	}
+	if (dist && ntrain_all > 0)
+	{
+		/* the global batches: windows of lists over all ranks */
+		if ((st = gnn_train_dist_global_order(dist, g, train, ntrain, &gtrain, &gntrain, err)) != GNN_OK)
+			goto done;
+		if (sampled_eval && !mbc->skip_eval &&
+			((st = gnn_train_dist_global_order(dist, g, evnodes, nev, &gval, &gnval, err)) != GNN_OK ||
+			 (st = gnn_train_dist_global_order(dist, g, tnodes, ntest, &gtest, &gntest, err)) != GNN_OK))
+			goto done;
+		if (!(gperm = malloc(sizeof(int32_t) * (gntrain + 1))))
+		{
+			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+			goto done;
+		}
+		for (int64_t i = 0; i < gntrain; i++)
+			gperm[i] = (int32_t) i;
+		if (remote && (st = gnn_dist_sampler_create(dist, g, &mbc->sampler, &rs, err)) != GNN_OK)
+			goto done;
 	}
 	if ((dist ? ntrain_all : ntrain) == 0)
 	{
@@ -1202,7 +1377,10 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		goto done;
 	}
 	on_device = be->ops != gnn_backend_cpu();
-	if (strncmp(be->name, "cuda", 4) == 0 || (mbc->gpu && mbc->gpu->api))
+	if (dist)
+		snprintf(stats->cpu_batches_why, sizeof(stats->cpu_batches_why),
+				 "batches over several ranks are built on the CPU");
+	else if (strncmp(be->name, "cuda", 4) == 0 || (mbc->gpu && mbc->gpu->api))
 	{
 		/* the GPU builds the batches where it can; else say why not */
 		const char *why = gnn_gpu_batch_unsupported(be, g, cfg, mbc);
@@ -1231,12 +1409,11 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		stats->gpu_batches = gpu != NULL;
 	}
 	on_device |= gpu != NULL;	/* (an emulated device in tests) */
-	/* the batches' stream, drawn after the weights */
-	/* (each rank's batches from a stream of its own: its nodes are its own) */
-	if ((st = pipe_start(&pipe, g, cfg, mbc, train, ntrain,
-						 gnn_rng_next(&rng) ^ (dist ? 0x9E3779B97F4A7C15ull * (uint64_t) (gnn_dist_rank(dist) + 1) : 0),
-						 cfg->epochs, be, gpu, evnodes, nev,
-						 tnodes, ntest, &esc, err)) != GNN_OK)
+	/* the batches' stream, drawn after the weights (over several ranks the same on each: the batches are global) */
+	/* (across parts one stream on every rank: the batches are global) */
+	if ((st = pipe_start(&pipe, g, cfg, mbc, dist ? gperm : train, dist ? gntrain : ntrain, gnn_rng_next(&rng),
+						 cfg->epochs, be, gpu, dist ? gval : evnodes, dist ? gnval : nev,
+						 dist ? gtest : tnodes, dist ? gntest : ntest, &esc, rs, gtrain, err)) != GNN_OK)
 		goto done;
 
 	stats->prefetch = pipe.threaded ? pipe.nslots - 1 : 0;
@@ -1302,6 +1479,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			}
 			mb = &it->mb.mb;
 			seeds = it->gpu ? it->seeds : mb->input_nodes;
+			if (it->bs == 0)
+				goto step;		/* across parts: none of this global batch's seeds is this rank's */
 			/* the batches in flight: every slot about this one's size */
 			{
 				int64_t		inflight = item_bytes(it) * pipe.nslots;
@@ -1549,8 +1728,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		if (pipe.head != pipe.train_total)
 		{
 			pipe_stop(&pipe);
-			if ((st = pipe_start(&pipe, g, cfg, mbc, NULL, 0, 0, 1, be, NULL, NULL, 0, tnodes, ntest, &esc,
-								 err)) != GNN_OK)
+			if ((st = pipe_start(&pipe, g, cfg, mbc, NULL, 0, 0, 1, be, NULL, NULL, 0, dist ? gtest : tnodes,
+								 dist ? gntest : ntest, &esc, rs, gtrain, err)) != GNN_OK)
 				goto out;
 		}
 		if ((st = eval_from_pipe(&E, &pipe, pipe.ntestb, &dfeat, dist ? NULL : should_stop, stop_arg, &ta,
@@ -1614,7 +1793,23 @@ done:
 	gnn_model_free(model);
 	if (!be_in)
 		gnn_backend_destroy(be);
+	if (rs)
+	{
+		gnn_dist_sample_stats ds;
+
+		gnn_dist_sampler_stats(rs, &ds);
+		stats->remote_sampling = true;
+		stats->remote_adj_bytes = ds.adj_bytes;
+		stats->remote_feat_bytes = ds.feat_bytes;
+		stats->remote_nodes = ds.remote_nodes;
+		stats->remote_rows = ds.remote_rows;
+	}
 	gnn_halo_plan_free(&halo);
+	gnn_dist_sampler_free(rs);
+	free(gtrain);
+	free(gval);
+	free(gtest);
+	free(gperm);
 	free(xfeat);
 	free(deg);
 	free(gbuf);

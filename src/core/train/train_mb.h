@@ -140,6 +140,17 @@ typedef struct gnn_minibatch_stats
 	int64_t		mem_training;
 	int64_t		mem_eval;
 	int64_t		mem_batches;
+	/*
+	 * Sampling across parts (a part with fewer hops of halo than the job
+	 * samples): what this rank's batches moved to and from other ranks -
+	 * sampling requests and answers, feature ids and rows - the nodes whose
+	 * neighbours another rank drew and the feature rows another rank sent.
+	 */
+	bool		remote_sampling;
+	int64_t		remote_adj_bytes;
+	int64_t		remote_feat_bytes;
+	int64_t		remote_nodes;
+	int64_t		remote_rows;
 } gnn_minibatch_stats;
 
 gnn_status	gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg,

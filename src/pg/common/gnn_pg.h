@@ -219,6 +219,13 @@ typedef struct GnnTrainRequest
 	char		edge_type[NAMEDATALEN]; /* link prediction on one relation ('' = all arcs) */
 	int32		temporal;		/* -1: default (on when the target type has times), 0, 1 */
 	char		temporal_strategy[16];	/* uniform, last */
+	/*
+	 * options.streams: "batch" (default: draws split by batch chunk) or
+	 * "node" (each node's draws keyed by the job seed, hop and node id:
+	 * the same batches on one server as over several, which always draw
+	 * so)
+	 */
+	char		streams[8];
 	bool		has_as_of;		/* options.seed_time: every seed samples at as_of */
 	int64		as_of;			/* microseconds since 2000-01-01 (a timestamptz) */
 	bool		row_normalise_set;

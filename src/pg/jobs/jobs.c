@@ -167,10 +167,12 @@ static const char *const option_names[] = {"heads", "out_heads", "patience", "ag
 	"optimizer", "attn_dropout", "select", "row_normalise", "fanouts", "batch_size", "sampler",
 	"num_parts", "clusters_per_batch", "walk_length", "roots", "presample", "batches",
 	"num_bases", "edge_type", "temporal", "temporal_strategy", "seed_time", "prefetch",
-	"gpu_sampling", "cache_policy", "evaluation", "eval_nodes", "eval_batch_size", "walks_per_node", "window", "p", "q", "negatives", "dim", NULL};
+	"gpu_sampling", "cache_policy", "evaluation", "eval_nodes", "eval_batch_size", "walks_per_node", "window", "p", "q", "negatives", "dim",
+	"streams", NULL};
 static const char *const cache_policy_names[] = {"presample", "degree", NULL};
 static const char *const evaluation_names[] = {"full", "sampled", NULL};
 static const char *const temporal_names[] = {"uniform", "last", NULL};
+static const char *const streams_names[] = {"batch", "node", NULL};
 static const char *const sampler_names[] = {"full", "neighbor", "ladies", "cluster", "saint_rw", NULL};
 
 static int32
@@ -546,6 +548,8 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 			SetText(r->edge_type, sizeof(r->edge_type), val, "edge type", NULL);
 		else if (strcmp(key, "temporal_strategy") == 0)
 			SetText(r->temporal_strategy, sizeof(r->temporal_strategy), val, "temporal strategy", temporal_names);
+		else if (strcmp(key, "streams") == 0)
+			SetText(r->streams, sizeof(r->streams), val, "streams", streams_names);
 		else if (strcmp(key, "seed_time") == 0)
 		{
 			/* one time for every seed: training "as of" it */
@@ -596,6 +600,13 @@ CheckSampling(GnnTrainRequest *r)
 				 errmsg("link prediction trains full-batch or on neighbour-sampled minibatches; sampler \"%s\" is not supported with it",
 						r->sampler),
 				 errhint("Drop the sampler option, or give fanouts for minibatches.")));
+	if (strcmp(r->streams, "node") == 0 && (r->nfanouts == 0 || strcmp(r->sampler, "ladies") == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("streams => node applies to neighbour-sampled minibatches"),
+				 errdetail("It keys each node's draws by its id; %s.",
+						   r->nfanouts == 0 ? "this job samples nothing" : "LADIES draws each layer as a whole"),
+				 errhint("%s", r->nfanouts == 0 ? "Add fanouts, or drop streams." : "Drop streams, or the ladies sampler.")));
 	if ((r->eval_nodes != 0 || r->eval_batch_size > 0) && !sampled_eval)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1318,6 +1329,7 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 	r->prefetch = -1;
 	r->gpu_sampling = -1;
 	strlcpy(r->temporal_strategy, "uniform", sizeof(r->temporal_strategy));
+	strlcpy(r->streams, "batch", sizeof(r->streams));
 	r->fault_after = gnn_fault_backend_calls;
 	r->threads = gnn_threads;
 	r->feature_cache_kb = gnn_feature_cache_kb;
@@ -1378,7 +1390,8 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("option \"seed_time\" bounds sampled neighbourhoods, and this job samples none"),
 				 errhint("Give fan-outs, e.g. options => '{\"fanouts\": [10, 10], \"seed_time\": \"2024-06-01\"}'.")));
-	if (r->num_bases > 0 || r->edge_type[0] || r->temporal >= 0 || r->ntype_fanouts > 0 || r->has_as_of)
+	if (r->num_bases > 0 || r->edge_type[0] || r->temporal >= 0 || r->ntype_fanouts > 0 || r->has_as_of ||
+		strcmp(r->streams, "node") == 0)
 	{
 		size_t		len = strlen(r->params_json);
 		StringInfoData b;
@@ -1392,6 +1405,8 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 			appendStringInfoString(&b, ", \"seed_time\": ");
 			escape_json(&b, timestamptz_to_str(r->as_of));
 		}
+		if (strcmp(r->streams, "node") == 0)
+			appendStringInfoString(&b, ", \"streams\": \"node\"");
 		if (r->edge_type[0])
 		{
 			appendStringInfoString(&b, ", \"edge_type\": ");

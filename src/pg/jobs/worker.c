@@ -422,6 +422,8 @@ JobTemporal(const gnn_graph *g, const GnnTrainRequest *r, int32 target, gnn_mini
 	mbc->has_as_of = r->has_as_of;
 	mbc->as_of = r->as_of;
 	mbc->sampler.temporal_strategy = strcmp(r->temporal_strategy, "last") == 0 ? 1 : 0;
+	/* streams => node: each node's draws keyed by its id (over several servers always) */
+	mbc->sampler.per_node_streams = mbc->sampler.stream_by_id = strcmp(r->streams, "node") == 0;
 	job_temporal = mbc->sampler.temporal;
 	if (job_temporal)
 	{
