@@ -369,6 +369,10 @@ typedef struct rank_res
 				input_nodes;
 	int64_t		ar_bytes,
 				a2a_bytes;
+	/* sampling across parts (a halo shorter than the fan-outs): what crossed, the whole run */
+	int64_t		adj_bytes,
+				feat_bytes,
+				remote_rows;
 	float		loss;
 } rank_res;
 
@@ -483,6 +487,9 @@ rank_main(int rank, int K, const char *prefix)
 			r->batches = ms.batches;
 			r->sampled_edges = ms.sampled_edges;
 			r->input_nodes = ms.input_nodes;
+			r->adj_bytes = ms.remote_adj_bytes;
+			r->feat_bytes = ms.remote_feat_bytes;
+			r->remote_rows = ms.remote_rows;
 		}
 		else
 			r->status = gnn_train_full(&g, &cfg, be, record, r, NULL, NULL, &model, &res, &err);
@@ -797,6 +804,14 @@ typedef struct mb_summary
 	int64_t		halo,			/* the largest halo, and its part's own nodes */
 				own,
 				ar_bytes;		/* per step and rank */
+	/* sampling across parts, per step: the slowest rank's seconds, the largest rank's bytes */
+	double		r_sample,
+				r_fetch,
+				r_a2a,
+				r_compute,
+				r_adj,
+				r_feat,
+				r_rows;
 } mb_summary;
 
 static int
@@ -859,6 +874,21 @@ run_mb(int K, const char *model_name, mb_summary *s)
 			s->own = r[k].own;
 		}
 		s->halo_mb = fmax(s->halo_mb, (double) r[k].halo * dim * 4 / 1048576.0);
+		{
+			/* whole-run counts over all steps; seconds as medians over epochs a step */
+			double		all_steps = (double) s->steps * e,
+						comp[MAX_EPOCHS + 1];
+
+			for (int i = 1; i <= e; i++)
+				comp[i] = r[k].step[i] - r[k].ar[i];
+			s->r_sample = fmax(s->r_sample, median(r[k].sample, e) / s->steps);
+			s->r_fetch = fmax(s->r_fetch, median(r[k].gather, e) / s->steps);
+			s->r_a2a = fmax(s->r_a2a, median(r[k].a2a, e) / s->steps);
+			s->r_compute = fmax(s->r_compute, median(comp, e) / s->steps);
+			s->r_adj = fmax(s->r_adj, r[k].adj_bytes / all_steps);
+			s->r_feat = fmax(s->r_feat, r[k].feat_bytes / all_steps);
+			s->r_rows = fmax(s->r_rows, r[k].remote_rows / all_steps);
+		}
 		printf("    rank %d/%d: %lld own nodes, %lld halo, %lld arcs; %lld batches over %d epochs "
 			   "(a batch: %.0f sampled arcs, %.0f input rows); per epoch: %.0f ms (sampling %.0f, gathering %.0f, waiting %.0f, allreduce %.0f), CPU %.0f ms; "
 			   "set-up %.2f s; peak RSS %.0f MB; last loss %.4f\n",
@@ -1104,6 +1134,23 @@ main(int argc, char **argv)
 						   (long long) ms[i].halo, ms[i].halo_mb, ms[i].setup, ms[i].rss, 1e3 * ms[i].cpu);
 				}
 				printf("\n");
+				if (mb_halo_hops < mb_hops)
+				{
+					printf("Sampling across parts (%d hop%s of halo, %d drawn: the owners draw the rest and send the "
+						   "features; in line with the steps): per step, the slowest rank's seconds and the largest "
+						   "rank's bytes (sent and received, to and from other ranks); compute = forward, loss, "
+						   "backward and step; 1 rank: one process, local sampling.\n\n",
+						   mb_halo_hops, mb_halo_hops == 1 ? "" : "s", mb_hops);
+					printf("| ranks | sampling ms | feature fetch ms | of which alltoallv ms | compute ms | allreduce ms "
+						   "| adjacency kB | features kB | feature rows from others | gradients kB |\n");
+					printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+					for (int i = 0; i < nranks; i++)
+						printf("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f |\n", ranks[i],
+							   1e3 * ms[i].r_sample, 1e3 * ms[i].r_fetch, 1e3 * ms[i].r_a2a, 1e3 * ms[i].r_compute,
+							   1e3 * ms[i].ar, ms[i].r_adj / 1e3, ms[i].r_feat / 1e3, ms[i].r_rows,
+							   ms[i].ar_bytes / 1e3);
+					printf("\n");
+				}
 				fflush(stdout);
 				continue;
 			}

@@ -231,6 +231,10 @@ static int	g_batch = 1000;
 static int	g_fanout = -1;
 static gnn_minibatch_stats g_mbstats;
 static bool g_node_streams;		/* per-node streams keyed by id (as sampling across parts draws) */
+static int	g_rank_now;			/* the rank this process is */
+static int	g_fail_rank = -1,	/* that rank fails its g_fail_batch-th batch at g_fail_where */
+			g_fail_batch,
+			g_fail_where;
 
 static void
 mb_config(gnn_minibatch_config *mbc)
@@ -247,6 +251,11 @@ mb_config(gnn_minibatch_config *mbc)
 	mbc->halo_hops = g_halo;
 	mbc->sampler.temporal = g_temporal;
 	mbc->sampler.per_node_streams = mbc->sampler.stream_by_id = g_node_streams;
+	if (g_rank_now == g_fail_rank)
+	{
+		mbc->fail_batch = g_fail_batch;
+		mbc->fail_where = g_fail_where;
+	}
 }
 
 /* full batch, or minibatches (g_minibatch) */
@@ -419,6 +428,7 @@ rank_train(int rank, int size, const char *prefix, int timeout_ms)
 
 	memset(&err, 0, sizeof(err));
 	config(&cfg);
+	g_rank_now = rank;
 	out->status = build(g_parts, rank, g_fault == 1 && rank == 1, g_fault == 2, &region, &g, &err);
 	if (out->status == GNN_OK)
 		out->status = gnn_dist_open(so_path, &o, &store, &d, &err);
@@ -802,6 +812,34 @@ check_remote(void)
 	}
 	g_temporal = false;
 	g_regress = false;
+	/* a rank failing mid-hop or mid-fetch leaves the others mid-exchange: every rank ends, soon */
+	kind_now = GNN_MODEL_SAGE;
+	g_parts = 2;
+	for (int where = 1; where <= 3; where++)
+	{
+		rank_out	o[2];
+		char		pre[64];
+		double		ms = 0;
+		bool		ended = true,
+					named = false;
+		int			ran;
+
+		g_fail_rank = 1;
+		g_fail_batch = 3;
+		g_fail_where = where;
+		snprintf(pre, sizeof(pre), "rsfail%d", where);
+		ran = run_ranks(2, -1, rank_train, pre, 3000, &ms);
+		for (int r = 0; r < 2; r++)
+		{
+			ended &= read_out(r, &o[r]) && o[r].status != GNN_OK;
+			named |= r == 1 && strstr(o[r].msg, where <= 2 ? "injected failure sampling hop" : "injected failure fetching") != NULL;
+		}
+		CHECK(ran == 2 && ended && named && ms < 10000,
+			  "rank 1 fails %s of its third batch: both ranks end with an error in %.0f ms (rank 0: %s; rank 1: %s)",
+			  where == 1 ? "in the first hop's exchange" : where == 2 ? "in the second hop's exchange" : "in the feature fetch",
+			  ms, o[0].msg, o[1].msg);
+	}
+	g_fail_rank = -1;
 	g_minibatch = false;
 	g_batch = 1000;
 	g_fanout = -1;

@@ -144,7 +144,16 @@ struct gnn_dist_sampler
 				cap_fer;
 
 	gnn_dist_sample_stats st;
+	int64_t		fail_batch;		/* tests (gnn_dist_sampler_fail_at) */
+	int32_t		fail_where;
 };
+
+/* tests: whether the batch at hand fails at `where` */
+static bool
+fails_here(const gnn_dist_sampler *s, int32_t where)
+{
+	return s->fail_batch > 0 && s->st.batches + 1 == s->fail_batch && s->fail_where == where;
+}
 
 static bool
 grow(void **p, size_t *cap, size_t n, size_t elem)
@@ -569,6 +578,9 @@ sample_hop(gnn_dist_sampler *s, int h, int64_t nd, uint64_t seed, gnn_error *err
 	}
 	if ((st = gnn_dist_alltoallv(s->d, s->sreq, s->scnt, s->rreq, s->rcnt, sizeof(sd_req), err)) != GNN_OK)
 		return st;
+	if (fails_here(s, h + 1))
+		return gnn_error_set(err, GNN_ERR_BACKEND, "injected failure sampling hop %d of batch %lld", h + 1,
+							 (long long) s->fail_batch);
 	s->st.adj_bytes += cross_bytes(s, s->scnt, s->rcnt, sizeof(sd_req));
 	for (int r = 0; r < s->size; r++)
 		if (r != s->rank)
@@ -778,6 +790,9 @@ fetch_features(gnn_dist_sampler *s, bool row_normalise, int nthreads, gnn_error 
 	}
 	if ((st = gnn_dist_alltoallv(s->d, s->sreq, s->scnt, s->rreq, s->rcnt, sizeof(sd_req), err)) != GNN_OK)
 		return st;
+	if (fails_here(s, s->L + 1))
+		return gnn_error_set(err, GNN_ERR_BACKEND, "injected failure fetching the features of batch %lld",
+							 (long long) s->fail_batch);
 	s->st.feat_bytes += cross_bytes(s, s->scnt, s->rcnt, sizeof(sd_req));
 	for (int64_t i = 0; i < nrecv; i++)
 	{
@@ -879,6 +894,13 @@ gnn_dist_sampler_sample(gnn_dist_sampler *s, const int32_t *seeds, const int64_t
 	else
 		feat->dense = s->feat;
 	return GNN_OK;
+}
+
+void
+gnn_dist_sampler_fail_at(gnn_dist_sampler *s, int64_t batch, int32_t where)
+{
+	s->fail_batch = batch;
+	s->fail_where = where;
 }
 
 const int64_t *

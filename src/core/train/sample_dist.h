@@ -68,6 +68,13 @@ gnn_status	gnn_dist_sampler_sample(gnn_dist_sampler *s, const int32_t *seeds, co
 									int64_t nseeds, uint64_t seed, bool row_normalise, int nthreads,
 									gnn_minibatch *mb, gnn_dist_feat *feat, gnn_error *err);
 
+/*
+ * Tests: fail the batch-th call (1-based) at `where` (1..nhops: in that
+ * hop's exchange, after the requests; nhops + 1: in the feature fetch,
+ * after the ids), leaving the other ranks mid-exchange.  0: never.
+ */
+void		gnn_dist_sampler_fail_at(gnn_dist_sampler *s, int64_t batch, int32_t where);
+
 /* the keys of the last batch's nodes (their ids on a homogeneous graph; mb->n_input of them) */
 const int64_t *gnn_dist_sampler_ids(const gnn_dist_sampler *s);
 void		gnn_dist_sampler_stats(const gnn_dist_sampler *s, gnn_dist_sample_stats *out);

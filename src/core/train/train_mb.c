@@ -654,7 +654,7 @@ produce(mb_pipe *P, mb_item *it)
 	it->st = GNN_OK;
 	it->sample_s = it->gather_s = 0;
 	P->made++;
-	if (mbc->fail_batch > 0 && P->made == mbc->fail_batch)
+	if (mbc->fail_batch > 0 && P->made == mbc->fail_batch && (!P->rs || mbc->fail_where == 0))
 	{
 		it->st = gnn_error_set(&it->err, GNN_ERR_BACKEND, "injected failure producing batch %lld",
 							   (long long) P->made);
@@ -1355,6 +1355,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			gperm[i] = (int32_t) i;
 		if (remote && (st = gnn_dist_sampler_create(dist, g, &mbc->sampler, &rs, err)) != GNN_OK)
 			goto done;
+		if (rs && mbc->fail_batch > 0 && mbc->fail_where > 0)
+			gnn_dist_sampler_fail_at(rs, mbc->fail_batch, mbc->fail_where);
 	}
 	if ((dist ? ntrain_all : ntrain) == 0)
 	{

@@ -74,6 +74,13 @@ typedef struct gnn_minibatch_config
 	/* tests: the batch producer fails at its fail_batch-th batch (1-based,
 	 * counted over the whole run; 0: never) */
 	int64_t		fail_batch;
+	/*
+	 * tests, sampling across parts: where in that batch the failure is -
+	 * 0 before it, h + 1 in hop h's exchanges (the requests sent, before
+	 * the answers), nhops + 1 in the feature fetch (the ids sent, before
+	 * the rows): the other ranks are then waiting mid-exchange
+	 */
+	int32_t		fail_where;
 
 	/*
 	 * The CUDA backend builds batches on the GPU (gpu_batch.h) unless
