@@ -451,6 +451,29 @@ sub max_diff
 	is($ranks, '30', 'every epoch logged');
 }
 
+# link prediction over two servers (parts with one hop of halo): the pairs' endpoints sampled
+# across parts, negatives from either part; one server's test AUC within 3 points (the split
+# and negatives are drawn otherwise, so parity, not equality)
+{
+	my $lp = "task => 'link_prediction', hidden => 32, epochs => 30, seed => 2, wait => true";
+	my ($rc1, $j1, $e1) = as_dist("SELECT gnn.train('whole', model => 'graphsage', name => 'lp_one', $lp, "
+		  . "options => '{\"fanouts\": [10, 5]}')");
+	is($rc1, 0, 'link prediction on minibatches on one server') or diag($e1);
+	my ($rc2, $j2, $e2) = as_dist("SELECT gnn.train('pd2', model => 'graphsage', name => 'lp_two', $lp, "
+		  . "options => '{\"peers\": [\"" . conn(1) . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 8000, "
+		  . "\"fanouts\": [10, 5]}')");
+	my $state = $j2 ? $n[0]->safe_psql('postgres', "SELECT state || ' ' || coalesce(error, '') FROM gnn.jobs WHERE id = $j2") : $e2;
+	like($state, qr/^succeeded/, 'link prediction over two servers') or diag($state);
+	my ($a1, $a2) = map { $n[0]->safe_psql('postgres', "SELECT (metrics->>'test_auc')::float8 FROM gnn.models WHERE name = '$_'") }
+	  ('lp_one', 'lp_two');
+	note("link prediction, test AUC: one server $a1, two $a2");
+	ok($a2 > 0.8 && abs($a1 - $a2) < 0.03, "over two servers: test AUC $a2, one server $a1 (within 3 points)");
+	my ($rc, $out, $err) = as_dist("SELECT gnn.train('pd2', task => 'link_prediction', options => '{\"peers\": [\"" . conn(1)
+		  . "\"], \"coordinator\": \"$coord\"}')");
+	like($err, qr/link prediction on minibatches \(give fanouts\)/, 'full-batch link prediction over servers: refused, with the fix')
+	  or diag($err);
+}
+
 # a schema graph in two parts: every table's rows of a part, the halo one
 # foreign key away; R-GCN and heterogeneous GraphSAGE over two servers give
 # one server's loss curve on the whole schema

@@ -819,13 +819,15 @@ fetch_features(gnn_dist_sampler *s, bool row_normalise, int nthreads, gnn_error 
 	return GNN_OK;
 }
 
+static gnn_status sample_from_seeds(gnn_dist_sampler *s, uint64_t seed, bool row_normalise, int nthreads,
+									gnn_minibatch *mb, gnn_dist_feat *feat, double t, gnn_error *err);
+
 gnn_status
 gnn_dist_sampler_sample(gnn_dist_sampler *s, const int32_t *seeds, const int64_t *seed_times, int64_t nseeds,
 						uint64_t seed, bool row_normalise, int nthreads, gnn_minibatch *mb, gnn_dist_feat *feat,
 						gnn_error *err)
 {
 	const gnn_graph *g = s->g;
-	gnn_status	st = GNN_OK;
 	double		t = gnn_now_s();
 
 	memset(mb, 0, sizeof(*mb));
@@ -848,6 +850,46 @@ gnn_dist_sampler_sample(gnn_dist_sampler *s, const int32_t *seeds, const int64_t
 			node_add(s, gnn_graph_name_key(g, v), b, s->rank, v, (int16_t) gnn_graph_name_type(g, v)) < 0)
 			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 	}
+	return sample_from_seeds(s, seed, row_normalise, nthreads, mb, feat, t, err);
+}
+
+gnn_status
+gnn_dist_sampler_sample_named(gnn_dist_sampler *s, const int64_t *keys, const int16_t *types, const int32_t *owners,
+							  const int64_t *seed_times, int64_t nseeds, uint64_t seed, bool row_normalise,
+							  int nthreads, gnn_minibatch *mb, gnn_dist_feat *feat, gnn_error *err)
+{
+	double		t = gnn_now_s();
+
+	memset(mb, 0, sizeof(*mb));
+	memset(feat, 0, sizeof(*feat));
+	if (s->temporal && nseeds > 0 && !seed_times)
+		return gnn_error_set(err, GNN_ERR_INVALID, "temporal sampling needs seed times");
+	s->n = 0;
+	if (!hash_reset(s, nseeds + 64))
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	for (int64_t i = 0; i < nseeds; i++)
+	{
+		int16_t		ty = types ? types[i] : 0;
+		int64_t		b = s->temporal ? seed_times[i] : INT64_MAX;
+
+		if (owners[i] < 0 || owners[i] >= s->size)
+			return gnn_error_set(err, GNN_ERR_INVALID, "seed %lld's owner %d is not a rank of %d",
+								 (long long) keys[i], owners[i], s->size);
+		if (node_find(s, keys[i], ty, b) < 0 &&
+			node_add(s, keys[i], b, owners[i], (int32_t) find_node(s->g, ty, keys[i]), ty) < 0)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	}
+	return sample_from_seeds(s, seed, row_normalise, nthreads, mb, feat, t, err);
+}
+
+/* the batch's seeds are listed: their hops, then the features */
+static gnn_status
+sample_from_seeds(gnn_dist_sampler *s, uint64_t seed, bool row_normalise, int nthreads, gnn_minibatch *mb,
+				  gnn_dist_feat *feat, double t, gnn_error *err)
+{
+	const gnn_graph *g = s->g;
+	gnn_status	st = GNN_OK;
+
 	s->start[0] = s->n;
 	for (int h = 0; h < s->L; h++)
 	{

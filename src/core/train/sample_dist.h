@@ -69,6 +69,17 @@ gnn_status	gnn_dist_sampler_sample(gnn_dist_sampler *s, const int32_t *seeds, co
 									gnn_minibatch *mb, gnn_dist_feat *feat, gnn_error *err);
 
 /*
+ * As gnn_dist_sampler_sample, the seeds given by name (keys[i] and types[i]:
+ * gnn_graph_name_key / _type; types NULL: all 0) and owner rank: any rank's
+ * nodes (link prediction's endpoints).  input_nodes[i] is -1 for a seed g
+ * does not hold.
+ */
+gnn_status	gnn_dist_sampler_sample_named(gnn_dist_sampler *s, const int64_t *keys, const int16_t *types,
+										  const int32_t *owners, const int64_t *seed_times, int64_t nseeds,
+										  uint64_t seed, bool row_normalise, int nthreads, gnn_minibatch *mb,
+										  gnn_dist_feat *feat, gnn_error *err);
+
+/*
  * Tests: fail the batch-th call (1-based) at `where` (1..nhops: in that
  * hop's exchange, after the requests; nhops + 1: in the feature fetch,
  * after the ids), leaving the other ranks mid-exchange.  0: never.

@@ -385,9 +385,75 @@ gnn_train_sort_by_name(const gnn_graph *g, int32_t *nodes, int64_t n, gnn_error 
 	return st;
 }
 
+/* every rank's nodes[0..n) as one sorted list of names on every rank (*all_out malloc'd, *nall_out of them) */
+static gnn_status
+gather_names(gnn_dist *d, const gnn_graph *g, const int32_t *nodes, int64_t n, gorder_ent **all_out,
+			 int64_t *nall_out, gnn_error *err);
+
 gnn_status
 gnn_train_dist_global_order(gnn_dist *d, const gnn_graph *g, const int32_t *nodes, int64_t n, int32_t **local_out,
 							int64_t *nall_out, gnn_error *err)
+{
+	gorder_ent *all = NULL;
+	int32_t    *local;
+	int64_t		total = 0;
+	int			rank = gnn_dist_rank(d);
+	gnn_status	st;
+
+	*local_out = NULL;
+	*nall_out = 0;
+	if ((st = gather_names(d, g, nodes, n, &all, &total, err)) != GNN_OK)
+		return st;
+	if (!(local = malloc(sizeof(int32_t) * (total + 1))))
+	{
+		free(all);
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld nodes", (long long) total);
+	}
+	for (int64_t k = 0; k < total; k++)
+		local[k] = all[k].rank == rank ? all[k].local : -1;
+	free(all);
+	*local_out = local;
+	*nall_out = total;
+	return GNN_OK;
+}
+
+gnn_status
+gnn_train_dist_global_names(gnn_dist *d, const gnn_graph *g, const int32_t *nodes, int64_t n, int64_t **keys_out,
+							int32_t **ranks_out, int64_t *nall_out, gnn_error *err)
+{
+	gorder_ent *all = NULL;
+	int64_t		total = 0;
+	gnn_status	st;
+
+	*keys_out = NULL;
+	*ranks_out = NULL;
+	*nall_out = 0;
+	if ((st = gather_names(d, g, nodes, n, &all, &total, err)) != GNN_OK)
+		return st;
+	*keys_out = malloc(sizeof(int64_t) * (total + 1));
+	*ranks_out = malloc(sizeof(int32_t) * (total + 1));
+	if (!*keys_out || !*ranks_out)
+	{
+		free(all);
+		free(*keys_out);
+		free(*ranks_out);
+		*keys_out = NULL;
+		*ranks_out = NULL;
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld nodes", (long long) total);
+	}
+	for (int64_t k = 0; k < total; k++)
+	{
+		(*keys_out)[k] = all[k].id;
+		(*ranks_out)[k] = all[k].rank;
+	}
+	free(all);
+	*nall_out = total;
+	return GNN_OK;
+}
+
+static gnn_status
+gather_names(gnn_dist *d, const gnn_graph *g, const int32_t *nodes, int64_t n, gorder_ent **all_out,
+			 int64_t *nall_out, gnn_error *err)
 {
 	int			size = gnn_dist_size(d),
 				rank = gnn_dist_rank(d);
@@ -397,10 +463,9 @@ gnn_train_dist_global_order(gnn_dist *d, const gnn_graph *g, const int32_t *node
 	/* (alltoallv's send buffer is packed by destination: the list once for each rank) */
 	gorder_ent *mine = malloc(sizeof(gorder_ent) * ((size_t) n * size + 1)),
 			   *all = NULL;
-	int32_t    *local = NULL;
 	gnn_status	st;
 
-	*local_out = NULL;
+	*all_out = NULL;
 	*nall_out = 0;
 	if (!scount || !rcount || !mine)
 	{
@@ -429,8 +494,7 @@ gnn_train_dist_global_order(gnn_dist *d, const gnn_graph *g, const int32_t *node
 		goto done;
 	}
 	all = malloc(sizeof(gorder_ent) * (total + 1));
-	local = malloc(sizeof(int32_t) * (total + 1));
-	if (!all || !local)
+	if (!all)
 	{
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld nodes", (long long) total);
 		goto done;
@@ -446,16 +510,14 @@ gnn_train_dist_global_order(gnn_dist *d, const gnn_graph *g, const int32_t *node
 							   (long long) all[k].id, all[k].type, all[k - 1].rank, all[k].rank);
 			goto done;
 		}
-		local[k] = all[k].rank == rank ? all[k].local : -1;
 	}
-	*local_out = local;
-	local = NULL;
+	*all_out = all;
+	all = NULL;
 	*nall_out = total;
 done:
 	free(scount);
 	free(rcount);
 	free(mine);
 	free(all);
-	free(local);
 	return st;
 }

@@ -3,6 +3,8 @@
  */
 #include "train/train_linkpred.h"
 #include "train/train_mb.h"
+#include "train/sample_dist.h"
+#include "train/train_dist.h"
 #include "infer/infer.h"
 #include "train/eval.h"
 
@@ -359,31 +361,42 @@ cmp_desc(const void *a, const void *b)
  * scores it); Hits@K as OGB: positives above the K-th best negative.
  */
 static void
+auc_hits_scores(double *score, int64_t np, int64_t nn, int k, double *auc, double *hits);
+
+static void
 auc_hits(const float *z, int32_t d, const gnn_linkpred_pair *pos, int64_t np, const gnn_linkpred_pair *neg, int64_t nn, int k,
 		 double *auc, double *hits)
 {
 	double	   *score = malloc(sizeof(double) * (np + nn + 1));
+
+	*auc = 0;
+	*hits = 0;
+	if (!score)
+		return;
+	for (int64_t i = 0; i < np; i++)
+		score[i] = dot(z, d, pos[i].u, pos[i].v);
+	for (int64_t i = 0; i < nn; i++)
+		score[np + i] = dot(z, d, neg[i].u, neg[i].v);
+	auc_hits_scores(score, np, nn, k, auc, hits);
+	free(score);
+}
+
+/* the same of scores: np positives' then nn negatives' (reordered) */
+static void
+auc_hits_scores(double *score, int64_t np, int64_t nn, int k, double *auc, double *hits)
+{
 	int32_t    *label = malloc(sizeof(int32_t) * (np + nn + 1));
 	int64_t		above = 0;
 
 	*auc = 0;
 	*hits = 0;
-	if (!score || !label || np == 0 || nn == 0)
+	if (!label || np == 0 || nn == 0)
 	{
-		free(score);
 		free(label);
 		return;
 	}
-	for (int64_t i = 0; i < np; i++)
-	{
-		score[i] = dot(z, d, pos[i].u, pos[i].v);
-		label[i] = 1;
-	}
-	for (int64_t i = 0; i < nn; i++)
-	{
-		score[np + i] = dot(z, d, neg[i].u, neg[i].v);
-		label[np + i] = 0;
-	}
+	for (int64_t i = 0; i < np + nn; i++)
+		label[i] = i < np;
 	*auc = gnn_auroc(score, label, np + nn);
 	if (nn < k)
 		*hits = 1.0;
@@ -395,7 +408,6 @@ auc_hits(const float *z, int32_t d, const gnn_linkpred_pair *pos, int64_t np, co
 			above += score[i] > score[np + k - 1];
 		*hits = (double) above / np;
 	}
-	free(score);
 	free(label);
 }
 
@@ -630,6 +642,781 @@ mb_eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_mini
 	return st;
 }
 
+/* ------------------------------------------------------------------ over several ranks */
+
+/*
+ * Link prediction over the parts of a partitioned graph (cfg->dist, on
+ * minibatches): every node is named by its place in the list of all ranks'
+ * nodes in id order (the same on every rank), and every pair is its two
+ * places.
+ *  - The positives: each unordered pair of linked nodes once, on the rank
+ *    that owns its endpoint of lower id (a part holds every arc of its own
+ *    nodes); cut into training, validation and test by a hash of the pair
+ *    and the job's seed, so that every rank agrees without a word.
+ *  - The training graph: each part without the arcs of held-out pairs (the
+ *    owners answer sampling requests from it).
+ *  - A step: each rank's share of the global batch of positive pairs, each
+ *    with `negatives` pairs of its first endpoint and a node drawn from the
+ *    whole graph (any rank's: unlinked to it, as its owner here knows);
+ *    the pairs' endpoints sampled across parts (sample_dist.h), embedded,
+ *    the loss's gradient summed over the ranks, weighed by their positives.
+ *  - Evaluation: the validation and test pairs (each with a negative drawn
+ *    as above, once) scored on embeddings of every neighbour (fan-outs -1:
+ *    the full pass's rows), the scores gathered on every rank, AUC and
+ *    Hits@K of them all.
+ * Homogeneous graphs (edge_type -1).  Parity, not equality, with one
+ * server: the split and the negatives are drawn otherwise.
+ */
+typedef struct gpair
+{
+	int64_t		u;				/* places; u's node is this rank's own */
+	int64_t		v;
+	int32_t		ul;				/* u's index in the part */
+} gpair;
+
+static int64_t
+name_index(const int64_t *keys, int64_t n, int64_t key)
+{
+	int64_t		lo = 0,
+				hi = n - 1;
+
+	while (lo <= hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (keys[mid] == key)
+			return mid;
+		if (keys[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -1;
+}
+
+/* a pair's place in [0, 1), the same on every rank (a < b: the endpoints' ids) */
+static double
+pair_draw(uint64_t seed, int64_t a, int64_t b)
+{
+	uint64_t	h = gnn_mix64(seed ^ gnn_mix64((uint64_t) a * 0x9e3779b97f4a7c15ULL) ^ gnn_mix64((uint64_t) b + 1));
+
+	return (double) (h >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* held out (validation or test): 1, 2; training: 0 */
+static int
+pair_split(const gnn_linkpred_config *lc, uint64_t seed, int64_t a, int64_t b)
+{
+	double		x;
+
+	if (a > b)
+	{
+		int64_t		t = a;
+
+		a = b;
+		b = t;
+	}
+	x = pair_draw(seed, a, b);
+	return x < lc->holdout * lc->val_fraction ? 1 : x < lc->holdout ? 2 : 0;
+}
+
+/* whether own node u (an index of g) has an arc either way with the node of id w */
+static bool
+own_linked(const gnn_graph *g, int32_t u, int64_t w)
+{
+	const int32_t *nb;
+	int64_t		k = gnn_graph_out_row(g, u, &nb, NULL, NULL);
+
+	for (int64_t i = 0; i < k; i++)
+		if (g->ids[nb[i]] == w)
+			return true;
+	k = gnn_graph_in_row(g, u, &nb, NULL);
+	for (int64_t i = 0; i < k; i++)
+		if (g->ids[nb[i]] == w)
+			return true;
+	return false;
+}
+
+static int
+gpair_cmp(const void *a, const void *b)
+{
+	const gpair *x = a,
+			   *y = b;
+
+	if (x->u != y->u)
+		return (x->u > y->u) - (x->u < y->u);
+	return (x->v > y->v) - (x->v < y->v);
+}
+
+typedef struct lpd
+{
+	gnn_dist   *d;
+	int			rank;
+	int			size;
+	const gnn_graph *g;
+	int64_t		N;				/* every rank's nodes */
+	int64_t    *akey;			/* [N] their ids, ascending */
+	int32_t    *arank;			/* [N] their owners */
+	int64_t    *gi;				/* [g->num_nodes] each node's place, -1 */
+	int32_t    *own;			/* own nodes (indices of g) */
+	int64_t		nown;
+	/* a batch's distinct endpoints */
+	int32_t    *mark;			/* [N] the endpoint's seed position, -1 */
+	int64_t    *skey;
+	int32_t    *sown;
+	int64_t		ns;
+} lpd;
+
+/* the seed position of place x in the batch being listed */
+static int32_t
+seed_of(lpd *P, int64_t x)
+{
+	if (P->mark[x] < 0)
+	{
+		P->mark[x] = (int32_t) P->ns;
+		P->skey[P->ns] = P->akey[x];
+		P->sown[P->ns] = P->arank[x];
+		P->ns++;
+	}
+	return P->mark[x];
+}
+
+static void
+seeds_clear(lpd *P, const gpair *pairs, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		P->mark[pairs[i].u] = P->mark[pairs[i].v] = -1;
+	P->ns = 0;
+}
+
+/* a negative for own node u (its place x): a place drawn from the whole graph, unlinked to u */
+static int64_t
+draw_tail(const lpd *P, int32_t u, int64_t x, gnn_rng *r)
+{
+	int64_t		w = 0;
+
+	for (int tries = 0; tries < 100; tries++)
+	{
+		w = (int64_t) gnn_rng_below(r, (uint64_t) P->N);
+		if (w != x && !own_linked(P->g, u, P->akey[w]))
+			break;
+	}
+	return w;
+}
+
+/*
+ * Embeddings of the batch's ns seeds (P->skey / sown) into host_out,
+ * sampled across parts by ds; the blocks and features stay in db / xb
+ * for a backward pass until sampled_free.  A collective (ns may be 0).
+ */
+static gnn_status
+dist_embed(lpd *P, gnn_dist_sampler *ds, const gnn_train_config *cfg, gnn_backend *be, gnn_model *model,
+		   uint64_t seed, bool train, uint64_t dropout_seed, float *host_out, gnn_dblock *db, int *made,
+		   gnn_dfeat *xb, gnn_error *err)
+{
+	int32_t		L = gnn_model_config_of(model)->layers;
+	gnn_dblock *blocks[GNN_MAX_LAYERS];
+	gnn_minibatch mb;
+	gnn_dist_feat f;
+	const float *out;
+	gnn_status	st;
+
+	*made = 0;
+	memset(xb, 0, sizeof(*xb));
+	if ((st = gnn_dist_sampler_sample_named(ds, P->skey, NULL, P->sown, NULL, P->ns, seed, cfg->row_normalise,
+											cfg->threads, &mb, &f, err)) != GNN_OK || P->ns == 0)
+		return st;
+	st = f.ptr ? gnn_dfeat_sparse(be, mb.n_input, P->g->feat_dim, f.ptr, f.idx, f.val, xb, err)
+		: gnn_dfeat_dense(be, f.dense, mb.n_input, P->g->feat_dim, xb, err);
+	for (int l = 0; st == GNN_OK && l < L; l++)
+		if ((st = gnn_dblock_create(be, &mb.blocks[l], &db[l], err)) == GNN_OK)
+			blocks[(*made)++] = &db[l];
+	if (st == GNN_OK)
+		st = gnn_model_forward(model, blocks, xb, train, dropout_seed, &out, err);
+	if (st == GNN_OK)
+		st = gnn_backend_error(be, gnn_backend_copy_d2h(be, host_out, out, sizeof(float) * P->ns * cfg->hidden), err);
+	return st;
+}
+
+static void sampled_free(gnn_dblock *db, int made, gnn_dfeat *xb);
+
+static gnn_status
+linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_config *lc,
+			  const gnn_minibatch_config *mbc, gnn_backend *be_in, gnn_progress_fn progress, void *progress_arg,
+			  gnn_should_stop_fn should_stop, void *stop_arg, gnn_model **model_out, gnn_linkpred_result *res,
+			  gnn_error *err)
+{
+	lpd			P;
+	gnn_backend *be = be_in;
+	gnn_model  *model = NULL;
+	gnn_model_config mc;
+	gnn_optim	opt;
+	gnn_rng		rng;
+	gnn_status	st = GNN_OK;
+	gnn_graph	tg;
+	gnn_dist_sampler *ds = NULL,
+			   *de = NULL;
+	gnn_sampler_config sc,
+				ec;
+	gpair	   *pos = NULL,		/* training, then validation, then test */
+			   *neg = NULL,		/* validation's, then test's */
+			   *bpairs = NULL;
+	int64_t		npos = 0,
+				ntr = 0,
+				nva = 0,
+				nte = 0,
+				cnt[3],
+				steps,
+				share,
+				B = mbc->batch_size,
+				m = 0,
+				nneg_b;
+	int64_t    *rptr = NULL;
+	int32_t    *ridx = NULL,
+			   *order = NULL;
+	float	   *rw = NULL,
+			   *z = NULL,
+			   *dz = NULL,
+			   *best_w = NULL,
+			   *gbuf = NULL;
+	double	   *score = NULL,
+			   *allsc = NULL;
+	size_t		gcap = 0;
+	gnn_buf		ddz = {0};
+	pair	   *lpos = NULL,
+			   *lneg = NULL;
+	int32_t		d = cfg->hidden;
+	uint64_t	split_seed = gnn_mix64(cfg->seed ^ 0x6c696e6b73706c74ULL);
+	double		best_auc = -1,
+				t_start = gnn_now_s();
+	bool		have_best = false;
+	int32_t		wait = 0,
+				fdim[64];
+	int64_t		echunk = 1024;
+
+	memset(&P, 0, sizeof(P));
+	P.d = cfg->dist;
+	P.rank = gnn_dist_rank(P.d);
+	P.size = gnn_dist_size(P.d);
+	P.g = g;
+	if (lc->edge_type >= 0 || g->num_node_types > 1)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+							 "link prediction over several servers is for homogeneous graphs (every arc a positive)");
+	if (g->has_delta)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+							 "rank %d's part has changes not merged yet: link prediction over several servers reads a merged part (gnn.refresh)",
+							 P.rank);
+	if (mbc->sampler.temporal)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "time-aware link prediction does not run over several servers yet");
+	if (P.size > 64)
+		return gnn_error_set(err, GNN_ERR_LIMIT, "at most 64 ranks");
+	if ((st = gnn_dist_allgather(P.d, &g->feat_dim, sizeof(int32_t), fdim, err)) != GNN_OK)
+		return st;
+	for (int r = 0; r < P.size; r++)
+		if (fdim[r] != g->feat_dim)
+			return gnn_error_set(err, GNN_ERR_INVALID, "rank %d's graph has features of width %d, rank %d's of width %d",
+								 r, fdim[r], P.rank, g->feat_dim);
+	if ((st = gnn_linkpred_model_config(g, cfg, &mc, err)) != GNN_OK)
+		return st;
+	if (mbc->sampler.nhops != mc.layers)
+		return gnn_error_set(err, GNN_ERR_INVALID, "%d fan-outs given for a model with %d layers (give one per layer)",
+							 mbc->sampler.nhops, mc.layers);
+	memset(&tg, 0, sizeof(tg));
+
+	/* every node's place */
+	P.own = malloc(sizeof(int32_t) * (g->num_nodes + 1));
+	P.gi = malloc(sizeof(int64_t) * (g->num_nodes + 1));
+	if (!P.own || !P.gi)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		if (!g->node_part || g->node_part[v] == g->part)
+			P.own[P.nown++] = (int32_t) v;
+	if ((st = gnn_train_dist_global_names(P.d, g, P.own, P.nown, &P.akey, &P.arank, &P.N, err)) != GNN_OK)
+		goto done;
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		if ((P.gi[v] = name_index(P.akey, P.N, g->ids[v])) < 0)
+		{
+			st = gnn_error_set(err, GNN_ERR_DANGLING, "node %lld of rank %d's halo is no rank's own node",
+							   (long long) g->ids[v], P.rank);
+			goto done;
+		}
+
+	/* the positives: each linked pair once, at the owner of its lower id; cut by their hash */
+	{
+		int64_t		cap = 0;
+
+		for (int64_t i = 0; i < P.nown; i++)
+		{
+			const int32_t *nb;
+
+			cap += gnn_graph_out_row(g, P.own[i], &nb, NULL, NULL) + gnn_graph_in_row(g, P.own[i], &nb, NULL);
+		}
+		pos = malloc(sizeof(gpair) * (cap + 1));
+		if (!pos)
+		{
+			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld pairs", (long long) cap);
+			goto done;
+		}
+		for (int64_t i = 0; i < P.nown; i++)
+		{
+			int32_t		u = P.own[i];
+
+			for (int way = 0; way < 2; way++)
+			{
+				const int32_t *nb;
+				int64_t		k = way ? gnn_graph_in_row(g, u, &nb, NULL) : gnn_graph_out_row(g, u, &nb, NULL, NULL);
+
+				for (int64_t e = 0; e < k; e++)
+					if (g->ids[nb[e]] > g->ids[u])
+					{
+						pos[npos].u = P.gi[u];
+						pos[npos].v = P.gi[nb[e]];
+						pos[npos].ul = u;
+						npos++;
+					}
+			}
+		}
+		qsort(pos, npos, sizeof(gpair), gpair_cmp);
+		{
+			int64_t		w = 0;
+
+			for (int64_t i = 0; i < npos; i++)
+				if (w == 0 || pos[i].u != pos[w - 1].u || pos[i].v != pos[w - 1].v)
+					pos[w++] = pos[i];
+			npos = w;
+		}
+		/* training first, then validation, then test (a stable partition in three) */
+		{
+			gpair	   *tmp = malloc(sizeof(gpair) * (npos + 1));
+			int64_t		at = 0;
+
+			if (!tmp)
+			{
+				st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+				goto done;
+			}
+			for (int part = 0; part < 3; part++)
+				for (int64_t i = 0; i < npos; i++)
+					if (pair_split(lc, split_seed, P.akey[pos[i].u], P.akey[pos[i].v]) == part)
+					{
+						tmp[at++] = pos[i];
+						if (part == 0)
+							ntr++;
+						else if (part == 1)
+							nva++;
+						else
+							nte++;
+					}
+			free(pos);
+			pos = tmp;
+		}
+	}
+
+	/* the training graph: the part without the arcs of held-out pairs */
+	rptr = malloc(sizeof(int64_t) * (g->num_nodes + 1));
+	ridx = malloc(sizeof(int32_t) * (g->num_edges + 1));
+	rw = g->rweights ? malloc(sizeof(float) * (g->num_edges + 1)) : NULL;
+	if (!rptr || !ridx || (g->rweights && !rw))
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for the training graph");
+		goto done;
+	}
+	rptr[0] = 0;
+	for (int64_t v = 0; v < g->num_nodes; v++)
+	{
+		const int32_t *nb;
+		const float *w;
+		int64_t		k = gnn_graph_in_row(g, v, &nb, &w);
+
+		for (int64_t e = 0; e < k; e++)
+		{
+			if (nb[e] != v && pair_split(lc, split_seed, g->ids[nb[e]], g->ids[v]) != 0)
+				continue;
+			ridx[m] = nb[e];
+			if (rw)
+				rw[m] = w ? w[e] : 1.0f;
+			m++;
+		}
+		rptr[v + 1] = m;
+	}
+	tg = *g;
+	tg.num_edges = m;
+	tg.rindptr = tg.indptr = rptr;
+	tg.rindices = tg.indices = ridx;
+	tg.rweights = tg.weights = rw;
+	tg.rarc_type = tg.arc_type = NULL;
+	tg.arc_rows = NULL;
+
+	/* the samplers: training's fan-outs, and every neighbour for evaluation */
+	sc = mbc->sampler;
+	sc.nhops = mc.layers;
+	ec = sc;
+	for (int h = 0; h < ec.nhops; h++)
+		ec.fanouts[h] = -1;
+	ec.type_fanouts = NULL;
+	if ((st = gnn_dist_sampler_create(P.d, &tg, &sc, &ds, err)) != GNN_OK ||
+		(st = gnn_dist_sampler_create(P.d, &tg, &ec, &de, err)) != GNN_OK)
+		goto done;
+
+	cnt[0] = ntr;
+	cnt[1] = nva;
+	cnt[2] = nte;
+	if ((st = gnn_dist_allreduce(P.d, cnt, 3, GNN_DIST_I64, err)) != GNN_OK)
+		goto done;
+	if (cnt[0] == 0 || cnt[1] == 0 || cnt[2] == 0)
+	{
+		st = gnn_error_set(err, GNN_ERR_EMPTY, "%lld training, %lld validation and %lld test pairs over all ranks: too few links",
+						   (long long) cnt[0], (long long) cnt[1], (long long) cnt[2]);
+		goto done;
+	}
+	res->test_edges = cnt[2];
+	steps = (cnt[0] + B - 1) / B;
+	if (mbc->max_batches > 0 && mbc->max_batches < steps)
+		steps = mbc->max_batches;
+	share = ntr > 0 ? (ntr + steps - 1) / steps : 0;
+	nneg_b = share * lc->negatives;
+
+	/* this rank's stream: its shuffles and negatives (rank 0's weights are every rank's) */
+	gnn_rng_seed(&rng, cfg->seed ^ 0x6c696e6bULL);
+	if (!be && (st = gnn_backend_create(cfg->backend, cfg->threads, cfg->cuda_so, &be, err)) != GNN_OK)
+		goto done;
+	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK)
+		goto done;
+	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
+	if (!best_w)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK ||
+		(st = gnn_dist_broadcast(P.d, best_w, sizeof(float) * gnn_model_weights_count(model), 0, err)) != GNN_OK ||
+		(st = gnn_model_weights_set(model, best_w, err)) != GNN_OK)
+		goto done;
+	gnn_rng_seed(&rng, gnn_mix64(cfg->seed ^ 0x6c696e6bULL) + (uint64_t) P.rank);
+	gnn_optim_init(&opt, cfg->optimizer, cfg->lr, cfg->weight_decay);
+
+	/* the evaluation negatives: one per held-out positive, drawn once */
+	neg = malloc(sizeof(gpair) * (nva + nte + 1));
+	order = malloc(sizeof(int32_t) * (ntr + 1));
+	P.mark = malloc(sizeof(int32_t) * (P.N + 1));
+	{
+		int64_t		room = share + nneg_b > 2 * (nva + nte) ? share + nneg_b : 2 * (nva + nte);
+
+		room = 2 * room + echunk;
+		P.skey = malloc(sizeof(int64_t) * (room + 1));
+		P.sown = malloc(sizeof(int32_t) * (room + 1));
+		z = malloc(sizeof(float) * ((size_t) room * d + 1));
+		dz = malloc(sizeof(float) * ((size_t) room * d + 1));
+	}
+	bpairs = malloc(sizeof(gpair) * (share + nneg_b + 1));
+	lpos = malloc(sizeof(pair) * (share + 1));
+	lneg = malloc(sizeof(pair) * (nneg_b + 1));
+	score = malloc(sizeof(double) * (2 * (nva + nte) + 1));
+	if (!neg || !order || !P.mark || !P.skey || !P.sown || !z || !dz || !bpairs || !lpos || !lneg || !score)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	for (int64_t x = 0; x < P.N; x++)
+		P.mark[x] = -1;
+	for (int64_t i = 0; i < nva + nte; i++)
+	{
+		int32_t		u = P.own[(int64_t) gnn_rng_below(&rng, (uint64_t) (P.nown > 0 ? P.nown : 1))];
+
+		neg[i].u = P.gi[u];
+		neg[i].v = draw_tail(&P, u, P.gi[u], &rng);
+		neg[i].ul = u;
+	}
+	for (int64_t i = 0; i < ntr; i++)
+		order[i] = (int32_t) i;
+
+	for (int32_t epoch = 1; epoch <= cfg->epochs && st == GNN_OK; epoch++)
+	{
+		gnn_epoch_metrics em;
+		double		t0 = gnn_now_s(),
+					total = 0,
+					val_auc = 0,
+					val_hits = 0,
+					test_auc = 0,
+					test_hits = 0;
+		int64_t		nchunks,
+					mine_chunks;
+		bool		stop = false;
+
+		gnn_epoch_metrics_init(&em, epoch);
+		gnn_shuffle_i32(&rng, order, ntr);
+		for (int64_t s = 0; s < steps && st == GNN_OK; s++)
+		{
+			int64_t		lo = s * share,
+						nb = ntr - lo < share ? (ntr - lo > 0 ? ntr - lo : 0) : share,
+						nn = nb * lc->negatives;
+			gnn_dfeat	xb;
+			gnn_dblock	db[GNN_MAX_LAYERS];
+			int			made = 0;
+			float		loss = 0,
+						extra[3];
+			uint64_t	sseed = gnn_rng_next(&rng),
+						dseed = gnn_rng_next(&rng);
+
+			for (int64_t i = 0; i < nb; i++)
+			{
+				gpair		p = pos[order[lo + i]];
+
+				bpairs[i] = p;
+				lpos[i].u = seed_of(&P, p.u);
+				lpos[i].v = seed_of(&P, p.v);
+				/* its negatives: its own endpoint and a node from anywhere */
+				for (int k = 0; k < lc->negatives; k++)
+				{
+					gpair		q = {p.u, draw_tail(&P, p.ul, p.u, &rng), p.ul};
+
+					bpairs[nb + i * lc->negatives + k] = q;
+					lneg[i * lc->negatives + k].u = seed_of(&P, q.u);
+					lneg[i * lc->negatives + k].v = seed_of(&P, q.v);
+				}
+			}
+			st = dist_embed(&P, ds, cfg, be, model, sseed, true, dseed, z, db, &made, &xb, err);
+			if (st == GNN_OK && nb > 0)
+			{
+				memset(dz, 0, sizeof(float) * P.ns * d);
+				loss = (float) bce_step(z, d, lpos, nb, lneg, nn, dz);
+				if ((st = gnn_buf_ensure(be, &ddz, sizeof(float) * P.ns * d, err)) == GNN_OK &&
+					(st = gnn_backend_error(be, gnn_backend_copy_h2d(be, ddz.p, dz, sizeof(float) * P.ns * d), err)) == GNN_OK)
+					st = gnn_model_backward(model, ddz.p, err);
+			}
+			sampled_free(db, made, &xb);
+			seeds_clear(&P, bpairs, nb + nn);
+			if (st != GNN_OK)
+				break;
+			/* the global batch's mean gradient, the loss and any rank's vote to stop */
+			extra[0] = (float) nb;
+			extra[1] = loss * (float) nb;
+			extra[2] = should_stop && should_stop(stop_arg) ? 1.0f : 0.0f;
+			if ((st = gnn_train_dist_sum_grads(P.d, model, nb > 0 ? (float) nb : 0.0f, extra, 3, &gbuf, &gcap, err)) != GNN_OK)
+				break;
+			if (extra[2] > 0)
+			{
+				st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
+				break;
+			}
+			if (extra[0] > 0)
+			{
+				gnn_train_dist_scale_grads(model, 1.0f / extra[0]);
+				total += extra[1] / extra[0];
+				st = gnn_optim_step(&opt, model, err);
+			}
+		}
+		if (st != GNN_OK)
+			break;
+		em.train_loss = (float) (total / (double) steps);
+		em.compute_s = gnn_now_s() - t0;
+
+		/* evaluation: the held-out pairs' endpoints in chunks (as many on every rank), every neighbour */
+		{
+			int64_t		np = nva + nte,
+						ne = 0;
+
+			for (int64_t i = 0; i < 2 * np; i++)
+			{
+				gpair		p = i < np ? pos[ntr + i] : neg[i - np];
+
+				(void) seed_of(&P, p.u);
+				(void) seed_of(&P, p.v);
+			}
+			ne = P.ns;
+			mine_chunks = (ne + echunk - 1) / echunk;
+			nchunks = mine_chunks;
+			if ((st = gnn_dist_allreduce(P.d, &nchunks, 1, GNN_DIST_I64, err)) != GNN_OK)
+				break;
+			/* (a sum bounds the most: every rank loops that many times, most with nothing) */
+			{
+				int64_t    *keys_all = P.skey;
+				int32_t    *own_all = P.sown;
+				float	   *zall = malloc(sizeof(float) * ((size_t) ne * d + 1));
+
+				if (!zall)
+				{
+					st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+					break;
+				}
+				for (int64_t c = 0; c < nchunks && st == GNN_OK; c++)
+				{
+					int64_t		c0 = c * echunk,
+								nc = c0 < ne ? (ne - c0 < echunk ? ne - c0 : echunk) : 0;
+					gnn_dfeat	xb;
+					gnn_dblock	db[GNN_MAX_LAYERS];
+					int			made = 0;
+					int64_t		save = P.ns;
+
+					P.skey = keys_all + (c0 < ne ? c0 : 0);
+					P.sown = own_all + (c0 < ne ? c0 : 0);
+					P.ns = nc;
+					st = dist_embed(&P, de, cfg, be, model, 0x65766c ^ cfg->seed, false, 0, zall + (size_t) (c0 < ne ? c0 : 0) * d,
+									db, &made, &xb, err);
+					sampled_free(db, made, &xb);
+					P.skey = keys_all;
+					P.sown = own_all;
+					P.ns = save;
+				}
+				for (int64_t i = 0; st == GNN_OK && i < 2 * np; i++)
+				{
+					gpair		p = i < np ? pos[ntr + i] : neg[i - np];
+
+					score[i] = dot(zall, d, P.mark[p.u], P.mark[p.v]);
+				}
+				free(zall);
+				for (int64_t i = 0; i < 2 * np; i++)
+				{
+					gpair		p = i < np ? pos[ntr + i] : neg[i - np];
+
+					P.mark[p.u] = P.mark[p.v] = -1;
+				}
+				P.ns = 0;
+			}
+			if (st != GNN_OK)
+				break;
+			/* every rank's scores on every rank: validation's positives, negatives, then test's */
+			{
+				int64_t		mine[4] = {nva, nva, nte, nte},
+						   *each = malloc(sizeof(int64_t) * 4 * P.size),
+						   *sc = malloc(sizeof(int64_t) * P.size),
+						   *rc = malloc(sizeof(int64_t) * P.size),
+							tot[4] = {0, 0, 0, 0},
+							all = 0;
+				double	   *send = malloc(sizeof(double) * ((size_t) 2 * np * P.size + 1));
+
+				if (!each || !sc || !rc || !send)
+					st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+				if (st == GNN_OK)
+					st = gnn_dist_allgather(P.d, mine, sizeof(mine), each, err);
+				for (int r = 0; st == GNN_OK && r < P.size; r++)
+				{
+					sc[r] = 2 * np;
+					rc[r] = 0;
+					for (int q = 0; q < 4; q++)
+					{
+						rc[r] += each[4 * r + q];
+						tot[q] += each[4 * r + q];
+					}
+					all += rc[r];
+					/* mine in order: validation's positives, negatives, test's positives, negatives */
+					memcpy(send + (size_t) r * 2 * np, score, sizeof(double) * nva);
+					memcpy(send + (size_t) r * 2 * np + nva, score + np, sizeof(double) * nva);
+					memcpy(send + (size_t) r * 2 * np + 2 * nva, score + nva, sizeof(double) * nte);
+					memcpy(send + (size_t) r * 2 * np + 2 * nva + nte, score + np + nva, sizeof(double) * nte);
+				}
+				if (st == GNN_OK && !(allsc = realloc(allsc, sizeof(double) * (all + 1))))
+					st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+				if (st == GNN_OK)
+					st = gnn_dist_alltoallv(P.d, send, sc, allsc, rc, sizeof(double), err);
+				if (st == GNN_OK)
+				{
+					/* into [validation +, validation -, test +, test -] over the ranks */
+					double	   *sorted = malloc(sizeof(double) * (all + 1));
+					int64_t		at[4] = {0, tot[0], tot[0] + tot[1], tot[0] + tot[1] + tot[2]},
+								k = 0;
+
+					if (!sorted)
+						st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+					for (int r = 0; st == GNN_OK && r < P.size; r++)
+						for (int q = 0; q < 4; q++)
+							for (int64_t i = 0; i < each[4 * r + q]; i++)
+								sorted[at[q]++] = allsc[k++];
+					if (st == GNN_OK)
+					{
+						auc_hits_scores(sorted, tot[0], tot[1], lc->hits_k, &val_auc, &val_hits);
+						auc_hits_scores(sorted + tot[0] + tot[1], tot[2], tot[3], lc->hits_k, &test_auc, &test_hits);
+					}
+					free(sorted);
+				}
+				free(each);
+				free(sc);
+				free(rc);
+				free(send);
+			}
+			if (st != GNN_OK)
+				break;
+		}
+		em.train_acc = em.val_loss = em.test_loss = NAN;
+		em.val_mae = em.test_mae = em.val_rmse = em.test_rmse = NAN;
+		em.val_acc = em.val_auc = (float) val_auc;
+		em.test_acc = em.test_auc = (float) test_auc;
+		if (!have_best || val_auc > best_auc)
+		{
+			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
+				break;
+			have_best = true;
+			best_auc = val_auc;
+			em.best = true;
+			res->best_epoch = epoch;
+			res->val_auc = val_auc;
+			res->test_auc = test_auc;
+			res->test_hits = test_hits;
+			wait = 0;
+		}
+		else
+			wait++;
+		em.seconds = gnn_now_s() - t0;
+		res->epochs_run = epoch;
+		if (progress)
+			progress(progress_arg, &em);
+		if (cfg->patience > 0 && wait >= cfg->patience)
+		{
+			res->stopped_early = epoch < cfg->epochs;
+			stop = true;
+		}
+		if (stop)
+			break;
+	}
+	res->seconds = gnn_now_s() - t_start;
+	if (have_best)
+	{
+		gnn_status	st2 = gnn_model_weights_set(model, best_w, st == GNN_OK ? err : NULL);
+
+		if (st == GNN_OK)
+			st = st2;
+	}
+	if (st == GNN_OK && model_out)
+	{
+		*model_out = model;
+		model = NULL;
+	}
+done:
+	gnn_dist_sampler_free(ds);
+	gnn_dist_sampler_free(de);
+	if (be)
+		gnn_buf_free(be, &ddz);
+	gnn_model_free(model);
+	if (!be_in && be)
+		gnn_backend_destroy(be);
+	free(P.own);
+	free(P.gi);
+	free(P.akey);
+	free(P.arank);
+	free(P.mark);
+	free(P.skey);
+	free(P.sown);
+	free(pos);
+	free(neg);
+	free(bpairs);
+	free(rptr);
+	free(ridx);
+	free(rw);
+	free(order);
+	free(z);
+	free(dz);
+	free(best_w);
+	free(gbuf);
+	free(score);
+	free(allsc);
+	free(lpos);
+	free(lneg);
+	return st;
+}
+
 static gnn_status linkpred_run(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred_config *lc,
 							   const gnn_minibatch_config *mbc, gnn_backend *be_in, gnn_progress_fn progress,
 							   void *progress_arg, gnn_should_stop_fn should_stop, void *stop_arg,
@@ -686,6 +1473,20 @@ linkpred_run(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred
 	gnn_dblock *blocks[GNN_MAX_LAYERS];
 
 	memset(res, 0, sizeof(*res));
+	if (cfg->dist && mbc)
+	{
+		if (model_out)
+			*model_out = NULL;
+		if ((st = gnn_train_config_check(cfg, err)) != GNN_OK)
+			return st;
+		if (model_out && !be_in)
+			return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
+		return linkpred_dist(g, cfg, lc, mbc, be_in, progress, progress_arg, should_stop, stop_arg, model_out, res,
+							 err);
+	}
+	if (cfg->dist)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+							 "link prediction over several servers trains on minibatches: give fanouts");
 	memset(&M, 0, sizeof(M));
 	memset(&dblk, 0, sizeof(dblk));
 	memset(&x, 0, sizeof(x));

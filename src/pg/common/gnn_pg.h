@@ -697,6 +697,10 @@ extern gnn_status GnnRunMinibatch(const gnn_graph *g, const gnn_train_config *cf
 								  gnn_backend *be, gnn_progress_fn progress, void *progress_arg,
 								  gnn_should_stop_fn should_stop, gnn_model **model, gnn_train_result *res,
 								  gnn_minibatch_stats *stats, gnn_error *err);
+extern gnn_status GnnRunLinkPrediction(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *req,
+									   gnn_backend *be, gnn_progress_fn progress, void *progress_arg,
+									   gnn_should_stop_fn should_stop, gnn_model **model, gnn_train_result *res,
+									   gnn_linkpred_result *lres, gnn_error *err);
 extern int64 GnnJobGpuBytes(const GnnTrainRequest *r);
 extern void GnnCheckJobMemory(const GnnTrainRequest *r, const gnn_graph *g);
 PGDLLEXPORT void GnnWorkerMain(Datum arg);

@@ -1218,10 +1218,11 @@ gnn_train_rank(PG_FUNCTION_ARGS)
 	timeout = TimeoutArg(fcinfo, 18);
 	if (size < 2 || size > DIST_MAX_RANKS || rank < 1 || rank >= size)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid rank %d of %d", rank, size)));
-	if ((r.sampler[0] && strcmp(r.sampler, "neighbor") != 0) || strcmp(r.task, "link_prediction") == 0)
+	if ((r.sampler[0] && strcmp(r.sampler, "neighbor") != 0) ||
+		(strcmp(r.task, "link_prediction") == 0 && r.nfanouts == 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("rank %d: a job over several servers trains full batch or on neighbour-sampled minibatches, node classification or regression", rank)));
+				 errmsg("rank %d: a job over several servers trains full batch or on neighbour-sampled minibatches (link prediction: on minibatches)", rank)));
 	memset(&ref, 0, sizeof(ref));
 	memset(&ts, 0, sizeof(ts));
 	conn = DistConnect(coord, "the coordinator", timeout, NULL);
@@ -1238,7 +1239,13 @@ gnn_train_rank(PG_FUNCTION_ARGS)
 		pc.store = conn;
 		pc.job = job;
 		pc.rank = rank;
-		if (r.nfanouts > 0)
+		if (strcmp(r.task, "link_prediction") == 0)
+		{
+			gnn_linkpred_result lres;
+
+			st = GnnRunLinkPrediction(&ref.g, &cfg, &r, be, PeerProgress, &pc, PeerShouldStop, NULL, &res, &lres, &err);
+		}
+		else if (r.nfanouts > 0)
 		{
 			gnn_minibatch_stats ms;
 

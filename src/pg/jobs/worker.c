@@ -513,21 +513,26 @@ GnnRunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainR
 	return gnn_train_minibatch(g, cfg, &mbc, be, progress, progress_arg, should_stop, NULL, model, res, stats, err);
 }
 
-/* unsupervised link prediction; the AUCs travel in the accuracy fields of the log */
-static gnn_status
-RunLinkPrediction(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be, gnn_model **model,
-				  gnn_train_result *res, gnn_linkpred_result *lres, gnn_error *err)
+/*
+ * Unsupervised link prediction, the coordinator's (progress and stop: the
+ * worker's) or a peer rank's of a job over several servers (cfg->dist); the
+ * AUCs travel in the accuracy fields of the log.
+ */
+gnn_status
+GnnRunLinkPrediction(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *req, gnn_backend *be,
+					 gnn_progress_fn progress, void *progress_arg, gnn_should_stop_fn should_stop,
+					 gnn_model **model, gnn_train_result *res, gnn_linkpred_result *lres, gnn_error *err)
 {
 	gnn_linkpred_config lc;
 	gnn_status	st;
 
 	gnn_linkpred_config_default(&lc);
-	if (wctx->req.negatives > 0)
-		lc.negatives = wctx->req.negatives;
-	if (wctx->req.edge_type[0])
+	if (req->negatives > 0)
+		lc.negatives = req->negatives;
+	if (req->edge_type[0])
 	{
 		char		rev[NAMEDATALEN * 2];
-		const char *et = wctx->req.edge_type;
+		const char *et = req->edge_type;
 
 		lc.edge_type = gnn_graph_edge_type_by_name(g, et);
 		/* its reverse: "rev_X" for X, X for "rev_X" */
@@ -541,10 +546,10 @@ RunLinkPrediction(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *
 			g->etypes[lc.edge_type].src_type == g->etypes[lc.edge_type].dst_type)
 			lc.reverse_edge_type = lc.edge_type;
 	}
-	if (wctx->req.nfanouts > 0)
+	if (req->nfanouts > 0)
 	{
 		/* on sampled minibatches: blocks around each batch's pairs (train_linkpred.h) */
-		const GnnTrainRequest *r = &wctx->req;
+		const GnnTrainRequest *r = req;
 		gnn_minibatch_config mbc;
 
 		/* sampled batches estimate the negative term worse: 3 negatives per positive (on Cora the
@@ -553,10 +558,10 @@ RunLinkPrediction(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *
 			lc.negatives = 3;
 		/* time-aware by default where the pairs' endpoints have times */
 		JobMinibatch(g, r, -1, &mbc);
-		st = gnn_train_linkpred_mb(g, cfg, &lc, &mbc, be, OnProgress, NULL, ShouldStop, NULL, model, lres, err);
+		st = gnn_train_linkpred_mb(g, cfg, &lc, &mbc, be, progress, progress_arg, should_stop, NULL, model, lres, err);
 	}
 	else
-		st = gnn_train_linkpred(g, cfg, &lc, be, OnProgress, NULL, ShouldStop, NULL, model, lres, err);
+		st = gnn_train_linkpred(g, cfg, &lc, be, progress, progress_arg, should_stop, NULL, model, lres, err);
 	memset(res, 0, sizeof(*res));
 	res->epochs_run = lres->epochs_run;
 	res->best_epoch = lres->best_epoch;
@@ -1154,7 +1159,7 @@ RunJob(void)
 		if (node2vec)
 			st = RunNode2vec(&ref.g, &cfg, r, be, &model, &res, &nres, &err);
 		else if (linkpred)
-			st = RunLinkPrediction(&ref.g, &cfg, be, &model, &res, &lres, &err);
+			st = GnnRunLinkPrediction(&ref.g, &cfg, r, be, OnProgress, NULL, ShouldStop, &model, &res, &lres, &err);
 		else if (r->nfanouts > 0)
 			st = GnnRunMinibatch(&ref.g, &cfg, r, be, OnProgress, NULL, ShouldStop, &model, &res, &mstats, &err);
 		else if (strcmp(r->sampler, "cluster") == 0 || strcmp(r->sampler, "saint_rw") == 0)
