@@ -235,6 +235,9 @@ static bool g_linkpred;			/* link prediction on minibatches */
 static gnn_linkpred_result g_lpres;
 static bool g_node_streams;		/* per-node streams keyed by id (as sampling across parts draws) */
 static int	g_rank_now;			/* the rank this process is */
+static bool g_batches_mesh;		/* a second mesh for the batches' exchanges: made ahead (prefetch 2) */
+static int	g_patience;
+static float g_lr;				/* > 0: the learning rate */
 static int	g_fail_rank = -1,	/* that rank fails its g_fail_batch-th batch at g_fail_where */
 			g_fail_batch,
 			g_fail_where;
@@ -249,7 +252,7 @@ mb_config(gnn_minibatch_config *mbc)
 	mbc->sampler.nthreads = 1;
 	mbc->batch_size = g_batch;
 	mbc->sampled_eval = true;
-	mbc->prefetch = 1;
+	mbc->prefetch = g_batches_mesh ? 2 : 1;
 	mbc->cpu_batches = true;
 	mbc->halo_hops = g_halo;
 	mbc->sampler.temporal = g_temporal;
@@ -303,7 +306,9 @@ config(gnn_train_config *cfg)
 	cfg->attn_dropout = 0;
 	cfg->seed = 7;
 	cfg->threads = 1;
-	cfg->patience = 0;
+	cfg->patience = g_patience;
+	if (g_lr > 0)
+		cfg->lr = g_lr;
 	if (g_regress)
 		cfg->task = GNN_TASK_REGRESS;
 }
@@ -434,7 +439,8 @@ static int
 rank_train(int rank, int size, const char *prefix, int timeout_ms)
 {
 	gnn_dist_options o = {rank, size, "127.0.0.1", prefix, timeout_ms};
-	gnn_dist   *d = NULL;
+	gnn_dist   *d = NULL,
+			   *d2 = NULL;
 	gnn_error	err;
 	void	   *region = NULL;
 	gnn_graph	g;
@@ -443,6 +449,7 @@ rank_train(int rank, int size, const char *prefix, int timeout_ms)
 	gnn_backend *be = NULL;
 	gnn_model  *model = NULL;
 	rank_out   *out = calloc(1, sizeof(*out));
+	char		prefix2[128];
 	char		p[600];
 	FILE	   *f;
 
@@ -452,11 +459,20 @@ rank_train(int rank, int size, const char *prefix, int timeout_ms)
 	out->status = build(g_parts, rank, g_fault == 1 && rank == 1, g_fault == 2, &region, &g, &err);
 	if (out->status == GNN_OK)
 		out->status = gnn_dist_open(so_path, &o, &store, &d, &err);
+	if (out->status == GNN_OK && g_batches_mesh)
+	{
+		gnn_dist_options o2 = o;
+
+		snprintf(prefix2, sizeof(prefix2), "%s-b", prefix);
+		o2.prefix = prefix2;
+		out->status = gnn_dist_open(so_path, &o2, &store, &d2, &err);
+	}
 	if (out->status == GNN_OK)
 		out->status = gnn_backend_create("cpu", 1, NULL, &be, &err);
 	if (out->status == GNN_OK)
 	{
 		cfg.dist = d;
+		cfg.dist_batches = d2;
 		out->status = train_any(&g, &cfg, be, &out->c, &model, &res, &err);
 	}
 	if (out->status == GNN_OK)
@@ -478,6 +494,7 @@ rank_train(int rank, int size, const char *prefix, int timeout_ms)
 	}
 	gnn_model_free(model);
 	gnn_backend_destroy(be);
+	gnn_dist_close(d2);
 	gnn_dist_close(d);
 	free(region);
 	free(out);
@@ -821,6 +838,34 @@ check_remote(void)
 				rows += o[r].st.remote_rows;
 				ok &= o[r].st.remote_sampling;
 			}
+			if (k == 0)
+			{
+				/* the same with a second mesh: the batches made ahead (prefetch 2), the same run */
+				rank_out   *o2 = calloc(size, sizeof(rank_out));
+				double		d2 = 0;
+				bool		ok2 = true;
+				int			ran2;
+
+				g_batches_mesh = true;
+				snprintf(pre, sizeof(pre), "rsb%d-%d", size, k);
+				ran2 = run_ranks(size, -1, rank_train, pre, 20000, NULL);
+				g_batches_mesh = false;
+				for (int r = 0; r < size; r++)
+				{
+					ok2 &= read_out(r, &o2[r]) && o2[r].status == GNN_OK && o2[r].c.epochs == EPOCHS &&
+						o2[r].st.prefetch == 2;
+					if (o2[r].status != GNN_OK)
+						NOTE("rank %d: %s", r, o2[r].msg);
+					for (int e = 1; ok2 && e <= EPOCHS; e++)
+						d2 = fmax(d2, fabs(o2[r].c.loss[e] - one->c.loss[e]));
+					for (int64_t i = 0; ok2 && i < one->nw; i++)
+						d2 = fmax(d2, fabs(o2[r].w[i] - one->w[i]));
+				}
+				CHECK(ran2 == size && ok2 && d2 < 1e-5,
+					  "%s over %d parts with the batches made ahead on a second mesh: one rank's curve and weights "
+					  "(max |d| %.2g)", names[k], size, d2);
+				free(o2);
+			}
 			CHECK(ran == size && ok && dloss < 1e-5 && dacc < 1e-6 && dw < 1e-5 && adj > 0 && fb > 0 &&
 				  fb >= rows * F * (int64_t) sizeof(float),
 				  "minibatch %s sampled across %d parts (one hop of halo, two drawn, batches of 64, fan-outs 2): "
@@ -861,6 +906,30 @@ check_remote(void)
 			  ms, o[0].msg, o[1].msg);
 	}
 	g_fail_rank = -1;
+	/* an early stop with the batches made ahead: every producer finishes the same batches, none waits out the timeout */
+	{
+		rank_out	o[2];
+		double		ms = 0;
+		bool		ok = true;
+		int			ran;
+
+		g_batches_mesh = true;
+		g_patience = 1;
+		g_lr = 0.5f;			/* (a step too long: validation worsens early) */
+		ran = run_ranks(2, -1, rank_train, "rsstop", 20000, &ms);
+		for (int r = 0; r < 2; r++)
+		{
+			ok &= read_out(r, &o[r]) && o[r].status == GNN_OK;
+			if (o[r].status != GNN_OK)
+				NOTE("rank %d: %s", r, o[r].msg);
+		}
+		CHECK(ran == 2 && ok && o[0].c.epochs < EPOCHS && o[0].c.epochs == o[1].c.epochs && ms < 15000,
+			  "patience 1, batches made ahead on a second mesh: both ranks stop after epoch %d of %d, in %.0f ms "
+			  "(a producer left mid-exchange would wait 20 s)", o[0].c.epochs, EPOCHS, ms);
+		g_batches_mesh = false;
+		g_patience = 0;
+		g_lr = 0;
+	}
 	g_minibatch = false;
 	g_batch = 1000;
 	g_fanout = -1;

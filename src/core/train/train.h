@@ -68,6 +68,13 @@ typedef struct gnn_train_config
 	 * masks per rank).  NULL: one server.
 	 */
 	struct gnn_dist *dist;
+	/*
+	 * Minibatches sampled across parts: a second mesh of the same ranks
+	 * for the batches' exchanges, so that the pipeline's producer makes
+	 * them ahead, overlapped with the steps (their allreduces are on
+	 * dist).  NULL: batches are made in line, on dist.
+	 */
+	struct gnn_dist *dist_batches;
 	/* keep the test split's confusion on the kept weights (res->confusion; the caller frees it) */
 	bool		keep_confusion;
 } gnn_train_config;

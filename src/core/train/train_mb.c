@@ -466,6 +466,7 @@ typedef struct mb_pipe
 	gnn_dist_sampler *rs;
 	const int32_t *glocal;
 	int32_t    *rseeds;			/* this rank's seeds of the batch at hand */
+	bool		exited;			/* the producer thread has returned */
 	/*
 	 * Evaluation on the CPU with a producer thread: its teams and the
 	 * computing thread's, capped so that together they take the threads
@@ -760,6 +761,8 @@ producer_main(void *arg)
 		if (it->st != GNN_OK)
 			break;				/* the consumer reports it */
 	}
+	P->exited = true;
+	pthread_cond_broadcast(&P->cv_ready);
 	pthread_mutex_unlock(&P->mu);
 	return NULL;
 }
@@ -797,7 +800,7 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 	P->glocal = glocal;
 	if (glocal && !(P->rseeds = malloc(sizeof(int32_t) * (batch_room(mbc) + 1))))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
-	if (rs)
+	if (rs && !cfg->dist_batches)
 	{
 		/* in line: a batch's exchanges and the steps' allreduces share one connection, in one order on every rank */
 		P->nslots = 1;
@@ -824,7 +827,7 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 			P->nslots = 1;
 		}
 	}
-	if (!gpu && ntrain > 0 && (st = gnn_sampler_create(g, &mbc->sampler, &P->sampler, err)) != GNN_OK)
+	if (!gpu && !rs && ntrain > 0 && (st = gnn_sampler_create(g, &mbc->sampler, &P->sampler, err)) != GNN_OK)
 		return st;
 	/*
 	 * Evaluation samples with the training sampler where their settings
@@ -836,7 +839,7 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 	if (P->neval + P->ntestb > 0 && P->sampler && esc->per_node_streams == mbc->sampler.per_node_streams &&
 		esc->first_hop == mbc->sampler.first_hop)
 		P->esampler = P->sampler;
-	else if (P->neval + P->ntestb > 0 && (st = gnn_sampler_create(g, esc, &P->esampler, err)) != GNN_OK)
+	else if (!rs && P->neval + P->ntestb > 0 && (st = gnn_sampler_create(g, esc, &P->esampler, err)) != GNN_OK)
 		return st;
 	if (P->nslots > 1)
 	{
@@ -921,13 +924,29 @@ pipe_done(mb_pipe *P)
 	pthread_mutex_unlock(&P->mu);
 }
 
-/* Stop the producer (it finishes the batch at hand) and free everything. */
+/*
+ * Stop the producer (it finishes the batch at hand) and free everything.
+ * Sampling across parts, the producer's batches are collectives on its own
+ * mesh: every rank's producer must make the same ones.  Each makes batches
+ * until its slots are full, head + nslots of them, where head (the batches
+ * the computing thread is done with) is the same on every rank whenever
+ * they stop together (an early stop, a cancel, the end): so each is let
+ * finish those first, then stopped, and none waits mid-exchange for a
+ * producer that has gone.  (After an error the exchanges fail or time out.)
+ */
 static void
 pipe_stop(mb_pipe *P)
 {
 	if (P->threaded)
 	{
 		pthread_mutex_lock(&P->mu);
+		if (P->rs)
+		{
+			int64_t		target = P->head + P->nslots < P->total ? P->head + P->nslots : P->total;
+
+			while (!P->exited && P->tail < target)
+				pthread_cond_wait(&P->cv_ready, &P->mu);
+		}
 		P->stop = true;
 		pthread_cond_broadcast(&P->cv_free);
 		pthread_mutex_unlock(&P->mu);
@@ -1129,8 +1148,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	 * floats x several buffers ran a 24 GB machine out of memory), and under
 	 * temporal sampling it would show the future.
 	 */
-	bool		sampled_eval = temporal || g->num_edge_types > 1 || mbc->sampled_eval ||
-		(cfg->dist && mbc->sampler.nhops > (mbc->halo_hops > 0 ? mbc->halo_hops : 1));	/* (across parts) */
+	bool		sampled_eval = temporal || g->num_edge_types > 1 || mbc->sampled_eval;	/* (and across parts, below) */
 	gnn_buf		dlab = {0},
 				drows = {0},
 				dlogits = {0};
@@ -1211,13 +1229,21 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		return st;
 	if (dist)
 	{
-		int			hh = mbc->halo_hops > 0 ? mbc->halo_hops : 1;
+		int			hh = mbc->halo_hops > 0 ? mbc->halo_hops : 1,
+					hall[64];
 
 		if (mbc->sampler.kind != GNN_SAMPLER_NEIGHBOR)
 			return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
 								 "a minibatch job over several servers samples node-wise (LADIES draws each layer from the whole graph)");
-		/* hops the halo does not hold are drawn by their owners */
+		/* hops the halo does not hold are drawn by their owners: the shortest halo of any rank decides for all */
+		if (gnn_dist_size(dist) > 64)
+			return gnn_error_set(err, GNN_ERR_LIMIT, "at most 64 ranks train minibatches together");
+		if ((st = gnn_dist_allgather(dist, &hh, sizeof(int), hall, err)) != GNN_OK)
+			return st;
+		for (int r = 0; r < gnn_dist_size(dist); r++)
+			hh = hall[r] < hh ? hall[r] : hh;
 		remote = mbc->sampler.nhops > hh;
+		sampled_eval |= remote;	/* (the full pass needs every hop's edges on the part) */
 		if ((st = gnn_train_dist_setup(dist, g, cfg, &mc, &halo, &part, &xfeat, &deg, err)) != GNN_OK)
 			return st;
 		g = &part;
@@ -1353,7 +1379,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		}
 		for (int64_t i = 0; i < gntrain; i++)
 			gperm[i] = (int32_t) i;
-		if (remote && (st = gnn_dist_sampler_create(dist, g, &mbc->sampler, &rs, err)) != GNN_OK)
+		if (remote && (st = gnn_dist_sampler_create(cfg->dist_batches ? cfg->dist_batches : dist, g, &mbc->sampler,
+													 &rs, err)) != GNN_OK)
 			goto done;
 		if (rs && mbc->fail_batch > 0 && mbc->fail_where > 0)
 			gnn_dist_sampler_fail_at(rs, mbc->fail_batch, mbc->fail_where);

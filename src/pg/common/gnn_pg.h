@@ -685,6 +685,7 @@ extern int64 GnnDistWriteRows(const char *table, const int64 *ids, const float *
 extern Jsonb *GnnTakeDistOptions(Jsonb *opts, GnnTrainRequest *r);
 extern void GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj);
 extern struct gnn_dist *GnnDistJobMesh(GnnDistJob *dj);
+extern struct gnn_dist *GnnDistJobBatchesMesh(GnnDistJob *dj);
 extern void GnnDistJobProgress(const gnn_epoch_metrics *m);
 extern void GnnDistJobFinish(GnnDistJob *dj, gnn_status st, struct StringInfoData *ranks_json);
 extern void GnnDistJobEnd(GnnDistJob *dj);

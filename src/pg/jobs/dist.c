@@ -905,6 +905,7 @@ struct GnnDistJob
 	PGconn	  **peers;
 	char	  **names;
 	gnn_dist   *d;
+	gnn_dist   *d_batches;		/* minibatch jobs: the batches' exchanges (cfg.dist_batches) */
 	TableStore	ts;
 	gnn_dist_store st;
 };
@@ -1019,6 +1020,16 @@ GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj)
 					 errhint("Each server needs gnn, its part of the graph loaded by the same role, and a way back to the coordinator.")));
 		DistFail("meeting the other ranks", 0, &err);
 	}
+	if (r->nfanouts > 0)
+	{
+		/* a second mesh, for batches sampled across parts ahead of the steps (its keys: "<job>/b/...") */
+		DistOptions(&o, 0, dj->size, psprintf("%s/b", dj->job), dj->timeout_ms);
+		if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &dj->st, &dj->d_batches, &err) != GNN_OK)
+		{
+			CHECK_FOR_INTERRUPTS();
+			DistFail("meeting the other ranks for the batches", 0, &err);
+		}
+	}
 	dj->ts.nwatch = 0;			/* met: from here a peer's end is read after training */
 }
 
@@ -1123,6 +1134,8 @@ GnnDistJobEnd(GnnDistJob *dj)
 	dj->active = false;
 	if (current_job == dj)
 		current_job = NULL;
+	gnn_dist_close(dj->d_batches);
+	dj->d_batches = NULL;
 	gnn_dist_close(dj->d);
 	dj->d = NULL;
 	ClosePeers(dj->peers, dj->npeers);
@@ -1154,8 +1167,19 @@ PeerShouldStop(void *arg)
 }
 
 /* a peer's rank meets the others, through the coordinator's store (conn) */
+static gnn_dist *PeerMeetAs(PGconn *conn, TableStore *ts, gnn_dist_store *dst, const char *job, const char *prefix,
+							int rank, int size, int timeout);
+
 static gnn_dist *
 PeerMeet(PGconn *conn, TableStore *ts, gnn_dist_store *dst, const char *job, int rank, int size, int timeout)
+{
+	return PeerMeetAs(conn, ts, dst, job, job, rank, size, timeout);
+}
+
+/* the same under another prefix of the job's keys (a second mesh) */
+static gnn_dist *
+PeerMeetAs(PGconn *conn, TableStore *ts, gnn_dist_store *dst, const char *job, const char *prefix, int rank, int size,
+		   int timeout)
 {
 	gnn_dist_options o;
 	gnn_dist   *d = NULL;
@@ -1164,7 +1188,7 @@ PeerMeet(PGconn *conn, TableStore *ts, gnn_dist_store *dst, const char *job, int
 	ts->conn = conn;
 	ts->job = job;
 	ts->peer_failed = -1;
-	DistOptions(&o, rank, size, job, timeout);
+	DistOptions(&o, rank, size, prefix, timeout);
 	if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, dst, &d, &err) != GNN_OK)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -1195,7 +1219,8 @@ gnn_train_rank(PG_FUNCTION_ARGS)
 	gnn_train_config cfg;
 	gnn_train_result res;
 	gnn_backend *be = NULL;
-	gnn_dist   *d = NULL;
+	gnn_dist   *d = NULL,
+			   *d_batches = NULL;
 	gnn_error	err;
 	gnn_status	st = GNN_OK;
 	TupleDesc	td;
@@ -1236,6 +1261,8 @@ gnn_train_rank(PG_FUNCTION_ARGS)
 			GnnReportCoreError("could not create the CPU backend", &err);
 		d = PeerMeet(conn, &ts, &dst, job, rank, size, timeout);
 		cfg.dist = d;
+		if (r.nfanouts > 0)
+			cfg.dist_batches = d_batches = PeerMeetAs(conn, &ts, &dst, job, psprintf("%s/b", job), rank, size, timeout);
 		pc.store = conn;
 		pc.job = job;
 		pc.rank = rank;
@@ -1265,6 +1292,7 @@ gnn_train_rank(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
+		gnn_dist_close(d_batches);
 		gnn_dist_close(d);
 		gnn_backend_destroy(be);
 		if (have_ref)
@@ -1287,6 +1315,12 @@ struct gnn_dist *
 GnnDistJobMesh(GnnDistJob *dj)
 {
 	return dj ? dj->d : NULL;
+}
+
+struct gnn_dist *
+GnnDistJobBatchesMesh(GnnDistJob *dj)
+{
+	return dj ? dj->d_batches : NULL;
 }
 
 /* ------------------------------------------------------------------ results over several servers */

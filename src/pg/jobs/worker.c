@@ -1150,6 +1150,7 @@ RunJob(void)
 			dj = GnnDistJobAlloc();
 			GnnDistJobStart(r, wctx->job, dj);
 			cfg.dist = GnnDistJobMesh(dj);
+			cfg.dist_batches = GnnDistJobBatchesMesh(dj);
 		}
 
 		wctx->last_flush = GetCurrentTimestamp();
