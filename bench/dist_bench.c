@@ -88,7 +88,8 @@ static int	mb_hops,
 			mb_fanouts[4],
 			mb_halo_hops = 1,
 			mb_batch = 1024,
-			mb_prefetch = 1;
+			mb_prefetch = 1,
+			mb_mesh2 = 1;		/* sampling across parts: a second mesh (env MESH2=0: in line) */
 static uint32_t balance;		/* GNN_BAL_* for METIS */
 static char balance_names[64];
 
@@ -423,12 +424,14 @@ rank_main(int rank, int K, const char *prefix)
 	gnn_error	err;
 	void	   *region = NULL;
 	gnn_graph	g;
-	gnn_dist   *d = NULL;
+	gnn_dist   *d = NULL,
+			   *d2 = NULL;
 	gnn_backend *be = NULL;
 	gnn_model  *model = NULL;
 	gnn_train_config cfg;
 	gnn_train_result res;
 	gnn_dist_options o = {rank, K, "127.0.0.1", prefix, 600000};
+	char		prefix2[128];
 	double		t0 = now_s();
 	char		p[600];
 	FILE	   *f;
@@ -450,6 +453,15 @@ rank_main(int rank, int K, const char *prefix)
 			r->nrecv = plan.nrecv;
 			gnn_halo_plan_free(&plan);
 		}
+		if (r->status == GNN_OK && mb_hops > 0 && mb_halo_hops < mb_hops && mb_mesh2)
+		{
+			/* the batches' own mesh (cfg.dist_batches): sampled ahead, overlapping the steps */
+			gnn_dist_options o2 = o;
+
+			snprintf(prefix2, sizeof(prefix2), "%s-b", prefix);
+			o2.prefix = prefix2;
+			r->status = gnn_dist_open(so_path, &o2, &store, &d2, &err);
+		}
 	}
 	if (r->status == GNN_OK)
 		r->status = gnn_backend_create("cpu", 1, NULL, &be, &err);
@@ -463,6 +475,7 @@ rank_main(int rank, int K, const char *prefix)
 		cfg.threads = 1;
 		cfg.seed = 1;
 		cfg.dist = d;
+		cfg.dist_batches = d2;
 		cfg.timing = true;
 		cpu_mark = cpu_s();
 		t0 = now_s();
@@ -510,6 +523,7 @@ rank_main(int rank, int K, const char *prefix)
 	}
 	gnn_model_free(model);
 	gnn_backend_destroy(be);
+	gnn_dist_close(d2);
 	gnn_dist_close(d);
 	free(region);
 	free(r);
@@ -980,6 +994,7 @@ main(int argc, char **argv)
 		mb_halo_hops = getenv("HALO_HOPS") ? atoi(getenv("HALO_HOPS")) : mb_hops;
 		mb_batch = getenv("BATCH") ? atoi(getenv("BATCH")) : 1024;
 		mb_prefetch = getenv("PREFETCH") ? atoi(getenv("PREFETCH")) : 1;
+		mb_mesh2 = getenv("MESH2") ? atoi(getenv("MESH2")) : 1;
 	}
 	so_path = getenv("GNN_DIST_SO") ? getenv("GNN_DIST_SO") : "src/dist/gnn_dist.so";
 	if (!gnn_dist_available(so_path, &err))
@@ -1137,10 +1152,11 @@ main(int argc, char **argv)
 				if (mb_halo_hops < mb_hops)
 				{
 					printf("Sampling across parts (%d hop%s of halo, %d drawn: the owners draw the rest and send the "
-						   "features; in line with the steps): per step, the slowest rank's seconds and the largest "
+						   "features; %s): per step, the slowest rank's seconds and the largest "
 						   "rank's bytes (sent and received, to and from other ranks); compute = forward, loss, "
 						   "backward and step; 1 rank: one process, local sampling.\n\n",
-						   mb_halo_hops, mb_halo_hops == 1 ? "" : "s", mb_hops);
+						   mb_halo_hops, mb_halo_hops == 1 ? "" : "s", mb_hops,
+						   mb_mesh2 && mb_prefetch > 0 ? "made ahead on a second mesh, overlapping the steps" : "in line with the steps");
 					printf("| ranks | sampling ms | feature fetch ms | of which alltoallv ms | compute ms | allreduce ms "
 						   "| adjacency kB | features kB | feature rows from others | gradients kB |\n");
 					printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");

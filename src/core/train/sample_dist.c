@@ -144,6 +144,7 @@ struct gnn_dist_sampler
 				cap_fer;
 
 	gnn_dist_sample_stats st;
+	bool		seeds_own;		/* the batch's seeds are every rank's own: hop 1 needs no exchange */
 	int64_t		fail_batch;		/* tests (gnn_dist_sampler_fail_at) */
 	int32_t		fail_where;
 };
@@ -443,8 +444,23 @@ cross_bytes(const gnn_dist_sampler *s, const int64_t *sc, const int64_t *rc, siz
  * many each), and exchange the counts (s->rcnt: how many each rank sends
  * here).  *nrecv: their sum.
  */
+/*
+ * alltoallv, or where every rank's nodes are its own (local: every count
+ * but this rank's 0, on every rank alike) a copy of its own segment
+ */
 static gnn_status
-group_by_owner(gnn_dist_sampler *s, int64_t n, int64_t *nrecv, gnn_error *err)
+xchg(gnn_dist_sampler *s, bool local, const void *send, const int64_t *sc, void *recv, const int64_t *rc,
+	 size_t elem, gnn_error *err)
+{
+	if (!local)
+		return gnn_dist_alltoallv(s->d, send, sc, recv, rc, elem, err);
+	if (sc[s->rank] > 0)
+		memcpy(recv, send, elem * (size_t) sc[s->rank]);
+	return GNN_OK;
+}
+
+static gnn_status
+group_by_owner(gnn_dist_sampler *s, int64_t n, bool local, int64_t *nrecv, gnn_error *err)
 {
 	int64_t		o = 0;
 	gnn_status	st;
@@ -471,7 +487,10 @@ group_by_owner(gnn_dist_sampler *s, int64_t n, int64_t *nrecv, gnn_error *err)
 			s->pos[i] = k;
 		}
 	}
-	if ((st = gnn_dist_alltoallv(s->d, s->scnt, s->one, s->rcnt, s->one, sizeof(int64_t), err)) != GNN_OK)
+	if (local)
+		for (int r = 0; r < s->size; r++)
+			s->rcnt[r] = r == s->rank ? s->scnt[r] : 0;
+	else if ((st = gnn_dist_alltoallv(s->d, s->scnt, s->one, s->rcnt, s->one, sizeof(int64_t), err)) != GNN_OK)
 		return st;
 	*nrecv = 0;
 	for (int r = 0; r < s->size; r++)
@@ -564,8 +583,10 @@ sample_hop(gnn_dist_sampler *s, int h, int64_t nd, uint64_t seed, gnn_error *err
 				nans = 0,
 				nnz = 0;
 	gnn_status	st;
+	/* the first hop from own seeds asks only this rank (on every rank: gnn_dist_sampler_sample's contract) */
+	bool		local = h == 0 && s->seeds_own;
 
-	if ((st = group_by_owner(s, nd, &nrecv, err)) != GNN_OK)
+	if ((st = group_by_owner(s, nd, local, &nrecv, err)) != GNN_OK)
 		return st;
 	if (!GROW(s->sreq, s->cap_sreq, nd + 1) || !GROW(s->rreq, s->cap_rreq, nrecv + 1) ||
 		!GROW(s->alen_r, s->cap_alen_r, nd + 1) || !GROW(s->aoff, s->cap_aoff, nd + 1))
@@ -576,7 +597,7 @@ sample_hop(gnn_dist_sampler *s, int h, int64_t nd, uint64_t seed, gnn_error *err
 		s->sreq[k].bound = s->bound[s->order[k]];
 		s->sreq[k].type = s->ntype[s->order[k]];
 	}
-	if ((st = gnn_dist_alltoallv(s->d, s->sreq, s->scnt, s->rreq, s->rcnt, sizeof(sd_req), err)) != GNN_OK)
+	if ((st = xchg(s, local, s->sreq, s->scnt, s->rreq, s->rcnt, sizeof(sd_req), err)) != GNN_OK)
 		return st;
 	if (fails_here(s, h + 1))
 		return gnn_error_set(err, GNN_ERR_BACKEND, "injected failure sampling hop %d of batch %lld", h + 1,
@@ -588,7 +609,7 @@ sample_hop(gnn_dist_sampler *s, int h, int64_t nd, uint64_t seed, gnn_error *err
 	if ((st = answer_hop(s, h, nrecv, seed, err)) != GNN_OK)
 		return st;
 	/* the answers' lengths, then the answers */
-	if ((st = gnn_dist_alltoallv(s->d, s->alen_s, s->rcnt, s->alen_r, s->scnt, sizeof(int64_t), err)) != GNN_OK)
+	if ((st = xchg(s, local, s->alen_s, s->rcnt, s->alen_r, s->scnt, sizeof(int64_t), err)) != GNN_OK)
 		return st;
 	s->st.adj_bytes += cross_bytes(s, s->rcnt, s->scnt, sizeof(int64_t));
 	{
@@ -610,7 +631,7 @@ sample_hop(gnn_dist_sampler *s, int h, int64_t nd, uint64_t seed, gnn_error *err
 	if (!GROW(s->rans, s->cap_rans, nans + 1))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory receiving %lld sampled neighbours",
 							 (long long) nans);
-	if ((st = gnn_dist_alltoallv(s->d, s->sans, s->acnt_s, s->rans, s->acnt_r, sizeof(sd_ans), err)) != GNN_OK)
+	if ((st = xchg(s, local, s->sans, s->acnt_s, s->rans, s->acnt_r, sizeof(sd_ans), err)) != GNN_OK)
 		return st;
 	s->st.adj_bytes += cross_bytes(s, s->acnt_s, s->acnt_r, sizeof(sd_ans));
 
@@ -773,7 +794,7 @@ fetch_features(gnn_dist_sampler *s, bool row_normalise, int nthreads, gnn_error 
 	int32_t		dim = g->feat_dim;
 	gnn_status	st;
 
-	if ((st = group_by_owner(s, n, &nrecv, err)) != GNN_OK)
+	if ((st = group_by_owner(s, n, false, &nrecv, err)) != GNN_OK)
 		return st;
 	if (!GROW(s->sreq, s->cap_sreq, n + 1) || !GROW(s->rreq, s->cap_rreq, nrecv + 1) ||
 		!GROW(s->lseeds, s->cap_lseeds, nrecv + 1) ||
@@ -835,6 +856,7 @@ gnn_dist_sampler_sample(gnn_dist_sampler *s, const int32_t *seeds, const int64_t
 	if (s->temporal && nseeds > 0 && !seed_times)
 		return gnn_error_set(err, GNN_ERR_INVALID, "temporal sampling needs seed times");
 	s->n = 0;
+	s->seeds_own = true;
 	if (!hash_reset(s, nseeds + 64))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 	for (int64_t i = 0; i < nseeds; i++)
@@ -865,6 +887,7 @@ gnn_dist_sampler_sample_named(gnn_dist_sampler *s, const int64_t *keys, const in
 	if (s->temporal && nseeds > 0 && !seed_times)
 		return gnn_error_set(err, GNN_ERR_INVALID, "temporal sampling needs seed times");
 	s->n = 0;
+	s->seeds_own = false;
 	if (!hash_reset(s, nseeds + 64))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 	for (int64_t i = 0; i < nseeds; i++)
