@@ -92,6 +92,7 @@ part_of(int64_t id, int parts)
 }
 
 static int	g_halo = 1;			/* the parts' halo depth (gnn.load_graph's halo_hops) */
+static int	g_slices;			/* > 0: the whole graph, rank k holding slice k of g_slices of the columns */
 static bool g_temporal;			/* nodes have times (as a schema part's rows, the halo's too) */
 static bool g_regress;			/* regression on a per-node target, not the label */
 
@@ -108,7 +109,8 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 	uint8_t    *sp = malloc(N);
 	int64_t    *tm = malloc(sizeof(int64_t) * N);
 	float	   *tg = malloc(sizeof(float) * N);
-	int			dim = wrong_width ? F - 1 : F;
+	int			dim = wrong_width ? F - 1 : F,
+				c0 = 0;
 	float	   *x = calloc(N * F, sizeof(float));
 	bool		halo[N] = {false},
 				inner[N];
@@ -116,6 +118,13 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 				m = 0;
 	uint64_t	size;
 	gnn_status	st;
+
+	if (g_slices > 0)
+	{
+		/* feature slices: columns [k F / K, (k + 1) F / K) */
+		c0 = k * F / g_slices;
+		dim = (k + 1) * F / g_slices - c0;
+	}
 
 	for (int v = 0; v < N; v++)
 		if (parts == 0 || part_of(v, parts) == k)
@@ -126,7 +135,7 @@ build(int parts, int k, bool wrong_width, bool lose_node, void **region, gnn_gra
 			sp[n] = split[v];
 			tm[n] = (v * 37) % 100;
 			tg[n] = (float) labels[v] + 0.1f * (float) (v % 5);
-			memcpy(x + (size_t) n * dim, feat + v * F, sizeof(float) * dim);
+			memcpy(x + (size_t) n * dim, feat + v * F + c0, sizeof(float) * dim);
 			n++;
 		}
 	/* the nodes that keep every edge: own, and within g_halo - 1 hops of them */
@@ -237,6 +246,7 @@ static bool g_node_streams;		/* per-node streams keyed by id (as sampling across
 static int	g_rank_now;			/* the rank this process is */
 static bool g_batches_mesh;		/* a second mesh for the batches' exchanges: made ahead (prefetch 2) */
 static int	g_patience;
+static bool g_p3;				/* feature slices (train_mb.h) */
 static float g_lr;				/* > 0: the learning rate */
 static int	g_fail_rank = -1,	/* that rank fails its g_fail_batch-th batch at g_fail_where */
 			g_fail_batch,
@@ -257,6 +267,7 @@ mb_config(gnn_minibatch_config *mbc)
 	mbc->halo_hops = g_halo;
 	mbc->sampler.temporal = g_temporal;
 	mbc->sampler.per_node_streams = mbc->sampler.stream_by_id = g_node_streams;
+	mbc->feature_slices = g_p3;
 	if (g_rank_now == g_fail_rank)
 	{
 		mbc->fail_batch = g_fail_batch;
@@ -998,6 +1009,74 @@ check_linkpred(void)
 	g_fanout = -1;
 }
 
+/*
+ * Feature slices (P3): every rank the whole graph and a slice of the
+ * columns; layer 0's partial products summed, the layers above alike on
+ * every rank.  GraphSAGE and GCN, fan-outs 4, batches of 64, dropout 0:
+ * 2 and 3 ranks equal one process on the whole columns, and every rank
+ * hands back the whole model (layer 0 gathered).
+ */
+static void
+check_p3(void)
+{
+	gnn_model_kind kinds[2] = {GNN_MODEL_SAGE, GNN_MODEL_GCN};
+	const char *names[2] = {"GraphSAGE", "GCN"};
+
+	g_minibatch = true;
+	g_fault = 0;
+	g_batch = 64;
+	g_fanout = 4;
+	for (int k = 0; k < 2; k++)
+	{
+		rank_out   *w = calloc(1, sizeof(rank_out));
+		bool		base;
+
+		kind_now = kinds[k];
+		base = whole_forked(w);
+		for (int size = 2; base && size <= 3; size++)
+		{
+			rank_out   *o = calloc(size, sizeof(rank_out));
+			char		pre[64];
+			double		dl = 0,
+						dw = 0;
+			bool		ok = true;
+			int			ran;
+
+			g_p3 = true;
+			g_slices = size;
+			g_parts = 0;
+			snprintf(pre, sizeof(pre), "p3-%d-%d", size, k);
+			ran = run_ranks(size, -1, rank_train, pre, 20000, NULL);
+			g_p3 = false;
+			g_slices = 0;
+			for (int r = 0; r < size; r++)
+			{
+				ok &= read_out(r, &o[r]) && o[r].status == GNN_OK && o[r].c.epochs == EPOCHS && o[r].nw == w->nw;
+				if (o[r].status != GNN_OK)
+					NOTE("rank %d: %s", r, o[r].msg);
+				for (int e = 1; ok && e <= EPOCHS; e++)
+				{
+					dl = fmax(dl, fabs(o[r].c.loss[e] - w->c.loss[e]));
+					dl = fmax(dl, fabs(o[r].c.val_acc[e] - w->c.val_acc[e]));
+				}
+				for (int64_t i = 0; ok && i < w->nw; i++)
+					dw = fmax(dw, fabs(o[r].w[i] - w->w[i]));
+				/* features never move: no alltoallv */
+				ok &= o[r].c.alltoallv_bytes == 0 && o[r].c.allreduce_bytes > 0;
+			}
+			CHECK(ran == size && ok && dl < 1e-5 && dw < 1e-5,
+				  "%s, layer 0 split over %d ranks by feature columns: one process's curve and whole model "
+				  "(max |d| %.2g, |d weight| %.2g; %lld bytes allreduced an epoch, none moved otherwise)",
+				  names[k], size, dl, dw, ok ? (long long) o[0].c.allreduce_bytes : -1LL);
+			free(o);
+		}
+		free(w);
+	}
+	g_minibatch = false;
+	g_batch = 1000;
+	g_fanout = -1;
+}
+
 int
 main(void)
 {
@@ -1146,6 +1225,7 @@ main(void)
 	check_minibatch();
 	check_remote();
 	check_linkpred();
+	check_p3();
 	for (int k = 0; k < 3; k++)
 		free(ww[k]);
 	{

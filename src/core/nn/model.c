@@ -84,6 +84,8 @@ struct gnn_model
 	bool		have_train_forward;
 	gnn_halo_fn halo;			/* distributed full batch: halo rows of layer inputs */
 	void	   *halo_arg;
+	gnn_reduce_fn reduce;		/* feature slices: layer 0's partial pre-activations summed */
+	void	   *reduce_arg;
 };
 
 void
@@ -91,6 +93,13 @@ gnn_model_set_halo(gnn_model *m, gnn_halo_fn fn, void *arg)
 {
 	m->halo = fn;
 	m->halo_arg = arg;
+}
+
+void
+gnn_model_set_reduce(gnn_model *m, gnn_reduce_fn fn, void *arg)
+{
+	m->reduce = fn;
+	m->reduce_arg = arg;
 }
 
 /* ------------------------------------------------------------------ config */
@@ -1297,6 +1306,15 @@ input_done:
 					break;
 				}
 		}
+	/* feature slices: every rank's partial products of layer 0 summed, before the bias (added once) */
+	if (L->index == 0 && m->reduce)
+	{
+		gnn_status	st;
+
+		TRY(gnn_backend_sync(be));
+		if ((st = m->reduce(m->reduce_arg, P, nd * dout, err)) != GNN_OK)
+			return st;
+	}
 	if (!is_relational(cfg->kind))	/* rel_forward adds its own (per type) */
 		TRY(gnn_backend_add_bias(be, P, W(m, L->p_b), nd, dout));
 	L->p_out = P;

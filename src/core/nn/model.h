@@ -335,6 +335,19 @@ gnn_status	gnn_model_backward(gnn_model *m, const float *dlogits, gnn_error *err
 typedef gnn_status (*gnn_halo_fn) (void *arg, float *rows, int32_t dim, bool backward, gnn_error *err);
 void		gnn_model_set_halo(gnn_model *m, gnn_halo_fn fn, void *arg);
 
+/*
+ * Layer 0 split by feature dimension over ranks (P3, train_mb.h's
+ * feature_slices): each rank's model reads its slice of the input columns,
+ * so layer 0's products (before the bias) are partial sums of the whole
+ * input's; fn(arg, P, count) makes them the sum over the ranks (host
+ * memory: the CPU backend), after which the layer adds its bias and goes on
+ * as one model.  Its backward needs nothing: the gradient of the summed
+ * products is every rank's, and each rank's slice of the weights takes its
+ * own part of it.  Linear layers 0 only: GCN and GraphSAGE (mean).
+ */
+typedef gnn_status (*gnn_reduce_fn) (void *arg, float *rows, int64_t count, gnn_error *err);
+void		gnn_model_set_reduce(gnn_model *m, gnn_reduce_fn fn, void *arg);
+
 /* Output of layer l of the last forward (l = layers-1: logits; l = layers-2:
  * the last hidden layer, i.e. node embeddings), in backend memory. */
 const float *gnn_model_layer_output(const gnn_model *m, int layer, int64_t *rows,

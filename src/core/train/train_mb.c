@@ -179,6 +179,7 @@ typedef struct eval_ctx
 	double	   *hd;
 	const gnn_buf *dlab;
 	const gnn_buf *drows;
+	gnn_dist   *p3;				/* feature slices: rows normalised by their whole sums (item_features) */
 } eval_ctx;
 
 static void
@@ -1027,11 +1028,46 @@ batch_bytes_moved(const gnn_graph *g, const mb_item *it, bool regress)
  */
 static gnn_status
 item_features(gnn_backend *be, const gnn_graph *g, const mb_item *it, gnn_buf *dev, gnn_dfeat *x,
-			  bool *owned, gnn_error *err)
+			  bool *owned, gnn_dist *p3, gnn_error *err)
 {
 	int64_t		n = it->mb.mb.n_input;
 	gnn_status	st;
 
+	if (p3 && g->feat_kind == GNN_FEAT_DENSE && n > 0)
+	{
+		/*
+		 * Feature slices, row-normalised: each row divided by the sum of
+		 * its whole row, the slices' sums added over the ranks (the
+		 * producer gathered them as they are)
+		 */
+		double	   *sum = malloc(sizeof(double) * n);
+		int32_t		d = g->feat_dim;
+
+		if (!sum)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		for (int64_t i = 0; i < n; i++)
+		{
+			double		t = 0;
+
+			for (int32_t k = 0; k < d; k++)
+				t += it->feat[i * d + k];
+			sum[i] = t;
+		}
+		if ((st = gnn_dist_allreduce(p3, sum, (size_t) n, GNN_DIST_F64, err)) != GNN_OK)
+		{
+			free(sum);
+			return st;
+		}
+		for (int64_t i = 0; i < n; i++)
+			if (sum[i] != 0)
+			{
+				double		r = 1.0 / sum[i];
+
+				for (int32_t k = 0; k < d; k++)
+					it->feat[i * d + k] = (float) (it->feat[i * d + k] * r);
+			}
+		free(sum);
+	}
 	memset(x, 0, sizeof(*x));
 	*owned = false;
 	if (g->feat_kind == GNN_FEAT_SPARSE)
@@ -1088,7 +1124,7 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 			*err = it->err;
 			break;
 		}
-		st = item_features(E->be, E->g, it, dfeat, &x, &x_owned, err);
+		st = item_features(E->be, E->g, it, dfeat, &x, &x_owned, E->p3, err);
 		/* forward only: no transposes, and on the CPU the batch's own arrays (block.c) */
 		for (int l = 0; st == GNN_OK && l < E->cfg->layers; l++)
 			if ((st = gnn_dblock_create_forward(E->be, &it->mb.mb.blocks[l], E->cfg->model, NULL, NULL, &dblk[l],
@@ -1104,6 +1140,88 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 		pipe_done(P);
 	}
 	gnn_team_cap_set(cap);
+	return st;
+}
+
+/* ------------------------------------------------------------------ feature slices (P3) */
+
+/* the reduce hook (gnn_model_set_reduce): layer 0's partial products summed over the ranks */
+static gnn_status
+p3_reduce(void *arg, float *rows, int64_t count, gnn_error *err)
+{
+	return gnn_dist_allreduce((gnn_dist *) arg, rows, (size_t) count, GNN_DIST_F32, err);
+}
+
+/*
+ * part's weights from whole's (host memory, the CPU backend): a parameter of
+ * whole rows there (layer 0's, in_dim rows) gives part the rows of its slice,
+ * from row `first`; the others are copied.
+ */
+static gnn_status
+p3_copy(gnn_model *whole, gnn_model *part, int32_t first, bool to_part, gnn_error *err)
+{
+	if (gnn_model_num_params(whole) != gnn_model_num_params(part))
+		return gnn_error_set(err, GNN_ERR_INVALID, "the models on whole rows and on a slice differ");
+	for (int i = 0; i < gnn_model_num_params(part); i++)
+	{
+		gnn_tensor *w = &gnn_model_param(whole, i)->w,
+				   *p = &gnn_model_param(part, i)->w;
+
+		if (w->cols != p->cols || (w->rows != p->rows && (p->rows + first > w->rows || !to_part)))
+			return gnn_error_set(err, GNN_ERR_INVALID, "parameter %d: %lld x %lld against %lld x %lld", i,
+								 (long long) w->rows, (long long) w->cols, (long long) p->rows, (long long) p->cols);
+		if (w->rows == p->rows)
+			memcpy(to_part ? p->data : w->data, to_part ? w->data : p->data, sizeof(float) * w->rows * w->cols);
+		else
+			memcpy(p->data, w->data + (size_t) first * w->cols, sizeof(float) * p->rows * p->cols);
+	}
+	return GNN_OK;
+}
+
+/*
+ * whole's weights from every rank's part (a collective): layer 0's rows
+ * gathered in rank order (width[r] rows from rank r), the others this
+ * rank's (the same on every rank).
+ */
+static gnn_status
+p3_gather(gnn_dist *d, gnn_model *part, gnn_model *whole, const int32_t *width, gnn_error *err)
+{
+	int			size = gnn_dist_size(d);
+	int32_t		maxw = 0;
+	gnn_status	st = GNN_OK;
+
+	for (int r = 0; r < size; r++)
+		maxw = width[r] > maxw ? width[r] : maxw;
+	for (int i = 0; st == GNN_OK && i < gnn_model_num_params(part); i++)
+	{
+		gnn_tensor *w = &gnn_model_param(whole, i)->w,
+				   *p = &gnn_model_param(part, i)->w;
+		float	   *in,
+				   *out;
+		int64_t		at = 0;
+
+		if (w->rows == p->rows)
+		{
+			memcpy(w->data, p->data, sizeof(float) * w->rows * w->cols);
+			continue;
+		}
+		in = calloc((size_t) maxw * p->cols + 1, sizeof(float));
+		out = malloc(sizeof(float) * ((size_t) maxw * p->cols * size + 1));
+		if (!in || !out)
+			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		else
+		{
+			memcpy(in, p->data, sizeof(float) * p->rows * p->cols);
+			st = gnn_dist_allgather(d, in, sizeof(float) * maxw * p->cols, out, err);
+		}
+		for (int r = 0; st == GNN_OK && r < size; r++)
+		{
+			memcpy(w->data + at * w->cols, out + (size_t) r * maxw * p->cols, sizeof(float) * width[r] * w->cols);
+			at += width[r];
+		}
+		free(in);
+		free(out);
+	}
 	return st;
 }
 
@@ -1166,7 +1284,14 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	gnn_gpu_batcher *gpu = NULL;	/* batches built on the GPU */
 	bool		on_device;		/* a device backend: count what batches move */
 	/* over several ranks (train_mb.h, halo_hops) */
-	gnn_dist   *dist = cfg->dist;
+	gnn_dist   *dist = mbc->feature_slices ? NULL : cfg->dist;
+	/* feature slices (train_mb.h): the ranks, the slices' widths and this rank's first column */
+	gnn_dist   *p3d = mbc->feature_slices ? cfg->dist : NULL;
+	int32_t		p3_width[64],
+				p3_first = 0,
+				p3_all = 0;
+	gnn_model  *p3_whole = NULL;	/* the model on whole rows: the initial weights, then the gathered ones */
+	gnn_train_config pcfg;		/* the pipeline's (feature slices: rows gathered unnormalised) */
 	gnn_minibatch_config mloc;	/* this rank's share of the batch */
 	gnn_halo_plan halo;
 	gnn_graph	part;
@@ -1227,6 +1352,36 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
 	if ((st = gnn_train_model_config_for(cfg, g, &mc, err)) != GNN_OK)
 		return st;
+	if (mbc->feature_slices)
+	{
+		int64_t		shape[64][3];
+		int64_t		mine[3] = {g->num_nodes, g->num_edges, g->feat_dim};
+
+		if (!p3d)
+			return gnn_error_set(err, GNN_ERR_INVALID, "feature slices need the ranks (cfg->dist)");
+		if (!(cfg->model == GNN_MODEL_GCN || (cfg->model == GNN_MODEL_SAGE && cfg->aggr == GNN_AGGR_MEAN)))
+			return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+								 "feature slices split a linear first layer: GCN or GraphSAGE with the mean aggregator");
+		if (g->num_edge_types > 1 || g->num_node_types > 1 || g->feat_kind != GNN_FEAT_DENSE || g->node_part)
+			return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+								 "feature slices need a whole homogeneous graph with dense features on every rank");
+		if (gnn_dist_size(p3d) > 64)
+			return gnn_error_set(err, GNN_ERR_LIMIT, "at most 64 ranks");
+		if ((st = gnn_dist_allgather(p3d, mine, sizeof(mine), shape, err)) != GNN_OK)
+			return st;
+		for (int r = 0; r < gnn_dist_size(p3d); r++)
+		{
+			if (shape[r][0] != g->num_nodes || shape[r][1] != g->num_edges)
+				return gnn_error_set(err, GNN_ERR_INVALID,
+									 "rank %d's graph has %lld nodes and %lld arcs, rank %d's %lld and %lld: feature slices need one graph",
+									 r, (long long) shape[r][0], (long long) shape[r][1], gnn_dist_rank(p3d),
+									 (long long) g->num_nodes, (long long) g->num_edges);
+			p3_width[r] = (int32_t) shape[r][2];
+			if (r < gnn_dist_rank(p3d))
+				p3_first += p3_width[r];
+			p3_all += p3_width[r];
+		}
+	}
 	if (dist)
 	{
 		int			hh = mbc->halo_hops > 0 ? mbc->halo_hops : 1,
@@ -1268,7 +1423,27 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	esc = mbc->sampler;
 	esc.per_node_streams = temporal || mbc->sampler.per_node_streams;
 	esc.first_hop = 0;
-	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK)
+	if (p3d)
+	{
+		/*
+		 * The weights of one model on whole rows, from the job's stream as
+		 * one process draws them; this rank's layer 0 their rows of its
+		 * slice
+		 */
+		gnn_model_config mw = mc;
+		gnn_rng		other;
+
+		mw.in_dim = p3_all;
+		gnn_rng_seed(&other, cfg->seed ^ 0x7033ULL);
+		if ((st = be->ops != gnn_backend_cpu() ? gnn_error_set(err, GNN_ERR_UNSUPPORTED, "feature slices run on the CPU backend")
+			 : GNN_OK) != GNN_OK ||
+			(st = gnn_model_create(be, &mw, &rng, &p3_whole, err)) != GNN_OK ||
+			(st = gnn_model_create(be, &mc, &other, &model, err)) != GNN_OK ||
+			(st = p3_copy(p3_whole, model, p3_first, true, err)) != GNN_OK)
+			goto done;
+		gnn_model_set_reduce(model, p3_reduce, p3d);
+	}
+	else if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK)
 		goto done;
 	train = malloc(sizeof(int32_t) * (g->n_train + 1));
 	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
@@ -1349,6 +1524,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	E.hd = hd;
 	E.dlab = &dlab;
 	E.drows = &drows;
+	E.p3 = p3d && cfg->row_normalise ? p3d : NULL;
 	if (dist)
 	{
 		/* the steps every rank takes: the job's batches over all ranks' training nodes */
@@ -1440,7 +1616,10 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	on_device |= gpu != NULL;	/* (an emulated device in tests) */
 	/* the batches' stream, drawn after the weights (over several ranks the same on each: the batches are global) */
 	/* (across parts one stream on every rank: the batches are global) */
-	if ((st = pipe_start(&pipe, g, cfg, mbc, dist ? gperm : train, dist ? gntrain : ntrain, gnn_rng_next(&rng),
+	pcfg = *cfg;
+	if (p3d)
+		pcfg.row_normalise = false;	/* (normalised by whole rows when computed: item_features) */
+	if ((st = pipe_start(&pipe, g, &pcfg, mbc, dist ? gperm : train, dist ? gntrain : ntrain, gnn_rng_next(&rng),
 						 cfg->epochs, be, gpu, dist ? gval : evnodes, dist ? gnval : nev,
 						 dist ? gtest : tnodes, dist ? gntest : ntest, &esc, rs, gtrain, err)) != GNN_OK)
 		goto done;
@@ -1467,7 +1646,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		gnn_epoch_metrics_init(&em, epoch);
 		em.sample_s = em.gather_s = em.compute_s = em.wait_s = 0;
 		gnn_heap_phase_reset();
-		gnn_dist_counters_get(dist, &c0);
+		gnn_dist_counters_get(dist ? dist : p3d, &c0);
 		for (int64_t b0 = 0; dist ? nb < steps : b0 < ntrain; b0 += mbc->batch_size, nb++)
 		{
 			mb_item    *it = NULL;
@@ -1487,7 +1666,20 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 
 			if (!dist && !have)
 				break;			/* max_batches */
-			if (!dist && should_stop && should_stop(stop_arg))
+			if (p3d)
+			{
+				/* every rank's vote to stop, before the step's collectives (feature slices) */
+				float		vote = should_stop && should_stop(stop_arg) ? 1.0f : 0.0f;
+
+				if ((st = gnn_dist_allreduce(p3d, &vote, 1, GNN_DIST_F32, err)) != GNN_OK)
+					goto out;
+				if (vote > 0)
+				{
+					st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
+					goto out;
+				}
+			}
+			else if (!dist && should_stop && should_stop(stop_arg))
 			{
 				st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
 				goto out;
@@ -1521,7 +1713,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			if (it->gpu)
 				x = it->gx;		/* the batcher's: not owned */
 			else
-				st = item_features(be, g, it, &dfeat, &x, &x_owned, err);
+				st = item_features(be, g, it, &dfeat, &x, &x_owned, p3d && cfg->row_normalise ? p3d : NULL, err);
 			em.gather_s += gnn_now_s() - t1;
 			t1 = gnn_now_s();
 			for (int64_t i = 0; st == GNN_OK && !regress && i < it->bs; i++)
@@ -1615,10 +1807,10 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		}
 		phase_note(heap_base, &stats->mem_training);
 		gnn_heap_phase_reset();
-		if (dist)
+		if (dist || p3d)
 		{
 			/* the training steps' collectives (evaluation's sums are a few bytes an epoch) */
-			gnn_train_dist_epoch_comm(dist, &c0, &em);
+			gnn_train_dist_epoch_comm(dist ? dist : p3d, &c0, &em);
 		}
 		stats->sample_s += em.sample_s;
 		stats->gather_s += em.gather_s;
@@ -1652,7 +1844,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 
 			eval_acc_reset(&va, c);
 			/* (over several ranks the vote to stop comes after, with the sums) */
-			if ((st = eval_from_pipe(&E, &pipe, pipe.neval, &dfeat, dist ? NULL : should_stop, stop_arg, &va,
+			if ((st = eval_from_pipe(&E, &pipe, pipe.neval, &dfeat, dist || p3d ? NULL : should_stop, stop_arg, &va,
 									 err)) != GNN_OK)
 			{
 				if (st == GNN_ERR_CANCELLED)
@@ -1757,11 +1949,11 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		if (pipe.head != pipe.train_total)
 		{
 			pipe_stop(&pipe);
-			if ((st = pipe_start(&pipe, g, cfg, mbc, NULL, 0, 0, 1, be, NULL, NULL, 0, dist ? gtest : tnodes,
+			if ((st = pipe_start(&pipe, g, &pcfg, mbc, NULL, 0, 0, 1, be, NULL, NULL, 0, dist ? gtest : tnodes,
 								 dist ? gntest : ntest, &esc, rs, gtrain, err)) != GNN_OK)
 				goto out;
 		}
-		if ((st = eval_from_pipe(&E, &pipe, pipe.ntestb, &dfeat, dist ? NULL : should_stop, stop_arg, &ta,
+		if ((st = eval_from_pipe(&E, &pipe, pipe.ntestb, &dfeat, dist || p3d ? NULL : should_stop, stop_arg, &ta,
 								 err)) != GNN_OK)
 			goto out;
 		if (dist)
@@ -1793,8 +1985,17 @@ out:
 	/* the kept weights matter only to a model that is handed back */
 	if (st == GNN_OK && sel.have_best)
 		st = gnn_model_weights_set(model, best_w, err);
+	/* feature slices: the whole model, layer 0's rows from every rank (on every rank: a collective) */
+	if (st == GNN_OK && p3d)
+		st = p3_gather(p3d, model, p3_whole, p3_width, err);
 	if (st == GNN_OK && model_out)
 	{
+		if (p3d)
+		{
+			gnn_model_free(model);
+			model = p3_whole;
+			p3_whole = NULL;
+		}
 		*model_out = model;
 		model = NULL;
 	}
@@ -1820,6 +2021,7 @@ done:
 	gnn_buf_free(be, &dlogits);
 	gnn_eval_data_free(be, &d);
 	gnn_model_free(model);
+	gnn_model_free(p3_whole);
 	if (!be_in)
 		gnn_backend_destroy(be);
 	if (rs)

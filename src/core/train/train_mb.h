@@ -107,6 +107,23 @@ typedef struct gnn_minibatch_config
 	 * whole graph's.
 	 */
 	int32_t		halo_hops;
+
+	/*
+	 * Feature slices (P3, OSDI'21; with cfg->dist): every rank holds the
+	 * whole graph's topology and a slice of its feature columns (its graph's
+	 * feat_dim; the slices in rank order make the whole row).  Every rank
+	 * draws every batch (the same draws: the same graph and streams) and
+	 * computes layer 0 on its slice; the partial products are summed over
+	 * the ranks (one allreduce of the batch's layer-0 rows a step,
+	 * gnn_model_set_reduce), and the layers above run on every rank alike,
+	 * so no gradient is summed: each rank's slice of layer 0's weights
+	 * takes its share of the one gradient.  Features never move.  GCN and
+	 * GraphSAGE (mean); the CPU backend.  With dropout 0 a run equals one
+	 * process on the whole features (input dropout draws each slice's
+	 * masks by its own positions).  The model handed back is whole: layer
+	 * 0's slices gathered from every rank.
+	 */
+	bool		feature_slices;
 } gnn_minibatch_config;
 
 /* Where the time went (optional output). */
