@@ -28,6 +28,10 @@
 # allreduce; adjacency, feature and gradient bytes); PREFETCH batches are
 # made ahead on a second mesh (MESH2=0: in line), e.g.
 #   FANOUTS=10,5 HALO_HOPS=1 PREFETCH=2 bash bench/dist.sh
+# P3=1 splits layer 0 by feature columns instead (every rank the whole graph,
+# DIM / ranks columns; train_mb.h's feature_slices); compare its allreduce
+# bytes a step with the run above's adjacency, feature and gradient bytes:
+#   FANOUTS=10,5 P3=1 DIM=512 NODES=500000 EDGES=2500000 bash bench/dist.sh
 set -euo pipefail
 source "$(dirname "$0")/../test/lib.sh"
 cd "$REPO_ROOT"
@@ -58,7 +62,7 @@ REPORT=bench/results/dist-$STAMP.md
 {
   echo "# Training over several servers: $WHAT over loopback, $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo
-  echo "- commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src bench || echo ' (with uncommitted changes)'); command: \`${FANOUTS:+FANOUTS=$FANOUTS BATCH=$BATCH HALO_HOPS=$HALO_HOPS PREFETCH=${PREFETCH:-1} MESH2=${MESH2:-1} }NODES=$NODES EDGES=$EDGES DIM=$DIM HIDDEN=$HIDDEN EPOCHS=$EPOCHS CORA_EPOCHS=$CORA_EPOCHS RANKS=\"$RANKS\" PASSES=$PASSES bash bench/dist.sh\`"
+  echo "- commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src bench || echo ' (with uncommitted changes)'); command: \`${FANOUTS:+FANOUTS=$FANOUTS BATCH=$BATCH HALO_HOPS=$HALO_HOPS PREFETCH=${PREFETCH:-1} MESH2=${MESH2:-1} P3=${P3:-0} }NODES=$NODES EDGES=$EDGES DIM=$DIM HIDDEN=$HIDDEN EPOCHS=$EPOCHS CORA_EPOCHS=$CORA_EPOCHS RANKS=\"$RANKS\" PASSES=$PASSES bash bench/dist.sh\`"
   echo "- machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(free -g | awk '/Mem:/{print $2}') GiB RAM; load before: $(cut -d' ' -f1-3 /proc/loadavg); Gloo $(dpkg-query -W -f='${Version}' libgloo-dev 2>/dev/null || echo '?'), METIS $(dpkg-query -W -f='${Version}' libmetis5 2>/dev/null || echo '?')"
   echo "- one thread per rank (OpenBLAS and the backend); with $(nproc) cores, more than $(nproc) ranks share them: wall times of 3 and 4 ranks include waiting for a core, the CPU column does not"
   echo

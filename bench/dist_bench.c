@@ -89,7 +89,10 @@ static int	mb_hops,
 			mb_halo_hops = 1,
 			mb_batch = 1024,
 			mb_prefetch = 1,
-			mb_mesh2 = 1;		/* sampling across parts: a second mesh (env MESH2=0: in line) */
+			mb_mesh2 = 1,		/* sampling across parts: a second mesh (env MESH2=0: in line) */
+			mb_p3 = 0,			/* env P3=1: feature slices, every rank the whole graph and dim / K columns */
+			p3_k,
+			p3_K;
 static uint32_t balance;		/* GNN_BAL_* for METIS */
 static char balance_names[64];
 
@@ -280,8 +283,18 @@ build_part(int k, int K, void **region, gnn_graph *g, int64_t *own_out, int64_t 
 	np = malloc(sizeof(int32_t) * nn);
 	lab = malloc(sizeof(int32_t) * nn);
 	sp = malloc(nn);
-	x = calloc((size_t) nn * dim, sizeof(float));
-	m = 0;
+	{
+		/* feature slices: this rank's columns only */
+		int			c0 = p3_K > 0 ? p3_k * dim / p3_K : 0,
+					sw = p3_K > 0 ? (p3_k + 1) * dim / p3_K - c0 : dim;
+
+		x = calloc((size_t) nn * sw, sizeof(float));
+		m = 0;
+		for (int64_t v = 0; v < n; v++)
+			if (local[v] >= 0 && local[v] < own)
+				memcpy(x + (size_t) local[v] * sw, feat + (size_t) v * dim + c0, sizeof(float) * sw);
+		in.feat_dim = sw;
+	}
 	for (int64_t v = 0; v < n; v++)
 	{
 		int32_t		r = local[v];
@@ -294,7 +307,6 @@ build_part(int k, int K, void **region, gnn_graph *g, int64_t *own_out, int64_t 
 		{
 			lab[r] = labels[v];
 			sp[r] = split[v];
-			memcpy(x + (size_t) r * dim, feat + (size_t) v * dim, sizeof(float) * dim);
 		}
 		else
 		{
@@ -308,13 +320,17 @@ build_part(int k, int K, void **region, gnn_graph *g, int64_t *own_out, int64_t 
 				dst[m++] = v;
 			}
 	}
-	memset(&in, 0, sizeof(in));
+	{
+		int32_t		fd = in.feat_dim;
+
+		memset(&in, 0, sizeof(in));
+		in.feat_dim = fd;
+	}
 	in.num_edges = m;
 	in.src = src;
 	in.dst = dst;
 	in.num_nodes = nn;
 	in.node_ids = ids;
-	in.feat_dim = dim;
 	in.feat = x;
 	in.labels = lab;
 	in.split = sp;
@@ -438,7 +454,14 @@ rank_main(int rank, int K, const char *prefix)
 	struct rusage ru;
 
 	memset(&err, 0, sizeof(err));
-	r->status = build_part(rank, K, &region, &g, &r->own, &r->halo, &err);
+	if (mb_p3)
+	{
+		/* feature slices: the whole graph, this rank's columns */
+		p3_k = rank;
+		p3_K = K;
+	}
+	r->status = mb_p3 ? build_part(0, 1, &region, &g, &r->own, &r->halo, &err)
+		: build_part(rank, K, &region, &g, &r->own, &r->halo, &err);
 	r->build_s = now_s() - t0;
 	r->arcs = g.num_edges;
 	if (r->status == GNN_OK && K > 1)
@@ -447,7 +470,7 @@ rank_main(int rank, int K, const char *prefix)
 
 		r->status = gnn_dist_open(so_path, &o, &store, &d, &err);
 		/* the plan train.c builds, built here once more to read its sizes */
-		if (r->status == GNN_OK && (r->status = gnn_halo_plan_build(d, &g, &plan, &err)) == GNN_OK)
+		if (r->status == GNN_OK && !mb_p3 && (r->status = gnn_halo_plan_build(d, &g, &plan, &err)) == GNN_OK)
 		{
 			r->nsend = plan.nsend;
 			r->nrecv = plan.nrecv;
@@ -494,6 +517,7 @@ rank_main(int rank, int K, const char *prefix)
 			mbc.prefetch = mb_prefetch;
 			mbc.cpu_batches = true;
 			mbc.halo_hops = mb_halo_hops;
+			mbc.feature_slices = mb_p3 && K > 1;
 			cfg.layers = mb_hops;
 			cfg.dropout = 0.5f;
 			r->status = gnn_train_minibatch(&g, &cfg, &mbc, be, record, r, NULL, NULL, &model, &res, &ms, &err);
@@ -995,6 +1019,7 @@ main(int argc, char **argv)
 		mb_batch = getenv("BATCH") ? atoi(getenv("BATCH")) : 1024;
 		mb_prefetch = getenv("PREFETCH") ? atoi(getenv("PREFETCH")) : 1;
 		mb_mesh2 = getenv("MESH2") ? atoi(getenv("MESH2")) : 1;
+		mb_p3 = getenv("P3") ? atoi(getenv("P3")) : 0;
 	}
 	so_path = getenv("GNN_DIST_SO") ? getenv("GNN_DIST_SO") : "src/dist/gnn_dist.so";
 	if (!gnn_dist_available(so_path, &err))
@@ -1130,9 +1155,15 @@ main(int argc, char **argv)
 				printf("Minibatches: fan-outs");
 				for (int h = 0; h < mb_hops; h++)
 					printf("%s%d", h ? ", " : " [", mb_fanouts[h]);
-				printf("], %d seeds a global step, %d hops of halo, prefetch %d, dropout 0.5, no evaluation; "
-					   "per step, the slowest rank's medians over epochs 2..%d.\n\n", mb_batch, mb_halo_hops, mb_prefetch,
-					   epochs_now);
+				if (mb_p3)
+					printf("], %d seeds a global step, feature slices (P3: every rank the whole graph and %d / ranks "
+						   "of the %d columns; layer 0's products summed, one allreduce a step; 1 rank: the whole "
+						   "columns), prefetch %d, dropout 0.5, no evaluation; per step, the slowest rank's medians "
+						   "over epochs 2..%d.\n\n", mb_batch, dim, dim, mb_prefetch, epochs_now);
+				else
+					printf("], %d seeds a global step, %d hops of halo, prefetch %d, dropout 0.5, no evaluation; "
+						   "per step, the slowest rank's medians over epochs 2..%d.\n\n", mb_batch, mb_halo_hops,
+						   mb_prefetch, epochs_now);
 				printf("| ranks | steps an epoch | step ms | x 1 rank | sampling + gathering ms a batch (producer) "
 					   "| waiting for a batch ms | allreduce ms | allreduce bytes a step and rank | own / halo nodes (largest halo) "
 					   "| halo features MB | set-up s | peak RSS MB (largest rank) | CPU ms a step (all ranks) |\n");
