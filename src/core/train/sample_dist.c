@@ -843,6 +843,22 @@ fetch_features(gnn_dist_sampler *s, bool row_normalise, int nthreads, gnn_error 
 static gnn_status sample_from_seeds(gnn_dist_sampler *s, uint64_t seed, bool row_normalise, int nthreads,
 									gnn_minibatch *mb, gnn_dist_feat *feat, double t, gnn_error *err);
 
+/* a new batch of nseeds seeds (own: every rank's are its own) */
+static gnn_status
+batch_begin(gnn_dist_sampler *s, int64_t nseeds, const int64_t *seed_times, bool own_seeds, gnn_minibatch *mb,
+			gnn_dist_feat *feat, gnn_error *err)
+{
+	memset(mb, 0, sizeof(*mb));
+	memset(feat, 0, sizeof(*feat));
+	if (s->temporal && nseeds > 0 && !seed_times)
+		return gnn_error_set(err, GNN_ERR_INVALID, "temporal sampling needs seed times");
+	s->n = 0;
+	s->seeds_own = own_seeds;
+	if (!hash_reset(s, nseeds + 64))
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	return GNN_OK;
+}
+
 gnn_status
 gnn_dist_sampler_sample(gnn_dist_sampler *s, const int32_t *seeds, const int64_t *seed_times, int64_t nseeds,
 						uint64_t seed, bool row_normalise, int nthreads, gnn_minibatch *mb, gnn_dist_feat *feat,
@@ -850,15 +866,10 @@ gnn_dist_sampler_sample(gnn_dist_sampler *s, const int32_t *seeds, const int64_t
 {
 	const gnn_graph *g = s->g;
 	double		t = gnn_now_s();
+	gnn_status	st;
 
-	memset(mb, 0, sizeof(*mb));
-	memset(feat, 0, sizeof(*feat));
-	if (s->temporal && nseeds > 0 && !seed_times)
-		return gnn_error_set(err, GNN_ERR_INVALID, "temporal sampling needs seed times");
-	s->n = 0;
-	s->seeds_own = true;
-	if (!hash_reset(s, nseeds + 64))
-		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	if ((st = batch_begin(s, nseeds, seed_times, true, mb, feat, err)) != GNN_OK)
+		return st;
 	for (int64_t i = 0; i < nseeds; i++)
 	{
 		int32_t		v = seeds[i];
@@ -881,15 +892,10 @@ gnn_dist_sampler_sample_named(gnn_dist_sampler *s, const int64_t *keys, const in
 							  int nthreads, gnn_minibatch *mb, gnn_dist_feat *feat, gnn_error *err)
 {
 	double		t = gnn_now_s();
+	gnn_status	st;
 
-	memset(mb, 0, sizeof(*mb));
-	memset(feat, 0, sizeof(*feat));
-	if (s->temporal && nseeds > 0 && !seed_times)
-		return gnn_error_set(err, GNN_ERR_INVALID, "temporal sampling needs seed times");
-	s->n = 0;
-	s->seeds_own = false;
-	if (!hash_reset(s, nseeds + 64))
-		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+	if ((st = batch_begin(s, nseeds, seed_times, false, mb, feat, err)) != GNN_OK)
+		return st;
 	for (int64_t i = 0; i < nseeds; i++)
 	{
 		int16_t		ty = types ? types[i] : 0;

@@ -642,6 +642,73 @@ mb_eval_temporal(const gnn_graph *g, const gnn_train_config *cfg, const gnn_mini
 	return st;
 }
 
+/*
+ * An epoch's end, over servers or not: the AUCs into em (also as the
+ * accuracies, which logs of any task read), the weights kept when the
+ * validation AUC improved, progress; *stop when patience ran out.
+ */
+static gnn_status
+epoch_end(gnn_model *model, const gnn_train_config *cfg, int32_t epoch, double t0, double val_auc, double test_auc,
+		  double test_hits, float *best_w, bool *have_best, double *best_auc, int32_t *wait, gnn_epoch_metrics *em,
+		  gnn_linkpred_result *res, gnn_progress_fn progress, void *progress_arg, bool *stop, gnn_error *err)
+{
+	gnn_status	st;
+
+	em->train_acc = em->val_loss = em->test_loss = NAN;
+	em->val_mae = em->test_mae = em->val_rmse = em->test_rmse = NAN;
+	em->val_acc = em->val_auc = (float) val_auc;
+	em->test_acc = em->test_auc = (float) test_auc;
+	if (!*have_best || val_auc > *best_auc)
+	{
+		if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
+			return st;
+		*have_best = true;
+		*best_auc = val_auc;
+		em->best = true;
+		res->best_epoch = epoch;
+		res->val_auc = val_auc;
+		res->test_auc = test_auc;
+		res->test_hits = test_hits;
+		*wait = 0;
+	}
+	else
+		(*wait)++;
+	em->seconds = gnn_now_s() - t0;
+	res->epochs_run = epoch;
+	if (progress)
+		progress(progress_arg, em);
+	if (cfg->patience > 0 && *wait >= cfg->patience)
+	{
+		res->stopped_early = epoch < cfg->epochs;
+		*stop = true;
+	}
+	return GNN_OK;
+}
+
+/*
+ * A run's end: its time, the kept weights set (they matter to a model that
+ * is handed back), and the model handed back when all went well.
+ */
+static gnn_status
+run_end(gnn_status st, gnn_model **model, bool have_best, const float *best_w, gnn_model **model_out,
+		gnn_linkpred_result *res, double t_start, gnn_error *err)
+{
+	res->seconds = gnn_now_s() - t_start;
+	if (have_best)
+	{
+		gnn_status	st2 = gnn_model_weights_set(*model, best_w, st == GNN_OK ? err : NULL);
+
+		if (st == GNN_OK)
+			st = st2;
+	}
+	if (st == GNN_OK && model_out)
+	{
+		*model_out = *model;
+		*model = NULL;
+	}
+	return st;
+}
+
 /* ------------------------------------------------------------------ over several ranks */
 
 /*
@@ -1340,50 +1407,11 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 			if (st != GNN_OK)
 				break;
 		}
-		em.train_acc = em.val_loss = em.test_loss = NAN;
-		em.val_mae = em.test_mae = em.val_rmse = em.test_rmse = NAN;
-		em.val_acc = em.val_auc = (float) val_auc;
-		em.test_acc = em.test_auc = (float) test_auc;
-		if (!have_best || val_auc > best_auc)
-		{
-			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
-				break;
-			have_best = true;
-			best_auc = val_auc;
-			em.best = true;
-			res->best_epoch = epoch;
-			res->val_auc = val_auc;
-			res->test_auc = test_auc;
-			res->test_hits = test_hits;
-			wait = 0;
-		}
-		else
-			wait++;
-		em.seconds = gnn_now_s() - t0;
-		res->epochs_run = epoch;
-		if (progress)
-			progress(progress_arg, &em);
-		if (cfg->patience > 0 && wait >= cfg->patience)
-		{
-			res->stopped_early = epoch < cfg->epochs;
-			stop = true;
-		}
-		if (stop)
+		if ((st = epoch_end(model, cfg, epoch, t0, val_auc, test_auc, test_hits, best_w, &have_best, &best_auc, &wait,
+							&em, res, progress, progress_arg, &stop, err)) != GNN_OK || stop)
 			break;
 	}
-	res->seconds = gnn_now_s() - t_start;
-	if (have_best)
-	{
-		gnn_status	st2 = gnn_model_weights_set(model, best_w, st == GNN_OK ? err : NULL);
-
-		if (st == GNN_OK)
-			st = st2;
-	}
-	if (st == GNN_OK && model_out)
-	{
-		*model_out = model;
-		model = NULL;
-	}
+	st = run_end(st, &model, have_best, best_w, model_out, res, t_start, err);
 done:
 	gnn_dist_sampler_free(ds);
 	gnn_dist_sampler_free(de);
@@ -1675,49 +1703,15 @@ linkpred_run(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred
 		auc_hits(z, d, sp.pos + ntrain, nval, sp.neg, nval, lc->hits_k, &val_auc, &val_hits);
 		auc_hits(z, d, sp.pos + ntrain + nval, ntest, sp.neg + nval, ntest, lc->hits_k, &test_auc, &test_hits);
 		/* the AUCs, also in *_acc, which logs of any task read */
-		em.train_acc = em.val_loss = em.test_loss = NAN;
-		em.val_mae = em.test_mae = em.val_rmse = em.test_rmse = NAN;
-		em.val_acc = em.val_auc = (float) val_auc;
-		em.test_acc = em.test_auc = (float) test_auc;
-		if (!have_best || val_auc > best_auc)
 		{
-			if ((st = gnn_model_weights_get(model, best_w, err)) != GNN_OK)
-				break;
-			have_best = true;
-			best_auc = val_auc;
-			em.best = true;
-			res->best_epoch = epoch;
-			res->val_auc = val_auc;
-			res->test_auc = test_auc;
-			res->test_hits = test_hits;
-			wait = 0;
-		}
-		else
-			wait++;
-		em.seconds = gnn_now_s() - t0;
-		res->epochs_run = epoch;
-		if (progress)
-			progress(progress_arg, &em);
-		if (cfg->patience > 0 && wait >= cfg->patience)
-		{
-			res->stopped_early = epoch < cfg->epochs;
-			break;
-		}
-	}
-	res->seconds = gnn_now_s() - t_start;
-	/* the kept weights matter only to a model that is handed back */
-	if (have_best)
-	{
-		gnn_status	st2 = gnn_model_weights_set(model, best_w, st == GNN_OK ? err : NULL);
+			bool		stop = false;
 
-		if (st == GNN_OK)
-			st = st2;
+			if ((st = epoch_end(model, cfg, epoch, t0, val_auc, test_auc, test_hits, best_w, &have_best, &best_auc,
+								&wait, &em, res, progress, progress_arg, &stop, err)) != GNN_OK || stop)
+				break;
+		}
 	}
-	if (st == GNN_OK && model_out)
-	{
-		*model_out = model;
-		model = NULL;
-	}
+	st = run_end(st, &model, have_best, best_w, model_out, res, t_start, err);
 done:
 	if (mbc)
 	{
