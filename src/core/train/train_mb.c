@@ -1145,6 +1145,14 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 
 /* ------------------------------------------------------------------ feature slices (P3) */
 
+/* an early return of feature slices: the slice taken freed */
+static gnn_status
+p3_fail(float *xslice, gnn_status st)
+{
+	free(xslice);
+	return st;
+}
+
 /* the reduce hook (gnn_model_set_reduce): layer 0's partial products summed over the ranks */
 static gnn_status
 p3_reduce(void *arg, float *rows, int64_t count, gnn_error *err)
@@ -1292,6 +1300,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				p3_all = 0;
 	gnn_model  *p3_whole = NULL;	/* the model on whole rows: the initial weights, then the gathered ones */
 	gnn_train_config pcfg;		/* the pipeline's (feature slices: rows gathered unnormalised) */
+	gnn_graph	gslice;			/* feature slices of whole rows: the graph with this rank's columns */
+	float	   *xslice = NULL;
 	gnn_minibatch_config mloc;	/* this rank's share of the batch */
 	gnn_halo_plan halo;
 	gnn_graph	part;
@@ -1350,32 +1360,86 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		return gnn_error_set(err, GNN_ERR_INVALID, "temporal sampling needs node times; the graph has none");
 	if (model_out && !be_in)
 		return gnn_error_set(err, GNN_ERR_INVALID, "asking for the model needs a caller-owned backend");
+	if (mbc->feature_slices && mbc->slice_whole_rows && cfg->dist)
+	{
+		/*
+		 * Every rank holds whole rows: its columns [r F / K, (r + 1) F / K)
+		 * copied out, the graph seen through them (the topology as it is,
+		 * a delta's included; its feature rows are read whole, then cut)
+		 */
+		int			K = gnn_dist_size(cfg->dist),
+					r = gnn_dist_rank(cfg->dist);
+		int64_t		F = g->feat_dim,
+					lo = r * F / K,
+					w = (r + 1) * F / K - lo,
+					chunk = 4096;
+		float	   *rows;
+
+		if (g->feat_kind != GNN_FEAT_DENSE)
+			return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "feature slices cut dense features; this graph's are %s",
+								 g->feat_kind == GNN_FEAT_SPARSE ? "sparse" : "missing");
+		if (w < 1)
+			return gnn_error_set(err, GNN_ERR_INVALID, "%lld feature columns over %d ranks: rank %d gets none",
+								 (long long) F, K, r);
+		xslice = malloc(sizeof(float) * ((size_t) g->num_nodes * w + 1));
+		rows = malloc(sizeof(float) * ((size_t) chunk * F + 1));
+		if (!xslice || !rows)
+		{
+			free(xslice);
+			free(rows);
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld nodes' %lld columns",
+								 (long long) g->num_nodes, (long long) w);
+		}
+		for (int64_t v0 = 0; v0 < g->num_nodes; v0 += chunk)
+		{
+			int64_t		nc = g->num_nodes - v0 < chunk ? g->num_nodes - v0 : chunk;
+
+			if ((st = gnn_graph_feat_range(g, v0, nc, rows, err)) != GNN_OK)
+			{
+				free(xslice);
+				free(rows);
+				return st;
+			}
+			for (int64_t i = 0; i < nc; i++)
+				memcpy(xslice + (size_t) (v0 + i) * w, rows + (size_t) i * F + lo, sizeof(float) * w);
+		}
+		free(rows);
+		gslice = *g;
+		gslice.feat = xslice;
+		gslice.feat_dim = (int32_t) w;
+		gslice.fstore = NULL;
+		gslice.dnode.bits = NULL;	/* (feature rows from the slice, not a delta's whole ones) */
+		g = &gslice;
+	}
 	if ((st = gnn_train_model_config_for(cfg, g, &mc, err)) != GNN_OK)
+	{
+		free(xslice);
 		return st;
+	}
 	if (mbc->feature_slices)
 	{
 		int64_t		shape[64][3];
 		int64_t		mine[3] = {g->num_nodes, g->num_edges, g->feat_dim};
 
 		if (!p3d)
-			return gnn_error_set(err, GNN_ERR_INVALID, "feature slices need the ranks (cfg->dist)");
+			return p3_fail(xslice, gnn_error_set(err, GNN_ERR_INVALID, "feature slices need the ranks (cfg->dist)"));
 		if (!(cfg->model == GNN_MODEL_GCN || (cfg->model == GNN_MODEL_SAGE && cfg->aggr == GNN_AGGR_MEAN)))
-			return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
-								 "feature slices split a linear first layer: GCN or GraphSAGE with the mean aggregator");
+			return p3_fail(xslice, gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+								 "feature slices split a linear first layer: GCN or GraphSAGE with the mean aggregator"));
 		if (g->num_edge_types > 1 || g->num_node_types > 1 || g->feat_kind != GNN_FEAT_DENSE || g->node_part)
-			return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
-								 "feature slices need a whole homogeneous graph with dense features on every rank");
+			return p3_fail(xslice, gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+								 "feature slices need a whole homogeneous graph with dense features on every rank"));
 		if (gnn_dist_size(p3d) > 64)
-			return gnn_error_set(err, GNN_ERR_LIMIT, "at most 64 ranks");
+			return p3_fail(xslice, gnn_error_set(err, GNN_ERR_LIMIT, "at most 64 ranks"));
 		if ((st = gnn_dist_allgather(p3d, mine, sizeof(mine), shape, err)) != GNN_OK)
-			return st;
+			return p3_fail(xslice, st);
 		for (int r = 0; r < gnn_dist_size(p3d); r++)
 		{
 			if (shape[r][0] != g->num_nodes || shape[r][1] != g->num_edges)
-				return gnn_error_set(err, GNN_ERR_INVALID,
+				return p3_fail(xslice, gnn_error_set(err, GNN_ERR_INVALID,
 									 "rank %d's graph has %lld nodes and %lld arcs, rank %d's %lld and %lld: feature slices need one graph",
 									 r, (long long) shape[r][0], (long long) shape[r][1], gnn_dist_rank(p3d),
-									 (long long) g->num_nodes, (long long) g->num_edges);
+									 (long long) g->num_nodes, (long long) g->num_edges));
 			p3_width[r] = (int32_t) shape[r][2];
 			if (r < gnn_dist_rank(p3d))
 				p3_first += p3_width[r];
@@ -2024,6 +2088,7 @@ done:
 	gnn_model_free(p3_whole);
 	if (!be_in)
 		gnn_backend_destroy(be);
+	free(xslice);
 	if (rs)
 	{
 		gnn_dist_sample_stats ds;

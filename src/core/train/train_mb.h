@@ -124,6 +124,14 @@ typedef struct gnn_minibatch_config
 	 * 0's slices gathered from every rank.
 	 */
 	bool		feature_slices;
+	/*
+	 * With feature_slices: every rank's graph holds whole rows (the same
+	 * graph on every server, as gnn.train's options.feature_slices wants),
+	 * and rank r computes on columns [r F / K, (r + 1) F / K) of them, a
+	 * copy of its slice taken at the start: the bytes P3 saves, not the
+	 * memory.
+	 */
+	bool		slice_whole_rows;
 } gnn_minibatch_config;
 
 /* Where the time went (optional output). */

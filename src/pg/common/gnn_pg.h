@@ -226,6 +226,11 @@ typedef struct GnnTrainRequest
 	 * so)
 	 */
 	char		streams[8];
+	/*
+	 * options.feature_slices: over several servers that each hold the whole
+	 * graph, layer 0 split by feature columns (P3, train_mb.h)
+	 */
+	bool		feature_slices;
 	bool		has_as_of;		/* options.seed_time: every seed samples at as_of */
 	int64		as_of;			/* microseconds since 2000-01-01 (a timestamptz) */
 	bool		row_normalise_set;

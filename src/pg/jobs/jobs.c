@@ -168,7 +168,7 @@ static const char *const option_names[] = {"heads", "out_heads", "patience", "ag
 	"num_parts", "clusters_per_batch", "walk_length", "roots", "presample", "batches",
 	"num_bases", "edge_type", "temporal", "temporal_strategy", "seed_time", "prefetch",
 	"gpu_sampling", "cache_policy", "evaluation", "eval_nodes", "eval_batch_size", "walks_per_node", "window", "p", "q", "negatives", "dim",
-	"streams", NULL};
+	"streams", "feature_slices", NULL};
 static const char *const cache_policy_names[] = {"presample", "degree", NULL};
 static const char *const evaluation_names[] = {"full", "sampled", NULL};
 static const char *const temporal_names[] = {"uniform", "last", NULL};
@@ -569,6 +569,14 @@ ParseOptions(Jsonb *opts, GnnTrainRequest *r)
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("option \"temporal\" must be true or false")));
 			r->temporal = strcmp(val, "true") == 0;
+		}
+		else if (strcmp(key, "feature_slices") == 0)
+		{
+			if (strcmp(val, "true") != 0 && strcmp(val, "false") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"feature_slices\" must be true or false")));
+			r->feature_slices = strcmp(val, "true") == 0;
 		}
 		else if (strcmp(key, "row_normalise") == 0)
 		{
@@ -1391,7 +1399,7 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 				 errmsg("option \"seed_time\" bounds sampled neighbourhoods, and this job samples none"),
 				 errhint("Give fan-outs, e.g. options => '{\"fanouts\": [10, 10], \"seed_time\": \"2024-06-01\"}'.")));
 	if (r->num_bases > 0 || r->edge_type[0] || r->temporal >= 0 || r->ntype_fanouts > 0 || r->has_as_of ||
-		strcmp(r->streams, "node") == 0)
+		strcmp(r->streams, "node") == 0 || r->feature_slices)
 	{
 		size_t		len = strlen(r->params_json);
 		StringInfoData b;
@@ -1407,6 +1415,8 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 		}
 		if (strcmp(r->streams, "node") == 0)
 			appendStringInfoString(&b, ", \"streams\": \"node\"");
+		if (r->feature_slices)
+			appendStringInfoString(&b, ", \"feature_slices\": true");
 		if (r->edge_type[0])
 		{
 			appendStringInfoString(&b, ", \"edge_type\": ");
@@ -1438,6 +1448,15 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 				 "\"roots\": %d, \"presample\": %d, \"batches\": %d}",
 				 r->sampler, r->num_parts, r->clusters_per_batch, r->walk_length, r->roots, r->presample,
 				 r->saint_batches);
+	/* (a peer's request has no peers: only the model and the task are checked there) */
+	if (r->feature_slices && (r->nfanouts == 0 || strcmp(r->task, "link_prediction") == 0 ||
+							  !(strcmp(r->model, "gcn") == 0 ||
+								(strcmp(r->model, "graphsage") == 0 && strcmp(r->aggregator, "mean") == 0))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("feature_slices splits the first layer of a minibatch job over several servers"),
+				 errdetail("It needs peers, fanouts, node classification or regression, and gcn or graphsage with the mean aggregator: a linear first layer."),
+				 errhint("Give every server the whole graph and options.peers, or drop feature_slices.")));
 	if (r->dist_npeers > 0)
 	{
 		const char *why = r->sampler[0] && strcmp(r->sampler, "neighbor") != 0 ?
@@ -1480,6 +1499,11 @@ gnn_train(PG_FUNCTION_ARGS)
 
 	GnnRequirePreload();
 	GnnTrainRequestFromArgs(fcinfo, &r);
+	if (r.feature_slices && r.dist_npeers == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("feature_slices splits the first layer of a job over several servers: it needs peers"),
+				 errhint("Load the whole graph on every server and give options.peers, or drop feature_slices.")));
 	/*
 	 * gnn.train's own argument after the shared ones (gnn._estimate has none;
 	 * a peer rank's function has its job's arguments there)

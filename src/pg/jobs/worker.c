@@ -424,6 +424,8 @@ JobTemporal(const gnn_graph *g, const GnnTrainRequest *r, int32 target, gnn_mini
 	mbc->sampler.temporal_strategy = strcmp(r->temporal_strategy, "last") == 0 ? 1 : 0;
 	/* streams => node: each node's draws keyed by its id (over several servers always) */
 	mbc->sampler.per_node_streams = mbc->sampler.stream_by_id = strcmp(r->streams, "node") == 0;
+	/* the first layer split by feature columns over servers holding the whole graph (P3) */
+	mbc->feature_slices = mbc->slice_whole_rows = r->feature_slices;
 	job_temporal = mbc->sampler.temporal;
 	if (job_temporal)
 	{
