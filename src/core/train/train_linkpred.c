@@ -487,6 +487,30 @@ typedef struct mb_state
 } mb_state;
 
 /*
+ * The forward pass of a sampled batch whose features are in xb: its blocks
+ * made into db (*made of them, kept for a backward pass), the first count
+ * floats of the output copied to host_out.
+ */
+static gnn_status
+blocks_forward(gnn_backend *be, gnn_model *model, const gnn_minibatch *mb, const gnn_dfeat *xb, bool train,
+			   uint64_t dropout_seed, int64_t count, float *host_out, gnn_dblock *db, int *made, gnn_error *err)
+{
+	int32_t		L = gnn_model_config_of(model)->layers;
+	gnn_dblock *blocks[GNN_MAX_LAYERS];
+	const float *out;
+	gnn_status	st = GNN_OK;
+
+	for (int l = 0; st == GNN_OK && l < L; l++)
+		if ((st = gnn_dblock_create(be, &mb->blocks[l], &db[l], err)) == GNN_OK)
+			blocks[(*made)++] = &db[l];
+	if (st == GNN_OK)
+		st = gnn_model_forward(model, blocks, xb, train, dropout_seed, &out, err);
+	if (st == GNN_OK)
+		st = gnn_backend_error(be, gnn_backend_copy_d2h(be, host_out, out, sizeof(float) * count), err);
+	return st;
+}
+
+/*
  * Embeddings of n distinct seeds from blocks sampled around them (bounds:
  * each seed's time bound, or NULL), copied to host_out (n x d); the blocks
  * and features stay in db / xb (made of them) for a backward pass, until
@@ -498,10 +522,7 @@ sampled_forward(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be
 				bool train, uint64_t dropout_seed, float *host_out, gnn_dblock *db, int *made, gnn_dfeat *xb,
 				gnn_error *err)
 {
-	int32_t		L = gnn_model_config_of(model)->layers;
-	gnn_dblock *blocks[GNN_MAX_LAYERS];
 	gnn_minibatch mb;
-	const float *out;
 	gnn_status	st;
 
 	*made = 0;
@@ -509,13 +530,8 @@ sampled_forward(const gnn_graph *g, const gnn_train_config *cfg, gnn_backend *be
 	st = gnn_sampler_sample_at(sampler, seeds, bounds, n, seed, &mb, err);
 	if (st == GNN_OK)
 		st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, cfg->row_normalise, cfg->threads, xb, err);
-	for (int l = 0; st == GNN_OK && l < L; l++)
-		if ((st = gnn_dblock_create(be, &mb.blocks[l], &db[l], err)) == GNN_OK)
-			blocks[(*made)++] = &db[l];
 	if (st == GNN_OK)
-		st = gnn_model_forward(model, blocks, xb, train, dropout_seed, &out, err);
-	if (st == GNN_OK)
-		st = gnn_backend_error(be, gnn_backend_copy_d2h(be, host_out, out, sizeof(float) * n * cfg->hidden), err);
+		st = blocks_forward(be, model, &mb, xb, train, dropout_seed, n * cfg->hidden, host_out, db, made, err);
 	return st;
 }
 
@@ -881,11 +897,8 @@ dist_embed(lpd *P, gnn_dist_sampler *ds, const gnn_train_config *cfg, gnn_backen
 		   uint64_t seed, bool train, uint64_t dropout_seed, float *host_out, gnn_dblock *db, int *made,
 		   gnn_dfeat *xb, gnn_error *err)
 {
-	int32_t		L = gnn_model_config_of(model)->layers;
-	gnn_dblock *blocks[GNN_MAX_LAYERS];
 	gnn_minibatch mb;
 	gnn_dist_feat f;
-	const float *out;
 	gnn_status	st;
 
 	*made = 0;
@@ -895,13 +908,8 @@ dist_embed(lpd *P, gnn_dist_sampler *ds, const gnn_train_config *cfg, gnn_backen
 		return st;
 	st = f.ptr ? gnn_dfeat_sparse(be, mb.n_input, P->g->feat_dim, f.ptr, f.idx, f.val, xb, err)
 		: gnn_dfeat_dense(be, f.dense, mb.n_input, P->g->feat_dim, xb, err);
-	for (int l = 0; st == GNN_OK && l < L; l++)
-		if ((st = gnn_dblock_create(be, &mb.blocks[l], &db[l], err)) == GNN_OK)
-			blocks[(*made)++] = &db[l];
 	if (st == GNN_OK)
-		st = gnn_model_forward(model, blocks, xb, train, dropout_seed, &out, err);
-	if (st == GNN_OK)
-		st = gnn_backend_error(be, gnn_backend_copy_d2h(be, host_out, out, sizeof(float) * P->ns * cfg->hidden), err);
+		st = blocks_forward(be, model, &mb, xb, train, dropout_seed, P->ns * cfg->hidden, host_out, db, made, err);
 	return st;
 }
 

@@ -500,6 +500,26 @@ item_free(mb_item *it)
 	memset(it, 0, sizeof(*it));
 }
 
+/* room in it->feat for rows x dim floats, with a quarter more for larger batches (batches vary); false: no memory */
+static bool
+item_feat_room(mb_item *it, int64_t rows, int32_t dim)
+{
+	size_t		need = (size_t) rows * dim + 1;
+
+	if (need > it->feat_cap)
+	{
+		size_t		cap = need + need / 4;
+		float	   *f = malloc(sizeof(float) * cap);
+
+		if (!f)
+			return false;
+		free(it->feat);
+		it->feat = f;
+		it->feat_cap = cap;
+	}
+	return true;
+}
+
 /* A batch built on the CPU: seeds[0..bs) sampled by sampler, their features gathered. */
 static void
 produce_cpu(mb_pipe *P, mb_item *it, gnn_sampler *sampler, const int32_t *seeds, int64_t bs, const int64_t *stimes,
@@ -528,23 +548,11 @@ produce_cpu(mb_pipe *P, mb_item *it, gnn_sampler *sampler, const int32_t *seeds,
 	}
 	else if (g->feat_kind == GNN_FEAT_DENSE)
 	{
-		size_t		need = (size_t) mb.n_input * g->feat_dim + 1;
-
-		if (need > it->feat_cap)
+		if (!item_feat_room(it, mb.n_input, g->feat_dim))
 		{
-			/* room for a larger batch than this one: batches vary */
-			size_t		cap = need + need / 4;
-			float	   *f = malloc(sizeof(float) * cap);
-
-			if (!f)
-			{
-				it->st = gnn_error_set(&it->err, GNN_ERR_NOMEM, "out of memory gathering %lld feature rows",
-									   (long long) mb.n_input);
-				return;
-			}
-			free(it->feat);
-			it->feat = f;
-			it->feat_cap = cap;
+			it->st = gnn_error_set(&it->err, GNN_ERR_NOMEM, "out of memory gathering %lld feature rows",
+								   (long long) mb.n_input);
+			return;
 		}
 		it->st = gnn_gather_dense(g, mb.input_nodes, mb.n_input, P->cfg->row_normalise, P->cfg->threads,
 								  it->feat, &it->err);
@@ -582,7 +590,6 @@ produce_remote(mb_pipe *P, mb_item *it, const int32_t *seeds, int64_t bs, const 
 	gnn_dist_feat f;
 	gnn_dist_sample_stats s0,
 				s1;
-	size_t		need;
 
 	it->gpu = false;
 	gnn_dist_sampler_stats(P->rs, &s0);
@@ -615,21 +622,11 @@ produce_remote(mb_pipe *P, mb_item *it, const int32_t *seeds, int64_t bs, const 
 		memcpy(it->sval, f.val, sizeof(float) * nnz);
 		return;
 	}
-	need = (size_t) mb.n_input * P->g->feat_dim + 1;
-	if (need > it->feat_cap)
+	if (!item_feat_room(it, mb.n_input, P->g->feat_dim))
 	{
-		size_t		cap = need + need / 4;
-		float	   *nf = malloc(sizeof(float) * cap);
-
-		if (!nf)
-		{
-			it->st = gnn_error_set(&it->err, GNN_ERR_NOMEM, "out of memory keeping %lld feature rows",
-								   (long long) mb.n_input);
-			return;
-		}
-		free(it->feat);
-		it->feat = nf;
-		it->feat_cap = cap;
+		it->st = gnn_error_set(&it->err, GNN_ERR_NOMEM, "out of memory keeping %lld feature rows",
+							   (long long) mb.n_input);
+		return;
 	}
 	memcpy(it->feat, f.dense, sizeof(float) * (size_t) mb.n_input * P->g->feat_dim);
 }
