@@ -472,33 +472,10 @@ sub max_diff
 	my ($rc, $out, $err) = as_dist(q{SELECT gnn.train('whole', options => '{"fanouts": [5, 5], "feature_slices": true}')});
 	like($err, qr/it needs peers/, 'feature_slices without peers: refused') or diag($err);
 	# cancelled half-way: every rank votes each step, every rank stops
-	my $opts = '{"peers": ["' . conn(1) . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 3000, "
-	  . '"fanouts": [10, 5], "batch_size": 16, "feature_slices": true}';
-	my ($rcl, $job, $el) = as_dist("SELECT gnn.train('whole', model => 'graphsage', name => 'p3_long', hidden => 32, "
-		  . "epochs => 100000, seed => 3, options => '$opts')");
-	is($rcl, 0, 'a long feature-slices job starts') or diag($el);
-	for (1 .. 300)
-	{
-		last if $n[0]->safe_psql('postgres', "SELECT count(*) FROM gnn.job_ranks($job) WHERE epoch > 0") eq '2';
-		select(undef, undef, undef, 0.1);
-	}
+	my $job = start_long_mb('whole', ', "feature_slices": true');
 	$n[0]->safe_psql('postgres', "SELECT gnn.cancel($job)");
-	my $st;
-	for (1 .. 300)
-	{
-		$st = $n[0]->safe_psql('postgres', "SELECT state FROM gnn.jobs WHERE id = $job");
-		last if $st =~ /^(cancelled|failed|succeeded)$/;
-		select(undef, undef, undef, 0.1);
-	}
-	is($st, 'cancelled', 'gnn.cancel cancels a feature-slices job');
-	my $left;
-	for (1 .. 200)
-	{
-		$left = $n[1]->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'gnn distributed'");
-		last if $left eq '0';
-		select(undef, undef, undef, 0.1);
-	}
-	is($left, '0', 'and its peer rank stops');
+	is(wait_done($job), 'cancelled', 'gnn.cancel cancels a feature-slices job');
+	is(peer1_ranks(), '0', 'and its peer rank stops');
 }
 
 # link prediction over two servers (parts with one hop of halo): the pairs' endpoints sampled
@@ -787,9 +764,9 @@ reload_pd();
 # one hop of halo (pd2) a step is mostly the exchanges of sampling across parts and of the features
 sub start_long_mb
 {
-	my ($graph) = @_;
+	my ($graph, $extra) = @_;
 	my $opts = '{"peers": ["' . conn(1) . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 3000, "
-	  . '"fanouts": [10, 5], "batch_size": 16}';
+	  . '"fanouts": [10, 5], "batch_size": 16' . ($extra // '') . '}';
 	my ($rc, $job, $err) = as_dist("SELECT gnn.train('$graph', model => 'graphsage', name => 'mb_long', hidden => 64, "
 		  . "epochs => 100000, seed => 3, options => '$opts')");
 	die $err if $rc;

@@ -595,6 +595,23 @@ InferTemporal(InferCtx *x, const int64 *idx, int64 n, float *out)
 }
 
 /*
+ * A function over several servers (options.peers) that asks for one node:
+ * by integer id, on a graph of one node type, without time (what the rows
+ * gathered over the parts hold), else an error naming fn, with hint.
+ */
+static void
+DistOneNodeOnly(FunctionCallInfo fcinfo, const InferCtx *x, bool has_as_of, const char *fn, const char *hint)
+{
+	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID || has_as_of || x->mr.temporal ||
+		x->ref.g.num_node_types > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s over several servers (options.peers) takes an integer id, on a graph of one node type, without time",
+						fn),
+				 errhint("%s", hint)));
+}
+
+/*
  * over_parts: the call answers over every part of a partitioned graph
  * (options.peers), so a part is no cause for the warning below.
  */
@@ -2200,13 +2217,7 @@ gnn_embedding(PG_FUNCTION_ARGS)
 		GnnDistRows dist;
 		int64		id;
 
-		if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID || has_as_of || x.mr.temporal ||
-			x.ref.g.num_node_types > 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("gnn.embedding over several servers (options.peers) takes an integer id, on a graph of one "
-							"node type, without time"),
-					 errhint("Read it where the whole graph is loaded.")));
+		DistOneNodeOnly(fcinfo, &x, has_as_of, "gnn.embedding", "Read it where the whole graph is loaded.");
 		id = PG_GETARG_INT64(1);
 		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise, NULL, &dist);
 		for (int64 i = 0; i < dist.n; i++)
@@ -2319,13 +2330,7 @@ gnn_similar(PG_FUNCTION_ARGS)
 		float	   *norms;
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
-		if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID || has_as_of || x.mr.temporal ||
-			x.ref.g.num_node_types > 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("gnn.similar over several servers (options.peers) takes an integer id, on a graph of one "
-							"node type, without time"),
-					 errhint("Rank where the whole graph is loaded.")));
+		DistOneNodeOnly(fcinfo, &x, has_as_of, "gnn.similar", "Rank where the whole graph is loaded.");
 		id = PG_GETARG_INT64(1);
 		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise, NULL, &dist);
 		norms = palloc(sizeof(float) * Max(dist.n, 1));
