@@ -163,6 +163,49 @@ blk_free(blk *b)
 
 /* ------------------------------------------------------------------ tests */
 
+/*
+ * The CPU backend's products against the plain loop they replace: each
+ * element summed in entry order, one multiply and one add per entry, then
+ * + 0.0f or + beta * y.  Bit for bit (no FMA in either): the vector kernels
+ * (eight 8-float accumulators per 64 columns, an AVX2 clone) must not move
+ * a result by one ulp.
+ */
+static void
+spmm_plain(const blk *b, int agg, const float *rs, const float *cs, const float *X, int64_t d,
+		   float beta, float *Y, bool transposed)
+{
+	int64_t		nout = transposed ? b->nc : b->nr;
+
+	for (int64_t o = 0; o < nout; o++)
+	{
+		int64_t		p0 = transposed ? b->tptr[o] : b->ptr[o],
+					p1 = transposed ? b->tptr[o + 1] : b->ptr[o + 1];
+
+		for (int64_t k = 0; k < d; k++)
+		{
+			volatile float acc = 0.0f;
+
+			if (p0 == p1)
+			{
+				Y[o * d + k] = beta == 0.0f ? 0.0f : beta * Y[o * d + k];
+				continue;
+			}
+			for (int64_t p = p0; p < p1; p++)
+			{
+				int64_t		i = transposed ? b->tidx[p] : o,
+							e = transposed ? b->tperm[p] : p,
+							j = transposed ? o : b->idx[p];
+				float		c = b->val[e] * gnn_k_row_coef(b->ptr, agg, rs, i) * cs[j];
+				volatile float prod;
+
+				prod = c * (transposed ? X[i * d + k] : X[j * d + k]);
+				acc = acc + prod;
+			}
+			Y[o * d + k] = beta == 0.0f ? acc + 0.0f : acc + beta * Y[o * d + k];
+		}
+	}
+}
+
 static void
 test_group_lanes(void)
 {
@@ -194,6 +237,19 @@ test_spmm(blk *b, const char *tag)
 
 				gnn_backend_spmm(cpu, &b->c, agg, rs, cs, X, d, beta, Yc);
 				gnn_backend_spmm_t(cpu, &b->c, agg, rs, cs, G, d, beta, YTc);
+				{
+					float	   *Yp = hcopy(Y0, b->nr * d),
+							   *YTp = hcopy(YT0, b->nc * d);
+
+					spmm_plain(b, agg, rs, cs, X, d, beta, Yp, false);
+					spmm_plain(b, agg, rs, cs, G, d, beta, YTp, true);
+					CHECK(memcmp(Yp, Yc, sizeof(float) * b->nr * d) == 0 &&
+						  memcmp(YTp, YTc, sizeof(float) * b->nc * d) == 0,
+						  "%s spmm and spmm_t d %lld agg %d beta %g: bit for bit the plain loop's sums",
+						  tag, (long long) d, agg, beta);
+					free(Yp);
+					free(YTp);
+				}
 				for (int v = 1; v <= 4; v += 3)
 				{
 					int			gs[] = {1, 2, 8, 32, gnn_k_group_lanes(d / v)};
@@ -710,6 +766,97 @@ test_max_agg(blk *b, const char *tag)
 }
 
 /*
+ * bias_act and its backward (a hidden layer's epilogue in one pass) against
+ * the per-element math they fuse: P + bias, the activation, the next
+ * layer's dropout with the element's 64-bit index, and the bias gradient
+ * summed in double in row order - bit for bit, on 1 and 2 threads, for
+ * every activation, with and without dropout.
+ */
+static void
+test_bias_act(void)
+{
+	int64_t		shapes[][2] = {{1, 1}, {37, 5}, {300, 64}, {1888, 128}, {513, 200}};
+
+	for (int nt = 1; nt <= 2; nt++)
+	{
+		gnn_backend *be;
+		gnn_error	err;
+
+		if (gnn_backend_cpu_create(nt, &be, &err) != GNN_OK)
+		{
+			CHECK(0, "cpu backend: %s", err.msg);
+			return;
+		}
+		for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++)
+			for (int act = 0; act <= 3; act++)
+				for (int pi = 0; pi < 2; pi++)
+				{
+					int64_t		r = shapes[si][0],
+								c = shapes[si][1],
+								n = r * c;
+					float		p = pi ? 0.5f : 0.0f,
+								scale = 1.0f / (1.0f - p),
+								param = act == 3 ? 0.2f : 1.0f;
+					uint64_t	seed = 0x1234567890abcdefULL + (uint64_t) si;
+					float	   *P0 = hrand(n, -1, 1),
+							   *b = hrand(c, -0.5f, 0.5f),
+							   *dY = hrand(n, -1, 1),
+							   *P = hcopy(P0, n),
+							   *Y = hrand(n, -1, 1),
+							   *dP = hrand(n, -1, 1),
+							   *db = hrand(c, -1, 1),
+							   *Pr = malloc(sizeof(float) * n),
+							   *Yr = malloc(sizeof(float) * n),
+							   *dPr = malloc(sizeof(float) * n),
+							   *dbr = malloc(sizeof(float) * c);
+					bool		ran;
+
+					ran = gnn_backend_bias_act(be, P, b, r, c, (gnn_act) act, param, p, seed, Y) == GNN_OK &&
+						gnn_backend_bias_act_backward(be, (gnn_act) act, param, P, dY, r, c, p, seed, dP, db) == GNN_OK;
+					for (int64_t i = 0; i < r; i++)
+						for (int64_t k = 0; k < c; k++)
+						{
+							int64_t		e = i * c + k;
+							float		a,
+										g;
+
+							Pr[e] = P0[e] + b[k];
+							a = gnn_math_act(act, param, Pr[e]);
+							Yr[e] = p > 0.0f ? gnn_math_dropout(a, seed, (uint64_t) e, p, scale) : a;
+							g = p > 0.0f ? gnn_math_dropout(dY[e], seed, (uint64_t) e, p, scale) : dY[e];
+							dPr[e] = g * gnn_math_act_grad(act, param, Pr[e]);
+						}
+					for (int64_t k = 0; k < c; k++)
+					{
+						double		sum = 0.0;
+
+						for (int64_t i = 0; i < r; i++)
+							sum += dPr[i * c + k];
+						dbr[k] = (float) sum + 0.0f;
+					}
+					CHECK(ran && memcmp(P, Pr, sizeof(float) * n) == 0 && memcmp(Y, Yr, sizeof(float) * n) == 0,
+						  "bias_act %lld x %lld, activation %d, p %g, %d thread(s): P + bias and the dropped "
+						  "activation bit for bit the per-element math", (long long) r, (long long) c, act, p, nt);
+					CHECK(ran && memcmp(dP, dPr, sizeof(float) * n) == 0 && memcmp(db, dbr, sizeof(float) * c) == 0,
+						  "bias_act_backward %lld x %lld, activation %d, p %g, %d thread(s): dP and the bias "
+						  "gradient bit for bit", (long long) r, (long long) c, act, p, nt);
+					free(P0);
+					free(b);
+					free(dY);
+					free(P);
+					free(Y);
+					free(dP);
+					free(db);
+					free(Pr);
+					free(Yr);
+					free(dPr);
+					free(dbr);
+				}
+		gnn_backend_destroy(be);
+	}
+}
+
+/*
  * The CPU backend's Adam (a vector clone picked by the CPU, in line or on
  * threads by size) against gnn_math_adam element by element: the same bits,
  * below and above the size that takes threads, with weight decay.
@@ -803,6 +950,7 @@ main(void)
 	test_max_agg(&small, "small");
 	test_max_agg(&hub, "hubs");
 	test_adam();
+	test_bias_act();
 
 	blk_free(&small);
 	blk_free(&bip);

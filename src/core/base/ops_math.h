@@ -130,14 +130,25 @@ gnn_math_hash64(uint64_t seed, uint64_t i)
 	return z ^ (z >> 31);
 }
 
+/*
+ * gnn_math_hash32 in two parts: the high word of the index enters through
+ * one term (gnn_math_hash32_hi), so a loop over indices that share their high
+ * word hashes in 32-bit lanes only (gnn_math_hash32_lo).  The same bits.
+ */
 GNN_HD uint32_t
-gnn_math_hash32(uint64_t seed, uint64_t i)
+gnn_math_hash32_hi(uint64_t seed, uint32_t i_hi)
+{
+	return (uint32_t) (seed >> 32) ^ (i_hi * 0x85ebca6bu);
+}
+
+GNN_HD uint32_t
+gnn_math_hash32_lo(uint64_t seed, uint32_t hi, uint32_t i_lo)
 {
 	/* murmur3's 32-bit finaliser over a golden-ratio stride: 32-bit only so
 	 * the CPU loop vectorises (AVX2 has no 64-bit multiply) */
-	uint32_t	x = (uint32_t) i * 0x9e3779b9u + (uint32_t) seed;
+	uint32_t	x = i_lo * 0x9e3779b9u + (uint32_t) seed;
 
-	x ^= (uint32_t) (seed >> 32) ^ ((uint32_t) (i >> 32) * 0x85ebca6bu);
+	x ^= hi;
 	x ^= x >> 16;
 	x *= 0x85ebca6bu;
 	x ^= x >> 13;
@@ -146,13 +157,26 @@ gnn_math_hash32(uint64_t seed, uint64_t i)
 	return x;
 }
 
+GNN_HD uint32_t
+gnn_math_hash32(uint64_t seed, uint64_t i)
+{
+	return gnn_math_hash32_lo(seed, gnn_math_hash32_hi(seed, (uint32_t) (i >> 32)), (uint32_t) i);
+}
+
+/* the keep bit of index i = (hi word's term, i_lo): see gnn_math_hash32_hi */
+GNN_HD int
+gnn_math_dropout_keep_lo(uint64_t seed, uint32_t hi, uint32_t i_lo, float p)
+{
+	/* compare in 24-bit integers: exact, and the same on every backend */
+	uint32_t	u = gnn_math_hash32_lo(seed, hi, i_lo) >> 8;
+
+	return u >= (uint32_t) (p * 16777216.0f);
+}
+
 GNN_HD int
 gnn_math_dropout_keep(uint64_t seed, uint64_t i, float p)
 {
-	/* compare in 24-bit integers: exact, and the same on every backend */
-	uint32_t	u = gnn_math_hash32(seed, i) >> 8;
-
-	return u >= (uint32_t) (p * 16777216.0f);
+	return gnn_math_dropout_keep_lo(seed, gnn_math_hash32_hi(seed, (uint32_t) (i >> 32)), (uint32_t) i, p);
 }
 
 /*
@@ -164,6 +188,15 @@ GNN_HD float
 gnn_math_dropout(float x, uint64_t seed, uint64_t i, float p, float scale)
 {
 	float		s = gnn_math_dropout_keep(seed, i, p) ? scale : 0.0f;
+
+	return x * s;
+}
+
+/* gnn_math_dropout of index i = hi word's term (gnn_math_hash32_hi) and low word i_lo */
+GNN_HD float
+gnn_math_dropout_lo(float x, uint64_t seed, uint32_t hi, uint32_t i_lo, float p, float scale)
+{
+	float		s = gnn_math_dropout_keep_lo(seed, hi, i_lo, p) ? scale : 0.0f;
 
 	return x * s;
 }

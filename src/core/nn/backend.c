@@ -362,6 +362,36 @@ gnn_backend_add_bias(gnn_backend *be, float *Y, const float *bias,
 }
 
 gnn_status
+gnn_backend_bias_act(gnn_backend *be, float *P, const float *bias, int64_t rows, int64_t cols,
+					 gnn_act act, float param, float p, uint64_t seed, float *Y)
+{
+	gnn_status	st;
+
+	if (be->ops->bias_act)
+		GNN_DISPATCH(GNN_CAT_OTHER, bias_act(be, P, bias, rows, cols, act, param, p, seed, Y));
+	if ((st = gnn_backend_add_bias(be, P, bias, rows, cols)) != GNN_OK ||
+		(st = gnn_backend_act_forward(be, act, param, P, Y, rows * cols)) != GNN_OK)
+		return st;
+	return p > 0.0f ? gnn_backend_dropout_forward(be, Y, Y, rows * cols, p, seed) : GNN_OK;
+}
+
+gnn_status
+gnn_backend_bias_act_backward(gnn_backend *be, gnn_act act, float param, const float *P,
+							  const float *dY, int64_t rows, int64_t cols, float p, uint64_t seed,
+							  float *dP, float *db)
+{
+	gnn_status	st;
+
+	if (be->ops->bias_act_backward)
+		GNN_DISPATCH(GNN_CAT_OTHER, bias_act_backward(be, act, param, P, dY, rows, cols, p, seed, dP, db));
+	if (p > 0.0f && (st = gnn_backend_dropout_backward(be, dY, dP, rows * cols, p, seed)) != GNN_OK)
+		return st;
+	if ((st = gnn_backend_act_backward(be, act, param, P, NULL, p > 0.0f ? dP : dY, dP, rows * cols)) != GNN_OK)
+		return st;
+	return gnn_backend_bias_grad(be, dP, rows, cols, 0.0f, db);
+}
+
+gnn_status
 gnn_backend_bias_grad(gnn_backend *be, const float *dY, int64_t rows,
 					  int64_t cols, float beta, float *db)
 {

@@ -38,7 +38,7 @@ extern "C"
 #endif
 
 /* Bump when gnn_backend_ops or any op's meaning changes. */
-#define GNN_BACKEND_ABI_VERSION 2
+#define GNN_BACKEND_ABI_VERSION 3
 
 /* Symbol a CUDA backend shared object exports (extern "C"), see below. */
 #define GNN_BACKEND_CUDA_ENTRY "gnn_backend_cuda_create"
@@ -168,7 +168,7 @@ typedef struct gnn_backend_ops
 	 * ---- element-wise (n elements)
 	 * act_forward: y = f(x) (in place allowed).
 	 * act_backward: dx = dy * f'(x) given x (pre-activation) and y = f(x)
-	 * (an implementation may use either; dx may alias dy).
+	 * (y may be NULL: implementations read x; dx may alias dy).
 	 * axpby: y = alpha*x + beta*y.
 	 */
 	gnn_status	(*act_forward) (gnn_backend *be, gnn_act act, float param,
@@ -312,6 +312,26 @@ typedef struct gnn_backend_ops
 							  float eps, float weight_decay, int64_t t);
 	gnn_status	(*sgd_step) (gnn_backend *be, float *w, const float *g, float *buf,
 							 int64_t n, float lr, float momentum, float weight_decay);
+
+	/*
+	 * ---- a hidden layer's epilogue in one pass (optional: where NULL, the
+	 * dispatch layer composes add_bias, act_forward and dropout_forward, or
+	 * dropout_backward, act_backward and bias_grad, with the same bits).
+	 * bias_act: P[rows x cols] += bias; Y = f(P), then, when p > 0, the next
+	 * layer's input dropout of Y (element (i, k) is index i*cols + k under
+	 * seed, as dropout_forward over Y would draw it).  P and Y distinct.
+	 * bias_act_backward: dP = f'(P) * g with g = dY, or, when p > 0, dY
+	 * through that dropout's backward; db = column sums of dP, each summed
+	 * in row order as bias_grad does (beta 0).  P is the biased
+	 * pre-activation bias_act left.  dP may alias dY.
+	 */
+	gnn_status	(*bias_act) (gnn_backend *be, float *P, const float *bias, int64_t rows,
+							 int64_t cols, gnn_act act, float param, float p, uint64_t seed,
+							 float *Y);
+	gnn_status	(*bias_act_backward) (gnn_backend *be, gnn_act act, float param,
+									  const float *P, const float *dY, int64_t rows,
+									  int64_t cols, float p, uint64_t seed, float *dP,
+									  float *db);
 } gnn_backend_ops;
 
 /* One backend instance. */
@@ -426,6 +446,13 @@ gnn_status	gnn_backend_axpby(gnn_backend *be, int64_t n, float alpha, const floa
 							  float beta, float *y);
 gnn_status	gnn_backend_add_bias(gnn_backend *be, float *Y, const float *bias,
 								 int64_t rows, int64_t cols);
+gnn_status	gnn_backend_bias_act(gnn_backend *be, float *P, const float *bias, int64_t rows,
+									 int64_t cols, gnn_act act, float param, float p, uint64_t seed,
+									 float *Y);
+gnn_status	gnn_backend_bias_act_backward(gnn_backend *be, gnn_act act, float param,
+											  const float *P, const float *dY, int64_t rows,
+											  int64_t cols, float p, uint64_t seed, float *dP,
+											  float *db);
 gnn_status	gnn_backend_bias_grad(gnn_backend *be, const float *dY, int64_t rows,
 								  int64_t cols, float beta, float *db);
 gnn_status	gnn_backend_dropout_forward(gnn_backend *be, const float *x, float *y,

@@ -60,6 +60,8 @@ typedef struct gnn_layer
 	bool		in_sparse;
 	bool		in_dropped;
 	bool		in_fused;		/* x is the input before dropout, which the products apply */
+	bool		in_by_prev;		/* the previous layer's epilogue applied this layer's input dropout */
+	bool		y_dropped;		/* y holds the next layer's input dropout (fused, training) */
 	bool		agg_first;		/* a GraphSAGE training pass aggregated first (B_AX holds A X) */
 	gnn_csr		xsp;			/* sparse input (values possibly dropped) */
 	const float *x;				/* dense input after dropout (unless in_fused) */
@@ -535,7 +537,8 @@ gnn_model_layer_dim(const gnn_model *m, int layer)
 const float *
 gnn_model_layer_output(const gnn_model *m, int layer, int64_t *rows, int32_t *cols)
 {
-	if (layer < 0 || layer >= m->cfg.layers || !m->layers[layer].y)
+	/* (a training pass's hidden outputs may hold the next layer's dropout: y_dropped) */
+	if (layer < 0 || layer >= m->cfg.layers || !m->layers[layer].y || m->layers[layer].y_dropped)
 		return NULL;
 	if (rows)
 		*rows = m->layers[layer].n_dst;
@@ -1108,7 +1111,8 @@ rel_backward(gnn_model *m, gnn_layer *L, const float *dP, float *dH, gnn_error *
 
 static gnn_status
 layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
-			  const float *xprev, bool train, bool reorder, uint64_t seed, gnn_error *err)
+			  const float *xprev, bool train, bool reorder, uint64_t seed, bool next_drops,
+			  gnn_error *err)
 {
 	gnn_backend *be = m->be;
 	const gnn_model_config *cfg = &m->cfg;
@@ -1129,6 +1133,8 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 	L->in_sparse = xin && xin->sparse;
 	L->in_dropped = p > 0.0f;
 	L->in_fused = false;
+	L->in_by_prev = false;
+	L->y_dropped = false;
 	L->xs = NULL;
 	if (xin && xin->stream)
 	{
@@ -1188,7 +1194,9 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 		 * its step was 5% slower than with the one copy.)
 		 */
 		L->in_fused = p > 0.0f && xin && (cfg->kind == GNN_MODEL_GCN || cfg->kind == GNN_MODEL_GAT);
-		if (p > 0.0f && !L->in_fused)
+		/* a hidden input the previous layer's epilogue already dropped (bias_act) */
+		L->in_by_prev = p > 0.0f && !xin && L->index > 0 && m->layers[L->index - 1].y_dropped;
+		if (p > 0.0f && !L->in_fused && !L->in_by_prev)
 		{
 			TRYE(ensure(m, L, B_XD, ns * L->d_in, err));
 			TRY(gnn_backend_dropout_forward(be, x, lbuf(L, B_XD), ns * L->d_in, p, L->seed_in));
@@ -1315,9 +1323,24 @@ input_done:
 		if ((st = m->reduce(m->reduce_arg, P, nd * dout, err)) != GNN_OK)
 			return st;
 	}
+	L->p_out = P;
+	if (!is_relational(cfg->kind) && L->act != GNN_ACT_NONE)
+	{
+		/*
+		 * bias, activation and, in a training pass, the next layer's input
+		 * dropout in one pass over P (that layer then reads y as dropped:
+		 * in_by_prev); the same bits as the three ops
+		 */
+		TRYE(ensure(m, L, B_Y, nd * dout, err));
+		TRY(gnn_backend_bias_act(be, P, W(m, L->p_b), nd, dout, L->act, cfg->act_param,
+								 next_drops ? cfg->dropout : 0.0f,
+								 gnn_model_dropout_seed(seed, L->index + 1, false), lbuf(L, B_Y)));
+		L->y = lbuf(L, B_Y);
+		L->y_dropped = next_drops;
+		return GNN_OK;
+	}
 	if (!is_relational(cfg->kind))	/* rel_forward adds its own (per type) */
 		TRY(gnn_backend_add_bias(be, P, W(m, L->p_b), nd, dout));
-	L->p_out = P;
 	if (L->act != GNN_ACT_NONE)
 	{
 		TRYE(ensure(m, L, B_Y, nd * dout, err));
@@ -1351,8 +1374,14 @@ forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers, const gnn_d
 			(st = m->halo(m->halo_arg, (float *) m->layers[l - 1].y, (int32_t) m->layers[l - 1].d_out, false,
 						  err)) != GNN_OK)
 			return st;
+		/*
+		 * a training pass with dropout fuses the next layer's input dropout
+		 * into this layer's epilogue, unless a halo exchange comes between
+		 * (its rows' owners must send them undropped)
+		 */
 		st = layer_forward(m, &m->layers[l], blocks[l], l == 0 ? x : NULL,
-						   l == 0 ? NULL : m->layers[l - 1].y, train, reorder, seed, err);
+						   l == 0 ? NULL : m->layers[l - 1].y, train, reorder, seed,
+						   train && m->cfg.dropout > 0.0f && l + 1 < nlayers && !m->halo, err);
 		if (st != GNN_OK)
 			return st;
 	}
@@ -1416,14 +1445,27 @@ layer_backward(gnn_model *m, gnn_layer *L, const float *dY, bool want_dx, gnn_er
 		TRYE(ensure(m, L, B_DX, ns * din, err));
 		dX = lbuf(L, B_DX);
 	}
-	if (L->act != GNN_ACT_NONE)
+	if (L->act != GNN_ACT_NONE && !is_relational(cfg->kind))
 	{
+		/* bias_act's backward: the next layer's input dropout when it was fused (y_dropped) */
 		TRYE(ensure(m, L, B_DP, nd * dout, err));
-		TRY(gnn_backend_act_backward(be, L->act, cfg->act_param, L->p_out, L->y, dY, lbuf(L, B_DP), nd * dout));
+		TRY(gnn_backend_bias_act_backward(be, L->act, cfg->act_param, L->p_out, dY, nd, dout,
+										  L->y_dropped ? cfg->dropout : 0.0f,
+										  L->y_dropped ? m->layers[L->index + 1].seed_in : 0,
+										  lbuf(L, B_DP), G(m, L->p_b)));
 		dP = lbuf(L, B_DP);
 	}
-	if (!is_relational(cfg->kind))
-		TRY(gnn_backend_bias_grad(be, dP, nd, dout, 0.0f, G(m, L->p_b)));
+	else
+	{
+		if (L->act != GNN_ACT_NONE)
+		{
+			TRYE(ensure(m, L, B_DP, nd * dout, err));
+			TRY(gnn_backend_act_backward(be, L->act, cfg->act_param, L->p_out, L->y, dY, lbuf(L, B_DP), nd * dout));
+			dP = lbuf(L, B_DP);
+		}
+		if (!is_relational(cfg->kind))
+			TRY(gnn_backend_bias_grad(be, dP, nd, dout, 0.0f, G(m, L->p_b)));
+	}
 
 	switch (cfg->kind)
 	{
@@ -1548,7 +1590,7 @@ layer_backward(gnn_model *m, gnn_layer *L, const float *dY, bool want_dx, gnn_er
 				break;
 			}
 	}
-	if (dX && L->in_dropped)
+	if (dX && L->in_dropped && !L->in_by_prev)	/* else the previous layer's bias_act backward */
 		TRY(gnn_backend_dropout_backward(be, dX, dX, ns * din, cfg->dropout, L->seed_in));
 	return GNN_OK;
 }
