@@ -1470,13 +1470,25 @@ layer_backward(gnn_model *m, gnn_layer *L, const float *dY, bool want_dx, gnn_er
 	}
 	if (L->act != GNN_ACT_NONE && !is_relational(cfg->kind))
 	{
-		/* bias_act's backward: the next layer's input dropout when it was fused (y_dropped) */
-		TRYE(ensure(m, L, B_DP, nd * dout, err));
+		/*
+		 * bias_act's backward: the next layer's input dropout when it was
+		 * fused (y_dropped).  Over dY itself where dY is the next layer's
+		 * input gradient, which nothing reads after: its lines are in
+		 * cache, a separate dP's were not (a write-allocate of n_dst rows).
+		 */
+		float	   *out = L->index + 1 < cfg->layers && dY == lbuf(&m->layers[L->index + 1], B_DX) ?
+			lbuf(&m->layers[L->index + 1], B_DX) : NULL;
+
+		if (!out)
+		{
+			TRYE(ensure(m, L, B_DP, nd * dout, err));
+			out = lbuf(L, B_DP);
+		}
 		TRY(gnn_backend_bias_act_backward(be, L->act, cfg->act_param, L->p_out, dY, nd, dout,
 										  L->y_dropped ? cfg->dropout : 0.0f,
 										  L->y_dropped ? m->layers[L->index + 1].seed_in : 0,
-										  lbuf(L, B_DP), G(m, L->p_b)));
-		dP = lbuf(L, B_DP);
+										  out, G(m, L->p_b)));
+		dP = out;
 	}
 	else
 	{
