@@ -270,6 +270,41 @@ $_->safe_psql('postgres', 'GRANT CREATE ON SCHEMA public TO dist') for @n;
 		$same &&= $rows eq $want;
 	}
 	ok($same && $sum == $nn, "each server wrote its own nodes' rows, the whole graph's values ($sum rows)");
+	# into a column of a table of the coordinator's, matched on its id column; rolled back with the caller
+	as_dist('CREATE TABLE pn_out AS SELECT id FROM pn');
+	($rc, $out, $err) = as_dist("BEGIN; SELECT gnn.embed('d_graphsage', 'pn_out', column_name => 'emb_rb', "
+		  . "options => '{$peers}'); ROLLBACK");
+	ok($rc == 0 && $err !~ /ERROR/ && $n[0]->safe_psql('postgres', "SELECT count(*) FROM pg_attribute "
+		  . "WHERE attrelid = 'pn_out'::regclass AND attname = 'emb_rb'") eq '0',
+	   'a column written over three servers rolls back with the caller') or diag($err);
+	($rc, $out, $err) = as_dist("SELECT gnn.embed('d_graphsage', 'pn_out', column_name => 'emb_d', options => '{$peers}')");
+	is($out, $nn, "column_name over three servers: every node's row ($out)") or diag($err);
+	is($n[0]->safe_psql('postgres', "SELECT count(*) FILTER (WHERE o.emb_d IS NOT NULL) || '|' || "
+		  . "bool_and(o.emb_d = p.embedding) FROM pn_out o JOIN emb_parts p USING (id)"), "$nn|true",
+	   'the column holds the rows gnn.embed writes into a table');
+	($rc, $out, $err) = as_dist("SELECT gnn.embed('d_graphsage', 'pn_out', column_name => 'emb_l', "
+		  . "options => '{$peers, \"write\": \"local\"}')");
+	like($err, qr/not a column \(column_name\)/, 'write local into a column: refused, with the reason') or diag($err);
+	($rc, $out, $err) = as_dist("SELECT gnn.embed('d_graphsage', 'no_such_table', column_name => 'e', options => '{$peers}')");
+	like($err, qr/table "no_such_table" does not exist/, 'a column of a missing table: refused before computing') or diag($err);
+	# pgvector: a vector table with an HNSW index, the same values
+	SKIP:
+	{
+		skip 'pgvector is not installed (make deps builds it from ../shared/vendor)', 3
+		  unless -f `pg_config --sharedir` =~ s/\s+$//r . '/extension/vector.control';
+		$n[0]->safe_psql('postgres', 'CREATE EXTENSION IF NOT EXISTS vector');
+		($rc, $out, $err) = as_dist("SELECT gnn.embed('d_graphsage', 'emb_vec', options => '{$peers, "
+			  . "\"type\": \"vector\", \"index\": \"hnsw\"}')");
+		is($out, $nn, "options.type vector over three servers: every row ($out)") or diag($err);
+		is($n[0]->safe_psql('postgres', "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+			  . "WHERE attrelid = 'emb_vec'::regclass AND attname = 'embedding'") . '|'
+			 . $n[0]->safe_psql('postgres', "SELECT bool_and(v.embedding::real[] = p.embedding) FROM emb_vec v "
+				  . "JOIN emb_parts p USING (id)"),
+		   'vector(' . $n[0]->safe_psql('postgres', 'SELECT array_length(embedding, 1) FROM emb_parts LIMIT 1') . ')|t',
+		   'a vector column of the model\'s width, the same values');
+		is($n[0]->safe_psql('postgres', "SELECT count(*) FROM pg_indexes WHERE tablename = 'emb_vec' "
+			  . "AND indexdef LIKE '%USING hnsw%'"), '1', 'and its HNSW index');
+	}
 	# predictions over the parts: every node, or the ones asked for
 	($rc, $out, $err) = as_dist("SELECT count(*) || '|' || sum((p.label = w.label)::int) || '|' || (max(abs(p.score - w.score)) < 1e-5) "
 		  . "FROM gnn.predict('d_graphsage', options => '{$peers}') p JOIN gnn.predict('w_graphsage') w USING (id)");

@@ -1677,6 +1677,50 @@ RenamedTextArg(FunctionCallInfo fcinfo, int arg, int old_arg, const char *name, 
  * incremental, options, as_of, "into", "column"): write every node's
  * embedding into a table, in the caller's transaction.
  */
+/*
+ * The type of the column gnn.embed writes: vector(cols) when asked for, or
+ * when the column written is one already; else real[].  A mismatch (a
+ * column of another type or dimension, an index without vector) is an error.
+ */
+static const char *
+EmbedColumnType(Oid relid, const char *into, const char *column, const EmbedOptions *eo, Oid vtype,
+				const char *model, int32 want, int32 cols)
+{
+	AttrNumber	att = OidIsValid(relid) ? get_attnum(relid, column ? column : "embedding") : InvalidAttrNumber;
+	Oid			have = att != InvalidAttrNumber ? get_atttype(relid, att) : InvalidOid;
+	bool		as_vector;
+
+	if (eo->vector && OidIsValid(have) && have != vtype)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" of %s is %s, not vector", column ? column : "embedding", into,
+						format_type_be(have)),
+				 errhint("Drop the column or the table first, or write into a new one.")));
+	as_vector = eo->vector || (OidIsValid(vtype) && have == vtype);
+	if (as_vector && OidIsValid(have))
+	{
+		Oid			t,
+					coll;
+		int32		dims;
+
+		get_atttypetypmodcoll(relid, att, &t, &dims, &coll);
+
+		if (dims > 0 && dims != cols)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of %s is vector(%d), but model \"%s\" embeds in %d dimensions",
+							column ? column : "embedding", into, dims, model, cols),
+					 errdetail("Layer %d of the model has %d outputs.", want, cols),
+					 errhint("Write into a new table or column, or pick a layer of %d outputs with layer =>.", dims)));
+	}
+	if (eo->index && !as_vector)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options.index \"%s\" needs a vector column", eo->index),
+				 errhint("Add \"type\": \"vector\" to the options (pgvector indexes vector columns).")));
+	return as_vector ? format_type_with_typemod(vtype, cols) : "real[]";
+}
+
 Datum
 gnn_embed(PG_FUNCTION_ARGS)
 {
@@ -1703,8 +1747,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 	InferCtx	x;
 	EmbedOptions eo;
 	Oid			vtype;
-	bool		as_vector;
-	char	   *coltype;
+	const char *coltype;
 	bool		has_as_of;
 	TimestampTz as_of;
 	GnnTrainRequest *dr = NULL; /* options.peers: over the parts */
@@ -1781,8 +1824,8 @@ gnn_embed(PG_FUNCTION_ARGS)
 		 * or each server writes its own rows into a table of that name.
 		 */
 		GnnDistRows rows;
-		const char *why = column ? "writes an embedding table, not a column (column_name)" :
-			eo.vector || eo.index ? "writes real[] (no options type or index)" :
+		const char *why = write_local && column ? "writes each server's rows into a table (write \"local\"), not a column (column_name)" :
+			write_local && (eo.vector || eo.index) ? "writes each server's rows as real[] (write \"local\": no options type or index)" :
 			incremental ? "writes every row (incremental => false)" :
 			has_as_of || x.mr.temporal ? "does not answer time-aware models yet" :
 			node_type || x.ref.g.num_node_types > 1 ? "answers graphs of one node type" : NULL;
@@ -1792,9 +1835,35 @@ gnn_embed(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("gnn.embed over several servers (options.peers) %s", why),
 					 errhint("Drop the option that asks for it, or embed where the whole graph is loaded.")));
+		/* the target checked before anything is computed, as on one server */
+		if (!write_local)
+		{
+			if (column && !OidIsValid(relid))
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_TABLE),
+						 errmsg("table \"%s\" does not exist", into),
+						 errhint("With column_name =>, table_name names the node table that gets the column.")));
+			CheckEmbedTarget(&x.mr, relid, into, column, idcol, vtype);
+			coltype = EmbedColumnType(relid, into, column, &eo, vtype, model, x.want, x.cols);
+		}
 		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise,
 						 write_local ? into : NULL, &rows);
-		written = write_local ? rows.written_elsewhere : GnnDistWriteRows(into, rows.ids, rows.rows, rows.n, rows.cols);
+		if (write_local)
+			written = rows.written_elsewhere;
+		else
+		{
+			written = GnnDistWriteRows(into, column, idcol, coltype, rows.ids, rows.rows, rows.n, rows.cols);
+			if (eo.index)
+			{
+				Oid			made = RangeVarGetRelid(rv, NoLock, false);
+
+				if (SPI_connect() != SPI_OK_CONNECT)
+					elog(ERROR, "SPI_connect failed");
+				EmbedIndex(quote_qualified_identifier(get_namespace_name(get_rel_namespace(made)), get_rel_name(made)),
+						   made, column ? column : "embedding", vtype, &eo, written);
+				SPI_finish();
+			}
+		}
 		InferEnd(&x);
 		last_recomputed = write_local ? rows.n : written;
 		PG_RETURN_INT64(written);
@@ -1844,41 +1913,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 		InferFull(&x, &r);
 	}
 	CheckEmbedTarget(&c, relid, into, column, idcol, vtype);
-	/* the column's type: vector when asked for, or when the column written is one */
-	{
-		AttrNumber	att = OidIsValid(relid) ? get_attnum(relid, column ? column : "embedding") : InvalidAttrNumber;
-		Oid			have = att != InvalidAttrNumber ? get_atttype(relid, att) : InvalidOid;
-
-		if (eo.vector && OidIsValid(have) && have != vtype)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("column \"%s\" of %s is %s, not vector", column ? column : "embedding", into,
-							format_type_be(have)),
-					 errhint("Drop the column or the table first, or write into a new one.")));
-		as_vector = eo.vector || (OidIsValid(vtype) && have == vtype);
-		if (as_vector && OidIsValid(have))
-		{
-			Oid			t,
-						coll;
-			int32		dims;
-
-			get_atttypetypmodcoll(relid, att, &t, &dims, &coll);
-
-			if (dims > 0 && dims != x.cols)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATATYPE_MISMATCH),
-						 errmsg("column \"%s\" of %s is vector(%d), but model \"%s\" embeds in %d dimensions",
-								column ? column : "embedding", into, dims, model, x.cols),
-						 errdetail("Layer %d of the model has %d outputs.", x.want, x.cols),
-						 errhint("Write into a new table or column, or pick a layer of %d outputs with layer =>.", dims)));
-		}
-		if (eo.index && !as_vector)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("options.index \"%s\" needs a vector column", eo.index),
-					 errhint("Add \"type\": \"vector\" to the options (pgvector indexes vector columns).")));
-		coltype = as_vector ? format_type_with_typemod(vtype, x.cols) : "real[]";
-	}
+	coltype = EmbedColumnType(relid, into, column, &eo, vtype, model, x.want, x.cols);
 	values[0] = CStringGetTextDatum(model);
 	values[1] = Int32GetDatum(layer);
 	nulls[1] = layer >= 0 ? ' ' : 'n';
