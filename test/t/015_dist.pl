@@ -859,6 +859,26 @@ sub peer1_ranks
 	like($e, qr/rank 1 on peer 1/, 'the error names the stalled rank') or diag($e);
 	ok($dt < 30, 'within the timeout');
 	is(peer1_ranks(), '0', 'the stalled peer ends once it runs again');
+	# a peer killed half-way through a feature-slices job: its partial products never come, the
+	# coordinator's reduce times out or sees the connection go, the job fails naming the rank
+	$n[1]->poll_query_until('postgres', 'SELECT true') or die;
+	$n[1]->safe_psql('postgres', q{SET ROLE dist; SELECT count(*) FROM gnn.graphs WHERE name = 'whole'}) eq '1'
+	  or $n[1]->safe_psql('postgres', q{SET ROLE dist;
+		SELECT nodes FROM gnn.load_graph('whole', 'pe', nodes => 'pn', features => 'feat', label => 'label',
+		                                 split => 'split', undirected => true);});
+	$job = start_long_mb('whole', ', "feature_slices": true');
+	$pid = $n[1]->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE application_name = 'gnn distributed' "
+		  . "AND query LIKE '%_train_rank%' LIMIT 1");
+	ok($pid =~ /^\d+$/, "the feature-slices job's rank 1 on peer 1 ($pid)");
+	$t0 = time;
+	kill 'KILL', $pid;
+	$st = wait_done($job);
+	$dt = time - $t0;
+	$e = $n[0]->safe_psql('postgres', "SELECT coalesce(error, '') FROM gnn.jobs WHERE id = $job");
+	is($st, 'failed', sprintf('a peer killed mid-epoch fails the feature-slices job (%.1f s)', $dt));
+	like($e, qr/rank 1 on peer 1/, 'the error names the killed rank') or diag($e);
+	ok($dt < 30, 'within the timeout');
+	$n[1]->poll_query_until('postgres', 'SELECT true') or die;
 }
 is($n[0]->safe_psql('postgres', 'SELECT count(*) FROM gnn.dist_store'), '0', 'jobs leave no row in the store');
 
