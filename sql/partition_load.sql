@@ -130,7 +130,7 @@ FROM gnn.predict('pl0_gcn', (SELECT array_agg(id ORDER BY id) FROM (SELECT id FR
 -- embeddings over every part (options.peers: the servers themselves in TAP test 015_dist): what is refused here
 SELECT gnn.embed('pl0_gcn', 'pl_emb', options => '{"write": "local"}');
 SELECT gnn.embed('pl0_gcn', 'pl_emb', options => '{"peers": ["host=x"], "write": "nowhere"}');
-SELECT gnn.embed('pl0_gcn', 'pl_nodes', column_name => 'e', options => '{"peers": ["host=x"]}');
+SELECT gnn.embed('pl0_gcn', 'pl_nodes', column_name => 'e', options => '{"peers": ["host=x"], "write": "local"}');
 SELECT count(*) AS nothing_written FROM pg_class WHERE relname = 'pl_emb';
 SELECT count(*) FROM gnn.predict('pl0_gcn', options => '{"bogus": 1}');
 SELECT count(*) FROM gnn.predict('pl0_gcn', ARRAY['1']::text[], options => '{"peers": ["host=x"]}');
