@@ -247,23 +247,6 @@ test_spmm(blk *b, const char *tag)
 						  memcmp(YTp, YTc, sizeof(float) * b->nc * d) == 0,
 						  "%s spmm and spmm_t d %lld agg %d beta %g: bit for bit the plain loop's sums",
 						  tag, (long long) d, agg, beta);
-					/* spmm_dropout (beta 0, no scales): spmm over a dropped copy, bit for bit */
-					if (bi == 0)
-					{
-						float	   *Xd = malloc(sizeof(float) * b->nc * d),
-								   *Ya = hcopy(Y0, b->nr * d),
-								   *Yb = hcopy(Y0, b->nr * d);
-						bool		ran = gnn_backend_dropout_forward(cpu, X, Xd, b->nc * d, 0.3f, 99) == GNN_OK &&
-							gnn_backend_spmm(cpu, &b->c, agg, NULL, NULL, Xd, d, 0.0f, Ya) == GNN_OK &&
-							gnn_backend_spmm_dropout(cpu, &b->c, agg, X, d, 0.3f, 99, Yb) == GNN_OK;
-
-						CHECK(ran && memcmp(Ya, Yb, sizeof(float) * b->nr * d) == 0,
-							  "%s spmm_dropout d %lld agg %d: bit for bit spmm over dropout_forward's copy",
-							  tag, (long long) d, agg);
-						free(Xd);
-						free(Ya);
-						free(Yb);
-					}
 					free(Yp);
 					free(YTp);
 				}

@@ -391,21 +391,6 @@ gnn_backend_bias_act_backward(gnn_backend *be, gnn_act act, float param, const f
 	return gnn_backend_bias_grad(be, dP, rows, cols, 0.0f, db);
 }
 
-bool
-gnn_backend_has_spmm_dropout(const gnn_backend *be)
-{
-	return be->ops->spmm_dropout != NULL;
-}
-
-gnn_status
-gnn_backend_spmm_dropout(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *X, int64_t d,
-						 float p, uint64_t seed, float *Y)
-{
-	if (!be->ops->spmm_dropout)
-		return gnn_error_set(&be->err, GNN_ERR_UNSUPPORTED, "backend %s has no spmm_dropout", be->name);
-	GNN_DISPATCH(GNN_CAT_AGG, spmm_dropout(be, A, agg, X, d, p, seed, Y));
-}
-
 gnn_status
 gnn_backend_bias_grad(gnn_backend *be, const float *dY, int64_t rows,
 					  int64_t cols, float beta, float *db)

@@ -332,18 +332,6 @@ typedef struct gnn_backend_ops
 									  const float *P, const float *dY, int64_t rows,
 									  int64_t cols, float p, uint64_t seed, float *dP,
 									  float *db);
-
-	/*
-	 * ---- spmm_dropout (optional: where NULL the caller drops a copy of X
-	 * and calls spmm): Y[n_rows x d] = A_c dropout(X) (beta 0, no scales),
-	 * element (j, k) of X dropped with index j*d + k under seed, as
-	 * dropout_forward over X would draw it, on the fly: a sampled first
-	 * layer that aggregates first reads its input once, instead of writing
-	 * and reading a dropped copy of every row.
-	 */
-	gnn_status	(*spmm_dropout) (gnn_backend *be, const gnn_csr *A, gnn_agg agg,
-								 const float *X, int64_t d, float p, uint64_t seed,
-								 float *Y);
 } gnn_backend_ops;
 
 /* One backend instance. */
@@ -465,9 +453,6 @@ gnn_status	gnn_backend_bias_act_backward(gnn_backend *be, gnn_act act, float par
 											  const float *P, const float *dY, int64_t rows,
 											  int64_t cols, float p, uint64_t seed, float *dP,
 											  float *db);
-bool		gnn_backend_has_spmm_dropout(const gnn_backend *be);
-gnn_status	gnn_backend_spmm_dropout(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *X,
-									 int64_t d, float p, uint64_t seed, float *Y);
 gnn_status	gnn_backend_bias_grad(gnn_backend *be, const float *dY, int64_t rows,
 								  int64_t cols, float beta, float *db);
 gnn_status	gnn_backend_dropout_forward(gnn_backend *be, const float *x, float *y,

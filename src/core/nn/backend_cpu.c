@@ -347,33 +347,6 @@ row_store(float *restrict y, const float *restrict acc, int64_t w, float beta)
 }
 
 /*
- * Elements [k0, k1) of a row whose element k has dropout index i0 + k, in
- * pieces that share the index's high word: each piece's hash is 32-bit lane
- * math (gnn_math_hash32_lo), which vectorises; the 64-bit index did not
- * (a fused epilogue ran slower than the three ops it replaced), nor does a
- * 64-bit loop counter.  BODY sees k, and hi_ and li_ to pass to
- * gnn_math_dropout_lo.
- */
-#define DROPOUT_PIECES(i0, k0, k1, seed, BODY) \
-	for (int64_t kp_ = (k0); kp_ < (k1);) \
-	{ \
-		uint64_t	ii_ = (uint64_t) (i0) + (uint64_t) kp_; \
-		uint32_t	lo_ = (uint32_t) ii_, \
-					hi_ = gnn_math_hash32_hi((seed), (uint32_t) (ii_ >> 32)); \
-		int64_t		len_ = (k1) - kp_; \
-		if ((uint64_t) len_ > 0x100000000ULL - lo_) \
-			len_ = (int64_t) (0x100000000ULL - lo_); \
-		_Pragma("omp simd") \
-		for (uint32_t j_ = 0; j_ < (uint32_t) len_; j_++) \
-		{ \
-			int64_t		k = kp_ + (int64_t) j_; \
-			uint32_t	li_ = lo_ + j_; \
-			BODY; \
-		} \
-		kp_ += len_; \
-	}
-
-/*
  * A 64-column chunk of sparse rows in eight 8-float vectors (GCC's vector
  * extension): the accumulators stay in registers across a row's entries.
  * The plain loop (acc_add) kept its 64-float array in memory and ran 4 lanes
@@ -506,95 +479,6 @@ cpu_spmm(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *row_scale,
 	for (int64_t c = 0; c < nch; c++)
 		spmm_rows(A, agg, row_scale, col_scale, X, d, beta, Y, c * ch,
 				  c * ch + ch < nr ? c * ch + ch : nr);
-	return GNN_OK;
-}
-
-/*
- * rows [lo, hi) of cpu_spmm_dropout: each entry's 64-column chunk of X
- * dropped into a buffer in L1 (x * s, as dropout_forward writes it), then
- * summed as spmm_rows sums: the same bits as spmm over a dropped copy.
- */
-GNN_CLONES_AVX2
-static void
-spmm_dropout_rows(const gnn_csr *A, gnn_agg agg, const float *X, int64_t d, float p, float scale,
-				  uint64_t seed, float *Y, int64_t lo, int64_t hi)
-{
-	float		xd[GNN_CHUNK_WIDE];
-
-	for (int64_t i = lo; i < hi; i++)
-	{
-		float	   *y = Y + i * d;
-		float		rs = gnn_row_coef(A, agg, NULL, i);
-		int64_t		e0 = A->indptr[i],
-					e1 = A->indptr[i + 1];
-
-		if (e0 == e1)
-		{
-			row_empty(y, d, 0.0f);
-			continue;
-		}
-		for (int64_t k0 = 0; k0 < d; k0 += GNN_CHUNK_WIDE)
-		{
-			int64_t		w = d - k0 < GNN_CHUNK_WIDE ? d - k0 : GNN_CHUNK_WIDE;
-
-			if (w == GNN_CHUNK_WIDE)
-			{
-				V8_ZERO8(a);
-
-				for (int64_t e = e0; e < e1; e++)
-				{
-					int64_t		j = A->indices[e];
-					float		c = (A->values ? A->values[e] : 1.0f) * rs;
-					const float *x = X + j * d + k0;
-
-					if (e + 4 < e1)
-						__builtin_prefetch(X + A->indices[e + 4] * d + k0);
-					DROPOUT_PIECES((uint64_t) (j * d + k0), 0, GNN_CHUNK_WIDE, seed,
-								   xd[k] = gnn_math_dropout_lo(x[k], seed, hi_, li_, p, scale));
-					V8_ACC8(a, c, xd);
-				}
-				{
-					gnn_v8		acc[8] = V8_ARR8(a);
-
-					v8_store_chunk(y + k0, acc, 0.0f);
-				}
-			}
-			else
-			{
-				float		acc[GNN_CHUNK_WIDE];
-
-				memset(acc, 0, sizeof(float) * w);
-				for (int64_t e = e0; e < e1; e++)
-				{
-					int64_t		j = A->indices[e];
-					float		c = (A->values ? A->values[e] : 1.0f) * rs;
-					const float *x = X + j * d + k0;
-
-					DROPOUT_PIECES((uint64_t) (j * d + k0), 0, w, seed,
-								   xd[k] = gnn_math_dropout_lo(x[k], seed, hi_, li_, p, scale));
-					acc_add(acc, c, xd, w);
-				}
-				row_store(y + k0, acc, w, 0.0f);
-			}
-		}
-	}
-}
-
-static gnn_status
-cpu_spmm_dropout(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *X, int64_t d, float p,
-				 uint64_t seed, float *Y)
-{
-	int64_t		nr = A->n_rows,
-				ch = row_chunk(nr, NT(be)),
-				nch = (nr + ch - 1) / ch;
-	float		scale;
-
-	if (!(p >= 0.0f && p < 1.0f))
-		return gnn_error_set(&be->err, GNN_ERR_INVALID, "spmm_dropout: p must be in [0, 1), got %g", p);
-	scale = 1.0f / (1.0f - p);
-#pragma omp parallel for num_threads(NT_WORK(be, A->nnz * d)) schedule(dynamic, 1) if (A->nnz * d > GNN_PAR_MIN)
-	for (int64_t c = 0; c < nch; c++)
-		spmm_dropout_rows(A, agg, X, d, p, scale, seed, Y, c * ch, c * ch + ch < nr ? c * ch + ch : nr);
 	return GNN_OK;
 }
 
@@ -772,6 +656,33 @@ cpu_act_backward(gnn_backend *be, gnn_act act, float param, const float *x, cons
 	}
 	return GNN_OK;
 }
+
+/*
+ * Elements [k0, k1) of a row whose element k has dropout index i0 + k, in
+ * pieces that share the index's high word: each piece's hash is 32-bit lane
+ * math (gnn_math_hash32_lo), which vectorises; the 64-bit index did not
+ * (a fused epilogue ran slower than the three ops it replaced), nor does a
+ * 64-bit loop counter.  BODY sees k, and hi_ and li_ to pass to
+ * gnn_math_dropout_lo.
+ */
+#define DROPOUT_PIECES(i0, k0, k1, seed, BODY) \
+	for (int64_t kp_ = (k0); kp_ < (k1);) \
+	{ \
+		uint64_t	ii_ = (uint64_t) (i0) + (uint64_t) kp_; \
+		uint32_t	lo_ = (uint32_t) ii_, \
+					hi_ = gnn_math_hash32_hi((seed), (uint32_t) (ii_ >> 32)); \
+		int64_t		len_ = (k1) - kp_; \
+		if ((uint64_t) len_ > 0x100000000ULL - lo_) \
+			len_ = (int64_t) (0x100000000ULL - lo_); \
+		_Pragma("omp simd") \
+		for (uint32_t j_ = 0; j_ < (uint32_t) len_; j_++) \
+		{ \
+			int64_t		k = kp_ + (int64_t) j_; \
+			uint32_t	li_ = lo_ + j_; \
+			BODY; \
+		} \
+		kp_ += len_; \
+	}
 
 /*
  * A hidden layer's epilogue in one pass over its output (bias_act and its
@@ -1676,7 +1587,6 @@ static const gnn_backend_ops gnn_cpu_ops = {
 	.sgd_step = cpu_sgd_step,
 	.bias_act = cpu_bias_act,
 	.bias_act_backward = cpu_bias_act_backward,
-	.spmm_dropout = cpu_spmm_dropout,
 };
 
 const gnn_backend_ops *

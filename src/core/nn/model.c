@@ -65,9 +65,6 @@ typedef struct gnn_layer
 	bool		agg_first;		/* a GraphSAGE training pass aggregated first (B_AX holds A X) */
 	gnn_csr		xsp;			/* sparse input (values possibly dropped) */
 	const float *x;				/* dense input after dropout (unless in_fused) */
-	const float *x_raw;			/* a first layer aggregating first: its input undropped, which
-								 * spmm_dropout drops on the fly (x then holds only the
-								 * n_dst roots' rows, dropped) */
 	const gnn_dfeat *xs;		/* streamed input (x NULL): read in chunks by lin_fwd */
 	uint64_t	seed_in;
 	uint64_t	seed_attn;
@@ -815,12 +812,8 @@ layer_forward_aggregate_first(gnn_model *m, gnn_layer *L, gnn_dblock *blk, float
 				dout = L->d_out;
 
 	TRYE(ensure(m, L, B_AX, nd * din, err));
-	if (L->x_raw)
-		TRY(gnn_backend_spmm_dropout(be, &blk->raw.csr, GNN_AGG_MEAN, L->x_raw, din, m->cfg.dropout,
-									 L->seed_in, lbuf(L, B_AX)));
-	else
-		TRY(gnn_backend_spmm(be, gcn ? &blk->loop.csr : &blk->raw.csr, gcn ? GNN_AGG_SUM : GNN_AGG_MEAN,
-							 NULL, NULL, L->x, din, 0.0f, lbuf(L, B_AX)));
+	TRY(gnn_backend_spmm(be, gcn ? &blk->loop.csr : &blk->raw.csr, gcn ? GNN_AGG_SUM : GNN_AGG_MEAN,
+						 NULL, NULL, L->x, din, 0.0f, lbuf(L, B_AX)));
 	TRY(gnn_backend_gemm(be, false, false, nd, dout, din, 1.0f, lbuf(L, B_AX), din,
 						 W(m, L->p_w), dout, 0.0f, P, dout));
 	if (!gcn)
@@ -1203,23 +1196,7 @@ layer_forward(gnn_model *m, gnn_layer *L, gnn_dblock *blk, const gnn_dfeat *xin,
 		L->in_fused = p > 0.0f && xin && (cfg->kind == GNN_MODEL_GCN || cfg->kind == GNN_MODEL_GAT);
 		/* a hidden input the previous layer's epilogue already dropped (bias_act) */
 		L->in_by_prev = p > 0.0f && !xin && L->index > 0 && m->layers[L->index - 1].y_dropped;
-		L->x_raw = NULL;
-		/*
-		 * A GraphSAGE-mean first layer aggregating first reads its input
-		 * in the aggregation (every row) and in the roots' products (the
-		 * first n_dst): the aggregation drops it on the fly, and only the
-		 * roots' rows get a dropped copy (the same bits).  A sampled
-		 * batch's dropped copy was its largest element-wise write (7,453 x
-		 * 64, 0.10 ms of a 1.7 ms step).
-		 */
-		if (p > 0.0f && xin && sage_mean && gnn_backend_has_spmm_dropout(be) && aggregate_first(m, L, blk))
-		{
-			TRYE(ensure(m, L, B_XD, nd * L->d_in, err));
-			TRY(gnn_backend_dropout_forward(be, x, lbuf(L, B_XD), nd * L->d_in, p, L->seed_in));
-			L->x_raw = x;
-			x = lbuf(L, B_XD);
-		}
-		else if (p > 0.0f && !L->in_fused && !L->in_by_prev)
+		if (p > 0.0f && !L->in_fused && !L->in_by_prev)
 		{
 			TRYE(ensure(m, L, B_XD, ns * L->d_in, err));
 			TRY(gnn_backend_dropout_forward(be, x, lbuf(L, B_XD), ns * L->d_in, p, L->seed_in));
