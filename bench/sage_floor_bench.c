@@ -200,6 +200,8 @@ typedef struct snap
 	double		t;
 	double		cat[GNN_CAT_COUNT];
 	int64_t		ncalls[GNN_CAT_COUNT];
+	gnn_op_time ops[GNN_OP_TIME_SLOTS];	/* per op (gnn_backend_op_times) */
+	int			nops;
 } snap;
 
 typedef struct run_out
@@ -224,6 +226,12 @@ on_epoch(void *arg, const gnn_epoch_metrics *m)
 	{
 		s->cat[c] = r->be->time_s[c];
 		s->ncalls[c] = r->be->ncalls[c];
+	}
+	{
+		const gnn_op_time *ot;
+
+		s->nops = gnn_backend_op_times(r->be, &ot);
+		memcpy(s->ops, ot, sizeof(gnn_op_time) * (size_t) s->nops);
 	}
 }
 
@@ -440,6 +448,39 @@ main(void)
 			   1e3 * (b->t - a->t) / nb, 1e3 * (b->st.sample_s - a->st.sample_s) / nb,
 			   1e3 * (b->st.gather_s - a->st.gather_s) / nb, 1e3 * (b->st.wait_s - a->st.wait_s) / nb,
 			   (double) (b->st.input_nodes - a->st.input_nodes) / nb);
+		/* the step's ops, most time first (the warm-up's first-timed order is the last snap's too) */
+		{
+			int			idx[GNN_OP_TIME_SLOTS],
+						n = 0;
+
+			for (int q = 0; q < b->nops; q++)
+				if (b->ops[q].n > (q < a->nops ? a->ops[q].n : 0))
+					idx[n++] = q;
+			for (int x = 1; x < n; x++)
+				for (int y = x; y > 0; y--)
+				{
+					double		ty = b->ops[idx[y]].s - (idx[y] < a->nops ? a->ops[idx[y]].s : 0),
+								tz = b->ops[idx[y - 1]].s - (idx[y - 1] < a->nops ? a->ops[idx[y - 1]].s : 0);
+
+					if (ty <= tz)
+						break;
+					int			t = idx[y];
+
+					idx[y] = idx[y - 1];
+					idx[y - 1] = t;
+				}
+			printf("  ops per batch (backend timing):");
+			for (int x = 0; x < n; x++)
+			{
+				const gnn_op_time *ob = &b->ops[idx[x]];
+				double		s0 = idx[x] < a->nops ? a->ops[idx[x]].s : 0;
+				int64_t		n0 = idx[x] < a->nops ? a->ops[idx[x]].n : 0;
+
+				printf("%s %s %.1f x %.1f us", x ? ";" : "", ob->name, (double) (ob->n - n0) / nb,
+					   1e6 * (ob->s - s0) / (double) (ob->n - n0));
+			}
+			printf("\n");
+		}
 		if (i == 0)
 			step_gemm_ms = 1e3 * (b->cat[GNN_CAT_DENSE] - a->cat[GNN_CAT_DENSE]) / nb;
 	}

@@ -79,6 +79,9 @@ gnn_backend_timing_reset(gnn_backend *be)
 		be->time_s[i] = 0;
 		be->ncalls[i] = 0;
 	}
+	if (be->op_time)
+		memset(be->op_time, 0, sizeof(gnn_op_time) * GNN_OP_TIME_SLOTS);
+	be->nop_time = 0;
 }
 
 gnn_status
@@ -197,6 +200,8 @@ gnn_backend_destroy(gnn_backend *be)
 	if (!be)
 		return;
 	h = be->dl_handle;
+	free(be->op_time);
+	be->op_time = NULL;
 	be->ops->destroy(be);
 	if (h)
 		dlclose(h);
@@ -218,17 +223,57 @@ gnn_dispatch_enter(gnn_backend *be, double *t0)
 	return GNN_OK;
 }
 
+/* op's slot in be->op_time, by the table entry's name (the text before '(' of the dispatched call) */
+static gnn_op_time *
+op_slot(gnn_backend *be, const char *call)
+{
+	size_t		len = strcspn(call, "(");
+	gnn_op_time *o;
+
+	if (!be->op_time && !(be->op_time = calloc(GNN_OP_TIME_SLOTS, sizeof(gnn_op_time))))
+		return NULL;
+	/* each wrapper dispatches one call, so its text is one pointer */
+	for (int i = 0; i < be->nop_time; i++)
+		if (be->op_time[i].key == call)
+			return &be->op_time[i];
+	if (be->nop_time == GNN_OP_TIME_SLOTS)
+		return NULL;
+	if (len >= sizeof(o->name))
+		len = sizeof(o->name) - 1;
+	o = &be->op_time[be->nop_time++];
+	memcpy(o->name, call, len);
+	o->name[len] = '\0';
+	o->key = call;
+	return o;
+}
+
 static inline gnn_status
-gnn_dispatch_leave(gnn_backend *be, gnn_op_cat cat, double t0, gnn_status st)
+gnn_dispatch_leave(gnn_backend *be, gnn_op_cat cat, const char *call, double t0, gnn_status st)
 {
 	if (be->timing)
 	{
+		double		dt;
+		gnn_op_time *o;
+
 		if (st == GNN_OK)
 			st = be->ops->sync(be);
-		be->time_s[cat] += gnn_now() - t0;
+		dt = gnn_now() - t0;
+		be->time_s[cat] += dt;
 		be->ncalls[cat]++;
+		if ((o = op_slot(be, call)) != NULL)
+		{
+			o->s += dt;
+			o->n++;
+		}
 	}
 	return st;
+}
+
+int
+gnn_backend_op_times(const gnn_backend *be, const gnn_op_time **out)
+{
+	*out = be ? be->op_time : NULL;
+	return be && be->op_time ? be->nop_time : 0;
 }
 
 #define GNN_DISPATCH(cat, call) \
@@ -238,7 +283,7 @@ gnn_dispatch_leave(gnn_backend *be, gnn_op_cat cat, double t0, gnn_status st)
 		if (st_ != GNN_OK) \
 			return st_; \
 		st_ = be->ops->call; \
-		return gnn_dispatch_leave(be, cat, t0_, st_); \
+		return gnn_dispatch_leave(be, cat, #call, t0_, st_); \
 	} while (0)
 
 gnn_status

@@ -38,7 +38,7 @@ extern "C"
 #endif
 
 /* Bump when gnn_backend_ops or any op's meaning changes. */
-#define GNN_BACKEND_ABI_VERSION 3
+#define GNN_BACKEND_ABI_VERSION 4
 
 /* Symbol a CUDA backend shared object exports (extern "C"), see below. */
 #define GNN_BACKEND_CUDA_ENTRY "gnn_backend_cuda_create"
@@ -349,6 +349,9 @@ struct gnn_backend
 	bool		timing;			/* keep per-category times (syncs after each op) */
 	double		time_s[GNN_CAT_COUNT];
 	int64_t		ncalls[GNN_CAT_COUNT];
+	/* per op while timing (gnn_backend_op_times): made on the first timed op, freed with the backend */
+	struct gnn_op_time *op_time;
+	int			nop_time;
 	/*
 	 * Stopping (gnn_backend_set_stop): asked before every op, and by long
 	 * ops (large GEMMs, large memsets, weight initialisation) between their
@@ -409,6 +412,21 @@ void		gnn_backend_set_stop(gnn_backend *be, gnn_should_stop_fn fn, void *arg);
 bool		gnn_backend_stop_requested(gnn_backend *be);
 void		gnn_backend_timing_enable(gnn_backend *be, bool on);
 void		gnn_backend_timing_reset(gnn_backend *be);
+
+/*
+ * Per-op times while timing is on: the op's name (its table entry's, e.g.
+ * "spmm"), seconds (synced, as the categories) and calls, since the last
+ * reset, in the order the ops were first timed.  Returns how many.
+ */
+#define GNN_OP_TIME_SLOTS 48
+typedef struct gnn_op_time
+{
+	char		name[24];
+	double		s;
+	int64_t		n;
+	const char *key;			/* the dispatcher's own (its call's text) */
+} gnn_op_time;
+int			gnn_backend_op_times(const gnn_backend *be, const gnn_op_time **out);
 
 /* Copy be->err into err (when err != NULL) and return the status. */
 gnn_status	gnn_backend_error(gnn_backend *be, gnn_status st, gnn_error *err);
