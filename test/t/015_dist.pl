@@ -287,6 +287,11 @@ $_->safe_psql('postgres', 'GRANT CREATE ON SCHEMA public TO dist') for @n;
 	like($err, qr/not a column \(column_name\)/, 'write local into a column: refused, with the reason') or diag($err);
 	($rc, $out, $err) = as_dist("SELECT gnn.embed('d_graphsage', 'no_such_table', column_name => 'e', options => '{$peers}')");
 	like($err, qr/table "no_such_table" does not exist/, 'a column of a missing table: refused before computing') or diag($err);
+	# another role's table (pn is the superuser's; dist may only read it): its privileges hold, nothing is added
+	($rc, $out, $err) = as_dist("SELECT gnn.embed('d_graphsage', 'pn', column_name => 'emb_x', options => '{$peers}')");
+	like($err, qr/must be owner of table pn/, 'a column of a table the role does not own: refused by its privileges') or diag($err);
+	is($n[0]->safe_psql('postgres', "SELECT count(*) FROM pg_attribute WHERE attrelid = 'pn'::regclass AND attname = 'emb_x'"),
+	   '0', 'and no column is added');
 	# pgvector: a vector table with an HNSW index, the same values
 	SKIP:
 	{
