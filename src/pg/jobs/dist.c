@@ -1375,48 +1375,13 @@ int64
 GnnDistWriteRows(const char *table, const char *column, const char *idcol, const char *coltype,
 				 const int64 *ids, const float *rows, int64 n, int32 cols)
 {
-	List	   *names = stringToQualifiedNameList(table);
-	RangeVar   *rv = makeRangeVarFromNameList(names);
-	Oid			relid = RangeVarGetRelid(rv, NoLock, true);
-	char	   *qname = rv->schemaname ? quote_qualified_identifier(rv->schemaname, rv->relname) :
-		(char *) quote_identifier(rv->relname);
-	const char *ctype = coltype ? coltype : "real[]";
-	char	   *sql;
+	char	   *qname,
+			   *sql;
 	int64		written;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (column)
-	{
-		/* a column of an existing table (gnn.embed's column_name), matched on idcol; real[] assigns to vector */
-		if (!OidIsValid(relid))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_TABLE),
-					 errmsg("table \"%s\" does not exist", table),
-					 errhint("With column_name =>, table_name names the node table that gets the column.")));
-		qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
-		if (SPI_execute(psprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", qname, quote_identifier(column),
-								 ctype), false, 0) != SPI_OK_UTILITY)
-			elog(ERROR, "could not add column %s", column);
-		sql = psprintf("UPDATE %s t SET %s = e.embedding FROM gnn._dist_rows() e WHERE t.%s = e.id", qname,
-					   quote_identifier(column), quote_identifier(idcol));
-	}
-	else
-	{
-		if (!OidIsValid(relid))
-		{
-			if (SPI_execute(psprintf("CREATE TABLE %s (id bigint PRIMARY KEY, embedding %s)", qname, ctype), false, 0) !=
-				SPI_OK_UTILITY)
-				elog(ERROR, "could not create %s", qname);
-		}
-		else
-		{
-			qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
-			if (SPI_execute(psprintf("DELETE FROM %s", qname), false, 0) < 0)
-				elog(ERROR, "could not empty %s", qname);
-		}
-		sql = psprintf("INSERT INTO %s (id, embedding) SELECT id, embedding FROM gnn._dist_rows()", qname);
-	}
+	sql = GnnEmbedTargetPrepare(table, column, idcol, NULL, coltype ? coltype : "real[]", "gnn._dist_rows()", &qname);
 	dist_rows_ids = ids;
 	dist_rows_val = rows;
 	dist_rows_n = n;

@@ -1677,6 +1677,62 @@ RenamedTextArg(FunctionCallInfo fcinfo, int arg, int old_arg, const char *name, 
  * incremental, options, as_of, "into", "column"): write every node's
  * embedding into a table, in the caller's transaction.
  */
+/* column_name => names a column of a table that does not exist */
+static void
+NoColumnTable(const char *table)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_TABLE),
+			 errmsg("table \"%s\" does not exist", table),
+			 errhint("With column_name =>, table_name names the node table that gets the column.")));
+}
+
+/*
+ * gnn.embed's target made ready in the caller's SPI connection: without a
+ * column, a new table (id <key_type, else bigint> PRIMARY KEY, embedding
+ * <coltype>) or the existing one emptied (readers see the old rows until
+ * the transaction commits); with one, that column added to an existing
+ * table.  Returns the statement writing the rows of source (a FROM item of
+ * id, key when key_type is set, and embedding) into it, a column's matched
+ * on idcol; *qname: the target's quoted name.  One server's rows and the
+ * rows gathered over several (GnnDistWriteRows) are written alike.
+ */
+char *
+GnnEmbedTargetPrepare(const char *table, const char *column, const char *idcol, const char *key_type,
+					  const char *coltype, const char *source, char **qname)
+{
+	RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList(table));
+	Oid			relid = RangeVarGetRelid(rv, NoLock, true);
+	const char *idexpr = key_type ? psprintf("key::%s", key_type) : "id";
+
+	if (column == NULL)
+	{
+		if (!OidIsValid(relid))
+		{
+			*qname = rv->schemaname ? quote_qualified_identifier(rv->schemaname, rv->relname) :
+				(char *) quote_identifier(rv->relname);
+			if (SPI_execute(psprintf("CREATE TABLE %s (id %s PRIMARY KEY, embedding %s)", *qname,
+									 key_type ? key_type : "bigint", coltype), false, 0) != SPI_OK_UTILITY)
+				elog(ERROR, "could not create %s", *qname);
+		}
+		else
+		{
+			*qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+			if (SPI_execute(psprintf("DELETE FROM %s", *qname), false, 0) < 0)
+				elog(ERROR, "could not empty %s", *qname);
+		}
+		return psprintf("INSERT INTO %s (id, embedding) SELECT %s, embedding FROM %s", *qname, idexpr, source);
+	}
+	if (!OidIsValid(relid))
+		NoColumnTable(table);
+	*qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+	if (SPI_execute(psprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", *qname, quote_identifier(column),
+							 coltype), false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not add column %s", column);
+	return psprintf("UPDATE %s t SET %s = e.embedding FROM %s e WHERE t.%s = e.%s", *qname,
+					quote_identifier(column), source, quote_identifier(idcol), idexpr);
+}
+
 /*
  * The type of the column gnn.embed writes: vector(cols) when asked for, or
  * when the column written is one already; else real[].  A mismatch (a
@@ -1734,7 +1790,6 @@ gnn_embed(PG_FUNCTION_ARGS)
 	RangeVar   *rv;
 	Oid			relid;
 	char	   *qname;
-	StringInfoData q;
 	Oid			types[5] = {TEXTOID, INT4OID, INT4OID, TEXTOID, TIMESTAMPTZOID};
 	Datum		values[5];
 	char		nulls[6] = "     ";
@@ -1839,10 +1894,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 		if (!write_local)
 		{
 			if (column && !OidIsValid(relid))
-				ereport(ERROR,
-						(errcode(ERRCODE_UNDEFINED_TABLE),
-						 errmsg("table \"%s\" does not exist", into),
-						 errhint("With column_name =>, table_name names the node table that gets the column.")));
+				NoColumnTable(into);
 			CheckEmbedTarget(&x.mr, relid, into, column, idcol, vtype);
 			coltype = EmbedColumnType(relid, into, column, &eo, vtype, model, x.want, x.cols);
 		}
@@ -1919,7 +1971,6 @@ gnn_embed(PG_FUNCTION_ARGS)
 	nulls[1] = layer >= 0 ? ' ' : 'n';
 	values[2] = Int32GetDatum(version);
 	nulls[2] = version > 0 ? ' ' : 'n';
-	initStringInfo(&q);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	/* the key's own type, as the loader recorded it (text and uuid keys; integer keys travel as the id) */
@@ -1928,47 +1979,13 @@ gnn_embed(PG_FUNCTION_ARGS)
 	nulls[3] = node_type ? ' ' : 'n';
 	values[4] = TimestampTzGetDatum(as_of);
 	nulls[4] = has_as_of ? ' ' : 'n';
-	if (column == NULL)
 	{
-		if (!OidIsValid(relid))
-		{
-			qname = rv->schemaname ? quote_qualified_identifier(rv->schemaname, rv->relname) :
-				(char *) quote_identifier(rv->relname);
-			appendStringInfo(&q, "CREATE TABLE %s (id %s PRIMARY KEY, embedding %s)", qname,
-							 key_type ? key_type : "bigint", coltype);
-			if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
-				elog(ERROR, "could not create %s", qname);
-		}
-		else
-		{
-			/* replace the rows: readers see the old ones until this transaction commits */
-			qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
-			appendStringInfo(&q, "DELETE FROM %s", qname);
-			if (SPI_execute(q.data, false, 0) < 0)
-				elog(ERROR, "could not empty %s", qname);
-		}
-		resetStringInfo(&q);
-		appendStringInfo(&q, "INSERT INTO %s (id, embedding) SELECT %s, embedding FROM gnn._embedding_rows($1, $2, $3, $4, $5)",
-						 qname, key_type ? psprintf("key::%s", key_type) : "id");
+		char	   *sql = GnnEmbedTargetPrepare(into, column, idcol, key_type, coltype,
+												"gnn._embedding_rows($1, $2, $3, $4, $5)", &qname);
+
+		if (SPI_execute_with_args(sql, 5, types, values, nulls, false, 0) < 0)
+			elog(ERROR, "could not write embeddings into %s", qname);
 	}
-	else
-	{
-		if (!OidIsValid(relid))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_TABLE),
-					 errmsg("table \"%s\" does not exist", into),
-					 errhint("With column_name =>, table_name names the node table that gets the column.")));
-		qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
-		appendStringInfo(&q, "ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", qname, quote_identifier(column), coltype);
-		if (SPI_execute(q.data, false, 0) != SPI_OK_UTILITY)
-			elog(ERROR, "could not add column %s", column);
-		resetStringInfo(&q);
-		appendStringInfo(&q, "UPDATE %s t SET %s = e.embedding FROM gnn._embedding_rows($1, $2, $3, $4, $5) e "
-						 "WHERE t.%s = e.%s", qname, quote_identifier(column), quote_identifier(idcol),
-						 key_type ? psprintf("key::%s", key_type) : "id");
-	}
-	if (SPI_execute_with_args(q.data, 5, types, values, nulls, false, 0) < 0)
-		elog(ERROR, "could not write embeddings into %s", qname);
 	written = (int64) SPI_processed;
 	if (eo.index)
 		EmbedIndex(qname, RangeVarGetRelid(rv, NoLock, false), column ? column : "embedding", vtype, &eo, written);
