@@ -320,6 +320,16 @@ acc_add(float *restrict acc, float c, const float *restrict x, int64_t w)
 	}
 }
 
+/*
+ * entry e's coefficient, A_c[i, j]: its value times row i's coefficient rs
+ * (gnn_row_coef) times column j's scale, as spmm and spmm_t sum it
+ */
+static inline float
+entry_coef(const gnn_csr *A, int64_t e, float rs, const float *col_scale, int64_t j)
+{
+	return (A->values ? A->values[e] : 1.0f) * rs * (col_scale ? col_scale[j] : 1.0f);
+}
+
 /* a row with no entries (an edgeless view, a node without neighbours): y = beta * y */
 static inline void
 row_empty(float *y, int64_t d, float beta)
@@ -431,8 +441,7 @@ spmm_rows(const gnn_csr *A, gnn_agg agg, const float *row_scale, const float *co
 			for (int64_t e = e0; e < e1; e++)
 			{
 				int64_t		j = A->indices[e];
-				float		c = (A->values ? A->values[e] : 1.0f) * rs *
-					(col_scale ? col_scale[j] : 1.0f);
+				float		c = entry_coef(A, e, rs, col_scale, j);
 				const float *x = X + j * d + k0;
 
 				if (e + 4 < e1)
@@ -454,8 +463,7 @@ spmm_rows(const gnn_csr *A, gnn_agg agg, const float *row_scale, const float *co
 			for (int64_t e = e0; e < e1; e++)
 			{
 				int64_t		j = A->indices[e];
-				float		c = (A->values ? A->values[e] : 1.0f) * rs *
-					(col_scale ? col_scale[j] : 1.0f);
+				float		c = entry_coef(A, e, rs, col_scale, j);
 				const float *x = X + j * d + k0;
 
 				if (e + 4 < e1)
@@ -491,7 +499,6 @@ spmm_t_rows(const gnn_csr *A, gnn_agg agg, const float *row_scale, const float *
 	for (int64_t j = lo; j < hi; j++)
 	{
 		float	   *y = Y + j * d;
-		float		cs = col_scale ? col_scale[j] : 1.0f;
 		int64_t		t0 = A->t_indptr[j],
 					t1 = A->t_indptr[j + 1],
 					k0 = 0;
@@ -509,8 +516,7 @@ spmm_t_rows(const gnn_csr *A, gnn_agg agg, const float *row_scale, const float *
 			{
 				int64_t		i = A->t_indices[t];
 				int64_t		e = A->t_perm[t];
-				float		c = (A->values ? A->values[e] : 1.0f) *
-					gnn_row_coef(A, agg, row_scale, i) * cs;
+				float		c = entry_coef(A, e, gnn_row_coef(A, agg, row_scale, i), col_scale, j);
 				const float *g = G + i * d + k0;
 
 				V8_ACC8(a, c, g);
@@ -531,8 +537,7 @@ spmm_t_rows(const gnn_csr *A, gnn_agg agg, const float *row_scale, const float *
 			{
 				int64_t		i = A->t_indices[t];
 				int64_t		e = A->t_perm[t];
-				float		c = (A->values ? A->values[e] : 1.0f) *
-					gnn_row_coef(A, agg, row_scale, i) * cs;
+				float		c = entry_coef(A, e, gnn_row_coef(A, agg, row_scale, i), col_scale, j);
 
 				acc_add(acc, c, G + i * d + k0, w);
 			}
@@ -657,6 +662,19 @@ cpu_act_backward(gnn_backend *be, gnn_act act, float param, const float *x, cons
 	return GNN_OK;
 }
 
+/* *scale = 1 / (1 - p) for a dropout of p; false (be->err set, naming op) unless p is in [0, 1) */
+static bool
+dropout_scale(gnn_backend *be, const char *op, float p, float *scale)
+{
+	if (!(p >= 0.0f && p < 1.0f))
+	{
+		gnn_error_set(&be->err, GNN_ERR_INVALID, "%s: p must be in [0, 1), got %g", op, p);
+		return false;
+	}
+	*scale = 1.0f / (1.0f - p);
+	return true;
+}
+
 /*
  * Elements [k0, k1) of a row whose element k has dropout index i0 + k, in
  * pieces that share the index's high word: each piece's hash is 32-bit lane
@@ -752,9 +770,8 @@ cpu_bias_act(gnn_backend *be, float *P, const float *bias, int64_t rows, int64_t
 	int64_t		n = rows * cols;
 	int			parts = n > 4 * GNN_PAR_MIN ? NT_WORK(be, n) : 1;
 
-	if (!(p >= 0.0f && p < 1.0f))
-		return gnn_error_set(&be->err, GNN_ERR_INVALID, "bias_act: p must be in [0, 1), got %g", p);
-	scale = 1.0f / (1.0f - p);
+	if (!dropout_scale(be, "bias_act", p, &scale))
+		return GNN_ERR_INVALID;
 #pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
 	for (int t = 0; t < parts; t++)
 		bias_act_rows(P, bias, cols, (int) act, param, p, scale, seed, Y, rows * t / parts,
@@ -823,9 +840,8 @@ cpu_bias_act_backward(gnn_backend *be, gnn_act act, float param, const float *P,
 	int			parts = n > 4 * GNN_PAR_MIN ? NT_WORK(be, n) : 1;
 	float		scale;
 
-	if (!(p >= 0.0f && p < 1.0f))
-		return gnn_error_set(&be->err, GNN_ERR_INVALID, "bias_act_backward: p must be in [0, 1), got %g", p);
-	scale = 1.0f / (1.0f - p);
+	if (!dropout_scale(be, "bias_act_backward", p, &scale))
+		return GNN_ERR_INVALID;
 #pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
 	for (int t = 0; t < parts; t++)
 		bias_act_bwd_rows(P, dY, cols, (int) act, param, p, scale, seed, dP, rows * t / parts,
@@ -909,11 +925,11 @@ dropout_span(const float *x, float *y, int64_t n, uint64_t index0, float p, floa
 static gnn_status
 cpu_dropout_forward(gnn_backend *be, const float *x, float *y, int64_t n, float p, uint64_t seed)
 {
-	if (!(p >= 0.0f && p < 1.0f))
-		return gnn_error_set(&be->err, GNN_ERR_INVALID, "dropout: p must be in [0, 1), got %g", p);
-	float		scale = 1.0f / (1.0f - p);
+	float		scale;
 	int			parts = n > 4 * GNN_PAR_MIN ? NT_WORK(be, n) : 1;
 
+	if (!dropout_scale(be, "dropout", p, &scale))
+		return GNN_ERR_INVALID;
 #pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
 	for (int t = 0; t < parts; t++)
 		{
@@ -977,14 +993,13 @@ cpu_gemm_dropout(gnn_backend *be, bool trans_a, int64_t m, int64_t n, int64_t k,
 	gemm_plan	g;
 	float	   *scr;
 
-	if (!(p >= 0.0f && p < 1.0f))
-		return gnn_error_set(&be->err, GNN_ERR_INVALID, "gemm_dropout: p must be in [0, 1), got %g", p);
+	if (!dropout_scale(be, "gemm_dropout", p, &scale))
+		return GNN_ERR_INVALID;
 	if (m < 0 || n < 0 || k < 0 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || lda < ac)
 		return gnn_error_set(&be->err, GNN_ERR_DIMENSION, "gemm_dropout: bad sizes %lld x %lld x %lld (lda %lld)",
 							 (long long) m, (long long) n, (long long) k, (long long) lda);
 	if (m == 0 || n == 0 || k == 0)
 		return cpu_gemm(be, trans_a, false, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-	scale = 1.0f / (1.0f - p);
 	g = plan_gemm(be, m, n, k);
 	if (!g.by_rows)
 	{
