@@ -686,6 +686,7 @@ typedef struct GnnDistRows
 extern void GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g, const char *graph,
 							 int32 layer, bool softmax, bool row_normalise, const char *local_table,
 							 GnnDistRows *out);
+extern void GnnEmbedNoColumnTable(const char *table);
 extern char *GnnEmbedTargetPrepare(const char *table, const char *column, const char *idcol,
 								  const char *key_type, const char *coltype, const char *source,
 								  char **qname);

@@ -1677,62 +1677,6 @@ RenamedTextArg(FunctionCallInfo fcinfo, int arg, int old_arg, const char *name, 
  * incremental, options, as_of, "into", "column"): write every node's
  * embedding into a table, in the caller's transaction.
  */
-/* column_name => names a column of a table that does not exist */
-static void
-NoColumnTable(const char *table)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_UNDEFINED_TABLE),
-			 errmsg("table \"%s\" does not exist", table),
-			 errhint("With column_name =>, table_name names the node table that gets the column.")));
-}
-
-/*
- * gnn.embed's target made ready in the caller's SPI connection: without a
- * column, a new table (id <key_type, else bigint> PRIMARY KEY, embedding
- * <coltype>) or the existing one emptied (readers see the old rows until
- * the transaction commits); with one, that column added to an existing
- * table.  Returns the statement writing the rows of source (a FROM item of
- * id, key when key_type is set, and embedding) into it, a column's matched
- * on idcol; *qname: the target's quoted name.  One server's rows and the
- * rows gathered over several (GnnDistWriteRows) are written alike.
- */
-char *
-GnnEmbedTargetPrepare(const char *table, const char *column, const char *idcol, const char *key_type,
-					  const char *coltype, const char *source, char **qname)
-{
-	RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList(table));
-	Oid			relid = RangeVarGetRelid(rv, NoLock, true);
-	const char *idexpr = key_type ? psprintf("key::%s", key_type) : "id";
-
-	if (column == NULL)
-	{
-		if (!OidIsValid(relid))
-		{
-			*qname = rv->schemaname ? quote_qualified_identifier(rv->schemaname, rv->relname) :
-				(char *) quote_identifier(rv->relname);
-			if (SPI_execute(psprintf("CREATE TABLE %s (id %s PRIMARY KEY, embedding %s)", *qname,
-									 key_type ? key_type : "bigint", coltype), false, 0) != SPI_OK_UTILITY)
-				elog(ERROR, "could not create %s", *qname);
-		}
-		else
-		{
-			*qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
-			if (SPI_execute(psprintf("DELETE FROM %s", *qname), false, 0) < 0)
-				elog(ERROR, "could not empty %s", *qname);
-		}
-		return psprintf("INSERT INTO %s (id, embedding) SELECT %s, embedding FROM %s", *qname, idexpr, source);
-	}
-	if (!OidIsValid(relid))
-		NoColumnTable(table);
-	*qname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
-	if (SPI_execute(psprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", *qname, quote_identifier(column),
-							 coltype), false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not add column %s", column);
-	return psprintf("UPDATE %s t SET %s = e.embedding FROM %s e WHERE t.%s = e.%s", *qname,
-					quote_identifier(column), source, quote_identifier(idcol), idexpr);
-}
-
 /*
  * The type of the column gnn.embed writes: vector(cols) when asked for, or
  * when the column written is one already; else real[].  A mismatch (a
@@ -1894,7 +1838,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 		if (!write_local)
 		{
 			if (column && !OidIsValid(relid))
-				NoColumnTable(into);
+				GnnEmbedNoColumnTable(into);
 			CheckEmbedTarget(&x.mr, relid, into, column, idcol, vtype);
 			coltype = EmbedColumnType(relid, into, column, &eo, vtype, model, x.want, x.cols);
 		}
