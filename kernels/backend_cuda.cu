@@ -103,10 +103,11 @@ static const gnn_backend_ops gnn_cuda_ops = {
 	cuda_sgd_step,
 	NULL,						/* bias_act: composed by the dispatch layer */
 	NULL,						/* bias_act_backward: likewise */
+	NULL,						/* spmm_t_bias_act_backward: likewise */
 };
 
 /* a new op in backend.h must get an entry above: fail the build until it does */
-#define GNN_CUDA_NUM_OPS 38
+#define GNN_CUDA_NUM_OPS 39
 static_assert(sizeof(gnn_backend_ops) ==
 			  offsetof(gnn_backend_ops, destroy) + GNN_CUDA_NUM_OPS * sizeof(void (*)(void)),
 			  "gnn_backend_ops changed: update the CUDA op table");

@@ -290,6 +290,61 @@ test_spmm(blk *b, const char *tag)
 	free(cs);
 }
 
+/*
+ * spmm_t_bias_act_backward (the CPU backend's fused op) against what it
+ * replaces: spmm_t with beta 1 into Y whose rows from keep_rows on were
+ * zeroed, then bias_act_backward over Y in place - bit for bit, the bias
+ * gradient too, for every activation, with and without dropout, keeping no
+ * rows, some and all.  A wrong row index in the epilogue, a beta on the
+ * wrong rows or a dropout index off by a row fails it.
+ */
+static void
+test_spmm_t_epilogue(blk *b, const char *tag)
+{
+	int64_t		dims[] = {1, 7, 64, 132};
+	int64_t		keeps[] = {0, b->nc / 3, b->nc};
+
+	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
+		for (int agg = 0; agg < 2; agg++)
+			for (size_t ki = 0; ki < sizeof(keeps) / sizeof(keeps[0]); ki++)
+				for (int act = 0; act <= 3; act++)
+					for (int pi = 0; pi < 2; pi++)
+					{
+						int64_t		d = dims[di],
+									keep = keeps[ki],
+									n = b->nc * d;
+						float		p = pi ? 0.5f : 0.0f,
+									param = act == 3 ? 0.2f : 1.0f;
+						uint64_t	seed = 0xfeedbeef12345ULL + (uint64_t) d;
+						float	   *G = hrand(b->nr * d, -1, 1),
+								   *P = hrand(n, -1, 1),
+								   *Y0 = hrand(n, -1, 1),
+								   *Yf = hcopy(Y0, n),
+								   *Yc = hcopy(Y0, n),
+								   *dbf = hrand(d, -1, 1),
+								   *dbc = hrand(d, -1, 1);
+						bool		ran;
+
+						memset(Yc + keep * d, 0, sizeof(float) * (size_t) (n - keep * d));
+						ran = gnn_backend_spmm_t(cpu, &b->c, agg, NULL, NULL, G, d, 1.0f, Yc) == GNN_OK &&
+							gnn_backend_bias_act_backward(cpu, (gnn_act) act, param, P, Yc, b->nc, d, p, seed,
+														  Yc, dbc) == GNN_OK &&
+							gnn_backend_spmm_t_bias_act_backward(cpu, &b->c, agg, G, d, keep, (gnn_act) act,
+																 param, P, p, seed, Yf, dbf) == GNN_OK;
+						CHECK(ran && memcmp(Yf, Yc, sizeof(float) * n) == 0 &&
+							  memcmp(dbf, dbc, sizeof(float) * d) == 0,
+							  "%s spmm_t_bias_act_backward d %lld agg %d keep %lld act %d p %g: bit for bit "
+							  "spmm_t then bias_act_backward", tag, (long long) d, agg, (long long) keep, act, p);
+						free(G);
+						free(P);
+						free(Y0);
+						free(Yf);
+						free(Yc);
+						free(dbf);
+						free(dbc);
+					}
+}
+
 /* stable sort of (key, k) pairs by key, as CUB's radix sort does */
 typedef struct kv
 {
@@ -941,6 +996,9 @@ main(void)
 	test_spmm(&small, "small");
 	test_spmm(&bip, "bipartite");
 	test_spmm(&hub, "hubs");
+	test_spmm_t_epilogue(&small, "small");
+	test_spmm_t_epilogue(&bip, "bipartite");
+	test_spmm_t_epilogue(&hub, "hubs");
 	test_scatter();
 	test_colsum();
 	test_softmax_xent();

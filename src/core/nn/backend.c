@@ -437,6 +437,25 @@ gnn_backend_bias_act_backward(gnn_backend *be, gnn_act act, float param, const f
 }
 
 gnn_status
+gnn_backend_spmm_t_bias_act_backward(gnn_backend *be, const gnn_csr *A, gnn_agg agg, const float *G,
+									 int64_t d, int64_t keep_rows, gnn_act act, float param,
+									 const float *P, float p, uint64_t seed, float *Y, float *db)
+{
+	gnn_status	st;
+	int64_t		n = A->n_cols,
+				keep = keep_rows < 0 ? 0 : keep_rows > n ? n : keep_rows;
+
+	if (be->ops->spmm_t_bias_act_backward)
+		GNN_DISPATCH(GNN_CAT_AGG, spmm_t_bias_act_backward(be, A, agg, G, d, keep, act, param, P, p,
+														   seed, Y, db));
+	if (keep < n && (st = gnn_backend_memset(be, Y + keep * d, 0, sizeof(float) * (size_t) ((n - keep) * d))) != GNN_OK)
+		return st;
+	if ((st = gnn_backend_spmm_t(be, A, agg, NULL, NULL, G, d, 1.0f, Y)) != GNN_OK)
+		return st;
+	return gnn_backend_bias_act_backward(be, act, param, P, Y, n, d, p, seed, Y, db);
+}
+
+gnn_status
 gnn_backend_bias_grad(gnn_backend *be, const float *dY, int64_t rows,
 					  int64_t cols, float beta, float *db)
 {

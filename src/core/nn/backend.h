@@ -38,7 +38,7 @@ extern "C"
 #endif
 
 /* Bump when gnn_backend_ops or any op's meaning changes. */
-#define GNN_BACKEND_ABI_VERSION 4
+#define GNN_BACKEND_ABI_VERSION 5
 
 /* Symbol a CUDA backend shared object exports (extern "C"), see below. */
 #define GNN_BACKEND_CUDA_ENTRY "gnn_backend_cuda_create"
@@ -332,6 +332,23 @@ typedef struct gnn_backend_ops
 									  const float *P, const float *dY, int64_t rows,
 									  int64_t cols, float p, uint64_t seed, float *dP,
 									  float *db);
+
+	/*
+	 * spmm_t_bias_act_backward (optional, composed where NULL): a layer's
+	 * input gradient and the previous layer's epilogue backward in one pass
+	 * over each row.  Y[n_cols x d] = A_c^T G as spmm_t computes it (no
+	 * row or column scales), added to Y's first keep_rows rows (beta 1:
+	 * what a root term put there) and written over the others (beta 0);
+	 * then, row by row, Y = bias_act_backward(P, Y) (P, act, param, p and
+	 * seed as there, P n_cols x d) and db its column sums, as
+	 * bias_act_backward computes them.  The same bits as spmm_t into a Y
+	 * whose rows from keep_rows on are zero, with beta 1, followed by
+	 * bias_act_backward over Y in place.
+	 */
+	gnn_status	(*spmm_t_bias_act_backward) (gnn_backend *be, const gnn_csr *A, gnn_agg agg,
+											 const float *G, int64_t d, int64_t keep_rows,
+											 gnn_act act, float param, const float *P, float p,
+											 uint64_t seed, float *Y, float *db);
 } gnn_backend_ops;
 
 /* One backend instance. */
@@ -471,6 +488,10 @@ gnn_status	gnn_backend_bias_act_backward(gnn_backend *be, gnn_act act, float par
 											  const float *P, const float *dY, int64_t rows,
 											  int64_t cols, float p, uint64_t seed, float *dP,
 											  float *db);
+gnn_status	gnn_backend_spmm_t_bias_act_backward(gnn_backend *be, const gnn_csr *A, gnn_agg agg,
+												 const float *G, int64_t d, int64_t keep_rows,
+												 gnn_act act, float param, const float *P,
+												 float p, uint64_t seed, float *Y, float *db);
 gnn_status	gnn_backend_bias_grad(gnn_backend *be, const float *dY, int64_t rows,
 								  int64_t cols, float beta, float *db);
 gnn_status	gnn_backend_dropout_forward(gnn_backend *be, const float *x, float *y,

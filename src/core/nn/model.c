@@ -63,6 +63,8 @@ typedef struct gnn_layer
 	bool		in_by_prev;		/* the previous layer's epilogue applied this layer's input dropout */
 	bool		y_dropped;		/* y holds the next layer's input dropout (fused, training) */
 	bool		agg_first;		/* a GraphSAGE training pass aggregated first (B_AX holds A X) */
+	bool		dp_by_next;		/* backward: the next layer's input gradient is this layer's dP and
+								 * its bias gradient is done (spmm_t_bias_act_backward) */
 	gnn_csr		xsp;			/* sparse input (values possibly dropped) */
 	const float *x;				/* dense input after dropout (unless in_fused) */
 	const gnn_dfeat *xs;		/* streamed input (x NULL): read in chunks by lin_fwd */
@@ -1426,6 +1428,25 @@ gnn_model_forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers, c
 
 /* ------------------------------------------------------------------ backward */
 
+/*
+ * The layer below L when L's input gradient can finish that layer's epilogue
+ * backward in the same pass (spmm_t_bias_act_backward): a GraphSAGE-mean
+ * layer that aggregated first, whose input is the previous layer's output
+ * (dropped by that layer's epilogue, or not dropped), without a halo
+ * exchange between the two backward passes.  NULL otherwise.
+ */
+static gnn_layer *
+fuse_prev_epilogue(gnn_model *m, gnn_layer *L)
+{
+	gnn_layer  *prev = L->index > 0 ? &m->layers[L->index - 1] : NULL;
+
+	if (!prev || m->halo || !L->agg_first || L->in_sparse || is_relational(m->cfg.kind) ||
+		prev->act == GNN_ACT_NONE || prev->p_b < 0 || prev->n_dst != L->n_src ||
+		(L->in_dropped && !L->in_by_prev) || (L->in_by_prev && !prev->y_dropped))
+		return NULL;
+	return prev;
+}
+
 /* dY -> gradients of L's parameters and, when want_dx, dX (n_src x d_in) in buf B_DX */
 static gnn_status
 layer_backward(gnn_model *m, gnn_layer *L, const float *dY, bool want_dx, gnn_error *err)
@@ -1439,13 +1460,16 @@ layer_backward(gnn_model *m, gnn_layer *L, const float *dY, bool want_dx, gnn_er
 				din = L->d_in;
 	const float *dP = dY;
 	float	   *dX = NULL;
+	bool		root_dx_done = false;
 
 	if (want_dx)
 	{
 		TRYE(ensure(m, L, B_DX, ns * din, err));
 		dX = lbuf(L, B_DX);
 	}
-	if (L->act != GNN_ACT_NONE && !is_relational(cfg->kind))
+	if (L->dp_by_next)
+		L->dp_by_next = false;	/* dY is dP already, and the bias gradient is in */
+	else if (L->act != GNN_ACT_NONE && !is_relational(cfg->kind))
 	{
 		/*
 		 * bias_act's backward: the next layer's input dropout when it was
@@ -1534,11 +1558,29 @@ layer_backward(gnn_model *m, gnn_layer *L, const float *dY, bool want_dx, gnn_er
 									 0.0f, G(m, L->p_w), dout));
 				if (dX)
 				{
+					gnn_layer  *prev = fuse_prev_epilogue(m, L);
+
 					TRYE(ensure(m, L, B_DZ, nd * din, err));
 					TRY(gnn_backend_gemm(be, false, true, nd, din, dout, 1.0f, dP, dout, W(m, L->p_w), dout,
 										 0.0f, lbuf(L, B_DZ), din));
-					TRY(gnn_backend_spmm_t(be, &blk->raw.csr, GNN_AGG_MEAN, NULL, NULL, lbuf(L, B_DZ), din,
-										   0.0f, dX));
+					if (prev)
+					{
+						/*
+						 * the root's rows first, then A^T dZ added to them and
+						 * the previous layer's epilogue backward, row by row
+						 */
+						TRYE(lin_bwd_x(m, L, dP, dout, nd, W(m, L->p_root), 0.0f, dX, err));
+						TRY(gnn_backend_spmm_t_bias_act_backward(be, &blk->raw.csr, GNN_AGG_MEAN, lbuf(L, B_DZ),
+																 din, nd, prev->act, cfg->act_param, prev->p_out,
+																 prev->y_dropped ? cfg->dropout : 0.0f,
+																 prev->y_dropped ? L->seed_in : 0, dX,
+																 G(m, prev->p_b)));
+						prev->dp_by_next = true;
+						root_dx_done = true;
+					}
+					else
+						TRY(gnn_backend_spmm_t(be, &blk->raw.csr, GNN_AGG_MEAN, NULL, NULL, lbuf(L, B_DZ), din,
+											   0.0f, dX));
 				}
 			}
 			else
@@ -1560,7 +1602,7 @@ layer_backward(gnn_model *m, gnn_layer *L, const float *dY, bool want_dx, gnn_er
 			}
 			else
 				TRYE(lin_bwd_w(m, L, dP, dout, nd, G(m, L->p_root), err));
-			if (dX)
+			if (dX && !root_dx_done)
 				TRYE(lin_bwd_x(m, L, dP, dout, nd, W(m, L->p_root), 1.0f, dX, err));
 			break;
 		case GNN_MODEL_GAT:
@@ -1614,6 +1656,8 @@ gnn_model_backward(gnn_model *m, const float *dlogits, gnn_error *err)
 
 	if (!m->have_train_forward)
 		return gnn_error_set(err, GNN_ERR_INVALID, "backward needs a preceding forward pass");
+	for (int l = 0; l < m->cfg.layers; l++)
+		m->layers[l].dp_by_next = false;
 	for (int l = m->cfg.layers - 1; l >= 0; l--)
 	{
 		gnn_layer  *L = &m->layers[l];
