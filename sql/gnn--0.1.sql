@@ -1053,13 +1053,13 @@ AS 'MODULE_PATHNAME', 'gnn_train_rank' LANGUAGE C VOLATILE;
 -- as the calling role (not for direct use).
 CREATE FUNCTION gnn._infer_rank(model bytea, graph text, layer int, softmax boolean, row_normalise boolean,
                                 job text, rank int, size int, coordinator text, timeout_ms int,
-                                local_table text)
+                                local_table text, node_type text DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_infer_rank' LANGUAGE C VOLATILE;
 
 -- The rows a write over parts is inserting (this backend's, inside that
 -- statement; empty anywhere else).
-CREATE FUNCTION gnn._dist_rows(OUT id bigint, OUT embedding real[])
+CREATE FUNCTION gnn._dist_rows(OUT id bigint, OUT embedding real[], OUT key text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'gnn_dist_rows' LANGUAGE C VOLATILE;
 

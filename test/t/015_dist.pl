@@ -608,6 +608,59 @@ for my $model ('rgcn', 'hetero_sage')
 	for my $i (0 .. $#$c1) { $dl = abs($c1->[$i][1] - $c2->[$i][1]) if abs($c1->[$i][1] - $c2->[$i][1]) > $dl; }
 	ok(scalar @$c2 == 12 && $dl < 1e-4, "$model over two schema parts: the loss curve of one server (max |d loss| $dl)");
 }
+# results over schema parts (#43): the target type's rows (or node_type's) by their own keys -
+# uuid, bigint, text - at the coordinator, or each server its own; one server's rows on the whole schema
+{
+	my $peers = '"peers": ["' . conn(1) . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 8000";
+	my %want = (s_users => [120, 'uuid'], s_items => [60, 'bigint'], s_cats => [8, 'text']);
+	my $diff = sub {
+		my ($a, $b) = @_;
+		return $n[0]->safe_psql('postgres', "SELECT coalesce(max(abs(x - y)), 1) || ':' || count(*) FROM $a p "
+			  . "JOIN $b w USING (id), LATERAL unnest(p.embedding, w.embedding) u(x, y)");
+	};
+	for my $model ('rgcn', 'hetero_sage')
+	{
+		for my $type ('s_users', 's_items', 's_cats')
+		{
+			my $nt = $type eq 's_users' ? '' : "node_type => '$type', ";
+			$n[0]->safe_psql('postgres', 'DROP TABLE IF EXISTS se_p, se_w');
+			my ($rc, $out, $err) = as_dist("SELECT gnn.embed('sp_$model', 'se_p', ${nt}options => '{$peers}')");
+			is($out, $want{$type}[0], "gnn.embed of $model over two schema parts: every $type row at the coordinator")
+			  or diag($err);
+			is($n[0]->safe_psql('postgres', "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+				  . "WHERE attrelid = 'se_p'::regclass AND attname = 'id'"), $want{$type}[1],
+			   "$model, $type: the rows keyed by the table's own key type ($want{$type}[1])");
+			($rc, $out, $err) = as_dist("SELECT gnn.embed('sw_$model', 'se_w', ${nt}options => '{}')");
+			my ($d, $cnt) = split /:/, $diff->('se_p', 'se_w');
+			ok($cnt > 0 && $d < 1e-5, "$model, $type over the parts: one server's rows on the whole schema, key by key "
+			   . "(max |d| $d over $cnt values)");
+		}
+		# each server its own users, into its own table
+		my ($rc, $out, $err) = as_dist("SELECT gnn.embed('sp_$model', 'se_l', options => '{$peers, \"write\": \"local\"}')");
+		is($out, 120, "gnn.embed of $model over two schema parts, write local: every user once ($out)") or diag($err);
+		my $ok = 1;
+		for my $k (0 .. 1)
+		{
+			my $mine = $n[$k]->safe_psql('postgres', "SELECT count(*) FILTER (WHERE u.part = $k) || ':' || count(*) "
+				  . "FROM se_l e JOIN s_users u USING (id)");
+			my ($own, $all) = split /:/, $mine;
+			$ok &&= $own == $all && $all > 0;
+			my $rows = $n[$k]->safe_psql('postgres', "SELECT string_agg(id || '=' || round(embedding[1]::numeric, 4), ',' "
+				  . "ORDER BY id) FROM (SELECT * FROM se_l ORDER BY id LIMIT 5) s");
+			as_dist("SELECT gnn.embed('sw_$model', 'se_w')");
+			my $wantrows = $n[0]->safe_psql('postgres', "SELECT string_agg(id || '=' || round(embedding[1]::numeric, 4), ',' "
+				  . "ORDER BY id) FROM se_w WHERE id IN ("
+				  . join(',', map { "'" . (split /=/)[0] . "'" } split /,/, $rows) . ')');
+			$ok &&= $rows eq $wantrows;
+			diag("server $k: $rows vs $wantrows") if $rows ne $wantrows;
+		}
+		ok($ok, "$model, write local: each server wrote its own users' rows, the whole schema's values");
+	}
+	my ($rc, $out, $err) = as_dist("SELECT gnn.embed('sp_rgcn', 'se_p', node_type => 'nope', options => '{$peers}')");
+	like($err, qr/has no node type "nope"/, 'an unknown node_type over the parts: refused, naming the types') or diag($err);
+	$n[0]->safe_psql('postgres', 'DROP TABLE IF EXISTS se_p, se_w, se_l');
+	$n[1]->safe_psql('postgres', 'DROP TABLE IF EXISTS se_l');
+}
 # minibatches on schema parts with two hops of halo: every neighbour, one batch an epoch, dropout 0:
 # one server's curve on the whole schema
 for my $k (0 .. 1)

@@ -249,27 +249,65 @@ gnn_status
 gnn_train_dist_gather_own(gnn_dist *d, const gnn_graph *g, const float *rows, int32_t cols, int root,
 						  int64_t **ids_out, float **rows_out, int64_t *n_out, gnn_error *err)
 {
+	gnn_dist_own o;
+	gnn_status	st = gnn_train_dist_gather_own_typed(d, g, rows, cols, root, -1, &o, err);
+
+	*ids_out = o.ids;
+	*rows_out = o.rows;
+	*n_out = o.n;
+	free(o.key_off);
+	free(o.key_bytes);
+	return st;
+}
+
+/* does node v go to the root: its own, of type t (t < 0: any) */
+static inline bool
+own_of_type(const gnn_graph *g, int64_t v, int32_t t)
+{
+	return (!g->node_part || g->node_part[v] == g->part) && (t < 0 || gnn_graph_type_of(g, v) == t);
+}
+
+gnn_status
+gnn_train_dist_gather_own_typed(gnn_dist *d, const gnn_graph *g, const float *rows, int32_t cols, int root,
+								int32_t type, gnn_dist_own *out, gnn_error *err)
+{
 	int			size = gnn_dist_size(d),
 				rank = gnn_dist_rank(d);
+	bool		keyed = type >= 0 && g->keys,
+				text = keyed && g->key_off && g->key_bytes && (!g->type_text_key || g->type_text_key[type]);
 	int64_t    *scount = calloc(size, sizeof(int64_t)),
 			   *rcount = calloc(size, sizeof(int64_t)),
+			   *sbytes = calloc(size, sizeof(int64_t)),
+			   *bcount = calloc(size, sizeof(int64_t)),
 			   *ids = NULL,
+			   *klen = NULL,
+			   *rlen = NULL,
 				nown = 0,
-				total = 0;
+				total = 0,
+				kbytes = 0;
+	char	   *kown = NULL;
 	float	   *own = NULL;
 	gnn_status	st;
 
-	*ids_out = NULL;
-	*rows_out = NULL;
-	*n_out = 0;
-	if (!scount || !rcount)
+	memset(out, 0, sizeof(*out));
+	if (!scount || !rcount || !sbytes || !bcount)
 	{
-		free(scount);
-		free(rcount);
-		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	if (type >= (g->num_node_types > 0 ? g->num_node_types : 1))
+	{
+		st = gnn_error_set(err, GNN_ERR_INVALID, "node type %d of a graph of %d", type,
+						   g->num_node_types > 0 ? g->num_node_types : 1);
+		goto done;
 	}
 	for (int64_t v = 0; v < g->num_nodes; v++)
-		nown += !g->node_part || g->node_part[v] == g->part;
+		if (own_of_type(g, v, type))
+		{
+			nown++;
+			if (text)
+				kbytes += g->key_off[v + 1] - g->key_off[v];
+		}
 	/* how many each rank sends the root */
 	if ((st = gnn_dist_allgather(d, &nown, sizeof(int64_t), rcount, err)) != GNN_OK)
 		goto done;
@@ -281,50 +319,101 @@ gnn_train_dist_gather_own(gnn_dist *d, const gnn_graph *g, const float *rows, in
 	scount[root] = nown;
 	ids = malloc(sizeof(int64_t) * (nown + 1));
 	own = malloc(sizeof(float) * ((size_t) nown * cols + 1));
-	if (!ids || !own)
+	klen = text ? malloc(sizeof(int64_t) * (nown + 1)) : NULL;
+	kown = text ? malloc(kbytes + 1) : NULL;
+	if (!ids || !own || (text && (!klen || !kown)))
 	{
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld rows", (long long) nown);
 		goto done;
 	}
-	for (int64_t v = 0, k = 0; v < g->num_nodes; v++)
-		if (!g->node_part || g->node_part[v] == g->part)
+	for (int64_t v = 0, k = 0, b = 0; v < g->num_nodes; v++)
+		if (own_of_type(g, v, type))
 		{
-			ids[k] = g->ids ? g->ids[v] : v;
+			ids[k] = keyed ? g->keys[v] : g->ids ? g->ids[v] : v;
 			memcpy(own + (size_t) k * cols, rows + (size_t) v * cols, sizeof(float) * cols);
+			if (text)
+			{
+				klen[k] = g->key_off[v + 1] - g->key_off[v];
+				memcpy(kown + b, g->key_bytes + g->key_off[v], klen[k]);
+				b += klen[k];
+			}
 			k++;
 		}
 	if (rank == root)
 	{
-		*ids_out = malloc(sizeof(int64_t) * (total + 1));
-		*rows_out = malloc(sizeof(float) * ((size_t) total * cols + 1));
-		if (!*ids_out || !*rows_out)
+		out->ids = malloc(sizeof(int64_t) * (total + 1));
+		out->rows = malloc(sizeof(float) * ((size_t) total * cols + 1));
+		rlen = text ? malloc(sizeof(int64_t) * (total + 1)) : NULL;
+		if (!out->ids || !out->rows || (text && !rlen))
 		{
 			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld rows", (long long) total);
 			goto done;
 		}
 	}
-	if ((st = gnn_dist_alltoallv(d, ids, scount, *ids_out, rcount, sizeof(int64_t), err)) != GNN_OK)
+	if ((st = gnn_dist_alltoallv(d, ids, scount, out->ids, rcount, sizeof(int64_t), err)) != GNN_OK)
 		goto done;
+	if (text)
+	{
+		/* the keys' lengths, then their bytes */
+		if ((st = gnn_dist_alltoallv(d, klen, scount, rlen, rcount, sizeof(int64_t), err)) != GNN_OK)
+			goto done;
+		if (rank == root)
+		{
+			int64_t		r = 0;
+
+			if (!(out->key_off = malloc(sizeof(int64_t) * (total + 1))))
+			{
+				st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld keys", (long long) total);
+				goto done;
+			}
+			out->key_off[0] = 0;
+			for (int64_t i = 0; i < total; i++)
+				out->key_off[i + 1] = out->key_off[i] + rlen[i];
+			/* each rank's bytes: the sum of its rows' lengths */
+			for (int q = 0; q < size; q++)
+			{
+				bcount[q] = 0;
+				for (int64_t i = 0; i < rcount[q]; i++)
+					bcount[q] += rlen[r + i];
+				r += rcount[q];
+			}
+			if (!(out->key_bytes = malloc(out->key_off[total] + 1)))
+			{
+				st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld key bytes",
+								   (long long) out->key_off[total]);
+				goto done;
+			}
+		}
+		sbytes[root] = kbytes;
+		if ((st = gnn_dist_alltoallv(d, kown, sbytes, out->key_bytes, bcount, 1, err)) != GNN_OK)
+			goto done;
+	}
 	for (int q = 0; q < size; q++)
 	{
 		scount[q] *= cols;
 		rcount[q] *= cols;
 	}
-	if ((st = gnn_dist_alltoallv(d, own, scount, *rows_out, rcount, sizeof(float), err)) != GNN_OK)
+	if ((st = gnn_dist_alltoallv(d, own, scount, out->rows, rcount, sizeof(float), err)) != GNN_OK)
 		goto done;
-	*n_out = total;
+	out->n = total;
 done:
 	if (st != GNN_OK)
 	{
-		free(*ids_out);
-		free(*rows_out);
-		*ids_out = NULL;
-		*rows_out = NULL;
+		free(out->ids);
+		free(out->rows);
+		free(out->key_off);
+		free(out->key_bytes);
+		memset(out, 0, sizeof(*out));
 	}
 	free(scount);
 	free(rcount);
+	free(sbytes);
+	free(bcount);
 	free(ids);
 	free(own);
+	free(klen);
+	free(rlen);
+	free(kown);
 	return st;
 }
 

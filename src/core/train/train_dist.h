@@ -52,6 +52,25 @@ gnn_status	gnn_train_dist_metrics(gnn_dist *d, const int64_t *nloc, const int64_
 gnn_status	gnn_train_dist_gather_own(gnn_dist *d, const gnn_graph *g, const float *rows, int32_t cols, int root,
 									  int64_t **ids_out, float **rows_out, int64_t *n_out, gnn_error *err);
 
+/*
+ * gnn_train_dist_gather_own's rows of one node type of a typed graph, with
+ * their keys: ids[i] is the row's integer key (g->keys), and where the type
+ * is text-keyed (uuid, text) its key is key_bytes[key_off[i] .. key_off[i+1]).
+ * type < 0: every own row, ids as gnn_train_dist_gather_own gives them, no
+ * text keys.  At root, malloc'd; zeros elsewhere.  A collective.
+ */
+typedef struct gnn_dist_own
+{
+	int64_t		n;
+	int64_t    *ids;
+	float	   *rows;
+	int64_t    *key_off;		/* n + 1, or NULL */
+	char	   *key_bytes;
+} gnn_dist_own;
+
+gnn_status	gnn_train_dist_gather_own_typed(gnn_dist *d, const gnn_graph *g, const float *rows, int32_t cols,
+											int root, int32_t type, gnn_dist_own *out, gnn_error *err);
+
 /* nodes[0..n) (indices of g) in the order of their names (type, then key or id) */
 gnn_status	gnn_train_sort_by_name(const gnn_graph *g, int32_t *nodes, int64_t n, gnn_error *err);
 

@@ -626,6 +626,7 @@ extern void GnnRefresherInit(void);
 extern char *GnnTypeNames(const gnn_graph *g, bool relations);
 extern int32 GnnResultType(const gnn_graph *g, const char *node_type, const char *graph);
 extern Datum GnnNodeKeyText(const gnn_graph *g, int64 v);
+extern char *GnnKeySqlType(const char *graph, int32 type);
 extern int64 GnnFindNodeInt(const gnn_graph *g, int32 t, int64 id, const char *graph);
 extern int64 GnnFindNodeText(const gnn_graph *g, int32 t, const char *key, const char *graph);
 
@@ -679,19 +680,22 @@ typedef struct GnnDistRows
 {
 	int64		n;
 	int32		cols;
-	int64	   *ids;
+	int64	   *ids;			/* the rows' integer keys (a typed graph's) or ids */
 	float	   *rows;
+	int64	   *key_off;		/* text keys (uuid, text): row i's is key_bytes[key_off[i] .. key_off[i+1]) */
+	char	   *key_bytes;
+	const char *key_type;		/* their SQL type; NULL: integer keys */
 	int64		written_elsewhere;	/* options.write local: the rows every server wrote, this one's too */
 } GnnDistRows;
 extern void GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g, const char *graph,
-							 int32 layer, bool softmax, bool row_normalise, const char *local_table,
-							 GnnDistRows *out);
+							 int32 layer, bool softmax, bool row_normalise, const char *node_type,
+							 const char *local_table, GnnDistRows *out);
 extern void GnnEmbedNoColumnTable(const char *table);
 extern char *GnnEmbedTargetPrepare(const char *table, const char *column, const char *idcol,
 								  const char *key_type, const char *coltype, const char *source,
 								  char **qname);
 extern int64 GnnDistWriteRows(const char *table, const char *column, const char *idcol, const char *coltype,
-							   const int64 *ids, const float *rows, int64 n, int32 cols);
+							   const GnnDistRows *rows);
 extern Jsonb *GnnTakeDistOptions(Jsonb *opts, GnnTrainRequest *r);
 extern void GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj);
 extern struct gnn_dist *GnnDistJobMesh(GnnDistJob *dj);

@@ -9,6 +9,8 @@
 #include <math.h>
 
 #include "lib/stringinfo.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "utils/builtins.h"
 
 /* ------------------------------------------------------------------ node keys */
@@ -103,3 +105,23 @@ GnnFindNodeText(const gnn_graph *g, int32 t, const char *key, const char *graph)
 	return v;
 }
 
+/*
+ * The SQL type of a node type's keys as the loader recorded it (text, uuid,
+ * ...), or NULL when they are integers and travel as the bigint id.  SPI is
+ * connected.
+ */
+char *
+GnnKeySqlType(const char *graph, int32 type)
+{
+	char	   *key_type = NULL;
+
+	if (SPI_execute_with_args("SELECT gnn._graph_meta($1)->'types'->$2->>'key_type'", 2,
+							  (Oid[]) {TEXTOID, INT4OID},
+							  (Datum[]) {CStringGetTextDatum(graph), Int32GetDatum(type)},
+							  NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+		key_type = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (key_type && (strcmp(key_type, "bigint") == 0 || strcmp(key_type, "integer") == 0 ||
+					 strcmp(key_type, "smallint") == 0))
+		key_type = NULL;
+	return key_type;
+}

@@ -1336,30 +1336,35 @@ GnnDistJobBatchesMesh(GnnDistJob *dj)
  */
 
 /* rows for gnn._dist_rows, the writer's source (one statement at a time, this backend's) */
-static const int64 *dist_rows_ids = NULL;
-static const float *dist_rows_val = NULL;
-static int64 dist_rows_n = 0;
-static int32 dist_rows_cols = 0;
+static const GnnDistRows *dist_rows = NULL;
 
 PG_FUNCTION_INFO_V1(gnn_dist_rows);
 
-/* _dist_rows() -> (id, embedding): the rows a write over parts is inserting */
+/*
+ * _dist_rows() -> (id, embedding, key): the rows a write over parts is
+ * inserting; key is the node's key as text (what gnn._embedding_rows gives:
+ * a uuid or text key, or the integer)
+ */
 Datum
 gnn_dist_rows(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const GnnDistRows *r = dist_rows;
 
 	InitMaterializedSRF(fcinfo, 0);
-	for (int64 i = 0; dist_rows_ids && i < dist_rows_n; i++)
+	for (int64 i = 0; r && i < r->n; i++)
 	{
-		Datum	   *e = palloc(sizeof(Datum) * Max(dist_rows_cols, 1));
-		Datum		values[2];
-		bool		nulls[2] = {false, false};
+		Datum	   *e = palloc(sizeof(Datum) * Max(r->cols, 1));
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
 
-		for (int j = 0; j < dist_rows_cols; j++)
-			e[j] = Float4GetDatum(dist_rows_val[i * dist_rows_cols + j]);
-		values[0] = Int64GetDatum(dist_rows_ids[i]);
-		values[1] = PointerGetDatum(construct_array(e, dist_rows_cols, FLOAT4OID, 4, true, TYPALIGN_INT));
+		for (int j = 0; j < r->cols; j++)
+			e[j] = Float4GetDatum(r->rows[i * r->cols + j]);
+		values[0] = Int64GetDatum(r->ids[i]);
+		values[1] = PointerGetDatum(construct_array(e, r->cols, FLOAT4OID, 4, true, TYPALIGN_INT));
+		values[2] = r->key_off ?
+			PointerGetDatum(cstring_to_text_with_len(r->key_bytes + r->key_off[i], (int) (r->key_off[i + 1] - r->key_off[i]))) :
+			CStringGetTextDatum(psprintf(INT64_FORMAT, r->ids[i]));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		pfree(e);
 	}
@@ -1431,7 +1436,7 @@ GnnEmbedTargetPrepare(const char *table, const char *column, const char *idcol, 
  */
 int64
 GnnDistWriteRows(const char *table, const char *column, const char *idcol, const char *coltype,
-				 const int64 *ids, const float *rows, int64 n, int32 cols)
+				 const GnnDistRows *rows)
 {
 	char	   *qname,
 			   *sql;
@@ -1439,11 +1444,9 @@ GnnDistWriteRows(const char *table, const char *column, const char *idcol, const
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	sql = GnnEmbedTargetPrepare(table, column, idcol, NULL, coltype ? coltype : "real[]", "gnn._dist_rows()", &qname);
-	dist_rows_ids = ids;
-	dist_rows_val = rows;
-	dist_rows_n = n;
-	dist_rows_cols = cols;
+	sql = GnnEmbedTargetPrepare(table, column, idcol, rows->key_type, coltype ? coltype : "real[]",
+								"gnn._dist_rows()", &qname);
+	dist_rows = rows;
 	PG_TRY();
 	{
 		if (SPI_execute(sql, false, 0) < 0)
@@ -1452,55 +1455,95 @@ GnnDistWriteRows(const char *table, const char *column, const char *idcol, const
 	}
 	PG_FINALLY();
 	{
-		dist_rows_ids = NULL;
-		dist_rows_val = NULL;
-		dist_rows_n = 0;
+		dist_rows = NULL;
 	}
 	PG_END_TRY();
 	SPI_finish();
 	return written;
 }
 
-/* one rank's pass: the part's rows, then the own ones to rank 0 (out) or written here (local) */
+/*
+ * The node type a pass over the parts answers: node_type's index (NULL on a
+ * graph of one node type: -1, every row), and its keys' SQL type (NULL:
+ * integers).
+ */
+static int32
+DistResultType(const gnn_graph *g, const char *graph, const char *node_type, const char **key_type)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	int32		t;
+	char	   *kt;
+
+	*key_type = NULL;
+	if (!node_type)
+		return -1;
+	t = GnnResultType(g, node_type, graph);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	kt = GnnKeySqlType(graph, t);
+	*key_type = kt ? MemoryContextStrdup(caller, kt) : NULL;
+	SPI_finish();
+	return t;
+}
+
+/*
+ * one rank's pass: the part's rows, then its own ones (of node type type, with
+ * their keys; type < 0: all) to rank 0 (out) or written here (local)
+ */
 static int64
 InferRank(gnn_dist *d, gnn_model *model, const gnn_graph *g, int32 layer, bool softmax, bool row_normalise,
-		  const char *local_table, GnnDistRows *out)
+		  int32 type, const char *key_type, const char *local_table, GnnDistRows *out)
 {
 	int32		cols = layer < 0 ? gnn_model_config_of(model)->out_dim : gnn_model_layer_dim(model, layer);
 	float	   *rows = palloc_extended(sizeof(float) * Max(g->num_nodes, 1) * Max(cols, 1), MCXT_ALLOC_HUGE);
 	gnn_error	err;
-	int64	   *ids = NULL;
-	float	   *got = NULL;
-	int64		n = 0;
+	gnn_dist_own own;
+	GnnDistRows r;
 
 	if (gnn_model_infer_dist(d, model, g, row_normalise, layer, softmax, rows, &err) != GNN_OK)
 	{
 		CHECK_FOR_INTERRUPTS();
 		DistFail("computing the part's rows", gnn_dist_rank(d), &err);
 	}
+	memset(&r, 0, sizeof(r));
+	r.cols = cols;
+	r.key_type = key_type;
 	if (local_table)
 	{
 		/* this server's own rows, here */
-		int64	   *own = palloc_extended(sizeof(int64) * Max(g->num_nodes, 1), MCXT_ALLOC_HUGE);
+		int64	   *ids = palloc_extended(sizeof(int64) * Max(g->num_nodes, 1), MCXT_ALLOC_HUGE);
 		float	   *orow = palloc_extended(sizeof(float) * Max(g->num_nodes, 1) * Max(cols, 1), MCXT_ALLOC_HUGE);
+		bool		text = type >= 0 && g->key_off && (!g->type_text_key || g->type_text_key[type]);
+		int64		n = 0;
+		StringInfoData kb;
 
+		initStringInfo(&kb);
+		r.key_off = text ? palloc_extended(sizeof(int64) * (g->num_nodes + 1), MCXT_ALLOC_HUGE) : NULL;
 		for (int64 v = 0; v < g->num_nodes; v++)
-			if (!g->node_part || g->node_part[v] == g->part)
+			if ((!g->node_part || g->node_part[v] == g->part) && (type < 0 || gnn_graph_type_of(g, v) == type))
 			{
-				own[n] = g->ids[v];
+				ids[n] = type >= 0 && g->keys ? g->keys[v] : g->ids[v];
 				memcpy(orow + n * cols, rows + v * cols, sizeof(float) * cols);
+				if (text)
+				{
+					r.key_off[n] = kb.len;
+					appendBinaryStringInfo(&kb, g->key_bytes + g->key_off[v], (int) (g->key_off[v + 1] - g->key_off[v]));
+				}
 				n++;
 			}
-		if (out)
+		if (text)
 		{
-			out->ids = own;
-			out->rows = orow;
-			out->n = n;
-			out->cols = cols;
+			r.key_off[n] = kb.len;
+			r.key_bytes = kb.data;
 		}
-		return GnnDistWriteRows(local_table, NULL, NULL, NULL, own, orow, n, cols);
+		r.ids = ids;
+		r.rows = orow;
+		r.n = n;
+		if (out)
+			*out = r;
+		return GnnDistWriteRows(local_table, NULL, NULL, NULL, &r);
 	}
-	if (gnn_train_dist_gather_own(d, g, rows, cols, 0, &ids, &got, &n, &err) != GNN_OK)
+	if (gnn_train_dist_gather_own_typed(d, g, rows, cols, 0, type, &own, &err) != GNN_OK)
 	{
 		CHECK_FOR_INTERRUPTS();
 		DistFail("gathering the rows at the coordinator", gnn_dist_rank(d), &err);
@@ -1508,18 +1551,27 @@ InferRank(gnn_dist *d, gnn_model *model, const gnn_graph *g, int32 layer, bool s
 	if (out)
 	{
 		/* (malloc'd by the core: copied into this context) */
-		out->ids = palloc_extended(sizeof(int64) * Max(n, 1), MCXT_ALLOC_HUGE);
-		out->rows = palloc_extended(sizeof(float) * Max(n, 1) * Max(cols, 1), MCXT_ALLOC_HUGE);
-		if (n > 0)
+		r.n = own.n;
+		r.ids = palloc_extended(sizeof(int64) * Max(own.n, 1), MCXT_ALLOC_HUGE);
+		r.rows = palloc_extended(sizeof(float) * Max(own.n, 1) * Max(cols, 1), MCXT_ALLOC_HUGE);
+		if (own.n > 0)
 		{
-			memcpy(out->ids, ids, sizeof(int64) * n);
-			memcpy(out->rows, got, sizeof(float) * n * cols);
+			memcpy(r.ids, own.ids, sizeof(int64) * own.n);
+			memcpy(r.rows, own.rows, sizeof(float) * own.n * cols);
 		}
-		out->n = n;
-		out->cols = cols;
+		if (own.key_off)
+		{
+			r.key_off = palloc_extended(sizeof(int64) * (own.n + 1), MCXT_ALLOC_HUGE);
+			memcpy(r.key_off, own.key_off, sizeof(int64) * (own.n + 1));
+			r.key_bytes = palloc_extended(Max(own.key_off[own.n], 1), MCXT_ALLOC_HUGE);
+			memcpy(r.key_bytes, own.key_bytes, own.key_off[own.n]);
+		}
+		*out = r;
 	}
-	free(ids);
-	free(got);
+	free(own.ids);
+	free(own.rows);
+	free(own.key_off);
+	free(own.key_bytes);
 	return 0;
 }
 
@@ -1649,11 +1701,11 @@ PendingAdd(PGconn *conn, const char *name, int timeout_ms)
 }
 
 #define INFER_RANK_SQL \
-	"SELECT gnn._infer_rank($1::bytea, $2, $3::int, $4::bool, $5::bool, $6, $7::int, $8::int, $9, $10::int, $11)"
+	"SELECT gnn._infer_rank($1::bytea, $2, $3::int, $4::bool, $5::bool, $6, $7::int, $8::int, $9, $10::int, $11, $12)"
 
 void
 GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g, const char *graph, int32 layer,
-				 bool softmax, bool row_normalise, const char *local_table, GnnDistRows *out)
+				 bool softmax, bool row_normalise, const char *node_type, const char *local_table, GnnDistRows *out)
 {
 	char	   *list = pstrdup(dr->dist_peers);
 	char	   *line,
@@ -1673,6 +1725,8 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 	TableStore	ts;
 	gnn_dist_store st = {&ts, StoreSet, StoreGet};
 	int			i = 0;
+	int32		type;
+	const char *key_type;
 
 	memset(out, 0, sizeof(*out));
 	if (!g->node_part)
@@ -1680,6 +1734,7 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("graph \"%s\" is a whole graph, not one part of a partitioned graph", graph),
 				 errhint("Leave options.peers out: this server computes every row itself.")));
+	type = DistResultType(g, graph, node_type, &key_type);
 	{
 		gnn_model_meta meta;
 
@@ -1720,16 +1775,16 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 						rk[16],
 						sz[16],
 						tm[16];
-			const char *vals[11] = {blob, graph, ly, softmax ? "true" : "false", row_normalise ? "true" : "false",
-			job, rk, sz, coord, tm, local_table};
-			int			lens[11] = {(int) bloblen};
-			int			fmts[11] = {1};
+			const char *vals[12] = {blob, graph, ly, softmax ? "true" : "false", row_normalise ? "true" : "false",
+			job, rk, sz, coord, tm, local_table, node_type};
+			int			lens[12] = {(int) bloblen};
+			int			fmts[12] = {1};
 
 			snprintf(ly, sizeof(ly), "%d", layer);
 			snprintf(rk, sizeof(rk), "%d", i + 1);
 			snprintf(sz, sizeof(sz), "%d", size);
 			snprintf(tm, sizeof(tm), "%d", timeout);
-			if (!PQsendQueryParams(peers[i], INFER_RANK_SQL, 11, NULL, vals, lens, fmts, 0))
+			if (!PQsendQueryParams(peers[i], INFER_RANK_SQL, 12, NULL, vals, lens, fmts, 0))
 				ereport(ERROR,
 						(errcode(ERRCODE_CONNECTION_FAILURE),
 						 errmsg("could not start rank %d on %s", i + 1, names[i]),
@@ -1753,7 +1808,8 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 			DistFail("meeting the other ranks", 0, &err);
 		}
 		ts.nwatch = 0;
-		out->written_elsewhere += InferRank(d, model, g, layer, softmax, row_normalise, local_table, out);
+		out->written_elsewhere += InferRank(d, model, g, layer, softmax, row_normalise, type, key_type, local_table,
+											out);
 		/* every peer's answer: the rows it wrote (local), or none */
 		until = NowMs() + timeout;
 		for (i = 0; i < npeers; i++)
@@ -1796,7 +1852,8 @@ gnn_infer_rank(PG_FUNCTION_ARGS)
 	const char *graph,
 			   *job,
 			   *coord,
-			   *local_table;
+			   *local_table,
+			   *node_type;
 	int32		layer;
 	bool		softmax,
 				row_normalise;
@@ -1830,6 +1887,7 @@ gnn_infer_rank(PG_FUNCTION_ARGS)
 	coord = text_to_cstring(PG_GETARG_TEXT_PP(8));
 	timeout = TimeoutArg(fcinfo, 9);
 	local_table = PG_ARGISNULL(10) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(10));
+	node_type = PG_NARGS() > 11 && !PG_ARGISNULL(11) ? text_to_cstring(PG_GETARG_TEXT_PP(11)) : NULL;
 	if (size < 2 || size > DIST_MAX_RANKS || rank < 1 || rank >= size)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid rank %d of %d", rank, size)));
 	memset(&ref, 0, sizeof(ref));
@@ -1850,7 +1908,12 @@ gnn_infer_rank(PG_FUNCTION_ARGS)
 		if (gnn_model_deserialize(be, VARDATA_ANY(blob), VARSIZE_ANY_EXHDR(blob), &model, &meta, &err) != GNN_OK)
 			GnnReportCoreError(psprintf("rank %d: the model sent by the coordinator", rank), &err);
 		d = PeerMeet(conn, &ts, &dst, job, rank, size, timeout);
-		written = InferRank(d, model, &ref.g, layer, softmax, row_normalise, local_table, NULL);
+		{
+			const char *key_type;
+			int32		type = DistResultType(&ref.g, graph, node_type, &key_type);
+
+			written = InferRank(d, model, &ref.g, layer, softmax, row_normalise, type, key_type, local_table, NULL);
+		}
 	}
 	PG_FINALLY();
 	{

@@ -1277,27 +1277,6 @@ TouchedSince(Oid relid, const InferCtx *x, Touched *out, const char **why)
 }
 
 /*
- * The SQL type of a node type's keys as the loader recorded it (text, uuid,
- * ...), or NULL when they are integers and travel as the bigint id.  SPI is
- * connected.
- */
-static char *
-EmbedKeyType(const char *graph, int32 type)
-{
-	char	   *key_type = NULL;
-
-	if (SPI_execute_with_args("SELECT gnn._graph_meta($1)->'types'->$2->>'key_type'", 2,
-							  (Oid[]) {TEXTOID, INT4OID},
-							  (Datum[]) {CStringGetTextDatum(graph), Int32GetDatum(type)},
-							  NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
-		key_type = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (key_type && (strcmp(key_type, "bigint") == 0 || strcmp(key_type, "integer") == 0 ||
-					 strcmp(key_type, "smallint") == 0))
-		key_type = NULL;
-	return key_type;
-}
-
-/*
  * Models whose layer reads, of its in-neighbours, only their values (never
  * their degrees): GraphSAGE (every aggregator divides by the node's own
  * in-degree at most) and GAT (attention normalised over the node's own
@@ -1826,8 +1805,10 @@ gnn_embed(PG_FUNCTION_ARGS)
 		const char *why = write_local && column ? "writes each server's rows into a table (write \"local\"), not a column (column_name)" :
 			write_local && (eo.vector || eo.index) ? "writes each server's rows as real[] (write \"local\": no options type or index)" :
 			incremental ? "writes every row (incremental => false)" :
-			has_as_of || x.mr.temporal ? "does not answer time-aware models yet" :
-			node_type || x.ref.g.num_node_types > 1 ? "answers graphs of one node type" : NULL;
+			has_as_of || x.mr.temporal ? "does not answer time-aware models yet" : NULL;
+		/* a typed graph's rows are one node type's (the model's target type unless node_type), by their keys */
+		const char *tname = node_type || x.ref.g.num_node_types > 1 ?
+			gnn_graph_node_type_name(&x.ref.g, node_type ? GnnResultType(&x.ref.g, node_type, x.mr.graph) : x.type) : NULL;
 
 		if (why)
 			ereport(ERROR,
@@ -1842,13 +1823,13 @@ gnn_embed(PG_FUNCTION_ARGS)
 			CheckEmbedTarget(&x.mr, relid, into, column, idcol, vtype);
 			coltype = EmbedColumnType(relid, into, column, &eo, vtype, model, x.want, x.cols);
 		}
-		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise,
+		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise, tname,
 						 write_local ? into : NULL, &rows);
 		if (write_local)
 			written = rows.written_elsewhere;
 		else
 		{
-			written = GnnDistWriteRows(into, column, idcol, coltype, rows.ids, rows.rows, rows.n, rows.cols);
+			written = GnnDistWriteRows(into, column, idcol, coltype, &rows);
 			if (eo.index)
 			{
 				Oid			made = RangeVarGetRelid(rv, NoLock, false);
@@ -1887,7 +1868,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 			elog(ERROR, "SPI_connect failed");
 		if (TouchedSince(relid, &x, &touched, &why))
 		{
-			written = EmbedIncremental(&x, qname, EmbedKeyType(c.graph, type), &touched, &recomputed);
+			written = EmbedIncremental(&x, qname, GnnKeySqlType(c.graph, type), &touched, &recomputed);
 			SaveEmbedState(relid, &x);
 			SPI_finish();
 			InferEnd(&x);
@@ -1918,7 +1899,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	/* the key's own type, as the loader recorded it (text and uuid keys; integer keys travel as the id) */
-	key_type = EmbedKeyType(c.graph, type);
+	key_type = GnnKeySqlType(c.graph, type);
 	values[3] = node_type ? CStringGetTextDatum(node_type) : (Datum) 0;
 	nulls[3] = node_type ? ' ' : 'n';
 	values[4] = TimestampTzGetDatum(as_of);
@@ -2065,7 +2046,7 @@ gnn_predict(PG_FUNCTION_ARGS)
 							"without time"),
 					 errhint("Predict where the whole graph is loaded.")));
 		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.regression ? x.want : -1, !x.regression,
-						 x.mr.row_normalise, NULL, &dist);
+						 x.mr.row_normalise, NULL, NULL, &dist);
 		order = palloc(sizeof(int64) * Max(dist.n, 1));
 		for (int64 i = 0; i < dist.n; i++)
 			order[i] = i;
@@ -2215,7 +2196,8 @@ gnn_embedding(PG_FUNCTION_ARGS)
 
 		DistOneNodeOnly(fcinfo, &x, has_as_of, "gnn.embedding", "Read it where the whole graph is loaded.");
 		id = PG_GETARG_INT64(1);
-		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise, NULL, &dist);
+		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise, NULL, NULL,
+						 &dist);
 		for (int64 i = 0; i < dist.n; i++)
 			if (dist.ids[i] == id)
 			{
@@ -2328,7 +2310,8 @@ gnn_similar(PG_FUNCTION_ARGS)
 
 		DistOneNodeOnly(fcinfo, &x, has_as_of, "gnn.similar", "Rank where the whole graph is loaded.");
 		id = PG_GETARG_INT64(1);
-		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise, NULL, &dist);
+		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise, NULL, NULL,
+						 &dist);
 		norms = palloc(sizeof(float) * Max(dist.n, 1));
 		for (int64 i = 0; i < dist.n; i++)
 		{
