@@ -133,7 +133,7 @@ SELECT gnn.embed('pl0_gcn', 'pl_emb', options => '{"peers": ["host=x"], "write":
 SELECT gnn.embed('pl0_gcn', 'pl_nodes', column_name => 'e', options => '{"peers": ["host=x"], "write": "local"}');
 SELECT count(*) AS nothing_written FROM pg_class WHERE relname = 'pl_emb';
 SELECT count(*) FROM gnn.predict('pl0_gcn', options => '{"bogus": 1}');
-SELECT count(*) FROM gnn.predict('pl0_gcn', ARRAY['1']::text[], options => '{"peers": ["host=x"]}');
+SELECT count(*) FROM gnn.predict('pl0_gcn', as_of => '2024-01-01', options => '{"peers": ["host=x"]}');
 SELECT count(*) FROM gnn.predict('pl0_gcn', options => '[1]');
 
 -- errors

@@ -656,7 +656,38 @@ for my $model ('rgcn', 'hetero_sage')
 		}
 		ok($ok, "$model, write local: each server wrote its own users' rows, the whole schema's values");
 	}
-	my ($rc, $out, $err) = as_dist("SELECT gnn.embed('sp_rgcn', 'se_p', node_type => 'nope', options => '{$peers}')");
+	# the readers over the parts: predict, embedding and similar answer the target type by its
+	# keys (uuid as text, or one server's ids: a text key's rank), as one server does
+	for my $model ('rgcn', 'hetero_sage')
+	{
+		my $o = "options => '{$peers}'";
+		my ($rc, $out, $err) = as_dist("SELECT count(*) || ':' || count(*) FILTER (WHERE p.id = w.id AND p.label = w.label) "
+			  . "|| ':' || max(abs(p.score - w.score)) FROM gnn.predict('sp_$model', $o) p "
+			  . "JOIN gnn.predict('sw_$model') w USING (key)");
+		my ($cnt, $same, $d) = split /:/, $out // '';
+		ok(defined $d && $cnt == 120 && $same == 120 && $d < 1e-5,
+		   "gnn.predict of $model over two schema parts: every user, one server's id, class and score (max |d| "
+		   . ($d // 'none') . ")") or diag($err);
+		my $u = "md5('u7')::uuid::text, md5('u100')::uuid::text";
+		($rc, $out, $err) = as_dist("SELECT string_agg(p.key || '=' || p.id || '/' || p.label || '/' || (w.key = p.key), ',') "
+			  . "FROM gnn.predict('sp_$model', ARRAY[$u], $o) WITH ORDINALITY p "
+			  . "JOIN gnn.predict('sw_$model', ARRAY[$u]) WITH ORDINALITY w USING (ordinality)");
+		like($out // '', qr/^[^,]+\/true,[^,]+\/true$/, "gnn.predict of $model over the parts by uuid keys: one server's answers ($out)")
+		  or diag($err);
+		($rc, $out, $err) = as_dist("SELECT count(*) FROM gnn.predict('sp_$model', ARRAY[0]::bigint[], $o)");
+		like($err, qr/node 0 is in no part of graph "sp"/,
+			 "gnn.predict of $model over the parts: a bigint for a uuid-keyed type finds none, as on one server") or diag($err);
+		($rc, $out, $err) = as_dist("SELECT max(abs(x - y)) < 1e-5 FROM unnest(gnn.embedding('sp_$model', md5('u3')::uuid::text, "
+			  . "$o), gnn.embedding('sw_$model', md5('u3')::uuid::text)) u(x, y)");
+		is($out, 't', "gnn.embedding of $model over the parts by a uuid key: one server's row") or diag($err);
+		($rc, $out, $err) = as_dist("SELECT (SELECT string_agg(key, ',' ORDER BY score DESC, key) FROM "
+			  . "gnn.similar('sp_$model', md5('u3')::uuid::text, 5, $o)) = (SELECT string_agg(key, ',' ORDER BY score DESC, key) "
+			  . "FROM gnn.similar('sw_$model', md5('u3')::uuid::text, 5, exact => true))");
+		is($out, 't', "gnn.similar of $model over the parts by a uuid key: one server's five nearest users") or diag($err);
+	}
+	my ($rc, $out, $err) = as_dist("SELECT gnn.embedding('sp_rgcn', 'not-a-user', options => '{$peers}')");
+	like($err, qr/node "not-a-user" is in no part of graph "sp"/, 'a key no part has: an error naming it') or diag($err);
+	($rc, $out, $err) = as_dist("SELECT gnn.embed('sp_rgcn', 'se_p', node_type => 'nope', options => '{$peers}')");
 	like($err, qr/has no node type "nope"/, 'an unknown node_type over the parts: refused, naming the types') or diag($err);
 	$n[0]->safe_psql('postgres', 'DROP TABLE IF EXISTS se_p, se_w, se_l');
 	$n[1]->safe_psql('postgres', 'DROP TABLE IF EXISTS se_l');

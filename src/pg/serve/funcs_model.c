@@ -595,20 +595,181 @@ InferTemporal(InferCtx *x, const int64 *idx, int64 n, float *out)
 }
 
 /*
- * A function over several servers (options.peers) that asks for one node:
- * by integer id, on a graph of one node type, without time (what the rows
- * gathered over the parts hold), else an error naming fn, with hint.
+ * A reader over several servers (options.peers): not of a time-aware model
+ * or at a moment (inference over the parts samples no time yet), else an
+ * error naming fn, with hint.
  */
 static void
-DistOneNodeOnly(FunctionCallInfo fcinfo, const InferCtx *x, bool has_as_of, const char *fn, const char *hint)
+DistNoTime(const InferCtx *x, bool has_as_of, const char *fn, const char *hint)
 {
-	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID || has_as_of || x->mr.temporal ||
-		x->ref.g.num_node_types > 1)
+	if (has_as_of || x->mr.temporal)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s over several servers (options.peers) takes an integer id, on a graph of one node type, without time",
-						fn),
+				 errmsg("%s over several servers (options.peers) does not answer time-aware models yet", fn),
 				 errhint("%s", hint)));
+}
+
+/* integer ids ascending */
+static int
+CmpDistRow(const void *a, const void *b, void *arg)
+{
+	const int64 *ids = arg;
+	int64		x = ids[*(const int64 *) a],
+				y = ids[*(const int64 *) b];
+
+	return x < y ? -1 : x > y;
+}
+
+/* text keys: memcmp order, the shorter first on a tie (the loader's order within a type) */
+static int
+CmpDistKey(const void *a, const void *b, void *arg)
+{
+	const GnnDistRows *r = arg;
+	int64		x = *(const int64 *) a,
+				y = *(const int64 *) b;
+	int64		lx = r->key_off[x + 1] - r->key_off[x],
+				ly = r->key_off[y + 1] - r->key_off[y];
+	int			c = memcmp(r->key_bytes + r->key_off[x], r->key_bytes + r->key_off[y], Min(lx, ly));
+
+	return c != 0 ? c : (lx > ly) - (lx < ly);
+}
+
+/*
+ * Over the parts: x's target type's rows from every part (GnnDistInferRows
+ * at layer, softmax), put in one server's order - by key - with one
+ * server's ids: the integer key, or a text key's rank within its type.
+ */
+static void
+DistTypedRows(const GnnTrainRequest *dr, InferCtx *x, int32 layer, bool softmax, GnnDistRows *dist)
+{
+	const char *tname = x->ref.g.num_node_types > 1 ? gnn_graph_node_type_name(&x->ref.g, x->type) : NULL;
+	int64	   *order;
+	int64		n;
+	float	   *rows;
+	int64	   *ids;
+
+	GnnDistInferRows(dr, InferModel(x), &x->ref.g, x->mr.graph, layer, softmax, x->mr.row_normalise, tname, NULL,
+					 dist);
+	n = dist->n;
+	order = palloc(sizeof(int64) * Max(n, 1));
+	for (int64 i = 0; i < n; i++)
+		order[i] = i;
+	if (dist->key_off)
+		qsort_arg(order, n, sizeof(int64), CmpDistKey, dist);
+	else
+		qsort_arg(order, n, sizeof(int64), CmpDistRow, dist->ids);
+	rows = palloc_extended(sizeof(float) * Max(n, 1) * Max(dist->cols, 1), MCXT_ALLOC_HUGE);
+	ids = palloc_extended(sizeof(int64) * Max(n, 1), MCXT_ALLOC_HUGE);
+	for (int64 k = 0; k < n; k++)
+	{
+		memcpy(rows + k * dist->cols, dist->rows + order[k] * dist->cols, sizeof(float) * dist->cols);
+		ids[k] = dist->key_off ? k : dist->ids[order[k]];
+	}
+	if (dist->key_off)
+	{
+		int64	   *off = palloc_extended(sizeof(int64) * (n + 1), MCXT_ALLOC_HUGE);
+		char	   *bytes = palloc_extended(Max(dist->key_off[n], 1), MCXT_ALLOC_HUGE);
+
+		off[0] = 0;
+		for (int64 k = 0; k < n; k++)
+		{
+			int64		len = dist->key_off[order[k] + 1] - dist->key_off[order[k]];
+
+			memcpy(bytes + off[k], dist->key_bytes + dist->key_off[order[k]], len);
+			off[k + 1] = off[k] + len;
+		}
+		dist->key_off = off;
+		dist->key_bytes = bytes;
+	}
+	dist->rows = rows;
+	dist->ids = ids;
+}
+
+/* row k's key as text (a uuid or text key, or the integer) */
+static Datum
+DistKeyText(const GnnDistRows *dist, int64 k)
+{
+	if (dist->key_off)
+		return PointerGetDatum(cstring_to_text_with_len(dist->key_bytes + dist->key_off[k],
+														(int) (dist->key_off[k + 1] - dist->key_off[k])));
+	return CStringGetTextDatum(psprintf(INT64_FORMAT, dist->ids[k]));
+}
+
+/*
+ * The row of DistTypedRows' dist that node (a bigint id, or a text key when
+ * text_key) names, as one server finds it (GnnFindNodeInt, GnnFindNodeText), or
+ * an error.
+ */
+static int64
+DistFindRow(const GnnDistRows *dist, Datum node, bool text_key, const char *graph)
+{
+	int64		lo = 0,
+				hi = dist->n;
+
+	if (text_key && dist->key_off)
+	{
+		const char *key = TextDatumGetCString(node);
+		int64		len = strlen(key);
+
+		while (lo < hi)
+		{
+			int64		mid = (lo + hi) / 2,
+						lm = dist->key_off[mid + 1] - dist->key_off[mid];
+			int			c = memcmp(dist->key_bytes + dist->key_off[mid], key, Min(lm, len));
+
+			if (c < 0 || (c == 0 && lm < len))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < dist->n && dist->key_off[lo + 1] - dist->key_off[lo] == len &&
+			memcmp(dist->key_bytes + dist->key_off[lo], key, len) == 0)
+			return lo;
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("node \"%s\" is in no part of graph \"%s\"", key, graph)));
+	}
+	{
+		int64		id;
+
+		if (text_key)
+		{
+			const char *key = TextDatumGetCString(node);
+			char	   *end;
+
+			id = strtoll(key, &end, 10);
+			if (!*key || *end != '\0')
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_OBJECT),
+						 errmsg("node \"%s\" is in no part of graph \"%s\"", key, graph)));
+		}
+		else
+		{
+			id = DatumGetInt64(node);
+			/* a text-keyed type is named by its keys (GnnFindNodeInt finds none either) */
+			if (dist->key_off)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_OBJECT),
+						 errmsg("node %lld is in no part of graph \"%s\"", (long long) id, graph),
+						 errhint("The nodes of this type have text keys: name them as text.")));
+		}
+		/* the ids ascend: the integer keys */
+		while (lo < hi)
+		{
+			int64		mid = (lo + hi) / 2;
+
+			if (dist->ids[mid] < id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < dist->n && dist->ids[lo] == id)
+			return lo;
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("node %lld is in no part of graph \"%s\"", (long long) id, graph)));
+	}
+	return -1;					/* not reached */
 }
 
 /*
@@ -1965,15 +2126,6 @@ ReaderDistOptions(Jsonb *opts, const char *fn)
 	return dr->dist_npeers > 0 ? dr : NULL;
 }
 
-static int
-CmpDistRow(const void *a, const void *b, void *arg)
-{
-	const int64 *ids = arg;
-	int64		x = ids[*(const int64 *) a],
-				y = ids[*(const int64 *) b];
-
-	return x < y ? -1 : x > y;
-}
 
 /* the most probable class of a row of probabilities */
 static int
@@ -2013,15 +2165,9 @@ gnn_predict(PG_FUNCTION_ARGS)
 	uint64		serial = 0;
 	GnnTrainRequest *dr;		/* options.peers: over the parts */
 	GnnDistRows dist;
-	int64	   *order = NULL;	/* over the parts: the rows by id */
 
 	GnnRequirePreload();
 	dr = ReaderDistOptions(PG_NARGS() > 5 && !PG_ARGISNULL(5) ? PG_GETARG_JSONB_P(5) : NULL, "gnn.predict");
-	if (dr && text_keys)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("gnn.predict over several servers (options.peers) names nodes by their integer ids"),
-				 errhint("Pass the ids as bigint[]: the parts of a partitioned graph have integer keys.")));
 	if (!PG_ARGISNULL(1))
 	{
 		ArrayType  *a = PG_GETARG_ARRAYTYPE_P(1);
@@ -2038,49 +2184,19 @@ gnn_predict(PG_FUNCTION_ARGS)
 	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_PROBS, -1, has_as_of, as_of, dr != NULL, &x);
 	if (dr)
 	{
-		/* every row over the parts at this server, then the ones asked for (all: by id) */
-		if (has_as_of || x.mr.temporal || x.ref.g.num_node_types > 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("gnn.predict over several servers (options.peers) answers graphs of one node type, "
-							"without time"),
-					 errhint("Predict where the whole graph is loaded.")));
-		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.regression ? x.want : -1, !x.regression,
-						 x.mr.row_normalise, NULL, NULL, &dist);
-		order = palloc(sizeof(int64) * Max(dist.n, 1));
-		for (int64 i = 0; i < dist.n; i++)
-			order[i] = i;
-		qsort_arg(order, dist.n, sizeof(int64), CmpDistRow, dist.ids);
+		/* every row of the model's type over the parts at this server, then the ones asked for (all: by key) */
+		DistNoTime(&x, has_as_of, "gnn.predict", "Predict where the whole graph is loaded.");
+		DistTypedRows(dr, &x, x.regression ? x.want : -1, !x.regression, &dist);
 		if (nwant >= 0)
 		{
-			/* each asked id's row (order: the rows by id; binary search) */
 			want = palloc(sizeof(int64) * Max(nwant, 1));
 			for (int i = 0; i < nwant; i++)
-			{
-				int64		id = DatumGetInt64(d[i]),
-							lo = 0,
-							hi = dist.n;
-
-				while (lo < hi)
-				{
-					int64		mid = (lo + hi) / 2;
-
-					if (dist.ids[order[mid]] < id)
-						lo = mid + 1;
-					else
-						hi = mid;
-				}
-				if (lo >= dist.n || dist.ids[order[lo]] != id)
-					ereport(ERROR,
-							(errcode(ERRCODE_UNDEFINED_OBJECT),
-							 errmsg("node %lld is in no part of graph \"%s\"", (long long) id, x.mr.graph)));
-				want[i] = order[lo];
-			}
+				want[i] = DistFindRow(&dist, d[i], text_keys, x.mr.graph);
 		}
 		InitMaterializedSRF(fcinfo, 0);
 		for (int64 k = 0; k < (nwant >= 0 ? nwant : dist.n); k++)
 		{
-			int64		row = nwant >= 0 ? want[k] : order[k];
+			int64		row = nwant >= 0 ? want[k] : k;
 			const float *p = dist.rows + row * dist.cols;
 			Datum		vals[6];
 			bool		n[6] = {false, false, false, false, true, true};
@@ -2106,7 +2222,7 @@ gnn_predict(PG_FUNCTION_ARGS)
 				vals[3] = cls ? CStringGetTextDatum(cls) : (Datum) 0;
 				n[3] = cls == NULL;
 			}
-			vals[4] = CStringGetTextDatum(psprintf(INT64_FORMAT, dist.ids[row]));
+			vals[4] = DistKeyText(&dist, row);
 			n[4] = false;
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, n);
 		}
@@ -2190,25 +2306,15 @@ gnn_embedding(PG_FUNCTION_ARGS)
 	InferBegin(ModelArg(fcinfo), VersionArg(fcinfo, 2), OUT_EMBED, -1, has_as_of, as_of, dr != NULL, &x);
 	if (dr)
 	{
-		/* every row over the parts (as gnn.embed computes them), this node's returned */
+		/* every row of the model's type over the parts (as gnn.embed computes them), this node's returned */
 		GnnDistRows dist;
-		int64		id;
+		int64		k;
 
-		DistOneNodeOnly(fcinfo, &x, has_as_of, "gnn.embedding", "Read it where the whole graph is loaded.");
-		id = PG_GETARG_INT64(1);
-		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise, NULL, NULL,
-						 &dist);
-		for (int64 i = 0; i < dist.n; i++)
-			if (dist.ids[i] == id)
-			{
-				ArrayType  *a = RowArray(dist.rows + i * dist.cols, dist.cols);
-
-				InferEnd(&x);
-				PG_RETURN_ARRAYTYPE_P(a);
-			}
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("node %lld is in no part of graph \"%s\"", (long long) id, x.mr.graph)));
+		DistNoTime(&x, has_as_of, "gnn.embedding", "Read it where the whole graph is loaded.");
+		DistTypedRows(dr, &x, x.want, false, &dist);
+		k = DistFindRow(&dist, PG_GETARG_DATUM(1), get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID, x.mr.graph);
+		InferEnd(&x);
+		PG_RETURN_ARRAYTYPE_P(RowArray(dist.rows + k * dist.cols, dist.cols));
 	}
 	if (get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID)
 		node = GnnFindNodeText(&x.ref.g, x.type, TextDatumGetCString(PG_GETARG_DATUM(1)), x.mr.graph);
@@ -2303,15 +2409,13 @@ gnn_similar(PG_FUNCTION_ARGS)
 	{
 		/* every node's embedding over the parts here, then one exact scan of them */
 		GnnDistRows dist;
-		int64		id,
-					q = -1;
+		int64		q;
 		float	   *norms;
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
-		DistOneNodeOnly(fcinfo, &x, has_as_of, "gnn.similar", "Rank where the whole graph is loaded.");
-		id = PG_GETARG_INT64(1);
-		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise, NULL, NULL,
-						 &dist);
+		DistNoTime(&x, has_as_of, "gnn.similar", "Rank where the whole graph is loaded.");
+		DistTypedRows(dr, &x, x.want, false, &dist);
+		q = DistFindRow(&dist, PG_GETARG_DATUM(1), get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID, x.mr.graph);
 		norms = palloc(sizeof(float) * Max(dist.n, 1));
 		for (int64 i = 0; i < dist.n; i++)
 		{
@@ -2320,13 +2424,7 @@ gnn_similar(PG_FUNCTION_ARGS)
 			for (int32 j = 0; j < dist.cols; j++)
 				s2 += (double) dist.rows[i * dist.cols + j] * dist.rows[i * dist.cols + j];
 			norms[i] = (float) sqrt(s2);
-			if (dist.ids[i] == id)
-				q = i;
 		}
-		if (q < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("node %lld is in no part of graph \"%s\"", (long long) id, x.mr.graph)));
 		idx = palloc(sizeof(int64) * k);
 		score = palloc(sizeof(float) * k);
 		got = gnn_topk_cosine(dist.rows, norms, dist.n, dist.cols, q, k, 1, idx, score);
@@ -2338,7 +2436,7 @@ gnn_similar(PG_FUNCTION_ARGS)
 
 			v[0] = Int64GetDatum(dist.ids[idx[i]]);
 			v[1] = Float4GetDatum(score[i]);
-			v[2] = CStringGetTextDatum(psprintf(INT64_FORMAT, dist.ids[idx[i]]));
+			v[2] = DistKeyText(&dist, idx[i]);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nl);
 		}
 		InferEnd(&x);
