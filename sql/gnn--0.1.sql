@@ -51,7 +51,8 @@ CREATE FUNCTION gnn.load_graph(
     feature_store   text     DEFAULT NULL,
     part_column     text     DEFAULT NULL,
     part            int      DEFAULT NULL,
-    halo_hops       int      DEFAULT 1)
+    halo_hops       int      DEFAULT 1,
+    feature_slice   int[]    DEFAULT NULL)
 RETURNS gnn.graph_info
 AS 'MODULE_PATHNAME', 'gnn_load_graph' LANGUAGE C VOLATILE;
 

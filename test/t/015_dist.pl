@@ -511,6 +511,52 @@ sub max_diff
 		'params record it');
 	my ($rc, $out, $err) = as_dist(q{SELECT gnn.train('whole', options => '{"fanouts": [5, 5], "feature_slices": true}')});
 	like($err, qr/it needs peers/, 'feature_slices without peers: refused') or diag($err);
+	# each server holding only its slice of the columns (gnn.load_graph's feature_slice): the
+	# same run as on whole rows, in less memory
+	for my $k (0 .. 1)
+	{
+		$n[$k]->safe_psql('postgres', qq{SET ROLE dist;
+			SELECT nodes FROM gnn.load_graph('sliced', 'pe', nodes => 'pn', features => 'feat', label => 'label',
+			                                 split => 'split', undirected => true, feature_slice => ARRAY[$k, 2]);});
+	}
+	my @w = map { $n[$_]->safe_psql('postgres', "SET ROLE dist; SELECT feature_dim || ':' || bytes FROM gnn.graphs "
+		  . "WHERE name = 'sliced'") } (0, 1);
+	my $whole = $n[1]->safe_psql('postgres', "SET ROLE dist; SELECT feature_dim || ':' || bytes FROM gnn.graphs WHERE name = 'whole'");
+	my ($fw, $bw) = split /:/, $whole;
+	my ($f0, $b0) = split /:/, $w[0];
+	my ($f1, $b1) = split /:/, $w[1];
+	ok($f0 + $f1 == $fw && $f0 == int($fw / 2) && $b0 < 0.7 * $bw && $b1 < 0.7 * $bw,
+	   "feature_slice: each server holds its columns ($f0 + $f1 of $fw) in less memory ($b0 and $b1 bytes, whole $bw)");
+	my ($rc3, $j3, $e3) = train_mb('sliced', [conn(1)], 1, 'p3_sliced', ', "feature_slices": true', ' epochs => 12, dropout => 0,');
+	$state = $j3 ? $n[0]->safe_psql('postgres', "SELECT state || ' ' || coalesce(error, '') FROM gnn.jobs WHERE id = $j3") : $e3;
+	like($state, qr/^succeeded/, 'feature slices over two servers, each holding only its slice') or diag($state);
+	($dl, $da) = $j3 && $j2 ? max_diff(curve($j2), curve($j3)) : (1, 1);
+	my $a3 = $n[0]->safe_psql('postgres', "SELECT (metrics->>'test_acc')::float8 FROM gnn.models WHERE name = 'p3_sliced'");
+	ok($dl == 0 && $da == 0 && $a3 eq $a2,
+	   "the slices' run is the whole rows' run (max |d loss| $dl, |d val acc| $da, test accuracy $a3 and $a2)");
+	($rc, $out, $err) = as_dist("SELECT gnn.embedding('p3_sliced', 7)");
+	like($err, qr/model "p3_sliced" takes 1433 features, but graph "sliced" has 716/,
+		 "the whole model on its graph's slice: an error naming both widths") or diag($err);
+	($rc, $out, $err) = as_dist(q{SELECT gnn.train('sliced', model => 'graphsage', options => '{"fanouts": [5, 5]}')});
+	like($err, qr/holds feature slice 0 of 2, 716 of its feature columns/,
+		 'training a slice without feature_slices: refused') or diag($err);
+	# the slices swapped: rank 0 holds slice 1
+	for my $k (0 .. 1)
+	{
+		$n[$k]->safe_psql('postgres', "SET ROLE dist; SELECT nodes FROM gnn.load_graph('sliced', 'pe', nodes => 'pn', "
+			  . "features => 'feat', label => 'label', split => 'split', undirected => true, replace => true, "
+			  . "feature_slice => ARRAY[" . (1 - $k) . ", 2])");
+	}
+	my ($rc4, $j4, $e4) = train_mb('sliced', [conn(1)], 1, 'p3_swapped', ', "feature_slices": true', ' epochs => 2,');
+	$state = $j4 ? $n[0]->safe_psql('postgres', "SELECT state || ' ' || coalesce(error, '') FROM gnn.jobs WHERE id = $j4") : $e4;
+	like($state, qr/rank 0 of 2 holds feature slice 1 of 2/, 'slices on the wrong ranks: the job fails, naming them')
+	  or diag($state);
+	($rc, $out, $err) = as_dist("SELECT gnn.load_graph('bad', 'pe', nodes => 'pn', features => 'feat', track => true, "
+		  . "feature_slice => ARRAY[0, 2])");
+	like($err, qr/feature_slice cannot follow its tables/, 'feature_slice with track: refused') or diag($err);
+	($rc, $out, $err) = as_dist("SELECT gnn.load_graph('bad', 'pe', nodes => 'pn', features => 'feat', feature_slice => ARRAY[2, 2])");
+	like($err, qr/feature_slice must be ARRAY\[index, count\]/, 'a slice past the count: refused') or diag($err);
+	$_->safe_psql('postgres', "SET ROLE dist; SELECT gnn.drop_graph('sliced')") for @n[0, 1];
 	# cancelled half-way: every rank votes each step, every rank stops
 	my $job = start_long_mb('whole', ', "feature_slices": true');
 	$n[0]->safe_psql('postgres', "SELECT gnn.cancel($job)");

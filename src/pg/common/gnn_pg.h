@@ -588,6 +588,14 @@ typedef struct GnnLoadArgs
 	 * whole graph
 	 */
 	int32		halo_hops;
+	/*
+	 * feature_slice [index, count]: the graph keeps only columns
+	 * [index F / count, (index + 1) F / count) of its F-wide feature arrays
+	 * (a server's share of a first layer split by columns over count
+	 * servers, gnn.train's feature_slices); count 0: every column
+	 */
+	int32		slice_index;
+	int32		slice_count;
 } GnnLoadArgs;
 
 extern void GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result);
@@ -627,6 +635,7 @@ extern char *GnnTypeNames(const gnn_graph *g, bool relations);
 extern int32 GnnResultType(const gnn_graph *g, const char *node_type, const char *graph);
 extern Datum GnnNodeKeyText(const gnn_graph *g, int64 v);
 extern char *GnnKeySqlType(const char *graph, int32 type);
+extern bool GnnGraphFeatureSlice(const gnn_graph *g, int32 *index, int32 *count);
 extern int64 GnnFindNodeInt(const gnn_graph *g, int32 t, int64 id, const char *graph);
 extern int64 GnnFindNodeText(const gnn_graph *g, int32 t, const char *key, const char *graph);
 

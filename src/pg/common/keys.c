@@ -106,6 +106,26 @@ GnnFindNodeText(const gnn_graph *g, int32 t, const char *key, const char *graph)
 }
 
 /*
+ * A graph loaded with feature_slice [index, count] (gnn.load_graph): true,
+ * with them, as the loader writes them in the meta's "feature_slice".
+ */
+bool
+GnnGraphFeatureSlice(const gnn_graph *g, int32 *index, int32 *count)
+{
+	static const char key[] = "\"feature_slice\":{\"index\":";
+	const char *at = g->meta ? memmem(g->meta, g->meta_bytes, key, sizeof(key) - 1) : NULL;
+	char	   *end;
+
+	*index = *count = 0;
+	if (!at)
+		return false;
+	*index = (int32) strtol(at + sizeof(key) - 1, &end, 10);
+	if (strncmp(end, ",\"count\":", 9) == 0)
+		*count = (int32) strtol(end + 9, NULL, 10);
+	return true;
+}
+
+/*
  * The SQL type of a node type's keys as the loader recorded it (text, uuid,
  * ...), or NULL when they are integers and travel as the bigint id.  SPI is
  * connected.

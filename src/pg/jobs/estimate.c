@@ -106,6 +106,19 @@ GnnTrainConfigFor(const GnnTrainRequest *r, const gnn_graph *g, bool cuda, gnn_t
 	strlcpy(cfg->backend, cuda ? "cuda" : "cpu", sizeof(cfg->backend));
 	if (gnn_train_config_check(cfg, &err) != GNN_OK)
 		GnnReportCoreError("invalid training configuration", &err);
+	{
+		int32		si,
+					sc;
+
+		/* a feature slice holds some columns of every row: it trains only as its share of feature_slices */
+		if (GnnGraphFeatureSlice(g, &si, &sc) && !r->feature_slices)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("graph \"%s\" holds feature slice %d of %d, %d of its feature columns", r->graph, si, sc,
+							g->feat_dim),
+					 errhint("Train it with options.feature_slices over %d servers, each holding its slice, "
+							 "or load the whole features.", sc)));
+	}
 }
 
 /* The estimate of request r's job on graph g, on a GPU (gpu) or the CPU. */

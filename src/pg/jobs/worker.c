@@ -35,6 +35,7 @@
 #include "utils/timestamp.h"
 
 #include "nn/backend.h"
+#include "dist/dist.h"
 #include "sample/gpu_batch.h"
 #include "infer/infer.h"
 #include "nn/serialize.h"
@@ -498,6 +499,25 @@ GnnRunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainR
 	gnn_gpu_batch_config job_gpu;	/* its GPU batch settings */
 
 	JobMinibatch(g, r, cfg->target_type, &mbc);
+	{
+		int32		si,
+					sc;
+
+		/* each server its own slice of the columns (gnn.load_graph's feature_slice): rank r holds slice r */
+		if (GnnGraphFeatureSlice(g, &si, &sc) && r->feature_slices)
+		{
+			int			rank = cfg->dist ? gnn_dist_rank(cfg->dist) : 0,
+						size = cfg->dist ? gnn_dist_size(cfg->dist) : 1;
+
+			if (si != rank || sc != size)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("rank %d of %d holds feature slice %d of %d of graph \"%s\"", rank, size, si, sc, r->graph),
+						 errhint("Server r of K loads feature_slice => ARRAY[r, K]: the coordinator is 0, the peers "
+								 "1, 2, ... in options.peers' order.")));
+			mbc.slice_whole_rows = false;
+		}
+	}
 	mbc.halo_hops = GraphHaloHops(g);
 	mbc.prefetch = r->prefetch;
 	/* evaluation on sampled neighbourhoods unless asked for the full pass */

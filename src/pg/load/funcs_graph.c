@@ -174,6 +174,24 @@ gnn_load_graph(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("halo_hops is for one part of a partitioned graph"),
 				 errhint("Pass part_column and part too, or leave halo_hops out.")));
+	if (PG_NARGS() > 23 && !PG_ARGISNULL(23))
+	{
+		ArrayType  *fs = PG_GETARG_ARRAYTYPE_P(23);
+		Datum	   *d;
+		bool	   *dn;
+		int			n;
+
+		deconstruct_array(fs, INT4OID, 4, true, TYPALIGN_INT, &d, &dn, &n);
+		if (n != 2 || dn[0] || dn[1] || DatumGetInt32(d[1]) < 2 || DatumGetInt32(d[1]) > 64 ||
+			DatumGetInt32(d[0]) < 0 || DatumGetInt32(d[0]) >= DatumGetInt32(d[1]))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("feature_slice must be ARRAY[index, count] with 2 <= count <= 64 and 0 <= index < count"),
+					 errhint("Server r of K that train with feature_slices loads ARRAY[r, K] (the coordinator is 0, "
+							 "the peers 1, 2, ... in options.peers' order).")));
+		a.slice_index = DatumGetInt32(d[0]);
+		a.slice_count = DatumGetInt32(d[1]);
+	}
 	if (a.part_column && a.part < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -566,6 +566,8 @@ typedef struct FeatureFill
 	int			fcol;
 	int32		dim;
 	int64		dim_id;			/* the node whose row set dim */
+	int32		lo;				/* the columns kept, [lo, lo + w): a feature slice's, else all */
+	int32		w;
 	int64		rows;
 	const int64 *ids;			/* the first pass's ids, by row */
 	const char *nodes_name;
@@ -613,6 +615,7 @@ FillRow(FeatureFill *ff, GnnScan *s, Datum d, bool isnull, int64 id, float *row)
 						(long long) ff->dim_id, ff->dim),
 				 errdetail("In %s of %s.", ScanRowDesc(s), ff->nodes_name),
 				 errhint("All feature arrays must have the same length.")));
+	/* every column is checked; the kept ones, [lo, lo + w), are written */
 	if (s->types[ff->fcol] == FLOAT4ARRAYOID)
 	{
 		const float *x = (const float *) ARR_DATA_PTR(arr);
@@ -623,7 +626,7 @@ FillRow(FeatureFill *ff, GnnScan *s, Datum d, bool isnull, int64 id, float *row)
 		if (!finite)
 			for (int j = 0; j < n; j++)
 				CheckFloat(s, x[j], psprintf("feature %d", j), id);
-		memcpy(row, x, sizeof(float) * n);
+		memcpy(row, x + ff->lo, sizeof(float) * ff->w);
 	}
 	else
 	{
@@ -633,7 +636,8 @@ FillRow(FeatureFill *ff, GnnScan *s, Datum d, bool isnull, int64 id, float *row)
 		{
 			if (!isfinite(x[j]) || fabs(x[j]) > FLT_MAX)
 				CheckFloat(s, isfinite(x[j]) ? INFINITY : x[j], psprintf("feature %d", j), id);
-			row[j] = (float) x[j];
+			if (j >= ff->lo && j < ff->lo + ff->w)
+				row[j - ff->lo] = (float) x[j];
 		}
 	}
 }
@@ -681,7 +685,7 @@ FillFeatures(void *arg, float *dst, const int64_t *node_of_row, gnn_error *err)
 						 errmsg("%s changed while it was read: %s holds node %lld", ff->nodes_name,
 								ScanRowDesc(&s), (long long) id),
 						 errhint("Load the graph again.")));
-			FillRow(ff, &s, v[ff->fcol], nl[ff->fcol], id, dst + (size_t) node_of_row[r] * ff->dim);
+			FillRow(ff, &s, v[ff->fcol], nl[ff->fcol], id, dst + (size_t) node_of_row[r] * ff->w);
 		}
 		if (s.rowno != ff->rows)
 			ereport(ERROR,
@@ -1246,7 +1250,7 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 	MemoryContext ctx = AllocSetContextCreate(CurrentMemoryContext, "gnn load", ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(ctx);
 	gnn_graph_input in;
-	FeatureFill fill;			/* the second pass over the node table, when it reads features */
+	FeatureFill fill = {0};			/* the second pass over the node table, when it reads features */
 	GnnScan		s;
 	Datum		v[GNN_SCAN_MAXCOLS];
 	bool		nl[GNN_SCAN_MAXCOLS];
@@ -1302,6 +1306,20 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 					(errcode(OidIsValid(args->nodes) ? ERRCODE_FEATURE_NOT_SUPPORTED : ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("one part of a partitioned graph %s", why),
 					 errhint("Load the part with part_column and part from a node table, in memory, without tracking; or load the whole graph.")));
+	}
+	if (args->slice_count > 0)
+	{
+		const char *why = args->part_column ? "is for servers that each hold the whole graph, not a part" :
+			args->track ? "cannot follow its tables (track => true) yet" :
+			OidIsValid(args->sparse) ? "cuts a feature array column, not sparse features" :
+			!args->features || args->feature_list || args->features_all ?
+			"cuts a feature array column (features => 'column')" : NULL;
+
+		if (why)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("feature_slice %s", why),
+					 errhint("Load the whole graph on every server, with its features as a real[] column, untracked.")));
 	}
 	/* a tracked graph: its triggers, and the snapshot it and the log are read under */
 	tracked = GnnTrackBegin(args);
@@ -1461,6 +1479,12 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 		}
 		else
 			encoded = args->feature_list != NIL || args->features_all;
+		if (encoded && args->slice_count > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("feature_slice cuts a feature array column; \"%s\" is encoded from ordinary columns",
+							args->features),
+					 errhint("Load the whole graph on every server, with its features as a real[] column.")));
 		if (encoded)
 			PlanEncoded(args, nodes_name, &fc);
 		else if (args->features)
@@ -1575,6 +1599,21 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 					dim = n;
 					fill.dim = dim;
 					fill.dim_id = id;
+					fill.lo = 0;
+					fill.w = dim;
+					if (args->slice_count > 0)
+					{
+						/* a feature slice: the rows keep their columns [lo, lo + w) */
+						fill.lo = (int32) ((int64) args->slice_index * dim / args->slice_count);
+						fill.w = (int32) ((int64) (args->slice_index + 1) * dim / args->slice_count) - fill.lo;
+						if (fill.w < 1)
+							ereport(ERROR,
+									(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+									 errmsg("%d feature columns over %d slices leave slice %d none", dim,
+											args->slice_count, args->slice_index),
+									 errhint("Split the features over at most %d servers.", dim)));
+						dim = fill.w;	/* (the rows as kept) */
+					}
 					/*
 					 * Features bound for disk go to a temporary file as they
 					 * are read ('auto': when the table's estimate says they
@@ -2027,6 +2066,10 @@ GnnLoadGraph(const GnnLoadArgs *args, GnnGraphEntry *result)
 			escape_json(&meta, args->part_column);
 			appendStringInfo(&meta, ",\"part\":%d}", args->part);
 		}
+		if (args->slice_count > 0)
+			/* (GnnGraphFeatureSlice reads it) */
+			appendStringInfo(&meta, ",\"feature_slice\":{\"index\":%d,\"count\":%d,\"columns\":%d,\"first\":%d}",
+							 args->slice_index, args->slice_count, fill.dim, fill.lo);
 		appendStringInfoChar(&meta, '}');
 		in.meta = meta.data;
 		in.meta_bytes = meta.len;
