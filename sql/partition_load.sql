@@ -167,6 +167,25 @@ SELECT gnn.train('pl0', device => 'cuda', options => '{"peers": ["host=x"]}');
 SELECT gnn.train('pl0', options => '{"peers": ["host=x"], "dist_timeout_ms": 5}');
 SELECT count(*) AS no_job FROM gnn.jobs WHERE graph = 'pl0' AND state <> 'succeeded';
 
+-- a P3 server's share of the feature columns (feature_slice => ARRAY[r, K]): the 8 columns over
+-- 3 servers are [0, 2), [2, 5), [5, 8); every column is still checked
+SELECT k AS slice, (gnn.load_graph('pl_s' || k, 'pl_edges', nodes => 'pl_nodes', features => 'feat',
+                                   feature_slice => ARRAY[k, 3])).feature_dim
+FROM generate_series(0, 2) k;
+SELECT gnn._graph_meta('pl_s1')->'feature_slice' AS slice_meta;
+SELECT gnn.features('pl_s1', 3) = (SELECT feat[3:5] FROM pl_nodes WHERE id = 3) AS slice_columns;
+SELECT gnn.train('pl_s0', model => 'gcn', task => 'link_prediction', epochs => 1);
+SELECT gnn.train('pl_s0', model => 'graphsage', epochs => 1, options => '{"fanouts": [2, 2], "feature_slices": true}');
+SELECT gnn.load_graph('pl_bad', 'pl_edges', nodes => 'pl_nodes', features => 'feat', feature_slice => ARRAY[3, 3]);
+SELECT gnn.load_graph('pl_bad', 'pl_edges', nodes => 'pl_nodes', features => 'feat', feature_slice => ARRAY[0]);
+SELECT gnn.load_graph('pl_bad', 'pl_edges', nodes => 'pl_nodes', features => 'feat', feature_slice => ARRAY[[0, 2]]);
+SELECT gnn.load_graph('pl_bad', 'pl_edges', nodes => 'pl_nodes', features => 'feat', feature_slice => ARRAY[NULL, 2]::int[]);
+SELECT gnn.load_graph('pl_bad', 'pl_edges', nodes => 'pl_nodes', features => 'feat', feature_slice => ARRAY[0, 9]);
+SELECT gnn.load_graph('pl_bad', 'pl_edges', nodes => 'pl_nodes', feature_slice => ARRAY[0, 2]);
+SELECT gnn.load_graph('pl_bad', 'pl_edges', nodes => 'pl_nodes_p', features => 'feat', part_column => 'part', part => 0,
+                      feature_slice => ARRAY[0, 2]);
+SELECT count(*) AS no_bad_graph FROM gnn.graphs WHERE name = 'pl_bad';
+
 -- leave nothing behind for the tests after this one
 SELECT gnn.drop_model('pl0_gcn');
 SELECT count(gnn.drop_graph(name)) AS dropped FROM gnn.graphs WHERE name LIKE 'pl%';

@@ -182,7 +182,7 @@ gnn_load_graph(PG_FUNCTION_ARGS)
 		int			n;
 
 		deconstruct_array(fs, INT4OID, 4, true, TYPALIGN_INT, &d, &dn, &n);
-		if (n != 2 || dn[0] || dn[1] || DatumGetInt32(d[1]) < 2 || DatumGetInt32(d[1]) > 64 ||
+		if (ARR_NDIM(fs) != 1 || n != 2 || dn[0] || dn[1] || DatumGetInt32(d[1]) < 2 || DatumGetInt32(d[1]) > 64 ||
 			DatumGetInt32(d[0]) < 0 || DatumGetInt32(d[0]) >= DatumGetInt32(d[1]))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
