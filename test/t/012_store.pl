@@ -89,8 +89,16 @@ like($err, qr/does not exist/, "and cannot use another role's");
 # ------------------------------------------------------------------ replace
 sq(q{SELECT gnn.load_graph('g', 'e2', replace => true)});
 is(store_files(), 4, "replacing a graph drops its old partition file");
+# a P3 server's feature slice (feature_slice) comes back a slice: its columns and its meta
+sq(q{SELECT gnn.load_graph('gs', 'e', nodes => 'n', features => 'feat', label => 'label', feature_slice => ARRAY[1, 2])});
+my $slice = sq(q{SELECT feature_dim || ' ' || (gnn._graph_meta('gs')->'feature_slice')::text || ' ' || gnn.features('gs', 7)::text
+                 FROM gnn.graphs WHERE name = 'gs'});
 $node->restart;
 is(sq("SELECT edges FROM gnn.graphs WHERE name = 'g'"), '1000', 'a replaced graph comes back as its new version');
+is(sq(q{SELECT feature_dim || ' ' || (gnn._graph_meta('gs')->'feature_slice')::text || ' ' || gnn.features('gs', 7)::text
+        FROM gnn.graphs WHERE name = 'gs'}), $slice, "a feature slice comes back the same slice ($slice)");
+like($slice, qr/"index": 1/, 'its meta names the slice');
+sq(q{SELECT gnn.drop_graph('gs')});
 ($rc, $out, $err) = try_sql("SELECT * FROM gnn.partition_stats('g')");
 like($err, qr/not been partitioned/, 'without the old version\'s partition');
 sq(q{SELECT gnn.load_graph('g', 'e', replace => true, persist => false)});
