@@ -430,6 +430,13 @@ typedef struct GnnShared
 	uint64		cache_clock;
 	uint64		cache_serial;
 	pg_atomic_uint32 active_scans;	/* gnn.similar scans running now (their thread count) */
+	/*
+	 * a job's worker found no GPU here (no NVIDIA driver or device) behind
+	 * this CUDA library (the path loaded; empty: none found yet): later
+	 * jobs with device 'auto' skip the probe (370 ms of CUDA's start-up
+	 * failing), until the server restarts
+	 */
+	char		no_gpu_library[MAXPGPATH];
 	ConditionVariable cache_cv;
 	ConditionVariable job_cv;	/* a job's state became final (its waiters wake at once) */
 	GnnCacheEntry cache[GNN_CACHE_SLOTS];

@@ -1070,8 +1070,16 @@ RunJob(void)
 	{
 		const char *so = (gnn_cuda_library && gnn_cuda_library[0]) ? gnn_cuda_library :
 			psprintf("%s/gnn_cuda.so", pkglib_path);
+		bool		known_absent;
 
-		st = gnn_backend_cuda_load(so, 0, &be, &err);
+		/* device 'auto' where an earlier job found no GPU behind this library: the CPU, without the probe */
+		LWLockAcquire(gnn_shared->lock, LW_SHARED);
+		known_absent = strcmp(r->device, "auto") == 0 && strcmp(gnn_shared->no_gpu_library, so) == 0;
+		LWLockRelease(gnn_shared->lock);
+		if (known_absent)
+			st = gnn_error_set(&err, GNN_ERR_UNSUPPORTED, "no GPU found (an earlier job's probe of %s)", so);
+		else
+			st = gnn_backend_cuda_load(so, 0, &be, &err);
 		if (st != GNN_OK)
 		{
 			be = NULL;
@@ -1090,6 +1098,12 @@ RunJob(void)
 			{
 				snprintf(note, sizeof(note), "this machine has no GPU (no NVIDIA driver or device)");
 				note_expected = true;
+				if (!known_absent && strlen(so) < MAXPGPATH)
+				{
+					LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+					strlcpy(gnn_shared->no_gpu_library, so, MAXPGPATH);
+					LWLockRelease(gnn_shared->lock);
+				}
 			}
 			else if (strstr(err.msg, "cannot load") && strstr(err.msg, "gnn_cuda.so"))
 			{
