@@ -1080,6 +1080,14 @@ RunJob(void)
 			st = gnn_error_set(&err, GNN_ERR_UNSUPPORTED, "no GPU found (an earlier job's probe of %s)", so);
 		else
 			st = gnn_backend_cuda_load(so, 0, &be, &err);
+		if (st == GNN_OK)
+		{
+			/* a GPU after all (device 'cuda' probes every time): 'auto' looks again too */
+			LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+			if (strcmp(gnn_shared->no_gpu_library, so) == 0)
+				gnn_shared->no_gpu_library[0] = '\0';
+			LWLockRelease(gnn_shared->lock);
+		}
 		if (st != GNN_OK)
 		{
 			be = NULL;
