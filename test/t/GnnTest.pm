@@ -209,8 +209,11 @@ sub wait_server
 	my $end = Time::HiRes::time() + 60;
 	for (my $i = 0; Time::HiRes::time() < $end; $i++)
 	{
-		my ($rc) = ($node // $current)->psql('postgres', 'SELECT 1');
-		return 1 if $rc == 0;
+		# (a psql refused while the server recovers can exit before reading the query on its
+		# stdin: IPC::Run then dies with EPIPE, which ended 013 "exited 32" in a fresh-clone run;
+		# that is one more "not up yet")
+		my $rc = eval { (($node // $current)->psql('postgres', 'SELECT 1'))[0] };
+		return 1 if defined $rc && $rc == 0;
 		poll_pause($i);
 	}
 	return 0;
