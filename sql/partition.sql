@@ -23,6 +23,7 @@ SELECT nodes FROM gnn.load_graph('pt', 'pt_edges', nodes => 'pt_nodes', features
 
 -- no partition yet
 SELECT * FROM gnn.partition_stats('pt');
+SELECT bytes AS bytes_unpartitioned FROM gnn.graphs WHERE name = 'pt' \gset
 
 -- METIS: every node once, four parts, the planted blocks found
 CREATE TABLE p1 AS SELECT * FROM gnn.partition('pt', 4, seed => 1);
@@ -35,6 +36,10 @@ SELECT avg(share) > 0.9 AS blocks_recovered FROM (
 -- same seed, same assignment
 CREATE TABLE p2 AS SELECT * FROM gnn.partition('pt', 4, seed => 1);
 SELECT count(*) AS differing FROM p1 JOIN p2 USING (node) WHERE p1.part <> p2.part;
+-- the partition (a part per node, kept with the graph) is the graph's memory: in its bytes
+-- (gnn.graphs' bytes add up to gnn.memory_used(); the SQL fuzzer checks that after its run)
+SELECT bytes - :bytes_unpartitioned BETWEEN 4 * 600 AND 4 * 600 + 1024 AS partition_in_bytes
+FROM gnn.graphs WHERE name = 'pt';
 
 -- statistics: a row per part and an overall row
 SELECT part, nodes > 0 AS has_nodes, edges >= edges_cut AS cut_le_edges, train_nodes > 0 AS has_train,

@@ -2179,6 +2179,7 @@ GnnEntryToValues(const GnnGraphEntry *e, Datum *values, bool *nulls)
 	values[8] = Int64GetDatum(e->n_val);
 	values[9] = Int64GetDatum(e->n_test);
 	values[10] = BoolGetDatum(e->undirected);
-	values[11] = Int64GetDatum((int64) (e->bytes + e->delta_bytes));
+	/* its share of gnn.memory_used(): the graph, its delta, its partition and its feature cache */
+	values[11] = Int64GetDatum((int64) (e->bytes + e->delta_bytes + e->part_bytes + e->cache_bytes));
 	values[12] = TimestampTzGetDatum(e->loaded_at);
 }
