@@ -1030,6 +1030,7 @@ RunJob(void)
 	int32		row_version = 0;
 	GnnDistJob *volatile dj = NULL;	/* several servers: the peers and the mesh */
 	char	   *ranks_json = NULL;
+	volatile bool report_after = false;	/* done, no results pass: reported once the graph is released */
 
 	memset(&ref, 0, sizeof(ref));
 	gnn_error_clear(&err);
@@ -1451,7 +1452,7 @@ RunJob(void)
 				}
 			}
 			else
-				SlotFinish(GNN_JOB_SUCCEEDED, NULL);
+				report_after = true;
 		}
 	}
 	PG_FINALLY();
@@ -1465,6 +1466,14 @@ RunJob(void)
 		GnnGraphRelease(&ref);
 	}
 	PG_END_TRY();
+	/*
+	 * Without a results pass, a session that sees the job done also sees its
+	 * graph released: a graph dropped while the job ran is out of
+	 * gnn.memory_used() by then.  (A results pass holds the graph after the
+	 * report until it ends.)
+	 */
+	if (report_after)
+		SlotFinish(GNN_JOB_SUCCEEDED, NULL);
 }
 
 /*
