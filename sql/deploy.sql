@@ -26,12 +26,16 @@ SELECT gnn.train('dp', model => 'gcn', name => 'dp_m', epochs => 40, seed => 3, 
 SELECT version, deployed FROM gnn.models WHERE name = 'dp_m' ORDER BY version;
 CREATE FUNCTION dp_answer(v int DEFAULT NULL) RETURNS real[] LANGUAGE sql AS
   $$ SELECT gnn.embedding('dp_m', 5, version => v) $$;
-SELECT dp_answer() = dp_answer(3) AS latest_by_default;
+-- the same version's row: from the shared result, or (asked while the job's results pass still
+-- makes it) from the node's neighbourhood, which can differ in the last bits
+CREATE FUNCTION dp_same(a real[], b real[]) RETURNS boolean LANGUAGE sql AS
+  $$ SELECT max(abs(x - y)) < 1e-5 FROM unnest(a, b) u(x, y) $$;
+SELECT dp_same(dp_answer(), dp_answer(3)) AS latest_by_default;
 
 -- a version by number: every call uses it
 SELECT gnn.deploy('dp_m', 2) AS deployed;
 SELECT version, deployed FROM gnn.models WHERE name = 'dp_m' ORDER BY version;
-SELECT dp_answer() = dp_answer(2) AS deployed_by_default, dp_answer(3) <> dp_answer(2) AS version_still_works;
+SELECT dp_same(dp_answer(), dp_answer(2)) AS deployed_by_default, dp_answer(3) <> dp_answer(2) AS version_still_works;
 SELECT count(*) = 3 AS predict_uses_it FROM gnn.predict('dp_m', ARRAY[1, 2, 3]::bigint[]);
 -- best_score: the best validation accuracy; most_recent; rollback pops back
 SELECT gnn.deploy('dp_m', strategy => 'best_score') = (
@@ -105,6 +109,6 @@ DROP ROLE dp_other;
 
 SELECT gnn.drop_model('dp_m'), gnn.drop_model('dp_new'), gnn.drop_model('dp_keep');
 SELECT gnn.drop_graph('dp');
-DROP FUNCTION dp_answer;
+DROP FUNCTION dp_answer, dp_same;
 DROP TABLE dp_nodes, dp_edges;
 RESET gnn.threads;

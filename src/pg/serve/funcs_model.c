@@ -1029,7 +1029,7 @@ InferEnd(InferCtx *x)
 /*
  * Rows of a few nodes (graph indices nodes[0..n)) into out (n x cols): from the shared
  * result when it is there; else computed exactly on the nodes'
- * neighbourhood (every neighbour, no sampling: equal to the full pass) when
+ * neighbourhood (every neighbour, no sampling: the full pass's up to rounding) when
  * that neighbourhood has at most max_fraction of the graph's nodes; else the
  * full pass, shared.
  */
