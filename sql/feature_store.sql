@@ -81,8 +81,9 @@ FROM gnn.models m JOIN gnn.training_log l ON l.job = m.job WHERE m.graph = 'fs_m
 SELECT graph, capacity_rows, cached_rows, hits > 0 AS hits, misses > 600 AS misses, hit_rate < 1 AS hit_rate_below_1
 FROM gnn.feature_caches;
 
--- inference and write-back from disk equal memory's
-SELECT bool_and(a.label = b.label AND a.score = b.score) AS same_predictions, count(*)
+-- inference and write-back from disk equal memory's (a few nodes' scores within rounding: one
+-- model's may come from its shared result, the other's from the nodes' neighbourhoods)
+SELECT bool_and(a.label = b.label AND abs(a.score - b.score) < 1e-6) AS same_predictions, count(*)
 FROM gnn.predict('fs_disk_sage', ARRAY[0, 7, 123, 599]::bigint[]) a
 JOIN gnn.predict('fs_mem_sage', ARRAY[0, 7, 123, 599]::bigint[]) b USING (id);
 SELECT bool_and(a.label = b.label AND a.score = b.score) AS same_predictions, count(*)
