@@ -267,78 +267,109 @@ own_of_type(const gnn_graph *g, int64_t v, int32_t t)
 	return (!g->node_part || g->node_part[v] == g->part) && (t < 0 || gnn_graph_type_of(g, v) == t);
 }
 
+/*
+ * This rank's own rows of type type (< 0: all) packed in the part's order:
+ * ids (a schema graph's keys when typed), rows, and text keys where the
+ * type has them (key_off n + 1, key_bytes).  malloc'd.
+ */
+gnn_status
+gnn_train_dist_own_rows(const gnn_graph *g, const float *rows, int32_t cols, int32_t type, gnn_dist_own *out,
+						gnn_error *err)
+{
+	bool		keyed = type >= 0 && g->keys,
+				text = keyed && g->key_off && g->key_bytes && (!g->type_text_key || g->type_text_key[type]);
+	int64_t		n = 0,
+				kbytes = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (type >= (g->num_node_types > 0 ? g->num_node_types : 1))
+		return gnn_error_set(err, GNN_ERR_INVALID, "node type %d of a graph of %d", type,
+							 g->num_node_types > 0 ? g->num_node_types : 1);
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		if (own_of_type(g, v, type))
+		{
+			n++;
+			if (text)
+				kbytes += g->key_off[v + 1] - g->key_off[v];
+		}
+	out->ids = malloc(sizeof(int64_t) * (n + 1));
+	out->rows = malloc(sizeof(float) * ((size_t) n * cols + 1));
+	out->key_off = text ? malloc(sizeof(int64_t) * (n + 1)) : NULL;
+	out->key_bytes = text ? malloc(kbytes + 1) : NULL;
+	if (!out->ids || !out->rows || (text && (!out->key_off || !out->key_bytes)))
+	{
+		free(out->ids);
+		free(out->rows);
+		free(out->key_off);
+		free(out->key_bytes);
+		memset(out, 0, sizeof(*out));
+		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld rows", (long long) n);
+	}
+	if (text)
+		out->key_off[0] = 0;
+	for (int64_t v = 0, k = 0; v < g->num_nodes; v++)
+		if (own_of_type(g, v, type))
+		{
+			out->ids[k] = keyed ? g->keys[v] : g->ids ? g->ids[v] : v;
+			memcpy(out->rows + (size_t) k * cols, rows + (size_t) v * cols, sizeof(float) * cols);
+			if (text)
+			{
+				int64_t		len = g->key_off[v + 1] - g->key_off[v];
+
+				memcpy(out->key_bytes + out->key_off[k], g->key_bytes + g->key_off[v], len);
+				out->key_off[k + 1] = out->key_off[k] + len;
+			}
+			k++;
+		}
+	out->n = n;
+	return GNN_OK;
+}
+
 gnn_status
 gnn_train_dist_gather_own_typed(gnn_dist *d, const gnn_graph *g, const float *rows, int32_t cols, int root,
 								int32_t type, gnn_dist_own *out, gnn_error *err)
 {
 	int			size = gnn_dist_size(d),
 				rank = gnn_dist_rank(d);
-	bool		keyed = type >= 0 && g->keys,
-				text = keyed && g->key_off && g->key_bytes && (!g->type_text_key || g->type_text_key[type]);
 	int64_t    *scount = calloc(size, sizeof(int64_t)),
 			   *rcount = calloc(size, sizeof(int64_t)),
 			   *sbytes = calloc(size, sizeof(int64_t)),
 			   *bcount = calloc(size, sizeof(int64_t)),
-			   *ids = NULL,
 			   *klen = NULL,
 			   *rlen = NULL,
-				nown = 0,
-				total = 0,
-				kbytes = 0;
-	char	   *kown = NULL;
-	float	   *own = NULL;
+				total = 0;
+	gnn_dist_own mine;
+	bool		text;
 	gnn_status	st;
 
 	memset(out, 0, sizeof(*out));
+	memset(&mine, 0, sizeof(mine));
 	if (!scount || !rcount || !sbytes || !bcount)
 	{
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 		goto done;
 	}
-	if (type >= (g->num_node_types > 0 ? g->num_node_types : 1))
-	{
-		st = gnn_error_set(err, GNN_ERR_INVALID, "node type %d of a graph of %d", type,
-						   g->num_node_types > 0 ? g->num_node_types : 1);
+	/* (a rank that fails here reports it; the others' exchanges then fail or time out, as after any error) */
+	if ((st = gnn_train_dist_own_rows(g, rows, cols, type, &mine, err)) != GNN_OK)
 		goto done;
-	}
-	for (int64_t v = 0; v < g->num_nodes; v++)
-		if (own_of_type(g, v, type))
-		{
-			nown++;
-			if (text)
-				kbytes += g->key_off[v + 1] - g->key_off[v];
-		}
+	text = mine.key_off != NULL;
 	/* how many each rank sends the root */
-	if ((st = gnn_dist_allgather(d, &nown, sizeof(int64_t), rcount, err)) != GNN_OK)
+	if ((st = gnn_dist_allgather(d, &mine.n, sizeof(int64_t), rcount, err)) != GNN_OK)
 		goto done;
 	if (rank != root)
 		for (int q = 0; q < size; q++)
 			rcount[q] = 0;
 	for (int q = 0; q < size; q++)
 		total += rcount[q];
-	scount[root] = nown;
-	ids = malloc(sizeof(int64_t) * (nown + 1));
-	own = malloc(sizeof(float) * ((size_t) nown * cols + 1));
-	klen = text ? malloc(sizeof(int64_t) * (nown + 1)) : NULL;
-	kown = text ? malloc(kbytes + 1) : NULL;
-	if (!ids || !own || (text && (!klen || !kown)))
+	scount[root] = mine.n;
+	klen = text ? malloc(sizeof(int64_t) * (mine.n + 1)) : NULL;
+	if (text && !klen)
 	{
-		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld rows", (long long) nown);
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld rows", (long long) mine.n);
 		goto done;
 	}
-	for (int64_t v = 0, k = 0, b = 0; v < g->num_nodes; v++)
-		if (own_of_type(g, v, type))
-		{
-			ids[k] = keyed ? g->keys[v] : g->ids ? g->ids[v] : v;
-			memcpy(own + (size_t) k * cols, rows + (size_t) v * cols, sizeof(float) * cols);
-			if (text)
-			{
-				klen[k] = g->key_off[v + 1] - g->key_off[v];
-				memcpy(kown + b, g->key_bytes + g->key_off[v], klen[k]);
-				b += klen[k];
-			}
-			k++;
-		}
+	for (int64_t k = 0; text && k < mine.n; k++)
+		klen[k] = mine.key_off[k + 1] - mine.key_off[k];
 	if (rank == root)
 	{
 		out->ids = malloc(sizeof(int64_t) * (total + 1));
@@ -350,7 +381,7 @@ gnn_train_dist_gather_own_typed(gnn_dist *d, const gnn_graph *g, const float *ro
 			goto done;
 		}
 	}
-	if ((st = gnn_dist_alltoallv(d, ids, scount, out->ids, rcount, sizeof(int64_t), err)) != GNN_OK)
+	if ((st = gnn_dist_alltoallv(d, mine.ids, scount, out->ids, rcount, sizeof(int64_t), err)) != GNN_OK)
 		goto done;
 	if (text)
 	{
@@ -384,8 +415,8 @@ gnn_train_dist_gather_own_typed(gnn_dist *d, const gnn_graph *g, const float *ro
 				goto done;
 			}
 		}
-		sbytes[root] = kbytes;
-		if ((st = gnn_dist_alltoallv(d, kown, sbytes, out->key_bytes, bcount, 1, err)) != GNN_OK)
+		sbytes[root] = mine.key_off[mine.n];
+		if ((st = gnn_dist_alltoallv(d, mine.key_bytes, sbytes, out->key_bytes, bcount, 1, err)) != GNN_OK)
 			goto done;
 	}
 	for (int q = 0; q < size; q++)
@@ -393,7 +424,7 @@ gnn_train_dist_gather_own_typed(gnn_dist *d, const gnn_graph *g, const float *ro
 		scount[q] *= cols;
 		rcount[q] *= cols;
 	}
-	if ((st = gnn_dist_alltoallv(d, own, scount, out->rows, rcount, sizeof(float), err)) != GNN_OK)
+	if ((st = gnn_dist_alltoallv(d, mine.rows, scount, out->rows, rcount, sizeof(float), err)) != GNN_OK)
 		goto done;
 	out->n = total;
 done:
@@ -409,11 +440,12 @@ done:
 	free(rcount);
 	free(sbytes);
 	free(bcount);
-	free(ids);
-	free(own);
+	free(mine.ids);
+	free(mine.rows);
+	free(mine.key_off);
+	free(mine.key_bytes);
 	free(klen);
 	free(rlen);
-	free(kown);
 	return st;
 }
 

@@ -71,6 +71,10 @@ typedef struct gnn_dist_own
 gnn_status	gnn_train_dist_gather_own_typed(gnn_dist *d, const gnn_graph *g, const float *rows, int32_t cols,
 											int root, int32_t type, gnn_dist_own *out, gnn_error *err);
 
+/* this rank's own rows alone, packed as gnn_train_dist_gather_own_typed sends them (malloc'd; not a collective) */
+gnn_status	gnn_train_dist_own_rows(const gnn_graph *g, const float *rows, int32_t cols, int32_t type,
+									gnn_dist_own *out, gnn_error *err);
+
 /* nodes[0..n) (indices of g) in the order of their names (type, then key or id) */
 gnn_status	gnn_train_sort_by_name(const gnn_graph *g, int32_t *nodes, int64_t n, gnn_error *err);
 

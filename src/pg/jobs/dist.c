@@ -1256,6 +1256,7 @@ gnn_train_rank(PG_FUNCTION_ARGS)
 		GnnGraphAcquire(r.graph, &ref);
 		have_ref = true;
 		GnnTrainConfigFor(&r, &ref.g, false, &cfg);
+		(void) GnnCheckFeatureSlice(&ref.g, &r, rank, size);
 		GnnCoreThreadsInit();
 		if (gnn_backend_cpu_create(r.threads, &be, &err) != GNN_OK)
 			GnnReportCoreError("could not create the CPU backend", &err);
@@ -1486,6 +1487,34 @@ DistResultType(const gnn_graph *g, const char *graph, const char *node_type, con
 	return t;
 }
 
+/* the core's rows (malloc'd, freed here) copied into r, in this memory context */
+static void
+OwnToRows(gnn_dist_own *own, GnnDistRows *r)
+{
+	r->n = own->n;
+	r->ids = palloc_extended(sizeof(int64) * Max(own->n, 1), MCXT_ALLOC_HUGE);
+	r->rows = palloc_extended(sizeof(float) * Max(own->n, 1) * Max(r->cols, 1), MCXT_ALLOC_HUGE);
+	if (own->n > 0)
+	{
+		memcpy(r->ids, own->ids, sizeof(int64) * own->n);
+		memcpy(r->rows, own->rows, sizeof(float) * own->n * r->cols);
+	}
+	r->key_off = NULL;
+	r->key_bytes = NULL;
+	if (own->key_off)
+	{
+		r->key_off = palloc_extended(sizeof(int64) * (own->n + 1), MCXT_ALLOC_HUGE);
+		memcpy(r->key_off, own->key_off, sizeof(int64) * (own->n + 1));
+		r->key_bytes = palloc_extended(Max(own->key_off[own->n], 1), MCXT_ALLOC_HUGE);
+		memcpy(r->key_bytes, own->key_bytes, own->key_off[own->n]);
+	}
+	free(own->ids);
+	free(own->rows);
+	free(own->key_off);
+	free(own->key_bytes);
+	memset(own, 0, sizeof(*own));
+}
+
 /*
  * one rank's pass: the part's rows, then its own ones (of node type type, with
  * their keys; type < 0: all) to rank 0 (out) or written here (local)
@@ -1511,34 +1540,9 @@ InferRank(gnn_dist *d, gnn_model *model, const gnn_graph *g, int32 layer, bool s
 	if (local_table)
 	{
 		/* this server's own rows, here */
-		int64	   *ids = palloc_extended(sizeof(int64) * Max(g->num_nodes, 1), MCXT_ALLOC_HUGE);
-		float	   *orow = palloc_extended(sizeof(float) * Max(g->num_nodes, 1) * Max(cols, 1), MCXT_ALLOC_HUGE);
-		bool		text = type >= 0 && g->key_off && (!g->type_text_key || g->type_text_key[type]);
-		int64		n = 0;
-		StringInfoData kb;
-
-		initStringInfo(&kb);
-		r.key_off = text ? palloc_extended(sizeof(int64) * (g->num_nodes + 1), MCXT_ALLOC_HUGE) : NULL;
-		for (int64 v = 0; v < g->num_nodes; v++)
-			if ((!g->node_part || g->node_part[v] == g->part) && (type < 0 || gnn_graph_type_of(g, v) == type))
-			{
-				ids[n] = type >= 0 && g->keys ? g->keys[v] : g->ids[v];
-				memcpy(orow + n * cols, rows + v * cols, sizeof(float) * cols);
-				if (text)
-				{
-					r.key_off[n] = kb.len;
-					appendBinaryStringInfo(&kb, g->key_bytes + g->key_off[v], (int) (g->key_off[v + 1] - g->key_off[v]));
-				}
-				n++;
-			}
-		if (text)
-		{
-			r.key_off[n] = kb.len;
-			r.key_bytes = kb.data;
-		}
-		r.ids = ids;
-		r.rows = orow;
-		r.n = n;
+		if (gnn_train_dist_own_rows(g, rows, cols, type, &own, &err) != GNN_OK)
+			GnnReportCoreError("packing the part's own rows", &err);
+		OwnToRows(&own, &r);
 		if (out)
 			*out = r;
 		return GnnDistWriteRows(local_table, NULL, NULL, NULL, &r);
@@ -1548,30 +1552,9 @@ InferRank(gnn_dist *d, gnn_model *model, const gnn_graph *g, int32 layer, bool s
 		CHECK_FOR_INTERRUPTS();
 		DistFail("gathering the rows at the coordinator", gnn_dist_rank(d), &err);
 	}
+	OwnToRows(&own, &r);
 	if (out)
-	{
-		/* (malloc'd by the core: copied into this context) */
-		r.n = own.n;
-		r.ids = palloc_extended(sizeof(int64) * Max(own.n, 1), MCXT_ALLOC_HUGE);
-		r.rows = palloc_extended(sizeof(float) * Max(own.n, 1) * Max(cols, 1), MCXT_ALLOC_HUGE);
-		if (own.n > 0)
-		{
-			memcpy(r.ids, own.ids, sizeof(int64) * own.n);
-			memcpy(r.rows, own.rows, sizeof(float) * own.n * cols);
-		}
-		if (own.key_off)
-		{
-			r.key_off = palloc_extended(sizeof(int64) * (own.n + 1), MCXT_ALLOC_HUGE);
-			memcpy(r.key_off, own.key_off, sizeof(int64) * (own.n + 1));
-			r.key_bytes = palloc_extended(Max(own.key_off[own.n], 1), MCXT_ALLOC_HUGE);
-			memcpy(r.key_bytes, own.key_bytes, own.key_off[own.n]);
-		}
 		*out = r;
-	}
-	free(own.ids);
-	free(own.rows);
-	free(own.key_off);
-	free(own.key_bytes);
 	return 0;
 }
 
