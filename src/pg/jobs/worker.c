@@ -490,6 +490,29 @@ GraphHaloHops(const gnn_graph *g)
  * A minibatch job's training, the coordinator's (progress and stop: the
  * worker's) or a peer rank's of a job over several servers (cfg->dist).
  */
+/*
+ * Each server its own slice of the columns (gnn.load_graph's feature_slice):
+ * rank r of size holds slice r of size, or the job fails, before the ranks
+ * meet (a rank that fails after would leave the others only a broken mesh
+ * to report).  Whether g is a slice that the job reads as one.
+ */
+bool
+GnnCheckFeatureSlice(const gnn_graph *g, const GnnTrainRequest *r, int rank, int size)
+{
+	int32		si,
+				sc;
+
+	if (!r->feature_slices || !GnnGraphFeatureSlice(g, &si, &sc))
+		return false;
+	if (si != rank || sc != size)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("rank %d of %d holds feature slice %d of %d of graph \"%s\"", rank, size, si, sc, r->graph),
+				 errhint("Server r of K loads feature_slice => ARRAY[r, K]: the coordinator is 0, the peers "
+						 "1, 2, ... in options.peers' order.")));
+	return true;
+}
+
 gnn_status
 GnnRunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *r, gnn_backend *be,
 				gnn_progress_fn progress, void *progress_arg, gnn_should_stop_fn should_stop,
@@ -499,25 +522,8 @@ GnnRunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainR
 	gnn_gpu_batch_config job_gpu;	/* its GPU batch settings */
 
 	JobMinibatch(g, r, cfg->target_type, &mbc);
-	{
-		int32		si,
-					sc;
-
-		/* each server its own slice of the columns (gnn.load_graph's feature_slice): rank r holds slice r */
-		if (GnnGraphFeatureSlice(g, &si, &sc) && r->feature_slices)
-		{
-			int			rank = cfg->dist ? gnn_dist_rank(cfg->dist) : 0,
-						size = cfg->dist ? gnn_dist_size(cfg->dist) : 1;
-
-			if (si != rank || sc != size)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("rank %d of %d holds feature slice %d of %d of graph \"%s\"", rank, size, si, sc, r->graph),
-						 errhint("Server r of K loads feature_slice => ARRAY[r, K]: the coordinator is 0, the peers "
-								 "1, 2, ... in options.peers' order.")));
-			mbc.slice_whole_rows = false;
-		}
-	}
+	if (GnnCheckFeatureSlice(g, r, cfg->dist ? gnn_dist_rank(cfg->dist) : 0, cfg->dist ? gnn_dist_size(cfg->dist) : 1))
+		mbc.slice_whole_rows = false;
 	mbc.halo_hops = GraphHaloHops(g);
 	mbc.prefetch = r->prefetch;
 	/* evaluation on sampled neighbourhoods unless asked for the full pass */
@@ -1191,6 +1197,7 @@ RunJob(void)
 		cfg.keep_confusion = true;	/* the per-class report (ClassReport) */
 		if (r->dist_npeers > 0)
 		{
+			(void) GnnCheckFeatureSlice(&ref.g, r, 0, r->dist_npeers + 1);
 			/* rank 0 of several servers: the peers' ranks start, the mesh meets */
 			dj = GnnDistJobAlloc();
 			GnnDistJobStart(r, wctx->job, dj);
