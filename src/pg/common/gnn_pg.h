@@ -644,6 +644,7 @@ extern Datum GnnNodeKeyText(const gnn_graph *g, int64 v);
 extern char *GnnKeySqlType(const char *graph, int32 type);
 extern bool GnnGraphFeatureSlice(const gnn_graph *g, int32 *index, int32 *count);
 extern int64 GnnFindNodeInt(const gnn_graph *g, int32 t, int64 id, const char *graph);
+extern bool GnnIntKey(const char *key, int64 *id);
 extern int64 GnnFindNodeText(const gnn_graph *g, int32 t, const char *key, const char *graph);
 
 /* funcs_graph.c: one row of gnn.graph_info (13 columns) */

@@ -83,21 +83,28 @@ GnnFindNodeInt(const gnn_graph *g, int32 t, int64 id, const char *graph)
 	return v;
 }
 
+/* An integer key given as text (a whole base-10 bigint): true, with it in *id. */
+bool
+GnnIntKey(const char *key, int64 *id)
+{
+	char	   *end;
+
+	errno = 0;
+	*id = strtoll(key, &end, 10);
+	return *key && *end == '\0' && errno == 0;
+}
+
 /* The index of the node of type t with key text, or an error. */
 int64
 GnnFindNodeText(const gnn_graph *g, int32 t, const char *key, const char *graph)
 {
 	int64		v;
+	int64		id;
 
 	if (g->key_off && g->type_text_key && g->type_text_key[t])
 		v = gnn_graph_find_text(g, t, key, strlen(key));
 	else
-	{
-		char	   *end;
-		long long	id = strtoll(key, &end, 10);
-
-		v = (*key && *end == '\0') ? gnn_graph_find_typed(g, t, id) : -1;
-	}
+		v = GnnIntKey(key, &id) ? gnn_graph_find_typed(g, t, id) : -1;
 	if (v < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),

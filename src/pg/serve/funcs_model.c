@@ -735,10 +735,8 @@ DistFindRow(const GnnDistRows *dist, Datum node, bool text_key, const char *grap
 		if (text_key)
 		{
 			const char *key = TextDatumGetCString(node);
-			char	   *end;
 
-			id = strtoll(key, &end, 10);
-			if (!*key || *end != '\0')
+			if (!GnnIntKey(key, &id))
 				ereport(ERROR,
 						(errcode(ERRCODE_UNDEFINED_OBJECT),
 						 errmsg("node \"%s\" is in no part of graph \"%s\"", key, graph)));
