@@ -777,6 +777,60 @@ for my $model ('rgcn', 'hetero_sage')
 	($dl, $da) = $job ? max_diff(curve($one), curve($job)) : (1, 1);
 	ok($dl < 1e-5 && $da < 1e-5, "minibatch $model across schema parts: one server's curve (max |d loss| $dl, |d val acc| $da)");
 }
+# link prediction over schema parts (#43): one relation (a foreign key) of a schema whose likes join
+# users and items of the same group, nine in ten; pairs named by (type, key) - the items' keys are
+# text -, each listed by the owner of its item, held out with its reverse arcs, negatives drawn from
+# the likes of any part.  One server's test AUC within 5 points (parity: the split is drawn otherwise).
+{
+	my $lpschema = q{
+		SELECT setseed(0.5);
+		CREATE TABLE l_users (id bigint PRIMARY KEY, a real, b real, c real, d real, part int);
+		INSERT INTO l_users SELECT i, (i % 4 = 0)::int + random() * 0.3, (i % 4 = 1)::int + random() * 0.3,
+		       (i % 4 = 2)::int + random() * 0.3, (i % 4 = 3)::int + random() * 0.3, i % 2 FROM generate_series(0, 399) i;
+		CREATE TABLE l_items (id text PRIMARY KEY, a real, b real, c real, d real, part int);
+		INSERT INTO l_items SELECT 'i' || i, (i % 4 = 0)::int + random() * 0.3, (i % 4 = 1)::int + random() * 0.3,
+		       (i % 4 = 2)::int + random() * 0.3, (i % 4 = 3)::int + random() * 0.3, abs(hashint4(i)) % 2
+		FROM generate_series(0, 199) i;
+		CREATE TABLE l_likes (id bigint PRIMARY KEY, user_id bigint REFERENCES l_users, item_id text REFERENCES l_items,
+		                      part int);
+		INSERT INTO l_likes SELECT k, u, 'i' || (CASE WHEN abs(hashint4(k)) % 10 < 9 THEN (u % 4) + 4 * (abs(hashint4(k + 1)) % 50)
+		                                         ELSE abs(hashint4(k + 2)) % 200 END), u % 2
+		FROM generate_series(0, 2999) k, LATERAL (SELECT abs(hashint4(k + 3)) % 400 AS u) x;
+		GRANT SELECT ON l_users, l_items, l_likes TO dist;
+	};
+	my $lt = q{ARRAY['l_users', 'l_items', 'l_likes']::regclass[]};
+	for my $k (0 .. 1)
+	{
+		$n[$k]->safe_psql('postgres', $lpschema);
+		$n[$k]->safe_psql('postgres', qq{SET ROLE dist;
+			SELECT nodes FROM gnn.load_schema_graph('lpp', $lt, options => '{"part_column": "part", "part": $k}');});
+	}
+	$n[0]->safe_psql('postgres', qq{SET ROLE dist; SELECT nodes FROM gnn.load_schema_graph('lpw', $lt,
+		options => '{"exclude": {"l_users": ["part"], "l_items": ["part"], "l_likes": ["part"]}}');});
+	my $peers = "\"peers\": [\"" . conn(1) . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 8000";
+	my $lp = "task => 'link_prediction', hidden => 16, epochs => 15, seed => 2, wait => true";
+	my $rel = '"fanouts": [10, 10], "edge_type": "l_likes.item_id"';
+	for my $model ('hetero_sage', 'rgcn')
+	{
+		my ($rc1, $j1, $e1) = as_dist("SELECT gnn.train('lpw', model => '$model', name => 'lpw_$model', $lp, options => '{$rel}')");
+		is($rc1, 0, "$model link prediction on one relation of the whole schema, one server") or diag($e1);
+		my ($rc2, $j2, $e2) = as_dist("SELECT gnn.train('lpp', model => '$model', name => 'lpp_$model', $lp, "
+			  . "options => '{$peers, $rel}')");
+		my $state = $j2 ? $n[0]->safe_psql('postgres', "SELECT state || ' ' || coalesce(error, '') FROM gnn.jobs WHERE id = $j2") : $e2;
+		like($state, qr/^succeeded/, "$model link prediction over two schema parts") or diag($state);
+		my ($a1, $a2) = map { $n[0]->safe_psql('postgres', "SELECT (metrics->>'test_auc')::float8 FROM gnn.models WHERE name = '$_'") }
+		  ("lpw_$model", "lpp_$model");
+		note("$model link prediction on l_likes.item_id, test AUC: one server $a1, two $a2");
+		ok($a1 > 0.7 && $a2 > 0.7 && abs($a1 - $a2) < 0.05,
+		   "$model over two schema parts: test AUC $a2, one server $a1 (within 5 points)");
+	}
+	my ($rc, $out, $err) = as_dist("SELECT gnn.train('lpp', model => 'rgcn', task => 'link_prediction', wait => true, "
+		  . "options => '{$peers, \"fanouts\": [10, 10]}')");
+	like($err, qr/takes a relation/, 'link prediction over schema parts without edge_type: the job fails, saying what it needs')
+	  or diag($err);
+	$_->safe_psql('postgres', "SET ROLE dist; SELECT gnn.drop_graph('lpp')") for @n[0, 1];
+	$n[0]->safe_psql('postgres', "SET ROLE dist; SELECT gnn.drop_graph('lpw')");
+}
 {
 	my ($rc, $out, $err) = as_dist("SELECT gnn.load_schema_graph('bad', $stables, options => '{\"part_column\": \"nope\", \"part\": 0}')");
 	like($err, qr/nope/, 'a part column that a table lacks is an error naming it') or diag($err);

@@ -540,7 +540,7 @@ gnn_train_dist_global_order(gnn_dist *d, const gnn_graph *g, const int32_t *node
 
 gnn_status
 gnn_train_dist_global_names(gnn_dist *d, const gnn_graph *g, const int32_t *nodes, int64_t n, int64_t **keys_out,
-							int32_t **ranks_out, int64_t *nall_out, gnn_error *err)
+							int16_t **types_out, int32_t **ranks_out, int64_t *nall_out, gnn_error *err)
 {
 	gorder_ent *all = NULL;
 	int64_t		total = 0;
@@ -548,24 +548,35 @@ gnn_train_dist_global_names(gnn_dist *d, const gnn_graph *g, const int32_t *node
 
 	*keys_out = NULL;
 	*ranks_out = NULL;
+	if (types_out)
+		*types_out = NULL;
 	*nall_out = 0;
 	if ((st = gather_names(d, g, nodes, n, &all, &total, err)) != GNN_OK)
 		return st;
 	*keys_out = malloc(sizeof(int64_t) * (total + 1));
 	*ranks_out = malloc(sizeof(int32_t) * (total + 1));
-	if (!*keys_out || !*ranks_out)
+	if (types_out)
+		*types_out = malloc(sizeof(int16_t) * (total + 1));
+	if (!*keys_out || !*ranks_out || (types_out && !*types_out))
 	{
 		free(all);
 		free(*keys_out);
 		free(*ranks_out);
 		*keys_out = NULL;
 		*ranks_out = NULL;
+		if (types_out)
+		{
+			free(*types_out);
+			*types_out = NULL;
+		}
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld nodes", (long long) total);
 	}
 	for (int64_t k = 0; k < total; k++)
 	{
 		(*keys_out)[k] = all[k].id;
 		(*ranks_out)[k] = all[k].rank;
+		if (types_out)
+			(*types_out)[k] = (int16_t) all[k].type;
 	}
 	free(all);
 	*nall_out = total;

@@ -91,10 +91,12 @@ gnn_status	gnn_train_dist_global_order(gnn_dist *d, const gnn_graph *g, const in
 
 /*
  * The same list by name: *keys_out[k] (gnn_graph_name_key; a homogeneous
- * graph's ids) and the rank that listed it, *ranks_out[k] (malloc'd).  A
+ * graph's ids), its type *types_out[k] (gnn_graph_name_type; types_out may
+ * be NULL) and the rank that listed it, *ranks_out[k] (malloc'd).  A
  * collective.
  */
 gnn_status	gnn_train_dist_global_names(gnn_dist *d, const gnn_graph *g, const int32_t *nodes, int64_t n,
-										int64_t **keys_out, int32_t **ranks_out, int64_t *nall_out, gnn_error *err);
+										int64_t **keys_out, int16_t **types_out, int32_t **ranks_out,
+										int64_t *nall_out, gnn_error *err);
 
 #endif							/* GNN_TRAIN_DIST_H */

@@ -730,25 +730,31 @@ run_end(gnn_status st, gnn_model **model, bool have_best, const float *best_w, g
 /*
  * Link prediction over the parts of a partitioned graph (cfg->dist, on
  * minibatches): every node is named by its place in the list of all ranks'
- * nodes in id order (the same on every rank), and every pair is its two
- * places.
- *  - The positives: each unordered pair of linked nodes once, on the rank
- *    that owns its endpoint of lower id (a part holds every arc of its own
- *    nodes); cut into training, validation and test by a hash of the pair
- *    and the job's seed, so that every rank agrees without a word.
- *  - The training graph: each part without the arcs of held-out pairs (the
- *    owners answer sampling requests from it).
+ * nodes in name order ((type, key); a homogeneous graph's ids), the same on
+ * every rank, and every pair is its two places.
+ *  - The positives: on a homogeneous graph each unordered pair of linked
+ *    nodes once, on the rank that owns its endpoint of lower id (a part
+ *    holds every arc of its own nodes); of a relation (edge type, a schema
+ *    graph's foreign key) each of its arcs once, on the rank that owns its
+ *    destination (a part holds every in-arc of its own nodes), or for a
+ *    relation that is its own reverse on the owner of the lower place.  Cut
+ *    into training, validation and test by a hash of the pair's names and
+ *    the job's seed, so that every rank agrees without a word.
+ *  - The training graph: each part without the arcs of held-out pairs, of
+ *    the relation and of its reverse (the owners answer sampling requests
+ *    from it), typed as the part is.
  *  - A step: each rank's share of the global batch of positive pairs, each
- *    with `negatives` pairs of its first endpoint and a node drawn from the
- *    whole graph (any rank's: unlinked to it, as its owner here knows);
+ *    with `negatives` pairs of its own endpoint and a node drawn from the
+ *    whole graph, or from the relation's source type (any rank's: unlinked
+ *    to it, as its owner here knows);
  *    the pairs' endpoints sampled across parts (sample_dist.h), embedded,
  *    the loss's gradient summed over the ranks, weighed by their positives.
  *  - Evaluation: the validation and test pairs (each with a negative drawn
  *    as above, once) scored on embeddings of every neighbour (fan-outs -1:
  *    the full pass's rows), the scores gathered on every rank, AUC and
  *    Hits@K of them all.
- * Homogeneous graphs (edge_type -1).  Parity, not equality, with one
- * server: the split and the negatives are drawn otherwise.
+ * Parity, not equality, with one server: the split and the negatives are
+ * drawn otherwise.  Not time-aware yet.
  */
 typedef struct gpair
 {
@@ -756,26 +762,6 @@ typedef struct gpair
 	int64_t		v;
 	int32_t		ul;				/* u's index in the part */
 } gpair;
-
-static int64_t
-name_index(const int64_t *keys, int64_t n, int64_t key)
-{
-	int64_t		lo = 0,
-				hi = n - 1;
-
-	while (lo <= hi)
-	{
-		int64_t		mid = lo + (hi - lo) / 2;
-
-		if (keys[mid] == key)
-			return mid;
-		if (keys[mid] < key)
-			lo = mid + 1;
-		else
-			hi = mid - 1;
-	}
-	return -1;
-}
 
 /* a pair's place in [0, 1), the same on every rank (a < b: the endpoints' ids) */
 static double
@@ -838,17 +824,54 @@ typedef struct lpd
 	int			size;
 	const gnn_graph *g;
 	int64_t		N;				/* every rank's nodes */
-	int64_t    *akey;			/* [N] their ids, ascending */
+	int64_t    *akey;			/* [N] their names' keys (ids), ascending by (type, key) */
+	int16_t    *atype;			/* [N] their types (NULL: a homogeneous graph) */
 	int32_t    *arank;			/* [N] their owners */
+	int32_t		rel;			/* the relation (edge type; -1: every arc, a homogeneous graph) */
+	int32_t		rev;			/* its reverse (-1: none; rel: its own) */
+	int64_t		tlo;			/* the places a negative's other endpoint is drawn from */
+	int64_t		thi;
 	int64_t    *gi;				/* [g->num_nodes] each node's place, -1 */
 	int32_t    *own;			/* own nodes (indices of g) */
 	int64_t		nown;
 	/* a batch's distinct endpoints */
 	int32_t    *mark;			/* [N] the endpoint's seed position, -1 */
 	int64_t    *skey;
+	int16_t    *stype;			/* (typed graphs) */
 	int32_t    *sown;
 	int64_t		ns;
 } lpd;
+
+/* a node's name mixed into 64 bits, as gnn_graph_node_name mixes it: what the split hashes */
+static uint64_t
+place_name(const lpd *P, int64_t x)
+{
+	if (!P->atype)
+		return (uint64_t) P->akey[x];
+	return gnn_mix64((uint64_t) P->akey[x] ^ gnn_mix64((uint64_t) P->atype[x] + 1));
+}
+
+/* the place of name (type, key), or -1 */
+static int64_t
+place_of(const lpd *P, int32_t type, int64_t key)
+{
+	int64_t		lo = 0,
+				hi = P->N - 1;
+
+	while (lo <= hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+		int32_t		t = P->atype ? P->atype[mid] : 0;
+
+		if (t == type && P->akey[mid] == key)
+			return mid;
+		if (t < type || (t == type && P->akey[mid] < key))
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -1;
+}
 
 /* the seed position of place x in the batch being listed */
 static int32_t
@@ -858,6 +881,8 @@ seed_of(lpd *P, int64_t x)
 	{
 		P->mark[x] = (int32_t) P->ns;
 		P->skey[P->ns] = P->akey[x];
+		if (P->stype)
+			P->stype[P->ns] = P->atype[x];
 		P->sown[P->ns] = P->arank[x];
 		P->ns++;
 	}
@@ -872,16 +897,38 @@ seeds_clear(lpd *P, const gpair *pairs, int64_t n)
 	P->ns = 0;
 }
 
-/* a negative for own node u (its place x): a place drawn from the whole graph, unlinked to u */
+/*
+ * Whether own node u has a positive's arc with place w: of a homogeneous
+ * graph any arc either way; else an in-arc of the relation or its reverse
+ * (u is the endpoint that lists the relation's pairs, so these are all).
+ */
+static bool
+own_linked_place(const lpd *P, int32_t u, int64_t w)
+{
+	const gnn_graph *g = P->g;
+
+	if (P->rel < 0)
+		return own_linked(g, u, P->akey[w]);
+	for (int64_t e = g->rindptr[u]; e < g->rindptr[u + 1]; e++)
+	{
+		int32_t		r = g->rarc_type ? g->rarc_type[e] : 0;
+
+		if ((r == P->rel || r == P->rev) && P->gi[g->rindices[e]] == w)
+			return true;
+	}
+	return false;
+}
+
+/* a negative for own node u (its place x): a place drawn from the other endpoint's (any rank's), unlinked to u */
 static int64_t
 draw_tail(const lpd *P, int32_t u, int64_t x, gnn_rng *r)
 {
-	int64_t		w = 0;
+	int64_t		w = P->tlo;
 
 	for (int tries = 0; tries < 100; tries++)
 	{
-		w = (int64_t) gnn_rng_below(r, (uint64_t) P->N);
-		if (w != x && !own_linked(P->g, u, P->akey[w]))
+		w = P->tlo + (int64_t) gnn_rng_below(r, (uint64_t) (P->thi - P->tlo));
+		if (w != x && !own_linked_place(P, u, w))
 			break;
 	}
 	return w;
@@ -903,7 +950,7 @@ dist_embed(lpd *P, gnn_dist_sampler *ds, const gnn_train_config *cfg, gnn_backen
 
 	*made = 0;
 	memset(xb, 0, sizeof(*xb));
-	if ((st = gnn_dist_sampler_sample_named(ds, P->skey, NULL, P->sown, NULL, P->ns, seed, cfg->row_normalise,
+	if ((st = gnn_dist_sampler_sample_named(ds, P->skey, P->stype, P->sown, NULL, P->ns, seed, cfg->row_normalise,
 											cfg->threads, &mb, &f, err)) != GNN_OK || P->ns == 0)
 		return st;
 	st = f.ptr ? gnn_dfeat_sparse(be, mb.n_input, P->g->feat_dim, f.ptr, f.idx, f.val, xb, err)
@@ -968,15 +1015,35 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 	int32_t		wait = 0,
 				fdim[64];
 	int64_t		echunk = 1024;
+	int16_t    *rr = NULL;		/* the training graph's arc types */
+	int32_t    *lown = NULL;	/* own nodes that list pairs (the relation's destination type) */
+	int64_t		nlown = 0;
+	bool		typed = g->num_node_types > 1;
 
 	memset(&P, 0, sizeof(P));
 	P.d = cfg->dist;
 	P.rank = gnn_dist_rank(P.d);
 	P.size = gnn_dist_size(P.d);
 	P.g = g;
-	if (lc->edge_type >= 0 || g->num_node_types > 1)
-		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
-							 "link prediction over several servers is for homogeneous graphs (every arc a positive)");
+	P.rel = lc->edge_type;
+	P.rev = lc->reverse_edge_type;
+	if (typed && (P.rel < 0 || !g->etypes || !g->keys))
+		return gnn_error_set(err, GNN_ERR_INVALID,
+							 "link prediction over several servers on a graph of several node types takes a relation (an edge type)");
+	if (P.rel >= 0)
+	{
+		int32_t		R = g->etypes && g->num_edge_types > 0 ? g->num_edge_types : 1;
+
+		if (P.rel >= R || P.rev < -1 || P.rev >= R)
+			return gnn_error_set(err, GNN_ERR_INVALID, "edge type %d or its reverse %d does not exist: the graph has %d",
+								 P.rel, P.rev, R);
+		if (g->etypes && P.rev >= 0 &&
+			(g->etypes[P.rev].src_type != g->etypes[P.rel].dst_type || g->etypes[P.rev].dst_type != g->etypes[P.rel].src_type))
+			return gnn_error_set(err, GNN_ERR_INVALID, "edge type %d cannot be the reverse of edge type %d: its endpoint types are not swapped",
+								 P.rev, P.rel);
+	}
+	else if (P.rev >= 0)
+		return gnn_error_set(err, GNN_ERR_INVALID, "a reverse edge type needs an edge type");
 	if (g->has_delta)
 		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
 							 "rank %d's part has changes not merged yet: link prediction over several servers reads a merged part (gnn.refresh)",
@@ -1009,17 +1076,48 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 	for (int64_t v = 0; v < g->num_nodes; v++)
 		if (!g->node_part || g->node_part[v] == g->part)
 			P.own[P.nown++] = (int32_t) v;
-	if ((st = gnn_train_dist_global_names(P.d, g, P.own, P.nown, &P.akey, &P.arank, &P.N, err)) != GNN_OK)
+	if ((st = gnn_train_dist_global_names(P.d, g, P.own, P.nown, &P.akey, typed ? &P.atype : NULL, &P.arank, &P.N,
+										  err)) != GNN_OK)
 		goto done;
 	for (int64_t v = 0; v < g->num_nodes; v++)
-		if ((P.gi[v] = name_index(P.akey, P.N, g->ids[v])) < 0)
+		if ((P.gi[v] = place_of(&P, gnn_graph_name_type(g, v), gnn_graph_name_key(g, v))) < 0)
 		{
-			st = gnn_error_set(err, GNN_ERR_DANGLING, "node %lld of rank %d's halo is no rank's own node",
-							   (long long) g->ids[v], P.rank);
+			st = gnn_error_set(err, GNN_ERR_DANGLING, "node %lld (type %d) of rank %d's halo is no rank's own node",
+							   (long long) gnn_graph_name_key(g, v), gnn_graph_name_type(g, v), P.rank);
 			goto done;
 		}
+	/* a negative's other endpoint: any node, or one of the relation's source type (the same on every rank) */
+	P.tlo = 0;
+	P.thi = P.N;
+	lown = P.own;
+	nlown = P.nown;
+	if (typed)
+	{
+		int32_t		src = g->etypes[P.rel].src_type,
+					dst = g->etypes[P.rel].dst_type;
 
-	/* the positives: each linked pair once, at the owner of its lower id; cut by their hash */
+		while (P.tlo < P.N && P.atype[P.tlo] < src)
+			P.tlo++;
+		P.thi = P.tlo;
+		while (P.thi < P.N && P.atype[P.thi] == src)
+			P.thi++;
+		if (P.thi == P.tlo)
+		{
+			st = gnn_error_set(err, GNN_ERR_EMPTY, "edge type %d's source type has no node on any rank", P.rel);
+			goto done;
+		}
+		if (!(lown = malloc(sizeof(int32_t) * (P.nown + 1))))
+		{
+			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+			goto done;
+		}
+		nlown = 0;
+		for (int64_t i = 0; i < P.nown; i++)
+			if (gnn_graph_name_type(g, P.own[i]) == dst)
+				lown[nlown++] = P.own[i];
+	}
+
+	/* the positives (above): cut by their names' hash */
 	{
 		int64_t		cap = 0;
 
@@ -1035,7 +1133,7 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld pairs", (long long) cap);
 			goto done;
 		}
-		for (int64_t i = 0; i < P.nown; i++)
+		for (int64_t i = 0; i < P.nown && P.rel < 0; i++)
 		{
 			int32_t		u = P.own[i];
 
@@ -1052,6 +1150,28 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 						pos[npos].ul = u;
 						npos++;
 					}
+			}
+		}
+		/*
+		 * A relation: each arc x -> v at the owner of v, whose in-arcs its
+		 * part holds whole; a relation that is its own reverse at the
+		 * endpoint of the lower place.  The pair's own endpoint is v.
+		 */
+		for (int64_t i = 0; i < nlown && P.rel >= 0; i++)
+		{
+			int32_t		v = lown[i];
+
+			for (int64_t e = g->rindptr[v]; e < g->rindptr[v + 1]; e++)
+			{
+				int32_t		x = g->rindices[e];
+
+				if ((g->rarc_type ? g->rarc_type[e] : 0) != P.rel || x == v ||
+					(P.rev == P.rel && P.gi[x] < P.gi[v]))
+					continue;
+				pos[npos].u = P.gi[v];
+				pos[npos].v = P.gi[x];
+				pos[npos].ul = v;
+				npos++;
 			}
 		}
 		qsort(pos, npos, sizeof(gpair), gpair_cmp);
@@ -1075,7 +1195,7 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 			}
 			for (int part = 0; part < 3; part++)
 				for (int64_t i = 0; i < npos; i++)
-					if (pair_split(lc, split_seed, P.akey[pos[i].u], P.akey[pos[i].v]) == part)
+					if (pair_split(lc, split_seed, (int64_t) place_name(&P, pos[i].u), (int64_t) place_name(&P, pos[i].v)) == part)
 					{
 						tmp[at++] = pos[i];
 						if (part == 0)
@@ -1091,10 +1211,16 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 	}
 
 	/* the training graph: the part without the arcs of held-out pairs */
-	rptr = malloc(sizeof(int64_t) * (g->num_nodes + 1));
-	ridx = malloc(sizeof(int32_t) * (g->num_edges + 1));
-	rw = g->rweights ? malloc(sizeof(float) * (g->num_edges + 1)) : NULL;
-	if (!rptr || !ridx || (g->rweights && !rw))
+	{
+		/* (every in-arc: a schema graph's edges count once, their arcs twice, one of each direction's type) */
+		int64_t		arcs = g->rindptr[g->num_nodes] > g->num_edges ? g->rindptr[g->num_nodes] : g->num_edges;
+
+		rptr = malloc(sizeof(int64_t) * (g->num_nodes + 1));
+		ridx = malloc(sizeof(int32_t) * (arcs + 1));
+		rw = g->rweights ? malloc(sizeof(float) * (arcs + 1)) : NULL;
+		rr = g->rarc_type ? malloc(sizeof(int16_t) * (arcs + 1)) : NULL;
+	}
+	if (!rptr || !ridx || (g->rweights && !rw) || (g->rarc_type && !rr))
 	{
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for the training graph");
 		goto done;
@@ -1108,11 +1234,18 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 
 		for (int64_t e = 0; e < k; e++)
 		{
-			if (nb[e] != v && pair_split(lc, split_seed, g->ids[nb[e]], g->ids[v]) != 0)
+			/* (no delta here: the in-row is the base's, its types at rindptr) */
+			int16_t		r = g->rarc_type ? g->rarc_type[g->rindptr[v] + e] : 0;
+
+			/* a held-out pair's arcs of the relation and of its reverse: messages along either would show it */
+			if (nb[e] != v && (P.rel < 0 || r == P.rel || r == P.rev) &&
+				pair_split(lc, split_seed, (int64_t) gnn_graph_node_name(g, nb[e]), (int64_t) gnn_graph_node_name(g, v)) != 0)
 				continue;
 			ridx[m] = nb[e];
 			if (rw)
 				rw[m] = w ? w[e] : 1.0f;
+			if (rr)
+				rr[m] = r;
 			m++;
 		}
 		rptr[v + 1] = m;
@@ -1122,7 +1255,8 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 	tg.rindptr = tg.indptr = rptr;
 	tg.rindices = tg.indices = ridx;
 	tg.rweights = tg.weights = rw;
-	tg.rarc_type = tg.arc_type = NULL;
+	/* (relational layers and per-relation fan-outs read the types) */
+	tg.rarc_type = tg.arc_type = rr;
 	tg.arc_rows = NULL;
 
 	/* the samplers: training's fan-outs, and every neighbour for evaluation */
@@ -1182,6 +1316,7 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 
 		room = 2 * room + echunk;
 		P.skey = malloc(sizeof(int64_t) * (room + 1));
+		P.stype = typed ? malloc(sizeof(int16_t) * (room + 1)) : NULL;
 		P.sown = malloc(sizeof(int32_t) * (room + 1));
 		z = malloc(sizeof(float) * ((size_t) room * d + 1));
 		dz = malloc(sizeof(float) * ((size_t) room * d + 1));
@@ -1190,7 +1325,7 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 	lpos = malloc(sizeof(pair) * (share + 1));
 	lneg = malloc(sizeof(pair) * (nneg_b + 1));
 	score = malloc(sizeof(double) * (2 * (nva + nte) + 1));
-	if (!neg || !order || !P.mark || !P.skey || !P.sown || !z || !dz || !bpairs || !lpos || !lneg || !score)
+	if (!neg || !order || !P.mark || !P.skey || (typed && !P.stype) || !P.sown || !z || !dz || !bpairs || !lpos || !lneg || !score)
 	{
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 		goto done;
@@ -1199,7 +1334,7 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 		P.mark[x] = -1;
 	for (int64_t i = 0; i < nva + nte; i++)
 	{
-		int32_t		u = P.own[(int64_t) gnn_rng_below(&rng, (uint64_t) (P.nown > 0 ? P.nown : 1))];
+		int32_t		u = lown[(int64_t) gnn_rng_below(&rng, (uint64_t) (nlown > 0 ? nlown : 1))];
 
 		neg[i].u = P.gi[u];
 		neg[i].v = draw_tail(&P, u, P.gi[u], &rng);
@@ -1309,6 +1444,7 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 			/* (a sum bounds the most: every rank loops that many times, most with nothing) */
 			{
 				int64_t    *keys_all = P.skey;
+				int16_t    *types_all = P.stype;
 				int32_t    *own_all = P.sown;
 				float	   *zall = malloc(sizeof(float) * ((size_t) ne * d + 1));
 
@@ -1327,12 +1463,14 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 					int64_t		save = P.ns;
 
 					P.skey = keys_all + (c0 < ne ? c0 : 0);
+					P.stype = types_all ? types_all + (c0 < ne ? c0 : 0) : NULL;
 					P.sown = own_all + (c0 < ne ? c0 : 0);
 					P.ns = nc;
 					st = dist_embed(&P, de, cfg, be, model, 0x65766c ^ cfg->seed, false, 0, zall + (size_t) (c0 < ne ? c0 : 0) * d,
 									db, &made, &xb, err);
 					sampled_free(db, made, &xb);
 					P.skey = keys_all;
+					P.stype = types_all;
 					P.sown = own_all;
 					P.ns = save;
 				}
@@ -1428,9 +1566,14 @@ done:
 	gnn_model_free(model);
 	if (!be_in && be)
 		gnn_backend_destroy(be);
+	if (lown != P.own)
+		free(lown);
 	free(P.own);
 	free(P.gi);
 	free(P.akey);
+	free(P.atype);
+	free(P.stype);
+	free(rr);
 	free(P.arank);
 	free(P.mark);
 	free(P.skey);

@@ -1463,8 +1463,6 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 			"trains full batch or on neighbour-sampled minibatches (fan-outs, sampler neighbor)" :
 			strcmp(r->task, "link_prediction") == 0 && r->nfanouts == 0 ?
 			"trains link prediction on minibatches (give fanouts)" :
-			strcmp(r->task, "link_prediction") == 0 && r->edge_type[0] ?
-			"predicts every arc (no edge_type: link prediction over parts is for homogeneous graphs)" :
 			!(strcmp(r->model, "gcn") == 0 || strcmp(r->model, "graphsage") == 0 || strcmp(r->model, "gat") == 0 ||
 			  strcmp(r->model, "rgcn") == 0 || strcmp(r->model, "hetero_sage") == 0) ?
 			"trains gcn, graphsage, gat, rgcn or hetero_sage" :
