@@ -1049,7 +1049,8 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 							 "rank %d's part has changes not merged yet: link prediction over several servers reads a merged part (gnn.refresh)",
 							 P.rank);
 	if (mbc->sampler.temporal)
-		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "time-aware link prediction does not run over several servers yet");
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+							 "time-aware link prediction does not run over several servers yet (train with options.temporal false, or on one server)");
 	if (P.size > 64)
 		return gnn_error_set(err, GNN_ERR_LIMIT, "at most 64 ranks");
 	if ((st = gnn_dist_allgather(P.d, &g->feat_dim, sizeof(int32_t), fdim, err)) != GNN_OK)
