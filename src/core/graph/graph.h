@@ -525,11 +525,18 @@ gnn_graph_name_key(const gnn_graph *g, int64_t v)
 	return g->num_node_types > 1 && g->keys ? g->keys[v] : g->ids ? g->ids[v] : v;
 }
 
+/* a typed name (type, key) mixed into 64 bits */
+static inline uint64_t
+gnn_graph_name_mix(int32_t type, int64_t key)
+{
+	return gnn_mix64((uint64_t) key ^ gnn_mix64((uint64_t) type + 1));
+}
+
 static inline uint64_t
 gnn_graph_node_name(const gnn_graph *g, int64_t v)
 {
 	if (g->num_node_types > 1 && g->keys)
-		return gnn_mix64((uint64_t) g->keys[v] ^ gnn_mix64((uint64_t) gnn_graph_name_type(g, v) + 1));
+		return gnn_graph_name_mix(gnn_graph_name_type(g, v), g->keys[v]);
 	return g->ids ? (uint64_t) g->ids[v] : (uint64_t) v;
 }
 

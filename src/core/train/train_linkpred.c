@@ -140,37 +140,46 @@ gnn_linkpred_negatives(const gnn_linkpred_split *s, gnn_rng *rng, gnn_linkpred_p
 	draw_negatives(&a, s, rng, out, n);
 }
 
-/* The relation lc asks for on g, checked, and where its endpoints lie. */
+/* The relation lc asks for on g (and its reverse), checked against g's edge types. */
 static gnn_status
-split_task(const gnn_graph *g, const gnn_linkpred_config *lc, gnn_linkpred_split *s, gnn_error *err)
+check_relation(const gnn_graph *g, const gnn_linkpred_config *lc, gnn_error *err)
 {
 	int32_t		R = g->etypes && g->num_edge_types > 0 ? g->num_edge_types : 1;
 	int32_t		rel = lc->edge_type,
 				rev = lc->reverse_edge_type;
 
-	s->edge_type = rel;
-	s->reverse_edge_type = rev;
-	s->src_lo = s->dst_lo = 0;
-	s->src_hi = s->dst_hi = g->num_nodes;
 	if (rel < -1 || rel >= R)
 		return gnn_error_set(err, GNN_ERR_INVALID, "edge type %d does not exist: the graph has %d (give 0 to %d, or -1 for every edge)",
 							 rel, R, R - 1);
 	if (rel < 0)
-	{
-		if (rev != -1)
-			return gnn_error_set(err, GNN_ERR_INVALID, "a reverse edge type needs an edge type");
-		return GNN_OK;
-	}
+		return rev != -1 ? gnn_error_set(err, GNN_ERR_INVALID, "a reverse edge type needs an edge type") : GNN_OK;
 	if (rev < -1 || rev >= R)
 		return gnn_error_set(err, GNN_ERR_INVALID, "reverse edge type %d does not exist: the graph has %d (give 0 to %d, or -1 for none)",
 							 rev, R, R - 1);
+	if (g->etypes && rev >= 0 &&
+		(g->etypes[rev].src_type != g->etypes[rel].dst_type || g->etypes[rev].dst_type != g->etypes[rel].src_type))
+		return gnn_error_set(err, GNN_ERR_INVALID, "edge type %d cannot be the reverse of edge type %d: its endpoint types are not swapped",
+							 rev, rel);
+	return GNN_OK;
+}
+
+/* The relation lc asks for on g, checked, and where its endpoints lie. */
+static gnn_status
+split_task(const gnn_graph *g, const gnn_linkpred_config *lc, gnn_linkpred_split *s, gnn_error *err)
+{
+	int32_t		rel = lc->edge_type;
+	gnn_status	st;
+
+	s->edge_type = rel;
+	s->reverse_edge_type = lc->reverse_edge_type;
+	s->src_lo = s->dst_lo = 0;
+	s->src_hi = s->dst_hi = g->num_nodes;
+	if ((st = check_relation(g, lc, err)) != GNN_OK || rel < 0)
+		return st;
 	if (g->etypes && g->type_ptr)
 	{
 		const gnn_edge_type *e = &g->etypes[rel];
 
-		if (rev >= 0 && (g->etypes[rev].src_type != e->dst_type || g->etypes[rev].dst_type != e->src_type))
-			return gnn_error_set(err, GNN_ERR_INVALID, "edge type %d cannot be the reverse of edge type %d: its endpoint types are not swapped",
-								 rev, rel);
 		s->src_lo = g->type_ptr[e->src_type];
 		s->src_hi = g->type_ptr[e->src_type + 1];
 		s->dst_lo = g->type_ptr[e->dst_type];
@@ -842,13 +851,11 @@ typedef struct lpd
 	int64_t		ns;
 } lpd;
 
-/* a node's name mixed into 64 bits, as gnn_graph_node_name mixes it: what the split hashes */
+/* a place's name in 64 bits, gnn_graph_node_name's of its node: what the split hashes */
 static uint64_t
 place_name(const lpd *P, int64_t x)
 {
-	if (!P->atype)
-		return (uint64_t) P->akey[x];
-	return gnn_mix64((uint64_t) P->akey[x] ^ gnn_mix64((uint64_t) P->atype[x] + 1));
+	return P->atype ? gnn_graph_name_mix(P->atype[x], P->akey[x]) : (uint64_t) P->akey[x];
 }
 
 /* the place of name (type, key), or -1 */
@@ -1030,20 +1037,8 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 	if (typed && (P.rel < 0 || !g->etypes || !g->keys))
 		return gnn_error_set(err, GNN_ERR_INVALID,
 							 "link prediction over several servers on a graph of several node types takes a relation (an edge type)");
-	if (P.rel >= 0)
-	{
-		int32_t		R = g->etypes && g->num_edge_types > 0 ? g->num_edge_types : 1;
-
-		if (P.rel >= R || P.rev < -1 || P.rev >= R)
-			return gnn_error_set(err, GNN_ERR_INVALID, "edge type %d or its reverse %d does not exist: the graph has %d",
-								 P.rel, P.rev, R);
-		if (g->etypes && P.rev >= 0 &&
-			(g->etypes[P.rev].src_type != g->etypes[P.rel].dst_type || g->etypes[P.rev].dst_type != g->etypes[P.rel].src_type))
-			return gnn_error_set(err, GNN_ERR_INVALID, "edge type %d cannot be the reverse of edge type %d: its endpoint types are not swapped",
-								 P.rev, P.rel);
-	}
-	else if (P.rev >= 0)
-		return gnn_error_set(err, GNN_ERR_INVALID, "a reverse edge type needs an edge type");
+	if ((st = check_relation(g, lc, err)) != GNN_OK)
+		return st;
 	if (g->has_delta)
 		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
 							 "rank %d's part has changes not merged yet: link prediction over several servers reads a merged part (gnn.refresh)",
