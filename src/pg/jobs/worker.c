@@ -487,10 +487,6 @@ GraphHaloHops(const gnn_graph *g)
 }
 
 /*
- * A minibatch job's training, the coordinator's (progress and stop: the
- * worker's) or a peer rank's of a job over several servers (cfg->dist).
- */
-/*
  * Each server its own slice of the columns (gnn.load_graph's feature_slice):
  * rank r of size holds slice r of size, or the job fails, before the ranks
  * meet (a rank that fails after would leave the others only a broken mesh
@@ -513,6 +509,10 @@ GnnCheckFeatureSlice(const gnn_graph *g, const GnnTrainRequest *r, int rank, int
 	return true;
 }
 
+/*
+ * A minibatch job's training, the coordinator's (progress and stop: the
+ * worker's) or a peer rank's of a job over several servers (cfg->dist).
+ */
 gnn_status
 GnnRunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *r, gnn_backend *be,
 				gnn_progress_fn progress, void *progress_arg, gnn_should_stop_fn should_stop,
