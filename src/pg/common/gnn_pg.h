@@ -726,6 +726,7 @@ extern int	gnn_max_job_memory_kb;
 extern void GnnEstimateInit(void);
 extern void GnnTrainConfigFor(const GnnTrainRequest *r, const gnn_graph *g, bool cuda, gnn_train_config *cfg);
 extern bool GnnCheckFeatureSlice(const gnn_graph *g, const GnnTrainRequest *r, int rank, int size);
+extern void GnnDistPreflight(const gnn_graph *g, const GnnTrainRequest *r, int rank, int size);
 extern gnn_status GnnRunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainRequest *r,
 								  gnn_backend *be, gnn_progress_fn progress, void *progress_arg,
 								  gnn_should_stop_fn should_stop, gnn_model **model, gnn_train_result *res,

@@ -1256,7 +1256,7 @@ gnn_train_rank(PG_FUNCTION_ARGS)
 		GnnGraphAcquire(r.graph, &ref);
 		have_ref = true;
 		GnnTrainConfigFor(&r, &ref.g, false, &cfg);
-		(void) GnnCheckFeatureSlice(&ref.g, &r, rank, size);
+		GnnDistPreflight(&ref.g, &r, rank, size);
 		GnnCoreThreadsInit();
 		if (gnn_backend_cpu_create(r.threads, &be, &err) != GNN_OK)
 			GnnReportCoreError("could not create the CPU backend", &err);

@@ -510,6 +510,32 @@ GnnCheckFeatureSlice(const gnn_graph *g, const GnnTrainRequest *r, int rank, int
 }
 
 /*
+ * What rank of size checks of a job over several servers before the ranks
+ * meet, so that a refusal is each rank's own error, never a broken mesh: its
+ * feature slice, and what link prediction over parts cannot train yet (the
+ * core refuses both again, where the ranks have met).
+ */
+void
+GnnDistPreflight(const gnn_graph *g, const GnnTrainRequest *r, int rank, int size)
+{
+	gnn_minibatch_config mbc;
+
+	(void) GnnCheckFeatureSlice(g, r, rank, size);
+	if (strcmp(r->task, "link_prediction") != 0)
+		return;
+	if (g->num_node_types > 1 && !r->edge_type[0])
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("link prediction over several servers on a graph of several node types takes a relation (an edge type)"),
+				 errhint("Give options.edge_type, a foreign key such as \"orders.customer_id\".")));
+	JobMinibatch(g, r, -1, &mbc);
+	if (mbc.sampler.temporal)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("time-aware link prediction does not run over several servers yet (train with options.temporal false, or on one server)")));
+}
+
+/*
  * A minibatch job's training, the coordinator's (progress and stop: the
  * worker's) or a peer rank's of a job over several servers (cfg->dist).
  */
@@ -1197,7 +1223,7 @@ RunJob(void)
 		cfg.keep_confusion = true;	/* the per-class report (ClassReport) */
 		if (r->dist_npeers > 0)
 		{
-			(void) GnnCheckFeatureSlice(&ref.g, r, 0, r->dist_npeers + 1);
+			GnnDistPreflight(&ref.g, r, 0, r->dist_npeers + 1);
 			/* rank 0 of several servers: the peers' ranks start, the mesh meets */
 			dj = GnnDistJobAlloc();
 			GnnDistJobStart(r, wctx->job, dj);
