@@ -1043,7 +1043,8 @@ CREATE FUNCTION gnn._train_rank(graph text, model text, task text, name text, hi
                                 epochs int, lr float8, weight_decay float8, dropout float8, device text,
                                 seed int, wait boolean, options jsonb,
                                 job text, rank int, size int, coordinator text, timeout_ms int,
-                                OUT epochs_run int, OUT seconds float8, OUT own_nodes bigint, OUT halo_nodes bigint)
+                                OUT epochs_run int, OUT seconds float8, OUT own_nodes bigint, OUT halo_nodes bigint,
+                                OUT device text, OUT device_note text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'gnn_train_rank' LANGUAGE C VOLATILE;
 

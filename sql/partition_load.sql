@@ -163,7 +163,7 @@ SELECT gnn.train('pl0', options => '{"peers": [1]}');
 SELECT gnn.train('pl0', options => '{"coordinator": "host=x"}');
 SELECT gnn.train('pl0', options => '{"peers": ["host=x"], "fanouts": [5, 5], "sampler": "ladies"}');
 SELECT gnn.train('pl0', task => 'link_prediction', options => '{"peers": ["host=x"]}');
-SELECT gnn.train('pl0', device => 'cuda', options => '{"peers": ["host=x"]}');
+SELECT gnn.train('pl0', device => 'cuda', options => '{"peers": ["host=x"], "fanouts": [5, 5], "feature_slices": true}');
 SELECT gnn.train('pl0', options => '{"peers": ["host=x"], "dist_timeout_ms": 5}');
 SELECT count(*) AS no_job FROM gnn.jobs WHERE graph = 'pl0' AND state <> 'succeeded';
 

@@ -255,6 +255,46 @@ static int	g_fail_rank = -1,	/* that rank fails its g_fail_batch-th batch at g_f
 			g_fail_batch,
 			g_fail_where;
 
+/*
+ * A backend whose memory the core must treat as a device's: the CPU's ops
+ * behind another table, so that be->ops != gnn_backend_cpu() and every
+ * path a GPU rank takes (gradients, halo rows and batches through host
+ * copies) runs here; its copies are counted.
+ */
+static bool g_staged;
+static gnn_backend_ops staged_ops;
+static int64_t staged_copies;
+
+static gnn_status
+staged_d2h(gnn_backend *be, void *host_dst, const void *src, size_t bytes)
+{
+	staged_copies++;
+	return gnn_backend_cpu()->copy_d2h(be, host_dst, src, bytes);
+}
+
+static gnn_status
+staged_h2d(gnn_backend *be, void *dst, const void *host_src, size_t bytes)
+{
+	staged_copies++;
+	return gnn_backend_cpu()->copy_h2d(be, dst, host_src, bytes);
+}
+
+static gnn_status
+rank_backend(gnn_backend **be, gnn_error *err)
+{
+	gnn_status	st = gnn_backend_create("cpu", 1, NULL, be, err);
+
+	if (st == GNN_OK && g_staged)
+	{
+		staged_ops = *gnn_backend_cpu();
+		staged_ops.copy_d2h = staged_d2h;
+		staged_ops.copy_h2d = staged_h2d;
+		(*be)->ops = &staged_ops;
+		snprintf((*be)->name, sizeof((*be)->name), "staged");
+	}
+	return st;
+}
+
 static void
 mb_config(gnn_minibatch_config *mbc)
 {
@@ -350,6 +390,7 @@ typedef struct rank_out
 	int			status;
 	gnn_minibatch_stats st;		/* minibatches: the loop's figures */
 	gnn_linkpred_result lp;		/* link prediction */
+	int64_t		copies;			/* a staged backend's host copies */
 } rank_out;
 
 /* the model's layer-0 rows and probabilities of every node by id into o (d: over the parts, to rank 0) */
@@ -483,7 +524,7 @@ rank_train(int rank, int size, const char *prefix, int timeout_ms)
 		out->status = gnn_dist_open(so_path, &o2, &store, &d2, &err);
 	}
 	if (out->status == GNN_OK)
-		out->status = gnn_backend_create("cpu", 1, NULL, &be, &err);
+		out->status = rank_backend(&be, &err);
 	if (out->status == GNN_OK)
 	{
 		cfg.dist = d;
@@ -495,10 +536,12 @@ rank_train(int rank, int size, const char *prefix, int timeout_ms)
 		out->nw = gnn_model_weights_count(model);
 		if (out->nw <= 4096)
 			gnn_model_weights_get(model, out->w, &err);
-		if (!g_minibatch && g_fault == 0 && d)
+		/* (results over parts run on the CPU backend: gnn_model_infer_dist) */
+		if (!g_minibatch && g_fault == 0 && d && !g_staged)
 			out->status = model_rows(d, model, &g, out, &err);
 		out->st = g_mbstats;
 		out->lp = g_lpres;
+		out->copies = staged_copies;
 	}
 	snprintf(out->msg, sizeof(out->msg), "%s", err.msg);
 	out_path(rank, p, sizeof(p));
@@ -1097,6 +1140,70 @@ check_p3(void)
 	g_fanout = -1;
 }
 
+/*
+ * GPU ranks' path on the CPU (rank_backend's staged backend): full batch
+ * (the halo's rows), minibatches sampled across parts and link prediction
+ * over 2 ranks, each the same run as on the CPU backend, bit for bit: the
+ * gradients, the halo's rows and the batches went through host copies.
+ */
+static void
+check_staged(void)
+{
+	const char *names[3] = {"full-batch GCN", "minibatch GraphSAGE sampled across parts", "link prediction"};
+
+	g_parts = 2;
+	g_fault = 0;
+	for (int k = 0; k < 3; k++)
+	{
+		rank_out   *o[2] = {calloc(2, sizeof(rank_out)), calloc(2, sizeof(rank_out))};
+		bool		ok = true;
+		double		d = 0;
+
+		kind_now = k == 0 ? GNN_MODEL_GCN : GNN_MODEL_SAGE;
+		g_minibatch = k > 0;
+		g_linkpred = k == 2;
+		g_halo = k == 1 ? 2 : 1;
+		g_batch = 64;
+		g_fanout = 4;
+		for (int v = 0; v < 2; v++)
+		{
+			char		pre[64];
+
+			g_staged = v == 1;
+			snprintf(pre, sizeof(pre), "staged%d-%d", k, v);
+			ok &= run_ranks(2, -1, rank_train, pre, 20000, NULL) == 2;
+			for (int r = 0; r < 2; r++)
+			{
+				ok &= read_out(r, &o[v][r]) && o[v][r].status == GNN_OK && o[v][r].nw > 0 && o[v][r].nw <= 4096;
+				if (o[v][r].status != GNN_OK)
+					NOTE("%s, rank %d: %s", v ? "staged" : "cpu", r, o[v][r].msg);
+			}
+		}
+		g_staged = false;
+		for (int r = 0; ok && r < 2; r++)
+		{
+			ok &= o[1][r].nw == o[0][r].nw && o[1][r].copies > 0 && o[0][r].copies == 0 &&
+				o[1][r].c.epochs == o[0][r].c.epochs;
+			for (int e = 1; ok && e <= o[0][r].c.epochs; e++)
+				d = fmax(d, fmax(fabs(o[1][r].c.loss[e] - o[0][r].c.loss[e]),
+								 fabs(o[1][r].c.val_acc[e] - o[0][r].c.val_acc[e])));
+			for (int64_t i = 0; ok && i < o[0][r].nw; i++)
+				d = fmax(d, fabs(o[1][r].w[i] - o[0][r].w[i]));
+			if (ok && k == 2)
+				d = fmax(d, fabs(o[1][r].lp.test_auc - o[0][r].lp.test_auc));
+		}
+		CHECK(ok && d == 0,
+			  "%s over 2 ranks whose backend's memory is a device's (host copies: %lld on rank 0): the CPU ranks' "
+			  "curve and weights (max |d| %.2g)", names[k], ok ? (long long) o[1][0].copies : -1LL, d);
+		free(o[0]);
+		free(o[1]);
+	}
+	g_minibatch = g_linkpred = false;
+	g_halo = 1;
+	g_batch = 1000;
+	g_fanout = -1;
+}
+
 int
 main(void)
 {
@@ -1247,6 +1354,7 @@ main(void)
 	check_remote();
 	check_linkpred();
 	check_p3();
+	check_staged();
 	for (int k = 0; k < 3; k++)
 		free(ww[k]);
 	{

@@ -486,6 +486,19 @@ sub max_diff
 			$m2, $m1));
 	my $m = $n[0]->safe_psql('postgres', "SELECT metrics::text FROM gnn.models WHERE name = 'mb_two_1'");
 	like($m, qr/"ranks": 2/, 'the model is in the coordinator\'s gnn.models, with its ranks') or diag($m);
+	# each rank's device: this server's GPU where it has one (device auto), else its CPU, saying why
+	my $dev = $n[0]->safe_psql('postgres', "SELECT (SELECT string_agg(p->>'device', ',') FROM "
+		  . "jsonb_array_elements(metrics->'peers') p), (SELECT device FROM gnn.jobs WHERE model_name = 'mb_two_1' "
+		  . "ORDER BY id DESC LIMIT 1), metrics->'peers'->0->>'device_note' FROM gnn.models WHERE name = 'mb_two_1'");
+	like($dev, qr/^(cpu\|cpu\|(this machine has no GPU|gnn was built without CUDA).*|cuda:\d+\|cuda:\d+\|)$/,
+		'every rank says its device, and why not a GPU where it has none') or diag($dev);
+	# device => 'cuda' over servers: a rank with no GPU ends the job, named; feature slices stay on the CPU
+	if ($dev =~ /^cpu/)
+	{
+		my ($rc, $o, $e) = train_mb('pd2h', [conn(1)], 1, 'mb_cuda', '', ' epochs => 2, device => \'cuda\',');
+		like($e, qr/device => 'cuda' was asked for, but no GPU can be used/,
+			"device => 'cuda' over two servers without a GPU: the job fails, saying so") or diag("$rc $o $e");
+	}
 	my $ranks = $n[0]->safe_psql('postgres', "SELECT count(*) FROM gnn.training_log WHERE job = "
 		  . "(SELECT id FROM gnn.jobs WHERE model_name = 'mb_two_1' ORDER BY id DESC LIMIT 1)");
 	is($ranks, '30', 'every epoch logged');

@@ -90,7 +90,45 @@ struct gnn_model
 	void	   *halo_arg;
 	gnn_reduce_fn reduce;		/* feature slices: layer 0's partial pre-activations summed */
 	void	   *reduce_arg;
+	float	   *stage;			/* host rows for the hooks when the backend's memory is a device's */
+	size_t		stage_cap;		/* floats */
 };
+
+/*
+ * A hook (halo, reduce) works on host rows: on a device's backend the rows
+ * go through m->stage, down before the call and back up after it.
+ */
+static gnn_status
+hook_rows(gnn_model *m, float *rows, int64_t count, int32_t dim, bool backward, bool halo, gnn_error *err)
+{
+	gnn_backend *be = m->be;
+	float	   *host = rows;
+	size_t		bytes = sizeof(float) * (size_t) count;
+	gnn_status	st;
+
+	if (be->ops != gnn_backend_cpu())
+	{
+		if ((size_t) count > m->stage_cap)
+		{
+			float	   *b = realloc(m->stage, bytes);
+
+			if (!b)
+				return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory staging %lld rows' floats for the other ranks",
+									 (long long) count);
+			m->stage = b;
+			m->stage_cap = (size_t) count;
+		}
+		host = m->stage;
+		if ((st = gnn_backend_copy_d2h(be, host, rows, bytes)) != GNN_OK)
+			return gnn_backend_error(be, st, err);
+	}
+	else if ((st = gnn_backend_sync(be)) != GNN_OK)
+		return gnn_backend_error(be, st, err);
+	st = halo ? m->halo(m->halo_arg, host, dim, backward, err) : m->reduce(m->reduce_arg, host, count, err);
+	if (st == GNN_OK && host != rows && (st = gnn_backend_copy_h2d(be, rows, host, bytes)) != GNN_OK)
+		return gnn_backend_error(be, st, err);
+	return st;
+}
 
 void
 gnn_model_set_halo(gnn_model *m, gnn_halo_fn fn, void *arg)
@@ -475,6 +513,7 @@ gnn_model_free(gnn_model *m)
 	for (int l = 0; l < GNN_MAX_LAYERS; l++)
 		for (int b = 0; b < B_COUNT; b++)
 			gnn_buf_free(m->be, &m->layers[l].buf[b]);
+	free(m->stage);
 	free(m);
 }
 
@@ -1321,8 +1360,7 @@ input_done:
 	{
 		gnn_status	st;
 
-		TRY(gnn_backend_sync(be));
-		if ((st = m->reduce(m->reduce_arg, P, nd * dout, err)) != GNN_OK)
+		if ((st = hook_rows(m, P, nd * dout, dout, false, false, err)) != GNN_OK)
 			return st;
 	}
 	L->p_out = P;
@@ -1373,8 +1411,8 @@ forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers, const gnn_d
 								 l, (long long) blocks[l]->n_src, l - 1, (long long) blocks[l - 1]->n_dst);
 		/* the halo's rows of this layer's input are their owners' (the previous layer's own outputs there) */
 		if (l > 0 && m->halo &&
-			(st = m->halo(m->halo_arg, (float *) m->layers[l - 1].y, (int32_t) m->layers[l - 1].d_out, false,
-						  err)) != GNN_OK)
+			(st = hook_rows(m, (float *) m->layers[l - 1].y, m->layers[l - 1].n_dst * m->layers[l - 1].d_out,
+							(int32_t) m->layers[l - 1].d_out, false, true, err)) != GNN_OK)
 			return st;
 		/*
 		 * a training pass with dropout fuses the next layer's input dropout
@@ -1666,7 +1704,8 @@ gnn_model_backward(gnn_model *m, const float *dlogits, gnn_error *err)
 		if (st != GNN_OK)
 			return st;
 		/* the halo's input gradients belong to their owners' outputs */
-		if (l > 0 && m->halo && (st = m->halo(m->halo_arg, lbuf(L, B_DX), (int32_t) L->d_in, true, err)) != GNN_OK)
+		if (l > 0 && m->halo &&
+			(st = hook_rows(m, lbuf(L, B_DX), L->n_src * L->d_in, (int32_t) L->d_in, true, true, err)) != GNN_OK)
 			return st;
 		dY = lbuf(L, B_DX);
 	}

@@ -101,9 +101,6 @@ gnn_train_dist_setup(gnn_dist *d, const gnn_graph *g, const gnn_train_config *cf
 
 	*xfeat = NULL;
 	*deg = NULL;
-	if (strcmp(cfg->backend, "cpu") != 0)
-		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
-							 "distributed training runs on the CPU backend (jobs do not use the NCCL engine yet)");
 	if (!(all = malloc(sizeof(int32_t) * 2 * size)))
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 	if ((st = gnn_dist_allgather(d, mine, sizeof(mine), all, err)) != GNN_OK)
@@ -127,7 +124,9 @@ done:
 /*
  * The sum over the ranks of every parameter's gradient times scale (0: this
  * rank adds nothing, whatever its gradients hold), with nextra floats of
- * extra summed in the same allreduce.
+ * extra summed in the same allreduce.  The gradients go through host
+ * memory (buf): on a GPU rank they are copied down and back up, so ranks
+ * on GPUs and on CPUs sum alike over the host's collectives.
  */
 gnn_status
 gnn_train_dist_sum_grads(gnn_dist *d, gnn_model *m, float scale, float *extra, int nextra, float **buf,
@@ -164,11 +163,14 @@ gnn_train_dist_sum_grads(gnn_dist *d, gnn_model *m, float scale, float *extra, i
 
 		if (scale == 0.0f)
 			memset(*buf + at, 0, sizeof(float) * k);
-		else if (scale == 1.0f)
-			memcpy(*buf + at, p->g.data, sizeof(float) * k);
 		else
-			for (size_t j = 0; j < k; j++)
-				(*buf)[at + j] = p->g.data[j] * scale;
+		{
+			if ((st = gnn_tensor_download(&p->g, *buf + at, err)) != GNN_OK)
+				return st;
+			if (scale != 1.0f)
+				for (size_t j = 0; j < k; j++)
+					(*buf)[at + j] *= scale;
+		}
 		at += k;
 	}
 	if (nextra > 0)
@@ -179,28 +181,31 @@ gnn_train_dist_sum_grads(gnn_dist *d, gnn_model *m, float scale, float *extra, i
 	for (int i = 0; i < gnn_model_num_params(m); i++)
 	{
 		gnn_param  *p = gnn_model_param(m, i);
-		size_t		k = (size_t) (p->g.rows * p->g.cols);
 
-		memcpy(p->g.data, *buf + at, sizeof(float) * k);
-		at += k;
+		if ((st = gnn_tensor_upload(&p->g, *buf + at, err)) != GNN_OK)
+			return st;
+		at += (size_t) (p->g.rows * p->g.cols);
 	}
 	if (nextra > 0)
 		memcpy(extra, *buf + at, sizeof(float) * nextra);
 	return GNN_OK;
 }
 
-/* every parameter's gradient times f (host memory: the CPU backend's) */
-void
-gnn_train_dist_scale_grads(gnn_model *m, float f)
+/* every parameter's gradient times f, in the backend's memory */
+gnn_status
+gnn_train_dist_scale_grads(gnn_model *m, float f, gnn_error *err)
 {
+	gnn_backend *be = gnn_model_backend(m);
+
 	for (int i = 0; i < gnn_model_num_params(m); i++)
 	{
 		gnn_param  *p = gnn_model_param(m, i);
-		size_t		k = (size_t) (p->g.rows * p->g.cols);
+		gnn_status	st = gnn_backend_axpby(be, p->g.rows * p->g.cols, f, p->g.data, 0.0f, p->g.data);
 
-		for (size_t j = 0; j < k; j++)
-			p->g.data[j] *= f;
+		if (st != GNN_OK)
+			return gnn_backend_error(be, st, err);
 	}
+	return GNN_OK;
 }
 
 /* the epoch's metrics over all ranks: each split's means weighted by its nodes on each rank */

@@ -36,7 +36,7 @@ gnn_status	gnn_train_dist_setup(gnn_dist *d, const gnn_graph *g, const gnn_train
 gnn_status	gnn_train_dist_sum_grads(gnn_dist *d, gnn_model *m, float scale, float *extra, int nextra,
 									 float **buf, size_t *cap, gnn_error *err);
 /* every parameter's gradient times f */
-void		gnn_train_dist_scale_grads(gnn_model *m, float f);
+gnn_status	gnn_train_dist_scale_grads(gnn_model *m, float f, gnn_error *err);
 
 /* em's allreduce / alltoallv seconds and bytes: d's counters since c0 */
 void		gnn_train_dist_epoch_comm(gnn_dist *d, const gnn_dist_counters *c0, gnn_epoch_metrics *em);

@@ -1410,9 +1410,9 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 			}
 			if (extra[0] > 0)
 			{
-				gnn_train_dist_scale_grads(model, 1.0f / extra[0]);
 				total += extra[1] / extra[0];
-				st = gnn_optim_step(&opt, model, err);
+				if ((st = gnn_train_dist_scale_grads(model, 1.0f / extra[0], err)) == GNN_OK)
+					st = gnn_optim_step(&opt, model, err);
 			}
 		}
 		if (st != GNN_OK)

@@ -1840,7 +1840,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 					st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
 				if (st == GNN_OK && extra[0] > 0)
 				{
-					gnn_train_dist_scale_grads(model, 1.0f / extra[0]);
+					st = gnn_train_dist_scale_grads(model, 1.0f / extra[0], err);
 					loss = extra[1] / extra[0];
 				}
 			}

@@ -736,6 +736,8 @@ extern gnn_status GnnRunLinkPrediction(const gnn_graph *g, const gnn_train_confi
 									   gnn_should_stop_fn should_stop, gnn_model **model, gnn_train_result *res,
 									   gnn_linkpred_result *lres, gnn_error *err);
 extern int64 GnnJobGpuBytes(const GnnTrainRequest *r);
+extern struct gnn_backend *GnnJobBackend(const GnnTrainRequest *r, int rank, char *note, size_t notelen,
+										 bool *note_expected);
 extern void GnnCheckJobMemory(const GnnTrainRequest *r, const gnn_graph *g);
 PGDLLEXPORT void GnnWorkerMain(Datum arg);
 

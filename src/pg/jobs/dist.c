@@ -33,6 +33,7 @@
 #include "train/train_dist.h"
 #include "executor/spi.h"
 #include "catalog/namespace.h"
+#include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "nodes/makefuncs.h"
 #include "utils/regproc.h"
@@ -923,7 +924,7 @@ static GnnDistJob *current_job = NULL;
 /* the peer calls: gnn.train's 14 arguments, then the job's */
 #define TRAIN_RANK_SQL \
 	"SELECT * FROM gnn._train_rank($1, $2, $3, $4, $5::int, $6::int, $7::int, $8::float8, $9::float8, " \
-	"$10::float8, 'cpu', $11::int, false, $12::jsonb, $13, $14::int, $15::int, $16, $17::int)"
+	"$10::float8, $18, $11::int, false, $12::jsonb, $13, $14::int, $15::int, $16, $17::int)"
 
 void
 GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj)
@@ -979,8 +980,8 @@ GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj)
 					rk[16],
 					sz[16],
 					tm[16];
-		const char *vals[17] = {r->graph, r->model, r->task, r->model_name, hid, lay, ep, lr, wd, dr, sd,
-			r->dist_options[0] ? r->dist_options : "{}", dj->job, rk, sz, dj->coord, tm};
+		const char *vals[18] = {r->graph, r->model, r->task, r->model_name, hid, lay, ep, lr, wd, dr, sd,
+			r->dist_options[0] ? r->dist_options : "{}", dj->job, rk, sz, dj->coord, tm, r->device};
 
 		snprintf(hid, sizeof(hid), "%d", r->hidden);
 		snprintf(lay, sizeof(lay), "%d", r->layers);
@@ -992,7 +993,7 @@ GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj)
 		snprintf(rk, sizeof(rk), "%d", i + 1);
 		snprintf(sz, sizeof(sz), "%d", dj->size);
 		snprintf(tm, sizeof(tm), "%d", dj->timeout_ms);
-		if (!PQsendQueryParams(dj->peers[i], TRAIN_RANK_SQL, 17, NULL, vals, NULL, NULL, 0))
+		if (!PQsendQueryParams(dj->peers[i], TRAIN_RANK_SQL, 18, NULL, vals, NULL, NULL, 0))
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
 					 errmsg("could not start rank %d on %s", i + 1, dj->names[i]),
@@ -1101,9 +1102,18 @@ GnnDistJobFinish(GnnDistJob *dj, gnn_status st, StringInfo ranks_json)
 			msg = OneLine(prim ? prim : PQresultErrorMessage(res));
 		}
 		else
+		{
 			appendStringInfo(ranks_json, "%s{\"rank\": %d, \"epochs\": %s, \"seconds\": %s, \"own_nodes\": %s, "
-							 "\"halo_nodes\": %s}", i ? ", " : "", i + 1, PQgetvalue(res, 0, 0),
+							 "\"halo_nodes\": %s, \"device\": ", i ? ", " : "", i + 1, PQgetvalue(res, 0, 0),
 							 PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3));
+			escape_json(ranks_json, PQgetvalue(res, 0, 4));
+			if (!PQgetisnull(res, 0, 5))
+			{
+				appendStringInfoString(ranks_json, ", \"device_note\": ");
+				escape_json(ranks_json, PQgetvalue(res, 0, 5));
+			}
+			appendStringInfoChar(ranks_json, '}');
+		}
 		if (score > failed_score)
 		{
 			failed = i;
@@ -1201,9 +1211,12 @@ PG_FUNCTION_INFO_V1(gnn_train_rank);
 
 /*
  * _train_rank(gnn.train's 14 arguments, job, rank, size, coordinator,
- * timeout_ms) -> (epochs, seconds, own_nodes, halo_nodes): one peer's rank
- * of a job over several servers, run on that peer over libpq as the job's
- * role; the model stays with the coordinator.
+ * timeout_ms) -> (epochs, seconds, own_nodes, halo_nodes, device,
+ * device_note): one peer's rank of a job over several servers, run on that
+ * peer over libpq as the job's role; the model stays with the coordinator.
+ * The rank trains on this server's GPU as the job's device asks and the
+ * server has one (the gradients are summed in host memory), else on its
+ * CPU, saying why in device_note.
  */
 Datum
 gnn_train_rank(PG_FUNCTION_ARGS)
@@ -1224,8 +1237,10 @@ gnn_train_rank(PG_FUNCTION_ARGS)
 	gnn_error	err;
 	gnn_status	st = GNN_OK;
 	TupleDesc	td;
-	Datum		values[4];
-	bool		nulls[4] = {false, false, false, false};
+	Datum		values[6];
+	bool		nulls[6] = {false, false, false, false, false, false};
+	char		note[256];
+	bool		note_expected;
 	TableStore	ts;
 	gnn_dist_store dst = {&ts, StoreSet, StoreGet};
 	PeerCtx		pc;
@@ -1255,11 +1270,10 @@ gnn_train_rank(PG_FUNCTION_ARGS)
 	{
 		GnnGraphAcquire(r.graph, &ref);
 		have_ref = true;
-		GnnTrainConfigFor(&r, &ref.g, false, &cfg);
 		GnnDistPreflight(&ref.g, &r, rank, size);
 		GnnCoreThreadsInit();
-		if (gnn_backend_cpu_create(r.threads, &be, &err) != GNN_OK)
-			GnnReportCoreError("could not create the CPU backend", &err);
+		be = GnnJobBackend(&r, rank, note, sizeof(note), &note_expected);
+		GnnTrainConfigFor(&r, &ref.g, strncmp(be->name, "cuda", 4) == 0, &cfg);
 		d = PeerMeet(conn, &ts, &dst, job, rank, size, timeout);
 		cfg.dist = d;
 		if (r.nfanouts > 0)
@@ -1290,6 +1304,9 @@ gnn_train_rank(PG_FUNCTION_ARGS)
 		values[1] = Float8GetDatum(res.seconds);
 		values[2] = Int64GetDatum(ref.g.n_owned);
 		values[3] = Int64GetDatum(ref.g.num_nodes - ref.g.n_owned);
+		values[4] = CStringGetTextDatum(be->name);
+		values[5] = CStringGetTextDatum(note);
+		nulls[5] = note[0] == '\0';
 	}
 	PG_FINALLY();
 	{

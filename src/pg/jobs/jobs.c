@@ -1466,14 +1466,17 @@ GnnTrainRequestFromArgs(FunctionCallInfo fcinfo, GnnTrainRequest *r)
 			!(strcmp(r->model, "gcn") == 0 || strcmp(r->model, "graphsage") == 0 || strcmp(r->model, "gat") == 0 ||
 			  strcmp(r->model, "rgcn") == 0 || strcmp(r->model, "hetero_sage") == 0) ?
 			"trains gcn, graphsage, gat, rgcn or hetero_sage" :
-			strcmp(r->device, "cuda") == 0 ? "runs on the CPU (NCCL for GPUs is not built yet)" : NULL;
+			r->feature_slices && strcmp(r->device, "cuda") == 0 ? "splits feature slices on the CPU (device => 'cuda')" :
+			NULL;
 
 		if (why)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("a job over several servers (options.peers) %s", why),
 					 errhint("Drop the option that asks for it, or train on one server.")));
-		strlcpy(r->device, "cpu", sizeof(r->device));
+		/* each rank on its own server's GPU (device auto or cuda), feature slices on the CPU */
+		if (r->feature_slices)
+			strlcpy(r->device, "cpu", sizeof(r->device));
 		/* how many, never where: conninfos may hold passwords */
 		snprintf(r->params_json + strlen(r->params_json) - 1, sizeof(r->params_json) - strlen(r->params_json) + 1,
 				 ", \"ranks\": %d, \"dist_timeout_ms\": %d}", r->dist_npeers + 1, r->dist_timeout_ms);

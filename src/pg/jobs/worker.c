@@ -1036,6 +1036,115 @@ ClassReport(StringInfo b, const gnn_graph *g, const gnn_train_result *res)
 	}
 }
 
+/*
+ * The backend of request r's job (or of its rank > 0 of several servers):
+ * its GPU where r->device asks for one and this server has one (for
+ * 'auto', where the job fits it), else the CPU, with note saying why not
+ * (note_expected: the normal case of a machine without a GPU).  CUDA is
+ * initialised here, in the job's own process (the worker, or a peer's
+ * session running its rank), and nowhere else.
+ */
+gnn_backend *
+GnnJobBackend(const GnnTrainRequest *r, int rank, char *note, size_t notelen, bool *note_expected)
+{
+	gnn_backend *be = NULL;
+	gnn_error	err;
+	gnn_status	st;
+
+	note[0] = '\0';
+	*note_expected = false;
+	if (strcmp(r->model, "node2vec") == 0 && strcmp(r->device, "cpu") != 0)
+	{
+		snprintf(note, notelen, "node2vec trains on the CPU");
+		*note_expected = true;
+	}
+	else if (strcmp(r->device, "cpu") != 0)
+	{
+		const char *so = (gnn_cuda_library && gnn_cuda_library[0]) ? gnn_cuda_library :
+			psprintf("%s/gnn_cuda.so", pkglib_path);
+		bool		known_absent;
+
+		/* device 'auto' where an earlier job found no GPU behind this library: the CPU, without the probe */
+		LWLockAcquire(gnn_shared->lock, LW_SHARED);
+		known_absent = strcmp(r->device, "auto") == 0 && strcmp(gnn_shared->no_gpu_library, so) == 0;
+		LWLockRelease(gnn_shared->lock);
+		if (known_absent)
+			st = gnn_error_set(&err, GNN_ERR_UNSUPPORTED, "no GPU found (an earlier job's probe of %s)", so);
+		else
+			st = gnn_backend_cuda_load(so, 0, &be, &err);	/* a server's first GPU, whatever its rank */
+		if (st == GNN_OK)
+		{
+			/* a GPU after all (device 'cuda' probes every time): 'auto' looks again too */
+			LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+			if (strcmp(gnn_shared->no_gpu_library, so) == 0)
+				gnn_shared->no_gpu_library[0] = '\0';
+			LWLockRelease(gnn_shared->lock);
+		}
+		if (st != GNN_OK)
+		{
+			be = NULL;
+			if (strcmp(r->device, "cuda") == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("%sdevice => 'cuda' was asked for, but no GPU can be used: %s", rank > 0 ? psprintf("rank %d: ", rank) : "", err.msg),
+						 errhint("Use device => 'auto' or 'cpu'.")));
+			/*
+			 * No GPU here (no driver, no device) or a build without CUDA is
+			 * the normal CPU case, said only with gnn.progress; anything else
+			 * is a broken installation, said always.
+			 */
+			if (strstr(err.msg, "cudaErrorInsufficientDriver") || strstr(err.msg, "cudaErrorNoDevice") ||
+				strstr(err.msg, "no GPU found"))
+			{
+				snprintf(note, notelen, "this machine has no GPU (no NVIDIA driver or device)");
+				*note_expected = true;
+				if (!known_absent && strlen(so) < MAXPGPATH)
+				{
+					LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+					strlcpy(gnn_shared->no_gpu_library, so, MAXPGPATH);
+					LWLockRelease(gnn_shared->lock);
+				}
+			}
+			else if (strstr(err.msg, "cannot load") && strstr(err.msg, "gnn_cuda.so"))
+			{
+				snprintf(note, notelen, "gnn was built without CUDA (no gnn_cuda.so)");
+				*note_expected = true;
+			}
+			else
+				snprintf(note, notelen, "no usable GPU (%s)", err.msg);
+		}
+		else if (strcmp(r->device, "auto") == 0)
+		{
+			/* auto: the GPU when the job fits it, else the CPU, saying which limit */
+			size_t		fr,
+						tot;
+			gnn_error	merr;
+
+			if (gnn_gpu_mem_info(be, &fr, &tot, &merr) == GNN_OK)
+			{
+				int64		need = GnnJobGpuBytes(r);
+
+				if ((double) need > 0.9 * (double) fr)
+				{
+					gnn_backend_destroy(be);
+					be = NULL;
+					snprintf(note, notelen,
+							 "the job needs about %lld MB of GPU memory (gnn.estimate) and %lld MB are free%s",
+							 (long long) (need >> 20), (long long) (fr >> 20),
+							 r->nfanouts > 0 ? "" : " (minibatch training, options.fanouts, needs far less)");
+				}
+			}
+		}
+	}
+	if (be == NULL)
+	{
+		st = gnn_backend_cpu_create(r->threads, &be, &err);
+		if (st != GNN_OK)
+			GnnReportCoreError("could not create the CPU backend", &err);
+	}
+	return be;
+}
+
 static void
 RunJob(void)
 {
@@ -1092,97 +1201,8 @@ RunJob(void)
 		SetConfigOption("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION);
 	}
 
-	/* the device: CUDA is initialised here, in the worker, and nowhere else */
 	GnnCoreThreadsInit();
-	if (node2vec && strcmp(r->device, "cpu") != 0)
-	{
-		snprintf(note, sizeof(note), "node2vec trains on the CPU");
-		note_expected = true;
-	}
-	else if (strcmp(r->device, "cpu") != 0)
-	{
-		const char *so = (gnn_cuda_library && gnn_cuda_library[0]) ? gnn_cuda_library :
-			psprintf("%s/gnn_cuda.so", pkglib_path);
-		bool		known_absent;
-
-		/* device 'auto' where an earlier job found no GPU behind this library: the CPU, without the probe */
-		LWLockAcquire(gnn_shared->lock, LW_SHARED);
-		known_absent = strcmp(r->device, "auto") == 0 && strcmp(gnn_shared->no_gpu_library, so) == 0;
-		LWLockRelease(gnn_shared->lock);
-		if (known_absent)
-			st = gnn_error_set(&err, GNN_ERR_UNSUPPORTED, "no GPU found (an earlier job's probe of %s)", so);
-		else
-			st = gnn_backend_cuda_load(so, 0, &be, &err);
-		if (st == GNN_OK)
-		{
-			/* a GPU after all (device 'cuda' probes every time): 'auto' looks again too */
-			LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-			if (strcmp(gnn_shared->no_gpu_library, so) == 0)
-				gnn_shared->no_gpu_library[0] = '\0';
-			LWLockRelease(gnn_shared->lock);
-		}
-		if (st != GNN_OK)
-		{
-			be = NULL;
-			if (strcmp(r->device, "cuda") == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("device => 'cuda' was asked for, but no GPU can be used: %s", err.msg),
-						 errhint("Use device => 'auto' or 'cpu'.")));
-			/*
-			 * No GPU here (no driver, no device) or a build without CUDA is
-			 * the normal CPU case, said only with gnn.progress; anything else
-			 * is a broken installation, said always.
-			 */
-			if (strstr(err.msg, "cudaErrorInsufficientDriver") || strstr(err.msg, "cudaErrorNoDevice") ||
-				strstr(err.msg, "no GPU found"))
-			{
-				snprintf(note, sizeof(note), "this machine has no GPU (no NVIDIA driver or device)");
-				note_expected = true;
-				if (!known_absent && strlen(so) < MAXPGPATH)
-				{
-					LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-					strlcpy(gnn_shared->no_gpu_library, so, MAXPGPATH);
-					LWLockRelease(gnn_shared->lock);
-				}
-			}
-			else if (strstr(err.msg, "cannot load") && strstr(err.msg, "gnn_cuda.so"))
-			{
-				snprintf(note, sizeof(note), "gnn was built without CUDA (no gnn_cuda.so)");
-				note_expected = true;
-			}
-			else
-				snprintf(note, sizeof(note), "no usable GPU (%s)", err.msg);
-		}
-		else if (strcmp(r->device, "auto") == 0)
-		{
-			/* auto: the GPU when the job fits it, else the CPU, saying which limit */
-			size_t		fr,
-						tot;
-			gnn_error	merr;
-
-			if (gnn_gpu_mem_info(be, &fr, &tot, &merr) == GNN_OK)
-			{
-				int64		need = GnnJobGpuBytes(r);
-
-				if ((double) need > 0.9 * (double) fr)
-				{
-					gnn_backend_destroy(be);
-					be = NULL;
-					snprintf(note, sizeof(note),
-							 "the job needs about %lld MB of GPU memory (gnn.estimate) and %lld MB are free%s",
-							 (long long) (need >> 20), (long long) (fr >> 20),
-							 r->nfanouts > 0 ? "" : " (minibatch training, options.fanouts, needs far less)");
-				}
-			}
-		}
-	}
-	if (be == NULL)
-	{
-		st = gnn_backend_cpu_create(r->threads, &be, &err);
-		if (st != GNN_OK)
-			GnnReportCoreError("could not create the CPU backend", &err);
-	}
+	be = GnnJobBackend(r, 0, note, sizeof(note), &note_expected);
 	if (r->fault_after >= 0)
 		gnn_backend_fail_after(be, r->fault_after);
 	/* a cancel, a terminate or the memory cap stops any op, and long ones between their pieces */
