@@ -262,6 +262,8 @@ static int	g_fail_rank = -1,	/* that rank fails its g_fail_batch-th batch at g_f
  * copies) runs here; its copies are counted.
  */
 static bool g_staged;
+static const char *g_cuda_so;	/* GNN_TEST_CUDA_RANKS (gnn_cuda.so's path): also on the real CUDA backend */
+static bool g_cuda;
 static gnn_backend_ops staged_ops;
 static int64_t staged_copies;
 
@@ -282,8 +284,11 @@ staged_h2d(gnn_backend *be, void *dst, const void *host_src, size_t bytes)
 static gnn_status
 rank_backend(gnn_backend **be, gnn_error *err)
 {
-	gnn_status	st = gnn_backend_create("cpu", 1, NULL, be, err);
+	gnn_status	st;
 
+	if (g_cuda)
+		return gnn_backend_create("cuda", 1, g_cuda_so, be, err);	/* (in the forked rank: CUDA starts there) */
+	st = gnn_backend_create("cpu", 1, NULL, be, err);
 	if (st == GNN_OK && g_staged)
 	{
 		staged_ops = *gnn_backend_cpu();
@@ -1145,6 +1150,8 @@ check_p3(void)
  * (the halo's rows), minibatches sampled across parts and link prediction
  * over 2 ranks, each the same run as on the CPU backend, bit for bit: the
  * gradients, the halo's rows and the batches went through host copies.
+ * With GNN_TEST_CUDA_RANKS (test/gpu/run_gpu_checks.sh), the same on the CUDA
+ * backend, both ranks on the machine's first GPU: within rounding.
  */
 static void
 check_staged(void)
@@ -1155,7 +1162,7 @@ check_staged(void)
 	g_fault = 0;
 	for (int k = 0; k < 3; k++)
 	{
-		rank_out   *o[2] = {calloc(2, sizeof(rank_out)), calloc(2, sizeof(rank_out))};
+		rank_out   *o[3] = {calloc(2, sizeof(rank_out)), calloc(2, sizeof(rank_out)), calloc(2, sizeof(rank_out))};
 		bool		ok = true;
 		double		d = 0;
 
@@ -1195,8 +1202,39 @@ check_staged(void)
 		CHECK(ok && d == 0,
 			  "%s over 2 ranks whose backend's memory is a device's (host copies: %lld on rank 0): the CPU ranks' "
 			  "curve and weights (max |d| %.2g)", names[k], ok ? (long long) o[1][0].copies : -1LL, d);
+		if (g_cuda_so)
+		{
+			/* the real thing: both ranks on the CUDA backend */
+			char		pre[64];
+			double		dc = 0;
+			bool		okc;
+
+			g_cuda = true;
+			snprintf(pre, sizeof(pre), "cuda%d", k);
+			okc = ok && run_ranks(2, -1, rank_train, pre, 60000, NULL) == 2;
+			g_cuda = false;
+			for (int r = 0; r < 2; r++)
+			{
+				okc &= read_out(r, &o[2][r]) && o[2][r].status == GNN_OK && o[2][r].nw == o[0][r].nw &&
+					o[2][r].c.epochs == o[0][r].c.epochs;
+				if (o[2][r].status != GNN_OK)
+					NOTE("cuda, rank %d: %s", r, o[2][r].msg);
+			}
+			for (int r = 0; okc && r < 2; r++)
+			{
+				for (int e = 1; e <= o[0][r].c.epochs; e++)
+					dc = fmax(dc, fabs(o[2][r].c.loss[e] - o[0][r].c.loss[e]));
+				for (int64_t i = 0; i < o[0][r].nw; i++)
+					dc = fmax(dc, fabs(o[2][r].w[i] - o[0][r].w[i]) / 10);	/* (weights: within 1e-2) */
+				okc &= memcmp(o[2][r].c.loss, o[2][0].c.loss, sizeof(o[2][r].c.loss)) == 0;
+			}
+			CHECK(okc && dc < 1e-3,
+				  "%s over 2 ranks on the CUDA backend (one GPU, shared): the ranks agree, and the CPU ranks' curve "
+				  "within 1e-3 and weights within 1e-2 (max |d loss|, |d weight| / 10: %.2g)", names[k], dc);
+		}
 		free(o[0]);
 		free(o[1]);
+		free(o[2]);
 	}
 	g_minibatch = g_linkpred = false;
 	g_halo = 1;
@@ -1216,6 +1254,7 @@ main(void)
 	const char *names[3] = {"GCN", "GraphSAGE", "GAT"};
 
 	g_short = getenv("GNN_TEST_SHORT") && atoi(getenv("GNN_TEST_SHORT")) > 0;
+	g_cuda_so = getenv("GNN_TEST_CUDA_RANKS") && *getenv("GNN_TEST_CUDA_RANKS") ? getenv("GNN_TEST_CUDA_RANKS") : NULL;
 	so_path = dist_so_path();
 	if (!so_path)
 	{

@@ -32,7 +32,7 @@ pgb_fetch() {
 	pkgs="$pkgs libpq-dev libmetis-dev libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread liburing-dev"
 	# the libraries' packages, from what the binaries link here
 	pkgs="$pkgs $(for b in "$pgbin/postgres" "$pgbin/initdb" "$pgbin/psql" "$pgbin/pg_ctl" \
-			/usr/lib/postgresql/15/lib/gnn.so; do
+			/usr/lib/postgresql/15/lib/gnn.so /usr/lib/postgresql/15/lib/gnn_dist.so; do
 		[ -e "$b" ] && ldd "$b" | awk '/=>/ {print $3}'
 	done | sort -u | xargs -r -n1 readlink -f | while read -r f; do
 		dpkg -S "$f" 2>/dev/null || dpkg -S "${f#/usr}" 2>/dev/null
@@ -66,7 +66,7 @@ pgb_install() {
 	export PG_BINDIR="$PGB_ROOT/usr/lib/postgresql/15/bin"
 	export PATH="$PG_BINDIR:$PATH"
 	# the bundle's libraries after the machine's own: only what is missing comes from it
-	export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$PGB_ROOT/usr/lib/x86_64-linux-gnu:$PGB_ROOT/lib/x86_64-linux-gnu:$PGB_ROOT/usr/lib/x86_64-linux-gnu/openblas-pthread"
+	export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$PGB_ROOT/usr/lib/x86_64-linux-gnu:$PGB_ROOT/lib/x86_64-linux-gnu:$PGB_ROOT/usr/lib/x86_64-linux-gnu/openblas-pthread:$PGB_ROOT/usr/lib"
 	# compiling against it: its headers (libpq-fe.h, metis.h, cblas.h, liburing.h) and .so links
 	export CPATH="${CPATH:+$CPATH:}$PGB_ROOT/usr/include:$PGB_ROOT/usr/include/postgresql:$PGB_ROOT/usr/include/x86_64-linux-gnu/openblas-pthread"
 	export LIBRARY_PATH="${LIBRARY_PATH:+$LIBRARY_PATH:}$PGB_ROOT/usr/lib/x86_64-linux-gnu:$PGB_ROOT/usr/lib/x86_64-linux-gnu/openblas-pthread"

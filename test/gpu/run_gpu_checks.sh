@@ -88,7 +88,7 @@ if ! probe_libs; then
 	if [ -z "${PG_CONFIG:-}" ] && ls test/gpu/debs/*.deb > /dev/null 2>&1; then
 		echo "this machine cannot compile against OpenBLAS / METIS: using the carried bundle"
 		# shellcheck source=test/gpu/pg_bundle.sh
-		source test/gpu/pg_bundle.sh install
+		source test/gpu/pg_bundle.sh install && PGB_INSTALLED=1
 	fi
 	probe_libs || { echo "no OpenBLAS / METIS headers and libraries here, nor in a bundle (test/gpu/debs)"; FAIL=1; }
 fi
@@ -104,7 +104,7 @@ ls src/core/*/*.c | xargs -P "$JOBS" -I{} sh -c 'cc '"$CFLAGS"' -c {} -o '"$CORE
 	> "$OUT/cc_core.log" 2>&1 || { echo "cc src/core failed"; tail -n 5 "$OUT/cc_core.log"; FAIL=1; }
 CORE_SRCS=$(ls "$CORE_OBJ_DIR"/*.o)
 for t in test_backend_parity test_cuda_parity test_kernel_math test_sample_gpu_math test_sample_cuda_parity \
-	test_relabel_math test_gpu_batch_parity; do
+	test_relabel_math test_gpu_batch_parity test_dist_train; do
 	[ -f test/core/$t.c ] && echo "$t"
 done | xargs -P "$JOBS" -I{} sh -c 'cc '"$CFLAGS"' -o test/core/bin/{} test/core/{}.c '"$(echo $CORE_SRCS)"' '"$LIBS"' > "'"$OUT"'/cc_{}.log" 2>&1 || { echo "cc {} failed"; tail -n 5 "'"$OUT"'/cc_{}.log"; exit 1; }' || FAIL=1
 cc $CFLAGS -Isrc/core -o test/core/bin/gnn_train_cli bench/gnn_train_cli.c $CORE_SRCS $LIBS > "$OUT/cc_cli.log" 2>&1 \
@@ -167,6 +167,23 @@ cc -std=gnu11 -O2 -fopenmp -Wall -Wno-unused-function -Isrc/core -Itest/core -o 
 	bench/sample_gpu_bench.c $CORE_SRCS $LIBS > "$OUT/cc_sample_gpu_bench.log" 2>&1 \
 	|| { echo "cc sample_gpu_bench failed"; tail -n 5 "$OUT/cc_sample_gpu_bench.log"; FAIL=1; }
 [ -x bench/bin/sample_gpu_bench ] && run sample_gpu_bench timeout 300 bench/bin/sample_gpu_bench 20 16 50
+
+step "GPU ranks over Gloo (issue #43): two ranks on this GPU against two on the CPU"
+# needs src/dist/gnn_dist.so, built where libgloo-dev is and carried (with the bundle's libgloo0)
+if [ -f src/dist/gnn_dist.so ] && ldd src/dist/gnn_dist.so | grep -q "not found" && [ -z "${PGB_INSTALLED:-}" ] &&
+	ls test/gpu/debs/*.deb > /dev/null 2>&1; then
+	echo "gnn_dist.so's libraries (libgloo) are missing here: using the carried bundle"
+	# shellcheck source=test/gpu/pg_bundle.sh
+	source test/gpu/pg_bundle.sh install && PGB_INSTALLED=1
+fi
+if [ -x test/core/bin/test_dist_train ] && [ -f src/dist/gnn_dist.so ]; then
+	GNN_DIST_SO=$PWD/src/dist/gnn_dist.so GNN_TEST_CUDA_RANKS=$GNN_CUDA_SO run dist_train_cuda timeout 300 \
+		test/core/bin/test_dist_train
+	grep -E "^not ok|CUDA backend|SKIP" "$OUT/dist_train_cuda.log" | head -n 20
+	grep -q "on the CUDA backend" "$OUT/dist_train_cuda.log" || { echo "the CUDA ranks did not run"; FAIL=1; }
+else
+	echo "test_dist_train or src/dist/gnn_dist.so missing (carry src/dist/gnn_dist.so): GPU ranks not checked"; FAIL=1
+fi
 
 if [ "${SQL_CHECKS:-1}" != 0 ]; then
 	step "end to end through SQL"
