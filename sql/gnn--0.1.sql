@@ -1055,7 +1055,7 @@ AS 'MODULE_PATHNAME', 'gnn_train_rank' LANGUAGE C VOLATILE;
 -- as the calling role (not for direct use).
 CREATE FUNCTION gnn._infer_rank(model bytea, graph text, layer int, softmax boolean, row_normalise boolean,
                                 job text, rank int, size int, coordinator text, timeout_ms int,
-                                local_table text, node_type text DEFAULT NULL)
+                                local_table text, node_type text DEFAULT NULL, temporal text DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'gnn_infer_rank' LANGUAGE C VOLATILE;
 

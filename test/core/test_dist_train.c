@@ -28,6 +28,7 @@
 #include "train/train.h"
 #include "train/train_mb.h"
 #include "train/train_dist.h"
+#include "infer/infer.h"
 
 #include <math.h>
 
@@ -1146,6 +1147,167 @@ check_p3(void)
 }
 
 /*
+ * A time-aware model's rows over the parts (gnn_model_infer_temporal_dist):
+ * every rank (g_parts of them; 0: one process on the whole graph, with
+ * gnn_model_infer_temporal) makes the same untrained GraphSAGE from one
+ * seed and computes its nodes' probabilities and layer-0 rows, sampled
+ * [3, 3] as of each node's time (or as_of), keyed by id; rows by id into
+ * the out file.
+ */
+static bool g_trows_as_of;
+
+static int
+rank_trows(int rank, int size, const char *prefix, int timeout_ms)
+{
+	gnn_dist_options o = {rank, size, "127.0.0.1", prefix, timeout_ms};
+	gnn_dist   *d = NULL;
+	gnn_error	err;
+	void	   *region = NULL;
+	gnn_graph	g;
+	gnn_train_config cfg;
+	gnn_model_config mc;
+	gnn_backend *be = NULL;
+	gnn_model  *model = NULL;
+	gnn_rng		rng;
+	gnn_infer_temporal_config tc;
+	rank_out   *out = calloc(1, sizeof(*out));
+	float	   *p = NULL,
+			   *e = NULL;
+	int64_t    *idx = NULL;
+	char		path[600];
+	FILE	   *f;
+	int			whole = size == 1 && g_parts == 0;
+
+	memset(&err, 0, sizeof(err));
+	kind_now = GNN_MODEL_SAGE;
+	config(&cfg);
+	g_temporal = true;
+	out->status = build(whole ? 0 : size, rank, false, false, &region, &g, &err);
+	g_temporal = false;
+	if (out->status == GNN_OK && !whole)
+		out->status = gnn_dist_open(so_path, &o, &store, &d, &err);
+	if (out->status == GNN_OK)
+		out->status = rank_backend(&be, &err);
+	if (out->status == GNN_OK)
+		out->status = gnn_train_model_config_for(&cfg, &g, &mc, &err);
+	if (out->status == GNN_OK)
+	{
+		mc.out_dim = CLS;
+		gnn_rng_seed(&rng, 11);
+		out->status = gnn_model_create(be, &mc, &rng, &model, &err);
+	}
+	memset(&tc, 0, sizeof(tc));
+	tc.sampler.kind = GNN_SAMPLER_NEIGHBOR;
+	tc.sampler.nhops = 2;
+	tc.sampler.fanouts[0] = tc.sampler.fanouts[1] = 3;
+	tc.sampler.nthreads = 1;
+	tc.sampler.temporal = true;
+	tc.sampler.stream_by_id = true;
+	tc.seed = 99;
+	tc.batch_size = 16;
+	tc.row_normalise = true;
+	tc.has_as_of = g_trows_as_of;
+	tc.as_of = N / 2;
+	p = calloc((size_t) g.num_nodes * CLS + 1, sizeof(float));
+	e = calloc((size_t) g.num_nodes * HID + 1, sizeof(float));
+	idx = malloc(sizeof(int64_t) * (g.num_nodes + 1));
+	for (int64_t v = 0; idx && v < g.num_nodes; v++)
+		idx[v] = v;
+	if (out->status == GNN_OK)
+		out->status = whole ? gnn_model_infer_temporal(model, &g, &tc, -1, true, idx, g.num_nodes, p, &err)
+			: gnn_model_infer_temporal_dist(d, model, &g, &tc, -1, true, p, &err);
+	if (out->status == GNN_OK)
+		out->status = whole ? gnn_model_infer_temporal(model, &g, &tc, 0, false, idx, g.num_nodes, e, &err)
+			: gnn_model_infer_temporal_dist(d, model, &g, &tc, 0, false, e, &err);
+	if (out->status == GNN_OK)
+	{
+		int32_t		h = gnn_model_layer_dim(model, 0);
+
+		/* own rows by id; a row nobody wrote stays NaN */
+		for (int i = 0; i < N * CLS; i++)
+			out->prob[i] = NAN;
+		for (int64_t v = 0; v < g.num_nodes; v++)
+			if (!g.node_part || g.node_part[v] == g.part)
+			{
+				memcpy(out->prob + g.ids[v] * CLS, p + v * CLS, sizeof(float) * CLS);
+				memcpy(out->emb + g.ids[v] * HID, e + v * h, sizeof(float) * h);
+			}
+		out->nw = h;
+	}
+	snprintf(out->msg, sizeof(out->msg), "%s", err.msg);
+	out_path(whole ? 99 : rank, path, sizeof(path));
+	if ((f = fopen(path, "wb")))
+	{
+		fwrite(out, sizeof(*out), 1, f);
+		fclose(f);
+	}
+	free(p);
+	free(e);
+	free(idx);
+	gnn_model_free(model);
+	gnn_backend_destroy(be);
+	gnn_dist_close(d);
+	free(region);
+	free(out);
+	return 0;
+}
+
+static void
+check_temporal_rows(void)
+{
+	for (int a = 0; a < 2; a++)
+	{
+		rank_out   *w = calloc(1, sizeof(rank_out));
+		bool		base;
+
+		g_trows_as_of = a == 1;
+		g_parts = 0;
+		base = run_ranks(1, -1, rank_trows, a ? "trw1" : "trw0", 20000, NULL) == 1 && read_out(99, w) &&
+			w->status == GNN_OK;
+		if (!base)
+			NOTE("whole graph: %s", w->msg);
+		for (int size = 2; base && size <= (g_short ? 2 : 3); size++)
+		{
+			rank_out   *o = calloc(size, sizeof(rank_out));
+			char		pre[64];
+			double		dp = 0,
+						de = 0;
+			bool		ok = true;
+			int			missing = 0;
+
+			g_parts = size;
+			snprintf(pre, sizeof(pre), "tr%d-%d", size, a);
+			ok &= run_ranks(size, -1, rank_trows, pre, 20000, NULL) == size;
+			for (int r = 0; r < size; r++)
+			{
+				ok &= read_out(r, &o[r]) && o[r].status == GNN_OK;
+				if (o[r].status != GNN_OK)
+					NOTE("rank %d: %s", r, o[r].msg);
+			}
+			/* each node's rows from its owner */
+			for (int v = 0; ok && v < N; v++)
+			{
+				int			r = part_of(v, size);
+
+				missing += isnan(o[r].prob[v * CLS]);
+				for (int j = 0; j < CLS; j++)
+					dp = fmax(dp, fabs(o[r].prob[v * CLS + j] - w->prob[v * CLS + j]));
+				for (int j = 0; j < w->nw; j++)
+					de = fmax(de, fabs(o[r].emb[v * HID + j] - w->emb[v * HID + j]));
+			}
+			CHECK(ok && missing == 0 && dp < 1e-5 && de < 1e-5,
+				  "time-aware GraphSAGE's rows over %d parts (%s, sampled [3, 3] keyed by id): one process's on the "
+				  "whole graph (max |d probability| %.2g, |d layer 0| %.2g; %d rows missing)", size,
+				  a ? "as of one time" : "each node as of its time", dp, de, missing);
+			free(o);
+		}
+		free(w);
+	}
+	g_trows_as_of = false;
+	g_parts = 2;
+}
+
+/*
  * GPU ranks' path on the CPU (rank_backend's staged backend): full batch
  * (the halo's rows), minibatches sampled across parts and link prediction
  * over 2 ranks, each the same run as on the CPU backend, bit for bit: the
@@ -1394,6 +1556,7 @@ main(void)
 	check_linkpred();
 	check_p3();
 	check_staged();
+	check_temporal_rows();
 	for (int k = 0; k < 3; k++)
 		free(ww[k]);
 	{

@@ -790,6 +790,55 @@ for my $model ('rgcn', 'hetero_sage')
 	($dl, $da) = $job ? max_diff(curve($one), curve($job)) : (1, 1);
 	ok($dl < 1e-5 && $da < 1e-5, "minibatch $model across schema parts: one server's curve (max |d loss| $dl, |d val acc| $da)");
 }
+# time-aware results over schema parts (#43): a model trained with time-aware sampling over two
+# parts, its rows sampled across them as each row's time (or as_of) bounds them, every node's
+# draws keyed by its id: one server's rows of the same job (streams => node) on the whole schema
+for my $k (0 .. 1)
+{
+	$n[$k]->safe_psql('postgres', q{
+		ALTER TABLE s_buys ADD COLUMN at timestamptz;
+		UPDATE s_buys SET at = '2024-01-01'::timestamptz + (abs(hashint4(id::int)) % 1000) * interval '1 hour';
+		ALTER TABLE s_users ADD COLUMN seen timestamptz;
+		UPDATE s_users SET seen = '2024-01-01'::timestamptz + (abs(hashtext(id::text)) % 1000) * interval '1 hour';}
+		. qq{SET ROLE dist;
+		SELECT nodes FROM gnn.load_schema_graph('spt', $stables, options => '{"part_column": "part", "part": $k,
+		  "time": {"s_buys": "at", "s_users": "seen"}, "exclude": {"s_buys": ["at"], "s_users": ["seen"]}}');});
+}
+$n[0]->safe_psql('postgres', qq{SET ROLE dist;
+	SELECT nodes FROM gnn.load_schema_graph('swt', $stables, options => '{"time": {"s_buys": "at", "s_users": "seen"},
+	  "exclude": {"s_users": ["part", "seen"], "s_items": ["part"], "s_buys": ["part", "at"], "s_cats": ["part"]}}');});
+{
+	my $mb = '"fanouts": [2, 2], "batch_size": 8';
+	my $peers = '"peers": ["' . conn(1) . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 8000";
+	my ($rc1, $one, $e1) = as_dist("SELECT gnn.train('swt', model => 'hetero_sage', name => 'swt_sage', hidden => 16, "
+		  . "epochs => 4, dropout => 0, seed => 3, wait => true, options => '{$mb, \"streams\": \"node\"}')");
+	my ($rc2, $job, $e2) = as_dist("SELECT gnn.train('spt', model => 'hetero_sage', name => 'spt_sage', hidden => 16, "
+		  . "epochs => 4, dropout => 0, seed => 3, wait => true, options => '{$peers, $mb}')");
+	is($rc1 + $rc2, 0, 'time-aware heterogeneous GraphSAGE on the whole schema and over two parts') or diag("$e1 / $e2");
+	is($n[0]->safe_psql('postgres', "SELECT string_agg(metrics->>'temporal', ',' ORDER BY name) FROM gnn.models "
+		  . "WHERE name IN ('spt_sage', 'swt_sage')"), 'true,true', 'both sampled as of each row\'s time');
+	$n[0]->safe_psql('postgres', 'DROP TABLE IF EXISTS te_p, te_w');
+	my ($rc, $out, $err) = as_dist("SELECT gnn.embed('spt_sage', 'te_p', options => '{$peers}')");
+	is($out, 120, 'gnn.embed of a time-aware model over two schema parts: every user at the coordinator') or diag($err);
+	($rc, $out, $err) = as_dist("SELECT gnn.embed('swt_sage', 'te_w')");
+	my $d = $n[0]->safe_psql('postgres', "SELECT coalesce(max(abs(x - y)), 1) || ':' || count(*) FROM te_p p "
+		  . "JOIN te_w w USING (id), LATERAL unnest(p.embedding, w.embedding) u(x, y)");
+	my ($dd, $cnt) = split /:/, $d;
+	ok($cnt > 0 && $dd < 1e-4, "its rows over the parts are one server's on the whole schema (max |d| $dd over $cnt values)");
+	# as of one moment, by the readers
+	my $o = "options => '{$peers}'";
+	($rc, $out, $err) = as_dist("SELECT count(*) || ':' || count(*) FILTER (WHERE p.label = w.label) || ':' || "
+		  . "max(abs(p.score - w.score)) FROM gnn.predict('spt_sage', as_of => '2024-01-20', $o) p "
+		  . "JOIN gnn.predict('swt_sage', as_of => '2024-01-20') w USING (key)");
+	my ($pc, $ps, $pd) = split /:/, $out // '';
+	ok(defined $pd && $pc == 120 && $ps == 120 && $pd < 1e-4,
+	   "gnn.predict of it over the parts as of a moment: one server's classes and scores (max |d| " . ($pd // 'none') . ")")
+	  or diag($err);
+	($rc, $out, $err) = as_dist("SELECT max(abs(x - y)) < 1e-4 FROM unnest(gnn.embedding('spt_sage', md5('u3')::uuid::text, "
+		  . "$o), gnn.embedding('swt_sage', md5('u3')::uuid::text)) u(x, y)");
+	is($out, 't', 'gnn.embedding of it over the parts: one server\'s row') or diag($err);
+	$n[0]->safe_psql('postgres', 'DROP TABLE IF EXISTS te_p, te_w');
+}
 # link prediction over schema parts (#43): one relation (a foreign key) of a schema whose likes join
 # users and items of the same group, nine in ten; pairs named by (type, key) - the items' keys are
 # text -, each listed by the owner of its item, held out with its reverse arcs, negatives drawn from

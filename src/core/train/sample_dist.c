@@ -334,7 +334,7 @@ gnn_dist_sampler_create(gnn_dist *d, const gnn_graph *g, const gnn_sampler_confi
 	s->cfg = *cfg;
 	s->cfg.per_node_streams = true;
 	s->cfg.stream_by_id = true;
-	s->cfg.first_hop = 0;
+	s->cfg.first_hop = cfg->first_hop;	/* 0 but for the last hops of a deeper model (inference of a layer) */
 	s->rank = gnn_dist_rank(d);
 	s->size = size;
 	s->L = cfg->nhops;
@@ -365,7 +365,7 @@ gnn_dist_sampler_create(gnn_dist *d, const gnn_graph *g, const gnn_sampler_confi
 		hc.nhops = 1;
 		hc.fanouts[0] = cfg->fanouts[h];
 		hc.type_fanouts = cfg->type_fanouts ? cfg->type_fanouts + (size_t) h * g->num_edge_types : NULL;
-		hc.first_hop = h;
+		hc.first_hop = s->cfg.first_hop + h;
 		if ((st = gnn_sampler_create(g, &hc, &s->hop[h], err)) != GNN_OK)
 			goto fail;
 	}

@@ -217,4 +217,17 @@ gnn_status	gnn_model_infer(gnn_model *m, const gnn_graph *g, bool row_normalise,
 gnn_status	gnn_model_infer_dist(struct gnn_dist *d, gnn_model *m, const gnn_graph *g, bool row_normalise,
 								 int layer, bool softmax, float *host_out, gnn_error *err);
 
+/*
+ * A time-aware model's rows over the parts (d; a collective): the rows of
+ * this rank's own nodes (host_out: g->num_nodes x cols, own rows written),
+ * each sampled as gnn_model_infer_temporal samples it on the whole graph
+ * with c->sampler.stream_by_id, hop by hop across the parts (every node's
+ * draws keyed by its id, drawn by its owner; the inputs' features from
+ * theirs): the whole graph's rows.  c->also_out is not taken.
+ */
+struct gnn_infer_temporal_config;
+gnn_status	gnn_model_infer_temporal_dist(struct gnn_dist *d, gnn_model *m, const gnn_graph *g,
+										  const struct gnn_infer_temporal_config *c, int layer, bool softmax,
+										  float *host_out, gnn_error *err);
+
 #endif							/* GNN_TRAIN_H */

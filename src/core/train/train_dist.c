@@ -5,6 +5,8 @@
  */
 #include "train/train_dist.h"
 #include "store/gather.h"
+#include "infer/infer.h"
+#include "train/sample_dist.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -656,5 +658,148 @@ done:
 	free(rcount);
 	free(mine);
 	free(all);
+	return st;
+}
+
+/* ------------------------------------------------------------------ time-aware rows over the parts */
+
+gnn_status
+gnn_model_infer_temporal_dist(gnn_dist *d, gnn_model *m, const gnn_graph *g, const gnn_infer_temporal_config *c,
+							  int layer, bool softmax, float *host_out, gnn_error *err)
+{
+	gnn_backend *be = gnn_model_backend(m);
+	const gnn_model_config *mc = gnn_model_config_of(m);
+	int			L = mc->layers;
+	int			nl = layer < 0 ? L : layer + 1;
+	int			first = L - nl;
+	int32_t		R = g->num_edge_types > 1 ? g->num_edge_types : 1;
+	bool		temporal = c->sampler.temporal;
+	gnn_sampler_config sc;
+	gnn_dist_sampler *s = NULL;
+	int32_t    *own = NULL,
+				cols;
+	int64_t    *bounds = NULL,
+				nown = 0,
+				bs = c->batch_size,
+				nbatch;
+	float	   *rows = NULL;
+	gnn_status	st = GNN_OK;
+
+	if (layer < -1 || layer >= L)
+		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers; -1 is the output)",
+							 layer, L);
+	if (mc->kind == GNN_MODEL_NODE2VEC)
+		return gnn_error_set(err, GNN_ERR_INVALID, "a node2vec model is not time-aware: it has a row per node");
+	if (c->sampler.nhops != L)
+		return gnn_error_set(err, GNN_ERR_INVALID, "the sampler has %d hops for a model with %d layers (give the training fan-outs)",
+							 c->sampler.nhops, L);
+	if (bs < 1)
+		return gnn_error_set(err, GNN_ERR_INVALID, "batch size must be >= 1, got %lld", (long long) bs);
+	if (c->has_as_of && !temporal)
+		return gnn_error_set(err, GNN_ERR_INVALID, "as_of bounds time-aware sampling, and the sampler is not temporal");
+	if (g->num_nodes > INT32_MAX - 1)
+		return gnn_error_set(err, GNN_ERR_LIMIT, "time-aware inference uses 32-bit node indices; the part has %lld nodes",
+							 (long long) g->num_nodes);
+
+	/* the last nl hops of the training sampler, keyed by id as the whole graph's are (stream_by_id) */
+	sc = c->sampler;
+	sc.nhops = nl;
+	for (int h = 0; h < nl; h++)
+		sc.fanouts[h] = c->sampler.fanouts[first + h];
+	if (c->sampler.type_fanouts)
+		sc.type_fanouts = c->sampler.type_fanouts + (int64_t) first * R;
+	sc.first_hop = first;
+	if ((st = gnn_dist_sampler_create(d, g, &sc, &s, err)) != GNN_OK)
+		return st;
+	cols = gnn_model_layer_dim(m, nl - 1);
+	own = malloc(sizeof(int32_t) * (g->num_nodes + 1));
+	bounds = malloc(sizeof(int64_t) * (bs + 1));
+	rows = malloc(sizeof(float) * (size_t) bs * cols + 1);
+	if (!own || !bounds || !rows)
+	{
+		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for time-aware inference over the part's %lld nodes",
+						   (long long) g->num_nodes);
+		goto done;
+	}
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		if (!g->node_part || g->node_part[v] == g->part)
+			own[nown++] = (int32_t) v;
+	/* every rank calls the sampler for as many batches as the rank with the most own nodes */
+	{
+		int			size = gnn_dist_size(d);
+		int64_t		mine = (nown + bs - 1) / bs,
+				   *all = malloc(sizeof(int64_t) * size);
+
+		if (!all)
+		{
+			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+			goto done;
+		}
+		st = gnn_dist_allgather(d, &mine, sizeof(mine), all, err);
+		nbatch = 0;
+		for (int r = 0; st == GNN_OK && r < size; r++)
+			nbatch = all[r] > nbatch ? all[r] : nbatch;
+		free(all);
+		if (st != GNN_OK)
+			goto done;
+	}
+	for (int64_t b = 0; b < nbatch; b++)
+	{
+		int64_t		a = b * bs < nown ? b * bs : nown,
+					n = nown - a < bs ? nown - a : bs;
+		int64_t		stop = c->should_stop && c->should_stop(c->stop_arg);
+		gnn_minibatch mb;
+		gnn_dist_feat f;
+		gnn_dblock	db[GNN_MAX_LAYERS];
+		gnn_dblock *blocks[GNN_MAX_LAYERS];
+		gnn_dfeat	x;
+		const float *out = NULL;
+		int			made = 0;
+
+		/* a stop on any rank stops every rank, between batches */
+		if ((st = gnn_dist_allreduce(d, &stop, 1, GNN_DIST_I64, err)) != GNN_OK)
+			goto done;
+		if (stop)
+		{
+			st = gnn_error_set(err, GNN_ERR_CANCELLED, "time-aware inference cancelled");
+			goto done;
+		}
+		for (int64_t i = 0; i < n; i++)
+			bounds[i] = temporal ? gnn_temporal_bound(g, own[a + i], c->has_as_of, c->as_of) : INT64_MAX;
+		if ((st = gnn_dist_sampler_sample(s, own + a, temporal ? bounds : NULL, n, c->seed, c->row_normalise,
+										  c->sampler.nthreads, &mb, &f, err)) != GNN_OK)
+			goto done;
+		if (n == 0)
+			continue;
+		memset(&x, 0, sizeof(x));
+		for (made = 0; st == GNN_OK && made < nl; made++)
+		{
+			if ((st = gnn_dblock_create_forward(be, &mb.blocks[made], mc->kind, NULL, NULL, &db[made], err)) != GNN_OK)
+				break;
+			blocks[made] = &db[made];
+		}
+		if (st == GNN_OK)
+			st = f.ptr ? gnn_dfeat_sparse(be, mb.n_input, g->feat_dim, f.ptr, f.idx, f.val, &x, err)
+				: gnn_dfeat_dense(be, f.dense, mb.n_input, g->feat_dim, &x, err);
+		if (st == GNN_OK)
+			st = nl == L ? gnn_model_forward(m, blocks, &x, false, 0, &out, err)
+				: gnn_model_forward_layers(m, blocks, nl, &x, &out, err);
+		if (st == GNN_OK && layer < 0 && softmax)
+			st = gnn_backend_error(be, gnn_backend_softmax_rows(be, out, (float *) out, n, cols), err);
+		if (st == GNN_OK)
+			st = gnn_backend_error(be, gnn_backend_copy_d2h(be, rows, out, sizeof(float) * n * cols), err);
+		for (int64_t i = 0; st == GNN_OK && i < n; i++)
+			memcpy(host_out + (int64_t) own[a + i] * cols, rows + i * cols, sizeof(float) * cols);
+		while (made > 0)
+			gnn_dblock_free(&db[--made]);
+		gnn_dfeat_free(&x);
+		if (st != GNN_OK)
+			goto done;
+	}
+done:
+	gnn_dist_sampler_free(s);
+	free(own);
+	free(bounds);
+	free(rows);
 	return st;
 }

@@ -704,9 +704,11 @@ typedef struct GnnDistRows
 	const char *key_type;		/* their SQL type; NULL: integer keys */
 	int64		written_elsewhere;	/* options.write local: the rows every server wrote, this one's too */
 } GnnDistRows;
+struct gnn_infer_temporal_config;
 extern void GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g, const char *graph,
 							 int32 layer, bool softmax, bool row_normalise, const char *node_type,
-							 const char *local_table, GnnDistRows *out);
+							 const char *local_table, const struct gnn_infer_temporal_config *tc,
+							 GnnDistRows *out);
 extern void GnnEmbedNoColumnTable(const char *table);
 extern char *GnnEmbedTargetPrepare(const char *table, const char *column, const char *idcol,
 								  const char *key_type, const char *coltype, const char *source,

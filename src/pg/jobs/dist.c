@@ -31,6 +31,7 @@
 #include "sample/sample.h"
 #include "nn/serialize.h"
 #include "train/train_dist.h"
+#include "infer/infer.h"
 #include "executor/spi.h"
 #include "catalog/namespace.h"
 #include "utils/json.h"
@@ -1533,12 +1534,14 @@ OwnToRows(gnn_dist_own *own, GnnDistRows *r)
 }
 
 /*
- * one rank's pass: the part's rows, then its own ones (of node type type, with
+ * one rank's pass: the part's rows (a time-aware model's, tc: its own rows
+ * sampled across the parts), then its own ones (of node type type, with
  * their keys; type < 0: all) to rank 0 (out) or written here (local)
  */
 static int64
 InferRank(gnn_dist *d, gnn_model *model, const gnn_graph *g, int32 layer, bool softmax, bool row_normalise,
-		  int32 type, const char *key_type, const char *local_table, GnnDistRows *out)
+		  const gnn_infer_temporal_config *tc, int32 type, const char *key_type, const char *local_table,
+		  GnnDistRows *out)
 {
 	int32		cols = layer < 0 ? gnn_model_config_of(model)->out_dim : gnn_model_layer_dim(model, layer);
 	float	   *rows = palloc_extended(sizeof(float) * Max(g->num_nodes, 1) * Max(cols, 1), MCXT_ALLOC_HUGE);
@@ -1546,7 +1549,8 @@ InferRank(gnn_dist *d, gnn_model *model, const gnn_graph *g, int32 layer, bool s
 	gnn_dist_own own;
 	GnnDistRows r;
 
-	if (gnn_model_infer_dist(d, model, g, row_normalise, layer, softmax, rows, &err) != GNN_OK)
+	if ((tc ? gnn_model_infer_temporal_dist(d, model, g, tc, layer, softmax, rows, &err) :
+		 gnn_model_infer_dist(d, model, g, row_normalise, layer, softmax, rows, &err)) != GNN_OK)
 	{
 		CHECK_FOR_INTERRUPTS();
 		DistFail("computing the part's rows", gnn_dist_rank(d), &err);
@@ -1701,11 +1705,103 @@ PendingAdd(PGconn *conn, const char *name, int timeout_ms)
 }
 
 #define INFER_RANK_SQL \
-	"SELECT gnn._infer_rank($1::bytea, $2, $3::int, $4::bool, $5::bool, $6, $7::int, $8::int, $9, $10::int, $11, $12)"
+	"SELECT gnn._infer_rank($1::bytea, $2, $3::int, $4::bool, $5::bool, $6, $7::int, $8::int, $9, $10::int, $11, $12, $13)"
+
+/*
+ * A time-aware model's sampling for the peers, as integers: hops, their
+ * fan-outs, strategy, seed, batch size, whether as_of and its time, the
+ * relations R (0: untyped) and R fan-outs a hop.  The relations are
+ * numbered alike on every part of a schema graph, as training reads them.
+ */
+static char *
+TemporalSpec(const gnn_infer_temporal_config *tc, const gnn_graph *g)
+{
+	StringInfoData b;
+	int32		R = tc->sampler.type_fanouts ? g->num_edge_types : 0;
+
+	initStringInfo(&b);
+	appendStringInfo(&b, "%d", tc->sampler.nhops);
+	for (int h = 0; h < tc->sampler.nhops; h++)
+		appendStringInfo(&b, " %d", tc->sampler.fanouts[h]);
+	appendStringInfo(&b, " %d %llu %d %d " INT64_FORMAT " %d", (int) tc->sampler.temporal_strategy,
+					 (unsigned long long) tc->seed, tc->batch_size, tc->has_as_of ? 1 : 0, (int64) tc->as_of, R);
+	for (int64 i = 0; i < (int64) R * tc->sampler.nhops; i++)
+		appendStringInfo(&b, " %d", tc->sampler.type_fanouts[i]);
+	return b.data;
+}
+
+/* TemporalSpec's integers into tc (the part g's relations), or an error naming the rank */
+static void
+TemporalFromSpec(const char *spec, const gnn_graph *g, int rank, bool row_normalise, gnn_infer_temporal_config *tc)
+{
+	const char *p = spec;
+	char	   *end;
+	int64		v[8];
+	int32		R;
+
+#define NEXT(out) \
+	do { \
+		errno = 0; \
+		(out) = strtoll(p, &end, 10); \
+		if (end == p || errno) \
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), \
+							errmsg("rank %d: the coordinator's time-aware sampling cannot be read: \"%s\"", rank, spec))); \
+		p = end; \
+	} while (0)
+	memset(tc, 0, sizeof(*tc));
+	tc->sampler.kind = GNN_SAMPLER_NEIGHBOR;
+	NEXT(v[0]);
+	if (v[0] < 1 || v[0] > GNN_MAX_FANOUTS)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("rank %d: %lld hops of time-aware sampling", rank, (long long) v[0])));
+	tc->sampler.nhops = (int) v[0];
+	for (int h = 0; h < tc->sampler.nhops; h++)
+	{
+		NEXT(v[1]);
+		tc->sampler.fanouts[h] = (int32) v[1];
+	}
+	NEXT(v[2]);
+	errno = 0;
+	tc->seed = strtoull(p, &end, 10);
+	if (end == p || errno)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("rank %d: the coordinator's seed cannot be read", rank)));
+	p = end;
+	NEXT(v[3]);
+	NEXT(v[4]);
+	NEXT(v[5]);
+	NEXT(v[6]);
+	tc->sampler.temporal_strategy = (int) v[2];
+	tc->batch_size = (int32) v[3];
+	tc->has_as_of = v[4] != 0;
+	tc->as_of = v[5];
+	R = (int32) v[6];
+	if (R != 0 && R != g->num_edge_types)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("rank %d: the coordinator's part has %d relations and this one %d", rank, R, g->num_edge_types),
+				 errhint("Load every server's part of the same schema graph.")));
+	if (R > 0)
+	{
+		int32	   *tf = palloc(sizeof(int32) * R * tc->sampler.nhops);
+
+		for (int64 i = 0; i < (int64) R * tc->sampler.nhops; i++)
+		{
+			NEXT(v[7]);
+			tf[i] = (int32) v[7];
+		}
+		tc->sampler.type_fanouts = tf;
+	}
+#undef NEXT
+	tc->sampler.weighted = true;
+	tc->sampler.nthreads = gnn_threads;
+	tc->sampler.temporal = true;
+	tc->sampler.stream_by_id = true;
+	tc->row_normalise = row_normalise;
+}
 
 void
 GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g, const char *graph, int32 layer,
-				 bool softmax, bool row_normalise, const char *node_type, const char *local_table, GnnDistRows *out)
+				 bool softmax, bool row_normalise, const char *node_type, const char *local_table,
+				 const gnn_infer_temporal_config *tc, GnnDistRows *out)
 {
 	char	   *list = pstrdup(dr->dist_peers);
 	char	   *line,
@@ -1775,16 +1871,16 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 						rk[16],
 						sz[16],
 						tm[16];
-			const char *vals[12] = {blob, graph, ly, softmax ? "true" : "false", row_normalise ? "true" : "false",
-			job, rk, sz, coord, tm, local_table, node_type};
-			int			lens[12] = {(int) bloblen};
-			int			fmts[12] = {1};
+			const char *vals[13] = {blob, graph, ly, softmax ? "true" : "false", row_normalise ? "true" : "false",
+			job, rk, sz, coord, tm, local_table, node_type, tc ? TemporalSpec(tc, g) : NULL};
+			int			lens[13] = {(int) bloblen};
+			int			fmts[13] = {1};
 
 			snprintf(ly, sizeof(ly), "%d", layer);
 			snprintf(rk, sizeof(rk), "%d", i + 1);
 			snprintf(sz, sizeof(sz), "%d", size);
 			snprintf(tm, sizeof(tm), "%d", timeout);
-			if (!PQsendQueryParams(peers[i], INFER_RANK_SQL, 12, NULL, vals, lens, fmts, 0))
+			if (!PQsendQueryParams(peers[i], INFER_RANK_SQL, 13, NULL, vals, lens, fmts, 0))
 				ereport(ERROR,
 						(errcode(ERRCODE_CONNECTION_FAILURE),
 						 errmsg("could not start rank %d on %s", i + 1, names[i]),
@@ -1808,8 +1904,8 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 			DistFail("meeting the other ranks", 0, &err);
 		}
 		ts.nwatch = 0;
-		out->written_elsewhere += InferRank(d, model, g, layer, softmax, row_normalise, type, key_type, local_table,
-											out);
+		out->written_elsewhere += InferRank(d, model, g, layer, softmax, row_normalise, tc, type, key_type,
+											local_table, out);
 		/* every peer's answer: the rows it wrote (local), or none */
 		until = NowMs() + timeout;
 		for (i = 0; i < npeers; i++)
@@ -1840,10 +1936,19 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 
 PG_FUNCTION_INFO_V1(gnn_infer_rank);
 
+/* a rank's pass stops when its session is cancelled or terminated (every rank stops with it) */
+static bool
+RankShouldStop(void *arg)
+{
+	return QueryCancelPending || ProcDiePending;
+}
+
 /*
  * _infer_rank(model bytes, graph, layer, softmax, row_normalise, job, rank,
- * size, coordinator, timeout_ms, local_table) -> the rows written here (0:
- * sent to the coordinator): one peer's rank of gnn.embed over parts.
+ * size, coordinator, timeout_ms, local_table, node_type, temporal) -> the
+ * rows written here (0: sent to the coordinator): one peer's rank of
+ * gnn.embed over parts; temporal: a time-aware model's sampling
+ * (TemporalSpec), NULL for any other model.
  */
 Datum
 gnn_infer_rank(PG_FUNCTION_ARGS)
@@ -1871,6 +1976,8 @@ gnn_infer_rank(PG_FUNCTION_ARGS)
 	gnn_dist_store dst = {&ts, StoreSet, StoreGet};
 	bool		have_ref = false;
 	int64		written = 0;
+	const char *spec;
+	gnn_infer_temporal_config tc;
 
 	for (int i = 0; i < 10; i++)
 		if (PG_ARGISNULL(i))
@@ -1888,6 +1995,7 @@ gnn_infer_rank(PG_FUNCTION_ARGS)
 	timeout = TimeoutArg(fcinfo, 9);
 	local_table = PG_ARGISNULL(10) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(10));
 	node_type = PG_NARGS() > 11 && !PG_ARGISNULL(11) ? text_to_cstring(PG_GETARG_TEXT_PP(11)) : NULL;
+	spec = PG_NARGS() > 12 && !PG_ARGISNULL(12) ? text_to_cstring(PG_GETARG_TEXT_PP(12)) : NULL;
 	if (size < 2 || size > DIST_MAX_RANKS || rank < 1 || rank >= size)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid rank %d of %d", rank, size)));
 	memset(&ref, 0, sizeof(ref));
@@ -1912,7 +2020,14 @@ gnn_infer_rank(PG_FUNCTION_ARGS)
 			const char *key_type;
 			int32		type = DistResultType(&ref.g, graph, node_type, &key_type);
 
-			written = InferRank(d, model, &ref.g, layer, softmax, row_normalise, type, key_type, local_table, NULL);
+			if (spec)
+			{
+				GnnGraphFlattenRef(&ref);	/* (the temporal sampler reads a flat graph) */
+				TemporalFromSpec(spec, &ref.g, rank, row_normalise, &tc);
+				tc.should_stop = RankShouldStop;
+			}
+			written = InferRank(d, model, &ref.g, layer, softmax, row_normalise, spec ? &tc : NULL, type, key_type,
+								local_table, NULL);
 		}
 	}
 	PG_FINALLY();

@@ -104,6 +104,7 @@ typedef struct ModelRow
 	char		tf_names[GNN_MAX_TYPE_FANOUTS][NAMEDATALEN];
 	int32		tf_lists[GNN_MAX_TYPE_FANOUTS][GNN_MAX_FANOUTS];
 	int32		temporal_strategy;	/* 0 uniform, 1 last */
+	bool		streams_by_id;	/* its draws keyed by node id: params.streams node, or trained over servers */
 	int32		batch_size;
 	bool		trained_as_of;	/* options.seed_time: every seed sampled at one time */
 	TimestampTz trained_as_of_time;
@@ -293,6 +294,11 @@ ReadModel(const char *name, int32 version, bool with_weights, ModelRow *mr)
 	d = SPI_getbinval(tup, desc, 3, &isnull);
 	params = isnull ? NULL : DatumGetJsonbP(d);
 	mr->row_normalise = TextBool(JsonbKeyText(params, "row_normalise"), true);
+	{
+		char	   *sm = JsonbKeyText(params, "streams");
+
+		mr->streams_by_id = (sm && strcmp(sm, "node") == 0) || JsonbKeyText(params, "ranks") != NULL;
+	}
 	mr->id = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 	mr->xmin = DatumGetTransactionId(SPI_getbinval(tup, desc, 5, &isnull));
 	strlcpy(mr->task, TextDatumGetCString(SPI_getbinval(tup, desc, 6, &isnull)), sizeof(mr->task));
@@ -543,6 +549,8 @@ TemporalBegin(InferCtx *x, uint64 train_seed, bool has_as_of, TimestampTz as_of)
 	tc->sampler.nthreads = gnn_threads;
 	tc->sampler.temporal = true;
 	tc->sampler.temporal_strategy = mr->temporal_strategy;
+	/* each node's draws keyed by its id where training keyed them so (over servers: the whole graph's rows) */
+	tc->sampler.stream_by_id = mr->streams_by_id;
 	if (g->num_edge_types > 1 || mr->ntype_fanouts > 0)
 		tc->sampler.type_fanouts = GnnTypeFanouts(g, mr->nfanouts, mr->fanouts, mr->ntype_fanouts,
 												  mr->tf_names, mr->tf_lists);
@@ -594,21 +602,6 @@ InferTemporal(InferCtx *x, const int64 *idx, int64 n, float *out)
 		GnnReportCoreError(psprintf("inference with model \"%s\" failed", x->mr.name), &err);
 }
 
-/*
- * A reader over several servers (options.peers): not of a time-aware model
- * or at a moment (inference over the parts samples no time yet), else an
- * error naming fn, with hint.
- */
-static void
-DistNoTime(const InferCtx *x, bool has_as_of, const char *fn, const char *hint)
-{
-	if (has_as_of || x->mr.temporal)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s over several servers (options.peers) does not answer time-aware models yet", fn),
-				 errhint("%s", hint)));
-}
-
 /* integer ids ascending */
 static int
 CmpDistRow(const void *a, const void *b, void *arg)
@@ -649,7 +642,7 @@ DistTypedRows(const GnnTrainRequest *dr, InferCtx *x, int32 layer, bool softmax,
 	int64	   *ids;
 
 	GnnDistInferRows(dr, InferModel(x), &x->ref.g, x->mr.graph, layer, softmax, x->mr.row_normalise, tname, NULL,
-					 dist);
+					 x->mr.temporal ? &x->tc : NULL, dist);
 	n = dist->n;
 	order = palloc(sizeof(int64) * Max(n, 1));
 	for (int64 i = 0; i < n; i++)
@@ -1963,8 +1956,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 		GnnDistRows rows;
 		const char *why = write_local && column ? "writes each server's rows into a table (write \"local\"), not a column (column_name)" :
 			write_local && (eo.vector || eo.index) ? "writes each server's rows as real[] (write \"local\": no options type or index)" :
-			incremental ? "writes every row (incremental => false)" :
-			has_as_of || x.mr.temporal ? "does not answer time-aware models yet" : NULL;
+			incremental ? "writes every row (incremental => false)" : NULL;
 		/* a typed graph's rows are one node type's (the model's target type unless node_type), by their keys */
 		const char *tname = node_type || x.ref.g.num_node_types > 1 ?
 			gnn_graph_node_type_name(&x.ref.g, node_type ? GnnResultType(&x.ref.g, node_type, x.mr.graph) : x.type) : NULL;
@@ -1983,7 +1975,7 @@ gnn_embed(PG_FUNCTION_ARGS)
 			coltype = EmbedColumnType(relid, into, column, &eo, vtype, model, x.want, x.cols);
 		}
 		GnnDistInferRows(dr, InferModel(&x), &x.ref.g, x.mr.graph, x.want, false, x.mr.row_normalise, tname,
-						 write_local ? into : NULL, &rows);
+						 write_local ? into : NULL, x.mr.temporal ? &x.tc : NULL, &rows);
 		if (write_local)
 			written = rows.written_elsewhere;
 		else
@@ -2183,7 +2175,6 @@ gnn_predict(PG_FUNCTION_ARGS)
 	if (dr)
 	{
 		/* every row of the model's type over the parts at this server, then the ones asked for (all: by key) */
-		DistNoTime(&x, has_as_of, "gnn.predict", "Predict where the whole graph is loaded.");
 		DistTypedRows(dr, &x, x.regression ? x.want : -1, !x.regression, &dist);
 		if (nwant >= 0)
 		{
@@ -2308,7 +2299,6 @@ gnn_embedding(PG_FUNCTION_ARGS)
 		GnnDistRows dist;
 		int64		k;
 
-		DistNoTime(&x, has_as_of, "gnn.embedding", "Read it where the whole graph is loaded.");
 		DistTypedRows(dr, &x, x.want, false, &dist);
 		k = DistFindRow(&dist, PG_GETARG_DATUM(1), get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID, x.mr.graph);
 		InferEnd(&x);
@@ -2411,7 +2401,6 @@ gnn_similar(PG_FUNCTION_ARGS)
 		float	   *norms;
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
-		DistNoTime(&x, has_as_of, "gnn.similar", "Rank where the whole graph is loaded.");
 		DistTypedRows(dr, &x, x.want, false, &dist);
 		q = DistFindRow(&dist, PG_GETARG_DATUM(1), get_fn_expr_argtype(fcinfo->flinfo, 1) == TEXTOID, x.mr.graph);
 		norms = palloc(sizeof(float) * Max(dist.n, 1));
