@@ -583,14 +583,52 @@ done:
 }
 
 gnn_status
-gnn_model_infer_temporal(gnn_model *m, const gnn_graph *g, const gnn_infer_temporal_config *c, int layer,
-						 bool softmax, const int64_t *idx, int64_t n, float *host_out, gnn_error *err)
+gnn_infer_temporal_sampling(const gnn_model *m, const gnn_graph *g, const gnn_infer_temporal_config *c, int layer,
+							gnn_sampler_config *sc, gnn_error *err)
 {
 	const gnn_model_config *mc = gnn_model_config_of(m);
 	int			L = mc->layers;
 	int			nl = layer < 0 ? L : layer + 1;
 	int			first = L - nl;
 	int32_t		R = g->num_edge_types > 1 ? g->num_edge_types : 1;
+
+	if (layer < -1 || layer >= L)
+		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers; -1 is the output)",
+							 layer, L);
+	if (mc->kind == GNN_MODEL_NODE2VEC)
+		return gnn_error_set(err, GNN_ERR_INVALID, "a node2vec model is not time-aware: it has a row per node");
+	if (c->sampler.nhops != L)
+		return gnn_error_set(err, GNN_ERR_INVALID, "the sampler has %d hops for a model with %d layers (give the training fan-outs)",
+							 c->sampler.nhops, L);
+	if (c->batch_size < 1)
+		return gnn_error_set(err, GNN_ERR_INVALID, "batch size must be >= 1, got %lld", (long long) c->batch_size);
+	if (c->has_as_of && !c->sampler.temporal)
+		return gnn_error_set(err, GNN_ERR_INVALID, "as_of bounds time-aware sampling, and the sampler is not temporal");
+	if (c->also_out && (layer != -1 || c->also_layer < 0 || c->also_layer >= L))
+		return gnn_error_set(err, GNN_ERR_INVALID, "a second layer (%d) goes only with the output layer, and must be in [0, %d)",
+							 c->also_layer, L);
+	if (g->num_nodes > INT32_MAX - 1)
+		return gnn_error_set(err, GNN_ERR_LIMIT, "time-aware inference uses 32-bit node indices; the graph has %lld nodes",
+							 (long long) g->num_nodes);
+	/* the last nl hops of the training sampler, drawing as they do there */
+	*sc = c->sampler;
+	sc->nhops = nl;
+	for (int h = 0; h < nl; h++)
+		sc->fanouts[h] = c->sampler.fanouts[first + h];
+	if (c->sampler.type_fanouts)
+		sc->type_fanouts = c->sampler.type_fanouts + (int64_t) first * R;
+	sc->per_node_streams = true;
+	sc->first_hop = first;
+	return GNN_OK;
+}
+
+gnn_status
+gnn_model_infer_temporal(gnn_model *m, const gnn_graph *g, const gnn_infer_temporal_config *c, int layer,
+						 bool softmax, const int64_t *idx, int64_t n, float *host_out, gnn_error *err)
+{
+	const gnn_model_config *mc = gnn_model_config_of(m);
+	int			L = mc->layers;
+	int			nl = layer < 0 ? L : layer + 1;
 	bool		temporal = c->sampler.temporal;
 	gnn_sampler_config sc;
 	gnn_sampler *s = NULL;
@@ -605,42 +643,16 @@ gnn_model_infer_temporal(gnn_model *m, const gnn_graph *g, const gnn_infer_tempo
 	bool		sorted = true;
 	gnn_status	st = GNN_OK;
 
-	if (layer < -1 || layer >= L)
-		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers; -1 is the output)",
-							 layer, L);
+	if ((st = gnn_infer_temporal_sampling(m, g, c, layer, &sc, err)) != GNN_OK)
+		return st;
 	if (n < 0)
 		return gnn_error_set(err, GNN_ERR_INVALID, "node count must be >= 0, got %lld", (long long) n);
-	if (gnn_model_config_of(m)->kind == GNN_MODEL_NODE2VEC)
-		return gnn_error_set(err, GNN_ERR_INVALID, "a node2vec model is not time-aware: it has a row per node");
-	if (c->sampler.nhops != L)
-		return gnn_error_set(err, GNN_ERR_INVALID, "the sampler has %d hops for a model with %d layers (give the training fan-outs)",
-							 c->sampler.nhops, L);
-	if (bs < 1)
-		return gnn_error_set(err, GNN_ERR_INVALID, "batch size must be >= 1, got %lld", (long long) bs);
-	if (c->has_as_of && !temporal)
-		return gnn_error_set(err, GNN_ERR_INVALID, "as_of bounds time-aware sampling, and the sampler is not temporal");
-	if (c->also_out && (layer != -1 || c->also_layer < 0 || c->also_layer >= L))
-		return gnn_error_set(err, GNN_ERR_INVALID, "a second layer (%d) goes only with the output layer, and must be in [0, %d)",
-							 c->also_layer, L);
-	if (g->num_nodes > INT32_MAX - 1)
-		return gnn_error_set(err, GNN_ERR_LIMIT, "time-aware inference uses 32-bit node indices; the graph has %lld nodes",
-							 (long long) g->num_nodes);
 	for (int64_t i = 0; i < n; i++)
 		if (idx[i] < 0 || idx[i] >= g->num_nodes)
 			return gnn_error_set(err, GNN_ERR_INVALID, "node index %lld out of range [0, %lld)",
 								 (long long) idx[i], (long long) g->num_nodes);
 	if (n == 0)
 		return GNN_OK;
-
-	/* the last nl hops of the training sampler, drawing as they do there */
-	sc = c->sampler;
-	sc.nhops = nl;
-	for (int h = 0; h < nl; h++)
-		sc.fanouts[h] = c->sampler.fanouts[first + h];
-	if (c->sampler.type_fanouts)
-		sc.type_fanouts = c->sampler.type_fanouts + (int64_t) first * R;
-	sc.per_node_streams = true;
-	sc.first_hop = first;
 	if ((st = gnn_sampler_create(g, &sc, &s, err)) != GNN_OK)
 		return st;
 

@@ -115,4 +115,13 @@ gnn_status	gnn_model_infer_temporal(gnn_model *m, const gnn_graph *g, const gnn_
 									 int layer, bool softmax, const int64_t *idx, int64_t n,
 									 float *host_out, gnn_error *err);
 
+/*
+ * Layer's sampling of model m under c on g (the last layer+1 hops of the
+ * training fan-outs, per-node streams, first_hop set), with c checked
+ * against m and g as gnn_model_infer_temporal checks it; the sampling over
+ * the parts (gnn_model_infer_temporal_dist) is the same.
+ */
+gnn_status	gnn_infer_temporal_sampling(const gnn_model *m, const gnn_graph *g, const gnn_infer_temporal_config *c,
+										int layer, gnn_sampler_config *sc, gnn_error *err);
+
 #endif							/* GNN_INFER_H */

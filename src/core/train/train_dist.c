@@ -671,8 +671,6 @@ gnn_model_infer_temporal_dist(gnn_dist *d, gnn_model *m, const gnn_graph *g, con
 	const gnn_model_config *mc = gnn_model_config_of(m);
 	int			L = mc->layers;
 	int			nl = layer < 0 ? L : layer + 1;
-	int			first = L - nl;
-	int32_t		R = g->num_edge_types > 1 ? g->num_edge_types : 1;
 	bool		temporal = c->sampler.temporal;
 	gnn_sampler_config sc;
 	gnn_dist_sampler *s = NULL;
@@ -685,30 +683,11 @@ gnn_model_infer_temporal_dist(gnn_dist *d, gnn_model *m, const gnn_graph *g, con
 	float	   *rows = NULL;
 	gnn_status	st = GNN_OK;
 
-	if (layer < -1 || layer >= L)
-		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers; -1 is the output)",
-							 layer, L);
-	if (mc->kind == GNN_MODEL_NODE2VEC)
-		return gnn_error_set(err, GNN_ERR_INVALID, "a node2vec model is not time-aware: it has a row per node");
-	if (c->sampler.nhops != L)
-		return gnn_error_set(err, GNN_ERR_INVALID, "the sampler has %d hops for a model with %d layers (give the training fan-outs)",
-							 c->sampler.nhops, L);
-	if (bs < 1)
-		return gnn_error_set(err, GNN_ERR_INVALID, "batch size must be >= 1, got %lld", (long long) bs);
-	if (c->has_as_of && !temporal)
-		return gnn_error_set(err, GNN_ERR_INVALID, "as_of bounds time-aware sampling, and the sampler is not temporal");
-	if (g->num_nodes > INT32_MAX - 1)
-		return gnn_error_set(err, GNN_ERR_LIMIT, "time-aware inference uses 32-bit node indices; the part has %lld nodes",
-							 (long long) g->num_nodes);
-
-	/* the last nl hops of the training sampler, keyed by id as the whole graph's are (stream_by_id) */
-	sc = c->sampler;
-	sc.nhops = nl;
-	for (int h = 0; h < nl; h++)
-		sc.fanouts[h] = c->sampler.fanouts[first + h];
-	if (c->sampler.type_fanouts)
-		sc.type_fanouts = c->sampler.type_fanouts + (int64_t) first * R;
-	sc.first_hop = first;
+	/* the whole graph's sampling (the dist sampler keys every draw by id: stream_by_id) */
+	if ((st = gnn_infer_temporal_sampling(m, g, c, layer, &sc, err)) != GNN_OK)
+		return st;
+	if (c->also_out)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "a second layer's rows are not computed over the parts");
 	if ((st = gnn_dist_sampler_create(d, g, &sc, &s, err)) != GNN_OK)
 		return st;
 	cols = gnn_model_layer_dim(m, nl - 1);
