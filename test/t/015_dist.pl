@@ -838,6 +838,28 @@ $n[0]->safe_psql('postgres', qq{SET ROLE dist;
 		  . "$o), gnn.embedding('swt_sage', md5('u3')::uuid::text)) u(x, y)");
 	is($out, 't', 'gnn.embedding of it over the parts: one server\'s row') or diag($err);
 	$n[0]->safe_psql('postgres', 'DROP TABLE IF EXISTS te_p, te_w');
+	# cancelled half-way (statement_timeout here): the peer's rank ends too, and the next call answers
+	($rc, $out, $err) = as_dist("SET statement_timeout = '150ms'; SELECT count(*) FROM gnn.predict('spt_sage', "
+		  . "as_of => '2024-01-10', $o)");
+	like($err, qr/statement timeout/, 'a time-aware pass over the parts, cancelled') or diag("$out $err");
+	my $left = 1;
+	for (1 .. 50)
+	{
+		$left = $n[1]->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%_infer_rank%' "
+			  . "AND state = 'active' AND pid <> pg_backend_pid()");
+		last if $left eq '0';
+		select(undef, undef, undef, 0.1);
+	}
+	is($left, '0', 'the peer\'s rank ended with it');
+	($rc, $out, $err) = as_dist("SELECT count(*) FROM gnn.predict('spt_sage', as_of => '1900-01-01', $o)");
+	is($out, '120', 'the next call answers, as of a time before every row: every user') or diag($err);
+	# the peer's part reloaded without times: the call fails, the peer's rank saying why
+	my $nt = '"exclude": {"s_buys": ["at"], "s_users": ["seen"]}';
+	$n[1]->safe_psql('postgres', qq{SET ROLE dist; SELECT nodes FROM gnn.load_schema_graph('spt', $stables, replace => true,
+		options => '{"part_column": "part", "part": 1, $nt}');});
+	($rc, $out, $err) = as_dist("SELECT count(*) FROM gnn.predict('spt_sage', $o)");
+	like($err, qr/rank 1 on peer 1 .*failed: .*temporal sampling needs node times/,
+		 'a peer whose part has no times: the call fails with the peer\'s own reason') or diag($err);
 }
 # link prediction over schema parts (#43): one relation (a foreign key) of a schema whose likes join
 # users and items of the same group, nine in ten; pairs named by (type, key) - the items' keys are

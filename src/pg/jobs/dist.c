@@ -497,7 +497,9 @@ DistFail(const char *what, int rank, const gnn_error *err)
 			 errmsg("rank %d: %s: %s", rank, what, err->msg),
 			 err->status == GNN_ERR_UNSUPPORTED ?
 			 errhint("Install libgloo-dev and build gnn with it (make deps; make install) on every server.") :
-			 errhint("Every rank must reach the others' addresses (gnn.dist_host) and the coordinator within the timeout.")));
+			 err->status == GNN_ERR_BACKEND || err->status == GNN_ERR_LIMIT ?
+			 errhint("Every rank must reach the others' addresses (gnn.dist_host) and the coordinator within the timeout.") :
+			 errhint("Every server needs its part loaded as the coordinator's: the same tables, times and options.")));
 }
 
 /*
@@ -1904,8 +1906,48 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 			DistFail("meeting the other ranks", 0, &err);
 		}
 		ts.nwatch = 0;
-		out->written_elsewhere += InferRank(d, model, g, layer, softmax, row_normalise, tc, type, key_type,
-											local_table, out);
+		{
+			MemoryContext ctx = CurrentMemoryContext;
+
+			PG_TRY();
+			{
+				out->written_elsewhere += InferRank(d, model, g, layer, softmax, row_normalise, tc, type, key_type,
+													local_table, out);
+			}
+			PG_CATCH();
+			{
+				/*
+				 * a broken connection here is most often a peer that failed on
+				 * its own (its part, its sampling): its error, when it has
+				 * one within a moment, says why
+				 */
+				ErrorData  *edata;
+
+				MemoryContextSwitchTo(ctx);
+				edata = CopyErrorData();
+				if (edata->sqlerrcode == ERRCODE_CONNECTION_FAILURE && !QueryCancelPending && !ProcDiePending)
+					for (i = 0; i < npeers; i++)
+					{
+						PGresult   *res = DistWaitResult(peers[i], NowMs() + 2000);
+
+						if (res && PQresultStatus(res) != PGRES_TUPLES_OK)
+						{
+							char	   *m = OneLine(PQresultErrorMessage(res));
+
+							PQclear(res);
+							FlushErrorState();
+							ereport(ERROR,
+									(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+									 errmsg("rank %d on %s failed: %s", i + 1, names[i], m),
+									 errdetail_internal("This server's rank saw: %s", edata->message)));
+						}
+						if (res)
+							PQclear(res);
+					}
+				PG_RE_THROW();
+			}
+			PG_END_TRY();
+		}
 		/* every peer's answer: the rows it wrote (local), or none */
 		until = NowMs() + timeout;
 		for (i = 0; i < npeers; i++)
