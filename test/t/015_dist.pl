@@ -838,6 +838,15 @@ $n[0]->safe_psql('postgres', qq{SET ROLE dist;
 		  . "$o), gnn.embedding('swt_sage', md5('u3')::uuid::text)) u(x, y)");
 	is($out, 't', 'gnn.embedding of it over the parts: one server\'s row') or diag($err);
 	$n[0]->safe_psql('postgres', 'DROP TABLE IF EXISTS te_p, te_w');
+	# a restart of the peer, then of the coordinator (each part back from its store): the same answers
+	my $cls = "SELECT string_agg(label::text, ',' ORDER BY key) FROM gnn.predict('spt_sage', as_of => '2024-01-20', $o)";
+	my ($rb, $before, $eb) = as_dist($cls);
+	$n[1]->restart;
+	($rc, $out, $err) = as_dist($cls);
+	ok($rb == 0 && $before ne '' && $out eq $before, 'after the peer restarts: the same classes over the parts') or diag("$eb $err");
+	$n[0]->restart;
+	($rc, $out, $err) = as_dist($cls);
+	ok($out eq $before, 'after the coordinator restarts too: the same classes') or diag($err);
 	# cancelled half-way (statement_timeout here): the peer's rank ends too, and the next call answers
 	($rc, $out, $err) = as_dist("SET statement_timeout = '150ms'; SELECT count(*) FROM gnn.predict('spt_sage', "
 		  . "as_of => '2024-01-10', $o)");

@@ -162,7 +162,8 @@ DistConnect(const char *conninfo, const char *who, int timeout_ms, const char *r
 	const char *kw[64];
 	const char *val[64];
 	int			n = 0;
-	bool		has_user = false;
+	bool		has_user = false,
+				has_options = false;
 	PGconn	   *conn;
 	double		until = NowMs() + timeout_ms;
 	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
@@ -185,9 +186,24 @@ DistConnect(const char *conninfo, const char *who, int timeout_ms, const char *r
 			kw[n] = pstrdup(o->keyword);
 			val[n] = pstrdup(o->val);
 			has_user |= strcmp(o->keyword, "user") == 0;
+			/*
+			 * the other server's session checks that this one is still there
+			 * while it runs a rank: a caller gone before the ranks met (a
+			 * cancel, a crash) ends it within a second, not at the timeout
+			 */
+			if (strcmp(o->keyword, "options") == 0)
+			{
+				val[n] = psprintf("%s -c client_connection_check_interval=1000", o->val);
+				has_options = true;
+			}
 			n++;
 		}
 	PQconninfoFree(opts);
+	if (!has_options)
+	{
+		kw[n] = "options";
+		val[n++] = "-c client_connection_check_interval=1000";
+	}
 	if (!superuser())
 	{
 		kw[n] = "passfile";
