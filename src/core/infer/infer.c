@@ -516,6 +516,52 @@ qpos_cmp(const void *a, const void *b)
 	return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
+gnn_status
+gnn_infer_batch_rows(gnn_model *m, const gnn_minibatch *mb, const gnn_dfeat *x, int nl, bool softmax, int64_t nb,
+					 int32_t cols, float *rows, int32_t also_layer, float *arows, int32_t acols, gnn_error *err)
+{
+	gnn_backend *be = gnn_model_backend(m);
+	const gnn_model_config *mc = gnn_model_config_of(m);
+	gnn_dblock	db[GNN_MAX_LAYERS];
+	gnn_dblock *blocks[GNN_MAX_LAYERS];
+	int			made = 0;
+	const float *out = NULL;
+	gnn_status	st = GNN_OK;
+
+	for (made = 0; made < nl; made++)
+	{
+		if ((st = gnn_dblock_create_forward(be, &mb->blocks[made], mc->kind, NULL, NULL, &db[made], err)) != GNN_OK)
+			goto done;
+		blocks[made] = &db[made];
+	}
+	st = nl == mc->layers ? gnn_model_forward(m, blocks, x, false, 0, &out, err)
+		: gnn_model_forward_layers(m, blocks, nl, x, &out, err);
+	if (st != GNN_OK)
+		goto done;
+	if (arows)
+	{
+		int64_t		ar;
+		int32_t		ac;
+		const float *a = gnn_model_layer_output(m, also_layer, &ar, &ac);
+
+		if (!a || ar < nb || ac != acols)
+		{
+			st = gnn_error_set(err, GNN_ERR_CORRUPT, "the forward pass kept no output of layer %d", also_layer);
+			goto done;
+		}
+		if ((st = gnn_backend_error(be, gnn_backend_copy_d2h(be, arows, a, sizeof(float) * nb * acols), err)) != GNN_OK)
+			goto done;
+	}
+	if (softmax &&
+		(st = gnn_backend_error(be, gnn_backend_softmax_rows(be, out, (float *) out, nb, cols), err)) != GNN_OK)
+		goto done;				/* the model's own buffer, rewritten next forward */
+	st = gnn_backend_error(be, gnn_backend_copy_d2h(be, rows, out, sizeof(float) * nb * cols), err);
+done:
+	while (made > 0)
+		gnn_dblock_free(&db[--made]);
+	return st;
+}
+
 /*
  * One batch of distinct nodes seeds[0..nb) with their bounds: sample, run
  * nl layers, and copy the seeds' rows (they are the first nb destinations
@@ -529,13 +575,8 @@ temporal_batch(gnn_model *m, const gnn_graph *g, gnn_sampler *s, const gnn_infer
 			   float *rows, float *arows, int32_t acols, gnn_error *err)
 {
 	gnn_backend *be = gnn_model_backend(m);
-	const gnn_model_config *mc = gnn_model_config_of(m);
 	gnn_minibatch mb;
-	gnn_dblock	db[GNN_MAX_LAYERS];
-	gnn_dblock *blocks[GNN_MAX_LAYERS];
 	gnn_dfeat	x;
-	int			made = 0;
-	const float *out = NULL;
 	gnn_status	st;
 
 	memset(&x, 0, sizeof(x));
@@ -544,40 +585,10 @@ temporal_batch(gnn_model *m, const gnn_graph *g, gnn_sampler *s, const gnn_infer
 	if (mb.n_nodes[0] != nb)
 		return gnn_error_set(err, GNN_ERR_CORRUPT, "a batch of %lld distinct nodes sampled %lld seeds",
 							 (long long) nb, (long long) mb.n_nodes[0]);
-	for (made = 0; made < nl; made++)
-	{
-		if ((st = gnn_dblock_create_forward(be, &mb.blocks[made], mc->kind, NULL, NULL, &db[made], err)) != GNN_OK)
-			goto done;
-		blocks[made] = &db[made];
-	}
 	if ((st = gnn_dfeat_gather(be, g, mb.input_nodes, mb.n_input, c->row_normalise, c->sampler.nthreads, &x,
-							   err)) != GNN_OK)
-		goto done;
-	st = nl == mc->layers ? gnn_model_forward(m, blocks, &x, false, 0, &out, err)
-		: gnn_model_forward_layers(m, blocks, nl, &x, &out, err);
-	if (st != GNN_OK)
-		goto done;
-	if (arows)
-	{
-		int64_t		ar;
-		int32_t		ac;
-		const float *a = gnn_model_layer_output(m, c->also_layer, &ar, &ac);
-
-		if (!a || ar < nb || ac != acols)
-		{
-			st = gnn_error_set(err, GNN_ERR_CORRUPT, "the forward pass kept no output of layer %d", c->also_layer);
-			goto done;
-		}
-		if ((st = gnn_backend_error(be, gnn_backend_copy_d2h(be, arows, a, sizeof(float) * nb * acols), err)) != GNN_OK)
-			goto done;
-	}
-	if (nl == mc->layers && softmax &&
-		(st = gnn_backend_error(be, gnn_backend_softmax_rows(be, out, (float *) out, nb, cols), err)) != GNN_OK)
-		goto done;				/* the model's own buffer, rewritten next forward */
-	st = gnn_backend_error(be, gnn_backend_copy_d2h(be, rows, out, sizeof(float) * nb * cols), err);
-done:
-	while (made > 0)
-		gnn_dblock_free(&db[--made]);
+							   err)) == GNN_OK)
+		st = gnn_infer_batch_rows(m, &mb, &x, nl, nl == gnn_model_config_of(m)->layers && softmax, nb, cols, rows,
+								  c->also_layer, arows, acols, err);
 	gnn_dfeat_free(&x);
 	return st;
 }

@@ -116,6 +116,17 @@ gnn_status	gnn_model_infer_temporal(gnn_model *m, const gnn_graph *g, const gnn_
 									 float *host_out, gnn_error *err);
 
 /*
+ * The rows of one sampled batch of nb seeds, its features x on m's backend:
+ * nl layers of evaluation's forward pass over mb's blocks, the seeds' rows
+ * (the first nb destinations) into rows (nb x cols, softmaxed when asked)
+ * and, with arows, layer also_layer's into arows (nb x acols).  One
+ * server's time-aware batches and the parts' (gnn_model_infer_temporal_dist).
+ */
+gnn_status	gnn_infer_batch_rows(gnn_model *m, const gnn_minibatch *mb, const gnn_dfeat *x, int nl, bool softmax,
+								 int64_t nb, int32_t cols, float *rows, int32_t also_layer, float *arows,
+								 int32_t acols, gnn_error *err);
+
+/*
  * Layer's sampling of model m under c on g (the last layer+1 hops of the
  * training fan-outs, per-node streams, first_hop set), with c checked
  * against m and g as gnn_model_infer_temporal checks it; the sampling over

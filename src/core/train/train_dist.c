@@ -669,8 +669,7 @@ gnn_model_infer_temporal_dist(gnn_dist *d, gnn_model *m, const gnn_graph *g, con
 {
 	gnn_backend *be = gnn_model_backend(m);
 	const gnn_model_config *mc = gnn_model_config_of(m);
-	int			L = mc->layers;
-	int			nl = layer < 0 ? L : layer + 1;
+	int			nl = layer < 0 ? mc->layers : layer + 1;
 	bool		temporal = c->sampler.temporal;
 	gnn_sampler_config sc;
 	gnn_dist_sampler *s = NULL;
@@ -729,11 +728,7 @@ gnn_model_infer_temporal_dist(gnn_dist *d, gnn_model *m, const gnn_graph *g, con
 		int64_t		stop = c->should_stop && c->should_stop(c->stop_arg);
 		gnn_minibatch mb;
 		gnn_dist_feat f;
-		gnn_dblock	db[GNN_MAX_LAYERS];
-		gnn_dblock *blocks[GNN_MAX_LAYERS];
 		gnn_dfeat	x;
-		const float *out = NULL;
-		int			made = 0;
 
 		/* a stop on any rank stops every rank, between batches */
 		if ((st = gnn_dist_allreduce(d, &stop, 1, GNN_DIST_I64, err)) != GNN_OK)
@@ -751,26 +746,12 @@ gnn_model_infer_temporal_dist(gnn_dist *d, gnn_model *m, const gnn_graph *g, con
 		if (n == 0)
 			continue;
 		memset(&x, 0, sizeof(x));
-		for (made = 0; st == GNN_OK && made < nl; made++)
-		{
-			if ((st = gnn_dblock_create_forward(be, &mb.blocks[made], mc->kind, NULL, NULL, &db[made], err)) != GNN_OK)
-				break;
-			blocks[made] = &db[made];
-		}
+		st = f.ptr ? gnn_dfeat_sparse(be, mb.n_input, g->feat_dim, f.ptr, f.idx, f.val, &x, err)
+			: gnn_dfeat_dense(be, f.dense, mb.n_input, g->feat_dim, &x, err);
 		if (st == GNN_OK)
-			st = f.ptr ? gnn_dfeat_sparse(be, mb.n_input, g->feat_dim, f.ptr, f.idx, f.val, &x, err)
-				: gnn_dfeat_dense(be, f.dense, mb.n_input, g->feat_dim, &x, err);
-		if (st == GNN_OK)
-			st = nl == L ? gnn_model_forward(m, blocks, &x, false, 0, &out, err)
-				: gnn_model_forward_layers(m, blocks, nl, &x, &out, err);
-		if (st == GNN_OK && layer < 0 && softmax)
-			st = gnn_backend_error(be, gnn_backend_softmax_rows(be, out, (float *) out, n, cols), err);
-		if (st == GNN_OK)
-			st = gnn_backend_error(be, gnn_backend_copy_d2h(be, rows, out, sizeof(float) * n * cols), err);
+			st = gnn_infer_batch_rows(m, &mb, &x, nl, layer < 0 && softmax, n, cols, rows, -1, NULL, 0, err);
 		for (int64_t i = 0; st == GNN_OK && i < n; i++)
 			memcpy(host_out + (int64_t) own[a + i] * cols, rows + i * cols, sizeof(float) * cols);
-		while (made > 0)
-			gnn_dblock_free(&db[--made]);
 		gnn_dfeat_free(&x);
 		if (st != GNN_OK)
 			goto done;
