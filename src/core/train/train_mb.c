@@ -14,6 +14,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -414,6 +415,8 @@ typedef struct mb_item
 	float	   *sval;
 	double		sample_s;
 	double		gather_s;
+	int64_t		gathered;		/* dense rows the producer gathered (eval_gather_share): the
+								 * computing thread gathers the rest; -1: all */
 	gnn_status	st;				/* not GNN_OK: the producer failed here */
 	gnn_error	err;
 	/* built on the GPU: blocks and features borrow the batcher's buffers */
@@ -475,6 +478,18 @@ typedef struct mb_pipe
 	 */
 	int			eval_producer_team;
 	int			eval_compute_team;
+	/*
+	 * Evaluation's gathering shared by the two threads (eval_gather_share):
+	 * per input row of a batch, the producer's sampling seconds and its
+	 * gathering seconds, the computing thread's forward seconds (running
+	 * means; only speed depends on them).  share_on: evaluation batches may
+	 * be split.
+	 */
+	bool		share_on;
+	int64_t		ev_rows_shared;	/* rows the computing thread gathered (its own count) */
+	_Atomic double ev_sample_s;
+	_Atomic double ev_row_s;
+	_Atomic double ev_fwd_s;
 
 	int			nslots;
 	mb_item    *slots;
@@ -509,7 +524,7 @@ item_feat_room(mb_item *it, int64_t rows, int32_t dim)
 	if (need > it->feat_cap)
 	{
 		size_t		cap = need + need / 4;
-		float	   *f = malloc(sizeof(float) * cap);
+		float	   *f = gnn_malloc_big(sizeof(float) * cap);	/* (2 MB pages when large) */
 
 		if (!f)
 			return false;
@@ -521,9 +536,48 @@ item_feat_room(mb_item *it, int64_t rows, int32_t dim)
 }
 
 /* A batch built on the CPU: seeds[0..bs) sampled by sampler, their features gathered. */
+/*
+ * The rows of an evaluation batch of n input rows that its producer
+ * gathers: all of them, or, when evaluation's gathering is shared, what
+ * evens the two threads' times (producer: sampling + its rows; computing
+ * thread: the forward pass + the other rows), from their running means per
+ * input row (a batch's work grows with its rows).  Near all (0.9 or more)
+ * is all: splitting costs the computing thread a pass of its own.
+ */
+static int64_t
+producer_rows(mb_pipe *P, int64_t n)
+{
+	double		share = P->mbc->eval_gather_share,
+				s,
+				row,
+				fwd;
+
+	if (share > 0)
+		return share >= 1 ? n : (int64_t) (share * (double) n);
+	s = atomic_load_explicit(&P->ev_sample_s, memory_order_relaxed);
+	row = atomic_load_explicit(&P->ev_row_s, memory_order_relaxed);
+	fwd = atomic_load_explicit(&P->ev_fwd_s, memory_order_relaxed);
+	if (row <= 0 || fwd <= 0)
+		return n;				/* nothing measured yet: as training */
+	share = (fwd + row - s) / (2 * row);
+	/* (at least a quarter: the computing thread's gathering is not free) */
+	if (share >= 0.9)
+		return n;
+	return (int64_t) ((share < 0.25 ? 0.25 : share) * (double) n);
+}
+
+/* a running mean's next value (the first measurement taken whole) */
+static void
+mean_note(_Atomic double *m, double x)
+{
+	double		o = atomic_load_explicit(m, memory_order_relaxed);
+
+	atomic_store_explicit(m, o > 0 ? 0.8 * o + 0.2 * x : x, memory_order_relaxed);
+}
+
 static void
 produce_cpu(mb_pipe *P, mb_item *it, gnn_sampler *sampler, const int32_t *seeds, int64_t bs, const int64_t *stimes,
-			uint64_t sseed)
+			uint64_t sseed, bool share)
 {
 	const gnn_graph *g = P->g;
 	gnn_minibatch mb;
@@ -554,12 +608,18 @@ produce_cpu(mb_pipe *P, mb_item *it, gnn_sampler *sampler, const int32_t *seeds,
 								   (long long) mb.n_input);
 			return;
 		}
-		it->st = gnn_gather_dense(g, mb.input_nodes, mb.n_input, P->cfg->row_normalise, P->cfg->threads,
+		it->gathered = share && !g->fstore ? producer_rows(P, mb.n_input) : mb.n_input;
+		it->st = gnn_gather_dense(g, mb.input_nodes, it->gathered, P->cfg->row_normalise, P->cfg->threads,
 								  it->feat, &it->err);
 	}
 	else
 		it->st = gnn_error_set(&it->err, GNN_ERR_EMPTY, "the graph has no node features");
 	it->gather_s = gnn_now_s() - t;
+	if (share && it->st == GNN_OK && g->feat_kind == GNN_FEAT_DENSE && !g->fstore && it->gathered > 0)
+	{
+		mean_note(&P->ev_sample_s, it->sample_s / (double) mb.n_input);
+		mean_note(&P->ev_row_s, it->gather_s / (double) it->gathered);
+	}
 }
 
 /*
@@ -652,6 +712,7 @@ produce(mb_pipe *P, mb_item *it)
 
 	it->st = GNN_OK;
 	it->sample_s = it->gather_s = 0;
+	it->gathered = -1;			/* (all of them, wherever they come from) */
 	P->made++;
 	if (mbc->fail_batch > 0 && P->made == mbc->fail_batch && (!P->rs || mbc->fail_where == 0))
 	{
@@ -686,7 +747,7 @@ produce(mb_pipe *P, mb_item *it)
 		{
 			int			cap = gnn_team_cap_set(P->eval_producer_team);
 
-			produce_cpu(P, it, P->esampler, nodes + b0, bs, P->stimes, eval_batch_seed(P->cfg, mbc, e));
+			produce_cpu(P, it, P->esampler, nodes + b0, bs, P->stimes, eval_batch_seed(P->cfg, mbc, e), P->share_on);
 			gnn_team_cap_set(cap);
 		}
 		return;
@@ -708,7 +769,7 @@ produce(mb_pipe *P, mb_item *it)
 		if (P->rs)
 			produce_remote(P, it, P->rseeds, it->bs, mbc->sampler.temporal ? P->stimes : NULL, sseed);
 		else
-			produce_cpu(P, it, P->sampler, P->rseeds, it->bs, mbc->sampler.temporal ? P->stimes : NULL, sseed);
+			produce_cpu(P, it, P->sampler, P->rseeds, it->bs, mbc->sampler.temporal ? P->stimes : NULL, sseed, false);
 		return;
 	}
 	if (P->gpu)
@@ -733,7 +794,7 @@ produce(mb_pipe *P, mb_item *it)
 	}
 	if (mbc->sampler.temporal)
 		seed_bounds(P->g, mbc, P->train + b0, bs, P->stimes);
-	produce_cpu(P, it, P->sampler, P->train + b0, bs, mbc->sampler.temporal ? P->stimes : NULL, sseed);
+	produce_cpu(P, it, P->sampler, P->train + b0, bs, mbc->sampler.temporal ? P->stimes : NULL, sseed, false);
 }
 
 static void *
@@ -864,6 +925,7 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 			{
 				P->eval_producer_team = all / 2;
 				P->eval_compute_team = all - all / 2;
+				P->share_on = true;
 			}
 		}
 		P->threaded = gnn_thread_start(&P->thread, false, producer_main, P);
@@ -871,6 +933,7 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 		{
 			/* no thread to be had: produce in line (same results), with every thread */
 			P->eval_producer_team = P->eval_compute_team = 0;
+			P->share_on = false;
 			pthread_mutex_destroy(&P->mu);
 			pthread_cond_destroy(&P->cv_ready);
 			pthread_cond_destroy(&P->cv_free);
@@ -1107,7 +1170,8 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 		bool		x_owned = false;
 		gnn_dblock	dblk[GNN_MAX_LAYERS];
 		gnn_dblock *blocks[GNN_MAX_LAYERS];
-		double		waited;
+		double		waited,
+					t1;
 		int			made = 0;
 
 		if (should_stop && should_stop(stop_arg))
@@ -1121,7 +1185,15 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 			*err = it->err;
 			break;
 		}
-		st = item_features(E->be, E->g, it, dfeat, &x, &x_owned, E->p3, err);
+		/* the rows the producer left (eval_gather_share), as it gathers them */
+		if (!it->gpu && P->g->feat_kind == GNN_FEAT_DENSE && it->gathered >= 0 && it->gathered < it->mb.mb.n_input)
+			st = gnn_gather_dense(P->g, it->mb.mb.input_nodes + it->gathered, it->mb.mb.n_input - it->gathered,
+								  P->cfg->row_normalise, P->cfg->threads, it->feat + it->gathered * P->g->feat_dim, err);
+		if (it->gathered >= 0 && it->gathered < it->mb.mb.n_input)
+			P->ev_rows_shared += it->mb.mb.n_input - it->gathered;
+		t1 = gnn_now_s();
+		if (st == GNN_OK)
+			st = item_features(E->be, E->g, it, dfeat, &x, &x_owned, E->p3, err);
 		/* forward only: no transposes, and on the CPU the batch's own arrays (block.c) */
 		for (int l = 0; st == GNN_OK && l < E->cfg->layers; l++)
 			if ((st = gnn_dblock_create_forward(E->be, &it->mb.mb.blocks[l], E->cfg->model, NULL, NULL, &dblk[l],
@@ -1130,6 +1202,9 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 		/* (across parts a rank may have no seed in a batch) */
 		if (st == GNN_OK && it->bs > 0)
 			st = eval_batch(E, blocks, &x, it->mb.mb.input_nodes, it->bs, a, err);
+		/* the computing thread's own work on the batch, its gathering aside */
+		if (P->share_on && st == GNN_OK && it->mb.mb.n_input > 0)
+			mean_note(&P->ev_fwd_s, (gnn_now_s() - t1) / (double) it->mb.mb.n_input);
 		for (int l = 0; l < made; l++)
 			gnn_dblock_free(&dblk[l]);
 		if (x_owned)
@@ -1905,8 +1980,10 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 
 			eval_acc_reset(&va, c);
 			/* (over several ranks the vote to stop comes after, with the sums) */
-			if ((st = eval_from_pipe(&E, &pipe, pipe.neval, &dfeat, dist || p3d ? NULL : should_stop, stop_arg, &va,
-									 err)) != GNN_OK)
+			st = eval_from_pipe(&E, &pipe, pipe.neval, &dfeat, dist || p3d ? NULL : should_stop, stop_arg, &va, err);
+			stats->eval_rows_shared += pipe.ev_rows_shared;
+			pipe.ev_rows_shared = 0;
+			if (st != GNN_OK)
 			{
 				if (st == GNN_ERR_CANCELLED)
 					st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
@@ -2014,8 +2091,10 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 								 dist ? gntest : ntest, &esc, rs, gtrain, err)) != GNN_OK)
 				goto out;
 		}
-		if ((st = eval_from_pipe(&E, &pipe, pipe.ntestb, &dfeat, dist || p3d ? NULL : should_stop, stop_arg, &ta,
-								 err)) != GNN_OK)
+		st = eval_from_pipe(&E, &pipe, pipe.ntestb, &dfeat, dist || p3d ? NULL : should_stop, stop_arg, &ta, err);
+		stats->eval_rows_shared += pipe.ev_rows_shared;
+		pipe.ev_rows_shared = 0;
+		if (st != GNN_OK)
 			goto out;
 		if (dist)
 		{

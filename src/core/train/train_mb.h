@@ -58,6 +58,16 @@ typedef struct gnn_minibatch_config
 	 */
 	int32_t		eval_batch_size;
 	/*
+	 * An evaluation batch's dense feature rows on the CPU are gathered
+	 * partly by the producer, the rest by the computing thread before its
+	 * forward pass: a forward pass is a third of a training step, and with
+	 * the CPU's AVX-512 GEMM the producer's sampling and gathering became
+	 * evaluation's bottleneck.  0: the share follows the two threads'
+	 * measured times; (0, 1]: this share to the producer (tests; 1: all of
+	 * it, as training).  Results do not depend on it.
+	 */
+	double		eval_gather_share;
+	/*
 	 * temporal sampling: with has_as_of, every seed samples at time as_of
 	 * (training "as of" a date); else at its own (gnn_graph_seed_time)
 	 */
@@ -150,6 +160,9 @@ typedef struct gnn_minibatch_stats
 	 * once; 0 with the full pass */
 	int64_t		val_nodes;
 	int64_t		test_nodes;
+	/* evaluation's feature rows that the computing thread gathered, not
+	 * the producer (eval_gather_share) */
+	int64_t		eval_rows_shared;
 	int32_t		prefetch;		/* batches made ahead on the producer's thread (0: in line) */
 	/* where batches were built: on the GPU, or (the CUDA backend only) why
 	 * not there */
