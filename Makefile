@@ -188,6 +188,10 @@ bench/bin/sage_floor_bench: bench/sage_floor_bench.c bench/bench_util.h $(CORE_S
 	@mkdir -p bench/bin
 	$(CC) $(filter-out $(SANITIZE_FLAGS),$(TEST_CFLAGS)) -o $@ $< $(CORE_SRCS:.c=.o) $(TEST_LIBS)
 
+bench/bin/eval_cost_bench: bench/eval_cost_bench.c bench/bench_util.h $(CORE_SRCS:.c=.o) $(CORE_HDRS)
+	@mkdir -p bench/bin
+	$(CC) $(filter-out $(SANITIZE_FLAGS),$(TEST_CFLAGS)) -o $@ $< $(CORE_SRCS:.c=.o) $(TEST_LIBS)
+
 # ---------------------------------------------------------------- top-level targets
 .PHONY: FORCE deps test demo bench fuzz core-tests core-tests-san core-tests-san-short install-cuda install-dist install-nccl
 deps:

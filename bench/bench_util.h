@@ -1,15 +1,18 @@
 /*
  * bench_util.h: what the C benchmarks share (one copy, not one per
  * program): a monotonic clock, a comparator for sorting timings, the peak
- * resident set, and the R-MAT edge generator of the synthetic graphs.
+ * resident set, the R-MAT edge generator of the synthetic graphs, and the
+ * labelled R-MAT graph the training benchmarks build from it.
  */
 #ifndef GNN_BENCH_UTIL_H
 #define GNN_BENCH_UTIL_H
 
 #include "base/gnn_core.h"
+#include "graph/graph.h"
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -69,6 +72,73 @@ rmat_edge(gnn_rng *r, int scale, int64_t n, bool no_loops, int64_t *src, int64_t
 	} while (s >= n || d >= n || (no_loops && s == d));
 	*src = s;
 	*dst = d;
+}
+
+/*
+ * A labelled R-MAT graph for the training benchmarks: 2^scale nodes (ids
+ * 0..n-1), edges R-MAT edges (seed 1) made undirected, dim-dimensional
+ * dense features in [offset, offset + 1) and one of classes labels, each a
+ * hash of the node; the node's split by another hash u in [0, 1): training
+ * below train, validation below train + val, test below train + val + test
+ * (fractions), else none.  Into a malloc'd region; false (with err) when
+ * it cannot.  (sage_floor_bench: training below train_pct, the rest test,
+ * features offset -0.5.)
+ */
+static inline bool
+bench_rmat_graph(int scale, int64_t edges, int dim, int classes, double train, double val, double test,
+				 float offset, void **region, uint64_t *size, gnn_graph *g, gnn_error *err)
+{
+	int64_t		n = (int64_t) 1 << scale;
+	int64_t    *src = malloc(sizeof(int64_t) * (size_t) edges),
+			   *dst = malloc(sizeof(int64_t) * (size_t) edges),
+			   *ids = malloc(sizeof(int64_t) * (size_t) n);
+	float	   *feat = malloc(sizeof(float) * (size_t) n * dim);
+	int32_t    *labels = malloc(sizeof(int32_t) * (size_t) n);
+	uint8_t    *split = malloc((size_t) n);
+	gnn_graph_input in = {0};
+	gnn_rng		r;
+	bool		ok = false;
+
+	if (!src || !dst || !ids || !feat || !labels || !split)
+		gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for the graph");
+	else
+	{
+		gnn_rng_seed(&r, 1);
+		for (int64_t e = 0; e < edges; e++)
+			rmat_edge(&r, scale, n, false, &src[e], &dst[e]);
+#pragma omp parallel for schedule(static)
+		for (int64_t v = 0; v < n; v++)
+		{
+			uint64_t	h = gnn_mix64((uint64_t) v + 0x9e3779b97f4a7c15ULL);
+			double		u = (double) (gnn_mix64(h + 0x9e3779b97f4a7c15ULL) >> 11) * (1.0 / 9007199254740992.0);
+
+			ids[v] = v;
+			labels[v] = (int32_t) (h % (uint64_t) classes);
+			split[v] = u < train ? GNN_SPLIT_TRAIN : u < train + val ? GNN_SPLIT_VAL :
+				u < train + val + test ? GNN_SPLIT_TEST : GNN_SPLIT_NONE;
+			for (int k = 0; k < dim; k++)
+				feat[v * dim + k] = (float) (gnn_mix64(h + (uint64_t) k + 0x9e3779b97f4a7c15ULL) >> 40) *
+					(1.0f / 16777216.0f) + offset;
+		}
+		in.num_edges = edges;
+		in.src = src;
+		in.dst = dst;
+		in.undirected = true;
+		in.num_nodes = n;
+		in.node_ids = ids;
+		in.feat_dim = dim;
+		in.feat = feat;
+		in.labels = labels;
+		in.split = split;
+		ok = gnn_graph_build_region(&in, region, size, g, err) == GNN_OK;
+	}
+	free(src);
+	free(dst);
+	free(ids);
+	free(feat);
+	free(labels);
+	free(split);
+	return ok;
 }
 
 #endif

@@ -289,14 +289,12 @@ int
 main(void)
 {
 	opts		o;
-	gnn_rng		r;
-	gnn_graph_input in = {0};
+	gnn_rng		r;				/* the floor's matrices */
 	gnn_graph	g;
 	gnn_error	err;
 	gnn_backend *be;
 	void	   *region;
 	uint64_t	size;
-	int64_t		n;
 	double		t0 = now_s();
 	const char *fo = getenv("FANOUTS"),
 			   *pf = getenv("PREFETCH");
@@ -338,7 +336,6 @@ main(void)
 		fprintf(stderr, "sage_floor_bench: bad settings (see the comment at the top of bench/sage_floor_bench.c)\n");
 		return 2;
 	}
-	n = (int64_t) 1 << o.scale;
 	printf("# sage_floor_bench: SCALE=%d EDGES=%lld DIM=%d CLASSES=%d TRAIN_PCT=%g HIDDEN=%d FANOUTS=",
 		   o.scale, (long long) o.edges, o.dim, o.classes, o.train_pct, o.hidden);
 	for (int l = 0; l < o.layers; l++)
@@ -349,61 +346,18 @@ main(void)
 	printf(" DROPOUT=%s ROWNORM=%d SHAPES=%d REPS=%d\n", getenv("DROPOUT") ? getenv("DROPOUT") : "default(0.5)",
 		   o.rownorm ? 1 : 0, o.shapes, o.reps);
 
-	/* the graph */
 	gnn_rng_seed(&r, 1);
+	/* the graph */
+	if (!bench_rmat_graph(o.scale, o.edges, o.dim, o.classes, o.train_pct / 100.0, 0.0, 1.0 - o.train_pct / 100.0,
+						  -0.5f, &region, &size, &g, &err))
 	{
-		int64_t    *src = malloc(sizeof(int64_t) * o.edges),
-				   *dst = malloc(sizeof(int64_t) * o.edges),
-				   *ids = malloc(sizeof(int64_t) * n);
-		float	   *feat = malloc(sizeof(float) * (size_t) n * o.dim);
-		int32_t    *labels = malloc(sizeof(int32_t) * n);
-		uint8_t    *split = malloc(n);
-
-		if (!src || !dst || !ids || !feat || !labels || !split)
-		{
-			fprintf(stderr, "out of memory for the graph\n");
-			return 1;
-		}
-		for (int64_t e = 0; e < o.edges; e++)
-			rmat_edge(&r, o.scale, n, false, &src[e], &dst[e]);
-#pragma omp parallel for schedule(static)
-		for (int64_t v = 0; v < n; v++)
-		{
-			uint64_t	h = mix64((uint64_t) v);
-
-			ids[v] = v;
-			labels[v] = (int32_t) (h % (uint64_t) o.classes);
-			split[v] = (double) (mix64(h) >> 11) * (1.0 / 9007199254740992.0) < o.train_pct / 100.0
-				? GNN_SPLIT_TRAIN : GNN_SPLIT_TEST;
-			for (int k = 0; k < o.dim; k++)
-				feat[v * o.dim + k] = (float) (mix64(h + (uint64_t) k) >> 40) * (1.0f / 16777216.0f) - 0.5f;
-		}
-		in.num_edges = o.edges;
-		in.src = src;
-		in.dst = dst;
-		in.undirected = true;
-		in.num_nodes = n;
-		in.node_ids = ids;
-		in.feat_dim = o.dim;
-		in.feat = feat;
-		in.labels = labels;
-		in.split = split;
-		if (gnn_graph_build_region(&in, &region, &size, &g, &err) != GNN_OK)
-		{
-			fprintf(stderr, "build: %s\n", err.msg);
-			return 1;
-		}
-		free(src);
-		free(dst);
-		free(ids);
-		free(feat);
-		free(labels);
-		free(split);
-		printf("graph: %lld nodes, %lld arcs, %d-dim dense features, %d classes, %lld training nodes; "
-			   "region %.2f GB, generated and built in %.1f s\n",
-			   (long long) g.num_nodes, (long long) g.num_edges, o.dim, g.num_classes, (long long) g.n_train,
-			   size / 1e9, now_s() - t0);
+		fprintf(stderr, "graph: %s\n", err.msg);
+		return 1;
 	}
+	printf("graph: %lld nodes, %lld arcs, %d-dim dense features, %d classes, %lld training nodes; "
+		   "region %.2f GB, generated and built in %.1f s\n",
+		   (long long) g.num_nodes, (long long) g.num_edges, o.dim, g.num_classes, (long long) g.n_train,
+		   size / 1e9, now_s() - t0);
 	o.classes = g.num_classes;	/* the model's output width */
 	if (gnn_backend_cpu_create(o.threads, &be, &err) != GNN_OK)
 	{
