@@ -486,7 +486,6 @@ typedef struct mb_pipe
 	 * be split.
 	 */
 	bool		share_on;
-	int64_t		ev_rows_shared;	/* rows the computing thread gathered (its own count) */
 	_Atomic double ev_sample_s;
 	_Atomic double ev_row_s;
 	_Atomic double ev_fwd_s;
@@ -535,7 +534,6 @@ item_feat_room(mb_item *it, int64_t rows, int32_t dim)
 	return true;
 }
 
-/* A batch built on the CPU: seeds[0..bs) sampled by sampler, their features gathered. */
 /*
  * The rows of an evaluation batch of n input rows that its producer
  * gathers: all of them, or, when evaluation's gathering is shared, what
@@ -560,9 +558,9 @@ producer_rows(mb_pipe *P, int64_t n)
 	if (row <= 0 || fwd <= 0)
 		return n;				/* nothing measured yet: as training */
 	share = (fwd + row - s) / (2 * row);
-	/* (at least a quarter: the computing thread's gathering is not free) */
 	if (share >= 0.9)
 		return n;
+	/* (at least a quarter: the computing thread's gathering is not free) */
 	return (int64_t) ((share < 0.25 ? 0.25 : share) * (double) n);
 }
 
@@ -575,6 +573,10 @@ mean_note(_Atomic double *m, double x)
 	atomic_store_explicit(m, o > 0 ? 0.8 * o + 0.2 * x : x, memory_order_relaxed);
 }
 
+/*
+ * A batch built on the CPU: seeds[0..bs) sampled by sampler, their features
+ * gathered (share: an evaluation batch's, partly, producer_rows)
+ */
 static void
 produce_cpu(mb_pipe *P, mb_item *it, gnn_sampler *sampler, const int32_t *seeds, int64_t bs, const int64_t *stimes,
 			uint64_t sseed, bool share)
@@ -1154,11 +1156,12 @@ item_features(gnn_backend *be, const gnn_graph *g, const mb_item *it, gnn_buf *d
 
 /*
  * The next count items of the pipeline, the evaluation batches of a split,
- * measured into a; dfeat: the device buffer of a batch's features.
+ * measured into a; dfeat: the device buffer of a batch's features;
+ * rows_shared counts the feature rows gathered here (eval_gather_share).
  */
 static gnn_status
 eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn_should_stop_fn should_stop,
-			   void *stop_arg, eval_acc *a, gnn_error *err)
+			   void *stop_arg, eval_acc *a, int64_t *rows_shared, gnn_error *err)
 {
 	gnn_status	st = GNN_OK;
 	int			cap = gnn_team_cap_set(P->eval_compute_team);
@@ -1185,12 +1188,13 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 			*err = it->err;
 			break;
 		}
-		/* the rows the producer left (eval_gather_share), as it gathers them */
-		if (!it->gpu && P->g->feat_kind == GNN_FEAT_DENSE && it->gathered >= 0 && it->gathered < it->mb.mb.n_input)
+		/* the rows the producer left (eval_gather_share: a dense batch's), as it gathers them */
+		if (it->gathered >= 0 && it->gathered < it->mb.mb.n_input)
+		{
 			st = gnn_gather_dense(P->g, it->mb.mb.input_nodes + it->gathered, it->mb.mb.n_input - it->gathered,
 								  P->cfg->row_normalise, P->cfg->threads, it->feat + it->gathered * P->g->feat_dim, err);
-		if (it->gathered >= 0 && it->gathered < it->mb.mb.n_input)
-			P->ev_rows_shared += it->mb.mb.n_input - it->gathered;
+			*rows_shared += it->mb.mb.n_input - it->gathered;
+		}
 		t1 = gnn_now_s();
 		if (st == GNN_OK)
 			st = item_features(E->be, E->g, it, dfeat, &x, &x_owned, E->p3, err);
@@ -1980,10 +1984,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 
 			eval_acc_reset(&va, c);
 			/* (over several ranks the vote to stop comes after, with the sums) */
-			st = eval_from_pipe(&E, &pipe, pipe.neval, &dfeat, dist || p3d ? NULL : should_stop, stop_arg, &va, err);
-			stats->eval_rows_shared += pipe.ev_rows_shared;
-			pipe.ev_rows_shared = 0;
-			if (st != GNN_OK)
+			if ((st = eval_from_pipe(&E, &pipe, pipe.neval, &dfeat, dist || p3d ? NULL : should_stop, stop_arg, &va,
+									 &stats->eval_rows_shared, err)) != GNN_OK)
 			{
 				if (st == GNN_ERR_CANCELLED)
 					st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
@@ -2091,10 +2093,8 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 								 dist ? gntest : ntest, &esc, rs, gtrain, err)) != GNN_OK)
 				goto out;
 		}
-		st = eval_from_pipe(&E, &pipe, pipe.ntestb, &dfeat, dist || p3d ? NULL : should_stop, stop_arg, &ta, err);
-		stats->eval_rows_shared += pipe.ev_rows_shared;
-		pipe.ev_rows_shared = 0;
-		if (st != GNN_OK)
+		if ((st = eval_from_pipe(&E, &pipe, pipe.ntestb, &dfeat, dist || p3d ? NULL : should_stop, stop_arg, &ta,
+								 &stats->eval_rows_shared, err)) != GNN_OK)
 			goto out;
 		if (dist)
 		{
