@@ -700,7 +700,7 @@ gnn_model_infer_temporal_dist(gnn_dist *d, gnn_model *m, const gnn_graph *g, con
 		goto done;
 	}
 	for (int64_t v = 0; v < g->num_nodes; v++)
-		if (!g->node_part || g->node_part[v] == g->part)
+		if (own_of_type(g, v, -1))
 			own[nown++] = (int32_t) v;
 	/* every rank calls the sampler for as many batches as the rank with the most own nodes */
 	{
