@@ -59,6 +59,18 @@ GnnCoreThreadsInit(void)
 	threads_ready = true;
 }
 
+/*
+ * The core's should-stop callback for work run in a session (a query, a
+ * peer's rank): true once a cancel or a termination is pending, polled
+ * between pieces of work; CHECK_FOR_INTERRUPTS then reports it.
+ */
+bool
+GnnInterruptShouldStop(void *arg)
+{
+	(void) arg;
+	return InterruptPending && (QueryCancelPending || ProcDiePending);
+}
+
 /* Turn a core status into an ERROR. */
 void
 GnnReportCoreError(const char *what, const gnn_error *err)

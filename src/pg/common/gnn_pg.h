@@ -746,5 +746,6 @@ PGDLLEXPORT void GnnWorkerMain(Datum arg);
 /* core.c: running the core safely inside a PostgreSQL process */
 extern void GnnCoreThreadsInit(void);
 extern void GnnReportCoreError(const char *what, const gnn_error *err);
+extern bool GnnInterruptShouldStop(void *arg);
 
 #endif							/* GNN_PG_H */

@@ -1189,12 +1189,6 @@ PeerProgress(void *arg, const gnn_epoch_metrics *m)
 	PutProgress(pc->store, pc->job, pc->rank, m);
 }
 
-static bool
-PeerShouldStop(void *arg)
-{
-	return InterruptPending && (QueryCancelPending || ProcDiePending);
-}
-
 /* a peer's rank meets the others, through the coordinator's store (conn) */
 static gnn_dist *PeerMeetAs(PGconn *conn, TableStore *ts, gnn_dist_store *dst, const char *job, const char *prefix,
 							int rank, int size, int timeout);
@@ -1304,16 +1298,16 @@ gnn_train_rank(PG_FUNCTION_ARGS)
 		{
 			gnn_linkpred_result lres;
 
-			st = GnnRunLinkPrediction(&ref.g, &cfg, &r, be, PeerProgress, &pc, PeerShouldStop, NULL, &res, &lres, &err);
+			st = GnnRunLinkPrediction(&ref.g, &cfg, &r, be, PeerProgress, &pc, GnnInterruptShouldStop, NULL, &res, &lres, &err);
 		}
 		else if (r.nfanouts > 0)
 		{
 			gnn_minibatch_stats ms;
 
-			st = GnnRunMinibatch(&ref.g, &cfg, &r, be, PeerProgress, &pc, PeerShouldStop, NULL, &res, &ms, &err);
+			st = GnnRunMinibatch(&ref.g, &cfg, &r, be, PeerProgress, &pc, GnnInterruptShouldStop, NULL, &res, &ms, &err);
 		}
 		else
-			st = gnn_train_full(&ref.g, &cfg, be, PeerProgress, &pc, PeerShouldStop, NULL, NULL, &res, &err);
+			st = gnn_train_full(&ref.g, &cfg, be, PeerProgress, &pc, GnnInterruptShouldStop, NULL, NULL, &res, &err);
 		CHECK_FOR_INTERRUPTS();
 		if (st != GNN_OK)
 			ereport(ERROR,
@@ -1829,6 +1823,7 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 				timeout = dr->dist_timeout_ms;
 	char	   *coord = CoordinatorConninfo(dr->dist_coordinator);
 	char	   *job = psprintf("infer-%s/g0", RandomKey());
+	char	   *spec = tc ? TemporalSpec(tc, g) : NULL;	/* every peer's time-aware sampling */
 	PGconn	  **peers = palloc0(sizeof(PGconn *) * npeers);
 	char	  **names = palloc0(sizeof(char *) * npeers);
 	PGconn	   *store = NULL;
@@ -1890,7 +1885,7 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 						sz[16],
 						tm[16];
 			const char *vals[13] = {blob, graph, ly, softmax ? "true" : "false", row_normalise ? "true" : "false",
-			job, rk, sz, coord, tm, local_table, node_type, tc ? TemporalSpec(tc, g) : NULL};
+			job, rk, sz, coord, tm, local_table, node_type, spec};
 			int			lens[13] = {(int) bloblen};
 			int			fmts[13] = {1};
 
@@ -1994,13 +1989,6 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 
 PG_FUNCTION_INFO_V1(gnn_infer_rank);
 
-/* a rank's pass stops when its session is cancelled or terminated (every rank stops with it) */
-static bool
-RankShouldStop(void *arg)
-{
-	return QueryCancelPending || ProcDiePending;
-}
-
 /*
  * _infer_rank(model bytes, graph, layer, softmax, row_normalise, job, rank,
  * size, coordinator, timeout_ms, local_table, node_type, temporal) -> the
@@ -2082,7 +2070,7 @@ gnn_infer_rank(PG_FUNCTION_ARGS)
 			{
 				GnnGraphFlattenRef(&ref);	/* (the temporal sampler reads a flat graph) */
 				TemporalFromSpec(spec, &ref.g, rank, row_normalise, &tc);
-				tc.should_stop = RankShouldStop;
+				tc.should_stop = GnnInterruptShouldStop;	/* (every rank stops with it) */
 			}
 			written = InferRank(d, model, &ref.g, layer, softmax, row_normalise, spec ? &tc : NULL, type, key_type,
 								local_table, NULL);

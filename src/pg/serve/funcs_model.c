@@ -409,13 +409,6 @@ static struct
 }			session_model;
 
 /* the caller's model, and the seed it was trained with */
-/* polled by the core between batches: a cancel or termination stops it (then CHECK_FOR_INTERRUPTS reports it) */
-static bool
-SessionShouldStop(void *arg)
-{
-	return InterruptPending && (QueryCancelPending || ProcDiePending);
-}
-
 static gnn_model *
 LoadModel(ModelRow *mr, uint64 *seed)
 {
@@ -438,7 +431,7 @@ LoadModel(ModelRow *mr, uint64 *seed)
 		if (gnn_backend_cpu_create(gnn_threads, &session_model.be, &err) != GNN_OK)
 			GnnReportCoreError("could not create the CPU backend", &err);
 		/* a cancel or statement_timeout stops a long inference between its pieces */
-		gnn_backend_set_stop(session_model.be, SessionShouldStop, NULL);
+		gnn_backend_set_stop(session_model.be, GnnInterruptShouldStop, NULL);
 	}
 	ReadModel(mr->name, mr->version, true, &full);
 	if (full.id != mr->id)
@@ -559,7 +552,7 @@ TemporalBegin(InferCtx *x, uint64 train_seed, bool has_as_of, TimestampTz as_of)
 	tc->row_normalise = mr->row_normalise;
 	tc->has_as_of = has_as_of || mr->trained_as_of;
 	tc->as_of = has_as_of ? as_of : mr->trained_as_of_time;
-	tc->should_stop = SessionShouldStop;
+	tc->should_stop = GnnInterruptShouldStop;
 }
 
 /*
