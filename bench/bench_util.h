@@ -1,8 +1,9 @@
 /*
  * bench_util.h: what the C benchmarks share (one copy, not one per
  * program): a monotonic clock, a comparator for sorting timings, the peak
- * resident set, the R-MAT edge generator of the synthetic graphs, and the
- * labelled R-MAT graph the training benchmarks build from it.
+ * resident set, integer settings from the environment, the R-MAT edge
+ * generator of the synthetic graphs, and the labelled R-MAT graph the
+ * training benchmarks build from it.
  */
 #ifndef GNN_BENCH_UTIL_H
 #define GNN_BENCH_UTIL_H
@@ -44,6 +45,15 @@ peak_gb(void)
 
 	getrusage(RUSAGE_SELF, &ru);
 	return ru.ru_maxrss / 1048576.0;
+}
+
+/* an integer setting from the environment, def where unset or empty */
+static inline long long
+env_ll(const char *name, long long def)
+{
+	const char *s = getenv(name);
+
+	return s && *s ? atoll(s) : def;
 }
 
 /*

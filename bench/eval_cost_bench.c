@@ -57,14 +57,6 @@ on_epoch(void *arg, const gnn_epoch_metrics *m)
 	}
 }
 
-static long long
-env_ll(const char *name, long long dflt)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? atoll(v) : dflt;
-}
-
 int
 main(void)
 {

@@ -69,13 +69,6 @@
 
 #define MAX_OPS (GNN_MAX_LAYERS * 6)
 
-static long long
-env_ll(const char *name, long long def)
-{
-	const char *s = getenv(name);
-
-	return s && *s ? atoll(s) : def;
-}
 
 /* the core's mixer, stepped off its fixed point at 0 (node 0's hash) */
 static inline uint64_t
