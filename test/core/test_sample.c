@@ -481,6 +481,26 @@ test_blocks(void)
 					all &= blk->indptr[i + 1] - blk->indptr[i] == gnn_graph_in_degree(&g, a.input_nodes[i]);
 				CHECK(all, "fan-out -1 takes every in-neighbour");
 			}
+			{
+				/*
+				 * a sampler marking in s1's array (gnn_sampler_create_sharing),
+				 * the two taking turns: each draws what a sampler of its own draws
+				 */
+				gnn_sampler *s3 = NULL;
+				gnn_minibatch d;
+				bool		ok;
+
+				cfg.nthreads = 1;
+				ok = gnn_sampler_create_sharing(&g, &cfg, s1, &s3, &err) == GNN_OK &&
+					gnn_sampler_sample(s3, seeds, 300, 42, &d, &err) == GNN_OK && same_batch(&c, &d) &&
+					gnn_sampler_sample(s1, seeds, 300, 43, &b, &err) == GNN_OK &&
+					gnn_sampler_sample(s3, seeds, 300, 42, &d, &err) == GNN_OK && same_batch(&c, &d) &&
+					gnn_sampler_sample(s3, seeds + 100, 200, 44, &d, &err) == GNN_OK &&
+					gnn_sampler_sample(s1, seeds, 300, 42, &b, &err) == GNN_OK && same_batch(&c, &b);
+				CHECK(ok, "%s%s: a sampler sharing another's marks, the two taking turns, draws as its own",
+					  kind ? "ladies" : "neighbor", replace ? " with replacement" : "");
+				gnn_sampler_free(s3);
+			}
 			for (int i = 0; i < nmem; i++)
 				free(mem[i]);
 			gnn_sampler_free(s1);

@@ -42,6 +42,9 @@ struct gnn_sampler
 	 */
 	gnn_mark_slot *slot;
 	int32_t		gen;
+	/* the current generation: gen, or a sampler's whose slots these are (gnn_sampler_create_sharing) */
+	int32_t    *genp;
+	bool		slot_borrowed;
 	/*
 	 * Node-wise batches: a bit per graph node, set while the node is in the
 	 * batch (seen_n: the batch's nodes[] prefix whose bits are set, cleared
@@ -221,6 +224,13 @@ gnn_status
 gnn_sampler_create(const gnn_graph *g, const gnn_sampler_config *cfg, gnn_sampler **out,
 				   gnn_error *err)
 {
+	return gnn_sampler_create_sharing(g, cfg, NULL, out, err);
+}
+
+gnn_status
+gnn_sampler_create_sharing(const gnn_graph *g, const gnn_sampler_config *cfg, gnn_sampler *with,
+						   gnn_sampler **out, gnn_error *err)
+{
 	gnn_sampler *s;
 	gnn_status	st;
 
@@ -235,7 +245,17 @@ gnn_sampler_create(const gnn_graph *g, const gnn_sampler_config *cfg, gnn_sample
 		return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 	s->g = g;
 	s->cfg = *cfg;
-	s->slot = gnn_calloc_big(g->num_nodes + 1, sizeof(gnn_mark_slot));
+	if (with && with->g == g)
+	{
+		s->slot = with->slot;
+		s->genp = with->genp;
+		s->slot_borrowed = true;
+	}
+	else
+	{
+		s->slot = gnn_calloc_big(g->num_nodes + 1, sizeof(gnn_mark_slot));
+		s->genp = &s->gen;
+	}
 	s->seen = calloc((size_t) g->num_nodes / 64 + 1, sizeof(uint64_t));
 	if (!s->slot || !s->seen)
 	{
@@ -273,7 +293,8 @@ gnn_sampler_free(gnn_sampler *s)
 {
 	if (!s)
 		return;
-	free(s->slot);
+	if (!s->slot_borrowed)
+		free(s->slot);
 	free(s->seen);
 	free(s->cmark);
 	free(s->cpos);
@@ -318,9 +339,9 @@ relabel(gnn_sampler *s, int32_t v, int64_t *n)
 {
 	gnn_mark_slot *sl = &s->slot[v];
 
-	if (sl->gen != s->gen)
+	if (sl->gen != *s->genp)
 	{
-		sl->gen = s->gen;
+		sl->gen = *s->genp;
 		sl->local = (int32_t) *n;
 		s->nodes[(*n)++] = v;
 	}
@@ -594,7 +615,7 @@ relabel_draws(gnn_sampler *s, int64_t nnz, int32_t *ix, int64_t *n_total, int nt
 	int32_t    *nodes = s->nodes;
 	uint64_t   *seen = s->seen;
 	gnn_mark_slot *slot = s->slot;
-	int32_t		gen = s->gen;
+	int32_t		gen = *s->genp;
 	int64_t		n0 = *n_total,
 				n = n0;
 
@@ -1335,7 +1356,7 @@ gnn_sampler_sample_at(gnn_sampler *s, const int32_t *seeds, const int64_t *seed_
 		memset(s->htab, 0xff, sizeof(int32_t) * s->hcap);
 	}
 	else
-		next_gen(s->slot, sizeof(gnn_mark_slot), &s->gen, g->num_nodes);
+		next_gen(s->slot, sizeof(gnn_mark_slot), s->genp, g->num_nodes);
 	/* the last batch's bits cleared (its nodes are still in nodes[]) */
 	for (int64_t i = 0; i < s->seen_n; i++)
 		s->seen[s->nodes[i] >> 6] = 0;

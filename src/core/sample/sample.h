@@ -158,6 +158,15 @@ gnn_status	gnn_sampler_config_check(const gnn_sampler_config *cfg, gnn_error *er
 gnn_status	gnn_sampler_create(const gnn_graph *g, const gnn_sampler_config *cfg,
 							   gnn_sampler **out, gnn_error *err);
 void		gnn_sampler_free(gnn_sampler *s);
+/*
+ * A sampler that marks its batches' nodes in with's marker array (with: NULL
+ * or on another graph, its own), instead of allocating one of its own: 8
+ * bytes a graph node, written whole when allocated.  The two must be called
+ * from one thread, one call at a time (a call's marks live only during it),
+ * and with freed after this one.
+ */
+gnn_status	gnn_sampler_create_sharing(const gnn_graph *g, const gnn_sampler_config *cfg, gnn_sampler *with,
+									   gnn_sampler **out, gnn_error *err);
 
 /*
  * Sample the message-flow graph of seeds (graph indices; duplicates are
