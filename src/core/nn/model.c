@@ -1464,6 +1464,35 @@ gnn_model_forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers, c
 	return GNN_OK;
 }
 
+gnn_status
+gnn_model_forward_from(gnn_model *m, gnn_dblock *const *blocks, int first, const float *in, const float **out,
+					   gnn_error *err)
+{
+	gnn_status	st;
+	int			L = m->cfg.layers;
+
+	m->have_train_forward = false;
+	if (m->cfg.kind == GNN_MODEL_NODE2VEC)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
+							 "a node2vec model has no forward pass: its rows are the embeddings (gnn_model_infer)");
+	if (first < 1 || first >= L)
+		return gnn_error_set(err, GNN_ERR_INVALID, "cannot start at layer %d of a model with %d", first, L);
+	if (m->halo || m->reduce)
+		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "a model over parts runs all its layers");
+	for (int l = first; l < L; l++)
+	{
+		if (l > first && blocks[l]->n_src != blocks[l - 1]->n_dst)
+			return gnn_error_set(err, GNN_ERR_DIMENSION,
+								 "block %d has %lld sources but block %d has %lld destinations",
+								 l, (long long) blocks[l]->n_src, l - 1, (long long) blocks[l - 1]->n_dst);
+		if ((st = layer_forward(m, &m->layers[l], blocks[l], NULL, l == first ? in : m->layers[l - 1].y, false, true,
+								0, false, err)) != GNN_OK)
+			return st;
+	}
+	*out = m->layers[L - 1].y;
+	return GNN_OK;
+}
+
 /* ------------------------------------------------------------------ backward */
 
 /*

@@ -314,6 +314,18 @@ gnn_status	gnn_model_forward(gnn_model *m, gnn_dblock *const *blocks, const gnn_
  */
 gnn_status	gnn_model_forward_layers(gnn_model *m, gnn_dblock *const *blocks, int nlayers,
 									 const gnn_dfeat *x, const float **out, gnn_error *err);
+/*
+ * An evaluation forward of layers first..layers-1 (1 <= first < layers) on
+ * given inputs to layer first: in (backend memory, blocks[first]->n_src x
+ * gnn_model_layer_dim(first-1)), as if the layers below had produced it;
+ * blocks[l] for first <= l < layers.  For a caller that has the lower
+ * layers' rows of some nodes already (evaluation's reused rows, train_mb.c).
+ * *out: the output layer's rows (blocks[layers-1]->n_dst), valid until the
+ * next forward; backward is refused after it.  A model over parts (halo,
+ * feature slices) is GNN_ERR_UNSUPPORTED.
+ */
+gnn_status	gnn_model_forward_from(gnn_model *m, gnn_dblock *const *blocks, int first, const float *in,
+								   const float **out, gnn_error *err);
 /* The dropout seed layer l uses for its input (attention = false) or its
  * attention coefficients, given the forward seed: element i of the input
  * (non-zero i for sparse input; e*heads + h for attention) is kept when
