@@ -657,6 +657,10 @@ mb_on_epoch(void *arg, const gnn_epoch_metrics *m)
 	}
 }
 
+/* mb_regress's evaluation reuse (train_mb.h's eval_reuse_rows) and the last run's stats */
+static int64_t mb_reuse_rows;
+static gnn_minibatch_stats mb_stats;
+
 static gnn_status
 mb_regress(const gnn_graph *g, gnn_model_kind kind, const int32_t *type_fanouts, bool temporal,
 		   gnn_select select, int threads, int epochs, mb_curve *curve, gnn_train_result *res,
@@ -687,8 +691,9 @@ mb_regress(const gnn_graph *g, gnn_model_kind kind, const int32_t *type_fanouts,
 	mbc.sampler.temporal = temporal;
 	mbc.sampler.nthreads = threads;
 	mbc.batch_size = 64;
+	mbc.eval_reuse_rows = mb_reuse_rows;
 	memset(curve, 0, sizeof(*curve));
-	return gnn_train_minibatch(g, &cfg, &mbc, NULL, mb_on_epoch, curve, NULL, NULL, NULL, res, NULL, err);
+	return gnn_train_minibatch(g, &cfg, &mbc, NULL, mb_on_epoch, curve, NULL, NULL, NULL, res, &mb_stats, err);
 }
 
 /* the checks every minibatch regression run passes; returns the test MAE (NAN on failure) */
@@ -794,6 +799,46 @@ test_mb_regression(void)
 	/* typed, target type 1: evaluated on sampled neighbourhoods */
 	make_mb_regress(&h, true, false, 22);
 	mb_regress_check("typed", &h.g, GNN_MODEL_HSAGE, tf, false, GNN_SELECT_VAL_LOSS, 0.4);
+	/*
+	 * evaluation's layer-0 rows reused within a pass (train_mb.h), typed
+	 * blocks: keeping as many as the pass keeps or 1 row, the same
+	 * validation curve and test error (per-node streams: only summation
+	 * order differs), training untouched
+	 */
+	for (int k = 0; k < 2; k++)
+	{
+		gnn_model_kind kind = k ? GNN_MODEL_RGCN : GNN_MODEL_HSAGE;
+		mb_curve   *c[2] = {calloc(1, sizeof(mb_curve)), calloc(1, sizeof(mb_curve))};
+		gnn_train_result r2[2];
+		gnn_minibatch_stats q[2];
+		gnn_status	s2[2];
+		bool		same = true;
+
+		for (int i = 0; i < 2; i++)
+		{
+			mb_reuse_rows = i ? 1 : 0;
+			s2[i] = mb_regress(&h.g, kind, tf, false, GNN_SELECT_VAL_LOSS, 2, MB_EPOCHS, c[i], &r2[i], &err);
+			q[i] = mb_stats;
+		}
+		mb_reuse_rows = 0;
+		for (int e = 0; s2[0] == GNN_OK && s2[1] == GNN_OK && e < MB_EPOCHS; e++)
+			same &= fabsf(c[0]->em[e].val_loss - c[1]->em[e].val_loss) <= 1e-4f * (1 + fabsf(c[0]->em[e].val_loss)) &&
+				c[0]->em[e].train_loss == c[1]->em[e].train_loss;
+		CHECK(s2[0] == GNN_OK && s2[1] == GNN_OK && c[0]->n == MB_EPOCHS && same &&
+			  fabsf(r2[0].best.test_loss - r2[1].best.test_loss) <= 1e-4f * (1 + fabsf(r2[0].best.test_loss)) &&
+			  q[0].eval_rows_reused > q[1].eval_rows_reused && q[0].eval_rows_computed < q[1].eval_rows_computed,
+			  "typed %s, evaluation's layer-0 rows reused (%lld / %lld reused, %lld / %lld computed): the same "
+			  "validation curve and test MSE %.5f / %.5f", gnn_model_kind_name(kind),
+			  (long long) q[0].eval_rows_reused, (long long) q[1].eval_rows_reused,
+			  (long long) q[0].eval_rows_computed, (long long) q[1].eval_rows_computed,
+			  (double) r2[0].best.test_loss, (double) r2[1].best.test_loss);
+		for (int i = 0; i < 2; i++)
+		{
+			if (s2[i] == GNN_OK)
+				gnn_train_result_free(&r2[i]);
+			free(c[i]);
+		}
+	}
 	/* no training node of the target type has a target: refused */
 	{
 		float	   *keep = h.targets;

@@ -15,6 +15,7 @@ typedef struct rec
 	int			n;
 	float		loss[1000];
 	float		val[1000];
+	float		vloss[1000];
 	int			polls;
 	int			stop_at;
 	bool		splits_ok;		/* every epoch had its time split */
@@ -28,6 +29,7 @@ on_epoch(void *arg, const gnn_epoch_metrics *m)
 	if (r->n < 1000)
 	{
 		r->val[r->n] = m->val_acc;
+		r->vloss[r->n] = m->val_loss;
 		r->loss[r->n++] = m->train_loss;
 	}
 	if (r->n == 1)
@@ -290,6 +292,69 @@ main(void)
 			free(s1);
 			free(s2);
 			free(s3);
+		}
+		/*
+		 * evaluation's layer-0 rows reused within a pass (eval_reuse_rows):
+		 * as many as the pass reaches (0), at most 40, or 1 - GraphSAGE and
+		 * GAT.  Every node's neighbourhood comes from per-node streams, so
+		 * which rows are reused changes only float summation order: the
+		 * same validation curve and test accuracy (a row may flip on a
+		 * near tie: one node), training untouched; rows reused at 0, fewer
+		 * at 40.  -1 (none): per-batch streams as before, no row reused.
+		 */
+		for (int kind = 0; kind < 2; kind++)
+		{
+			rec		   *r[3];
+			gnn_minibatch_stats q[3];
+			float		acc[3];
+			gnn_status	rs[3];
+			int64_t		caps[3] = {0, 40, 1};
+			bool		same = true;
+			gnn_train_config rc = cfg;
+
+			if (kind == 1)
+			{
+				gnn_train_config_default(GNN_MODEL_GAT, &rc);
+				rc.epochs = cfg.epochs;
+				rc.hidden = 16;
+				rc.heads = 4;
+				rc.lr = 0.01f;
+				rc.seed = cfg.seed;
+				rc.select = GNN_SELECT_VAL_ACC;
+			}
+			mbc.eval_nodes = 0;
+			for (int i = 0; i < 3; i++)
+			{
+				r[i] = calloc(1, sizeof(rec));
+				mbc.eval_reuse_rows = caps[i];
+				rs[i] = gnn_train_minibatch(&cora.g, &rc, &mbc, NULL, on_epoch, r[i], NULL, NULL, NULL, &res, &q[i],
+											&err);
+				acc[i] = res.best.test_acc;
+				gnn_train_result_free(&res);
+			}
+			for (int i = 1; i < 3; i++)
+				for (int e = 0; e < 8; e++)
+					same &= fabsf(r[i]->val[e] - r[0]->val[e]) < 1.5f / (float) q[0].val_nodes &&
+						fabsf(r[i]->vloss[e] - r[0]->vloss[e]) < 1e-4f && r[i]->loss[e] == r[0]->loss[e];
+			CHECK(rs[0] == GNN_OK && rs[1] == GNN_OK && rs[2] == GNN_OK && r[0]->n == 8 && r[1]->n == 8 &&
+				  r[2]->n == 8 && same && fabsf(acc[1] - acc[0]) < 1.5f / (float) ntest &&
+				  fabsf(acc[2] - acc[0]) < 1.5f / (float) ntest && q[0].eval_rows_reused > q[1].eval_rows_reused &&
+				  q[1].eval_rows_reused > q[2].eval_rows_reused && q[0].eval_rows_computed < q[2].eval_rows_computed,
+				  "%s, evaluation's layer-0 rows reused within a pass (%lld / %lld / %lld reused, %lld / %lld / %lld "
+				  "computed, keeping all / 40 / 1): the same validation curve and test accuracy %.4f / %.4f / %.4f",
+				  kind ? "GAT" : "GraphSAGE", (long long) q[0].eval_rows_reused, (long long) q[1].eval_rows_reused,
+				  (long long) q[2].eval_rows_reused, (long long) q[0].eval_rows_computed,
+				  (long long) q[1].eval_rows_computed, (long long) q[2].eval_rows_computed, acc[0], acc[1], acc[2]);
+			mbc.eval_reuse_rows = -1;
+			rs[0] = gnn_train_minibatch(&cora.g, &rc, &mbc, NULL, NULL, NULL, NULL, NULL, NULL, &res, &q[0], &err);
+			CHECK(rs[0] == GNN_OK && q[0].eval_rows_reused == 0 && q[0].eval_rows_computed == 0 &&
+				  fabsf(res.best.test_acc - acc[0]) < 0.05f,
+				  "%s, eval_reuse_rows -1: no row reused, per-batch streams (test accuracy %.4f, %.4f with reuse)",
+				  kind ? "GAT" : "GraphSAGE", res.best.test_acc, acc[0]);
+			gnn_train_result_free(&res);
+			mbc.eval_reuse_rows = 0;
+			for (int i = 0; i < 3; i++)
+				free(r[i]);
 		}
 		/* stopped early (patience): the test batches come from a pipeline of their own */
 		mbc.eval_nodes = 0;

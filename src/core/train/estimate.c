@@ -11,6 +11,7 @@
 
 #include "nn/model.h"
 #include "train/train_linkpred.h"
+#include "train/train_mb.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -410,6 +411,37 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 					add(out, false, "evaluation", 8.0 * n + (g->num_classes == 2 ? 12.0 * n : 0) + more,
 						"sampled validation and test batches of %.0f seeds from the training pipeline; the two splits' node lists",
 						eseeds < n ? eseeds : n);
+					/*
+					 * layer-0 rows kept within a pass (train_mb.h's
+					 * eval_reuse_rows): the rows in chunks of 8 MB, a slot
+					 * per node and per row, the two samplers' bits (their
+					 * marks are the training sampler's)
+					 */
+					if (!gpu && !plan->temporal && plan->nfanouts >= 2 && g->split)
+					{
+						gnn_minibatch_config rm;
+						int64_t		nv = 0,
+									nt = 0,
+									rows;
+						int32_t		d0 = gnn_model_config_layer_dim(&mc, 0);
+
+						memset(&rm, 0, sizeof(rm));
+						rm.sampler.kind = GNN_SAMPLER_NEIGHBOR;
+						rm.sampler.nhops = plan->nfanouts;
+						for (int h = 0; h < plan->nfanouts; h++)
+							rm.sampler.fanouts[h] = plan->fanouts[h];
+						for (int64_t v = 0; v < g->num_nodes; v++)
+						{
+							nv += g->split[v] == GNN_SPLIT_VAL;
+							nt += g->split[v] == GNN_SPLIT_TEST;
+						}
+						rows = gnn_eval_reuse_rows(g, cfg, &rm, true, d0, nv, nt, true);
+						if (rows > 0)
+							add(out, false, "evaluation's kept rows",
+								4.0 * d0 * (double) (rows + ((size_t) GNN_BIG_BYTES / (4 * (size_t) d0))) + 4.0 * rows + 4.25 * n,
+								"up to %lld layer-0 rows of %d kept within an evaluation pass, for nodes drawn again",
+								(long long) rows, d0);
+					}
 				}
 				if (!plan->temporal)
 					add_after(out, "final inference", fp.features + fp.operators + fp.activations + fp.attention,

@@ -137,6 +137,105 @@ seed_bounds(const gnn_graph *g, const gnn_minibatch_config *mbc, const int32_t *
  * training's; the test split once, on the kept weights, in line.
  */
 
+/*
+ * How many nodes may draw v: its in-degree, for its out-degree (equal on an
+ * undirected graph, and close on most).  The out-degree would read the
+ * forward CSR, which nothing else in a job reads: on the R-MAT job that
+ * was 2,000 fresh pages of the graph's mapping in the worker, in epoch 1's
+ * validation.  The in-degree is read where v's last hop is sampled anyway.
+ */
+static inline int64_t
+reuse_degree(const gnn_graph *g, int64_t v)
+{
+	return gnn_graph_in_degree(g, v);
+}
+
+/*
+ * The degree (reuse_degree) from which a pass over n seeds keeps a node's
+ * layer-0 row: the node is drawn again, in expectation, once or more.  A
+ * node v is drawn by each w it points to that the pass reaches before the
+ * last hop (a fraction phi of the nodes), with probability about f / (the
+ * mean in-degree) for the fan-out f of that hop: kept when phi * degree *
+ * min(1, f / mean) >= 1.  Most rows of a power-law graph's pass are of
+ * nodes no later batch draws (on the R-MAT job's test pass, 58% of the
+ * rows, 1.5% of the reuses); keeping them only wrote fresh memory.
+ */
+static int64_t
+reuse_keep_degree(const gnn_graph *g, const gnn_sampler_config *esc, int64_t n)
+{
+	int			L = esc->nhops;
+	int32_t		R = g->num_edge_types > 1 ? g->num_edge_types : 1;
+	double		phi = (double) n,
+				f = 0,
+				mean = g->num_nodes > 0 ? (double) g->num_edges / (double) g->num_nodes : 0,
+				p,
+				d;
+
+	for (int h = 0; h < L - 1; h++)
+	{
+		double		fh = 0;
+
+		for (int32_t r = 0; r < R; r++)
+		{
+			int32_t		k = esc->type_fanouts ? esc->type_fanouts[(int64_t) h * R + r] : esc->fanouts[h];
+
+			fh += k < 0 ? mean : k;
+		}
+		if (h < L - 2)
+			phi *= 1 + fh;
+		else
+			f = fh;
+	}
+	phi = g->num_nodes > 0 ? phi / (double) g->num_nodes : 1;
+	if (phi > 1)
+		phi = 1;
+	p = mean > 0 && f < mean ? f / mean : 1;
+	d = phi * p > 0 ? ceil(1.0 / (phi * p)) : (double) INT64_MAX;
+	return d > 1e15 ? INT64_MAX : (int64_t) d;
+}
+
+int64_t
+gnn_eval_reuse_rows(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc, bool on_cpu,
+					int32_t d0, int64_t nval, int64_t ntest, bool count)
+{
+	const gnn_sampler_config *sc = &mbc->sampler;
+	int32_t		R = g->num_edge_types > 1 ? g->num_edge_types : 1;
+	int64_t		split_nodes = nval > ntest ? nval : ntest,
+				kd,
+				keepable = 0;
+	double		reach = (double) split_nodes,
+				budget;
+
+	if (mbc->eval_reuse_rows < 0 || !on_cpu || d0 < 1 || split_nodes < 1 || sc->nhops < 2 ||
+		sc->kind != GNN_SAMPLER_NEIGHBOR || sc->temporal || sc->per_node_streams || cfg->dist ||
+		mbc->feature_slices || cfg->model == GNN_MODEL_GCN || cfg->model == GNN_MODEL_NODE2VEC)
+		return 0;
+	/* the nodes of the first L-1 hops of every seed of the pass, at most */
+	for (int h = 0; h < sc->nhops - 1; h++)
+	{
+		double		f = 0;
+
+		for (int32_t r = 0; r < R; r++)
+		{
+			int32_t		k = sc->type_fanouts ? sc->type_fanouts[(int64_t) h * R + r] : sc->fanouts[h];
+
+			f += k < 0 ? (double) g->num_nodes : k;
+		}
+		reach *= 1 + f;
+	}
+	/* no more than the nodes a pass keeps (reuse_keep_degree) */
+	kd = reuse_keep_degree(g, sc, nval);
+	if (ntest > 0 && (nval < 1 || reuse_keep_degree(g, sc, ntest) < kd))
+		kd = reuse_keep_degree(g, sc, ntest);
+	for (int64_t v = 0; count && v < g->num_nodes; v++)
+		keepable += reuse_degree(g, v) >= kd;
+	if (count && reach > (double) keepable)
+		reach = (double) keepable;
+	budget = mbc->eval_reuse_rows > 0 ? (double) mbc->eval_reuse_rows
+		: (double) GNN_EVAL_REUSE_BYTES / (sizeof(float) * (double) d0);
+	return (int64_t) (reach < budget ? reach : budget);
+}
+
 /* evaluation batch e's sampling seed: fixed for the job, whichever split or epoch */
 static uint64_t
 eval_batch_seed(const gnn_train_config *cfg, const gnn_minibatch_config *mbc, int64_t e)
@@ -192,10 +291,14 @@ eval_acc_reset(eval_acc *a, int32_t c)
 		memset(a->confusion, 0, sizeof(int64_t) * (size_t) c * c);
 }
 
-/* One batch of a split: the forward pass over its blocks, added to a. */
+/*
+ * One batch of a split: the forward pass over its blocks, added to a.
+ * x NULL: the pass from layer 1 on, on layer 0's rows hin (eval_from_pipe's
+ * reused rows; blocks[1..L-1]).
+ */
 static gnn_status
-eval_batch(const eval_ctx *E, gnn_dblock **blocks, gnn_dfeat *x, const int32_t *seeds, int64_t bs, eval_acc *a,
-		   gnn_error *err)
+eval_batch(const eval_ctx *E, gnn_dblock **blocks, gnn_dfeat *x, const float *hin, const int32_t *seeds, int64_t bs,
+		   eval_acc *a, gnn_error *err)
 {
 	bool		regress = E->cfg->task == GNN_TASK_REGRESS;
 	const float *logits;
@@ -207,7 +310,8 @@ eval_batch(const eval_ctx *E, gnn_dblock **blocks, gnn_dfeat *x, const int32_t *
 		(st = gnn_backend_error(E->be, gnn_backend_copy_h2d(E->be, E->dlab->p, E->hlab, sizeof(int32_t) * bs),
 								err)) != GNN_OK)
 		return st;
-	if ((st = gnn_model_forward(E->model, blocks, x, false, 0, &logits, err)) != GNN_OK)
+	if ((st = x ? gnn_model_forward(E->model, blocks, x, false, 0, &logits, err)
+		 : gnn_model_forward_from(E->model, blocks, 1, hin, &logits, err)) != GNN_OK)
 		return st;
 	if (regress)
 	{
@@ -426,6 +530,19 @@ typedef struct mb_item
 	int32_t    *seeds;			/* the batch's seeds (a copy: the producer reshuffles ahead) */
 	int64_t		seeds_cap;
 	gnn_gpu_batch_stats gst;	/* its edges, rows, cache hits */
+	/*
+	 * An evaluation batch that reuses layer-0 rows (produce_reuse): mb holds
+	 * the seeds' first L-1 hops, whose inputs U are layer 1's; uslot[i] is
+	 * U[i]'s kept row (>= 0) or -1 - k for the k-th of the nnew nodes whose
+	 * layer 0 this batch computes, on low (their last hop; its inputs are
+	 * the ones gathered); nslot[k] the row it is kept in (-1: none).
+	 */
+	bool		reuse;
+	gnn_minibatch_copy low;
+	int32_t    *uslot;
+	int32_t    *nslot;
+	int64_t		slot_cap;		/* of uslot and nslot */
+	int64_t		nnew;
 } mb_item;
 
 typedef struct mb_pipe
@@ -490,6 +607,31 @@ typedef struct mb_pipe
 	_Atomic double ev_row_s;
 	_Atomic double ev_fwd_s;
 
+	/*
+	 * Evaluation reusing layer-0 rows (eval_reuse_rows; reuse_cap rows a
+	 * pass, 0: no reuse).  The producer gives each node a row slot the
+	 * first time a batch of the pass computes it (slot_of, per graph node,
+	 * -1: none; slot_node, per slot, to clear it at the next pass); the
+	 * computing thread fills the slots in batch order, so a batch reads
+	 * only rows of earlier batches or its own.  rtop samples a batch's
+	 * first L-1 hops, rlow the last hop of its new nodes.
+	 */
+	int64_t		reuse_cap;
+	int64_t		keep_deg[2];	/* a row is kept when its node has this degree: [validation, test] */
+	gnn_sampler *rtop;
+	gnn_sampler *rlow;
+	int32_t    *slot_of;
+	int32_t    *slot_node;
+	int64_t		rused;
+	int32_t    *rnew;			/* the producer's scratch: a batch's new nodes */
+	int64_t		rnew_cap;
+	/* the computing thread's: kept rows in chunks of 2^chunk_bits, and layer 1's input */
+	float	  **chunk;
+	int64_t		nchunk;
+	int			chunk_bits;
+	float	   *hin;
+	size_t		hin_cap;		/* floats */
+
 	int			nslots;
 	mb_item    *slots;
 	bool		threaded;
@@ -511,7 +653,17 @@ item_free(mb_item *it)
 	free(it->sidx);
 	free(it->sval);
 	free(it->seeds);
+	gnn_minibatch_copy_free(&it->low);
+	free(it->uslot);
+	free(it->nslot);
 	memset(it, 0, sizeof(*it));
+}
+
+/* the sampled batch whose inputs are the item's gathered features */
+static const gnn_minibatch *
+item_in(const mb_item *it)
+{
+	return it->reuse ? &it->low.mb : &it->mb.mb;
 }
 
 /* room in it->feat for rows x dim floats, with a quarter more for larger batches (batches vary); false: no memory */
@@ -577,20 +729,123 @@ mean_note(_Atomic double *m, double x)
  * A batch built on the CPU: seeds[0..bs) sampled by sampler, their features
  * gathered (share: an evaluation batch's, partly, producer_rows)
  */
+static void gather_inputs(mb_pipe *P, mb_item *it, const gnn_minibatch *mb, bool share);
+
 static void
 produce_cpu(mb_pipe *P, mb_item *it, gnn_sampler *sampler, const int32_t *seeds, int64_t bs, const int64_t *stimes,
 			uint64_t sseed, bool share)
 {
-	const gnn_graph *g = P->g;
 	gnn_minibatch mb;
 	double		t = gnn_now_s();
 
 	it->gpu = false;
+	it->reuse = false;
 	if ((it->st = gnn_sampler_sample_at(sampler, seeds, stimes, bs, sseed, &mb, &it->err)) != GNN_OK ||
 		(it->st = gnn_minibatch_copy_from(&it->mb, &mb, &it->err)) != GNN_OK)
 		return;
 	it->sample_s = gnn_now_s() - t;
-	t = gnn_now_s();
+	gather_inputs(P, it, &mb, share);
+}
+
+/*
+ * An evaluation batch reusing layer-0 rows (P->reuse_cap): the seeds' first
+ * L-1 hops; of their nodes U, the ones no earlier batch of the pass has
+ * computed get a slot (while the pass has slots left) and their last hop
+ * sampled, and only that hop's inputs are gathered.  first: the pass's
+ * first batch (the slots of the one before are cleared).  Every draw comes
+ * from per-node streams under sseed, the pass's one seed: a node's last
+ * hop is the same whichever batch samples it.
+ */
+static void
+produce_reuse(mb_pipe *P, mb_item *it, const int32_t *seeds, int64_t bs, uint64_t sseed, bool first, bool test,
+			  bool share)
+{
+	gnn_minibatch mb,
+				low;
+	double		t = gnn_now_s();
+	const int32_t *u;
+	int64_t		nu;
+
+	it->gpu = false;
+	it->reuse = true;
+	it->nnew = 0;
+	if (first)
+	{
+		for (int64_t i = 0; i < P->rused; i++)
+			P->slot_of[P->slot_node[i]] = -1;
+		P->rused = 0;
+	}
+	if ((it->st = gnn_sampler_sample_at(P->rtop, seeds, NULL, bs, sseed, &mb, &it->err)) != GNN_OK ||
+		(it->st = gnn_minibatch_copy_from(&it->mb, &mb, &it->err)) != GNN_OK)
+		return;
+	u = mb.input_nodes;
+	nu = mb.n_input;
+	if (nu > it->slot_cap || nu > P->rnew_cap)
+	{
+		int64_t		cap = nu + nu / 4 + 16;
+
+		free(it->uslot);
+		free(it->nslot);
+		it->uslot = malloc(sizeof(int32_t) * cap);
+		it->nslot = malloc(sizeof(int32_t) * cap);
+		it->slot_cap = it->uslot && it->nslot ? cap : 0;
+		if (nu > P->rnew_cap)
+		{
+			free(P->rnew);
+			P->rnew = malloc(sizeof(int32_t) * cap);
+			P->rnew_cap = P->rnew ? cap : 0;
+		}
+		if (!it->slot_cap || !P->rnew_cap)
+		{
+			it->st = gnn_error_set(&it->err, GNN_ERR_NOMEM, "out of memory");
+			return;
+		}
+	}
+	for (int64_t i = 0; i < nu; i++)
+	{
+		int32_t		v = u[i],
+					sl = P->slot_of[v];
+
+		if (sl >= 0)
+		{
+			it->uslot[i] = sl;
+			continue;
+		}
+		it->uslot[i] = (int32_t) (-1 - it->nnew);
+		if (P->rused < P->reuse_cap && reuse_degree(P->g, v) >= P->keep_deg[test])
+		{
+			P->slot_of[v] = (int32_t) P->rused;
+			P->slot_node[P->rused] = v;
+			it->nslot[it->nnew] = (int32_t) P->rused++;
+		}
+		else
+			it->nslot[it->nnew] = -1;
+		P->rnew[it->nnew++] = v;
+	}
+	/* (U has no repeats, so neither has rnew: low's destinations are rnew in order) */
+	if (it->nnew > 0)
+	{
+		if ((it->st = gnn_sampler_sample_at(P->rlow, P->rnew, NULL, it->nnew, sseed, &low, &it->err)) != GNN_OK ||
+			(it->st = gnn_minibatch_copy_from(&it->low, &low, &it->err)) != GNN_OK)
+			return;
+	}
+	else
+		memset(&it->low.mb, 0, sizeof(it->low.mb));	/* (its buffer kept for the next batch) */
+	it->sample_s = gnn_now_s() - t;
+	if (it->nnew > 0)
+		gather_inputs(P, it, &low, share);
+	else
+		it->gather_s = 0;
+}
+
+/* the batch mb's input features into it (share: an evaluation batch's, partly: producer_rows) */
+static void
+gather_inputs(mb_pipe *P, mb_item *it, const gnn_minibatch *pmb, bool share)
+{
+	const gnn_graph *g = P->g;
+	gnn_minibatch mb = *pmb;
+	double		t = gnn_now_s();
+
 	if (g->feat_kind == GNN_FEAT_SPARSE)
 	{
 		free(it->sptr);
@@ -749,7 +1004,11 @@ produce(mb_pipe *P, mb_item *it)
 		{
 			int			cap = gnn_team_cap_set(P->eval_producer_team);
 
-			produce_cpu(P, it, P->esampler, nodes + b0, bs, P->stimes, eval_batch_seed(P->cfg, mbc, e), P->share_on);
+			if (P->reuse_cap > 0)
+				produce_reuse(P, it, nodes + b0, bs, eval_batch_seed(P->cfg, mbc, 0), e == 0, test, P->share_on);
+			else
+				produce_cpu(P, it, P->esampler, nodes + b0, bs, P->stimes, eval_batch_seed(P->cfg, mbc, e),
+							P->share_on);
 			gnn_team_cap_set(cap);
 		}
 		return;
@@ -832,7 +1091,7 @@ static gnn_status
 pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
 		   int32_t *train, int64_t ntrain, uint64_t stream, int32_t epochs, gnn_backend *be, gnn_gpu_batcher *gpu,
 		   const int32_t *evn, int64_t nev, const int32_t *tn, int64_t nt, const gnn_sampler_config *esc,
-		   gnn_dist_sampler *rs, const int32_t *glocal, gnn_error *err)
+		   gnn_dist_sampler *rs, const int32_t *glocal, int64_t reuse_cap, gnn_error *err)
 {
 	gnn_status	st;
 	int64_t		per = (ntrain + mbc->batch_size - 1) / mbc->batch_size;
@@ -895,13 +1154,44 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 	 * agree (esc is the training sampler's settings with these two
 	 * changed; a sampler's draws depend on each call's seed alone): one
 	 * set of marks (8 MB a million nodes) and scratch instead of two, warm
-	 * when epoch 1's evaluation starts.
+	 * when epoch 1's evaluation starts.  Where they differ, evaluation's
+	 * samplers still mark in the training sampler's array.
 	 */
 	if (P->neval + P->ntestb > 0 && P->sampler && esc->per_node_streams == mbc->sampler.per_node_streams &&
 		esc->first_hop == mbc->sampler.first_hop)
 		P->esampler = P->sampler;
-	else if (!rs && P->neval + P->ntestb > 0 && (st = gnn_sampler_create(g, esc, &P->esampler, err)) != GNN_OK)
+	else if (!rs && P->neval + P->ntestb > 0 &&
+			 (st = gnn_sampler_create_sharing(g, esc, P->sampler, &P->esampler, err)) != GNN_OK)
 		return st;
+	if (reuse_cap > 0 && !rs && !glocal && P->neval + P->ntestb > 0 && esc->nhops >= 2)
+	{
+		/* reusing layer-0 rows: the first L-1 hops and the last one apart, each as in the whole (first_hop) */
+		gnn_sampler_config top = *esc,
+					low = *esc;
+		int			L = esc->nhops;
+		int32_t		R = g->num_edge_types > 1 ? g->num_edge_types : 1;
+
+		top.per_node_streams = low.per_node_streams = true;
+		top.nhops = L - 1;
+		top.first_hop = 0;
+		low.nhops = 1;
+		low.first_hop = L - 1;
+		low.fanouts[0] = esc->fanouts[L - 1];
+		if (esc->type_fanouts)
+			low.type_fanouts = esc->type_fanouts + (int64_t) (L - 1) * R;
+		/* (the producer's samplers share one marker array: they take turns on its thread) */
+		if ((st = gnn_sampler_create_sharing(g, &top, P->esampler, &P->rtop, err)) != GNN_OK ||
+			(st = gnn_sampler_create_sharing(g, &low, P->esampler, &P->rlow, err)) != GNN_OK)
+			return st;
+		P->slot_of = malloc(sizeof(int32_t) * (g->num_nodes + 1));
+		P->slot_node = malloc(sizeof(int32_t) * (reuse_cap + 1));
+		if (!P->slot_of || !P->slot_node)
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		memset(P->slot_of, 0xff, sizeof(int32_t) * g->num_nodes);
+		P->reuse_cap = reuse_cap;
+		for (int k = 0; k < 2; k++)
+			P->keep_deg[k] = reuse_keep_degree(g, esc, k ? nt : nev);
+	}
 	if (P->nslots > 1)
 	{
 		pthread_mutex_init(&P->mu, NULL);
@@ -1026,9 +1316,19 @@ pipe_stop(mb_pipe *P)
 	free(P->slots);
 	free(P->stimes);
 	free(P->rseeds);
+	/* (those sharing a marker array before its owner) */
+	gnn_sampler_free(P->rtop);
+	gnn_sampler_free(P->rlow);
 	if (P->esampler != P->sampler)
 		gnn_sampler_free(P->esampler);
 	gnn_sampler_free(P->sampler);
+	free(P->slot_of);
+	free(P->slot_node);
+	free(P->rnew);
+	for (int64_t i = 0; i < P->nchunk; i++)
+		free(P->chunk[i]);
+	free(P->chunk);
+	free(P->hin);
 	memset(P, 0, sizeof(*P));
 }
 
@@ -1036,10 +1336,12 @@ pipe_stop(mb_pipe *P)
 static int64_t
 item_bytes(const mb_item *it)
 {
-	int64_t		b = (int64_t) sizeof(float) * it->feat_cap + (int64_t) it->mb.cap;
+	int64_t		b = (int64_t) sizeof(float) * it->feat_cap + (int64_t) it->mb.cap + (int64_t) it->low.cap +
+		(int64_t) 8 * it->slot_cap;
+	const gnn_minibatch *in = item_in(it);
 
 	if (it->sptr)
-		b += (int64_t) sizeof(int64_t) * (it->mb.mb.n_input + 1) + (int64_t) 8 * it->sptr[it->mb.mb.n_input];
+		b += (int64_t) sizeof(int64_t) * (in->n_input + 1) + (int64_t) 8 * it->sptr[in->n_input];
 	return b;
 }
 
@@ -1092,7 +1394,7 @@ static gnn_status
 item_features(gnn_backend *be, const gnn_graph *g, const mb_item *it, gnn_buf *dev, gnn_dfeat *x,
 			  bool *owned, gnn_dist *p3, gnn_error *err)
 {
-	int64_t		n = it->mb.mb.n_input;
+	int64_t		n = item_in(it)->n_input;
 	gnn_status	st;
 
 	if (p3 && g->feat_kind == GNN_FEAT_DENSE && n > 0)
@@ -1154,14 +1456,89 @@ item_features(gnn_backend *be, const gnn_graph *g, const mb_item *it, gnn_buf *d
 							 err);
 }
 
+/* kept row slot of a pass's reused layer-0 rows (the computing thread's chunks), NULL: no memory */
+static float *
+reuse_row(mb_pipe *P, int64_t slot, int32_t d0)
+{
+	int64_t		c = slot >> P->chunk_bits;
+
+	if (c >= P->nchunk)
+	{
+		int64_t		want = (P->reuse_cap + ((int64_t) 1 << P->chunk_bits) - 1) >> P->chunk_bits;
+		float	  **p = P->chunk ? P->chunk : calloc(want, sizeof(float *));
+
+		if (!p)
+			return NULL;
+		P->chunk = p;
+		while (P->nchunk <= c)
+		{
+			/* (2 MB pages: a fresh 4 kB page costs more than the row written to it) */
+			if (!(P->chunk[P->nchunk] = gnn_malloc_big(sizeof(float) * ((size_t) d0 << P->chunk_bits))))
+				return NULL;
+			P->nchunk++;
+		}
+	}
+	return P->chunk[c] + (size_t) (slot & (((int64_t) 1 << P->chunk_bits) - 1)) * d0;
+}
+
+/*
+ * A reusing batch (produce_reuse) after layer 0 ran on its new nodes' last
+ * hop (h0: nnew x d0, NULL when there are none): those with a slot kept,
+ * and layer 1's input, every node of U's row, into P->hin
+ */
+static gnn_status
+reuse_assemble(mb_pipe *P, const mb_item *it, const float *h0, int32_t d0, gnn_error *err)
+{
+	int64_t		nu = it->mb.mb.n_input;
+	size_t		need = (size_t) nu * d0 + 1;
+
+	if (!P->chunk_bits)
+	{
+		/* chunks of 8 MB or more, a power of two rows */
+		P->chunk_bits = 10;
+		while (((size_t) d0 << P->chunk_bits) * sizeof(float) < (size_t) GNN_BIG_BYTES)
+			P->chunk_bits++;
+	}
+	for (int64_t k = 0; k < it->nnew; k++)
+		if (it->nslot[k] >= 0)
+		{
+			float	   *r = reuse_row(P, it->nslot[k], d0);
+
+			if (!r)
+				return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory keeping evaluation rows");
+			memcpy(r, h0 + (size_t) k * d0, sizeof(float) * d0);
+		}
+	if (need > P->hin_cap)
+	{
+		size_t		cap = need + need / 4;
+
+		free(P->hin);
+		if (!(P->hin = gnn_malloc_big(sizeof(float) * cap)))
+		{
+			P->hin_cap = 0;
+			return gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
+		}
+		P->hin_cap = cap;
+	}
+	for (int64_t i = 0; i < nu; i++)
+	{
+		int32_t		sl = it->uslot[i];
+		const float *r = sl >= 0 ? reuse_row(P, sl, d0) : h0 + (size_t) (-1 - (int64_t) sl) * d0;
+
+		memcpy(P->hin + (size_t) i * d0, r, sizeof(float) * d0);
+	}
+	return GNN_OK;
+}
+
 /*
  * The next count items of the pipeline, the evaluation batches of a split,
- * measured into a; dfeat: the device buffer of a batch's features;
- * rows_shared counts the feature rows gathered here (eval_gather_share).
+ * measured into a; dfeat: the device buffer of a batch's features; stats:
+ * the feature rows gathered here (eval_gather_share), the layer-0 rows
+ * reused and computed (eval_reuse_rows).
  */
 static gnn_status
 eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn_should_stop_fn should_stop,
-			   void *stop_arg, eval_acc *a, int64_t *rows_shared, gnn_error *err)
+			   void *stop_arg, eval_acc *a, gnn_minibatch_stats *stats, gnn_error *err)
 {
 	gnn_status	st = GNN_OK;
 	int			cap = gnn_team_cap_set(P->eval_compute_team);
@@ -1169,13 +1546,15 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 	for (int64_t e = 0; st == GNN_OK && e < count; e++)
 	{
 		mb_item    *it;
+		const gnn_minibatch *in;
 		gnn_dfeat	x;
 		bool		x_owned = false;
 		gnn_dblock	dblk[GNN_MAX_LAYERS];
 		gnn_dblock *blocks[GNN_MAX_LAYERS];
 		double		waited,
 					t1;
-		int			made = 0;
+		int			made = 0,
+					L = E->cfg->layers;
 
 		if (should_stop && should_stop(stop_arg))
 		{
@@ -1188,27 +1567,59 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 			*err = it->err;
 			break;
 		}
+		in = item_in(it);
 		/* the rows the producer left (eval_gather_share: a dense batch's), as it gathers them */
-		if (it->gathered >= 0 && it->gathered < it->mb.mb.n_input)
+		if (it->gathered >= 0 && it->gathered < in->n_input)
 		{
-			st = gnn_gather_dense(P->g, it->mb.mb.input_nodes + it->gathered, it->mb.mb.n_input - it->gathered,
+			st = gnn_gather_dense(P->g, in->input_nodes + it->gathered, in->n_input - it->gathered,
 								  P->cfg->row_normalise, P->cfg->threads, it->feat + it->gathered * P->g->feat_dim, err);
-			*rows_shared += it->mb.mb.n_input - it->gathered;
+			stats->eval_rows_shared += in->n_input - it->gathered;
 		}
 		t1 = gnn_now_s();
-		if (st == GNN_OK)
+		if (st == GNN_OK && (!it->reuse || it->nnew > 0))
 			st = item_features(E->be, E->g, it, dfeat, &x, &x_owned, E->p3, err);
 		/* forward only: no transposes, and on the CPU the batch's own arrays (block.c) */
-		for (int l = 0; st == GNN_OK && l < E->cfg->layers; l++)
-			if ((st = gnn_dblock_create_forward(E->be, &it->mb.mb.blocks[l], E->cfg->model, NULL, NULL, &dblk[l],
-												 err)) == GNN_OK)
-				blocks[made++] = &dblk[l];
-		/* (across parts a rank may have no seed in a batch) */
-		if (st == GNN_OK && it->bs > 0)
-			st = eval_batch(E, blocks, &x, it->mb.mb.input_nodes, it->bs, a, err);
+		if (it->reuse)
+		{
+			int32_t		d0 = gnn_model_layer_dim(E->model, 0);
+			const float *h0 = NULL;
+
+			/* layer 0 on the new nodes' last hop, then layers 1.. on every node's row */
+			if (st == GNN_OK && it->nnew > 0 &&
+				(st = gnn_dblock_create_forward(E->be, &it->low.mb.blocks[0], E->cfg->model, NULL, NULL, &dblk[0],
+												err)) == GNN_OK)
+			{
+				blocks[0] = &dblk[0];
+				st = gnn_model_forward_layers(E->model, blocks, 1, &x, &h0, err);
+				gnn_dblock_free(&dblk[0]);
+			}
+			if (st == GNN_OK)
+				st = reuse_assemble(P, it, h0, d0, err);
+			stats->eval_rows_computed += it->nnew;
+			stats->eval_rows_reused += it->mb.mb.n_input - it->nnew;
+			for (int l = 1; st == GNN_OK && l < L; l++)
+				if ((st = gnn_dblock_create_forward(E->be, &it->mb.mb.blocks[l - 1], E->cfg->model, NULL, NULL,
+													 &dblk[l], err)) == GNN_OK)
+					blocks[l] = &dblk[l], made = l;
+			if (st == GNN_OK && it->bs > 0)
+				st = eval_batch(E, blocks, NULL, P->hin, it->mb.mb.input_nodes, it->bs, a, err);
+			for (int l = 1; l <= made; l++)
+				gnn_dblock_free(&dblk[l]);
+			made = 0;
+		}
+		else
+		{
+			for (int l = 0; st == GNN_OK && l < L; l++)
+				if ((st = gnn_dblock_create_forward(E->be, &it->mb.mb.blocks[l], E->cfg->model, NULL, NULL, &dblk[l],
+													 err)) == GNN_OK)
+					blocks[made++] = &dblk[l];
+			/* (across parts a rank may have no seed in a batch) */
+			if (st == GNN_OK && it->bs > 0)
+				st = eval_batch(E, blocks, &x, NULL, it->mb.mb.input_nodes, it->bs, a, err);
+		}
 		/* the computing thread's own work on the batch, its gathering aside */
-		if (P->share_on && st == GNN_OK && it->mb.mb.n_input > 0)
-			mean_note(&P->ev_fwd_s, (gnn_now_s() - t1) / (double) it->mb.mb.n_input);
+		if (P->share_on && st == GNN_OK && in->n_input > 0)
+			mean_note(&P->ev_fwd_s, (gnn_now_s() - t1) / (double) in->n_input);
 		for (int l = 0; l < made; l++)
 			gnn_dblock_free(&dblk[l]);
 		if (x_owned)
@@ -1351,6 +1762,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	 * temporal sampling it would show the future.
 	 */
 	bool		sampled_eval = temporal || g->num_edge_types > 1 || mbc->sampled_eval;	/* (and across parts, below) */
+	int64_t		reuse_cap = 0;	/* evaluation's kept layer-0 rows a pass (eval_reuse_rows) */
 	gnn_buf		dlab = {0},
 				drows = {0},
 				dlogits = {0};
@@ -1759,9 +2171,12 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	pcfg = *cfg;
 	if (p3d)
 		pcfg.row_normalise = false;	/* (normalised by whole rows when computed: item_features) */
+	if (sampled_eval && !mbc->skip_eval && !dist && !p3d)
+		reuse_cap = gnn_eval_reuse_rows(g, cfg, mbc, be->ops == gnn_backend_cpu(), gnn_model_config_layer_dim(&mc, 0),
+										nev, ntest, false);
 	if ((st = pipe_start(&pipe, g, &pcfg, mbc, dist ? gperm : train, dist ? gntrain : ntrain, gnn_rng_next(&rng),
 						 cfg->epochs, be, gpu, dist ? gval : evnodes, dist ? gnval : nev,
-						 dist ? gtest : tnodes, dist ? gntest : ntest, &esc, rs, gtrain, err)) != GNN_OK)
+						 dist ? gtest : tnodes, dist ? gntest : ntest, &esc, rs, gtrain, reuse_cap, err)) != GNN_OK)
 		goto done;
 
 	stats->prefetch = pipe.threaded ? pipe.nslots - 1 : 0;
@@ -1985,7 +2400,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 			eval_acc_reset(&va, c);
 			/* (over several ranks the vote to stop comes after, with the sums) */
 			if ((st = eval_from_pipe(&E, &pipe, pipe.neval, &dfeat, dist || p3d ? NULL : should_stop, stop_arg, &va,
-									 &stats->eval_rows_shared, err)) != GNN_OK)
+									 stats, err)) != GNN_OK)
 			{
 				if (st == GNN_ERR_CANCELLED)
 					st = gnn_error_set(err, GNN_ERR_CANCELLED, "training cancelled at epoch %d", epoch);
@@ -2090,11 +2505,11 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		{
 			pipe_stop(&pipe);
 			if ((st = pipe_start(&pipe, g, &pcfg, mbc, NULL, 0, 0, 1, be, NULL, NULL, 0, dist ? gtest : tnodes,
-								 dist ? gntest : ntest, &esc, rs, gtrain, err)) != GNN_OK)
+								 dist ? gntest : ntest, &esc, rs, gtrain, reuse_cap, err)) != GNN_OK)
 				goto out;
 		}
 		if ((st = eval_from_pipe(&E, &pipe, pipe.ntestb, &dfeat, dist || p3d ? NULL : should_stop, stop_arg, &ta,
-								 &stats->eval_rows_shared, err)) != GNN_OK)
+								 stats, err)) != GNN_OK)
 			goto out;
 		if (dist)
 		{

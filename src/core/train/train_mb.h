@@ -68,6 +68,25 @@ typedef struct gnn_minibatch_config
 	 */
 	double		eval_gather_share;
 	/*
+	 * Evaluation keeps the layer-0 rows it computed during a pass and reuses
+	 * them in its later batches: on a power-law graph a test split's
+	 * neighbourhoods share their hubs across batches, not only within one.
+	 * Every evaluated node's neighbourhood is then drawn from per-node
+	 * streams (sample.h) under one seed for the pass, so a row is the same
+	 * in whichever batch it is computed: reusing it changes no result,
+	 * only what is computed (the first L-1 hops of a batch are sampled,
+	 * and the last hop, its features and layer 0 only for the nodes
+	 * without a kept row).  eval_reuse_rows: the most rows a pass keeps (0:
+	 * gnn_eval_reuse_rows's default, -1: none, as before: per-batch
+	 * streams).  Sampled evaluation on the CPU backend, node-wise
+	 * sampling, models of 2 layers or more whose rows do not depend on
+	 * their batch (not GCN, whose normalisation reads the batch's
+	 * column sums), not time-aware, not over parts, and not with
+	 * per-node streams asked for training (whose evaluation streams
+	 * follow its batches).
+	 */
+	int64_t		eval_reuse_rows;
+	/*
 	 * temporal sampling: with has_as_of, every seed samples at time as_of
 	 * (training "as of" a date); else at its own (gnn_graph_seed_time)
 	 */
@@ -163,6 +182,10 @@ typedef struct gnn_minibatch_stats
 	/* evaluation's feature rows that the computing thread gathered, not
 	 * the producer (eval_gather_share) */
 	int64_t		eval_rows_shared;
+	/* evaluation's layer-0 rows taken from earlier batches of their pass,
+	 * and computed (eval_reuse_rows; both 0 without reuse) */
+	int64_t		eval_rows_reused;
+	int64_t		eval_rows_computed;
 	int32_t		prefetch;		/* batches made ahead on the producer's thread (0: in line) */
 	/* where batches were built: on the GPU, or (the CUDA backend only) why
 	 * not there */
@@ -197,6 +220,24 @@ typedef struct gnn_minibatch_stats
 	int64_t		remote_nodes;
 	int64_t		remote_rows;
 } gnn_minibatch_stats;
+
+/*
+ * The layer-0 rows evaluation keeps per pass (eval_reuse_rows): none (0)
+ * where reuse does not apply (above; on_cpu: the CPU backend), else
+ * eval_reuse_rows when > 0, or within a budget of 128 MB
+ * (GNN_EVAL_REUSE_BYTES), and never more than a pass can keep: a pass over
+ * n seeds keeps only the rows of nodes it is likely to draw again (an
+ * in-degree of 1 / (phi * min(1, f / mean in-degree)) or more, phi the
+ * fraction of the nodes it reaches before the last hop, f that hop's
+ * fan-out), nor more than its seeds times (1 + fan-out) over the first L-1
+ * hops.  nval, ntest: the validation and test nodes measured.  d0: layer
+ * 0's width.  count: also no more than the nodes of such a degree (a
+ * pass over every node; gnn.estimate's count, where training's slots fill
+ * only as rows are kept).  Training and gnn.estimate both size it here.
+ */
+#define GNN_EVAL_REUSE_BYTES ((int64_t) 128 << 20)
+int64_t		gnn_eval_reuse_rows(const gnn_graph *g, const gnn_train_config *cfg, const gnn_minibatch_config *mbc,
+								bool on_cpu, int32_t d0, int64_t nval, int64_t ntest, bool count);
 
 gnn_status	gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg,
 								const gnn_minibatch_config *mbc, gnn_backend *be,

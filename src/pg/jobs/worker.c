@@ -1369,6 +1369,12 @@ RunJob(void)
 					JsonNum(&metrics, "val_nodes", (double) mstats.val_nodes, false);
 					JsonNum(&metrics, "test_nodes", (double) mstats.test_nodes, false);
 				}
+				if (mstats.eval_rows_computed > 0)
+				{
+					/* evaluation's layer-0 rows, reused from earlier batches of their pass or computed */
+					JsonNum(&metrics, "eval_rows_reused", (double) mstats.eval_rows_reused, false);
+					JsonNum(&metrics, "eval_rows_computed", (double) mstats.eval_rows_computed, false);
+				}
 				if (gnn_heap_tracked())
 					appendStringInfo(&metrics, "\"peak_memory\": {\"setup\": " INT64_FORMAT ", \"training\": " INT64_FORMAT
 									 ", \"batches\": " INT64_FORMAT ", \"evaluation\": " INT64_FORMAT "}, ",
