@@ -6,6 +6,7 @@
 # commit.  Writes bench/results/eval_cost-<UTC stamp>.md.
 #   bash bench/eval_cost.sh                              # the issue's scale
 #   EBS=512,2048 RUNS=3 bash bench/eval_cost.sh          # evaluation batch sizes, alternating
+#   REUSE=0,-1 RUNS=3 bash bench/eval_cost.sh            # kept layer-0 rows against none
 #   SCALE=16 EDGES=500000 RUNS=1 bash bench/eval_cost.sh # a quick run
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,7 @@ export THREADS=${THREADS:-2}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 REPORT=bench/results/eval_cost-$STAMP.md
 CMD=""
-for v in SCALE EDGES THREADS EBS SHARES RUNS EVAL_NODES; do
+for v in SCALE EDGES THREADS EBS SHARES REUSE RUNS EVAL_NODES; do
   [ -n "${!v:-}" ] && CMD+="$v=${!v} "
 done
 CMD+="bash bench/eval_cost.sh"

@@ -14,7 +14,9 @@
  * SHARES ("0": the evaluation gather shares to run, comma separated, each
  * with every batch size: 0 the pipeline's timed choice, 1 the producer
  * gathering every row, as before 2026-12-07; gnn_minibatch_config's
- * eval_gather_share).
+ * eval_gather_share), REUSE ("0": evaluation's kept layer-0 rows a pass
+ * to run, comma separated, with every batch size and share: 0 the default,
+ * -1 none, as before 2026-12-07's eleventh session; eval_reuse_rows).
  *
  * The graph: 2^SCALE nodes, 64-dim dense random features, 8 classes, 10% of
  * the nodes in each of the training, validation and test splits (by a hash,
@@ -71,6 +73,9 @@ main(void)
 				nshares = 0;
 	double		shares[8];
 	const char *shares_list = getenv("SHARES") ? getenv("SHARES") : "0";
+	const char *reuse_list = getenv("REUSE") ? getenv("REUSE") : "0";
+	int64_t		reuse[8];
+	int			nreuse = 0;
 	const int	dim = 64,
 				classes = 8;
 	gnn_graph	g;
@@ -98,13 +103,20 @@ main(void)
 		shares[nshares++] = strtod(p, &end);
 		p = *end ? end + 1 : end;
 	}
-	if (scale < 1 || scale > 30 || edges < 1 || threads < 1 || runs < 1 || nebs < 1 || nshares < 1)
+	for (const char *p = reuse_list; *p && nreuse < 8;)
+	{
+		char	   *end;
+
+		reuse[nreuse++] = strtoll(p, &end, 10);
+		p = *end ? end + 1 : end;
+	}
+	if (scale < 1 || scale > 30 || edges < 1 || threads < 1 || runs < 1 || nebs < 1 || nshares < 1 || nreuse < 1)
 	{
 		fprintf(stderr, "eval_cost_bench: bad settings (see the comment at the top of bench/eval_cost_bench.c)\n");
 		return 2;
 	}
-	printf("# eval_cost_bench: SCALE=%d EDGES=%lld THREADS=%d EBS=%s SHARES=%s RUNS=%d EVAL_NODES=%d\n", scale,
-		   (long long) edges, threads, ebs_list, shares_list, runs, eval_nodes);
+	printf("# eval_cost_bench: SCALE=%d EDGES=%lld THREADS=%d EBS=%s SHARES=%s REUSE=%s RUNS=%d EVAL_NODES=%d\n", scale,
+		   (long long) edges, threads, ebs_list, shares_list, reuse_list, runs, eval_nodes);
 	/* 10% of the nodes in each split, as bench/train_job.sh splits them */
 	if (!bench_rmat_graph(scale, edges, dim, classes, 0.1, 0.1, 0.1, 0.0f, &region, &size, &g, &err))
 	{
@@ -118,10 +130,10 @@ main(void)
 		fprintf(stderr, "backend: %s\n", err.msg);
 		return 1;
 	}
-	printf("\n| evaluation batch | gather share | run | wall s | training passes s | validation s (epoch 1 / 2) | test pass s | rest s | wall / passes | test nodes | test acc |\n");
-	printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+	printf("\n| evaluation batch | gather share | kept rows (reused / computed) | run | wall s | training passes s | validation s (epoch 1 / 2) | test pass s | rest s | wall / passes | test nodes | test acc |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int run = 0; run < runs; run++)
-		for (int k = 0; k < nebs * nshares; k++)
+		for (int k = 0; k < nebs * nshares * nreuse; k++)
 		{
 			gnn_train_config cfg;
 			gnn_minibatch_config mbc;
@@ -151,8 +163,9 @@ main(void)
 			mbc.prefetch = 2;
 			mbc.sampled_eval = true;
 			mbc.eval_nodes = eval_nodes;
-			mbc.eval_batch_size = ebs[k / nshares];
-			mbc.eval_gather_share = shares[k % nshares];
+			mbc.eval_batch_size = ebs[k / (nshares * nreuse)];
+			mbc.eval_gather_share = shares[k / nreuse % nshares];
+			mbc.eval_reuse_rows = reuse[k % nreuse];
 			memset(&st, 0, sizeof(st));
 			memset(&l, 0, sizeof(l));
 			t = now_s();
@@ -167,8 +180,10 @@ main(void)
 				passes += l.s[e] - l.ev[e];
 				val += l.ev[e];
 			}
-			printf("| %d | %g (%lld rows) | %d | %.3f | %.3f | %.3f / %.3f | %.3f | %.3f | **%.2f** | %lld | %.4f |\n",
-				   ebs[k / nshares], shares[k % nshares], (long long) st.eval_rows_shared, run + 1, wall,
+			printf("| %d | %g (%lld rows) | %lld (%lld / %lld) | %d | %.3f | %.3f | %.3f / %.3f | %.3f | %.3f | **%.2f** | %lld | %.4f |\n",
+				   mbc.eval_batch_size, mbc.eval_gather_share, (long long) st.eval_rows_shared,
+				   (long long) mbc.eval_reuse_rows, (long long) st.eval_rows_reused, (long long) st.eval_rows_computed,
+				   run + 1, wall,
 				   passes, l.ev[0], l.n > 1 ? l.ev[1] : 0.0, st.eval_s - val, wall - passes - st.eval_s,
 				   wall / passes, (long long) st.test_nodes, res.best.test_acc);
 			fflush(stdout);
