@@ -1477,7 +1477,8 @@ gnn_model_forward_from(gnn_model *m, gnn_dblock *const *blocks, int first, const
 							 "a node2vec model has no forward pass: its rows are the embeddings (gnn_model_infer)");
 	if (first < 1 || first >= L)
 		return gnn_error_set(err, GNN_ERR_INVALID, "cannot start at layer %d of a model with %d", first, L);
-	if (m->halo || m->reduce)
+	/* (feature slices reduce layer 0 only: the layers from 1 on run alike on every rank) */
+	if (m->halo)
 		return gnn_error_set(err, GNN_ERR_UNSUPPORTED, "a model over parts runs all its layers");
 	for (int l = first; l < L; l++)
 	{

@@ -321,8 +321,9 @@ gnn_status	gnn_model_forward_layers(gnn_model *m, gnn_dblock *const *blocks, int
  * blocks[l] for first <= l < layers.  For a caller that has the lower
  * layers' rows of some nodes already (evaluation's reused rows, train_mb.c).
  * *out: the output layer's rows (blocks[layers-1]->n_dst), valid until the
- * next forward; backward is refused after it.  A model over parts (halo,
- * feature slices) is GNN_ERR_UNSUPPORTED.
+ * next forward; backward is refused after it.  A model over parts (halo)
+ * is GNN_ERR_UNSUPPORTED; feature slices (gnn_model_set_reduce) reduce
+ * layer 0 only, which this does not run.
  */
 gnn_status	gnn_model_forward_from(gnn_model *m, gnn_dblock *const *blocks, int first, const float *in,
 								   const float **out, gnn_error *err);

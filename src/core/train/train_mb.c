@@ -207,8 +207,8 @@ gnn_eval_reuse_rows(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 				budget;
 
 	if (mbc->eval_reuse_rows < 0 || !on_cpu || d0 < 1 || split_nodes < 1 || sc->nhops < 2 ||
-		sc->kind != GNN_SAMPLER_NEIGHBOR || sc->temporal || sc->per_node_streams || cfg->dist ||
-		mbc->feature_slices || cfg->model == GNN_MODEL_GCN || cfg->model == GNN_MODEL_NODE2VEC)
+		sc->kind != GNN_SAMPLER_NEIGHBOR || sc->temporal || sc->per_node_streams ||
+		(cfg->dist && !mbc->feature_slices) || cfg->model == GNN_MODEL_GCN || cfg->model == GNN_MODEL_NODE2VEC)
 		return 0;
 	/* the nodes of the first L-1 hops of every seed of the pass, at most */
 	for (int h = 0; h < sc->nhops - 1; h++)
@@ -2171,7 +2171,11 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	pcfg = *cfg;
 	if (p3d)
 		pcfg.row_normalise = false;	/* (normalised by whole rows when computed: item_features) */
-	if (sampled_eval && !mbc->skip_eval && !dist && !p3d)
+	/*
+	 * (feature slices too: every rank draws every batch alike and keeps the
+	 * same rows, layer 0's reduced over the ranks; across parts, no)
+	 */
+	if (sampled_eval && !mbc->skip_eval && !dist)
 		reuse_cap = gnn_eval_reuse_rows(g, cfg, mbc, be->ops == gnn_backend_cpu(), gnn_model_config_layer_dim(&mc, 0),
 										nev, ntest, false);
 	if ((st = pipe_start(&pipe, g, &pcfg, mbc, dist ? gperm : train, dist ? gntrain : ntrain, gnn_rng_next(&rng),

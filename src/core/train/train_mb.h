@@ -81,9 +81,10 @@ typedef struct gnn_minibatch_config
 	 * streams).  Sampled evaluation on the CPU backend, node-wise
 	 * sampling, models of 2 layers or more whose rows do not depend on
 	 * their batch (not GCN, whose normalisation reads the batch's
-	 * column sums), not time-aware, not over parts, and not with
-	 * per-node streams asked for training (whose evaluation streams
-	 * follow its batches).
+	 * column sums), not time-aware, not over parts (feature slices
+	 * are: every rank draws every batch alike and keeps the same rows),
+	 * and not with per-node streams asked for training (whose evaluation
+	 * streams follow its batches).
 	 */
 	int64_t		eval_reuse_rows;
 	/*
