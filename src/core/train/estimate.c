@@ -417,7 +417,7 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 					 * per node and per row, the two samplers' bits (their
 					 * marks are the training sampler's)
 					 */
-					if (!gpu && !plan->temporal && plan->nfanouts >= 2 && g->split)
+					if (!gpu && !plan->temporal && !plan->no_eval_reuse && plan->nfanouts >= 2 && g->split)
 					{
 						gnn_minibatch_config rm;
 						int64_t		nv = 0,
@@ -438,7 +438,8 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 						rows = gnn_eval_reuse_rows(g, cfg, &rm, true, d0, nv, nt, true);
 						if (rows > 0)
 							add(out, false, "evaluation's kept rows",
-								4.0 * d0 * (double) (rows + ((size_t) GNN_BIG_BYTES / (4 * (size_t) d0))) + 4.0 * rows + 4.25 * n,
+								4.0 * d0 * (double) (rows + fmin((double) rows, (double) GNN_BIG_BYTES / (4.0 * d0))) +
+								4.0 * rows + 4.25 * n,
 								"up to %lld layer-0 rows of %d kept within an evaluation pass, for nodes drawn again",
 								(long long) rows, d0);
 					}

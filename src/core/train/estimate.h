@@ -41,6 +41,7 @@ typedef struct gnn_job_plan
 	int32_t		prefetch;		/* batches built ahead (-1: the default, 2) */
 	int32_t		threads;		/* sampler threads (0: all cores) */
 	bool		sampled_eval;	/* minibatch: evaluation on sampled neighbourhoods */
+	bool		no_eval_reuse;	/* ... keeping no layer-0 rows between its batches (eval_reuse_rows -1) */
 	int32_t		eval_batch_size;	/* its seeds per batch (0: batch_size) */
 	bool		temporal;		/* minibatch: time-aware sampling (evaluation and results sampled too) */
 	bool		gpu;			/* trained on a GPU: the device items too */

@@ -1494,9 +1494,10 @@ reuse_assemble(mb_pipe *P, const mb_item *it, const float *h0, int32_t d0, gnn_e
 
 	if (!P->chunk_bits)
 	{
-		/* chunks of 8 MB or more, a power of two rows */
-		P->chunk_bits = 10;
-		while (((size_t) d0 << P->chunk_bits) * sizeof(float) < (size_t) GNN_BIG_BYTES)
+		/* chunks of 8 MB (2 MB pages), a power of two rows, or one for all the pass keeps */
+		P->chunk_bits = 6;
+		while (((size_t) d0 << P->chunk_bits) * sizeof(float) < (size_t) GNN_BIG_BYTES &&
+			   ((int64_t) 1 << P->chunk_bits) < P->reuse_cap)
 			P->chunk_bits++;
 	}
 	for (int64_t k = 0; k < it->nnew; k++)

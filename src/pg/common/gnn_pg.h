@@ -195,6 +195,12 @@ typedef struct GnnTrainRequest
 	 * first validation pass 2.4x slower than the next (bench/train_job.sh).
 	 */
 	int32		eval_batch_size;
+	/*
+	 * evaluation keeps no layer-0 rows between batches (train_mb.h's
+	 * eval_reuse_rows -1): set by GnnCheckJobMemory where the job fits
+	 * gnn.max_job_memory only without them
+	 */
+	bool		eval_reuse_off;
 	char		sampler[16];
 	int64		fault_after;	/* fault injection: backend calls after this many fail; < 0 off */
 	int32		threads;
@@ -740,7 +746,7 @@ extern gnn_status GnnRunLinkPrediction(const gnn_graph *g, const gnn_train_confi
 extern int64 GnnJobGpuBytes(const GnnTrainRequest *r);
 extern struct gnn_backend *GnnJobBackend(const GnnTrainRequest *r, int rank, char *note, size_t notelen,
 										 bool *note_expected);
-extern void GnnCheckJobMemory(const GnnTrainRequest *r, const gnn_graph *g);
+extern void GnnCheckJobMemory(GnnTrainRequest *r, const gnn_graph *g);
 PGDLLEXPORT void GnnWorkerMain(Datum arg);
 
 /* core.c: running the core safely inside a PostgreSQL process */

@@ -146,6 +146,7 @@ EstimateOf(const GnnTrainRequest *r, const gnn_graph *g, bool gpu, gnn_estimate 
 	plan.prefetch = r->prefetch;
 	plan.threads = r->threads;
 	plan.sampled_eval = strcmp(r->evaluation, "full") != 0;
+	plan.no_eval_reuse = r->eval_reuse_off;
 	plan.eval_batch_size = r->eval_batch_size;
 	/* as the worker decides (RunMinibatch): time-aware on a graph with times unless turned off */
 	plan.temporal = r->nfanouts > 0 && ((r->temporal != 0 && g->time) || r->has_as_of);
@@ -212,7 +213,7 @@ LargestItems(const gnn_estimate *est)
  * device => 'auto' may end there).
  */
 void
-GnnCheckJobMemory(const GnnTrainRequest *r, const gnn_graph *g)
+GnnCheckJobMemory(GnnTrainRequest *r, const gnn_graph *g)
 {
 	gnn_estimate est;
 	gnn_graph	view = *g;
@@ -222,6 +223,21 @@ GnnCheckJobMemory(const GnnTrainRequest *r, const gnn_graph *g)
 	if (strcmp(r->model, "mlp") == 0)
 		GnnEdgelessView(g, &view);
 	EstimateOf(r, &view, strcmp(r->device, "cuda") == 0, &est);
+	if (est.host_bytes > (int64) r->max_job_memory_kb * 1024 && !r->eval_reuse_off)
+	{
+		/* the rows evaluation keeps are a saving, not a need: a job that fits without them runs without them */
+		for (int i = 0; i < est.n; i++)
+			if (strcmp(est.items[i].item, "evaluation's kept rows") == 0 &&
+				est.host_bytes - est.items[i].bytes <= (int64) r->max_job_memory_kb * 1024)
+			{
+				r->eval_reuse_off = true;
+				ereport(DEBUG1,
+						(errmsg("training job on graph \"%s\" keeps no evaluation rows between batches: with them "
+								"it would need about %lld MB, over gnn.max_job_memory (%d MB)", r->graph,
+								(long long) (est.host_bytes >> 20), r->max_job_memory_kb / 1024)));
+				return;
+			}
+	}
 	if (est.host_bytes > (int64) r->max_job_memory_kb * 1024)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),

@@ -556,6 +556,7 @@ GnnRunMinibatch(const gnn_graph *g, const gnn_train_config *cfg, const GnnTrainR
 	mbc.sampled_eval = strcmp(r->evaluation, "full") != 0;
 	mbc.eval_nodes = r->eval_nodes > 0 ? r->eval_nodes : 0;	/* -1: "all" of the split */
 	mbc.eval_batch_size = r->eval_batch_size;
+	mbc.eval_reuse_rows = r->eval_reuse_off ? -1 : 0;
 	/* on a GPU: batches built there, with a feature cache (gpu_batch.h) */
 	mbc.cpu_batches = r->gpu_sampling == 0;
 	gnn_gpu_batch_config_default(&job_gpu);
