@@ -115,7 +115,11 @@ done
 {
   echo "# bench/train_job.sh, $STAMP"
   echo
-  echo "Commit $COMMIT$DIRTY; $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2 / 1048576}' /proc/meminfo); gnn.threads $THREADS; load average $(cut -d' ' -f1-3 /proc/loadavg)."
+  # (the server runs the installed gnn.so, which make install writes: say whether it is this tree's build)
+  SO="$(pg_config --pkglibdir)/gnn.so"
+  if [ -f "$REPO_ROOT/gnn.so" ] && cmp -s "$SO" "$REPO_ROOT/gnn.so"; then SO_NOTE="the installed gnn.so is this tree's build"
+  else SO_NOTE="the installed gnn.so ($(date -u -r "$SO" '+%Y-%m-%d %H:%M UTC' 2>/dev/null || echo missing)) is NOT this tree's build: make install first"; fi
+  echo "Commit $COMMIT$DIRTY ($SO_NOTE); $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2 / 1048576}' /proc/meminfo); gnn.threads $THREADS; load average $(cut -d' ' -f1-3 /proc/loadavg)."
   echo "Command: \`JOBS='$JOBS' SCALE=$SCALE EDGES=$EDGES DIM=$DIM CUSTOMERS=$CUSTOMERS PRODUCTS=$PRODUCTS REVIEWS=$REVIEWS EXTRA='$EXTRA' bash bench/train_job.sh\`"
   [ -n "${HOMO_GRAPH:-}" ] && echo "R-MAT graph (nodes / arcs / features): $HOMO_GRAPH; GraphSAGE, fan-outs [10, 5], batch 512, hidden 128, 2 epochs."
   [ -n "${HETERO_GRAPH:-}" ] && echo "Shop schema (nodes / arcs): $HETERO_GRAPH; heterogeneous GraphSAGE, fan-outs [10, 10], batch 1024, hidden 128, 3 epochs."
