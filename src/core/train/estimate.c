@@ -417,12 +417,10 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 					 * per node and per row, the two samplers' bits (their
 					 * marks are the training sampler's)
 					 */
-					if (!gpu && !plan->temporal && !plan->no_eval_reuse && plan->nfanouts >= 2 && g->split)
+					if (!gpu && !plan->temporal && !plan->no_eval_reuse && plan->nfanouts >= 2)
 					{
 						gnn_minibatch_config rm;
-						int64_t		nv = 0,
-									nt = 0,
-									rows;
+						int64_t		rows;
 						int32_t		d0 = gnn_model_config_layer_dim(&mc, 0);
 
 						memset(&rm, 0, sizeof(rm));
@@ -430,14 +428,9 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 						rm.sampler.nhops = plan->nfanouts;
 						for (int h = 0; h < plan->nfanouts; h++)
 							rm.sampler.fanouts[h] = plan->fanouts[h];
-						for (int64_t v = 0; v < g->num_nodes; v++)
-						{
-							nv += g->split[v] == GNN_SPLIT_VAL;
-							nt += g->split[v] == GNN_SPLIT_TEST;
-						}
-						rows = gnn_eval_reuse_rows(g, cfg, &rm, true, d0, nv, nt, true);
+						rows = gnn_eval_reuse_rows(g, cfg, &rm, true, d0, g->n_val, g->n_test, true);
 						if (rows > 0)
-							add(out, false, "evaluation's kept rows",
+							add(out, false, GNN_ESTIMATE_KEPT_ROWS,
 								4.0 * d0 * (double) (rows + fmin((double) rows, (double) GNN_BIG_BYTES / (4.0 * d0))) +
 								4.0 * rows + 4.25 * n,
 								"up to %lld layer-0 rows of %d kept within an evaluation pass, for nodes drawn again",

@@ -54,6 +54,9 @@ void		gnn_job_plan_default(gnn_job_plan *p);
 
 #define GNN_ESTIMATE_ITEMS 20
 
+/* the item of a minibatch job's evaluation rows kept within a pass (train_mb.h's eval_reuse_rows) */
+#define GNN_ESTIMATE_KEPT_ROWS "evaluation's kept rows"
+
 typedef struct gnn_estimate_item
 {
 	char		item[40];

@@ -227,7 +227,7 @@ GnnCheckJobMemory(GnnTrainRequest *r, const gnn_graph *g)
 	{
 		/* the rows evaluation keeps are a saving, not a need: a job that fits without them runs without them */
 		for (int i = 0; i < est.n; i++)
-			if (strcmp(est.items[i].item, "evaluation's kept rows") == 0 &&
+			if (strcmp(est.items[i].item, GNN_ESTIMATE_KEPT_ROWS) == 0 &&
 				est.host_bytes - est.items[i].bytes <= (int64) r->max_job_memory_kb * 1024)
 			{
 				r->eval_reuse_off = true;
