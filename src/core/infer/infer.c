@@ -601,7 +601,6 @@ gnn_infer_temporal_sampling(const gnn_model *m, const gnn_graph *g, const gnn_in
 	int			L = mc->layers;
 	int			nl = layer < 0 ? L : layer + 1;
 	int			first = L - nl;
-	int32_t		R = g->num_edge_types > 1 ? g->num_edge_types : 1;
 
 	if (layer < -1 || layer >= L)
 		return gnn_error_set(err, GNN_ERR_INVALID, "layer %d does not exist (the model has %d layers; -1 is the output)",
@@ -622,14 +621,7 @@ gnn_infer_temporal_sampling(const gnn_model *m, const gnn_graph *g, const gnn_in
 		return gnn_error_set(err, GNN_ERR_LIMIT, "time-aware inference uses 32-bit node indices; the graph has %lld nodes",
 							 (long long) g->num_nodes);
 	/* the last nl hops of the training sampler, drawing as they do there */
-	*sc = c->sampler;
-	sc->nhops = nl;
-	for (int h = 0; h < nl; h++)
-		sc->fanouts[h] = c->sampler.fanouts[first + h];
-	if (c->sampler.type_fanouts)
-		sc->type_fanouts = c->sampler.type_fanouts + (int64_t) first * R;
-	sc->per_node_streams = true;
-	sc->first_hop = first;
+	gnn_sampler_config_hops(&c->sampler, g, first, nl, sc);
 	return GNN_OK;
 }
 

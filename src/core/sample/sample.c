@@ -220,6 +220,21 @@ typed_setup(gnn_sampler *s, gnn_error *err)
 	return GNN_OK;
 }
 
+void
+gnn_sampler_config_hops(const gnn_sampler_config *c, const gnn_graph *g, int first, int n, gnn_sampler_config *out)
+{
+	int32_t		R = g->num_edge_types > 1 ? g->num_edge_types : 1;
+
+	*out = *c;
+	out->nhops = n;
+	for (int h = 0; h < n; h++)
+		out->fanouts[h] = c->fanouts[first + h];
+	if (c->type_fanouts)
+		out->type_fanouts = c->type_fanouts + (int64_t) first * R;
+	out->per_node_streams = true;
+	out->first_hop = first;
+}
+
 gnn_status
 gnn_sampler_create(const gnn_graph *g, const gnn_sampler_config *cfg, gnn_sampler **out,
 				   gnn_error *err)

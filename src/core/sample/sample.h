@@ -155,6 +155,15 @@ gnn_status	gnn_minibatch_copy_from(gnn_minibatch_copy *dst, const gnn_minibatch 
 void		gnn_minibatch_copy_free(gnn_minibatch_copy *c);
 
 gnn_status	gnn_sampler_config_check(const gnn_sampler_config *cfg, gnn_error *err);
+/*
+ * The hops [first, first + n) of c (first >= 0, n >= 1, first + n <= nhops),
+ * drawn as they are in the whole: their fan-outs (typed ones over g's
+ * relations too), per-node streams, first_hop = first.  A caller that
+ * samples an inner layer's hops (infer.h) or a batch's hops apart
+ * (train_mb.c's reused evaluation rows) gets the whole's draws.
+ */
+void		gnn_sampler_config_hops(const gnn_sampler_config *c, const gnn_graph *g, int first, int n,
+									gnn_sampler_config *out);
 gnn_status	gnn_sampler_create(const gnn_graph *g, const gnn_sampler_config *cfg,
 							   gnn_sampler **out, gnn_error *err);
 void		gnn_sampler_free(gnn_sampler *s);

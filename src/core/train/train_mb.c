@@ -1165,20 +1165,12 @@ pipe_start(mb_pipe *P, const gnn_graph *g, const gnn_train_config *cfg, const gn
 		return st;
 	if (reuse_cap > 0 && !rs && !glocal && P->neval + P->ntestb > 0 && esc->nhops >= 2)
 	{
-		/* reusing layer-0 rows: the first L-1 hops and the last one apart, each as in the whole (first_hop) */
-		gnn_sampler_config top = *esc,
-					low = *esc;
-		int			L = esc->nhops;
-		int32_t		R = g->num_edge_types > 1 ? g->num_edge_types : 1;
+		/* reusing layer-0 rows: the first L-1 hops and the last one apart, each as in the whole */
+		gnn_sampler_config top,
+					low;
 
-		top.per_node_streams = low.per_node_streams = true;
-		top.nhops = L - 1;
-		top.first_hop = 0;
-		low.nhops = 1;
-		low.first_hop = L - 1;
-		low.fanouts[0] = esc->fanouts[L - 1];
-		if (esc->type_fanouts)
-			low.type_fanouts = esc->type_fanouts + (int64_t) (L - 1) * R;
+		gnn_sampler_config_hops(esc, g, 0, esc->nhops - 1, &top);
+		gnn_sampler_config_hops(esc, g, esc->nhops - 1, 1, &low);
 		/* (the producer's samplers share one marker array: they take turns on its thread) */
 		if ((st = gnn_sampler_create_sharing(g, &top, P->esampler, &P->rtop, err)) != GNN_OK ||
 			(st = gnn_sampler_create_sharing(g, &low, P->esampler, &P->rlow, err)) != GNN_OK)
