@@ -160,11 +160,26 @@ reuse_degree(const gnn_graph *g, int64_t v)
  * nodes no later batch draws (on the R-MAT job's test pass, 58% of the
  * rows, 1.5% of the reuses); keeping them only wrote fresh memory.
  */
+/* the neighbours a node draws at hop h of sc, over g's relations (a fan-out of -1 counted as all) */
+static double
+hop_draws(const gnn_graph *g, const gnn_sampler_config *sc, int h, double all)
+{
+	int32_t		R = g->num_edge_types > 1 ? g->num_edge_types : 1;
+	double		f = 0;
+
+	for (int32_t r = 0; r < R; r++)
+	{
+		int32_t		k = sc->type_fanouts ? sc->type_fanouts[(int64_t) h * R + r] : sc->fanouts[h];
+
+		f += k < 0 ? all : k;
+	}
+	return f;
+}
+
 static int64_t
 reuse_keep_degree(const gnn_graph *g, const gnn_sampler_config *esc, int64_t n)
 {
 	int			L = esc->nhops;
-	int32_t		R = g->num_edge_types > 1 ? g->num_edge_types : 1;
 	double		phi = (double) n,
 				f = 0,
 				mean = g->num_nodes > 0 ? (double) g->num_edges / (double) g->num_nodes : 0,
@@ -173,14 +188,8 @@ reuse_keep_degree(const gnn_graph *g, const gnn_sampler_config *esc, int64_t n)
 
 	for (int h = 0; h < L - 1; h++)
 	{
-		double		fh = 0;
+		double		fh = hop_draws(g, esc, h, mean);
 
-		for (int32_t r = 0; r < R; r++)
-		{
-			int32_t		k = esc->type_fanouts ? esc->type_fanouts[(int64_t) h * R + r] : esc->fanouts[h];
-
-			fh += k < 0 ? mean : k;
-		}
 		if (h < L - 2)
 			phi *= 1 + fh;
 		else
@@ -199,7 +208,6 @@ gnn_eval_reuse_rows(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 					int32_t d0, int64_t nval, int64_t ntest, bool count)
 {
 	const gnn_sampler_config *sc = &mbc->sampler;
-	int32_t		R = g->num_edge_types > 1 ? g->num_edge_types : 1;
 	int64_t		split_nodes = nval > ntest ? nval : ntest,
 				kd,
 				keepable = 0;
@@ -212,21 +220,16 @@ gnn_eval_reuse_rows(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		return 0;
 	/* the nodes of the first L-1 hops of every seed of the pass, at most */
 	for (int h = 0; h < sc->nhops - 1; h++)
-	{
-		double		f = 0;
-
-		for (int32_t r = 0; r < R; r++)
-		{
-			int32_t		k = sc->type_fanouts ? sc->type_fanouts[(int64_t) h * R + r] : sc->fanouts[h];
-
-			f += k < 0 ? (double) g->num_nodes : k;
-		}
-		reach *= 1 + f;
-	}
-	/* no more than the nodes a pass keeps (reuse_keep_degree) */
+		reach *= 1 + hop_draws(g, sc, h, (double) g->num_nodes);
+	/* no more than the nodes a pass keeps (reuse_keep_degree: the lower of the two passes') */
 	kd = reuse_keep_degree(g, sc, nval);
-	if (ntest > 0 && (nval < 1 || reuse_keep_degree(g, sc, ntest) < kd))
-		kd = reuse_keep_degree(g, sc, ntest);
+	if (ntest > 0)
+	{
+		int64_t		kt = reuse_keep_degree(g, sc, ntest);
+
+		if (nval < 1 || kt < kd)
+			kd = kt;
+	}
 	for (int64_t v = 0; count && v < g->num_nodes; v++)
 		keepable += reuse_degree(g, v) >= kd;
 	if (count && reach > (double) keepable)
@@ -1547,7 +1550,8 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 		double		waited,
 					t1;
 		int			made = 0,
-					L = E->cfg->layers;
+					L = E->cfg->layers,
+					first;
 
 		if (should_stop && should_stop(stop_arg))
 		{
@@ -1561,6 +1565,7 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 			break;
 		}
 		in = item_in(it);
+		first = it->reuse ? 1 : 0;
 		/* the rows the producer left (eval_gather_share: a dense batch's), as it gathers them */
 		if (it->gathered >= 0 && it->gathered < in->n_input)
 		{
@@ -1571,13 +1576,11 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 		t1 = gnn_now_s();
 		if (st == GNN_OK && (!it->reuse || it->nnew > 0))
 			st = item_features(E->be, E->g, it, dfeat, &x, &x_owned, E->p3, err);
-		/* forward only: no transposes, and on the CPU the batch's own arrays (block.c) */
+		/* a reusing batch: layer 0 on its new nodes' last hop, then every node's row assembled */
 		if (it->reuse)
 		{
-			int32_t		d0 = gnn_model_layer_dim(E->model, 0);
 			const float *h0 = NULL;
 
-			/* layer 0 on the new nodes' last hop, then layers 1.. on every node's row */
 			if (st == GNN_OK && it->nnew > 0 &&
 				(st = gnn_dblock_create_forward(E->be, &it->low.mb.blocks[0], E->cfg->model, NULL, NULL, &dblk[0],
 												err)) == GNN_OK)
@@ -1587,33 +1590,27 @@ eval_from_pipe(const eval_ctx *E, mb_pipe *P, int64_t count, gnn_buf *dfeat, gnn
 				gnn_dblock_free(&dblk[0]);
 			}
 			if (st == GNN_OK)
-				st = reuse_assemble(P, it, h0, d0, err);
+				st = reuse_assemble(P, it, h0, gnn_model_layer_dim(E->model, 0), err);
 			stats->eval_rows_computed += it->nnew;
 			stats->eval_rows_reused += it->mb.mb.n_input - it->nnew;
-			for (int l = 1; st == GNN_OK && l < L; l++)
-				if ((st = gnn_dblock_create_forward(E->be, &it->mb.mb.blocks[l - 1], E->cfg->model, NULL, NULL,
-													 &dblk[l], err)) == GNN_OK)
-					blocks[l] = &dblk[l], made = l;
-			if (st == GNN_OK && it->bs > 0)
-				st = eval_batch(E, blocks, NULL, P->hin, it->mb.mb.input_nodes, it->bs, a, err);
-			for (int l = 1; l <= made; l++)
-				gnn_dblock_free(&dblk[l]);
-			made = 0;
 		}
-		else
-		{
-			for (int l = 0; st == GNN_OK && l < L; l++)
-				if ((st = gnn_dblock_create_forward(E->be, &it->mb.mb.blocks[l], E->cfg->model, NULL, NULL, &dblk[l],
-													 err)) == GNN_OK)
-					blocks[made++] = &dblk[l];
-			/* (across parts a rank may have no seed in a batch) */
-			if (st == GNN_OK && it->bs > 0)
-				st = eval_batch(E, blocks, &x, NULL, it->mb.mb.input_nodes, it->bs, a, err);
-		}
+		/*
+		 * mb's blocks from layer first on (a reusing batch's start at layer
+		 * 1); forward only: no transposes, and on the CPU the batch's own
+		 * arrays (block.c)
+		 */
+		for (int l = first; st == GNN_OK && l < L; l++)
+			if ((st = gnn_dblock_create_forward(E->be, &it->mb.mb.blocks[l - first], E->cfg->model, NULL, NULL,
+												 &dblk[l], err)) == GNN_OK)
+				blocks[l] = &dblk[l], made = l + 1;
+		/* (across parts a rank may have no seed in a batch) */
+		if (st == GNN_OK && it->bs > 0)
+			st = eval_batch(E, blocks, it->reuse ? NULL : &x, it->reuse ? P->hin : NULL, it->mb.mb.input_nodes,
+							it->bs, a, err);
 		/* the computing thread's own work on the batch, its gathering aside */
 		if (P->share_on && st == GNN_OK && in->n_input > 0)
 			mean_note(&P->ev_fwd_s, (gnn_now_s() - t1) / (double) in->n_input);
-		for (int l = 0; l < made; l++)
+		for (int l = first; l < made; l++)
 			gnn_dblock_free(&dblk[l]);
 		if (x_owned)
 			gnn_dfeat_free(&x);
