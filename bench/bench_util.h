@@ -56,6 +56,22 @@ env_ll(const char *name, long long def)
 	return s && *s ? atoll(s) : def;
 }
 
+/* a comma-separated list of numbers ("10,5", "0.3,1") into out[0..max): how many it holds */
+static inline int
+parse_list(const char *s, double *out, int max)
+{
+	int			n = 0;
+
+	for (const char *p = s; *p && n < max;)
+	{
+		char	   *end;
+
+		out[n++] = strtod(p, &end);
+		p = *end ? end + 1 : end;
+	}
+	return n;
+}
+
 /*
  * One R-MAT edge with the Graph500 parameters (a=0.57, b=0.19, c=0.19,
  * d=0.05) over 2^scale ids: one draw per bit picks the quadrant, whose high

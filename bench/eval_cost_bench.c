@@ -68,14 +68,14 @@ main(void)
 				eval_nodes = (int) env_ll("EVAL_NODES", 20000);
 	int64_t		edges = env_ll("EDGES", 10000000);
 	const char *ebs_list = getenv("EBS") ? getenv("EBS") : "512";
-	int			ebs[8],
-				nebs = 0,
-				nshares = 0;
-	double		shares[8];
 	const char *shares_list = getenv("SHARES") ? getenv("SHARES") : "0";
 	const char *reuse_list = getenv("REUSE") ? getenv("REUSE") : "0";
-	int64_t		reuse[8];
-	int			nreuse = 0;
+	double		ebs[8],
+				shares[8],
+				reuse[8];
+	int			nebs = parse_list(ebs_list, ebs, 8),
+				nshares = parse_list(shares_list, shares, 8),
+				nreuse = parse_list(reuse_list, reuse, 8);
 	const int	dim = 64,
 				classes = 8;
 	gnn_graph	g;
@@ -89,27 +89,6 @@ main(void)
 	mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
 	mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
 	mallopt(M_TOP_PAD, 16 * 1024 * 1024);
-	for (const char *p = ebs_list; *p && nebs < 8;)
-	{
-		char	   *end;
-
-		ebs[nebs++] = (int) strtol(p, &end, 10);
-		p = *end ? end + 1 : end;
-	}
-	for (const char *p = shares_list; *p && nshares < 8;)
-	{
-		char	   *end;
-
-		shares[nshares++] = strtod(p, &end);
-		p = *end ? end + 1 : end;
-	}
-	for (const char *p = reuse_list; *p && nreuse < 8;)
-	{
-		char	   *end;
-
-		reuse[nreuse++] = strtoll(p, &end, 10);
-		p = *end ? end + 1 : end;
-	}
 	if (scale < 1 || scale > 30 || edges < 1 || threads < 1 || runs < 1 || nebs < 1 || nshares < 1 || nreuse < 1)
 	{
 		fprintf(stderr, "eval_cost_bench: bad settings (see the comment at the top of bench/eval_cost_bench.c)\n");
@@ -163,9 +142,9 @@ main(void)
 			mbc.prefetch = 2;
 			mbc.sampled_eval = true;
 			mbc.eval_nodes = eval_nodes;
-			mbc.eval_batch_size = ebs[k / (nshares * nreuse)];
+			mbc.eval_batch_size = (int32_t) ebs[k / (nshares * nreuse)];
 			mbc.eval_gather_share = shares[k / nreuse % nshares];
-			mbc.eval_reuse_rows = reuse[k % nreuse];
+			mbc.eval_reuse_rows = (int64_t) reuse[k % nreuse];
 			memset(&st, 0, sizeof(st));
 			memset(&l, 0, sizeof(l));
 			t = now_s();

@@ -293,7 +293,8 @@ main(void)
 			   *pf = getenv("PREFETCH");
 	batch_shape *shapes;
 	double		step_ms[8] = {0},
-				step_gemm_ms = 0;	/* the first depth's in-step GEMM time */
+				step_gemm_ms = 0,	/* the first depth's in-step GEMM time */
+				list[GNN_MAX_LAYERS > 8 ? GNN_MAX_LAYERS : 8];	/* FANOUTS, PREFETCH */
 
 	memset(&o, 0, sizeof(o));
 	o.scale = (int) env_ll("SCALE", 20);
@@ -309,20 +310,12 @@ main(void)
 	o.rownorm = env_ll("ROWNORM", 0) != 0;
 	o.shapes = (int) env_ll("SHAPES", 20);
 	o.reps = (int) env_ll("REPS", 5);
-	for (const char *p = fo ? fo : "10,5"; *p && o.layers < GNN_MAX_LAYERS;)
-	{
-		char	   *end;
-
-		o.fanouts[o.layers++] = (int32_t) strtol(p, &end, 10);
-		p = *end ? end + 1 : end;
-	}
-	for (const char *p = pf ? pf : "2,0"; *p && o.nprefetch < 8;)
-	{
-		char	   *end;
-
-		o.prefetch[o.nprefetch++] = (int) strtol(p, &end, 10);
-		p = *end ? end + 1 : end;
-	}
+	o.layers = parse_list(fo ? fo : "10,5", list, GNN_MAX_LAYERS);
+	for (int i = 0; i < o.layers; i++)
+		o.fanouts[i] = (int32_t) list[i];
+	o.nprefetch = parse_list(pf ? pf : "2,0", list, 8);
+	for (int i = 0; i < o.nprefetch; i++)
+		o.prefetch[i] = (int) list[i];
 	if (o.scale < 1 || o.scale > 30 || o.edges < 1 || o.dim < 1 || o.classes < 2 || o.layers < 1 || o.batch < 1 ||
 		o.batches < 1 || o.threads < 1 || o.shapes < 1 || o.reps < 1 || o.nprefetch < 1)
 	{
