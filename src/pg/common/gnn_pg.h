@@ -206,6 +206,7 @@ typedef struct GnnTrainRequest
 	int32		threads;
 	int32		feature_cache_kb;	/* the caller's gnn.feature_cache_size, for the worker */
 	int32		max_job_memory_kb;	/* the caller's gnn.max_job_memory (0: none) */
+	int64		host_estimate_bytes;	/* gnn.estimate's host total, where gnn.train made one (0: none) */
 	/* subgraph samplers 'cluster' and 'saint_rw' (0: the core's default) */
 	int32		num_parts;
 	int32		clusters_per_batch;

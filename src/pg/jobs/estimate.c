@@ -223,6 +223,7 @@ GnnCheckJobMemory(GnnTrainRequest *r, const gnn_graph *g)
 	if (strcmp(r->model, "mlp") == 0)
 		GnnEdgelessView(g, &view);
 	EstimateOf(r, &view, strcmp(r->device, "cuda") == 0, &est);
+	r->host_estimate_bytes = est.host_bytes;	/* the worker's heap (worker.c) */
 	if (est.host_bytes > (int64) r->max_job_memory_kb * 1024 && !r->eval_reuse_off)
 	{
 		/* the rows evaluation keeps are a saving, not a need: a job that fits without them runs without them */
