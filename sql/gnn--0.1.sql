@@ -273,6 +273,10 @@ CREATE TABLE gnn.job_history (
     -- first (the default embedding, class probabilities); NULL until then, or when it computed none
     results_seconds float8
 );
+-- the jobs recorded as queued or running: every gnn.train marks those of an
+-- earlier server lifetime failed (jobs.c, NextJobId), and reads only these,
+-- however long the history grows (pg_cron training every few minutes)
+CREATE INDEX job_history_live ON gnn.job_history (instance) WHERE state IN ('queued', 'running');
 
 CREATE TABLE gnn.training_log (
     job         bigint NOT NULL,
