@@ -1694,7 +1694,18 @@ linkpred_run(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred
 
 	if (!be && (st = gnn_backend_create(cfg->backend, cfg->threads, cfg->cuda_so, &be, err)) != GNN_OK)
 		goto done;
-	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK ||
+	/*
+	 * the initial weights from a stream of their own, seeded as over several
+	 * servers (linkpred_dist): the same job starts from the same weights
+	 * either way, whatever the split drew
+	 */
+	{
+		gnn_rng		wrng;
+
+		gnn_rng_seed(&wrng, cfg->seed ^ 0x6c696e6bULL);
+		st = gnn_model_create(be, &mc, &wrng, &model, err);
+	}
+	if (st != GNN_OK ||
 		(st = gnn_dblock_create(be, &sp.graph, &dblk, err)) != GNN_OK ||
 		(st = gnn_dfeat_from_graph(be, g, cfg->row_normalise, &x, err)) != GNN_OK ||
 		(st = gnn_buf_ensure(be, &ddz, sizeof(float) * n * d, err)) != GNN_OK)
