@@ -878,7 +878,8 @@ $n[0]->safe_psql('postgres', qq{SET ROLE dist;
 # link prediction over schema parts (#43): one relation (a foreign key) of a schema whose likes join
 # users and items of the same group, nine in ten; pairs named by (type, key) - the items' keys are
 # text -, each listed by the owner of its item, held out with its reverse arcs, negatives drawn from
-# the likes of any part.  One server's test AUC within 5 points (parity: the split is drawn otherwise).
+# the likes of any part; time-aware too, under each endpoint's own bound.  One server's test AUC
+# within 5 points (parity: the split is drawn otherwise; both start from the same weights).
 {
 	my $lpschema = q{
 		SELECT setseed(0.5);
@@ -890,9 +891,10 @@ $n[0]->safe_psql('postgres', qq{SET ROLE dist;
 		       (i % 4 = 2)::int + random() * 0.3, (i % 4 = 3)::int + random() * 0.3, abs(hashint4(i)) % 2
 		FROM generate_series(0, 199) i;
 		CREATE TABLE l_likes (id bigint PRIMARY KEY, user_id bigint REFERENCES l_users, item_id text REFERENCES l_items,
-		                      part int);
+		                      part int, created_at timestamptz);
 		INSERT INTO l_likes SELECT k, u, 'i' || (CASE WHEN abs(hashint4(k)) % 10 < 9 THEN (u % 4) + 4 * (abs(hashint4(k + 1)) % 50)
-		                                         ELSE abs(hashint4(k + 2)) % 200 END), u % 2
+		                                         ELSE abs(hashint4(k + 2)) % 200 END), u % 2,
+		       '2024-01-01'::timestamptz + k * interval '1 hour'
 		FROM generate_series(0, 2999) k, LATERAL (SELECT abs(hashint4(k + 3)) % 400 AS u) x;
 		GRANT SELECT ON l_users, l_items, l_likes TO dist;
 	};
@@ -901,33 +903,55 @@ $n[0]->safe_psql('postgres', qq{SET ROLE dist;
 	{
 		$n[$k]->safe_psql('postgres', $lpschema);
 		$n[$k]->safe_psql('postgres', qq{SET ROLE dist;
-			SELECT nodes FROM gnn.load_schema_graph('lpp', $lt, options => '{"part_column": "part", "part": $k}');});
+			SELECT nodes FROM gnn.load_schema_graph('lpp', $lt, options => '{"part_column": "part", "part": $k,
+				"exclude": {"l_likes": ["created_at"]}}');
+			SELECT nodes FROM gnn.load_schema_graph('lpt', $lt, options => '{"part_column": "part", "part": $k,
+				"time": {"l_likes": "created_at"}}');});
 	}
 	$n[0]->safe_psql('postgres', qq{SET ROLE dist; SELECT nodes FROM gnn.load_schema_graph('lpw', $lt,
-		options => '{"exclude": {"l_users": ["part"], "l_items": ["part"], "l_likes": ["part"]}}');});
+		options => '{"exclude": {"l_users": ["part"], "l_items": ["part"], "l_likes": ["part", "created_at"]}}');
+		SELECT nodes FROM gnn.load_schema_graph('lptw', $lt,
+		options => '{"exclude": {"l_users": ["part"], "l_items": ["part"], "l_likes": ["part"]}, "time": {"l_likes": "created_at"}}');});
 	my $peers = "\"peers\": [\"" . conn(1) . "\"], \"coordinator\": \"$coord\", \"dist_timeout_ms\": 8000";
 	my $lp = "task => 'link_prediction', hidden => 16, epochs => 15, seed => 2, wait => true";
 	my $rel = '"fanouts": [10, 10], "edge_type": "l_likes.item_id"';
-	for my $model ('hetero_sage', 'rgcn')
+	# then time-aware (the likes' times, also a feature): each endpoint of a pair sampled under its
+	# own bound across the parts, evaluated on sampled neighbourhoods as one server does
+	for my $case (['lpw', 'lpp', '', 'false'], ['lptw', 'lpt', 'time-aware ', 'true'])
 	{
-		my ($rc1, $j1, $e1) = as_dist("SELECT gnn.train('lpw', model => '$model', name => 'lpw_$model', $lp, options => '{$rel}')");
-		is($rc1, 0, "$model link prediction on one relation of the whole schema, one server") or diag($e1);
-		my ($rc2, $j2, $e2) = as_dist("SELECT gnn.train('lpp', model => '$model', name => 'lpp_$model', $lp, "
-			  . "options => '{$peers, $rel}')");
-		my $state = $j2 ? $n[0]->safe_psql('postgres', "SELECT state || ' ' || coalesce(error, '') FROM gnn.jobs WHERE id = $j2") : $e2;
-		like($state, qr/^succeeded/, "$model link prediction over two schema parts") or diag($state);
-		my ($a1, $a2) = map { $n[0]->safe_psql('postgres', "SELECT (metrics->>'test_auc')::float8 FROM gnn.models WHERE name = '$_'") }
-		  ("lpw_$model", "lpp_$model");
-		note("$model link prediction on l_likes.item_id, test AUC: one server $a1, two $a2");
-		ok($a1 > 0.7 && $a2 > 0.7 && abs($a1 - $a2) < 0.05,
-		   "$model over two schema parts: test AUC $a2, one server $a1 (within 5 points)");
+		my ($whole, $parts, $what, $temporal) = @$case;
+		for my $model ('hetero_sage', 'rgcn')
+		{
+			my ($rc1, $j1, $e1) = as_dist("SELECT gnn.train('$whole', model => '$model', name => '${whole}_$model', $lp, "
+				  . "options => '{$rel}')");
+			is($rc1, 0, "$model ${what}link prediction on one relation of the whole schema, one server") or diag($e1);
+			my ($rc2, $j2, $e2) = as_dist("SELECT gnn.train('$parts', model => '$model', name => '${parts}_$model', $lp, "
+				  . "options => '{$peers, $rel}')");
+			my $state = $j2 ? $n[0]->safe_psql('postgres', "SELECT state || ' ' || coalesce(error, '') FROM gnn.jobs WHERE id = $j2") : $e2;
+			like($state, qr/^succeeded/, "$model ${what}link prediction over two schema parts") or diag($state);
+			my ($a1, $a2) = map { $n[0]->safe_psql('postgres', "SELECT (metrics->>'test_auc')::float8 FROM gnn.models WHERE name = '$_'") }
+			  ("${whole}_$model", "${parts}_$model");
+			is($n[0]->safe_psql('postgres', "SELECT string_agg(metrics->>'temporal', ' ') FROM gnn.models "
+					. "WHERE name IN ('${whole}_$model', '${parts}_$model')"), "$temporal $temporal",
+			   "$model: both jobs sampled ${what}as asked");
+			note("$model ${what}link prediction on l_likes.item_id, test AUC: one server $a1, two $a2");
+			ok($a1 > 0.7 && $a2 > 0.7 && abs($a1 - $a2) < 0.05,
+			   "$model ${what}over two schema parts: test AUC $a2, one server $a1 (within 5 points)");
+		}
 	}
+	# a peer's part without times: every rank refuses at once, naming the ranks that sample otherwise
+	$n[1]->safe_psql('postgres', qq{SET ROLE dist; SELECT nodes FROM gnn.load_schema_graph('lpt', $lt, replace => true,
+		options => '{"part_column": "part", "part": 1, "exclude": {"l_likes": ["created_at"]}}');});
+	my ($rct, $jt, $et) = as_dist("SELECT gnn.train('lpt', model => 'rgcn', name => 'lpt_mixed', $lp, options => '{$peers, $rel}')");
+	my $mixed = $jt ? $n[0]->safe_psql('postgres', "SELECT state || ' ' || coalesce(error, '') FROM gnn.jobs WHERE id = $jt") : $et;
+	like($mixed, qr/rank 0 samples time-aware and rank 1 does not/,
+		 'time-aware link prediction with a peer part without times: the job fails, saying why') or diag($mixed);
 	my ($rc, $out, $err) = as_dist("SELECT gnn.train('lpp', model => 'rgcn', task => 'link_prediction', wait => true, "
 		  . "options => '{$peers, \"fanouts\": [10, 10]}')");
 	like($err, qr/takes a relation/, 'link prediction over schema parts without edge_type: the job fails, saying what it needs')
 	  or diag($err);
-	$_->safe_psql('postgres', "SET ROLE dist; SELECT gnn.drop_graph('lpp')") for @n[0, 1];
-	$n[0]->safe_psql('postgres', "SET ROLE dist; SELECT gnn.drop_graph('lpw')");
+	$_->safe_psql('postgres', "SET ROLE dist; SELECT gnn.drop_graph('lpp'), gnn.drop_graph('lpt')") for @n[0, 1];
+	$n[0]->safe_psql('postgres', "SET ROLE dist; SELECT gnn.drop_graph('lpw'), gnn.drop_graph('lptw')");
 }
 {
 	my ($rc, $out, $err) = as_dist("SELECT gnn.load_schema_graph('bad', $stables, options => '{\"part_column\": \"nope\", \"part\": 0}')");

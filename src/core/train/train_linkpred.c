@@ -848,7 +848,9 @@ typedef struct lpd
 	int64_t    *skey;
 	int16_t    *stype;			/* (typed graphs) */
 	int32_t    *sown;
+	int64_t    *stimes;			/* (time-aware) the seeds' bounds */
 	int64_t		ns;
+	int64_t    *abound;			/* (time-aware) [N] every place's bound, from its owner */
 } lpd;
 
 /* a place's name in 64 bits, gnn_graph_node_name's of its node: what the split hashes */
@@ -891,6 +893,8 @@ seed_of(lpd *P, int64_t x)
 		if (P->stype)
 			P->stype[P->ns] = P->atype[x];
 		P->sown[P->ns] = P->arank[x];
+		if (P->stimes)
+			P->stimes[P->ns] = P->abound[x];
 		P->ns++;
 	}
 	return P->mark[x];
@@ -957,7 +961,7 @@ dist_embed(lpd *P, gnn_dist_sampler *ds, const gnn_train_config *cfg, gnn_backen
 
 	*made = 0;
 	memset(xb, 0, sizeof(*xb));
-	if ((st = gnn_dist_sampler_sample_named(ds, P->skey, P->stype, P->sown, NULL, P->ns, seed, cfg->row_normalise,
+	if ((st = gnn_dist_sampler_sample_named(ds, P->skey, P->stype, P->sown, P->stimes, P->ns, seed, cfg->row_normalise,
 											cfg->threads, &mb, &f, err)) != GNN_OK || P->ns == 0)
 		return st;
 	st = f.ptr ? gnn_dfeat_sparse(be, mb.n_input, P->g->feat_dim, f.ptr, f.idx, f.val, xb, err)
@@ -1020,7 +1024,7 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 				t_start = gnn_now_s();
 	bool		have_best = false;
 	int32_t		wait = 0,
-				fdim[64];
+				fdim[2 * 64];
 	int64_t		echunk = 1024;
 	int16_t    *rr = NULL;		/* the training graph's arc types */
 	int32_t    *lown = NULL;	/* own nodes that list pairs (the relation's destination type) */
@@ -1043,13 +1047,23 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
 							 "rank %d's part has changes not merged yet: link prediction over several servers reads a merged part (gnn.refresh)",
 							 P.rank);
-	if (mbc->sampler.temporal)
-		return gnn_error_set(err, GNN_ERR_UNSUPPORTED,
-							 "time-aware link prediction does not run over several servers yet (train with options.temporal false, or on one server)");
 	if (P.size > 64)
 		return gnn_error_set(err, GNN_ERR_LIMIT, "at most 64 ranks");
-	if ((st = gnn_dist_allgather(P.d, &g->feat_dim, sizeof(int32_t), fdim, err)) != GNN_OK)
-		return st;
+	/* every rank's feature width and whether it samples time-aware (its part's times): all alike */
+	{
+		int32_t		mine[2] = {g->feat_dim, mbc->sampler.temporal ? 1 : 0};
+
+		if ((st = gnn_dist_allgather(P.d, mine, sizeof(mine), fdim, err)) != GNN_OK)
+			return st;
+		for (int r = 0; r < P.size; r++)
+			if (fdim[2 * r + 1] != mine[1])
+				return gnn_error_set(err, GNN_ERR_INVALID,
+									 "rank %d samples time-aware and rank %d does not: every part needs the same times "
+									 "(options.time of gnn.load_schema_graph), or train with options.temporal false",
+									 mine[1] ? P.rank : r, mine[1] ? r : P.rank);
+		for (int r = 0; r < P.size; r++)
+			fdim[r] = fdim[2 * r];
+	}
 	for (int r = 0; r < P.size; r++)
 		if (fdim[r] != g->feat_dim)
 			return gnn_error_set(err, GNN_ERR_INVALID, "rank %d's graph has features of width %d, rank %d's of width %d",
@@ -1082,6 +1096,23 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 							   (long long) gnn_graph_name_key(g, v), gnn_graph_name_type(g, v), P.rank);
 			goto done;
 		}
+	/*
+	 * time-aware: every place's bound (its node's time, or the job's as_of),
+	 * which its owner knows, on every rank: a pair's endpoints are sampled
+	 * under their own bounds wherever they are listed
+	 */
+	if (mbc->sampler.temporal)
+	{
+		if (!(P.abound = calloc(P.N + 1, sizeof(int64_t))))
+		{
+			st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory for %lld nodes' time bounds", (long long) P.N);
+			goto done;
+		}
+		for (int64_t i = 0; i < P.nown; i++)
+			P.abound[P.gi[P.own[i]]] = gnn_temporal_bound(g, P.own[i], mbc->has_as_of, mbc->as_of);
+		if ((st = gnn_dist_allreduce(P.d, P.abound, (size_t) P.N, GNN_DIST_I64, err)) != GNN_OK)
+			goto done;
+	}
 	/* a negative's other endpoint: any node, or one of the relation's source type (the same on every rank) */
 	P.tlo = 0;
 	P.thi = P.N;
@@ -1255,13 +1286,20 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 	tg.rarc_type = tg.arc_type = rr;
 	tg.arc_rows = NULL;
 
-	/* the samplers: training's fan-outs, and every neighbour for evaluation */
+	/*
+	 * the samplers: training's fan-outs, and every neighbour for evaluation;
+	 * time-aware, evaluation samples as training does, under each endpoint's
+	 * bound (every neighbour would show the future), as one server's does
+	 */
 	sc = mbc->sampler;
 	sc.nhops = mc.layers;
 	ec = sc;
-	for (int h = 0; h < ec.nhops; h++)
-		ec.fanouts[h] = -1;
-	ec.type_fanouts = NULL;
+	if (!sc.temporal)
+	{
+		for (int h = 0; h < ec.nhops; h++)
+			ec.fanouts[h] = -1;
+		ec.type_fanouts = NULL;
+	}
 	if ((st = gnn_dist_sampler_create(P.d, &tg, &sc, &ds, err)) != GNN_OK ||
 		(st = gnn_dist_sampler_create(P.d, &tg, &ec, &de, err)) != GNN_OK)
 		goto done;
@@ -1314,6 +1352,7 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 		P.skey = malloc(sizeof(int64_t) * (room + 1));
 		P.stype = typed ? malloc(sizeof(int16_t) * (room + 1)) : NULL;
 		P.sown = malloc(sizeof(int32_t) * (room + 1));
+		P.stimes = P.abound ? malloc(sizeof(int64_t) * (room + 1)) : NULL;
 		z = malloc(sizeof(float) * ((size_t) room * d + 1));
 		dz = malloc(sizeof(float) * ((size_t) room * d + 1));
 	}
@@ -1321,7 +1360,8 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 	lpos = malloc(sizeof(pair) * (share + 1));
 	lneg = malloc(sizeof(pair) * (nneg_b + 1));
 	score = malloc(sizeof(double) * (2 * (nva + nte) + 1));
-	if (!neg || !order || !P.mark || !P.skey || (typed && !P.stype) || !P.sown || !z || !dz || !bpairs || !lpos || !lneg || !score)
+	if (!neg || !order || !P.mark || !P.skey || (typed && !P.stype) || !P.sown || (P.abound && !P.stimes) || !z || !dz ||
+		!bpairs || !lpos || !lneg || !score)
 	{
 		st = gnn_error_set(err, GNN_ERR_NOMEM, "out of memory");
 		goto done;
@@ -1442,6 +1482,7 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 				int64_t    *keys_all = P.skey;
 				int16_t    *types_all = P.stype;
 				int32_t    *own_all = P.sown;
+				int64_t    *times_all = P.stimes;
 				float	   *zall = malloc(sizeof(float) * ((size_t) ne * d + 1));
 
 				if (!zall)
@@ -1461,13 +1502,16 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 					P.skey = keys_all + (c0 < ne ? c0 : 0);
 					P.stype = types_all ? types_all + (c0 < ne ? c0 : 0) : NULL;
 					P.sown = own_all + (c0 < ne ? c0 : 0);
+					P.stimes = times_all ? times_all + (c0 < ne ? c0 : 0) : NULL;
 					P.ns = nc;
-					st = dist_embed(&P, de, cfg, be, model, 0x65766c ^ cfg->seed, false, 0, zall + (size_t) (c0 < ne ? c0 : 0) * d,
-									db, &made, &xb, err);
+					st = dist_embed(&P, de, cfg, be, model,
+									P.abound ? gnn_infer_temporal_seed(cfg->seed) : 0x65766c ^ cfg->seed, false, 0,
+									zall + (size_t) (c0 < ne ? c0 : 0) * d, db, &made, &xb, err);
 					sampled_free(db, made, &xb);
 					P.skey = keys_all;
 					P.stype = types_all;
 					P.sown = own_all;
+					P.stimes = times_all;
 					P.ns = save;
 				}
 				for (int64_t i = 0; st == GNN_OK && i < 2 * np; i++)
@@ -1574,6 +1618,8 @@ done:
 	free(P.mark);
 	free(P.skey);
 	free(P.sown);
+	free(P.stimes);
+	free(P.abound);
 	free(pos);
 	free(neg);
 	free(bpairs);

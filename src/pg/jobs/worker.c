@@ -513,14 +513,12 @@ GnnCheckFeatureSlice(const gnn_graph *g, const GnnTrainRequest *r, int rank, int
 /*
  * What rank of size checks of a job over several servers before the ranks
  * meet, so that a refusal is each rank's own error, never a broken mesh: its
- * feature slice, and what link prediction over parts cannot train yet (the
- * core refuses both again, where the ranks have met).
+ * feature slice, and a schema graph's link prediction without a relation
+ * (the core refuses both again, where the ranks have met).
  */
 void
 GnnDistPreflight(const gnn_graph *g, const GnnTrainRequest *r, int rank, int size)
 {
-	gnn_minibatch_config mbc;
-
 	(void) GnnCheckFeatureSlice(g, r, rank, size);
 	if (strcmp(r->task, "link_prediction") != 0)
 		return;
@@ -529,11 +527,6 @@ GnnDistPreflight(const gnn_graph *g, const GnnTrainRequest *r, int rank, int siz
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("link prediction over several servers on a graph of several node types takes a relation (an edge type)"),
 				 errhint("Give options.edge_type, a foreign key such as \"orders.customer_id\".")));
-	JobMinibatch(g, r, -1, &mbc);
-	if (mbc.sampler.temporal)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("time-aware link prediction does not run over several servers yet (train with options.temporal false, or on one server)")));
 }
 
 /*
