@@ -853,6 +853,21 @@ typedef struct lpd
 	int64_t    *abound;			/* (time-aware) [N] every place's bound, from its owner */
 } lpd;
 
+/*
+ * A job's initial weights, from a stream of their own under its seed: one
+ * server's (whatever its split drew from the job's stream) and rank 0's over
+ * several servers alike, so that the same job starts from the same weights
+ * either way.
+ */
+static gnn_status
+linkpred_model_create(gnn_backend *be, const gnn_model_config *mc, uint64_t seed, gnn_model **model, gnn_error *err)
+{
+	gnn_rng		r;
+
+	gnn_rng_seed(&r, seed ^ 0x6c696e6bULL);
+	return gnn_model_create(be, mc, &r, model, err);
+}
+
 /* a place's name in 64 bits, gnn_graph_node_name's of its node: what the split hashes */
 static uint64_t
 place_name(const lpd *P, int64_t x)
@@ -1322,11 +1337,10 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 	share = ntr > 0 ? (ntr + steps - 1) / steps : 0;
 	nneg_b = share * lc->negatives;
 
-	/* this rank's stream: its shuffles and negatives (rank 0's weights are every rank's) */
-	gnn_rng_seed(&rng, cfg->seed ^ 0x6c696e6bULL);
 	if (!be && (st = gnn_backend_create(cfg->backend, cfg->threads, cfg->cuda_so, &be, err)) != GNN_OK)
 		goto done;
-	if ((st = gnn_model_create(be, &mc, &rng, &model, err)) != GNN_OK)
+	/* (rank 0's weights are every rank's) */
+	if ((st = linkpred_model_create(be, &mc, cfg->seed, &model, err)) != GNN_OK)
 		goto done;
 	best_w = malloc(sizeof(float) * (gnn_model_weights_count(model) + 1));
 	if (!best_w)
@@ -1338,6 +1352,7 @@ linkpred_dist(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpre
 		(st = gnn_dist_broadcast(P.d, best_w, sizeof(float) * gnn_model_weights_count(model), 0, err)) != GNN_OK ||
 		(st = gnn_model_weights_set(model, best_w, err)) != GNN_OK)
 		goto done;
+	/* this rank's stream: its shuffles and negatives */
 	gnn_rng_seed(&rng, gnn_mix64(cfg->seed ^ 0x6c696e6bULL) + (uint64_t) P.rank);
 	gnn_optim_init(&opt, cfg->optimizer, cfg->lr, cfg->weight_decay);
 
@@ -1740,18 +1755,7 @@ linkpred_run(const gnn_graph *g, const gnn_train_config *cfg, const gnn_linkpred
 
 	if (!be && (st = gnn_backend_create(cfg->backend, cfg->threads, cfg->cuda_so, &be, err)) != GNN_OK)
 		goto done;
-	/*
-	 * the initial weights from a stream of their own, seeded as over several
-	 * servers (linkpred_dist): the same job starts from the same weights
-	 * either way, whatever the split drew
-	 */
-	{
-		gnn_rng		wrng;
-
-		gnn_rng_seed(&wrng, cfg->seed ^ 0x6c696e6bULL);
-		st = gnn_model_create(be, &mc, &wrng, &model, err);
-	}
-	if (st != GNN_OK ||
+	if ((st = linkpred_model_create(be, &mc, cfg->seed, &model, err)) != GNN_OK ||
 		(st = gnn_dblock_create(be, &sp.graph, &dblk, err)) != GNN_OK ||
 		(st = gnn_dfeat_from_graph(be, g, cfg->row_normalise, &x, err)) != GNN_OK ||
 		(st = gnn_buf_ensure(be, &ddz, sizeof(float) * n * d, err)) != GNN_OK)
