@@ -232,6 +232,7 @@ GnnCheckJobMemory(GnnTrainRequest *r, const gnn_graph *g)
 				est.host_bytes - est.items[i].bytes <= (int64) r->max_job_memory_kb * 1024)
 			{
 				r->eval_reuse_off = true;
+				r->host_estimate_bytes = est.host_bytes - est.items[i].bytes;
 				ereport(DEBUG1,
 						(errmsg("training job on graph \"%s\" keeps no evaluation rows between batches: with them "
 								"it would need about %lld MB, over gnn.max_job_memory (%d MB)", r->graph,
