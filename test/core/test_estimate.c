@@ -126,6 +126,31 @@ run_job(const char *gname, const gnn_graph *g, const job *j)
 	CHECK(st == GNN_OK, "%s %s: estimate (%s)", gname, j->name, st == GNN_OK ? "ok" : err.msg);
 	if (st != GNN_OK)
 		return;
+	/* gnn.train's first estimate: evaluation's kept rows at their bound, never under the counted one */
+	if (j->loop == GNN_LOOP_MINIBATCH && j->model != GNN_MODEL_GCN)
+	{
+		gnn_job_plan sp = plan;
+		gnn_estimate counted,
+					bound;
+		int64_t		kc = 0,
+					kb = 0;
+
+		sp.sampled_eval = true;
+		st = gnn_job_estimate(g, &cfg, &sp, &counted, &err);
+		sp.kept_rows_bound = true;
+		if (st == GNN_OK)
+			st = gnn_job_estimate(g, &cfg, &sp, &bound, &err);
+		for (int i = 0; st == GNN_OK && i < counted.n; i++)
+			if (strcmp(counted.items[i].item, GNN_ESTIMATE_KEPT_ROWS) == 0)
+				kc = counted.items[i].bytes;
+		for (int i = 0; st == GNN_OK && i < bound.n; i++)
+			if (strcmp(bound.items[i].item, GNN_ESTIMATE_KEPT_ROWS) == 0)
+				kb = bound.items[i].bytes;
+		CHECK(st == GNN_OK && kc > 0 && kb >= kc && bound.host_bytes - kb == counted.host_bytes - kc,
+			  "%s %s: evaluation's kept rows at their bound, without counting them: %.2f MB, at least the %.2f MB "
+			  "counted, the rest alike", gname, j->name, (double) kb / 1048576.0, (double) kc / 1048576.0);
+		st = GNN_OK;
+	}
 
 	if (gnn_backend_cpu_create(1, &be, &err) != GNN_OK)
 	{

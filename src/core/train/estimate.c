@@ -428,7 +428,7 @@ gnn_job_estimate(const gnn_graph *g, const gnn_train_config *cfg, const gnn_job_
 						rm.sampler.nhops = plan->nfanouts;
 						for (int h = 0; h < plan->nfanouts; h++)
 							rm.sampler.fanouts[h] = plan->fanouts[h];
-						rows = gnn_eval_reuse_rows(g, cfg, &rm, true, d0, g->n_val, g->n_test, true);
+						rows = gnn_eval_reuse_rows(g, cfg, &rm, true, d0, g->n_val, g->n_test, !plan->kept_rows_bound);
 						if (rows > 0)
 							add(out, false, GNN_ESTIMATE_KEPT_ROWS,
 								4.0 * d0 * (double) (rows + fmin((double) rows, (double) GNN_BIG_BYTES / (4.0 * d0))) +

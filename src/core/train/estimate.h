@@ -42,6 +42,13 @@ typedef struct gnn_job_plan
 	int32_t		threads;		/* sampler threads (0: all cores) */
 	bool		sampled_eval;	/* minibatch: evaluation on sampled neighbourhoods */
 	bool		no_eval_reuse;	/* ... keeping no layer-0 rows between its batches (eval_reuse_rows -1) */
+	/*
+	 * ... those rows at their bound (the rows a pass reaches, within the
+	 * budget), not the nodes a pass would keep: no pass over every node's
+	 * degree (11-14 ms on a million nodes, most of it this process's first
+	 * reads of the graph's pages).  An estimate that is at least the job's.
+	 */
+	bool		kept_rows_bound;
 	int32_t		eval_batch_size;	/* its seeds per batch (0: batch_size) */
 	bool		temporal;		/* minibatch: time-aware sampling (evaluation and results sampled too) */
 	bool		gpu;			/* trained on a GPU: the device items too */

@@ -121,9 +121,13 @@ GnnTrainConfigFor(const GnnTrainRequest *r, const gnn_graph *g, bool cuda, gnn_t
 	}
 }
 
-/* The estimate of request r's job on graph g, on a GPU (gpu) or the CPU. */
+/*
+ * The estimate of request r's job on graph g, on a GPU (gpu) or the CPU;
+ * bound: evaluation's kept rows at their bound (gnn_job_plan's
+ * kept_rows_bound), not counted.
+ */
 static void
-EstimateOf(const GnnTrainRequest *r, const gnn_graph *g, bool gpu, gnn_estimate *est)
+EstimateOf(const GnnTrainRequest *r, const gnn_graph *g, bool gpu, bool bound, gnn_estimate *est)
 {
 	gnn_train_config cfg;
 	gnn_job_plan plan;
@@ -147,6 +151,7 @@ EstimateOf(const GnnTrainRequest *r, const gnn_graph *g, bool gpu, gnn_estimate 
 	plan.threads = r->threads;
 	plan.sampled_eval = strcmp(r->evaluation, "full") != 0;
 	plan.no_eval_reuse = r->eval_reuse_off;
+	plan.kept_rows_bound = bound;
 	plan.eval_batch_size = r->eval_batch_size;
 	/* as the worker decides (RunMinibatch): time-aware on a graph with times unless turned off */
 	plan.temporal = r->nfanouts > 0 && ((r->temporal != 0 && g->time) || r->has_as_of);
@@ -177,7 +182,7 @@ GnnJobGpuBytes(const GnnTrainRequest *r)
 	if (xact)
 		StartTransactionCommand();
 	AcquireFor(r, &ref);
-	EstimateOf(r, &ref.g, true, &est);
+	EstimateOf(r, &ref.g, true, false, &est);
 	GnnGraphRelease(&ref);
 	if (xact)
 		CommitTransactionCommand();
@@ -222,7 +227,15 @@ GnnCheckJobMemory(GnnTrainRequest *r, const gnn_graph *g)
 		return;
 	if (strcmp(r->model, "mlp") == 0)
 		GnnEdgelessView(g, &view);
-	EstimateOf(r, &view, strcmp(r->device, "cuda") == 0, &est);
+	/*
+	 * First with evaluation's kept rows at their bound, which costs no
+	 * pass over the graph: most jobs fit with room to spare.  One that does
+	 * not is estimated as gnn.estimate does.  (The worker's heap is grown
+	 * to either: address space, nothing touched.)
+	 */
+	EstimateOf(r, &view, strcmp(r->device, "cuda") == 0, true, &est);
+	if (est.host_bytes > (int64) r->max_job_memory_kb * 1024)
+		EstimateOf(r, &view, strcmp(r->device, "cuda") == 0, false, &est);
 	r->host_estimate_bytes = est.host_bytes;	/* the worker's heap (worker.c) */
 	if (est.host_bytes > (int64) r->max_job_memory_kb * 1024 && !r->eval_reuse_off)
 	{
@@ -309,8 +322,8 @@ gnn_estimate_job(PG_FUNCTION_ARGS)
 	AcquireFor(&r, &ref);
 	PG_TRY();
 	{
-		EstimateOf(&r, &ref.g, false, &cpu);
-		EstimateOf(&r, &ref.g, true, &gpu);
+		EstimateOf(&r, &ref.g, false, false, &cpu);
+		EstimateOf(&r, &ref.g, true, false, &gpu);
 	}
 	PG_FINALLY();
 	{
