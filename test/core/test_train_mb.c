@@ -444,6 +444,39 @@ main(void)
 				  "prefetch %d: the same losses and validation accuracies bit for bit as in line, and the time split %s",
 				  depths[k], st == GNN_OK ? "" : err.msg);
 		}
+		/*
+		 * Sampled evaluation keeping layer-0 rows: the memory of the rows
+		 * the passes will keep is touched by the computing thread while it
+		 * waits for batches (here all of it before the first), which
+		 * changes no result: in line (no waits, nothing touched ahead)
+		 * against the pipeline, every figure bit for bit.
+		 */
+		{
+			gnn_minibatch_stats q[2];
+			float		test_acc[2];
+
+			mbc.sampled_eval = true;
+			for (int k = 0; k < 2; k++)
+			{
+				memset(k ? b : a, 0, sizeof(*a));
+				mbc.prefetch = k ? 2 : 0;
+				mbc.idle_first = k == 1;
+				st = gnn_train_minibatch(&cora.g, &cfg, &mbc, NULL, on_epoch, k ? b : a, NULL, NULL, NULL, &res, &q[k],
+										 &err);
+				test_acc[k] = st == GNN_OK ? res.best.test_acc : -1;
+				if (st == GNN_OK)
+					gnn_train_result_free(&res);
+			}
+			CHECK(st == GNN_OK && a->n == 4 && b->n == 4 && memcmp(a->loss, b->loss, sizeof(float) * 4) == 0 &&
+				  memcmp(a->val, b->val, sizeof(float) * 4) == 0 && test_acc[0] == test_acc[1] && test_acc[0] > 0 &&
+				  q[0].eval_rows_reused > 0 && q[0].eval_rows_ready == 0 && q[1].eval_rows_ready > 0 &&
+				  q[1].eval_rows_reused == q[0].eval_rows_reused,
+				  "sampled evaluation keeping rows, %lld of them made ready ahead while waiting for batches: the same "
+				  "losses, validation curve and test accuracy (%.4f / %.4f) bit for bit as in line (%lld rows reused)",
+				  (long long) q[1].eval_rows_ready, test_acc[0], test_acc[1], (long long) q[1].eval_rows_reused);
+			mbc.sampled_eval = false;
+			mbc.idle_first = false;
+		}
 		for (int k = 0; k < 2; k++)
 		{
 			mbc.prefetch = k == 0 ? 0 : 2;

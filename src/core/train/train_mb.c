@@ -176,15 +176,15 @@ hop_draws(const gnn_graph *g, const gnn_sampler_config *sc, int h, double all)
 	return f;
 }
 
-static int64_t
-reuse_keep_degree(const gnn_graph *g, const gnn_sampler_config *esc, int64_t n)
+/* phi * min(1, f / mean) of a pass over n seeds: the draws, in expectation, of a node per unit of its degree */
+static double
+reuse_draw_rate(const gnn_graph *g, const gnn_sampler_config *esc, int64_t n)
 {
 	int			L = esc->nhops;
 	double		phi = (double) n,
 				f = 0,
 				mean = g->num_nodes > 0 ? (double) g->num_edges / (double) g->num_nodes : 0,
-				p,
-				d;
+				p;
 
 	for (int h = 0; h < L - 1; h++)
 	{
@@ -199,7 +199,15 @@ reuse_keep_degree(const gnn_graph *g, const gnn_sampler_config *esc, int64_t n)
 	if (phi > 1)
 		phi = 1;
 	p = mean > 0 && f < mean ? f / mean : 1;
-	d = phi * p > 0 ? ceil(1.0 / (phi * p)) : (double) INT64_MAX;
+	return phi * p;
+}
+
+static int64_t
+reuse_keep_degree(const gnn_graph *g, const gnn_sampler_config *esc, int64_t n)
+{
+	double		r = reuse_draw_rate(g, esc, n),
+				d = r > 0 ? ceil(1.0 / r) : (double) INT64_MAX;
+
 	return d > 1e15 ? INT64_MAX : (int64_t) d;
 }
 
@@ -634,6 +642,28 @@ typedef struct mb_pipe
 	int			chunk_bits;
 	float	   *hin;
 	size_t		hin_cap;		/* floats */
+	/*
+	 * The computing thread's work while it waits for a batch (pipe_idle):
+	 * the memory of the rows evaluation will keep, touched ahead of the
+	 * pass that first fills it.  On the 2-core VM a fresh page cost about a
+	 * millisecond a MB: the test pass of the R-MAT job kept 40 MB of rows,
+	 * 32 MB more than validation, and spent 30 ms of its 150-200 ms in the
+	 * kernel clearing pages, while the computing thread had waited 0.25-0.4
+	 * s for epoch 1's batches.  pre_d0: layer 0's width (0: nothing left
+	 * to do); pre_node: the nodes counted so far, pre_expect: the rows a
+	 * validation / test pass is expected to keep (pre_rate, pre_seed:
+	 * reuse_draw_rate's, and the share of the nodes that are seeds);
+	 * pre_target: the rows to make ready (-1: not counted yet), pre_bytes:
+	 * the bytes of them touched.
+	 */
+	int32_t		pre_d0;
+	int64_t		pre_node;
+	double		pre_rate[2];
+	double		pre_seed[2];
+	double		pre_expect[2];
+	int64_t		pre_target;
+	int64_t		pre_bytes;
+	int64_t		ready_rows;		/* kept rows touched so far (stats->eval_rows_ready) */
 
 	int			nslots;
 	mb_item    *slots;
@@ -733,6 +763,7 @@ mean_note(_Atomic double *m, double x)
  * gathered (share: an evaluation batch's, partly, producer_rows)
  */
 static void gather_inputs(mb_pipe *P, mb_item *it, const gnn_minibatch *mb, bool share);
+static void pipe_idle(mb_pipe *P);
 
 static void
 produce_cpu(mb_pipe *P, mb_item *it, gnn_sampler *sampler, const int32_t *seeds, int64_t bs, const int64_t *stimes,
@@ -1249,9 +1280,22 @@ pipe_next(mb_pipe *P, double *wait_s)
 		*wait_s = 0;
 		return it;
 	}
+	/* (tests: all of it before the first batch, so that it is done whatever the timing) */
+	while (P->mbc->idle_first && P->pre_d0 > 0)
+		pipe_idle(P);
 	pthread_mutex_lock(&P->mu);
 	while (P->tail <= P->head)
+	{
+		if (P->pre_d0 > 0)
+		{
+			/* a slice of idle work (a millisecond or so), then look again */
+			pthread_mutex_unlock(&P->mu);
+			pipe_idle(P);
+			pthread_mutex_lock(&P->mu);
+			continue;
+		}
 		pthread_cond_wait(&P->cv_ready, &P->mu);
+	}
 	it = &P->slots[P->head % P->nslots];
 	pthread_mutex_unlock(&P->mu);
 	*wait_s = gnn_now_s() - t;
@@ -1451,6 +1495,18 @@ item_features(gnn_backend *be, const gnn_graph *g, const mb_item *it, gnn_buf *d
 							 err);
 }
 
+/* the kept rows' chunks: of 8 MB (2 MB pages), a power of two rows, or one for all a pass keeps */
+static void
+reuse_chunk_bits(mb_pipe *P, int32_t d0)
+{
+	if (P->chunk_bits)
+		return;
+	P->chunk_bits = 6;
+	while (((size_t) d0 << P->chunk_bits) * sizeof(float) < (size_t) GNN_BIG_BYTES &&
+		   ((int64_t) 1 << P->chunk_bits) < P->reuse_cap)
+		P->chunk_bits++;
+}
+
 /* kept row slot of a pass's reused layer-0 rows (the computing thread's chunks), NULL: no memory */
 static float *
 reuse_row(mb_pipe *P, int64_t slot, int32_t d0)
@@ -1476,6 +1532,137 @@ reuse_row(mb_pipe *P, int64_t slot, int32_t d0)
 	return P->chunk[c] + (size_t) (slot & (((int64_t) 1 << P->chunk_bits) - 1)) * d0;
 }
 
+/* one access of every 4 kB page of [p, p + n), each byte left as it was (only this thread writes it) */
+static void
+touch_pages(char *p, int64_t n)
+{
+	for (int64_t o = 0; o < n; o += 4096)
+	{
+		volatile char *q = p + o;
+
+		*q = *q;
+	}
+}
+
+/*
+ * What pipe_idle makes ready, for layer-0 rows of width d0 (esc: evaluation's
+ * sampler): layer 1's input, as large as a batch's can be, at once (nothing
+ * touched yet); the kept rows once pipe_idle has counted them.
+ */
+static void
+pipe_idle_plan(mb_pipe *P, int32_t d0, const gnn_sampler_config *esc)
+{
+	const gnn_graph *g = P->g;
+	double		rows = (double) P->ebs,
+				n = (double) g->num_nodes;
+
+	if (P->reuse_cap < 1 || !P->threaded || d0 < 1 || g->num_nodes < 1)
+		return;
+	for (int h = 0; h < esc->nhops - 1; h++)
+		rows *= 1 + hop_draws(g, esc, h, n);
+	if (rows > n)
+		rows = n;
+	if (rows * d0 * sizeof(float) <= (double) (64 << 20) && P->hin_cap < (size_t) rows * d0 + 1)
+	{
+		free(P->hin);
+		P->hin_cap = (size_t) rows * d0 + 1;
+		if (!(P->hin = gnn_malloc_big(sizeof(float) * P->hin_cap)))
+			P->hin_cap = 0;		/* (reuse_assemble tries again, and fails the job if it must) */
+	}
+	for (int k = 0; k < 2; k++)
+	{
+		int64_t		seeds = k ? P->nt : P->nev;
+
+		P->pre_rate[k] = seeds > 0 ? reuse_draw_rate(g, esc, seeds) : 0;
+		P->pre_seed[k] = (double) seeds / n;
+		P->pre_expect[k] = 0;
+	}
+	reuse_chunk_bits(P, d0);
+	P->pre_node = 0;
+	P->pre_target = -1;
+	P->pre_bytes = -(int64_t) (sizeof(float) * P->hin_cap);	/* layer 1's input first */
+	P->pre_d0 = d0;
+}
+
+/*
+ * A slice of what pipe_idle_plan asked for, about a millisecond's work: a
+ * share of the nodes counted, else a MB touched.  A node of degree d at or
+ * above a pass's keep_deg is kept by the pass when it is one of its seeds
+ * or drawn (Poisson, at rate pre_rate * d) before the last hop.  On the
+ * R-MAT job that expects 22,000 and 117,000 rows, and the passes keep
+ * 14,500 and 77,000 (of 24,000 and 133,000 nodes at or above keep_deg):
+ * a hub's neighbours are hubs, which draw each of theirs less often than
+ * the mean degree says.  What is touched for nothing stays within
+ * gnn.estimate's count, the nodes at or above keep_deg.  Counting took 24
+ * ms of epoch 1's waits there, touching 60 MB 33 ms.
+ */
+static void
+pipe_idle(mb_pipe *P)
+{
+	const gnn_graph *g = P->g;
+	int32_t		d0 = P->pre_d0;
+	int64_t		row = (int64_t) sizeof(float) * d0,
+				chunk = row << P->chunk_bits;
+
+	if (P->pre_target < 0)
+	{
+		int64_t		end = P->pre_node + ((int64_t) 1 << 16);
+
+		if (end > g->num_nodes)
+			end = g->num_nodes;
+		for (int64_t v = P->pre_node; v < end; v++)
+		{
+			int64_t		d = reuse_degree(g, v);
+
+			for (int k = 0; k < 2; k++)
+				if (P->pre_rate[k] > 0 && d >= P->keep_deg[k])
+					P->pre_expect[k] += 1 - (1 - P->pre_seed[k]) * exp(-P->pre_rate[k] * (double) d);
+		}
+		P->pre_node = end;
+		if (end == g->num_nodes)
+		{
+			double		e = P->pre_expect[0] > P->pre_expect[1] ? P->pre_expect[0] : P->pre_expect[1];
+
+			P->pre_target = e < (double) P->reuse_cap ? (int64_t) ceil(e) : P->reuse_cap;
+		}
+		return;
+	}
+	if (P->pre_bytes < 0)
+	{
+		/* layer 1's input, from its end (pre_bytes counts up to 0) */
+		int64_t		n = -P->pre_bytes < ((int64_t) 1 << 20) ? -P->pre_bytes : ((int64_t) 1 << 20);
+
+		if (P->hin)
+			touch_pages((char *) P->hin + (sizeof(float) * P->hin_cap + P->pre_bytes), n);
+		P->pre_bytes += n;
+		return;
+	}
+	if (P->pre_bytes >= P->pre_target * row)
+	{
+		P->pre_d0 = 0;			/* done */
+		return;
+	}
+	{
+		int64_t		c = P->pre_bytes / chunk,
+					off = P->pre_bytes - c * chunk,
+					end = off + ((int64_t) 1 << 20);
+		float	   *base = reuse_row(P, c << P->chunk_bits, d0);
+
+		if (!base)
+		{
+			P->pre_d0 = 0;		/* no memory: the passes will say so, or keep fewer rows */
+			return;
+		}
+		if (end > chunk)
+			end = chunk;
+		if (end > P->pre_target * row - c * chunk)
+			end = P->pre_target * row - c * chunk;
+		touch_pages((char *) base + off, end - off);
+		P->pre_bytes = c * chunk + end;
+		P->ready_rows = P->pre_bytes / row;
+	}
+}
+
 /*
  * A reusing batch (produce_reuse) after layer 0 ran on its new nodes' last
  * hop (h0: nnew x d0, NULL when there are none): those with a slot kept,
@@ -1487,14 +1674,7 @@ reuse_assemble(mb_pipe *P, const mb_item *it, const float *h0, int32_t d0, gnn_e
 	int64_t		nu = it->mb.mb.n_input;
 	size_t		need = (size_t) nu * d0 + 1;
 
-	if (!P->chunk_bits)
-	{
-		/* chunks of 8 MB (2 MB pages), a power of two rows, or one for all the pass keeps */
-		P->chunk_bits = 6;
-		while (((size_t) d0 << P->chunk_bits) * sizeof(float) < (size_t) GNN_BIG_BYTES &&
-			   ((int64_t) 1 << P->chunk_bits) < P->reuse_cap)
-			P->chunk_bits++;
-	}
+	reuse_chunk_bits(P, d0);
 	for (int64_t k = 0; k < it->nnew; k++)
 		if (it->nslot[k] >= 0)
 		{
@@ -2172,6 +2352,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 						 cfg->epochs, be, gpu, dist ? gval : evnodes, dist ? gnval : nev,
 						 dist ? gtest : tnodes, dist ? gntest : ntest, &esc, rs, gtrain, reuse_cap, err)) != GNN_OK)
 		goto done;
+	pipe_idle_plan(&pipe, gnn_model_config_layer_dim(&mc, 0), &esc);
 
 	stats->prefetch = pipe.threaded ? pipe.nslots - 1 : 0;
 	phase_note(heap_base, &stats->mem_setup);
@@ -2497,6 +2678,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		eval_acc_reset(&ta, c);
 		if (pipe.head != pipe.train_total)
 		{
+			stats->eval_rows_ready += pipe.ready_rows;
 			pipe_stop(&pipe);
 			if ((st = pipe_start(&pipe, g, &pcfg, mbc, NULL, 0, 0, 1, be, NULL, NULL, 0, dist ? gtest : tnodes,
 								 dist ? gntest : ntest, &esc, rs, gtrain, reuse_cap, err)) != GNN_OK)
@@ -2528,6 +2710,7 @@ gnn_train_minibatch(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 		}
 	}
 out:
+	stats->eval_rows_ready += pipe.ready_rows;
 	pipe_stop(&pipe);
 	res->seconds = gnn_now_s() - t_start;
 	res->other_s = res->seconds;

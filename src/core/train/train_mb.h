@@ -104,6 +104,9 @@ typedef struct gnn_minibatch_config
 	/* tests: the batch producer fails at its fail_batch-th batch (1-based,
 	 * counted over the whole run; 0: never) */
 	int64_t		fail_batch;
+	/* tests: the computing thread finishes what it does while it waits
+	 * (evaluation's kept rows made ready) before it takes its first batch */
+	bool		idle_first;
 	/*
 	 * tests, sampling across parts: where in that batch the failure is -
 	 * 0 before it, h + 1 in hop h's exchanges (the requests sent, before
@@ -187,6 +190,9 @@ typedef struct gnn_minibatch_stats
 	 * and computed (eval_reuse_rows; both 0 without reuse) */
 	int64_t		eval_rows_reused;
 	int64_t		eval_rows_computed;
+	/* of the rows evaluation keeps, those whose memory the computing
+	 * thread touched while it waited for batches, ahead of the passes */
+	int64_t		eval_rows_ready;
 	int32_t		prefetch;		/* batches made ahead on the producer's thread (0: in line) */
 	/* where batches were built: on the GPU, or (the CUDA backend only) why
 	 * not there */

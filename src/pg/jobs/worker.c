@@ -1369,6 +1369,8 @@ RunJob(void)
 					/* evaluation's layer-0 rows, reused from earlier batches of their pass or computed */
 					JsonNum(&metrics, "eval_rows_reused", (double) mstats.eval_rows_reused, false);
 					JsonNum(&metrics, "eval_rows_computed", (double) mstats.eval_rows_computed, false);
+					/* of the rows kept, those whose memory was made ready while batches were awaited */
+					JsonNum(&metrics, "eval_rows_ready", (double) mstats.eval_rows_ready, false);
 				}
 				if (gnn_heap_tracked())
 					appendStringInfo(&metrics, "\"peak_memory\": {\"setup\": " INT64_FORMAT ", \"training\": " INT64_FORMAT
