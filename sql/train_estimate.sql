@@ -79,6 +79,15 @@ FROM gnn.models WHERE name = 'est_reuse';
 CREATE TEMP TABLE est_mb AS
   SELECT item, bytes FROM gnn.estimate('est', 'graphsage', 256, 2, '{"fanouts": [5, 5]}', 'cpu');
 SELECT bytes > 0 AS kept_rows_counted FROM est_mb WHERE item = 'evaluation''s kept rows';
+-- gnn.train takes the kept rows at their bound first (no pass over the
+-- graph's degrees), and counts them as gnn.estimate does only where the
+-- bound is over the cap: a cap just over the counted estimate runs the job
+-- keeping rows
+SELECT set_config('gnn.max_job_memory', (t.bytes / 1024 + 1)::text || 'kB', false) IS NOT NULL AS capped
+FROM est_mb t WHERE t.item = 'total host';
+SELECT gnn.train('est', 'graphsage', name => 'est_reuse_cap', hidden => 256, epochs => 1, device => 'cpu', wait => true,
+                 options => '{"fanouts": [5, 5]}') > 0 AS trained;
+SELECT (metrics->>'eval_rows_reused')::bigint > 0 AS reused FROM gnn.models WHERE name = 'est_reuse_cap';
 SELECT set_config('gnn.max_job_memory', ((t.bytes - k.bytes / 2) / 1024)::text || 'kB', false) IS NOT NULL AS capped
 FROM est_mb t, est_mb k WHERE t.item = 'total host' AND k.item = 'evaluation''s kept rows';
 SELECT gnn.train('est', 'graphsage', name => 'est_noreuse', hidden => 256, epochs => 1, device => 'cpu', wait => true,
