@@ -645,16 +645,16 @@ typedef struct mb_pipe
 	/*
 	 * The computing thread's work while it waits for a batch (pipe_idle):
 	 * the memory of the rows evaluation will keep, touched ahead of the
-	 * pass that first fills it.  On the 2-core VM a fresh page cost about a
-	 * millisecond a MB: the test pass of the R-MAT job kept 40 MB of rows,
-	 * 32 MB more than validation, and spent 30 ms of its 150-200 ms in the
-	 * kernel clearing pages, while the computing thread had waited 0.25-0.4
-	 * s for epoch 1's batches.  pre_d0: layer 0's width (0: nothing left
-	 * to do); pre_node: the nodes counted so far, pre_expect: the rows a
-	 * validation / test pass is expected to keep (pre_rate, pre_seed:
-	 * reuse_draw_rate's, and the share of the nodes that are seeds);
-	 * pre_target: the rows to make ready (-1: not counted yet), pre_bytes:
-	 * the bytes of them touched.
+	 * pass that first fills it.  On the 2-core VM fresh pages cost half a
+	 * millisecond to a millisecond a MB: the R-MAT job's test pass kept 40
+	 * MB of rows, 32 MB more than validation, and spent 30 ms of its
+	 * 150-200 ms in the kernel clearing pages, while the computing thread
+	 * had waited 0.25-0.4 s for epoch 1's batches.  pre_d0: layer 0's
+	 * width (0: nothing left to do); pre_node: the nodes counted so far,
+	 * pre_expect: the rows a validation / test pass is expected to keep
+	 * (pre_rate, pre_seed: reuse_draw_rate's, and the share of the nodes
+	 * that are seeds); pre_target: the rows to make ready (-1: not counted
+	 * yet), pre_bytes: the bytes of them touched.
 	 */
 	int32_t		pre_d0;
 	int64_t		pre_node;
