@@ -176,6 +176,15 @@ hop_draws(const gnn_graph *g, const gnn_sampler_config *sc, int h, double all)
 	return f;
 }
 
+/* the nodes of the first L-1 hops of n seeds, at most: a reusing batch's U (its layer 1's input rows) */
+static double
+reuse_reach(const gnn_graph *g, const gnn_sampler_config *sc, double n)
+{
+	for (int h = 0; h < sc->nhops - 1; h++)
+		n *= 1 + hop_draws(g, sc, h, (double) g->num_nodes);
+	return n;
+}
+
 /* phi * min(1, f / mean) of a pass over n seeds: the draws, in expectation, of a node per unit of its degree */
 static double
 reuse_draw_rate(const gnn_graph *g, const gnn_sampler_config *esc, int64_t n)
@@ -219,16 +228,14 @@ gnn_eval_reuse_rows(const gnn_graph *g, const gnn_train_config *cfg, const gnn_m
 	int64_t		split_nodes = nval > ntest ? nval : ntest,
 				kd,
 				keepable = 0;
-	double		reach = (double) split_nodes,
+	double		reach,
 				budget;
 
 	if (mbc->eval_reuse_rows < 0 || !on_cpu || d0 < 1 || split_nodes < 1 || sc->nhops < 2 ||
 		sc->kind != GNN_SAMPLER_NEIGHBOR || sc->temporal || sc->per_node_streams ||
 		(cfg->dist && !mbc->feature_slices) || cfg->model == GNN_MODEL_GCN || cfg->model == GNN_MODEL_NODE2VEC)
 		return 0;
-	/* the nodes of the first L-1 hops of every seed of the pass, at most */
-	for (int h = 0; h < sc->nhops - 1; h++)
-		reach *= 1 + hop_draws(g, sc, h, (double) g->num_nodes);
+	reach = reuse_reach(g, sc, (double) split_nodes);
 	/* no more than the nodes a pass keeps (reuse_keep_degree: the lower of the two passes') */
 	kd = reuse_keep_degree(g, sc, nval);
 	if (ntest > 0)
@@ -1553,13 +1560,11 @@ static void
 pipe_idle_plan(mb_pipe *P, int32_t d0, const gnn_sampler_config *esc)
 {
 	const gnn_graph *g = P->g;
-	double		rows = (double) P->ebs,
+	double		rows = reuse_reach(g, esc, (double) P->ebs),
 				n = (double) g->num_nodes;
 
 	if (P->reuse_cap < 1 || !P->threaded || d0 < 1 || g->num_nodes < 1)
 		return;
-	for (int h = 0; h < esc->nhops - 1; h++)
-		rows *= 1 + hop_draws(g, esc, h, n);
 	if (rows > n)
 		rows = n;
 	if (rows * d0 * sizeof(float) <= (double) (64 << 20) && P->hin_cap < (size_t) rows * d0 + 1)
