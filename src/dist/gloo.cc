@@ -6,7 +6,7 @@
  * functions, and each of them catches every exception (Gloo's IoException
  * and assertions, std::bad_alloc, anything) and returns a status and a
  * message.  No PostgreSQL call is made here; the rendezvous store is the
- * caller's pair of C callbacks, invoked only from the thread that opens the
+ * caller's C callbacks (set, get, meshing), invoked only from the thread that opens the
  * context (Gloo's connectFullMesh runs on it).
  */
 #include <gloo/allgather.h>
@@ -20,6 +20,7 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -70,9 +71,11 @@ class CStore : public gloo::rendezvous::Store
 		wait(keys, std::chrono::milliseconds(timeout_ms_));
 	}
 
+	/* (never less than the job's timeout: d_open gives Gloo a fifth of it, for its connect waits) */
 	void wait(const std::vector<std::string> &keys, const std::chrono::milliseconds &timeout) override
 	{
-		auto		deadline = std::chrono::steady_clock::now() + timeout;
+		auto		deadline = std::chrono::steady_clock::now() +
+			std::max(timeout, std::chrono::milliseconds(timeout_ms_));
 
 		for (const auto &key : keys)
 		{
@@ -106,6 +109,25 @@ class CStore : public gloo::rendezvous::Store
 	gnn_dist_store st_;
 	std::string prefix_;
 	int			timeout_ms_;
+};
+
+/* the store's meshing callback on while in scope (an exception included) */
+struct Meshing
+{
+	explicit Meshing(const gnn_dist_store &st) : st_(st)
+	{
+		if (st_.meshing)
+			st_.meshing(st_.arg, 1);
+	}
+	~Meshing()
+	{
+		if (st_.meshing)
+			st_.meshing(st_.arg, 0);
+	}
+	Meshing(const Meshing &) = delete;
+	Meshing &operator=(const Meshing &) = delete;
+
+	const gnn_dist_store &st_;
 };
 
 struct Handle
@@ -211,7 +233,19 @@ d_open(const gnn_dist_options *o, const gnn_dist_store *st, void **handle, char 
 		for (int q = 0; q < o->size; q++)
 			ready.push_back("ready/" + std::to_string(q));
 		store.wait(ready, std::chrono::milliseconds(ms));
+
+		/*
+		 * Connecting.  The caller's store ignores cancels meanwhile
+		 * (st->meshing): a rank that gave up here would leave the others in
+		 * that wait.  Gloo waits five times the context's timeout for a
+		 * pair's first connection: a fifth of ours bounds it by ours (a
+		 * rank that died between the barrier and its connect).
+		 */
+		Meshing		meshing(*st);
+
+		h->ctx->setTimeout(std::max(std::chrono::milliseconds(1), h->timeout / 5));
 		h->ctx->connectFullMesh(store, h->dev);
+		h->ctx->setTimeout(h->timeout);
 		*handle = h.release();
 	});
 }

@@ -13,6 +13,10 @@
  *   returns an error within the timeout (no abort, no hang), and the handle
  *   refuses further collectives; a rank that stays connected but stops
  *   taking part: the others' collective times out (GNN_ERR_LIMIT);
+ * - a rank cancelled while the ranks connect (after every one was present)
+ *   finishes connecting first (the store's meshing callback), so the other
+ *   is not left in Gloo's connect wait; a rank gone then fails the other
+ *   within the timeout, not five times it (Gloo's wait for a first connect);
  * - keys of an earlier generation (a dead run's addresses) do not disturb
  *   a new one under its own prefix;
  * - a missing engine is GNN_ERR_UNSUPPORTED; bad ranks are GNN_ERR_INVALID.
@@ -234,6 +238,113 @@ body_barrier(int rank, int size, const char *prefix, int timeout_ms)
 	return 0;
 }
 
+/*
+ * Rank 0's store "is cancelled" the moment the ranks start connecting (its
+ * first get of a key other than a ready/ one: rank 1's address, its own
+ * published): it fails
+ * every get and set from then on, except while the engine says meshing.
+ * honour_meshing = 0: a rank that is gone then, whatever the engine says.
+ */
+typedef struct cancel_store
+{
+	int			honour_meshing;
+	int			meshing;
+	int			cancelled;
+	int			cancelled_meshing;	/* a get or set let through for meshing */
+} cancel_store;
+
+static int
+cancel_now(cancel_store *cs, const char *key, int get, char *msg, size_t msglen)
+{
+	if (!cs->cancelled && get && !strstr(key, "/ready/"))
+		cs->cancelled = 1;
+	if (!cs->cancelled)
+		return 0;
+	if (cs->honour_meshing && cs->meshing)
+	{
+		cs->cancelled_meshing++;
+		return 0;
+	}
+	snprintf(msg, msglen, "cancelled");
+	return 1;
+}
+
+static gnn_dist_store_status
+cancel_set(void *arg, const char *key, const void *data, size_t len, char *msg, size_t msglen)
+{
+	if (cancel_now(arg, key, 0, msg, msglen))
+		return GNN_DIST_STORE_ERROR;
+	return fs_set(NULL, key, data, len, msg, msglen);
+}
+
+static gnn_dist_store_status
+cancel_get(void *arg, const char *key, int timeout_ms, void **data, size_t *len, char *msg, size_t msglen)
+{
+	if (cancel_now(arg, key, 1, msg, msglen))
+		return GNN_DIST_STORE_ERROR;
+	return fs_get(NULL, key, timeout_ms, data, len, msg, msglen);
+}
+
+static void
+cancel_meshing(void *arg, int on)
+{
+	((cancel_store *) arg)->meshing = on;
+}
+
+static int
+body_cancel_meshing(int rank, int size, const char *prefix, int timeout_ms, int honour)
+{
+	gnn_error	err;
+	gnn_dist_options o = {rank, size, "127.0.0.1", prefix, timeout_ms};
+	cancel_store cs = {honour, 0, 0, 0};
+	gnn_dist_store st = {&cs, cancel_set, cancel_get, cancel_meshing};
+	gnn_dist   *d = NULL;
+	double		t0 = now_ms();
+	gnn_status	rc = gnn_dist_open(so_path, &o, rank == 0 ? &st : &store, &d, &err);
+
+	if (rank == 0 && honour)
+	{
+		/* it finishes connecting, then stops (the caller's part): the other sees it go */
+		REQUIRE(rc == GNN_OK, "open under a cancel while connecting: %s", err.msg);
+		REQUIRE(cs.cancelled && cs.cancelled_meshing > 0 && !cs.meshing, "cancelled %d, let through %d, meshing %d",
+				cs.cancelled, cs.cancelled_meshing, cs.meshing);
+		gnn_dist_close(d);
+		return 0;
+	}
+	if (rank == 0)
+	{
+		REQUIRE(rc != GNN_OK, "a store that fails while connecting: open succeeded");
+		return 0;
+	}
+	if (honour)
+	{
+		float		a[16] = {0};
+
+		REQUIRE(rc == GNN_OK, "open beside a rank cancelled while connecting: %s (%.0f ms)", err.msg, now_ms() - t0);
+		REQUIRE(gnn_dist_allreduce(d, a, 16, GNN_DIST_F32, &err) != GNN_OK, "allreduce with a closed peer succeeded");
+		gnn_dist_close(d);
+		return 0;
+	}
+	/* rank 0 gone between the barrier and its connect: Gloo's own wait is five times its timeout */
+	REQUIRE(rc != GNN_OK, "open beside a rank gone while connecting succeeded");
+	REQUIRE(now_ms() - t0 < 1.6 * timeout_ms, "failed after %.0f ms (timeout %d ms): %s", now_ms() - t0, timeout_ms,
+			err.msg);
+	fprintf(stderr, "# rank %d saw after %.0f ms: %s\n", rank, now_ms() - t0, err.msg);
+	return 0;
+}
+
+static int
+body_cancelled_meshing(int rank, int size, const char *prefix, int timeout_ms)
+{
+	return body_cancel_meshing(rank, size, prefix, timeout_ms, 1);
+}
+
+static int
+body_gone_meshing(int rank, int size, const char *prefix, int timeout_ms)
+{
+	return body_cancel_meshing(rank, size, prefix, timeout_ms, 0);
+}
+
 int
 main(void)
 {
@@ -299,6 +410,19 @@ main(void)
 	ok = run_ranks(2, -1, body_peer_stalls, "stalls", 1000, &ms);
 	CHECK(ok == 2, "a rank that stays connected but stops taking part: the other's allreduce times out "
 		  "with GNN_ERR_LIMIT within the 1000 ms timeout (%.0f ms in all)", ms);
+	for (int t = 0; t < 3; t++)
+	{
+		char		pre[64];
+
+		snprintf(pre, sizeof(pre), "cancelmesh%d", t);
+		ok = run_ranks(2, -1, body_cancelled_meshing, pre, 5000, &ms);
+		CHECK(ok == 2, "try %d: a rank cancelled while the ranks connect finishes connecting, then closes; "
+			  "the other meets it and sees it go (%.0f ms)", t + 1, ms);
+		snprintf(pre, sizeof(pre), "gonemesh%d", t);
+		ok = run_ranks(2, -1, body_gone_meshing, pre, 1000, &ms);
+		CHECK(ok == 2, "try %d: a rank gone while the ranks connect: the other fails within its 1000 ms timeout, "
+			  "not Gloo's five times it (%.0f ms)", t + 1, ms);
+	}
 	(void) run_ranks(2, 1, body_stale, "job7/gen0", 300, NULL);
 	ok = run_ranks(2, -1, body_barrier, "job7/gen1", 5000, &ms);
 	CHECK(ok == 2,

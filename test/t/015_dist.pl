@@ -13,6 +13,7 @@
 use FindBin;
 use lib $FindBin::RealBin;
 use GnnTest;
+use POSIX ();
 use Time::HiRes qw(time);
 
 my $libdir = `pg_config --pkglibdir`;
@@ -849,22 +850,68 @@ $n[0]->safe_psql('postgres', qq{SET ROLE dist;
 	ok($out eq $before, 'after the coordinator restarts too: the same classes') or diag($err);
 	# cancelled half-way (statement_timeout here): the peer's rank ends too, and the next call answers.
 	# (A dist_timeout_ms of 30 s, waited for 15 s at most: the rank must end by the lost
-	# connection, not by the timeout; 5 s was too little once on a loaded 2-core machine.)
+	# connection, not by the timeout.)  Several moments: a cancel while the ranks met or
+	# connected to each other once left the peer's rank in Gloo's connect wait (five times the
+	# timeout), or waiting for the coordinator's address (the timeout).
 	(my $o30 = $o) =~ s/"dist_timeout_ms": 8000/"dist_timeout_ms": 30000/;
-	($rc, $out, $err) = as_dist("SET statement_timeout = '150ms'; SELECT count(*) FROM gnn.predict('spt_sage', "
-		  . "as_of => '2024-01-10', $o30)");
-	like($err, qr/statement timeout/, 'a time-aware pass over the parts, cancelled') or diag("$out $err");
-	my $left = 1;
-	for (1 .. 150)
+	my (@waits, $stuck, $not_cancelled);
+	for my $ms (60, 100, 150, 200, 250)
 	{
-		$left = $n[1]->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%_infer_rank%' "
-			  . "AND state = 'active' AND pid <> pg_backend_pid()");
-		last if $left eq '0';
-		select(undef, undef, undef, 0.1);
+		($rc, $out, $err) = as_dist("SET statement_timeout = '${ms}ms'; SELECT count(*) FROM gnn.predict('spt_sage', "
+			  . "as_of => '2024-01-10', $o30)");
+		$not_cancelled .= "$ms ms: $out $err; " unless $err =~ /statement timeout/;
+		my $t0 = time;
+		my $left = 1;
+		for (1 .. 150)
+		{
+			$left = $n[1]->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%_infer_rank%' "
+				  . "AND state = 'active' AND pid <> pg_backend_pid()");
+			last if $left eq '0';
+			select(undef, undef, undef, 0.1);
+		}
+		push @waits, sprintf('%.1f', time - $t0);
+		$stuck .= "$ms ms: " . $n[1]->safe_psql('postgres', "SELECT string_agg(concat_ws(' ', pid, state, wait_event_type, "
+			  . "wait_event, now() - query_start), '; ') FROM pg_stat_activity WHERE query LIKE '%_infer_rank%' "
+			  . "AND pid <> pg_backend_pid()") . "; " if $left ne '0';
 	}
-	is($left, '0', 'the peer\'s rank ended with it')
-	  or diag($n[1]->safe_psql('postgres', "SELECT string_agg(concat_ws(' ', pid, state, wait_event_type, wait_event, "
-			. "now() - query_start), '; ') FROM pg_stat_activity WHERE query LIKE '%_infer_rank%' AND pid <> pg_backend_pid()"));
+	ok(!defined $not_cancelled || $not_cancelled !~ /(60|100) ms/, 'a time-aware pass over the parts, cancelled')
+	  or diag($not_cancelled);
+	ok(!defined $stuck, "the peer's rank ended with it, cancelled at 60 to 250 ms (waited @waits s)")
+	  or diag($stuck);
+	# a rank whose caller is gone (killed: no cancel, the connection just closes) ends at once,
+	# even waiting for a rank 0 that never comes, not at its 30 s timeout
+	{
+		my $who = conn(1, 'user=dist password=secret');
+		my $pid = fork();
+		if ($pid == 0)
+		{
+			open(STDOUT, '>', '/dev/null');
+			open(STDERR, '>', '/dev/null');
+			exec('psql', '-X', '-d', $who, '-c',
+				 "SELECT * FROM gnn._dist_rank('lost-caller/g0', 1, 2, '$coord', 30000, NULL, 0)") or POSIX::_exit(1);
+		}
+		my $q = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%lost-caller%' AND pid <> pg_backend_pid()";
+		for (1 .. 100)
+		{
+			last if $n[1]->safe_psql('postgres', $q) eq '1';
+			select(undef, undef, undef, 0.1);
+		}
+		select(undef, undef, undef, 0.5);
+		kill 'KILL', $pid;
+		waitpid($pid, 0);
+		my $t0 = time;
+		my $left = 1;
+		for (1 .. 150)
+		{
+			$left = $n[1]->safe_psql('postgres', $q);
+			last if $left eq '0';
+			select(undef, undef, undef, 0.1);
+		}
+		my $dt = time - $t0;
+		ok($left eq '0' && $dt < 5, sprintf('a rank whose caller was killed before the ranks met ends (%.1f s; timeout 30 s)', $dt));
+		# (its "ready" key, which no coordinator of that job will clear)
+		$n[0]->safe_psql('postgres', "DELETE FROM gnn.dist_store WHERE job = 'lost-caller/g0'");
+	}
 	($rc, $out, $err) = as_dist("SELECT count(*) FROM gnn.predict('spt_sage', as_of => '1900-01-01', $o)");
 	is($out, '120', 'the next call answers, as of a time before every row: every user') or diag($err);
 	# the peer's part reloaded without times: the call fails, the peer's rank saying why

@@ -8,8 +8,9 @@
  * (GNN_DIST_ENTRY) returning a table of C functions; every one catches every
  * exception at the boundary and reports it as a status and a message.
  *
- * Rendezvous goes through a key-value store the caller provides as two C
- * callbacks (set, and get that waits up to a timeout).  The server side
+ * Rendezvous goes through a key-value store the caller provides as C
+ * callbacks (set, get that waits up to a timeout, and meshing, told while
+ * the ranks connect to each other after every one is present).  The server side
  * implements it over a table on the coordinator; the core tests over files.
  * The callbacks are only ever called on the thread that called
  * gnn_dist_open (Gloo's own threads never call them), so they may use
@@ -54,6 +55,15 @@ typedef struct gnn_dist_store
 	 */
 	gnn_dist_store_status (*get) (void *arg, const char *key, int timeout_ms, void **data, size_t *len,
 								  char *msg, size_t msglen);
+	/*
+	 * optional (NULL: none): on = 1 once every rank is present and the
+	 * ranks connect to each other, 0 when that is over.  A rank that leaves
+	 * then leaves the others waiting in the engine, where neither a cancel
+	 * nor a lost connection reaches them (up to the timeout), so a store
+	 * does not fail a get or set for a cancel while it is on: the rank
+	 * finishes connecting (milliseconds) and stops after.
+	 */
+	void		(*meshing) (void *arg, int on);
 } gnn_dist_store;
 
 typedef struct gnn_dist_options

@@ -51,6 +51,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
+#include "tcop/tcopprot.h"
 #include "commands/dbcommands.h"
 #include "postmaster/postmaster.h"
 #include "utils/array.h"
@@ -379,17 +380,40 @@ typedef struct TableStore
 	const char *const *watch_names;
 	int			peer_failed;	/* the watched peer that ended, -1: none */
 	char		peer_msg[512];	/* its error */
+	bool		meshing;		/* the ranks are connecting (gnn_dist_store.meshing) */
 } TableStore;
 
+/* (libpq/libpq.h's; that header pulls in GSSAPI's, which the server's build may need and this one lacks) */
+extern bool pq_check_connection(void);
+
+/*
+ * This call's client gone: a peer's rank whose coordinator gave up (its
+ * cancel can come while this backend still reads the call, where
+ * PostgreSQL drops it; the closed connection stays), even while the ranks
+ * connect: the coordinator will not.  Or this call cancelled, but not while
+ * the ranks connect: a rank that gave up then would leave the others
+ * waiting in the engine; it stops once connected (DistOpen).
+ */
 static bool
-Cancelled(char *msg, size_t msglen)
+Cancelled(TableStore *ts, char *msg, size_t msglen)
 {
-	if (InterruptPending && (QueryCancelPending || ProcDiePending))
+	if (MyProcPort && whereToSendOutput == DestRemote && !pq_check_connection())
+	{
+		snprintf(msg, msglen, "this call's client closed its connection");
+		return true;
+	}
+	if (!ts->meshing && InterruptPending && (QueryCancelPending || ProcDiePending))
 	{
 		snprintf(msg, msglen, "cancelled");
 		return true;
 	}
 	return false;
+}
+
+static void
+StoreMeshing(void *arg, int on)
+{
+	((TableStore *) arg)->meshing = on != 0;
 }
 
 static gnn_dist_store_status
@@ -402,7 +426,7 @@ StoreSet(void *arg, const char *key, const void *data, size_t len, char *msg, si
 	PGresult   *res;
 	bool		ok;
 
-	if (Cancelled(msg, msglen))
+	if (Cancelled(ts, msg, msglen))
 		return GNN_DIST_STORE_ERROR;
 	res = PQexecParams(ts->conn,
 					   "INSERT INTO gnn.dist_store (job, key, value) VALUES ($1, $2, $3) "
@@ -454,7 +478,7 @@ StoreGet(void *arg, const char *key, int timeout_ms, void **data, size_t *len, c
 	{
 		PGresult   *res;
 
-		if (Cancelled(msg, msglen))
+		if (Cancelled(ts, msg, msglen))
 			return GNN_DIST_STORE_ERROR;
 		res = PQexecParams(ts->conn, "SELECT value FROM gnn.dist_store WHERE job = $1 AND key = $2",
 						   2, NULL, vals, NULL, NULL, 1);
@@ -488,6 +512,29 @@ StoreGet(void *arg, const char *key, int timeout_ms, void **data, size_t *len, c
 		pg_usleep(sleep_us);
 		sleep_us = Min(sleep_us * 2, 20000);
 	}
+}
+
+/*
+ * gnn_dist_open over the table store: the store ignores a cancel while the
+ * ranks connect (StoreMeshing), and a cancel that came meanwhile is raised
+ * here, once connected, the handle closed (the others see it go).
+ */
+static gnn_status
+DistOpen(const gnn_dist_options *o, gnn_dist_store *st, gnn_dist **d, gnn_error *err)
+{
+	gnn_status	rc;
+
+	st->meshing = StoreMeshing;
+	rc = gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), o, st, d, err);
+	if (rc == GNN_OK && InterruptPending && (QueryCancelPending || ProcDiePending))
+	{
+		gnn_dist_close(*d);
+		*d = NULL;
+		CHECK_FOR_INTERRUPTS();
+		/* (interrupts held off: the caller fails as on a cancel) */
+		return gnn_error_set(err, GNN_ERR_LIMIT, "cancelled while the ranks connected");
+	}
+	return rc;
 }
 
 /* ------------------------------------------------------------------ one rank's work */
@@ -596,7 +643,7 @@ DistRank(const char *job, int rank, int size, PGconn *store_conn, PGconn **watch
 	}
 	DistOptions(&o, rank, size, job, timeout_ms);
 	t0 = NowMs();
-	if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &st, &d, &err) != GNN_OK)
+	if (DistOpen(&o, &st, &d, &err) != GNN_OK)
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (have_graph)
@@ -1029,7 +1076,7 @@ GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj)
 	dj->st.set = StoreSet;
 	dj->st.get = StoreGet;
 	DistOptions(&o, 0, dj->size, dj->job, dj->timeout_ms);
-	if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &dj->st, &dj->d, &err) != GNN_OK)
+	if (DistOpen(&o, &dj->st, &dj->d, &err) != GNN_OK)
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (dj->ts.peer_failed >= 0)
@@ -1044,7 +1091,7 @@ GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj)
 	{
 		/* a second mesh, for batches sampled across parts ahead of the steps (its keys: "<job>/b/...") */
 		DistOptions(&o, 0, dj->size, psprintf("%s/b", dj->job), dj->timeout_ms);
-		if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &dj->st, &dj->d_batches, &err) != GNN_OK)
+		if (DistOpen(&o, &dj->st, &dj->d_batches, &err) != GNN_OK)
 		{
 			CHECK_FOR_INTERRUPTS();
 			DistFail("meeting the other ranks for the batches", 0, &err);
@@ -1212,7 +1259,7 @@ PeerMeetAs(PGconn *conn, TableStore *ts, gnn_dist_store *dst, const char *job, c
 	ts->job = job;
 	ts->peer_failed = -1;
 	DistOptions(&o, rank, size, prefix, timeout);
-	if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, dst, &d, &err) != GNN_OK)
+	if (DistOpen(&o, dst, &d, &err) != GNN_OK)
 	{
 		CHECK_FOR_INTERRUPTS();
 		DistFail("meeting the other ranks", rank, &err);
@@ -1906,7 +1953,7 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 		ts.watch_names = (const char *const *) names;
 		ts.peer_failed = -1;
 		DistOptions(&o, 0, size, job, timeout);
-		if (gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), &o, &st, &d, &err) != GNN_OK)
+		if (DistOpen(&o, &st, &d, &err) != GNN_OK)
 		{
 			CHECK_FOR_INTERRUPTS();
 			if (ts.peer_failed >= 0)
