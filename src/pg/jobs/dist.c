@@ -526,6 +526,21 @@ DistOpen(const gnn_dist_options *o, gnn_dist_store *st, gnn_dist **d, gnn_error 
 
 	st->meshing = StoreMeshing;
 	rc = gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), o, st, d, err);
+	if (rc != GNN_OK && o->rank > 0)
+	{
+		/*
+		 * a peer's keys go with its failure: the coordinator clears the
+		 * job's rows when it ends, and one that ended first (or never came)
+		 * would leave them (gloo.cc's ready/, Gloo's rank_ and address keys)
+		 */
+		TableStore *ts = st->arg;
+		char	   *k[3] = {psprintf("%s/ready/%d", o->prefix, o->rank), psprintf("%s/rank_%d", o->prefix, o->rank),
+		psprintf("%s/%d", o->prefix, o->rank)};
+		const char *vals[4] = {ts->job, k[0], k[1], k[2]};
+
+		PQclear(PQexecParams(ts->conn, "DELETE FROM gnn.dist_store WHERE job = $1 AND key IN ($2, $3, $4)",
+							 4, NULL, vals, NULL, NULL, 0));
+	}
 	if (rc == GNN_OK && InterruptPending && (QueryCancelPending || ProcDiePending))
 	{
 		gnn_dist_close(*d);
