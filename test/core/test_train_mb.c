@@ -454,7 +454,10 @@ main(void)
 		{
 			gnn_minibatch_stats q[2];
 			float		test_acc[2];
+			int64_t		nval = 0;
 
+			for (int64_t v = 0; v < cora.g.num_nodes; v++)
+				nval += cora.g.split[v] == GNN_SPLIT_VAL;
 			mbc.sampled_eval = true;
 			for (int k = 0; k < 2; k++)
 			{
@@ -470,10 +473,13 @@ main(void)
 			CHECK(st == GNN_OK && a->n == 4 && b->n == 4 && memcmp(a->loss, b->loss, sizeof(float) * 4) == 0 &&
 				  memcmp(a->val, b->val, sizeof(float) * 4) == 0 && test_acc[0] == test_acc[1] && test_acc[0] > 0 &&
 				  q[0].eval_rows_reused > 0 && q[0].eval_rows_ready == 0 && q[1].eval_rows_ready > 0 &&
-				  q[1].eval_rows_reused == q[0].eval_rows_reused,
-				  "sampled evaluation keeping rows, %lld of them made ready ahead while waiting for batches: the same "
-				  "losses, validation curve and test accuracy (%.4f / %.4f) bit for bit as in line (%lld rows reused)",
-				  (long long) q[1].eval_rows_ready, test_acc[0], test_acc[1], (long long) q[1].eval_rows_reused);
+				  q[1].eval_rows_reused == q[0].eval_rows_reused && q[0].eval_seeds_read == 0 &&
+				  q[1].eval_seeds_read == nval,
+				  "sampled evaluation keeping rows, %lld of them made ready and the graph's pages of %lld of %lld "
+				  "validation seeds read ahead while waiting for batches: the same losses, validation curve and test "
+				  "accuracy (%.4f / %.4f) bit for bit as in line (%lld rows reused)",
+				  (long long) q[1].eval_rows_ready, (long long) q[1].eval_seeds_read, (long long) nval, test_acc[0],
+				  test_acc[1], (long long) q[1].eval_rows_reused);
 			mbc.sampled_eval = false;
 			mbc.idle_first = false;
 		}

@@ -193,6 +193,9 @@ typedef struct gnn_minibatch_stats
 	/* of the rows evaluation keeps, those whose memory the computing
 	 * thread touched while it waited for batches, ahead of the passes */
 	int64_t		eval_rows_ready;
+	/* validation seeds whose graph pages (in-list, features, those of
+	 * neighbours all drawn) the computing thread read while it waited */
+	int64_t		eval_seeds_read;
 	int32_t		prefetch;		/* batches made ahead on the producer's thread (0: in line) */
 	/* where batches were built: on the GPU, or (the CUDA backend only) why
 	 * not there */

@@ -1371,6 +1371,8 @@ RunJob(void)
 					JsonNum(&metrics, "eval_rows_computed", (double) mstats.eval_rows_computed, false);
 					/* of the rows kept, those whose memory was made ready while batches were awaited */
 					JsonNum(&metrics, "eval_rows_ready", (double) mstats.eval_rows_ready, false);
+					/* validation seeds whose graph pages were read while batches were awaited */
+					JsonNum(&metrics, "eval_seeds_read", (double) mstats.eval_seeds_read, false);
 				}
 				if (gnn_heap_tracked())
 					appendStringInfo(&metrics, "\"peak_memory\": {\"setup\": " INT64_FORMAT ", \"training\": " INT64_FORMAT
