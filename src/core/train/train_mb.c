@@ -1574,6 +1574,15 @@ touch_pages(char *p, int64_t n)
  * page; training's batches have read most of them by then, not those of
  * validation's low-degree seeds.
  */
+/* node v's feature row where this graph holds one (not a part's halo node) */
+static inline const float *
+idle_feat_row(const gnn_graph *g, int64_t v)
+{
+	if (v < 0 || v >= g->num_nodes || (g->node_part && g->node_part[v] != g->part))
+		return NULL;
+	return gnn_graph_feat_row(g, v);
+}
+
 static void
 pipe_idle_graph(mb_pipe *P)
 {
@@ -1589,16 +1598,20 @@ pipe_idle_graph(mb_pipe *P)
 	{
 		int64_t		v = P->evn[i];
 		const int32_t *nb;
-		int64_t		d = gnn_graph_in_row(g, v, &nb, NULL);
-		const float *f = gnn_graph_feat_row(g, v);
+		int64_t		d;
+		const float *f;
 
+		if (v < 0 || v >= g->num_nodes)
+			continue;			/* (global batches over parts: another rank's node) */
+		d = gnn_graph_in_row(g, v, &nb, NULL);
+		f = idle_feat_row(g, v);
 		if (f)
 			sink += f[0];
 		for (int64_t o = 0; o < d; o += 1024)
 			sink += (float) nb[o];
 		if (d > 0 && d <= P->pre_fan)
 			for (int64_t j = 0; j < d; j++)
-				if ((f = gnn_graph_feat_row(g, nb[j])))
+				if ((f = idle_feat_row(g, nb[j])))
 					sink += f[0];
 	}
 	(void) sink;
