@@ -392,12 +392,15 @@ extern bool pq_check_connection(void);
  * PostgreSQL drops it; the closed connection stays), even while the ranks
  * connect: the coordinator will not.  Or this call cancelled, but not while
  * the ranks connect: a rank that gave up then would leave the others
- * waiting in the engine; it stops once connected (DistOpen).
+ * waiting in the engine; it stops once connected (DistOpen).  (Where the
+ * platform cannot report a closed socket, only the cancel; the check
+ * resets this backend's latch, as CHECK_FOR_INTERRUPTS may: the store's
+ * waits sleep, they do not wait on it.)
  */
 static bool
 Cancelled(TableStore *ts, char *msg, size_t msglen)
 {
-	if (MyProcPort && whereToSendOutput == DestRemote && !pq_check_connection())
+	if (MyProcPort && whereToSendOutput == DestRemote && WaitEventSetCanReportClosed() && !pq_check_connection())
 	{
 		snprintf(msg, msglen, "this call's client closed its connection");
 		return true;
