@@ -308,6 +308,12 @@ body_cancel_meshing(int rank, int size, const char *prefix, int timeout_ms, int 
 		REQUIRE(rc == GNN_OK, "open under a cancel while connecting: %s", err.msg);
 		REQUIRE(cs.cancelled && cs.cancelled_meshing > 0 && !cs.meshing, "cancelled %d, let through %d, meshing %d",
 				cs.cancelled, cs.cancelled_meshing, cs.meshing);
+		/*
+		 * a moment before closing, as the server's DistOpen does: a close
+		 * while the other's connect completes only in the kernel resets it
+		 * under Gloo's loop, whose getpeername check then aborts that process
+		 */
+		usleep(100 * 1000);
 		gnn_dist_close(d);
 		return 0;
 	}
@@ -318,11 +324,21 @@ body_cancel_meshing(int rank, int size, const char *prefix, int timeout_ms, int 
 	}
 	if (honour)
 	{
-		float		a[16] = {0};
+		/*
+		 * it sees rank 0 go: at its first collective, or already in its
+		 * open where rank 0's close resets a connection this side was
+		 * still completing; either way well within the timeout
+		 */
+		if (rc == GNN_OK)
+		{
+			float		a[16] = {0};
 
-		REQUIRE(rc == GNN_OK, "open beside a rank cancelled while connecting: %s (%.0f ms)", err.msg, now_ms() - t0);
-		REQUIRE(gnn_dist_allreduce(d, a, 16, GNN_DIST_F32, &err) != GNN_OK, "allreduce with a closed peer succeeded");
-		gnn_dist_close(d);
+			REQUIRE(gnn_dist_allreduce(d, a, 16, GNN_DIST_F32, &err) != GNN_OK,
+					"allreduce with a closed peer succeeded");
+			gnn_dist_close(d);
+		}
+		REQUIRE(now_ms() - t0 < 0.5 * timeout_ms, "saw rank 0 go after %.0f ms (timeout %d ms): %s", now_ms() - t0,
+				timeout_ms, err.msg);
 		return 0;
 	}
 	/*
