@@ -117,7 +117,9 @@ stop_within('cancel_minibatch', 3, 'SELECT gnn.cancel($id)', 'cancelled', '{"fan
 	my $id = $node->safe_psql('postgres', "SELECT id FROM gnn.jobs WHERE model_name = 'timed'");
 	my $st = wait_for("SELECT state FROM gnn.jobs WHERE id = $id", 'cancelled', 30);
 	my $dt = time - $t0;
-	is($st, 'cancelled', 'and its job is cancelled');
+	is($st, 'cancelled', 'and its job is cancelled')
+	  or diag($node->safe_psql('postgres', "SELECT concat_ws(' ', state, error, now() - started, finished - started, epoch) "
+		  . "FROM gnn.jobs WHERE id = $id"));
 	ok($dt < 4.0, sprintf('within 2 s of the timeout (%.2f s from the start)', $dt));
 }
 
