@@ -1612,6 +1612,14 @@ gnn_train(PG_FUNCTION_ARGS)
 				 errmsg("could not start a background worker for training job %lld", (long long) id),
 				 errhint("Raise max_worker_processes (each training job uses one worker).")));
 	}
+	/*
+	 * Interrupted before the wait below (statement_timeout, a cancel: the
+	 * worker's start and device choice take seconds on a loaded machine),
+	 * the job is cancelled as it is from the wait: it would otherwise run
+	 * on for nobody (017_promises' statement_timeout check).
+	 */
+	PG_TRY();
+	{
 	if (WaitForBackgroundWorkerStartup(handle, &pid) != BGWH_STARTED)
 	{
 		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
@@ -1640,6 +1648,13 @@ gnn_train(PG_FUNCTION_ARGS)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+	}
+	PG_CATCH();
+	{
+		RequestCancel(id);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	if (note[0] != '\0' && !quiet)
 		ereport(NOTICE,
 				(errmsg("training job %lld runs on the CPU: %s", (long long) id, note)));
