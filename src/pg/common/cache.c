@@ -569,6 +569,69 @@ GnnCacheBeforeCompute(void (*fn) (void *), void *arg)
 	before_compute_arg = arg;
 }
 
+/*
+ * Caller holds the lock exclusively, key has no entry: a slot and the
+ * memory claimed for key, computed by this process (NULL: beyond
+ * gnn.max_cache_memory, or no room).
+ */
+static GnnCacheEntry *
+ClaimEntry(const GnnCacheKey *key, const char *model, int32 version, const char *graph, int64 rows, int32 cols,
+		   Size bytes)
+{
+	GnnCacheEntry *e;
+
+	if (bytes > (uint64) gnn_max_cache_memory_mb * 1024 * 1024 || !MakeRoom(bytes) || (e = ClaimSlot()) == NULL)
+		return NULL;
+	memset(e, 0, sizeof(*e));
+	e->state = GNN_CACHE_COMPUTING;
+	e->key = *key;
+	strlcpy(e->model, model, sizeof(e->model));
+	e->version = version;
+	strlcpy(e->graph, graph, sizeof(e->graph));
+	e->bytes = bytes;
+	e->rows = rows;
+	e->cols = cols;
+	e->computing_pid = MyProcPid;
+	/* a call that found it missing; a training worker claiming its job's results is none */
+	e->misses = claiming_own ? 0 : 1;
+	e->last_used = ++gnn_shared->cache_clock;
+	e->serial = ++gnn_shared->cache_serial;
+	gnn_shared->cache_bytes += bytes;
+	return e;
+}
+
+/*
+ * Claim key's result ahead of computing it: true when this process now
+ * holds the claim, which its GnnCacheGet of key then computes (sessions
+ * asking meanwhile wait for it, as for any result being computed); false
+ * when key is cached or being computed already, or beyond the cache's
+ * memory (GnnCacheGet decides then as always).  A training worker claims
+ * every result of its job this way before it reports the job done, so
+ * that the report waits for no segment being made (worker.c).  Claims
+ * not computed go with GnnCacheReleaseClaims, or at exit.
+ */
+bool
+GnnCacheClaim(const GnnCacheKey *key, const char *model, int32 version, const char *graph, int64 rows, int32 cols)
+{
+	CacheHeader h;
+	Size		bytes = SegmentSize(rows, cols, key->kind == GNN_RESULT_EMBED, &h);
+	bool		claimed = false;
+
+	GnnCacheInitProcess();
+	LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+	if (FindKey(key) == NULL)
+		claimed = ClaimEntry(key, model, version, graph, rows, cols, bytes) != NULL;
+	LWLockRelease(gnn_shared->lock);
+	return claimed;
+}
+
+/* The results this process claimed and has not computed, released (its waiters compute their own). */
+void
+GnnCacheReleaseClaims(void)
+{
+	CacheAtExit(0, (Datum) 0);
+}
+
 void
 GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char *graph, int64 rows,
 			int32 cols, GnnComputeFn compute, void *arg, GnnResult *res, bool *hit)
@@ -612,29 +675,21 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 		if (e == NULL)
 		{
 			/* ours to compute: claim a slot and the memory (or compute it for us alone) */
-			if (bytes > (uint64) gnn_max_cache_memory_mb * 1024 * 1024 || !MakeRoom(bytes) ||
-				(e = ClaimSlot()) == NULL)
+			if ((e = ClaimEntry(key, model, version, graph, rows, cols, bytes)) == NULL)
 				shared = false;
 			else
 			{
-				memset(e, 0, sizeof(*e));
-				e->state = GNN_CACHE_COMPUTING;
-				e->key = *key;
-				strlcpy(e->model, model, sizeof(e->model));
-				e->version = version;
-				strlcpy(e->graph, graph, sizeof(e->graph));
-				e->bytes = bytes;
-				e->rows = rows;
-				e->cols = cols;
-				e->computing_pid = MyProcPid;
-				/* a call that found it missing; a training worker claiming its job's results is none */
-				e->misses = claiming_own ? 0 : 1;
-				e->last_used = ++gnn_shared->cache_clock;
-				e->serial = ++gnn_shared->cache_serial;
 				serial = e->serial;
-				gnn_shared->cache_bytes += bytes;
 				claimed = true;
 			}
+			LWLockRelease(gnn_shared->lock);
+			break;
+		}
+		if (e->state == GNN_CACHE_COMPUTING && e->computing_pid == MyProcPid)
+		{
+			/* claimed ahead by this process (GnnCacheClaim): computed here, now */
+			serial = e->serial;
+			claimed = true;
 			LWLockRelease(gnn_shared->lock);
 			break;
 		}

@@ -407,6 +407,9 @@ extern int32 *GnnTypeFanouts(const gnn_graph *g, int nfanouts, const int32 *fano
 extern void GnnCacheInitProcess(void);
 extern void GnnCacheClaimOwn(bool on);
 extern void GnnCacheBeforeCompute(void (*fn) (void *), void *arg);
+extern bool GnnCacheClaim(const GnnCacheKey *key, const char *model, int32 version, const char *graph,
+						  int64 rows, int32 cols);
+extern void GnnCacheReleaseClaims(void);
 extern void GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char *graph,
 						int64 rows, int32 cols, GnnComputeFn compute, void *arg, GnnResult *res, bool *hit);
 extern dsm_segment *GnnResultCreate(int64 rows, int32 cols, bool with16, GnnResult *res);
