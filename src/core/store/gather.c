@@ -85,7 +85,11 @@ gnn_gather_dense(const gnn_graph *g, const int32_t *nodes, int64_t n, bool row_n
 					__builtin_prefetch(p + off);
 			}
 			memcpy(dst, src, sizeof(float) * d);
+			/* normalised while the row is in cache: a second pass over the batch reread it */
+			if (row_normalise)
+				normalise_row(dst, d);
 		}
+		return st;
 	}
 	if (st == GNN_OK && row_normalise)
 		gnn_normalise_rows(out, n, d, nt);

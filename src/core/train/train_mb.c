@@ -1783,6 +1783,17 @@ reuse_assemble(mb_pipe *P, const mb_item *it, const float *h0, int32_t d0, gnn_e
 		int32_t		sl = it->uslot[i];
 		const float *r = sl >= 0 ? reuse_row(P, sl, d0) : h0 + (size_t) (-1 - (int64_t) sl) * d0;
 
+		/*
+		 * every line of a kept row some rows ahead: they are random reads
+		 * over up to 128 MB (as gnn_gather_dense's feature rows)
+		 */
+		if (i + 8 < nu && it->uslot[i + 8] >= 0)
+		{
+			const char *q = (const char *) reuse_row(P, it->uslot[i + 8], d0);
+
+			for (size_t off = 0; off < sizeof(float) * (size_t) d0; off += 64)
+				__builtin_prefetch(q + off);
+		}
 		memcpy(P->hin + (size_t) i * d0, r, sizeof(float) * d0);
 	}
 	return GNN_OK;
