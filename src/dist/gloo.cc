@@ -57,8 +57,19 @@ class CStore : public gloo::rendezvous::Store
 		char		msg[GNN_DIST_MSG_LEN] = "";
 		std::string k = prefix_ + "/" + key;
 
+		set_.push_back(k);
 		if (st_.set(st_.arg, k.c_str(), data.data(), data.size(), msg, sizeof(msg)) != GNN_DIST_STORE_OK)
 			throw std::runtime_error("rendezvous store: cannot set \"" + k + "\": " + msg);
+	}
+
+	/* every key this rank set (ours and Gloo's), removed: its open failed (gnn_dist_store.forget) */
+	void forget() noexcept
+	{
+		if (!st_.forget)
+			return;
+		for (const auto &k : set_)
+			st_.forget(st_.arg, k.c_str());
+		set_.clear();
 	}
 
 	std::vector<char> get(const std::string &key) override
@@ -109,6 +120,25 @@ class CStore : public gloo::rendezvous::Store
 	gnn_dist_store st_;
 	std::string prefix_;
 	int			timeout_ms_;
+	std::vector<std::string> set_;
+};
+
+/* the store's keys of this rank forgotten on leaving scope, unless the open succeeded (kept) */
+struct ForgetUnlessKept
+{
+	explicit ForgetUnlessKept(CStore &s) : s_(s) {}
+	~ForgetUnlessKept()
+	{
+		if (!kept)
+			s_.forget();
+	}
+	ForgetUnlessKept(const ForgetUnlessKept &) = delete;
+	ForgetUnlessKept &operator=(const ForgetUnlessKept &) = delete;
+
+	bool		kept = false;
+
+  private:
+	CStore	   &s_;
 };
 
 /* the store's meshing callback on while in scope (an exception included) */
@@ -221,6 +251,7 @@ d_open(const gnn_dist_options *o, const gnn_dist_store *st, void **handle, char 
 		h->ctx = std::make_shared<gloo::rendezvous::Context>(o->rank, o->size);
 		h->ctx->setTimeout(h->timeout);
 		CStore		store(*st, o->prefix ? o->prefix : "gnn", ms);
+		ForgetUnlessKept forget(store);
 		std::vector<std::string> ready;
 
 		/*
@@ -246,6 +277,7 @@ d_open(const gnn_dist_options *o, const gnn_dist_store *st, void **handle, char 
 		h->ctx->setTimeout(std::max(std::chrono::milliseconds(1), h->timeout / 5));
 		h->ctx->connectFullMesh(store, h->dev);
 		h->ctx->setTimeout(h->timeout);
+		forget.kept = true;
 		*handle = h.release();
 	});
 }

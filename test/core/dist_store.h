@@ -91,6 +91,18 @@ fs_get(void *arg, const char *key, int timeout_ms, void **data, size_t *len, cha
 	(void) msglen;
 }
 
+static void
+fs_forget(void *arg, const char *key)
+{
+	char		p[512];
+
+	(void) arg;
+	key_path(key, p, sizeof(p));
+	(void) unlink(p);
+}
+
+/* (store keeps what a failed rank set, as a killed process would leave it; store_forgetting does not) */
 static const gnn_dist_store store = {NULL, fs_set, fs_get};
+static const gnn_dist_store store_forgetting = {NULL, fs_set, fs_get, NULL, fs_forget};
 
 #endif							/* GNN_TEST_DIST_STORE_H */

@@ -215,6 +215,36 @@ body_peer_stalls(int rank, int size, const char *prefix, int timeout_ms)
 	return 0;
 }
 
+/* a rank alone, whose store can forget: it fails to meet, and takes its keys out */
+static int
+body_forgets(int rank, int size, const char *prefix, int timeout_ms)
+{
+	gnn_error	err;
+	gnn_dist_options o = {rank, size, "127.0.0.1", prefix, timeout_ms};
+	gnn_dist   *d = NULL;
+
+	REQUIRE(gnn_dist_open(so_path, &o, &store_forgetting, &d, &err) != GNN_OK && !d, "met alone");
+	return 0;
+}
+
+/* how many of the store's files are keys under prefix (its '/' written '_') */
+static int
+keys_under(const char *prefix)
+{
+	char		cmd[700];
+	FILE	   *f;
+	int			n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -c '^%s_'", dir, prefix);
+	if ((f = popen(cmd, "r")))
+	{
+		if (fscanf(f, "%d", &n) != 1)
+			n = -1;
+		pclose(f);
+	}
+	return n;
+}
+
 /* a dead run's rank 0 leaves its address under gen0 and dies */
 static int
 body_stale(int rank, int size, const char *prefix, int timeout_ms)
@@ -456,6 +486,11 @@ main(void)
 	ok = run_ranks(2, -1, body_barrier, "job7/gen1", 5000, &ms);
 	CHECK(ok == 2,
 		  "a new generation meets although a dead one left its keys (%.0f ms)", ms);
+	/* the store's own keys of a rank that failed: left where the store cannot forget, gone where it can */
+	ok = run_ranks(3, 2, body_forgets, "forget", 300, &ms);
+	CHECK(ok == 2 && keys_under("forget") == 0 && keys_under("job7_gen0") > 0,
+		  "ranks that fail to meet take their keys out of a store that can forget them (%d left; "
+		  "%d of a rank whose store cannot)", keys_under("forget"), keys_under("job7_gen0"));
 	/* the folder: every key under its prefix, no temporary file left */
 	{
 		char		cmd[600];

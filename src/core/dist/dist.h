@@ -29,7 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GNN_DIST_ABI_VERSION 1
+/* 2: gnn_dist_store has meshing and forget (an engine reads them: one of another version is refused) */
+#define GNN_DIST_ABI_VERSION 2
 #define GNN_DIST_ENTRY "gnn_dist_gloo_ops"
 /* the NCCL engine's (src/dist/nccl.c, gnn_dist_nccl.so): GPU ranks */
 #define GNN_DIST_ENTRY_NCCL "gnn_dist_nccl_ops"
@@ -64,6 +65,13 @@ typedef struct gnn_dist_store
 	 * finishes connecting (milliseconds) and stops after.
 	 */
 	void		(*meshing) (void *arg, int on);
+	/*
+	 * optional (NULL: none): remove key.  A rank whose open fails removes
+	 * every key it set: a store that only its coordinator clears, when its
+	 * job ends, would keep those of a rank that failed after it ended, or
+	 * that it never met.  The engine names its keys; the store need not.
+	 */
+	void		(*forget) (void *arg, const char *key);
 } gnn_dist_store;
 
 typedef struct gnn_dist_options

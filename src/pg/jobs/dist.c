@@ -405,7 +405,7 @@ Cancelled(TableStore *ts, char *msg, size_t msglen)
 		snprintf(msg, msglen, "this call's client closed its connection");
 		return true;
 	}
-	if (!ts->meshing && InterruptPending && (QueryCancelPending || ProcDiePending))
+	if (!ts->meshing && GnnInterruptShouldStop(NULL))
 	{
 		snprintf(msg, msglen, "cancelled");
 		return true;
@@ -417,6 +417,17 @@ static void
 StoreMeshing(void *arg, int on)
 {
 	((TableStore *) arg)->meshing = on != 0;
+}
+
+/* (a rank that failed to meet: its own keys, which the coordinator would not clear after it ended) */
+static void
+StoreForget(void *arg, const char *key)
+{
+	TableStore *ts = arg;
+	const char *vals[2] = {ts->job, key};
+
+	PQclear(PQexecParams(ts->conn, "DELETE FROM gnn.dist_store WHERE job = $1 AND key = $2", 2, NULL, vals, NULL,
+						 NULL, 0));
 }
 
 static gnn_dist_store_status
@@ -528,23 +539,10 @@ DistOpen(const gnn_dist_options *o, gnn_dist_store *st, gnn_dist **d, gnn_error 
 	gnn_status	rc;
 
 	st->meshing = StoreMeshing;
+	/* a rank that fails to meet takes its keys out (the engine names them) */
+	st->forget = StoreForget;
 	rc = gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), o, st, d, err);
-	if (rc != GNN_OK && o->rank > 0)
-	{
-		/*
-		 * a peer's keys go with its failure: the coordinator clears the
-		 * job's rows when it ends, and one that ended first (or never came)
-		 * would leave them (gloo.cc's ready/, Gloo's rank_ and address keys)
-		 */
-		TableStore *ts = st->arg;
-		char	   *k[3] = {psprintf("%s/ready/%d", o->prefix, o->rank), psprintf("%s/rank_%d", o->prefix, o->rank),
-		psprintf("%s/%d", o->prefix, o->rank)};
-		const char *vals[4] = {ts->job, k[0], k[1], k[2]};
-
-		PQclear(PQexecParams(ts->conn, "DELETE FROM gnn.dist_store WHERE job = $1 AND key IN ($2, $3, $4)",
-							 4, NULL, vals, NULL, NULL, 0));
-	}
-	if (rc == GNN_OK && InterruptPending && (QueryCancelPending || ProcDiePending))
+	if (rc == GNN_OK && GnnInterruptShouldStop(NULL))
 	{
 		/*
 		 * A moment before closing: a peer whose connection to this rank
