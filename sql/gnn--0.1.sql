@@ -489,6 +489,8 @@ AS 'MODULE_PATHNAME', 'gnn_live_jobs' LANGUAGE C VOLATILE;
 -- The rendezvous store of distributed jobs: the ranks (Gloo) publish their
 -- addresses here, on the coordinator, each through its own connection, under
 -- the job's random key and generation; the job deletes its rows when it ends.
+-- Its coordinator's connection holds the job's advisory lock meanwhile: a
+-- role's next coordinator sweeps the rows of jobs whose lock nobody holds.
 -- Each role sees and writes only its own rows.
 CREATE TABLE gnn.dist_store (
     job     text NOT NULL,

@@ -139,6 +139,43 @@ for my $row (@rows)
 }
 is($n[0]->safe_psql('postgres', 'SELECT count(*) FROM gnn.dist_store'), '0', 'the store keeps no row of a finished check');
 
+# rows a dead coordinator left (a crash, a restart: it never cleared them) go at the role's next
+# coordination; a live job's stay, its coordinator's store connection holding the job's lock
+{
+	as_dist(q{INSERT INTO gnn.dist_store (job, key, value) VALUES ('dead-job/g0', 'ready/1', '\x01'),
+		('live-job/g0', 'ready/1', '\x01'), ('live-job/g0', 'rank/1', '\x01')});
+	my $holder = fork();
+	if ($holder == 0)
+	{
+		open(STDOUT, '>', '/dev/null');
+		open(STDERR, '>', '/dev/null');
+		# a session that takes the lock and idles, as a coordinator's store connection does
+		POSIX::setpgid(0, 0);
+		exec('sh', '-c', "(echo \"SELECT pg_advisory_lock(hashtext('gnn.dist_store'), hashtext('live-job/g0'));\"; "
+			  . "sleep 60) | psql -X -d '$coord'") or POSIX::_exit(1);
+	}
+	for (1 .. 100)
+	{
+		last if $n[0]->safe_psql('postgres', "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted") ne '0';
+		select(undef, undef, undef, 0.1);
+	}
+	($rc, $out, $err) = as_dist("SELECT count(*) FROM gnn.dist_check(ARRAY['" . conn(1) . "'], coordinator => '$coord')");
+	is($out, '2', 'a check beside rows of a dead job and of a live one') or diag($err);
+	is($n[0]->safe_psql('postgres', 'SELECT string_agg(job || \' \' || key, \', \' ORDER BY job, key) FROM gnn.dist_store'),
+		'live-job/g0 rank/1, live-job/g0 ready/1', "the dead job's rows are swept, the live one's kept");
+	# its process gone (no goodbye): the session sees its connection close and ends, the lock with it
+	kill 'KILL', -$holder;
+	waitpid($holder, 0);
+	for (1 .. 100)
+	{
+		last if $n[0]->safe_psql('postgres', "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted") eq '0';
+		select(undef, undef, undef, 0.1);
+	}
+	($rc, $out, $err) = as_dist("SELECT count(*) FROM gnn.dist_check(ARRAY['" . conn(1) . "'], coordinator => '$coord')");
+	is($n[0]->safe_psql('postgres', 'SELECT count(*) FROM gnn.dist_store'), '0',
+		'and its rows go once its coordinator is gone') or diag($err);
+}
+
 # two servers, no graph: meeting and an allreduce of 4 MB
 ($rc, $out, $err) = as_dist("SELECT count(*) FROM gnn.dist_check(ARRAY['" . conn(1)
 	  . "'], coordinator => '$coord', megabytes => 4)");
