@@ -197,6 +197,22 @@ my $final = $big =~ s/hidden => 6000/hidden => 4000/r;
 	is($node->safe_psql('postgres', "SELECT state FROM gnn.jobs WHERE id = $id"), 'succeeded',
 		'the job stays succeeded');
 }
+{
+	# the model dropped after the worker claimed both results and before it computes the
+	# embedding (the test hook holds the probabilities' computation 3 s, the embedding claimed
+	# meanwhile): the worker does not claim it again and publish it for a model that is gone
+	$node->safe_psql('postgres', "ALTER SYSTEM SET gnn.fault_compute_delay = '3s'; SELECT pg_reload_conf()");
+	my $id = $node->safe_psql('postgres', "SELECT gnn.train('g', $final, name => 'final5', epochs => 1)");
+	is(wait_for("SELECT state FROM gnn.jobs WHERE id = $id", 'succeeded', 120), 'succeeded', 'a fifth job');
+	my $pid = $node->safe_psql('postgres', "SELECT pid FROM gnn.jobs WHERE id = $id");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.cache WHERE model = 'final5' AND state = 'computing'"),
+		'2', 'both its results claimed, held by the hook');
+	$node->safe_psql('postgres', "SELECT gnn.drop_model('final5')");
+	is(wait_for("SELECT count(*) FROM pg_stat_activity WHERE pid = $pid", '0', 60), '0', 'its worker finishes');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM gnn.cache WHERE model = 'final5'"), '0',
+		'nothing of the dropped model is published, its embedding not claimed again');
+	$node->safe_psql('postgres', "ALTER SYSTEM RESET gnn.fault_compute_delay; SELECT pg_reload_conf()");
+}
 
 # a job whose estimate cannot fit is refused by default, with the estimate in the error
 {

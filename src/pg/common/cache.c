@@ -625,6 +625,24 @@ GnnCacheClaim(const GnnCacheKey *key, const char *model, int32 version, const ch
 	return claimed;
 }
 
+/*
+ * Whether this process still holds its claim of key (GnnCacheClaim): one
+ * taken away meanwhile (its model or graph dropped, gnn.cache_drop) is not
+ * to be claimed again.
+ */
+bool
+GnnCacheHolds(const GnnCacheKey *key)
+{
+	GnnCacheEntry *e;
+	bool		held;
+
+	LWLockAcquire(gnn_shared->lock, LW_SHARED);
+	e = FindKey(key);
+	held = e && e->state == GNN_CACHE_COMPUTING && e->computing_pid == MyProcPid;
+	LWLockRelease(gnn_shared->lock);
+	return held;
+}
+
 /* The results this process claimed and has not computed, released (its waiters compute their own). */
 void
 GnnCacheReleaseClaims(void)

@@ -409,6 +409,7 @@ extern void GnnCacheClaimOwn(bool on);
 extern void GnnCacheBeforeCompute(void (*fn) (void *), void *arg);
 extern bool GnnCacheClaim(const GnnCacheKey *key, const char *model, int32 version, const char *graph,
 						  int64 rows, int32 cols);
+extern bool GnnCacheHolds(const GnnCacheKey *key);
 extern void GnnCacheReleaseClaims(void);
 extern void GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char *graph,
 						int64 rows, int32 cols, GnnComputeFn compute, void *arg, GnnResult *res, bool *hit);

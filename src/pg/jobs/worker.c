@@ -647,7 +647,19 @@ typedef struct ResultsJob
 	bool		probs_filled;	/* ... filled by the pass that filled the embedding */
 	int			unclaimed;		/* results not yet claimed: the job is reported done when none is */
 	bool		reported;		/* the job is reported succeeded */
+	bool		preclaimed[2];	/* claimed ahead (GnnCacheClaim) */
 } ResultsJob;
+
+/*
+ * key i was claimed ahead and the claim is gone (its model or graph
+ * dropped, gnn.cache_drop): it is not to be claimed again, for a model
+ * no one can ask about any more
+ */
+static bool
+ResultsTaken(ResultsJob *j, int i)
+{
+	return j->preclaimed[i] && !GnnCacheHolds(&j->key[i]);
+}
 
 /*
  * A time-aware model's shared results: every node as of its own time (or
@@ -836,9 +848,16 @@ ResultsProbs(void *arg, GnnResult *res)
 	GnnResult	eres;
 	bool		hit;
 
+	/* this claim taken away meanwhile: nothing of it is published, nothing to fill */
+	if (ResultsTaken(j, 1))
+	{
+		ResultsReport(j);
+		return;
+	}
 	j->probs = res;
-	GnnCacheGet(&j->key[0], j->model_name, j->version, j->graph, j->g->num_nodes,
-				gnn_model_layer_dim(j->model, j->layer[0]), ResultsEmbed, j, &eres, &hit);
+	if (!ResultsTaken(j, 0))
+		GnnCacheGet(&j->key[0], j->model_name, j->version, j->graph, j->g->num_nodes,
+					gnn_model_layer_dim(j->model, j->layer[0]), ResultsEmbed, j, &eres, &hit);
 	j->probs = NULL;
 	ResultsReport(j);
 	/*
@@ -934,14 +953,17 @@ ShareResults(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, 
 			bool		all = true;
 
 			for (int i = 0; i < j.n; i++)
-				all = GnnCacheClaim(&j.key[i], j.model_name, version, j.graph, g->num_nodes,
-									j.key[i].kind == GNN_RESULT_EMBED ? gnn_model_layer_dim(model, j.layer[i]) :
-									mc->out_dim) && all;
+			{
+				j.preclaimed[i] = GnnCacheClaim(&j.key[i], j.model_name, version, j.graph, g->num_nodes,
+												j.key[i].kind == GNN_RESULT_EMBED ?
+												gnn_model_layer_dim(model, j.layer[i]) : mc->out_dim);
+				all = all && j.preclaimed[i];
+			}
 			if (all)
 				ResultsReport(&j);
 		}
 		GnnCacheBeforeCompute(ResultsClaimed, &j);
-		if (j.n == 2)
+		if (j.n == 2 && !ResultsTaken(&j, 1))
 		{
 			/* the probabilities first: ResultsProbs claims the embedding, the larger, last */
 			GnnCacheGet(&j.key[1], j.model_name, version, j.graph, g->num_nodes, mc->out_dim, ResultsProbs, &j,
@@ -950,7 +972,7 @@ ShareResults(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, 
 			if (hit)
 				j.unclaimed--;
 		}
-		if (j.n == 1 || hit)
+		if ((j.n == 1 || hit) && !ResultsTaken(&j, 0))
 		{
 			GnnCacheGet(&j.key[0], j.model_name, version, j.graph, g->num_nodes,
 						gnn_model_layer_dim(model, j.layer[0]), ResultsEmbed, &j, &res, &hit);
