@@ -19,6 +19,8 @@
 #   bash bench/train_job.sh                    # both jobs
 #   JOBS=homo bash bench/train_job.sh          # one of them
 #   SCALE=17 EDGES=1000000 CUSTOMERS=10000 PRODUCTS=1000 REVIEWS=100000 bash bench/train_job.sh   # quick
+#   RUNS=5 JOBS=homo bash bench/train_job.sh   # each job 5 times (a new worker each, on the same
+#                                              # server), and the medians: single jobs vary 5-10% here
 set -euo pipefail
 source "$(dirname "$0")/../test/lib.sh"
 BENCH="$REPO_ROOT/bench"
@@ -31,6 +33,7 @@ CUSTOMERS=${CUSTOMERS:-100000}
 PRODUCTS=${PRODUCTS:-10000}
 REVIEWS=${REVIEWS:-1000000}
 THREADS=${THREADS:-2}
+RUNS=${RUNS:-1}
 EXTRA=${EXTRA:-}            # more options for both jobs, e.g. '"evaluation": "full"' (homo), '"eval_nodes": 10000'
 
 mkdir -p "$BENCH/results"
@@ -83,6 +86,9 @@ SELECT format(E'| %s | %s | %s (%s) | %s | **%s** | %s | %s | **%s** | %s | %s |
   round((SELECT results_seconds FROM gnn.jobs WHERE id = $id)::numeric, 2),
   round((SELECT (metrics->>'test_acc')::numeric FROM m), 3));
 SQL
+  # (the next run's model of the same name is then the only one; its results leave the cache)
+  [ "$RUNS" -gt 1 ] && psql_pg -c "\"SELECT gnn.drop_model('$name')\"" >/dev/null
+  return 0
 }
 
 ROWS=""
@@ -96,7 +102,9 @@ for j in $JOBS; do
         WHEN hashint4(id + 7) & 1023 < 204 THEN 'val' WHEN hashint4(id + 7) & 1023 < 307 THEN 'test' END\""
       HOMO_GRAPH=$(psql_pg -F "' / '" -c "\"SELECT nodes, edges, feature_dim FROM gnn.load_graph('r', 'edges', nodes => 'nodes',
         features => 'feat', label => 'label', split => 'split', undirected => true, skip_dangling => true)\"")
-      ROWS+=$(job homo_sage r graphsage 2 "{\"fanouts\": [10, 5]${EXTRA:+, $EXTRA}}")$'\n'
+      for _ in $(seq 1 "$RUNS"); do
+        ROWS+=$(job homo_sage r graphsage 2 "{\"fanouts\": [10, 5]${EXTRA:+, $EXTRA}}")$'\n'
+      done
       ;;
     hetero)
       su postgres -s /bin/bash -c "cd /tmp && CUSTOMERS=$CUSTOMERS PRODUCTS=$PRODUCTS REVIEWS=$REVIEWS SEED=42 VISITS=0 \
@@ -107,7 +115,9 @@ SELECT nodes, edges FROM gnn.load_schema_graph('shop', ARRAY['customers', 'produ
   options => '{"time": {"reviews": "created_at", "customers": "snapshot_at"}, "exclude": {"customers": ["churn", "spend"]}}');
 SQL
 )
-      ROWS+=$(job hetero_sage shop hetero_sage 3 "{\"fanouts\": [10, 10], \"batch_size\": 1024${EXTRA:+, $EXTRA}}")$'\n'
+      for _ in $(seq 1 "$RUNS"); do
+        ROWS+=$(job hetero_sage shop hetero_sage 3 "{\"fanouts\": [10, 10], \"batch_size\": 1024${EXTRA:+, $EXTRA}}")$'\n'
+      done
       ;;
   esac
 done
@@ -127,4 +137,17 @@ done
   echo "| job | epochs | gnn.train wall s (client's, with psql's start) | training passes s | wall / passes (goal <= 1.25) | evaluation per epoch s | test pass s | epoch 1 / later evaluation (goal <= 1.5) | peak memory | where (bytes) | gnn.estimate total host | peak / estimate (goal <= 2) | results after the job s | test acc |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   printf "%s" "$ROWS"
+  if [ "$RUNS" -gt 1 ]; then
+    # the medians of wall / passes and of epoch 1 / later evaluation, per job (columns 6 and 9)
+    echo
+    printf "%s" "$ROWS" | awk -F'|' '
+      function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+      NF > 10 { name = $2; gsub(/[ *]/, "", name); r = $6; e = $9; gsub(/[ *]/, "", r); gsub(/[ *]/, "", e)
+        k = ++n[name]; W[name, k] = r; E[name, k] = e; over[name] += (r > 1.25); eover[name] += (e > 1.5) }
+      END { for (name in n) { delete a; for (i = 1; i <= n[name]; i++) a[i] = W[name, i]; mw = med(a, n[name])
+          delete a; for (i = 1; i <= n[name]; i++) a[i] = E[name, i]; me = med(a, n[name])
+          printf "%s, %d runs: wall / passes median %.2f (%d over 1.25); epoch 1 / later median %.2f (%d over 1.5)\n",
+            name, n[name], mw, over[name], me, eover[name] } }'
+  fi
 } | tee "$REPORT"
