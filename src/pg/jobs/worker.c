@@ -980,6 +980,8 @@ ShareResults(gnn_model *model, const gnn_graph *g, const gnn_train_config *cfg, 
 		}
 		GnnCacheBeforeCompute(NULL, NULL);
 		GnnCacheClaimOwn(false);
+		/* (a claim left uncomputed, beside one taken away: its askers compute it, not wait for this exit) */
+		GnnCacheReleaseClaims();
 		ResultsReport(&j);
 		CommitTransactionCommand();
 	}
