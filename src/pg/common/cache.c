@@ -333,9 +333,19 @@ MakeRoom(uint64 bytes)
 	return MakeRoomBut(bytes, NULL);
 }
 
-/* entries this process is computing are released if it exits mid-way */
-static void
-CacheAtExit(int code, Datum arg)
+/* caller holds the lock: e is this process's claim, being computed (or claimed ahead, GnnCacheClaim) */
+static inline bool
+OwnClaim(const GnnCacheEntry *e)
+{
+	return e && e->state == GNN_CACHE_COMPUTING && e->computing_pid == MyProcPid;
+}
+
+/*
+ * The results this process claimed (GnnCacheClaim) or computes, released:
+ * their askers compute their own.  At exit too (CacheAtExit).
+ */
+void
+GnnCacheReleaseClaims(void)
 {
 	bool		any = false;
 
@@ -346,7 +356,7 @@ CacheAtExit(int code, Datum arg)
 	{
 		GnnCacheEntry *e = &gnn_shared->cache[i];
 
-		if (e->state == GNN_CACHE_COMPUTING && e->computing_pid == MyProcPid)
+		if (OwnClaim(e))
 		{
 			EntryFree(e);
 			any = true;
@@ -355,6 +365,13 @@ CacheAtExit(int code, Datum arg)
 	LWLockRelease(gnn_shared->lock);
 	if (any)
 		ConditionVariableBroadcast(&gnn_shared->cache_cv);
+}
+
+/* entries this process is computing are released if it exits mid-way */
+static void
+CacheAtExit(int code, Datum arg)
+{
+	GnnCacheReleaseClaims();
 }
 
 static Size
@@ -638,16 +655,9 @@ GnnCacheHolds(const GnnCacheKey *key)
 
 	LWLockAcquire(gnn_shared->lock, LW_SHARED);
 	e = FindKey(key);
-	held = e && e->state == GNN_CACHE_COMPUTING && e->computing_pid == MyProcPid;
+	held = OwnClaim(e);
 	LWLockRelease(gnn_shared->lock);
 	return held;
-}
-
-/* The results this process claimed and has not computed, released (its waiters compute their own). */
-void
-GnnCacheReleaseClaims(void)
-{
-	CacheAtExit(0, (Datum) 0);
 }
 
 void
@@ -703,7 +713,7 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 			LWLockRelease(gnn_shared->lock);
 			break;
 		}
-		if (e->state == GNN_CACHE_COMPUTING && e->computing_pid == MyProcPid)
+		if (OwnClaim(e))
 		{
 			/* claimed ahead by this process (GnnCacheClaim): computed here, now */
 			serial = e->serial;
@@ -758,7 +768,7 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 		{
 			LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 			e = FindKey(key);
-			if (e && e->state == GNN_CACHE_COMPUTING && e->computing_pid == MyProcPid)
+			if (OwnClaim(e))
 				EntryFree(e);
 			LWLockRelease(gnn_shared->lock);
 			ConditionVariableBroadcast(&gnn_shared->cache_cv);
@@ -771,7 +781,7 @@ GnnCacheGet(const GnnCacheKey *key, const char *model, int32 version, const char
 	{
 		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
 		e = FindKey(key);
-		if (e && e->state == GNN_CACHE_COMPUTING && e->computing_pid == MyProcPid)
+		if (OwnClaim(e))
 		{
 			dsm_pin_segment(seg);
 			e->state = GNN_CACHE_READY;
