@@ -357,17 +357,19 @@ ClosePeers(PGconn **peers, int n)
 }
 
 /*
- * The coordinator's store connection holds job's advisory lock (a session
- * lock: it goes when that connection closes, however the coordinator ends)
- * and sweeps the role's rows of jobs whose lock no one holds: a
- * coordinator that died (a crash, a restart) never cleared them, and
- * gnn.job_ranks would show its ranks for good.  Best effort: a store this
- * fails on fails the job's first set or get instead.  (A lock not had is a
- * hash shared with a live job, whose lock keeps both jobs' rows.)
+ * The coordinator's connection to the store (on its own server, as peers
+ * reach it).  It holds job's advisory lock (a session lock: it goes when
+ * that connection closes, however the coordinator ends) and sweeps the
+ * role's rows of jobs whose lock no one holds: a coordinator that died (a
+ * crash, a restart) never cleared them, and gnn.job_ranks would show its
+ * ranks for good.  Best effort: a store this fails on fails the job's first
+ * set or get instead.  (A lock not had is a hash shared with a live job,
+ * whose lock keeps both jobs' rows.)
  */
-static void
-StoreOwn(PGconn *store, const char *job)
+static PGconn *
+OpenStore(const char *coord, int timeout_ms, const char *role, const char *job)
 {
+	PGconn	   *store = DistConnect(coord, "the coordinator (this server, as peers reach it)", timeout_ms, role);
 	const char *vals[1] = {job};
 
 	PQclear(PQexecParams(store, "SELECT pg_try_advisory_lock(hashtext('gnn.dist_store'), hashtext($1))", 1, NULL,
@@ -375,6 +377,7 @@ StoreOwn(PGconn *store, const char *job)
 	PQclear(PQexecParams(store, "DELETE FROM gnn.dist_store WHERE job <> $1 "
 						 "AND pg_try_advisory_xact_lock(hashtext('gnn.dist_store'), hashtext(job))", 1, NULL, vals,
 						 NULL, NULL, 0));
+	return store;
 }
 
 /* the job's rows of the store go, and the connection to it */
@@ -919,8 +922,7 @@ gnn_dist_check(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		/* everyone reachable first: a wrong peer fails before any rank waits */
-		store = DistConnect(coord, "the coordinator (this server, as peers reach it)", timeout, NULL);
-		StoreOwn(store, job);
+		store = OpenStore(coord, timeout, NULL, job);
 		for (int i = 0; i < npeers; i++)
 		{
 			double		t0 = NowMs();
@@ -1073,8 +1075,7 @@ GnnDistJobStart(const GnnTrainRequest *r, int64 job_id, GnnDistJob *dj)
 	dj->active = true;
 	current_job = dj;
 	/* everyone reachable first */
-	dj->store = DistConnect(dj->coord, "the coordinator (this server, as peers reach it)", dj->timeout_ms, role);
-	StoreOwn(dj->store, dj->job);
+	dj->store = OpenStore(dj->coord, dj->timeout_ms, role, dj->job);
 	list = pstrdup(r->dist_peers);
 	save = NULL;
 	i = 0;
@@ -1952,8 +1953,7 @@ GnnDistInferRows(const GnnTrainRequest *dr, gnn_model *model, const gnn_graph *g
 		gnn_dist_options o;
 		double		until;
 
-		store = DistConnect(coord, "the coordinator (this server, as peers reach it)", timeout, NULL);
-		StoreOwn(store, job);
+		store = OpenStore(coord, timeout, NULL, job);
 		list = pstrdup(dr->dist_peers);
 		save = NULL;
 		i = 0;
