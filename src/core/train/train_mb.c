@@ -1566,14 +1566,6 @@ touch_pages(char *p, int64_t n)
 	}
 }
 
-/*
- * A slice of the graph's pages that epoch 1's validation reads first: each
- * validation seed's in-list and feature row, and the feature rows of its
- * in-neighbours where it draws them all (degree within the first hop's
- * fan-out).  This VM pays 6-7 us for a process's first read of each shared
- * page; training's batches have read most of them by then, not those of
- * validation's low-degree seeds.
- */
 /* node v's feature row where this graph holds one (not a part's halo node) */
 static inline const float *
 idle_feat_row(const gnn_graph *g, int64_t v)
@@ -1583,6 +1575,14 @@ idle_feat_row(const gnn_graph *g, int64_t v)
 	return gnn_graph_feat_row(g, v);
 }
 
+/*
+ * A slice of the graph's pages that epoch 1's validation reads first: each
+ * validation seed's in-list and feature row, and the feature rows of its
+ * in-neighbours where it draws them all (degree within the first hop's
+ * fan-out).  This VM pays 6-7 us for a process's first read of each shared
+ * page; training's batches have read most of them by then, not those of
+ * validation's low-degree seeds.
+ */
 static void
 pipe_idle_graph(mb_pipe *P)
 {

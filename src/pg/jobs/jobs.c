@@ -1620,34 +1620,34 @@ gnn_train(PG_FUNCTION_ARGS)
 	 */
 	PG_TRY();
 	{
-	if (WaitForBackgroundWorkerStartup(handle, &pid) != BGWH_STARTED)
-	{
-		LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
-		memset(slot, 0, sizeof(*slot));
-		LWLockRelease(gnn_shared->lock);
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg("the background worker for training job %lld did not start", (long long) id),
-				 errhint("Check the server log.")));
-	}
+		if (WaitForBackgroundWorkerStartup(handle, &pid) != BGWH_STARTED)
+		{
+			LWLockAcquire(gnn_shared->lock, LW_EXCLUSIVE);
+			memset(slot, 0, sizeof(*slot));
+			LWLockRelease(gnn_shared->lock);
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+					 errmsg("the background worker for training job %lld did not start", (long long) id),
+					 errhint("Check the server log.")));
+		}
 
-	/* wait until the worker has chosen its device (or failed) */
-	for (;;)
-	{
-		LWLockAcquire(gnn_shared->lock, LW_SHARED);
-		st = slot->id == id ? slot->state : GNN_JOB_FAILED;
-		strlcpy(device, slot->device, sizeof(device));
-		strlcpy(note, slot->device_note, sizeof(note));
-		quiet = slot->device_note_expected && !GnnProgressOn();
-		LWLockRelease(gnn_shared->lock);
-		if (st != GNN_JOB_STARTING)
-			break;
-		if (GetBackgroundWorkerPid(handle, &pid) == BGWH_STOPPED)
-			break;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
+		/* wait until the worker has chosen its device (or failed) */
+		for (;;)
+		{
+			LWLockAcquire(gnn_shared->lock, LW_SHARED);
+			st = slot->id == id ? slot->state : GNN_JOB_FAILED;
+			strlcpy(device, slot->device, sizeof(device));
+			strlcpy(note, slot->device_note, sizeof(note));
+			quiet = slot->device_note_expected && !GnnProgressOn();
+			LWLockRelease(gnn_shared->lock);
+			if (st != GNN_JOB_STARTING)
+				break;
+			if (GetBackgroundWorkerPid(handle, &pid) == BGWH_STOPPED)
+				break;
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
 	}
 	PG_CATCH();
 	{
