@@ -1,9 +1,10 @@
 /*
  * core.c: running the compute core inside a PostgreSQL process.
  *
- * The core runs OpenMP and BLAS threads.  PostgreSQL's signal handlers must
- * only ever run on the main thread, so the thread pools are created once per
- * process with every signal blocked: threads inherit that mask and keep it.
+ * The core runs OpenMP threads (BLAS stays on the thread that calls it).
+ * PostgreSQL's signal handlers must only ever run on the main thread, so the
+ * thread pool is created once per process with every signal blocked:
+ * threads inherit that mask and keep it.
  */
 #include "common/gnn_pg.h"
 
@@ -23,8 +24,6 @@ GnnCoreThreadsInit(void)
 {
 	sigset_t	all,
 				old;
-	float		a[4] = {1, 2, 3, 4},
-				c[4];
 	int			n = gnn_threads;
 
 	if (threads_ready)
@@ -41,20 +40,17 @@ GnnCoreThreadsInit(void)
 		(void) omp_get_thread_num();
 	}
 #endif
-	if (n > 0)
-		openblas_set_num_threads(n);
-	/* a product large enough to wake BLAS's own pool */
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 2, 2, 2, 1.0f, a, 2, a, 2, 0.0f, c, 2);
-	{
-		int			big = 256;
-		float	   *x = palloc0(sizeof(float) * big * big);
-		float	   *y = palloc(sizeof(float) * big * big);
-
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, big, big, big, 1.0f, x, big, x, big,
-					0.0f, y, big);
-		pfree(x);
-		pfree(y);
-	}
+	/*
+	 * BLAS on one thread: the CPU backend splits products into row blocks
+	 * across the OpenMP team (backend_cpu.c's cpu_set_threads), so BLAS's
+	 * own pool is never used, and must never start (its threads would not
+	 * have the signal mask above).  It was once woken here, a 256^3
+	 * product at n threads: 1.5-10 ms of every job's start, and of every
+	 * session's first call, on the 2-core VM (0.5-0.8 ms without it), and
+	 * a pool thread left polling for work (OpenBLAS's threads yield in a
+	 * loop for a while after a product) beside the job's own.
+	 */
+	openblas_set_num_threads(1);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	threads_ready = true;
 }
