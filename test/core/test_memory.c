@@ -6,7 +6,9 @@
  * in /proc/self/smaps, set whether or not huge pages are free), leaves
  * arrays under 8 MB alone, and does nothing with GNN_HUGE_PAGES=0 (checked
  * in a fresh process: the variable is read once).  The flag checks skip
- * where the kernel has no THP.
+ * where the kernel has no THP.  gnn_sort_i32 sorts as qsort does, over the
+ * shapes its radix passes take apart: sizes around its 512-value switch,
+ * negatives and the extremes, duplicates, digits every value shares.
  */
 #include "check.h"
 #include "base/gnn_core.h"
@@ -82,6 +84,61 @@ main(int argc, char **argv)
 	}
 
 	unsetenv("GNN_HUGE_PAGES");	/* read at the first call, below */
+
+	/* gnn_sort_i32 against qsort */
+	{
+		int64_t		sizes[] = {0, 1, 2, 511, 512, 513, 4096, 100000};
+		bool		same = true;
+		char		failed[128] = "";
+
+		for (int shape = 0; shape < 6; shape++)
+			for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++)
+			{
+				int64_t		m = sizes[z];
+				int32_t    *x = malloc(sizeof(int32_t) * (m + 1)),
+						   *y = malloc(sizeof(int32_t) * (m + 1));
+				uint64_t	h = 0x9e3779b97f4a7c15ULL * (uint64_t) (shape + 1);
+
+				for (int64_t i = 0; i < m; i++)
+				{
+					h = h * 6364136223846793005ULL + 1442695040888963407ULL;
+					switch (shape)
+					{
+						case 0:	/* anything, negatives included */
+							x[i] = (int32_t) (uint32_t) (h >> 32);
+							break;
+						case 1:	/* node ids: below 2^20 (the top digit shared) */
+							x[i] = (int32_t) ((h >> 40) & 0xFFFFF);
+							break;
+						case 2:	/* few values, many duplicates */
+							x[i] = (int32_t) ((h >> 60) & 7) - 3;
+							break;
+						case 3:	/* all one value (every pass skipped) */
+							x[i] = 42;
+							break;
+						case 4:	/* descending */
+							x[i] = (int32_t) (m - i);
+							break;
+						default:	/* the extremes among others */
+							x[i] = i % 3 == 0 ? INT32_MIN : i % 3 == 1 ? INT32_MAX : (int32_t) (h >> 33);
+							break;
+					}
+					y[i] = x[i];
+				}
+				gnn_sort_i32(x, m);
+				if (m > 1)
+					qsort(y, (size_t) m, sizeof(int32_t), gnn_cmp_i32);
+				if (m > 0 && memcmp(x, y, sizeof(int32_t) * m) != 0 && same)
+				{
+					same = false;
+					snprintf(failed, sizeof(failed), "shape %d, %lld values", shape, (long long) m);
+				}
+				free(x);
+				free(y);
+			}
+		CHECK(same, "gnn_sort_i32 sorts as qsort does: any values, node ids, duplicates, one value, descending, "
+			  "the extremes; 0 to 100,000 values%s%s", failed[0] ? ": not at " : "", failed);
+	}
 
 	/* growing by doubling from 1k to 16M elements (64 MB): contents kept */
 	for (size_t cap = 1024; cap <= ((size_t) 16 << 20) && kept; cap *= 2)

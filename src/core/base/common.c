@@ -181,6 +181,50 @@ gnn_malloc_big(size_t bytes)
 	return p;
 }
 
+void
+gnn_sort_i32(int32_t *a, int64_t n)
+{
+	uint32_t   *src = (uint32_t *) a,
+			   *dst;
+
+	if (n < 512 || !(dst = malloc(sizeof(uint32_t) * (size_t) n)))
+	{
+		if (n > 1)
+			qsort(a, (size_t) n, sizeof(int32_t), gnn_cmp_i32);
+		return;
+	}
+	for (int shift = 0; shift < 32; shift += 11)
+	{
+		int64_t		at[2048] = {0},
+					sum = 0;
+		uint32_t   *t;
+
+		/* (the sign bit flipped: negative values first) */
+		for (int64_t i = 0; i < n; i++)
+			at[((src[i] ^ 0x80000000u) >> shift) & 2047]++;
+		if (at[((src[0] ^ 0x80000000u) >> shift) & 2047] == n)
+			continue;
+		for (int d = 0; d < 2048; d++)
+		{
+			int64_t		c = at[d];
+
+			at[d] = sum;
+			sum += c;
+		}
+		for (int64_t i = 0; i < n; i++)
+			dst[at[((src[i] ^ 0x80000000u) >> shift) & 2047]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != (uint32_t *) a)
+	{
+		memcpy(a, src, sizeof(uint32_t) * (size_t) n);
+		dst = src;
+	}
+	free(dst);
+}
+
 void *
 gnn_calloc_big(size_t n, size_t size)
 {

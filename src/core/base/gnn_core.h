@@ -126,6 +126,13 @@ gnn_cmp_i32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * a[0..n) ascending, as qsort with gnn_cmp_i32 sorts it: an LSD radix sort
+ * (11-bit digits, a pass skipped where every value shares its digit) from
+ * 512 values on, qsort below that or without memory for its scratch
+ */
+void		gnn_sort_i32(int32_t *a, int64_t n);
+
 /* Fisher-Yates over a[0..n), drawing from r (the training loops' shuffles) */
 static inline void
 gnn_shuffle_i32(gnn_rng *r, int32_t *a, int64_t n)

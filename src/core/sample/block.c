@@ -247,7 +247,7 @@ rel_make(gnn_backend *be, const gnn_block *blk, const int64_t *ent, int64_t cnt,
 			cols[ncol++] = j;
 		}
 	}
-	qsort(cols, ncol, sizeof(int32_t), gnn_cmp_i32);
+	gnn_sort_i32(cols, ncol);
 	all_cols = 2 * ncol >= ns;
 	for (int64_t q = 0; q < ncol; q++)
 		colmap[cols[q]] = all_cols ? cols[q] : (int32_t) q;

@@ -503,7 +503,7 @@ eval_nodes_sample(const gnn_train_config *cfg, int64_t keep, int32_t *out, int64
 			out[j] = t;
 		}
 		n = keep;
-		qsort(out, (size_t) n, sizeof(int32_t), gnn_cmp_i32);	/* back in node order */
+		gnn_sort_i32(out, n);	/* back in node order */
 	}
 	return n;
 }

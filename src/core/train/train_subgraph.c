@@ -315,7 +315,7 @@ cluster_nodes(sub_ctx *x, int32_t first)
 		memcpy(x->nodes + k, x->cmembers + x->cstart[p], sizeof(int32_t) * (x->cstart[p + 1] - x->cstart[p]));
 		k += x->cstart[p + 1] - x->cstart[p];
 	}
-	qsort(x->nodes, k, sizeof(int32_t), gnn_cmp_i32);
+	gnn_sort_i32(x->nodes, k);
 	x->k = k;
 }
 
@@ -347,7 +347,7 @@ saint_nodes(sub_ctx *x, gnn_rng *rng)
 	}
 	for (int64_t i = 0; i < k; i++)
 		x->map[x->nodes[i]] = -1;
-	qsort(x->nodes, k, sizeof(int32_t), gnn_cmp_i32);
+	gnn_sort_i32(x->nodes, k);
 	x->k = k;
 }
 
