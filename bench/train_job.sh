@@ -52,9 +52,18 @@ COMMIT=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 DIRTY=$(git -C "$REPO_ROOT" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo " (with uncommitted changes)" || true)
 psql_pg -c "'CREATE EXTENSION gnn'"
 
+# settle: what the steps before left running is over - the last job's worker gone (its
+# results pass reported, it still frees its memory and exits), the files they wrote
+# (the graph store, the tables) on disk - so that each job is measured on an idle machine
+settle() {
+  for _ in $(seq 1 600); do pgrep -f "gnn training job" >/dev/null || break; sleep 0.1; done
+  sync
+}
+
 # job NAME GRAPH MODEL EPOCHS OPTIONS: one job, its report rows
 job() {
   local name=$1 graph=$2 model=$3 epochs=$4 opts=$5 t0 t1 client wall id out
+  settle
   # the statement's own time (clock_timestamp around it, in the session), and the client's
   # (starting psql and connecting included: about 0.1-0.2 s here)
   t0=$(date +%s.%N)
