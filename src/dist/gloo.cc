@@ -29,6 +29,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern "C"
@@ -59,8 +60,28 @@ class CStore : public gloo::rendezvous::Store
 
 		set_.push_back(k);
 		if (st_.set(st_.arg, k.c_str(), data.data(), data.size(), msg, sizeof(msg)) != GNN_DIST_STORE_OK)
+		{
+			pause_if_pairs();
 			throw std::runtime_error("rendezvous store: cannot set \"" + k + "\": " + msg);
+		}
 	}
+
+	/*
+	 * Gloo's connectFullMesh makes this rank's pairs (listening, then
+	 * connecting) between its store calls, and closes them as soon as one
+	 * throws.  A peer whose connection to such a pair completed in the
+	 * kernel, but not yet in its Gloo loop, then finds it reset there,
+	 * where Gloo's getpeername check throws on the loop's own thread and
+	 * aborts that process: a peer reads this rank's addresses and connects
+	 * the moment this rank sets them, just when a store failing for this
+	 * rank makes it close (test_dist's rank gone while the ranks connect
+	 * died of SIGABRT once in a make test).  So while pairs may exist a
+	 * failed store call pauses before it throws: the peer's loop takes the
+	 * connection meanwhile, and sees the close as a broken pair, an error
+	 * its rank reports.  (DistOpen pauses so before a cancelled rank's
+	 * close.)
+	 */
+	bool		pairs = false;
 
 	/* every key this rank set (ours and Gloo's), removed: its open failed (gnn_dist_store.forget) */
 	void forget() noexcept
@@ -106,6 +127,8 @@ class CStore : public gloo::rendezvous::Store
 		size_t		len = 0;
 		gnn_dist_store_status rc = st_.get(st_.arg, k.c_str(), timeout_ms, &data, &len, msg, sizeof(msg));
 
+		if (rc != GNN_DIST_STORE_OK)
+			pause_if_pairs();
 		if (rc == GNN_DIST_STORE_TIMEOUT)
 			throw StoreTimeout("rendezvous: \"" + k + "\" did not appear within " +
 							   std::to_string(timeout_ms_) + " ms (a rank that never started, or started late)");
@@ -115,6 +138,12 @@ class CStore : public gloo::rendezvous::Store
 
 		free(data);
 		return out;
+	}
+
+	void pause_if_pairs()
+	{
+		if (pairs)
+			std::this_thread::sleep_for(std::chrono::milliseconds(100));
 	}
 
 	gnn_dist_store st_;
@@ -275,7 +304,9 @@ d_open(const gnn_dist_options *o, const gnn_dist_store *st, void **handle, char 
 		Meshing		meshing(*st);
 
 		h->ctx->setTimeout(std::max(std::chrono::milliseconds(1), h->timeout / 5));
+		store.pairs = true;
 		h->ctx->connectFullMesh(store, h->dev);
+		store.pairs = false;
 		h->ctx->setTimeout(h->timeout);
 		forget.kept = true;
 		*handle = h.release();
