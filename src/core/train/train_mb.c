@@ -459,7 +459,7 @@ eval_acc_combine(gnn_dist *d, eval_acc *a, int32_t c, double *extra, int nextra,
  * or to a slot no count advances (out[0]: no split, a split not asked for,
  * no label, another type).  The splits of a hashed or random split
  * are a coin toss per node, and the branch on them cost the pass 4-8 ms a
- * million nodes, against 1.5-3 ms now (R-MAT job, 2-core VM).
+ * million nodes, against 2-3 ms now (R-MAT job, 2-core VM).
  */
 static void
 split_nodes(const gnn_graph *g, const gnn_train_config *cfg, int32_t *train, int64_t *ntrain, int32_t *val,
@@ -469,14 +469,13 @@ split_nodes(const gnn_graph *g, const gnn_train_config *cfg, int32_t *train, int
 	int32_t    *out[4] = {&none, train, val ? val : &none, test ? test : &none};
 	int64_t		n[4] = {0, 0, 0, 0},
 				step[4] = {0, 1, val ? 1 : 0, test ? 1 : 0};
-	bool		plain = cfg->task != GNN_TASK_REGRESS && g->num_node_types <= 1;
 
 	_Static_assert(GNN_SPLIT_NONE == 0 && GNN_SPLIT_TRAIN == 1 && GNN_SPLIT_VAL == 2 && GNN_SPLIT_TEST == 3,
 				   "split_nodes' lists are in split order");
 	for (int64_t v = 0; v < g->num_nodes; v++)
 	{
 		int			s = g->split[v];
-		bool		in = plain ? s < 4 && g->labels[v] >= 0 : s < 4 && node_in_split(g, cfg, v, s);
+		bool		in = s < 4 && node_in_split(g, cfg, v, s);
 		int			k = in ? s : 0;
 
 		out[k][n[k]] = (int32_t) v;
