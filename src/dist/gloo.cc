@@ -40,6 +40,21 @@ extern "C"
 namespace
 {
 
+/*
+ * A rank's pairs are not closed within this of their making.  A peer reads
+ * this rank's addresses and connects the moment they are set; a close while
+ * that connection has completed in the kernel, but not yet in the peer's
+ * Gloo loop, resets it there, where Gloo's getpeername check throws on the
+ * loop's own thread and aborts the peer's process (test_dist saw it 1 in 30
+ * closes of a rank cancelled while connecting, and once in a make test for
+ * a rank whose store failed while connecting).  After the pause the peer's
+ * loop has taken the connection, and sees the close as a broken pair, an
+ * error its rank reports.  Two places close them: a store call failing in
+ * Gloo's connectFullMesh, which closes the pairs as the exception leaves it
+ * (CStore pauses before it throws), and d_close before any collective.
+ */
+const std::chrono::milliseconds pairs_settle(100);
+
 /* a store key that did not appear in time: reported as GNN_ERR_LIMIT */
 struct StoreTimeout : public std::runtime_error
 {
@@ -67,19 +82,9 @@ class CStore : public gloo::rendezvous::Store
 	}
 
 	/*
-	 * Gloo's connectFullMesh makes this rank's pairs (listening, then
-	 * connecting) between its store calls, and closes them as soon as one
-	 * throws.  A peer whose connection to such a pair completed in the
-	 * kernel, but not yet in its Gloo loop, then finds it reset there,
-	 * where Gloo's getpeername check throws on the loop's own thread and
-	 * aborts that process: a peer reads this rank's addresses and connects
-	 * the moment this rank sets them, just when a store failing for this
-	 * rank makes it close (test_dist's rank gone while the ranks connect
-	 * died of SIGABRT once in a make test).  So while pairs may exist a
-	 * failed store call pauses before it throws: the peer's loop takes the
-	 * connection meanwhile, and sees the close as a broken pair, an error
-	 * its rank reports.  (DistOpen pauses so before a cancelled rank's
-	 * close.)
+	 * Gloo's connectFullMesh makes this rank's pairs between its store
+	 * calls, and closes them as soon as one throws: while they may exist a
+	 * failed call pauses first (pairs_settle)
 	 */
 	bool		pairs = false;
 
@@ -143,7 +148,7 @@ class CStore : public gloo::rendezvous::Store
 	void pause_if_pairs()
 	{
 		if (pairs)
-			std::this_thread::sleep_for(std::chrono::milliseconds(100));
+			std::this_thread::sleep_for(pairs_settle);
 	}
 
 	gnn_dist_store st_;
@@ -194,7 +199,8 @@ struct Handle
 	std::shared_ptr<gloo::transport::Device> dev;
 	std::shared_ptr<gloo::rendezvous::Context> ctx;
 	std::chrono::milliseconds timeout;
-	uint32_t	tag = 1;
+	uint32_t	tag = 1;		/* the next collective's (1: none yet) */
+	std::chrono::steady_clock::time_point meshed;	/* when connectFullMesh returned (pairs_settle) */
 };
 
 void
@@ -307,6 +313,7 @@ d_open(const gnn_dist_options *o, const gnn_dist_store *st, void **handle, char 
 		store.pairs = true;
 		h->ctx->connectFullMesh(store, h->dev);
 		store.pairs = false;
+		h->meshed = std::chrono::steady_clock::now();
 		h->ctx->setTimeout(h->timeout);
 		forget.kept = true;
 		*handle = h.release();
@@ -439,6 +446,13 @@ d_close(void *hp)
 	Handle	   *h = static_cast<Handle *>(hp);
 	char		msg[GNN_DIST_MSG_LEN];
 
+	/*
+	 * closed before any collective (a rank cancelled while it connected):
+	 * the peers' loops take their connections first (pairs_settle); a
+	 * collective done has shown every peer connected
+	 */
+	if (h->tag == 1)
+		std::this_thread::sleep_until(h->meshed + pairs_settle);
 	(void) guarded(msg, sizeof(msg), [&]() {
 		if (h->ctx)
 			h->ctx->closeConnections();

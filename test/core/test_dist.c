@@ -339,12 +339,18 @@ body_cancel_meshing(int rank, int size, const char *prefix, int timeout_ms, int 
 		REQUIRE(cs.cancelled && cs.cancelled_meshing > 0 && !cs.meshing, "cancelled %d, let through %d, meshing %d",
 				cs.cancelled, cs.cancelled_meshing, cs.meshing);
 		/*
-		 * a moment before closing, as the server's DistOpen does: a close
-		 * while the other's connect completes only in the kernel resets it
-		 * under Gloo's loop, whose getpeername check then aborts that process
+		 * closed at once: the engine waits a moment first (gloo.cc's
+		 * pairs_settle), else a close while the other's connect completes
+		 * only in the kernel resets it under Gloo's loop, whose getpeername
+		 * check then aborts that process
 		 */
-		usleep(100 * 1000);
-		gnn_dist_close(d);
+		{
+			double		tc = now_ms();
+
+			gnn_dist_close(d);
+			REQUIRE(now_ms() - tc >= 80, "a close before any collective waited %.0f ms, not the engine's 100",
+					now_ms() - tc);
+		}
 		return 0;
 	}
 	if (rank == 0)

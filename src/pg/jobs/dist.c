@@ -568,13 +568,7 @@ DistOpen(const gnn_dist_options *o, gnn_dist_store *st, gnn_dist **d, gnn_error 
 	rc = gnn_dist_open(psprintf("%s/gnn_dist.so", pkglib_path), o, st, d, err);
 	if (rc == GNN_OK && GnnInterruptShouldStop(NULL))
 	{
-		/*
-		 * A moment before closing: a peer whose connection to this rank
-		 * completed in the kernel but not yet in Gloo's loop would find it
-		 * reset there, where Gloo's getpeername check throws on its own
-		 * thread and aborts the process (test_dist saw it 1 in 30 closes).
-		 */
-		pg_usleep(100 * 1000L);
+		/* (the engine closes no pairs within a moment of their making: gloo.cc's pairs_settle) */
 		gnn_dist_close(*d);
 		*d = NULL;
 		CHECK_FOR_INTERRUPTS();
